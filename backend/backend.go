@@ -1,0 +1,106 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// FileType is the kind of object a file holds. Each type lives in its own
+// namespace (a directory on the local filesystem, a key prefix on S3).
+type FileType string
+
+// File types of repository format v1.
+const (
+	Config   FileType = "config"    // the single file named "config"
+	Key      FileType = "keys"      // key files
+	Pack     FileType = "data"      // pack files (sharded by the first two hex chars of the name)
+	Index    FileType = "index"     // index objects
+	Snapshot FileType = "snapshots" // snapshot manifests
+	Lock     FileType = "locks"     // lock objects
+)
+
+// FileTypes lists every file type in a fixed order.
+var FileTypes = []FileType{Config, Key, Pack, Index, Snapshot, Lock}
+
+// Handle names one file.
+type Handle struct {
+	Type FileType
+	Name string // lowercase hex for every type but Config, whose name is "config"
+}
+
+func (h Handle) String() string {
+	if h.Type == Config {
+		return "config"
+	}
+	return string(h.Type) + "/" + h.Name
+}
+
+// FileInfo describes a stored file.
+type FileInfo struct {
+	Name string
+	Size int64
+}
+
+// Sentinel errors. Implementations wrap them so callers test with errors.Is.
+var (
+	// ErrNotFound: the named file does not exist.
+	ErrNotFound = errors.New("file not found")
+	// ErrShortRead: a Load asked for bytes past the end of the file.
+	ErrShortRead = errors.New("file shorter than requested range")
+	// ErrNoSpace: the storage is full; nothing of the failed Save is visible.
+	ErrNoSpace = errors.New("no space left on storage")
+)
+
+// Backend stores whole files under handles. It knows nothing of encryption
+// or formats.
+//
+// Contract every implementation keeps (tested by backendtest.Run):
+//   - Save is atomic and durable: when it returns nil the whole file is
+//     stored and survives a crash or power loss (local: data and directory
+//     fsynced; S3: PUT completed). When it returns an error, or the process
+//     dies during it, no file or partial file is visible under the handle.
+//     Saving an existing name replaces it atomically (files are named by the
+//     hash of their bytes, so a replacement carries the same bytes).
+//   - Load returns exactly length bytes starting at offset, or the rest of
+//     the file when length is 0. A range past the end fails with
+//     ErrShortRead; a missing file fails with ErrNotFound. A Load never
+//     returns fewer bytes than asked without an error.
+//   - Stat and Remove of a missing file fail with ErrNotFound.
+//   - List calls fn once per file of the type, in no particular order; it
+//     sees every file whose Save returned before List began. An error from
+//     fn stops the listing and is returned.
+//   - All methods are safe for concurrent use and honour ctx cancellation.
+type Backend interface {
+	// Location describes where the backend stores data, for messages.
+	Location() string
+	Save(ctx context.Context, h Handle, data []byte) error
+	Load(ctx context.Context, h Handle, offset int64, length int) ([]byte, error)
+	Stat(ctx context.Context, h Handle) (FileInfo, error)
+	List(ctx context.Context, t FileType, fn func(FileInfo) error) error
+	Remove(ctx context.Context, h Handle) error
+	Close() error
+}
+
+// Valid reports whether h names a file this package can store.
+func (h Handle) Valid() error {
+	switch h.Type {
+	case Config:
+		if h.Name != "config" && h.Name != "" {
+			return fmt.Errorf("invalid config handle name %q", h.Name)
+		}
+		return nil
+	case Key, Pack, Index, Snapshot, Lock:
+	default:
+		return fmt.Errorf("invalid file type %q", h.Type)
+	}
+	if len(h.Name) < 2 || len(h.Name) > 128 {
+		return fmt.Errorf("invalid %s name %q: want hex, 2-128 characters", h.Type, h.Name)
+	}
+	for _, c := range h.Name {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return fmt.Errorf("invalid %s name %q: want lowercase hex", h.Type, h.Name)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,8 @@
+//go:build !(linux || darwin || freebsd || openbsd || netbsd || dragonfly)
+
+package local
+
+import "os"
+
+// lockFile is a no-op here; CleanTemp relies on age alone.
+func lockFile(f *os.File, nonblock bool) error { return nil }

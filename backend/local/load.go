@@ -1,0 +1,73 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"lifeboat/backend"
+)
+
+// Load returns length bytes of h from offset, or the rest of the file when
+// length is 0. It checks the range against the file size before reading
+// and reads with pread, never more than asked.
+func (b *Backend) Load(ctx context.Context, h backend.Handle, offset int64, length int) ([]byte, error) {
+	if err := check(ctx, "load", h); err != nil {
+		return nil, err
+	}
+	if offset < 0 || length < 0 {
+		return nil, fmt.Errorf("local: load %s: invalid range offset %d length %d", h, offset, length)
+	}
+	p := b.path(h)
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, b.fail("load", h, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, b.fail("load", h, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("local: load %s: %s is not a regular file", h, p)
+	}
+	size := fi.Size()
+	n := int64(length)
+	if length == 0 {
+		n = size - offset
+	}
+	if offset > size || n > size-offset {
+		return nil, shortRead(h, p, offset, n, size)
+	}
+	buf := make([]byte, n)
+	got, err := f.ReadAt(buf, offset)
+	if int64(got) < n {
+		if err == nil || errors.Is(err, io.EOF) {
+			return nil, shortRead(h, p, offset, n, int64(got)+offset)
+		}
+		return nil, b.fail("load", h, err)
+	}
+	return buf, nil
+}
+
+func shortRead(h backend.Handle, p string, offset, n, size int64) error {
+	return fmt.Errorf("local: load %s: %w: want %d bytes at offset %d, %s has %d", h, backend.ErrShortRead, n, offset, p, size)
+}
+
+// Stat returns the size of h.
+func (b *Backend) Stat(ctx context.Context, h backend.Handle) (backend.FileInfo, error) {
+	if err := check(ctx, "stat", h); err != nil {
+		return backend.FileInfo{}, err
+	}
+	p := b.path(h)
+	fi, err := os.Stat(p)
+	if err != nil {
+		return backend.FileInfo{}, b.fail("stat", h, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return backend.FileInfo{}, fmt.Errorf("local: stat %s: %s is not a regular file", h, p)
+	}
+	return backend.FileInfo{Name: fi.Name(), Size: fi.Size()}, nil
+}

@@ -1,0 +1,127 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"lifeboat/backend"
+)
+
+// Save stores data under h atomically and durably: temp file in tmp/,
+// write, fsync, close, rename, fsync the directory. On error before the
+// rename the temp file is removed and nothing is visible under h.
+func (b *Backend) Save(ctx context.Context, h backend.Handle, data []byte) error {
+	if err := check(ctx, "save", h); err != nil {
+		return err
+	}
+	tmp, err := b.writeTemp(data)
+	if err != nil {
+		return b.fail("save", h, err)
+	}
+	if err := ctx.Err(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("local: save %s: %w", h, err)
+	}
+	if err := b.rename(tmp, b.path(h)); err != nil {
+		os.Remove(tmp)
+		return b.fail("save", h, err)
+	}
+	if err := syncDir(filepath.Dir(b.path(h))); err != nil {
+		// The file is visible but may not survive a crash. It is not
+		// removed: it may replace an earlier, durable copy.
+		return b.fail("save", h, err)
+	}
+	return nil
+}
+
+// writeTemp writes data to a new fsynced, closed temp file and returns its
+// path. On error the temp file is gone.
+func (b *Backend) writeTemp(data []byte) (name string, err error) {
+	dir := filepath.Join(b.dir, tmpDir)
+	f, err := b.createTemp(dir, tempPrefix+"*")
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = b.ensureDir(dir); err == nil {
+			f, err = b.createTemp(dir, tempPrefix+"*")
+		}
+	}
+	if err != nil {
+		return "", err
+	}
+	name = f.Name()
+	closed := false
+	defer func() {
+		if err != nil {
+			if !closed {
+				f.Close()
+			}
+			os.Remove(name)
+		}
+	}()
+	n, err := f.Write(data)
+	if err == nil && n != len(data) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		return name, err
+	}
+	if err = f.Sync(); err != nil {
+		return name, err
+	}
+	closed = true
+	return name, f.Close()
+}
+
+// rename moves tmp to dst, creating dst's directory when missing.
+func (b *Backend) rename(tmp, dst string) error {
+	err := os.Rename(tmp, dst)
+	if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := b.ensureDir(filepath.Dir(dst)); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dst)
+}
+
+// ensureDir creates dir and missing parents below the repository root
+// (never the root itself), fsyncing each parent that gained an entry.
+func (b *Backend) ensureDir(dir string) error {
+	if dir == b.dir || len(dir) <= len(b.dir) {
+		return &os.PathError{Op: "mkdir", Path: dir, Err: fmt.Errorf("repository directory is missing (is the disk mounted?)")}
+	}
+	err := os.Mkdir(dir, 0o700)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := b.ensureDir(filepath.Dir(dir)); err != nil {
+			return err
+		}
+		err = os.Mkdir(dir, 0o700)
+	}
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(dir))
+}
+
+// syncDir fsyncs a directory so renames and creations in it are durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if err != nil && ignorableSyncErr(err) {
+		err = nil
+	}
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

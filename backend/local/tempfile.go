@@ -1,0 +1,32 @@
+package local
+
+import (
+	"os"
+)
+
+// tempPrefix starts the name of every temp file; CleanTemp removes only
+// files with it.
+const tempPrefix = "save-"
+
+// file is what Save writes through; tests swap in one that fails.
+type file interface {
+	Write(p []byte) (int, error)
+	Sync() error
+	Close() error
+	Name() string
+}
+
+// osCreateTemp creates a 0600 temp file and locks it, so CleanTemp in
+// another process can tell it is still being written.
+func osCreateTemp(dir, pattern string) (file, error) {
+	f, err := os.CreateTemp(dir, pattern)
+	if err != nil {
+		return nil, err
+	}
+	if err := lockFile(f, false); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, err
+	}
+	return f, nil
+}

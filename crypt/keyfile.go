@@ -1,0 +1,161 @@
+package crypt
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"lifeboat/blob"
+)
+
+// KeyFileVersion is the key file format this code writes and reads.
+const KeyFileVersion = 1
+
+// maxKeyFileSize bounds what DecodeKeyFile will parse.
+const maxKeyFileSize = 64 * 1024
+
+// KeyFile is the stored, password-wrapped form of a MasterKeys subset.
+// Everything but Data is readable without the password.
+type KeyFile struct {
+	Version  int         `json:"version"`
+	Created  time.Time   `json:"created"`
+	Hostname string      `json:"hostname,omitempty"`
+	Username string      `json:"username,omitempty"`
+	Tiers    []blob.Tier `json:"tiers"`
+	KDF      KDFParams   `json:"kdf"`
+	Data     []byte      `json:"data"` // Seal(masterKeysJSON) under the argon2id key
+}
+
+// keyMaterial is the sealed payload: raw keys of each unlocked tier.
+type keyMaterial struct {
+	Tiers map[blob.Tier]tierMaterial `json:"tiers"`
+}
+
+type tierMaterial struct {
+	Enc []byte `json:"enc"`
+	ID  []byte `json:"id"`
+}
+
+// KeyFileMeta is what a caller may show about a key file.
+type KeyFileMeta struct {
+	Created  time.Time
+	Hostname string
+	Username string
+	Tiers    []blob.Tier
+}
+
+// keyAAD binds the sealed key material to its repository and its tier list,
+// so a key file cannot be relabelled with more tiers or moved between repositories.
+func keyAAD(repoID blob.ID, tiers []blob.Tier) []byte {
+	aad := append([]byte("lifeboat-key-v1\x00"), repoID[:]...)
+	for _, t := range tiers {
+		aad = append(aad, byte(t))
+	}
+	return aad
+}
+
+// NewKeyFile wraps the tiers of m named in tiers under password. The
+// workspace tier is required: it encrypts the repository's metadata.
+func NewKeyFile(m *MasterKeys, tiers []blob.Tier, password []byte, kdf KDFParams, repoID blob.ID, meta KeyFileMeta) ([]byte, error) {
+	tiers = normalizeTiers(tiers)
+	if !slices.Contains(tiers, blob.Workspace) {
+		return nil, fmt.Errorf("a key must unlock the workspace tier")
+	}
+	if len(password) == 0 {
+		return nil, fmt.Errorf("empty password: choose a non-empty password")
+	}
+	if err := kdf.Validate(); err != nil {
+		return nil, err
+	}
+	mat := keyMaterial{Tiers: map[blob.Tier]tierMaterial{}}
+	for _, t := range tiers {
+		k, err := m.Tier(t)
+		if err != nil {
+			return nil, err
+		}
+		mat.Tiers[t] = tierMaterial{Enc: k.Enc[:], ID: k.IDKey[:]}
+	}
+	plain, err := json.Marshal(mat)
+	if err != nil {
+		return nil, err
+	}
+	defer clear(plain)
+	kek := kdf.derive(password)
+	kf := KeyFile{
+		Version: KeyFileVersion, Created: meta.Created.UTC(), Hostname: meta.Hostname, Username: meta.Username,
+		Tiers: tiers, KDF: kdf,
+		Data: NewSealer(kek).Seal(nil, plain, keyAAD(repoID, tiers)),
+	}
+	return json.MarshalIndent(kf, "", "  ")
+}
+
+// DecodeKeyFile parses a key file's public part without the password.
+func DecodeKeyFile(data []byte) (*KeyFile, error) {
+	if len(data) > maxKeyFileSize {
+		return nil, fmt.Errorf("%w: %d bytes is larger than any key file", ErrNotKeyFile, len(data))
+	}
+	var kf KeyFile
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&kf); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotKeyFile, err)
+	}
+	if kf.Version != KeyFileVersion {
+		return nil, fmt.Errorf("%w: key file version %d, this lifeboat reads version %d", ErrNotKeyFile, kf.Version, KeyFileVersion)
+	}
+	if err := kf.KDF.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotKeyFile, err)
+	}
+	if len(kf.Tiers) == 0 || !slices.Equal(kf.Tiers, normalizeTiers(kf.Tiers)) || !slices.Contains(kf.Tiers, blob.Workspace) {
+		return nil, fmt.Errorf("%w: bad tier list %v", ErrNotKeyFile, kf.Tiers)
+	}
+	if len(kf.Data) < Overhead {
+		return nil, fmt.Errorf("%w: sealed key data too short", ErrNotKeyFile)
+	}
+	return &kf, nil
+}
+
+// Meta returns the key file's public description.
+func (kf *KeyFile) Meta() KeyFileMeta {
+	return KeyFileMeta{Created: kf.Created, Hostname: kf.Hostname, Username: kf.Username, Tiers: kf.Tiers}
+}
+
+// Open unwraps the key file with password. A wrong password (or a key file
+// from another repository) yields ErrWrongPassword.
+func (kf *KeyFile) Open(password []byte, repoID blob.ID) (*MasterKeys, error) {
+	kek := kf.KDF.derive(password)
+	plain, err := NewSealer(kek).Open(nil, kf.Data, keyAAD(repoID, kf.Tiers))
+	if err != nil {
+		return nil, ErrWrongPassword
+	}
+	defer clear(plain)
+	var mat keyMaterial
+	if err := json.Unmarshal(plain, &mat); err != nil {
+		return nil, fmt.Errorf("%w: sealed key material does not decode: %v", ErrNotKeyFile, err)
+	}
+	m := &MasterKeys{tiers: map[blob.Tier]*TierKeys{}}
+	for _, t := range kf.Tiers {
+		tm, ok := mat.Tiers[t]
+		if !ok || len(tm.Enc) != KeySize || len(tm.ID) != KeySize {
+			return nil, fmt.Errorf("%w: key material lacks the %s tier it claims", ErrNotKeyFile, t)
+		}
+		m.tiers[t] = NewTierKeys(t, Key(tm.Enc), Key(tm.ID))
+	}
+	if len(mat.Tiers) != len(kf.Tiers) {
+		return nil, fmt.Errorf("%w: key material holds tiers it does not declare", ErrNotKeyFile)
+	}
+	return m, nil
+}
+
+// normalizeTiers returns the valid tiers of ts, deduplicated, in blob.Tiers order.
+func normalizeTiers(ts []blob.Tier) []blob.Tier {
+	var out []blob.Tier
+	for _, t := range blob.Tiers {
+		if slices.Contains(ts, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}

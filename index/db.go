@@ -1,0 +1,227 @@
+package index
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"lifeboat/blob"
+	"lifeboat/pack"
+)
+
+// dbVersion changes whenever the DB layout changes; an old file is rebuilt.
+const dbVersion = 1
+
+var (
+	bucketMeta    = []byte("meta")
+	bucketBlobs   = []byte("blobs")   // tier|type|id -> pack id|flags|offset|length|plain length
+	bucketPacks   = []byte("packs")   // pack id -> tier|size
+	bucketObjects = []byte("objects") // index object id -> tier|state
+	keyVersion    = []byte("version")
+	keyRepo       = []byte("repo")
+)
+
+// States of an index object in the objects bucket.
+const (
+	objApplied byte = 1 // its entries are in the blobs bucket
+	objLocked  byte = 2 // its tier was locked when seen; apply once unlocked
+)
+
+// ErrCorrupt marks a DB whose contents do not decode.
+var ErrCorrupt = errors.New("local index cache is corrupt")
+
+// errBusy: another process holds the DB file.
+var errBusy = errors.New("local index cache is in use by another process")
+
+// Location is where a blob is stored.
+type Location struct {
+	Pack blob.ID
+	pack.Entry
+}
+
+// DB is the local bbolt index. It is safe for concurrent use.
+type DB struct {
+	db      *bolt.DB
+	path    string
+	private bool // a per-process file, removed by Close
+}
+
+// OpenDB opens (or creates) the index cache for repository repoID under
+// dir. A file that does not open, or belongs to another repository or
+// layout, is replaced by an empty one; Sync then fills it. When another
+// process holds the shared file, a private file is used instead.
+func OpenDB(dir string, repoID blob.ID) (*DB, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating index cache directory %s: %w", dir, err)
+	}
+	path := filepath.Join(dir, "index.db")
+	d, err := openDBFile(path, repoID)
+	if errors.Is(err, errBusy) {
+		f, terr := os.CreateTemp(dir, "index-private-*.db")
+		if terr != nil {
+			return nil, fmt.Errorf("creating private index cache in %s: %w", dir, terr)
+		}
+		_ = f.Close()
+		_ = os.Remove(f.Name())
+		d, err = openDBFile(f.Name(), repoID)
+		if d != nil {
+			d.private = true
+		}
+	}
+	if err != nil && !errors.Is(err, errBusy) {
+		// Unreadable or foreign: start over.
+		_ = os.Remove(path)
+		d, err = openDBFile(path, repoID)
+	}
+	return d, err
+}
+
+func openDBFile(path string, repoID blob.ID) (d *DB, err error) {
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 250 * time.Millisecond, FreelistType: bolt.FreelistMapType, NoFreelistSync: true})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, errBusy
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
+	}
+	d = &DB{db: bdb, path: path}
+	defer func() {
+		if r := recover(); r != nil { // bbolt panics on some damaged pages
+			err = fmt.Errorf("%w: %s: %v", ErrCorrupt, path, r)
+		}
+		if err != nil {
+			_ = bdb.Close()
+			d = nil
+		}
+	}()
+	err = bdb.Update(func(tx *bolt.Tx) error {
+		m := tx.Bucket(bucketMeta)
+		if m != nil && bytes.Equal(m.Get(keyVersion), binary.LittleEndian.AppendUint32(nil, dbVersion)) && bytes.Equal(m.Get(keyRepo), repoID[:]) {
+			return nil
+		}
+		return resetTx(tx, repoID)
+	})
+	return d, err
+}
+
+// resetTx empties every bucket and stamps the DB with its version and repo.
+func resetTx(tx *bolt.Tx, repoID blob.ID) error {
+	for _, name := range [][]byte{bucketMeta, bucketBlobs, bucketPacks, bucketObjects} {
+		if tx.Bucket(name) != nil {
+			if err := tx.DeleteBucket(name); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.CreateBucket(name); err != nil {
+			return err
+		}
+	}
+	m := tx.Bucket(bucketMeta)
+	if err := m.Put(keyVersion, binary.LittleEndian.AppendUint32(nil, dbVersion)); err != nil {
+		return err
+	}
+	return m.Put(keyRepo, repoID[:])
+}
+
+// Path is the file the DB lives in.
+func (d *DB) Path() string { return d.path }
+
+// Private reports whether this process uses a private file because another
+// process holds the shared one.
+func (d *DB) Private() bool { return d.private }
+
+// Close closes the DB, removing it if it was private.
+func (d *DB) Close() error {
+	err := d.db.Close()
+	if d.private {
+		_ = os.Remove(d.path)
+	}
+	return err
+}
+
+func blobKey(t blob.Tier, typ blob.Type, id blob.ID) []byte {
+	k := make([]byte, 2+blob.IDSize)
+	k[0], k[1] = byte(t), byte(typ)
+	copy(k[2:], id[:])
+	return k
+}
+
+const locSize = blob.IDSize + 1 + 4 + 4 + 4
+
+func encodeLoc(packID blob.ID, e pack.Entry) []byte {
+	v := make([]byte, 0, locSize)
+	v = append(v, packID[:]...)
+	v = append(v, e.Flags)
+	v = binary.LittleEndian.AppendUint32(v, e.Offset)
+	v = binary.LittleEndian.AppendUint32(v, e.Length)
+	return binary.LittleEndian.AppendUint32(v, e.PlainLen)
+}
+
+func decodeLoc(k, v []byte) (Location, error) {
+	if len(k) != 2+blob.IDSize || len(v) != locSize {
+		return Location{}, fmt.Errorf("%w: entry of %d/%d bytes", ErrCorrupt, len(k), len(v))
+	}
+	return Location{Pack: blob.ID(v[:32]), Entry: pack.Entry{Type: blob.Type(k[1]), ID: blob.ID(k[2:]),
+		Flags: v[32], Offset: binary.LittleEndian.Uint32(v[33:]), Length: binary.LittleEndian.Uint32(v[37:]),
+		PlainLen: binary.LittleEndian.Uint32(v[41:])}}, nil
+}
+
+// Lookup returns where the blob is stored, if the index knows it.
+func (d *DB) Lookup(t blob.Tier, typ blob.Type, id blob.ID) (loc Location, ok bool, err error) {
+	err = d.db.View(func(tx *bolt.Tx) error {
+		k := blobKey(t, typ, id)
+		v := tx.Bucket(bucketBlobs).Get(k)
+		if v == nil {
+			return nil
+		}
+		ok = true
+		loc, err = decodeLoc(k, v)
+		return err
+	})
+	return loc, ok, err
+}
+
+// Count returns the number of blob entries and packs in the DB.
+func (d *DB) Count() (blobs, packs int, err error) {
+	err = d.db.View(func(tx *bolt.Tx) error {
+		blobs = tx.Bucket(bucketBlobs).Stats().KeyN
+		packs = tx.Bucket(bucketPacks).Stats().KeyN
+		return nil
+	})
+	return blobs, packs, err
+}
+
+// ForEachPack calls fn with every pack the DB knows.
+func (d *DB) ForEachPack(fn func(id blob.ID, t blob.Tier, size uint32) error) error {
+	return d.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketPacks).ForEach(func(k, v []byte) error {
+			if len(k) != blob.IDSize || len(v) != 5 {
+				return fmt.Errorf("%w: pack entry of %d/%d bytes", ErrCorrupt, len(k), len(v))
+			}
+			return fn(blob.ID(k), blob.Tier(v[0]), binary.LittleEndian.Uint32(v[1:]))
+		})
+	})
+}
+
+// ForEachBlob calls fn with every blob entry of tier t.
+func (d *DB) ForEachBlob(t blob.Tier, fn func(Location) error) error {
+	return d.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketBlobs).Cursor()
+		for k, v := c.Seek([]byte{byte(t)}); k != nil && k[0] == byte(t); k, v = c.Next() {
+			loc, err := decodeLoc(k, v)
+			if err != nil {
+				return err
+			}
+			if err := fn(loc); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

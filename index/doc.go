@@ -1,0 +1,18 @@
+// Package index maps blob ids to their place in packs. It has two parts:
+//
+//   - Index objects (Object, Seal, Open): the authoritative, encrypted
+//     record in the repository, one tier per object, written only after
+//     every pack it names is durable. They can always be rebuilt from pack
+//     headers alone.
+//   - DB: a local bbolt cache of all index objects a key can open, so a
+//     lookup costs one B+tree search and memory does not grow with the
+//     number of blobs. It records which index objects it has applied; it
+//     catches up on new ones, and is rebuilt from scratch when an applied
+//     object has gone (a prune superseded it), or when the file is missing,
+//     corrupt or from another repository or format.
+//
+// Invariants: the DB never holds an entry that no index object in the
+// repository supports, except between a prune and the next Sync; decoders
+// check every count and length against the bytes they have before
+// allocating.
+package index

@@ -1,0 +1,133 @@
+package index
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	bolt "go.etcd.io/bbolt"
+
+	"lifeboat/blob"
+	"lifeboat/crypt"
+)
+
+// Source is where Sync finds index objects: the repository.
+type Source interface {
+	// ListIndex calls fn with the id of every index object.
+	ListIndex(ctx context.Context, fn func(id blob.ID) error) error
+	// LoadIndex loads and opens one index object. An object of a tier the
+	// caller's key lacks fails with an error wrapping crypt.ErrTierLocked.
+	LoadIndex(ctx context.Context, id blob.ID) (*Object, error)
+}
+
+// SyncStats says what a Sync did.
+type SyncStats struct {
+	Rebuilt bool // the DB was emptied first because an applied object is gone
+	Applied int  // index objects newly applied
+	Locked  int  // index objects of tiers the key cannot open
+}
+
+// Sync brings the DB up to date with the repository's index objects.
+func (d *DB) Sync(ctx context.Context, src Source) (SyncStats, error) {
+	var st SyncStats
+	present := map[blob.ID]bool{}
+	if err := src.ListIndex(ctx, func(id blob.ID) error { present[id] = true; return nil }); err != nil {
+		return st, fmt.Errorf("listing index objects: %w", err)
+	}
+	var todo []blob.ID
+	err := d.db.Update(func(tx *bolt.Tx) error {
+		objs := tx.Bucket(bucketObjects)
+		seen := map[blob.ID]byte{}
+		err := objs.ForEach(func(k, v []byte) error {
+			if len(k) != blob.IDSize || len(v) != 2 {
+				return fmt.Errorf("%w: object entry of %d/%d bytes", ErrCorrupt, len(k), len(v))
+			}
+			seen[blob.ID(k)] = v[1]
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for id, state := range seen {
+			if !present[id] && state == objApplied {
+				st.Rebuilt = true
+			}
+		}
+		if st.Rebuilt {
+			repo := bytes.Clone(tx.Bucket(bucketMeta).Get(keyRepo))
+			if err := resetTx(tx, blob.ID(repo)); err != nil {
+				return err
+			}
+			seen = nil
+		}
+		for id := range present {
+			if state, ok := seen[id]; !ok || state == objLocked {
+				todo = append(todo, id)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return st, err
+	}
+	slices.SortFunc(todo, func(a, b blob.ID) int { return bytes.Compare(a[:], b[:]) })
+	for _, id := range todo {
+		if err := ctx.Err(); err != nil {
+			return st, err
+		}
+		o, err := src.LoadIndex(ctx, id)
+		switch {
+		case errors.Is(err, crypt.ErrTierLocked):
+			st.Locked++
+			err = d.markLocked(id)
+		case err != nil:
+			return st, fmt.Errorf("index object %s: %w", id, err)
+		default:
+			st.Applied++
+			err = d.Apply(id, o)
+		}
+		if err != nil {
+			return st, err
+		}
+	}
+	return st, nil
+}
+
+func (d *DB) markLocked(id blob.ID) error {
+	return d.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketObjects).Put(id[:], []byte{0, objLocked})
+	})
+}
+
+// Apply records the entries of index object id in one transaction.
+// Entries are inserted in key order, which keeps bbolt's writes sequential.
+func (d *DB) Apply(id blob.ID, o *Object) error {
+	type kv struct{ k, v []byte }
+	kvs := make([]kv, 0, o.Entries())
+	for _, p := range o.Packs {
+		for _, e := range p.Entries {
+			kvs = append(kvs, kv{blobKey(o.Tier, e.Type, e.ID), encodeLoc(p.ID, e)})
+		}
+	}
+	slices.SortFunc(kvs, func(a, b kv) int { return bytes.Compare(a.k, b.k) })
+	return d.db.Update(func(tx *bolt.Tx) error {
+		blobs := tx.Bucket(bucketBlobs)
+		blobs.FillPercent = 0.9
+		for _, e := range kvs {
+			if err := blobs.Put(e.k, e.v); err != nil {
+				return err
+			}
+		}
+		packs := tx.Bucket(bucketPacks)
+		for _, p := range o.Packs {
+			v := append([]byte{byte(o.Tier)}, 0, 0, 0, 0)
+			v[1], v[2], v[3], v[4] = byte(p.Size), byte(p.Size>>8), byte(p.Size>>16), byte(p.Size>>24)
+			if err := packs.Put(p.ID[:], v); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bucketObjects).Put(id[:], []byte{byte(o.Tier), objApplied})
+	})
+}

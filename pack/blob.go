@@ -1,0 +1,147 @@
+package pack
+
+import (
+	"bytes"
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+
+	"lifeboat/blob"
+	"lifeboat/crypt"
+)
+
+// Compression chooses the zstd level for new blobs. klauspost's
+// SpeedBestCompression is deliberately absent: it has produced corrupt
+// output in other tools.
+type Compression string
+
+// Compression settings.
+const (
+	CompressOff     Compression = "off"
+	CompressFastest Compression = "fastest"
+	CompressDefault Compression = "default"
+	CompressBetter  Compression = "better"
+)
+
+// ParseCompression validates a setting from the command line or config.
+func ParseCompression(s string) (Compression, error) {
+	switch c := Compression(s); c {
+	case CompressOff, CompressFastest, CompressDefault, CompressBetter:
+		return c, nil
+	}
+	return "", fmt.Errorf("unknown compression %q: want off, fastest, default or better", s)
+}
+
+func (c Compression) level() zstd.EncoderLevel {
+	switch c {
+	case CompressDefault:
+		return zstd.SpeedDefault
+	case CompressBetter:
+		return zstd.SpeedBetterCompression
+	}
+	return zstd.SpeedFastest
+}
+
+var (
+	encoders   sync.Map // Compression -> *zstd.Encoder (EncodeAll is safe for concurrent use)
+	decoder    *zstd.Decoder
+	decoderErr error
+	decOnce    sync.Once
+)
+
+func encoderFor(c Compression) (*zstd.Encoder, error) {
+	if e, ok := encoders.Load(c); ok {
+		return e.(*zstd.Encoder), nil
+	}
+	e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(c.level()), zstd.WithEncoderCRC(false),
+		zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)), zstd.WithLowerEncoderMem(true))
+	if err != nil {
+		return nil, err
+	}
+	actual, _ := encoders.LoadOrStore(c, e)
+	return actual.(*zstd.Encoder), nil
+}
+
+func getDecoder() (*zstd.Decoder, error) {
+	decOnce.Do(func() {
+		decoder, decoderErr = zstd.NewReader(nil, zstd.WithDecoderConcurrency(runtime.GOMAXPROCS(0)),
+			zstd.WithDecoderMaxMemory(MaxBlobSize), zstd.IgnoreChecksum(true))
+	})
+	return decoder, decoderErr
+}
+
+// SealedBlob is a blob ready to go into a pack.
+type SealedBlob struct {
+	Type     blob.Type
+	ID       blob.ID
+	Flags    uint8
+	PlainLen uint32
+	Data     []byte // nonce || ciphertext || tag
+}
+
+// SealBlob compresses plain (when that saves at least 1/32 of it), seals it
+// with the tier's key, then opens and decompresses the result and compares
+// it with plain before returning it.
+func SealBlob(k *crypt.TierKeys, typ blob.Type, id blob.ID, plain []byte, c Compression) (SealedBlob, error) {
+	if len(plain) > MaxBlobSize {
+		return SealedBlob{}, fmt.Errorf("blob %s is %d bytes, above the %d-byte limit", id.Short(), len(plain), MaxBlobSize)
+	}
+	payload, flags := plain, uint8(0)
+	if c != CompressOff && len(plain) >= 64 {
+		enc, err := encoderFor(c)
+		if err != nil {
+			return SealedBlob{}, err
+		}
+		z := enc.EncodeAll(plain, make([]byte, 0, len(plain)))
+		if len(z) <= len(plain)-len(plain)/32 {
+			payload, flags = z, FlagZstd
+		}
+	}
+	sb := SealedBlob{Type: typ, ID: id, Flags: flags, PlainLen: uint32(len(plain)),
+		Data: k.Seal(make([]byte, 0, len(payload)+crypt.Overhead), payload, blobAAD(k.Tier, typ, flags, id))}
+	// Verify once before the blob can reach storage.
+	got, err := OpenBlob(k, Entry{Type: typ, Flags: flags, ID: id, Length: uint32(len(sb.Data)), PlainLen: sb.PlainLen}, sb.Data, nil)
+	if err != nil {
+		return SealedBlob{}, fmt.Errorf("verifying new blob %s before upload: %w", id.Short(), err)
+	}
+	if !bytes.Equal(got, plain) {
+		return SealedBlob{}, fmt.Errorf("verifying new blob %s before upload: round trip differs from input (compressor or cipher fault)", id.Short())
+	}
+	return sb, nil
+}
+
+// OpenBlob opens a sealed blob described by e, decompresses it into dst
+// (which it may reuse) and checks that the result has e's plain length.
+// The caller checks the id against the plaintext where it needs to.
+func OpenBlob(k *crypt.TierKeys, e Entry, sealed []byte, dst []byte) ([]byte, error) {
+	if len(sealed) != int(e.Length) {
+		return nil, fmt.Errorf("blob %s: %w (%d of %d sealed bytes)", e.ID.Short(), crypt.ErrAuth, len(sealed), e.Length)
+	}
+	payload, err := k.Open(nil, sealed, blobAAD(k.Tier, e.Type, e.Flags, e.ID))
+	if err != nil {
+		return nil, fmt.Errorf("blob %s: %w", e.ID.Short(), err)
+	}
+	if e.Flags&FlagZstd == 0 {
+		if len(payload) != int(e.PlainLen) {
+			return nil, fmt.Errorf("blob %s: %d plain bytes, index says %d", e.ID.Short(), len(payload), e.PlainLen)
+		}
+		return payload, nil
+	}
+	dec, err := getDecoder()
+	if err != nil {
+		return nil, err
+	}
+	if cap(dst) < int(e.PlainLen) {
+		dst = make([]byte, 0, e.PlainLen)
+	}
+	out, err := dec.DecodeAll(payload, dst[:0])
+	if err != nil {
+		return nil, fmt.Errorf("blob %s: decompress: %w", e.ID.Short(), err)
+	}
+	if len(out) != int(e.PlainLen) {
+		return nil, fmt.Errorf("blob %s: decompressed to %d bytes, header says %d", e.ID.Short(), len(out), e.PlainLen)
+	}
+	return out, nil
+}

@@ -1,0 +1,135 @@
+package repo
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"lifeboat/backend"
+	"lifeboat/blob"
+	"lifeboat/chunk"
+	"lifeboat/crypt"
+	"lifeboat/pack"
+)
+
+// FormatVersion is the repository format this code reads and writes.
+const FormatVersion = 1
+
+// Params are the repository-wide settings fixed at init.
+type Params struct {
+	Version     int              `json:"version"`
+	ID          blob.ID          `json:"id"`
+	Created     time.Time        `json:"created"`
+	PackSize    int              `json:"pack_size"`
+	Compression pack.Compression `json:"compression"`
+	Chunker     chunk.Params     `json:"chunker"`
+}
+
+// Config is the stored config file: public Params plus one sealed section
+// per tier holding that tier's secret chunker polynomial and a copy of the
+// Params, which Open compares with the public ones to catch tampering.
+type Config struct {
+	Params
+	Tiers map[blob.Tier][]byte `json:"tiers"`
+}
+
+// tierSection is the sealed plaintext of one tier's config section.
+type tierSection struct {
+	Params Params    `json:"params"`
+	Pol    chunk.Pol `json:"chunker_polynomial"`
+}
+
+func newConfig(keys *crypt.MasterKeys, p Params) (*Config, map[blob.Tier]chunk.Pol, error) {
+	cfg := &Config{Params: p, Tiers: map[blob.Tier][]byte{}}
+	pols := map[blob.Tier]chunk.Pol{}
+	for _, t := range blob.Tiers {
+		pol, err := chunk.RandomPol()
+		if err != nil {
+			return nil, nil, err
+		}
+		k, err := keys.Tier(t)
+		if err != nil {
+			return nil, nil, err
+		}
+		plain, err := json.Marshal(tierSection{Params: p, Pol: pol})
+		if err != nil {
+			return nil, nil, err
+		}
+		cfg.Tiers[t] = crypt.SealObject(k, crypt.KindConfig, plain)
+		pols[t] = pol
+	}
+	return cfg, pols, nil
+}
+
+// loadConfig reads the config's public part and checks its version.
+func loadConfig(ctx context.Context, be backend.Backend) (*Config, error) {
+	data, err := be.Load(ctx, backend.Handle{Type: backend.Config, Name: "config"}, 0, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%w at %s (run `lifeboat init` to create one): %w", ErrNoRepository, be.Location(), err)
+	}
+	return decodeConfig(data, be.Location())
+}
+
+func decodeConfig(data []byte, where string) (*Config, error) {
+	var v struct {
+		Version int `json:"version"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return nil, fmt.Errorf("%w: config at %s is not valid JSON: %v", ErrCorrupt, where, err)
+	}
+	if v.Version > FormatVersion {
+		return nil, fmt.Errorf("%w: %s has format version %d, this lifeboat reads up to %d; upgrade lifeboat", ErrNewerFormat, where, v.Version, FormatVersion)
+	}
+	var cfg Config
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return nil, fmt.Errorf("%w: config at %s: %v", ErrCorrupt, where, err)
+	}
+	if cfg.Version != FormatVersion {
+		return nil, fmt.Errorf("%w: config at %s has format version %d", ErrCorrupt, where, cfg.Version)
+	}
+	if err := cfg.Chunker.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: config at %s: %v", ErrCorrupt, where, err)
+	}
+	if _, err := pack.ParseCompression(string(cfg.Compression)); err != nil {
+		return nil, fmt.Errorf("%w: config at %s: %v", ErrCorrupt, where, err)
+	}
+	if cfg.PackSize < 1<<20 || cfg.PackSize > pack.MaxPackSize/2 {
+		return nil, fmt.Errorf("%w: config at %s: pack size %d out of range", ErrCorrupt, where, cfg.PackSize)
+	}
+	return &cfg, nil
+}
+
+// openSections opens the tier sections the keys unlock and checks that
+// each repeats the public Params.
+func (c *Config) openSections(keys *crypt.MasterKeys) (map[blob.Tier]chunk.Pol, error) {
+	pols := map[blob.Tier]chunk.Pol{}
+	for _, t := range keys.Tiers() {
+		sealed, ok := c.Tiers[t]
+		if !ok {
+			return nil, fmt.Errorf("%w: config lacks its %s section", ErrCorrupt, t)
+		}
+		_, plain, err := crypt.OpenObject(keys, crypt.KindConfig, sealed)
+		if err != nil {
+			return nil, fmt.Errorf("%w: config %s section: %w", ErrCorrupt, t, err)
+		}
+		var s tierSection
+		if err := json.Unmarshal(plain, &s); err != nil {
+			return nil, fmt.Errorf("%w: config %s section: %v", ErrCorrupt, t, err)
+		}
+		sealedParams, public := s.Params, c.Params
+		sameTime := sealedParams.Created.Equal(public.Created)
+		sealedParams.Created, public.Created = time.Time{}, time.Time{}
+		if !sameTime || sealedParams != public {
+			return nil, fmt.Errorf("%w: the public config differs from its sealed copy (tampered?)", ErrCorrupt)
+		}
+		if s.Pol == 0 || !s.Pol.Irreducible() {
+			return nil, fmt.Errorf("%w: config %s section has an invalid chunker polynomial", ErrCorrupt, t)
+		}
+		pols[t] = s.Pol
+	}
+	return pols, nil
+}

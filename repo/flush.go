@@ -1,0 +1,136 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/zeebo/blake3"
+
+	"lifeboat/backend"
+	"lifeboat/blob"
+	"lifeboat/crypt"
+	"lifeboat/index"
+	"lifeboat/pack"
+)
+
+// Flush uploads every open pack, waits for all uploads, then writes index
+// objects for them and records them in the local index. When it returns
+// nil, every blob saved before the call is durable and indexed.
+func (r *Repository) Flush(ctx context.Context) error {
+	r.mu.Lock()
+	sets := make([]*packerSet, 0, len(r.packers))
+	for _, ps := range r.packers {
+		sets = append(sets, ps)
+	}
+	r.mu.Unlock()
+	for _, ps := range sets {
+		ps.mu.Lock()
+		var full []*pack.Writer
+		for i, w := range ps.writers {
+			if w.Count() > 0 {
+				full = append(full, w)
+				ps.writers[i] = pack.NewWriter(ps.keys, r.opts.PackSize)
+			}
+		}
+		ps.mu.Unlock()
+		for _, w := range full {
+			if err := r.upload(ctx, ps.keys.Tier, w); err != nil {
+				return err
+			}
+		}
+	}
+	r.waitUploads()
+	r.mu.Lock()
+	err := r.usable()
+	r.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	for _, t := range blob.Tiers {
+		if err := r.writeIndex(ctx, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeIndex saves one index object per MaxObjectEntries for the tier's
+// uploaded but unindexed packs, applies each to the local index, and drops
+// their blobs from the pending set.
+func (r *Repository) writeIndex(ctx context.Context, t blob.Tier) error {
+	r.indexMu.Lock()
+	defer r.indexMu.Unlock()
+	r.mu.Lock()
+	packs := r.unindexed[t]
+	r.unindexed[t] = nil
+	r.mu.Unlock()
+	k, err := r.keys.Tier(t)
+	if err != nil || len(packs) == 0 {
+		return err
+	}
+	for len(packs) > 0 {
+		o := &index.Object{Tier: t}
+		n := 0
+		for len(packs) > 0 && (n == 0 || n+len(packs[0].Entries) <= index.MaxObjectEntries) {
+			o.Packs = append(o.Packs, packs[0])
+			n += len(packs[0].Entries)
+			packs = packs[1:]
+		}
+		if _, err := r.saveIndexObject(ctx, k.Tier, o); err != nil {
+			r.mu.Lock()
+			r.unindexed[t] = append(r.unindexed[t], append(o.Packs, packs...)...)
+			r.mu.Unlock()
+			return err
+		}
+		r.mu.Lock()
+		for _, p := range o.Packs {
+			for _, e := range p.Entries {
+				delete(r.pending, pendingKey{t, e.Type, e.ID})
+			}
+		}
+		r.mu.Unlock()
+	}
+	return nil
+}
+
+// saveIndexObject seals, stores and applies one index object.
+func (r *Repository) saveIndexObject(ctx context.Context, t blob.Tier, o *index.Object) (blob.ID, error) {
+	k, err := r.keys.Tier(t)
+	if err != nil {
+		return blob.ID{}, err
+	}
+	data, err := index.Seal(k, o)
+	if err != nil {
+		return blob.ID{}, err
+	}
+	id := blob.ID(blake3.Sum256(data))
+	if err := r.be.Save(ctx, backend.Handle{Type: backend.Index, Name: id.String()}, data); err != nil {
+		return id, fmt.Errorf("saving index object: %w", err)
+	}
+	if r.idx != nil {
+		if err := r.idx.Apply(id, o); err != nil {
+			return id, fmt.Errorf("index object %s saved, but updating the local index failed: %w", id.Short(), err)
+		}
+	}
+	return id, nil
+}
+
+// indexSource lets index.DB.Sync read this repository's index objects.
+type indexSource struct{ r *Repository }
+
+func (s indexSource) ListIndex(ctx context.Context, fn func(blob.ID) error) error {
+	return s.r.listIDs(ctx, backend.Index, fn)
+}
+
+func (s indexSource) LoadIndex(ctx context.Context, id blob.ID) (*index.Object, error) {
+	data, err := s.r.loadFile(ctx, backend.Index, id)
+	if err != nil {
+		return nil, err
+	}
+	o, err := index.Open(s.r.keys, data)
+	if err != nil && !errors.Is(err, crypt.ErrTierLocked) {
+		return nil, fmt.Errorf("%w: index/%s: %w", ErrCorrupt, id, err)
+	}
+	return o, err
+}

@@ -1,0 +1,131 @@
+package repo
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+
+	"lifeboat/backend"
+	"lifeboat/blob"
+	"lifeboat/crypt"
+	"lifeboat/index"
+	"lifeboat/pack"
+)
+
+type packerKey struct {
+	tier blob.Tier
+	typ  blob.Type
+}
+
+// packerSet holds the open packs of one tier and blob type. Each blob goes
+// to one of them at random, so the blobs of a file scatter over packs and
+// pack sizes say little about chunk boundaries.
+type packerSet struct {
+	mu      sync.Mutex
+	keys    *crypt.TierKeys
+	writers []*pack.Writer
+}
+
+// pack seals one blob and adds it to a random open pack of its tier and
+// type, uploading the pack when it reaches the target size.
+func (r *Repository) pack(ctx context.Context, k *crypt.TierKeys, typ blob.Type, id blob.ID, data []byte) error {
+	sb, err := pack.SealBlob(k, typ, id, data, r.opts.Compress)
+	if err != nil {
+		return err
+	}
+	ps := r.packerSet(k, typ)
+	ps.mu.Lock()
+	i := rand.IntN(len(ps.writers))
+	w := ps.writers[i]
+	w.Add(sb)
+	var full *pack.Writer
+	if w.Size() >= r.opts.PackSize {
+		full, ps.writers[i] = w, pack.NewWriter(k, r.opts.PackSize)
+	}
+	ps.mu.Unlock()
+	if full == nil {
+		return nil
+	}
+	return r.upload(ctx, k.Tier, full)
+}
+
+func (r *Repository) packerSet(k *crypt.TierKeys, typ blob.Type) *packerSet {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := packerKey{k.Tier, typ}
+	ps := r.packers[key]
+	if ps == nil {
+		ps = &packerSet{keys: k}
+		for range r.opts.Packers {
+			ps.writers = append(ps.writers, pack.NewWriter(k, r.opts.PackSize))
+		}
+		r.packers[key] = ps
+	}
+	return ps
+}
+
+// upload finishes w and saves it in the background, at most Options.Uploads
+// at a time; it blocks while that many are in flight. Failures are sticky
+// and surface from the next SaveBlob or Flush.
+func (r *Repository) upload(ctx context.Context, t blob.Tier, w *pack.Writer) error {
+	select {
+	case r.uploads <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	go func() {
+		defer func() { <-r.uploads }()
+		err := r.savePack(ctx, t, w)
+		if err != nil {
+			r.mu.Lock()
+			if r.err == nil {
+				r.err = err
+			}
+			r.mu.Unlock()
+		}
+	}()
+	return nil
+}
+
+// savePack writes one pack and records its blobs as uploaded. Once enough
+// packs wait for an index object, it writes one.
+func (r *Repository) savePack(ctx context.Context, t blob.Tier, w *pack.Writer) error {
+	data, id, entries := w.Finish()
+	h := backend.Handle{Type: backend.Pack, Name: id.String()}
+	if err := r.be.Save(ctx, h, data); err != nil {
+		return fmt.Errorf("saving %s: %w", h, err)
+	}
+	r.mu.Lock()
+	for _, e := range entries {
+		if p := r.pending[pendingKey{t, e.Type, e.ID}]; p != nil {
+			p.loc, p.uploaded = index.Location{Pack: id, Entry: e}, true
+		}
+	}
+	r.unindexed[t] = append(r.unindexed[t], index.PackInfo{ID: id, Size: uint32(len(data)), Entries: entries})
+	n := 0
+	for _, p := range r.unindexed[t] {
+		n += len(p.Entries)
+	}
+	due := n >= index.MaxObjectEntries || len(r.unindexed[t]) >= indexEveryPacks
+	r.mu.Unlock()
+	if due {
+		return r.writeIndex(ctx, t)
+	}
+	return nil
+}
+
+// waitUploads returns once every upload started before the call is done:
+// it takes every upload slot, then gives them back.
+func (r *Repository) waitUploads() {
+	for range cap(r.uploads) {
+		r.uploads <- struct{}{}
+	}
+	for range cap(r.uploads) {
+		<-r.uploads
+	}
+}
+
+// indexEveryPacks bounds how many uploaded packs wait for an index object,
+// so an interrupted session leaves most of its uploads reusable.
+const indexEveryPacks = 64

@@ -1,0 +1,229 @@
+package repo
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"lifeboat/backend"
+	"lifeboat/blob"
+	"lifeboat/chunk"
+	"lifeboat/crypt"
+	"lifeboat/index"
+	"lifeboat/pack"
+)
+
+// Options tune an open repository. Zero values take defaults.
+type Options struct {
+	CacheDir  string           // local index cache root; default: the user's cache dir + "/lifeboat"
+	KeyHint   string           // try key files whose id starts with this first (and only)
+	Packers   int              // open packs per tier and blob type that blobs are spread over at random; default 2
+	Uploads   int              // pack uploads in flight; default 2
+	PackSize  int              // overrides the config's target pack size (tests)
+	Compress  pack.Compression // overrides the config's compression
+	Now       func() time.Time // clock; default time.Now
+	NoIndexDB bool             // skip the local index (key commands that do not touch blobs)
+}
+
+// InitOptions are the settings fixed at init.
+type InitOptions struct {
+	PackSize    int // default 16 MiB
+	Compression pack.Compression
+	Chunker     chunk.Params
+	KDF         crypt.KDFParams // default argon2id 3 passes, 64 MiB
+}
+
+// DefaultPackSize is the target pack size of new repositories.
+const DefaultPackSize = 16 << 20
+
+// Repository is an open repository.
+type Repository struct {
+	be    backend.Backend
+	cfg   *Config
+	keys  *crypt.MasterKeys
+	keyID blob.ID
+	pols  map[blob.Tier]chunk.Pol
+	idx   *index.DB
+	opts  Options
+	now   func() time.Time
+
+	mu        sync.Mutex
+	pending   map[pendingKey]*pendingBlob // saved this session, not yet in the local index
+	unindexed map[blob.Tier][]index.PackInfo
+	packers   map[packerKey]*packerSet
+	err       error         // first upload failure; sticky
+	uploads   chan struct{} // one slot per pack upload in flight
+	indexMu   sync.Mutex    // serialises index object writes
+	closed    bool
+}
+
+// DefaultCacheDir is the cache root used when none is given.
+func DefaultCacheDir() string {
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "lifeboat")
+	}
+	return filepath.Join(os.TempDir(), "lifeboat-cache")
+}
+
+// Init creates a repository in an empty backend: key file first, config
+// last. It returns the id of the first key, which unlocks every tier.
+func Init(ctx context.Context, be backend.Backend, password []byte, o InitOptions) (blob.ID, error) {
+	if _, err := be.Stat(ctx, backend.Handle{Type: backend.Config, Name: "config"}); err == nil {
+		return blob.ID{}, fmt.Errorf("%w at %s", ErrRepoExists, be.Location())
+	} else if !errors.Is(err, backend.ErrNotFound) {
+		return blob.ID{}, err
+	}
+	p := Params{Version: FormatVersion, Created: time.Now().UTC().Truncate(time.Second), PackSize: o.PackSize,
+		Compression: o.Compression, Chunker: o.Chunker}
+	if _, err := rand.Read(p.ID[:]); err != nil {
+		return blob.ID{}, err
+	}
+	if p.PackSize == 0 {
+		p.PackSize = DefaultPackSize
+	}
+	if p.Compression == "" {
+		p.Compression = pack.CompressFastest
+	}
+	if p.Chunker == (chunk.Params{}) {
+		p.Chunker = chunk.DefaultParams
+	}
+	if o.KDF.Algorithm == "" {
+		o.KDF = crypt.NewKDFParams(0, 0, 0)
+	}
+	keys := crypt.NewMasterKeys()
+	cfg, _, err := newConfig(keys, p)
+	if err != nil {
+		return blob.ID{}, err
+	}
+	data, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return blob.ID{}, err
+	}
+	if _, err := decodeConfig(data, be.Location()); err != nil {
+		return blob.ID{}, fmt.Errorf("invalid init options: %w", err)
+	}
+	keyID, err := saveKeyFile(ctx, be, keys, blob.Tiers, password, o.KDF, p.ID, p.Created)
+	if err != nil {
+		return blob.ID{}, err
+	}
+	if err := be.Save(ctx, backend.Handle{Type: backend.Config, Name: "config"}, data); err != nil {
+		return blob.ID{}, fmt.Errorf("saving config: %w", err)
+	}
+	return keyID, nil
+}
+
+// Open unlocks the repository in be with password and brings its local
+// index up to date.
+func Open(ctx context.Context, be backend.Backend, password []byte, o Options) (*Repository, error) {
+	cfg, err := loadConfig(ctx, be)
+	if err != nil {
+		return nil, err
+	}
+	keys, keyID, err := unlock(ctx, be, cfg.ID, password, o.KeyHint)
+	if err != nil {
+		return nil, err
+	}
+	pols, err := cfg.openSections(keys)
+	if err != nil {
+		return nil, err
+	}
+	o = o.withDefaults(cfg)
+	r := &Repository{be: be, cfg: cfg, keys: keys, keyID: keyID, pols: pols, opts: o, now: o.Now,
+		pending: map[pendingKey]*pendingBlob{}, unindexed: map[blob.Tier][]index.PackInfo{},
+		packers: map[packerKey]*packerSet{}, uploads: make(chan struct{}, o.Uploads)}
+	if o.NoIndexDB {
+		return r, nil
+	}
+	if r.idx, err = index.OpenDB(filepath.Join(o.CacheDir, cfg.ID.String()), cfg.ID); err != nil {
+		return nil, err
+	}
+	if _, err := r.SyncIndex(ctx); err != nil {
+		_ = r.idx.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (o Options) withDefaults(cfg *Config) Options {
+	if o.CacheDir == "" {
+		o.CacheDir = DefaultCacheDir()
+	}
+	if o.Packers <= 0 {
+		o.Packers = 2
+	}
+	if o.Uploads <= 0 {
+		o.Uploads = 2
+	}
+	if o.PackSize <= 0 {
+		o.PackSize = cfg.PackSize
+	}
+	if o.Compress == "" {
+		o.Compress = cfg.Compression
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// SyncIndex brings the local index up to date with the repository. When
+// the cache turns out corrupt it is deleted and rebuilt once.
+func (r *Repository) SyncIndex(ctx context.Context) (index.SyncStats, error) {
+	st, err := r.idx.Sync(ctx, indexSource{r})
+	if errors.Is(err, index.ErrCorrupt) {
+		dir := filepath.Dir(r.idx.Path())
+		_ = r.idx.Close()
+		_ = os.Remove(r.idx.Path())
+		if r.idx, err = index.OpenDB(dir, r.cfg.ID); err != nil {
+			return st, err
+		}
+		st, err = r.idx.Sync(ctx, indexSource{r})
+	}
+	return st, err
+}
+
+// Config returns the repository's public parameters.
+func (r *Repository) Config() Params { return r.cfg.Params }
+
+// Backend returns the storage the repository lives in.
+func (r *Repository) Backend() backend.Backend { return r.be }
+
+// Keys returns the tier keys the open key unlocks.
+func (r *Repository) TierKeys(t blob.Tier) (*crypt.TierKeys, error) { return r.keys.Tier(t) }
+
+// Chunker returns a chunker for tier t with the repository's secret polynomial.
+func (r *Repository) Chunker(t blob.Tier) (*chunk.Chunker, error) {
+	pol, ok := r.pols[t]
+	if !ok {
+		return nil, fmt.Errorf("%s tier: %w", t, crypt.ErrTierLocked)
+	}
+	return chunk.New(nil, pol, r.cfg.Chunker), nil
+}
+
+// Index is the local index (nil when opened with NoIndexDB).
+func (r *Repository) Index() *index.DB { return r.idx }
+
+// Close flushes pending blobs and closes the local index.
+func (r *Repository) Close(ctx context.Context) error {
+	r.mu.Lock()
+	closed := r.closed
+	r.mu.Unlock()
+	if closed {
+		return nil
+	}
+	var err error
+	if r.idx != nil {
+		err = r.Flush(ctx)
+		err = errors.Join(err, r.idx.Close())
+	}
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+	return err
+}
