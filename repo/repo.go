@@ -71,18 +71,24 @@ func DefaultCacheDir() string {
 	return filepath.Join(os.TempDir(), "lifeboat-cache")
 }
 
+// InitResult names what Init created.
+type InitResult struct {
+	ID    blob.ID // the repository's id
+	KeyID blob.ID // its first key, which unlocks every tier
+}
+
 // Init creates a repository in an empty backend: key file first, config
-// last. It returns the id of the first key, which unlocks every tier.
-func Init(ctx context.Context, be backend.Backend, password []byte, o InitOptions) (blob.ID, error) {
+// last.
+func Init(ctx context.Context, be backend.Backend, password []byte, o InitOptions) (InitResult, error) {
 	if _, err := be.Stat(ctx, backend.Handle{Type: backend.Config, Name: "config"}); err == nil {
-		return blob.ID{}, fmt.Errorf("%w at %s", ErrRepoExists, be.Location())
+		return InitResult{}, fmt.Errorf("%w at %s", ErrRepoExists, be.Location())
 	} else if !errors.Is(err, backend.ErrNotFound) {
-		return blob.ID{}, err
+		return InitResult{}, err
 	}
 	p := Params{Version: FormatVersion, Created: time.Now().UTC().Truncate(time.Second), PackSize: o.PackSize,
 		Compression: o.Compression, Chunker: o.Chunker}
 	if _, err := rand.Read(p.ID[:]); err != nil {
-		return blob.ID{}, err
+		return InitResult{}, err
 	}
 	if p.PackSize == 0 {
 		p.PackSize = DefaultPackSize
@@ -99,23 +105,23 @@ func Init(ctx context.Context, be backend.Backend, password []byte, o InitOption
 	keys := crypt.NewMasterKeys()
 	cfg, _, err := newConfig(keys, p)
 	if err != nil {
-		return blob.ID{}, err
+		return InitResult{}, err
 	}
 	data, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
-		return blob.ID{}, err
+		return InitResult{}, err
 	}
 	if _, err := decodeConfig(data, be.Location()); err != nil {
-		return blob.ID{}, fmt.Errorf("invalid init options: %w", err)
+		return InitResult{}, fmt.Errorf("invalid init options: %w", err)
 	}
 	keyID, err := saveKeyFile(ctx, be, keys, blob.Tiers, password, o.KDF, p.ID, p.Created)
 	if err != nil {
-		return blob.ID{}, err
+		return InitResult{}, err
 	}
 	if err := be.Save(ctx, backend.Handle{Type: backend.Config, Name: "config"}, data); err != nil {
-		return blob.ID{}, fmt.Errorf("saving config: %w", err)
+		return InitResult{}, fmt.Errorf("saving config: %w", err)
 	}
-	return keyID, nil
+	return InitResult{ID: p.ID, KeyID: keyID}, nil
 }
 
 // Open unlocks the repository in be with password and brings its local

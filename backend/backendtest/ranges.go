@@ -16,14 +16,14 @@ func testRanges(t *testing.T, b backend.Backend) {
 		n   int
 		end int // exclusive end in data
 	}{
-		{0, 10, 10},       // start
-		{500, 100, 600},   // middle
-		{990, 10, 1000},   // end
-		{999, 1, 1000},    // last byte
-		{0, 1000, 1000},   // exact whole file
-		{0, 0, 1000},      // 0 = rest, from start
-		{400, 0, 1000},    // 0 = rest, from middle
-		{1000, 0, 1000},   // 0 = rest, at end: empty
+		{0, 10, 10},     // start
+		{500, 100, 600}, // middle
+		{990, 10, 1000}, // end
+		{999, 1, 1000},  // last byte
+		{0, 1000, 1000}, // exact whole file
+		{0, 0, 1000},    // 0 = rest, from start
+		{400, 0, 1000},  // 0 = rest, from middle
+		{1000, 0, 1000}, // 0 = rest, at end: empty
 	}
 	for _, c := range ok {
 		got, err := b.Load(t.Context(), h, c.off, c.n)

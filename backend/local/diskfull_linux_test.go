@@ -50,6 +50,7 @@ func TestRealDiskFull(t *testing.T) {
 	if !errors.Is(err, backend.ErrNoSpace) {
 		t.Fatalf("Save on a full disk: %v, want ErrNoSpace", err)
 	}
+	t.Logf("full-disk error: %v", err)
 	if !strings.Contains(err.Error(), mnt) {
 		t.Errorf("error does not name the disk: %v", err)
 	}

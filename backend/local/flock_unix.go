@@ -7,6 +7,8 @@ import (
 	"syscall"
 )
 
+const haveFlock = true
+
 // lockFile takes an exclusive flock on f, failing at once when another
 // open file holds it if nonblock. The lock ends when f is closed.
 func lockFile(f *os.File, nonblock bool) error {

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"lifeboat/pack"
+	"lifeboat/repo"
+)
+
+type initOptions struct {
+	packSizeMiB int
+	compression string
+	kdf         kdfFlags
+}
+
+type initMessage struct {
+	MessageType string `json:"message_type"` // "initialized"
+	Repository  string `json:"repository"`
+	ID          string `json:"id"`
+	KeyID       string `json:"key_id"`
+}
+
+func newInitCommand(g *globalOptions) *cobra.Command {
+	var o initOptions
+	cmd := &cobra.Command{
+		Use:   "init",
+		Short: "Create a new repository",
+		Long:  "Create a new, empty repository at --repo with a first key that unlocks every tier. The password comes from --password-file, LIFEBOAT_PASSWORD_FILE, LIFEBOAT_PASSWORD or a prompt.",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runInit(cmd, g, o)
+		},
+	}
+	cmd.Flags().IntVar(&o.packSizeMiB, "pack-size", 16, "target pack size in MiB")
+	cmd.Flags().StringVar(&o.compression, "compression", "fastest", "zstd level for new blobs: off, fastest, default or better")
+	o.kdf.add(cmd.Flags())
+	return cmd
+}
+
+func runInit(cmd *cobra.Command, g *globalOptions, o initOptions) error {
+	c, err := pack.ParseCompression(o.compression)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	if o.packSizeMiB < 1 || o.packSizeMiB > 512 {
+		return usageError{fmt.Sprintf("--pack-size %d: want 1 to 512 MiB", o.packSizeMiB)}
+	}
+	pw, err := g.password("password for the new repository: ", true)
+	if err != nil {
+		return err
+	}
+	defer clear(pw)
+	be, err := g.openBackend(true)
+	if err != nil {
+		return err
+	}
+	defer be.Close()
+	kdf := o.kdf.params()
+	res, err := repo.Init(cmd.Context(), be, pw, repo.InitOptions{PackSize: o.packSizeMiB << 20, Compression: c, KDF: kdf})
+	if err != nil {
+		return err
+	}
+	g.out.emit(initMessage{"initialized", be.Location(), res.ID.String(), res.KeyID.String()}, func(w io.Writer) {
+		fmt.Fprintf(w, "created repository %s at %s\nkey %s unlocks the workspace and sensitive tiers\nKeep the password safe: without it the data cannot be read.\n",
+			res.ID.Short(), be.Location(), res.KeyID.Short())
+	})
+	return nil
+}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"lifeboat/blob"
+)
+
+type keyMessage struct {
+	MessageType string      `json:"message_type"` // "key"
+	ID          string      `json:"id"`
+	Current     bool        `json:"current"`
+	Tiers       []blob.Tier `json:"tiers"`
+	Created     time.Time   `json:"created"`
+	Hostname    string      `json:"hostname,omitempty"`
+	Username    string      `json:"username,omitempty"`
+}
+
+func newKeyListCommand(g *globalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List key files",
+		Long:  "List the repository's key files: id, the tiers each unlocks, and when and where it was made. Under --json, one \"key\" message per key.",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+			r, err := g.openRepo(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			defer closeRepo(cmd.Context(), r, &err)
+			keys, err := r.Keys(cmd.Context())
+			if err != nil {
+				return err
+			}
+			var tw *tabwriter.Writer
+			for _, k := range keys {
+				m := keyMessage{"key", k.ID.String(), k.Current, k.Tiers, k.Created, k.Hostname, k.Username}
+				g.out.emit(m, func(w io.Writer) {
+					if tw == nil {
+						tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+						fmt.Fprintln(tw, " \tID\tTIERS\tCREATED\tHOST\tUSER")
+					}
+					cur := " "
+					if k.Current {
+						cur = "*"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cur, k.ID.Short(), tierList(k.Tiers), k.Created.Local().Format(time.DateTime), k.Hostname, k.Username)
+				})
+			}
+			if tw != nil {
+				return tw.Flush()
+			}
+			return nil
+		},
+	}
+}

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+type keyRemovedMessage struct {
+	MessageType string `json:"message_type"` // "key_removed"
+	ID          string `json:"id"`
+}
+
+func newKeyRemoveCommand(g *globalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "remove ID",
+		Short: "Remove a key file",
+		Long: "Remove the key file whose id starts with ID (at least 4 hex characters). Refused for the key in use, " +
+			"the last key, and the last key that unlocks the sensitive tier.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			r, err := g.openRepo(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			defer closeRepo(cmd.Context(), r, &err)
+			k, err := r.FindKey(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if err := r.RemoveKey(cmd.Context(), k.ID); err != nil {
+				return err
+			}
+			g.out.emit(keyRemovedMessage{"key_removed", k.ID.String()}, func(w io.Writer) {
+				fmt.Fprintf(w, "removed key %s\n", k.ID.Short())
+			})
+			return nil
+		},
+	}
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"errors"
+
+	"lifeboat/backend"
+	"lifeboat/crypt"
+	"lifeboat/repo"
+)
+
+// Exit codes. docs/exit-codes.md lists them; this is the one place they are chosen.
+const (
+	exitOK          = 0
+	exitFailure     = 1   // any error not listed below
+	exitUsage       = 2   // bad flags or arguments, or no password source
+	exitPartial     = 3   // reserved: a capture finished but is partial
+	exitNoRepo      = 10  // no repository at the location
+	exitWrongPass   = 11  // wrong password, or no key file could be read
+	exitLocked      = 12  // reserved: the repository is locked by another process
+	exitCorrupt     = 13  // stored data failed verification or is missing
+	exitNewerFormat = 14  // repository written by a newer lifeboat
+	exitRefused     = 15  // a key operation was refused to protect data (last key)
+	exitTierLocked  = 16  // the key in use does not unlock the tier needed
+	exitNoSpace     = 17  // the storage is full; nothing half-written is visible
+	exitInterrupted = 130 // interrupted by a signal
+	_               = exitPartial
+	_               = exitLocked
+)
+
+// usageError marks errors in how the command was called.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// exitCode maps an error to the documented exit code.
+func exitCode(err error) int {
+	var ue usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ue):
+		return exitUsage
+	case errors.Is(err, context.Canceled):
+		return exitInterrupted
+	case errors.Is(err, repo.ErrNoRepository):
+		return exitNoRepo
+	case errors.Is(err, crypt.ErrWrongPassword), errors.Is(err, repo.ErrNoUsableKey):
+		return exitWrongPass
+	case errors.Is(err, repo.ErrNewerFormat):
+		return exitNewerFormat
+	case errors.Is(err, repo.ErrLastKey):
+		return exitRefused
+	case errors.Is(err, crypt.ErrTierLocked):
+		return exitTierLocked
+	case errors.Is(err, backend.ErrNoSpace):
+		return exitNoSpace
+	case errors.Is(err, repo.ErrCorrupt), errors.Is(err, repo.ErrPackMissing), errors.Is(err, repo.ErrBlobNotFound),
+		errors.Is(err, crypt.ErrAuth):
+		return exitCorrupt
+	}
+	return exitFailure
+}

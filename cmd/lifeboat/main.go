@@ -1,0 +1,40 @@
+// Command lifeboat checkpoints and restores agent sandbox workspaces into an
+// encrypted, deduplicating repository. Each command lives in cmd_*.go; all
+// logic lives in the packages.
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run executes one command line and returns its exit code. Tests call it
+// directly with their own streams.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	g := &globalOptions{stdin: stdin, out: &printer{w: stdout, errw: stderr}}
+	root := newRootCommand(g)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		code := exitCode(err)
+		g.out.exitError(err, code)
+		return code
+	}
+	return exitOK
+}

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"golang.org/x/term"
+
+	"lifeboat/backend"
+	"lifeboat/backend/local"
+	"lifeboat/repo"
+)
+
+// openBackend opens the repository location; create makes it for init.
+func (g *globalOptions) openBackend(create bool) (backend.Backend, error) {
+	if g.repo == "" {
+		return nil, usageError{"no repository: pass --repo or set LIFEBOAT_REPO"}
+	}
+	if create {
+		return local.Create(g.repo)
+	}
+	be, err := local.Open(g.repo)
+	if err != nil {
+		return nil, fmt.Errorf("%w at %s (create one with `lifeboat init`): %w", repo.ErrNoRepository, g.repo, err)
+	}
+	return be, nil
+}
+
+// password returns the repository password from --password-file,
+// LIFEBOAT_PASSWORD_FILE, LIFEBOAT_PASSWORD or a terminal prompt (asked
+// twice when confirm is set).
+func (g *globalOptions) password(prompt string, confirm bool) ([]byte, error) {
+	if g.passwordFile != "" {
+		return readPasswordFile(g.passwordFile)
+	}
+	if p := os.Getenv("LIFEBOAT_PASSWORD"); p != "" {
+		return []byte(p), nil
+	}
+	return g.prompt(prompt, confirm)
+}
+
+// newPassword returns a new password from file, or from a prompt asked twice.
+func (g *globalOptions) newPassword(file string) ([]byte, error) {
+	if file != "" {
+		return readPasswordFile(file)
+	}
+	return g.prompt("new password: ", true)
+}
+
+func readPasswordFile(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, usageError{fmt.Sprintf("reading password file: %v", err)}
+	}
+	b = bytes.TrimSuffix(bytes.TrimSuffix(b, []byte("\n")), []byte("\r"))
+	if len(b) == 0 {
+		return nil, usageError{fmt.Sprintf("password file %s is empty", path)}
+	}
+	return b, nil
+}
+
+func (g *globalOptions) prompt(prompt string, confirm bool) ([]byte, error) {
+	f, ok := g.stdin.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return nil, usageError{"no password given: set LIFEBOAT_PASSWORD or LIFEBOAT_PASSWORD_FILE, or pass --password-file (there is no terminal to ask on)"}
+	}
+	fmt.Fprint(g.out.errw, prompt)
+	p, err := term.ReadPassword(int(f.Fd()))
+	fmt.Fprintln(g.out.errw)
+	if err != nil {
+		return nil, fmt.Errorf("reading password: %w", err)
+	}
+	if len(p) == 0 {
+		return nil, usageError{"empty password"}
+	}
+	if confirm {
+		fmt.Fprint(g.out.errw, "enter it again: ")
+		again, err := term.ReadPassword(int(f.Fd()))
+		fmt.Fprintln(g.out.errw)
+		if err != nil {
+			return nil, fmt.Errorf("reading password: %w", err)
+		}
+		if !bytes.Equal(p, again) {
+			return nil, usageError{"the passwords do not match"}
+		}
+	}
+	return p, nil
+}
+
+// openRepo opens the repository with the password; withIndex also opens
+// and syncs the local index.
+func (g *globalOptions) openRepo(ctx context.Context, withIndex bool) (*repo.Repository, error) {
+	be, err := g.openBackend(false)
+	if err != nil {
+		return nil, err
+	}
+	pw, err := g.password("repository password: ", false)
+	if err != nil {
+		_ = be.Close()
+		return nil, err
+	}
+	r, err := repo.Open(ctx, be, pw, repo.Options{CacheDir: g.cacheDir, KeyHint: g.keyHint, NoIndexDB: !withIndex})
+	clear(pw)
+	if err != nil {
+		_ = be.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// closeRepo closes the repository and its backend, keeping the first error.
+func closeRepo(ctx context.Context, r *repo.Repository, err *error) {
+	cerr := errors.Join(r.Close(ctx), r.Backend().Close())
+	if *err == nil {
+		*err = cerr
+	}
+}

@@ -1,0 +1,171 @@
+package index_test
+
+import (
+	"flag"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"lifeboat/blob"
+	"lifeboat/crypt"
+	"lifeboat/index"
+	"lifeboat/pack"
+)
+
+var seedFlag = flag.Uint64("seed", 0, "seed for randomised tests (0: pick one from the clock)")
+
+// newRand returns a generator seeded from -seed or the clock, and logs the
+// seed so a failure can be replayed with -seed.
+func newRand(t testing.TB) *rand.Rand {
+	t.Helper()
+	seed := *seedFlag
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (replay with -seed=%d)", seed, seed)
+	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+}
+
+func randID(r *rand.Rand) blob.ID {
+	var id blob.ID
+	for i := 0; i < blob.IDSize; i += 8 {
+		v := r.Uint64()
+		for j := range 8 {
+			id[i+j] = byte(v >> (8 * j))
+		}
+	}
+	return id
+}
+
+// randPack returns a pack of n valid entries laid out back to back, with
+// some header bytes after the last blob.
+func randPack(r *rand.Rand, n int) index.PackInfo {
+	p := index.PackInfo{ID: randID(r), Entries: make([]pack.Entry, 0, n)}
+	var off uint32
+	for range n {
+		e := pack.Entry{
+			Type:   blob.Data,
+			ID:     randID(r),
+			Offset: off,
+			Length: crypt.Overhead + r.Uint32N(64<<10),
+		}
+		if r.IntN(4) == 0 {
+			e.Type = blob.Tree
+		}
+		if r.IntN(2) == 0 {
+			e.Flags = pack.FlagZstd
+			e.PlainLen = r.Uint32N(pack.MaxBlobSize + 1)
+		} else {
+			e.PlainLen = e.Length - crypt.Overhead
+		}
+		p.Entries = append(p.Entries, e)
+		off += e.Length
+	}
+	p.Size = off + crypt.Overhead + pack.TrailerSize + r.Uint32N(8192)
+	return p
+}
+
+// randObject returns an object of tier t with nPacks packs of up to
+// maxEntries entries (a pack may be empty) and up to 3 superseded ids.
+func randObject(r *rand.Rand, t blob.Tier, nPacks, maxEntries int) *index.Object {
+	o := &index.Object{Tier: t}
+	for range r.IntN(4) {
+		o.Supersedes = append(o.Supersedes, randID(r))
+	}
+	for range nPacks {
+		o.Packs = append(o.Packs, randPack(r, r.IntN(maxEntries+1)))
+	}
+	return o
+}
+
+// equalObjects compares two objects field by field; a nil and an empty
+// slice are equal.
+func equalObjects(a, b *index.Object) bool {
+	return a.Tier == b.Tier && slices.Equal(a.Supersedes, b.Supersedes) &&
+		slices.EqualFunc(a.Packs, b.Packs, func(x, y index.PackInfo) bool {
+			return x.ID == y.ID && x.Size == y.Size && slices.Equal(x.Entries, y.Entries)
+		})
+}
+
+// locations lists what an object says about each of its blobs, keyed the
+// way the DB keys them.
+type blobKey struct {
+	tier blob.Tier
+	typ  blob.Type
+	id   blob.ID
+}
+
+func locations(objs ...*index.Object) map[blobKey]index.Location {
+	m := map[blobKey]index.Location{}
+	for _, o := range objs {
+		for _, p := range o.Packs {
+			for _, e := range p.Entries {
+				m[blobKey{o.Tier, e.Type, e.ID}] = index.Location{Pack: p.ID, Entry: e}
+			}
+		}
+	}
+	return m
+}
+
+func mustOpenDB(t testing.TB, dir string, repo blob.ID) *index.DB {
+	t.Helper()
+	d, err := index.OpenDB(dir, repo)
+	if err != nil {
+		t.Fatalf("OpenDB(%s): %v", dir, err)
+	}
+	return d
+}
+
+// dbContents reads every blob entry of every tier.
+func dbContents(t testing.TB, d *index.DB) map[blobKey]index.Location {
+	t.Helper()
+	m := map[blobKey]index.Location{}
+	for _, tier := range blob.Tiers {
+		err := d.ForEachBlob(tier, func(l index.Location) error {
+			k := blobKey{tier, l.Type, l.ID}
+			if _, dup := m[k]; dup {
+				t.Errorf("ForEachBlob(%s) returned %s twice", tier, l.ID.Short())
+			}
+			m[k] = l
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("ForEachBlob(%s): %v", tier, err)
+		}
+	}
+	return m
+}
+
+// checkDB asserts that d holds exactly want, through ForEachBlob, Lookup
+// and Count.
+func checkDB(t testing.TB, d *index.DB, want map[blobKey]index.Location) {
+	t.Helper()
+	got := dbContents(t, d)
+	if len(got) != len(want) {
+		t.Errorf("DB holds %d entries, want %d", len(got), len(want))
+	}
+	for k, w := range want {
+		if g, ok := got[k]; !ok {
+			t.Errorf("ForEachBlob misses %s %s %s", k.tier, k.typ, k.id.Short())
+		} else if g != w {
+			t.Errorf("ForEachBlob %s = %+v, want %+v", k.id.Short(), g, w)
+		}
+		l, ok, err := d.Lookup(k.tier, k.typ, k.id)
+		if err != nil || !ok || l != w {
+			t.Errorf("Lookup(%s %s %s) = %+v, %v, %v; want %+v", k.tier, k.typ, k.id.Short(), l, ok, err, w)
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("DB holds unexpected entry %s %s %s", k.tier, k.typ, k.id.Short())
+		}
+	}
+	blobs, _, err := d.Count()
+	if err != nil {
+		t.Fatalf("Count: %v", err)
+	}
+	if blobs != len(want) {
+		t.Errorf("Count = %d blobs, want %d", blobs, len(want))
+	}
+}
