@@ -59,9 +59,13 @@ var (
 //   - Save is atomic and durable: when it returns nil the whole file is
 //     stored and survives a crash or power loss (local: data and directory
 //     fsynced; S3: PUT completed). When it returns an error, or the process
-//     dies during it, no file or partial file is visible under the handle.
-//     Saving an existing name replaces it atomically (files are named by the
-//     hash of their bytes, so a replacement carries the same bytes).
+//     dies during it, either nothing or the complete file is visible under
+//     the handle, never a partial one; callers treat a failed Save as "may
+//     exist". Saving an existing name replaces it atomically (files other
+//     than config are named by the hash of their bytes, so a replacement
+//     carries the same bytes).
+//   - Remove is durable when it returns nil.
+//   - Negative offsets or lengths, and unknown file types, are errors.
 //   - Load returns exactly length bytes starting at offset, or the rest of
 //     the file when length is 0. A range past the end fails with
 //     ErrShortRead; a missing file fails with ErrNotFound. A Load never

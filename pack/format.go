@@ -25,8 +25,8 @@ var trailerMagic = [8]byte{'L', 'B', 'P', 'A', 'C', 'K', '0', '1'}
 
 // Flags of a blob entry.
 const (
-	FlagZstd uint8 = 1 << 0 // the sealed plaintext is a zstd frame
-	knownFlags     = FlagZstd
+	FlagZstd   uint8 = 1 << 0 // the sealed plaintext is a zstd frame
+	knownFlags       = FlagZstd
 )
 
 // ErrFormat marks a pack whose bytes do not follow the format.

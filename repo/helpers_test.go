@@ -1,0 +1,100 @@
+package repo
+
+import (
+	"bytes"
+	"context"
+	"math/rand/v2"
+	"testing"
+
+	"lifeboat/backend"
+	"lifeboat/backend/local"
+	"lifeboat/blob"
+	"lifeboat/crypt"
+)
+
+var testPassword = []byte("correct horse battery staple")
+
+// testKDF keeps argon2id cheap in tests.
+func testKDF() crypt.KDFParams { return crypt.NewKDFParams(1, 64, 1) }
+
+type testRepo struct {
+	dir, cache string
+	be         backend.Backend
+}
+
+// newTestRepo initialises a repository in a temp dir with 1 MiB packs.
+func newTestRepo(t *testing.T) *testRepo {
+	t.Helper()
+	dir := t.TempDir()
+	be, err := local.Create(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Init(context.Background(), be, testPassword, InitOptions{PackSize: 1 << 20, KDF: testKDF()}); err != nil {
+		t.Fatal(err)
+	}
+	return &testRepo{dir: dir, cache: t.TempDir(), be: be}
+}
+
+// open opens the repository with small packs and the test's cache dir.
+func (tr *testRepo) open(t *testing.T, be backend.Backend, pw []byte) *Repository {
+	t.Helper()
+	if be == nil {
+		be = tr.be
+	}
+	r, err := Open(context.Background(), be, pw, Options{CacheDir: tr.cache, PackSize: 256 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
+	return r
+}
+
+// randomBlobs returns n seeded random byte slices of 1 B to maxLen.
+func randomBlobs(t *testing.T, seed uint64, n, maxLen int) [][]byte {
+	t.Logf("random blobs: seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, seed))
+	out := make([][]byte, n)
+	for i := range out {
+		b := make([]byte, 1+rng.IntN(maxLen))
+		for j := range b {
+			b[j] = byte(rng.Uint32())
+		}
+		if i%2 == 0 { // half compressible
+			b = bytes.Repeat(b[:1+len(b)/64], 64)
+		}
+		out[i] = b
+	}
+	return out
+}
+
+// saveAll saves blobs as data blobs of tier t and returns their ids.
+func saveAll(t *testing.T, r *Repository, tier blob.Tier, blobs [][]byte) []blob.ID {
+	t.Helper()
+	ids := make([]blob.ID, len(blobs))
+	for i, b := range blobs {
+		id, _, err := r.SaveBlob(context.Background(), tier, blob.Data, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = id
+	}
+	if err := r.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// checkAll loads every blob and compares it.
+func checkAll(t *testing.T, r *Repository, tier blob.Tier, ids []blob.ID, blobs [][]byte) {
+	t.Helper()
+	for i, id := range ids {
+		got, err := r.LoadBlob(context.Background(), tier, blob.Data, id, nil)
+		if err != nil {
+			t.Fatalf("blob %d (%s): %v", i, id.Short(), err)
+		}
+		if !bytes.Equal(got, blobs[i]) {
+			t.Fatalf("blob %d (%s): content differs", i, id.Short())
+		}
+	}
+}

@@ -1,0 +1,273 @@
+package repo
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"lifeboat/backend"
+	"lifeboat/backend/local"
+	"lifeboat/blob"
+	"lifeboat/crypt"
+)
+
+func TestInitOpenErrors(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRepo(t)
+	if _, err := Init(ctx, tr.be, testPassword, InitOptions{KDF: testKDF()}); !errors.Is(err, ErrRepoExists) {
+		t.Fatalf("second init: %v, want ErrRepoExists", err)
+	}
+	if _, err := Open(ctx, tr.be, []byte("wrong"), Options{CacheDir: tr.cache}); !errors.Is(err, crypt.ErrWrongPassword) {
+		t.Fatalf("wrong password: %v", err)
+	}
+	empty, err := local.Create(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(ctx, empty, testPassword, Options{CacheDir: tr.cache}); !errors.Is(err, ErrNoRepository) {
+		t.Fatalf("empty dir: %v", err)
+	}
+	r := tr.open(t, nil, testPassword)
+	if got := r.Tiers(); len(got) != 2 {
+		t.Fatalf("first key unlocks %v, want both tiers", got)
+	}
+}
+
+func TestSaveLoadReopen(t *testing.T) {
+	tr := newTestRepo(t)
+	blobs := randomBlobs(t, 1, 60, 200<<10)
+	r := tr.open(t, nil, testPassword)
+	ids := saveAll(t, r, blob.Workspace, blobs)
+	checkAll(t, r, blob.Workspace, ids, blobs)
+	// Dedup: the same data is known.
+	for i, b := range blobs {
+		id, known, err := r.SaveBlob(context.Background(), blob.Workspace, blob.Data, b)
+		if err != nil || !known || id != ids[i] {
+			t.Fatalf("resave %d: known=%v err=%v", i, known, err)
+		}
+	}
+	if err := r.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// A fresh cache dir forces a rebuild from the index objects.
+	tr.cache = t.TempDir()
+	r2 := tr.open(t, nil, testPassword)
+	checkAll(t, r2, blob.Workspace, ids, blobs)
+	n, packs, err := r2.Index().Count()
+	if err != nil || n != len(uniq(ids)) || packs < 2 {
+		t.Fatalf("index holds %d blobs in %d packs (err %v), want %d blobs in several packs", n, packs, err, len(uniq(ids)))
+	}
+}
+
+func uniq(ids []blob.ID) map[blob.ID]bool {
+	m := map[blob.ID]bool{}
+	for _, id := range ids {
+		m[id] = true
+	}
+	return m
+}
+
+func TestTiersGiveUnrelatedIDs(t *testing.T) {
+	tr := newTestRepo(t)
+	r := tr.open(t, nil, testPassword)
+	data := []byte("the same bytes in two tiers")
+	w, _, err := r.SaveBlob(context.Background(), blob.Workspace, blob.Data, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _, err := r.SaveBlob(context.Background(), blob.Sensitive, blob.Data, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w == s {
+		t.Fatal("same id in both tiers")
+	}
+	other := newTestRepo(t).open(t, nil, testPassword)
+	o, _, err := other.SaveBlob(context.Background(), blob.Workspace, blob.Data, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o == w {
+		t.Fatal("same id in two repositories")
+	}
+	if err := r.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.LoadBlob(context.Background(), blob.Workspace, blob.Data, s, nil); !errors.Is(err, ErrBlobNotFound) {
+		t.Fatalf("sensitive id looked up in the workspace tier: %v", err)
+	}
+}
+
+func TestConcurrentSaves(t *testing.T) {
+	tr := newTestRepo(t)
+	r := tr.open(t, nil, testPassword)
+	blobs := randomBlobs(t, 2, 40, 64<<10)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range blobs {
+				b := blobs[(i+g*5)%len(blobs)]
+				if _, _, err := r.SaveBlob(context.Background(), blob.Workspace, blob.Data, b); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := r.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]blob.ID, len(blobs))
+	k, _ := r.TierKeys(blob.Workspace)
+	for i, b := range blobs {
+		ids[i] = k.BlobID(b)
+	}
+	checkAll(t, r, blob.Workspace, ids, blobs)
+	n, _, _ := r.Index().Count()
+	if n != len(uniq(ids)) {
+		t.Fatalf("%d blobs indexed, want %d (each stored once)", n, len(uniq(ids)))
+	}
+}
+
+// Two repositories open on the same directory and cache at once (as two
+// processes would be): both save, nothing is lost.
+func TestTwoWritersSameRepository(t *testing.T) {
+	tr := newTestRepo(t)
+	r1 := tr.open(t, nil, testPassword)
+	be2, err := local.Open(tr.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2 := tr.open(t, be2, testPassword)
+	if !r2.Index().Private() {
+		t.Fatal("second writer should fall back to a private index cache")
+	}
+	a, b := randomBlobs(t, 3, 30, 100<<10), randomBlobs(t, 4, 30, 100<<10)
+	var ida, idb []blob.ID
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); ida = saveAll(t, r1, blob.Workspace, a) }()
+	go func() { defer wg.Done(); idb = saveAll(t, r2, blob.Workspace, b) }()
+	wg.Wait()
+	if err := errors.Join(r1.Close(context.Background()), r2.Close(context.Background())); err != nil {
+		t.Fatal(err)
+	}
+	r3 := tr.open(t, nil, testPassword)
+	checkAll(t, r3, blob.Workspace, ida, a)
+	checkAll(t, r3, blob.Workspace, idb, b)
+}
+
+func TestNewerFormatRefused(t *testing.T) {
+	tr := newTestRepo(t)
+	editConfig(t, tr.dir, func(m map[string]any) { m["version"] = 2 })
+	_, err := Open(context.Background(), tr.be, testPassword, Options{CacheDir: tr.cache})
+	if !errors.Is(err, ErrNewerFormat) {
+		t.Fatalf("got %v, want ErrNewerFormat", err)
+	}
+}
+
+func TestTamperedPublicConfig(t *testing.T) {
+	tr := newTestRepo(t)
+	editConfig(t, tr.dir, func(m map[string]any) { m["pack_size"] = 2 << 20 })
+	_, err := Open(context.Background(), tr.be, testPassword, Options{CacheDir: tr.cache})
+	if !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("got %v, want ErrCorrupt", err)
+	}
+}
+
+func editConfig(t *testing.T, dir string, edit func(map[string]any)) {
+	t.Helper()
+	p := filepath.Join(dir, "config")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]any{}
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	edit(m)
+	b, _ = json.Marshal(m)
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// No stored file contains a plaintext blob or its unkeyed hash.
+func TestNoPlaintextInRepository(t *testing.T) {
+	tr := newTestRepo(t)
+	r := tr.open(t, nil, testPassword)
+	secret := bytes.Repeat([]byte("TOP-SECRET-cookie-value;"), 100)
+	saveAll(t, r, blob.Sensitive, [][]byte{secret})
+	saveAll(t, r, blob.Workspace, [][]byte{secret[:200]})
+	err := filepath.WalkDir(tr.dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(b, []byte("TOP-SECRET")) || bytes.Contains(b, []byte(string(testPassword))) {
+			t.Errorf("%s holds plaintext", p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCorruptLocalCacheRebuilt(t *testing.T) {
+	tr := newTestRepo(t)
+	r := tr.open(t, nil, testPassword)
+	blobs := randomBlobs(t, 5, 10, 50<<10)
+	ids := saveAll(t, r, blob.Workspace, blobs)
+	path := r.Index().Path()
+	if err := r.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, bytes.Repeat([]byte{0xAB}, 64<<10), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r2 := tr.open(t, nil, testPassword)
+	checkAll(t, r2, blob.Workspace, ids, blobs)
+}
+
+func TestObjectsRoundTrip(t *testing.T) {
+	tr := newTestRepo(t)
+	r := tr.open(t, nil, testPassword)
+	ctx := context.Background()
+	id, err := r.SaveObject(ctx, crypt.KindSnapshot, blob.Workspace, []byte(`{"hello":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []blob.ID
+	if err := r.ListObjects(ctx, crypt.KindSnapshot, func(id blob.ID) error { listed = append(listed, id); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(listed) != 1 || listed[0] != id {
+		t.Fatalf("listed %v", listed)
+	}
+	tier, plain, err := r.LoadObject(ctx, crypt.KindSnapshot, id)
+	if err != nil || tier != blob.Workspace || string(plain) != `{"hello":1}` {
+		t.Fatalf("load: %v %v %q", err, tier, plain)
+	}
+	// A snapshot file moved into the lock namespace does not open as a lock.
+	data, _ := tr.be.Load(ctx, backend.Handle{Type: backend.Snapshot, Name: id.String()}, 0, 0)
+	if err := tr.be.Save(ctx, backend.Handle{Type: backend.Lock, Name: id.String()}, data); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.LoadObject(ctx, crypt.KindLock, id); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("snapshot read as lock: %v", err)
+	}
+}
