@@ -65,10 +65,6 @@ func (r *Repository) writeIndex(ctx context.Context, t blob.Tier) error {
 	packs := r.unindexed[t]
 	r.unindexed[t] = nil
 	r.mu.Unlock()
-	k, err := r.keys.Tier(t)
-	if err != nil || len(packs) == 0 {
-		return err
-	}
 	for len(packs) > 0 {
 		o := &index.Object{Tier: t}
 		n := 0
@@ -77,7 +73,7 @@ func (r *Repository) writeIndex(ctx context.Context, t blob.Tier) error {
 			n += len(packs[0].Entries)
 			packs = packs[1:]
 		}
-		if _, err := r.saveIndexObject(ctx, k.Tier, o); err != nil {
+		if _, err := r.saveIndexObject(ctx, t, o); err != nil {
 			r.mu.Lock()
 			r.unindexed[t] = append(r.unindexed[t], append(o.Packs, packs...)...)
 			r.mu.Unlock()
