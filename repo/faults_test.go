@@ -134,6 +134,7 @@ func TestFullDiskDuringSave(t *testing.T) {
 	checkAll(t, r2, blob.Workspace, ids, first)
 	ids2 := saveAll(t, r2, blob.Workspace, more)
 	checkAll(t, r2, blob.Workspace, ids2, more)
+	checkRepo(t, r2)
 }
 
 // A failure to save the index object after the packs: the packs are
@@ -167,6 +168,7 @@ func TestIndexSaveFails(t *testing.T) {
 		ids[i] = k.BlobID(b)
 	}
 	checkAll(t, r2, blob.Workspace, ids, blobs)
+	checkRepo(t, r2)
 }
 
 func TestBadKeyFiles(t *testing.T) {

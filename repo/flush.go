@@ -41,18 +41,16 @@ func (r *Repository) Flush(ctx context.Context) error {
 		}
 	}
 	r.waitUploads()
-	r.mu.Lock()
-	err := r.usable()
-	r.mu.Unlock()
-	if err != nil {
-		return err
-	}
+	// Index what did reach storage even if some upload failed, so a retry
+	// reuses it instead of leaving orphan packs.
+	var errs []error
 	for _, t := range blob.Tiers {
-		if err := r.writeIndex(ctx, t); err != nil {
-			return err
-		}
+		errs = append(errs, r.writeIndex(ctx, t))
 	}
-	return nil
+	r.mu.Lock()
+	errs = append([]error{r.usable()}, errs...)
+	r.mu.Unlock()
+	return errors.Join(errs...)
 }
 
 // writeIndex saves one index object per MaxObjectEntries for the tier's

@@ -98,3 +98,15 @@ func checkAll(t *testing.T, r *Repository, tier blob.Tier, ids []blob.ID, blobs 
 		}
 	}
 }
+
+// checkRepo runs a full check with --read-data and fails on any problem.
+func checkRepo(t *testing.T, r *Repository) {
+	t.Helper()
+	res, err := r.Check(context.Background(), CheckOptions{ReadData: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range res.Problems {
+		t.Errorf("check: %s %s: %s", p.Kind, p.Object, p.Detail)
+	}
+}

@@ -122,4 +122,5 @@ func TestWorkspaceOnlyKey(t *testing.T) {
 	full2 := tr.open(t, nil, testPassword)
 	checkAll(t, full2, blob.Sensitive, sIDs, sBlobs)
 	checkAll(t, full2, blob.Workspace, wsIDs, wsBlobs)
+	checkRepo(t, full2)
 }

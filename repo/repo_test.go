@@ -136,6 +136,7 @@ func TestConcurrentSaves(t *testing.T) {
 	if n != len(uniq(ids)) {
 		t.Fatalf("%d blobs indexed, want %d (each stored once)", n, len(uniq(ids)))
 	}
+	checkRepo(t, r)
 }
 
 // Two repositories open on the same directory and cache at once (as two
@@ -164,6 +165,7 @@ func TestTwoWritersSameRepository(t *testing.T) {
 	r3 := tr.open(t, nil, testPassword)
 	checkAll(t, r3, blob.Workspace, ida, a)
 	checkAll(t, r3, blob.Workspace, idb, b)
+	checkRepo(t, r3)
 }
 
 func TestNewerFormatRefused(t *testing.T) {

@@ -41,7 +41,7 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 	f.StringVar(&g.cacheDir, "cache-dir", os.Getenv("LIFEBOAT_CACHE_DIR"), "local cache directory (env LIFEBOAT_CACHE_DIR; default: the user cache dir)")
 	f.StringVar(&g.keyHint, "key-hint", os.Getenv("LIFEBOAT_KEY_HINT"), "try only key files whose id starts with this")
 	f.BoolVar(&g.json, "json", false, "print JSON lines, each with a message_type")
-	root.AddCommand(newInitCommand(g), newKeyCommand(g), newRepairCommand(g), newCatCommand(g), newDebugCommand(g))
+	root.AddCommand(newInitCommand(g), newKeyCommand(g), newRepairCommand(g), newCatCommand(g), newCheckCommand(g), newDebugCommand(g))
 	return root
 }
 
