@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -70,9 +71,14 @@ func OpenDB(dir string, repoID blob.ID) (*DB, error) {
 		_ = f.Close()
 		_ = os.Remove(f.Name())
 		d, err = openDBFile(f.Name(), repoID)
-		if d != nil {
-			d.private = true
+		if err != nil {
+			// Never fall through to the reset below: the shared file is
+			// another process's live cache.
+			_ = os.Remove(f.Name())
+			return nil, err
 		}
+		d.private = true
+		return d, nil
 	}
 	if err != nil && !errors.Is(err, errBusy) {
 		// Unreadable or foreign: start over.
@@ -83,12 +89,12 @@ func OpenDB(dir string, repoID blob.ID) (*DB, error) {
 }
 
 func openDBFile(path string, repoID blob.ID) (d *DB, err error) {
-	bdb, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 250 * time.Millisecond, FreelistType: bolt.FreelistMapType, NoFreelistSync: true})
-	if errors.Is(err, bolt.ErrTimeout) {
-		return nil, errBusy
+	if err := checkDBFileSize(path); err != nil {
+		return nil, err
 	}
+	bdb, err := openBolt(path, &bolt.Options{Timeout: lockTimeout, FreelistType: bolt.FreelistMapType, NoFreelistSync: true})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
+		return nil, err
 	}
 	d = &DB{db: bdb, path: path}
 	defer func() {
@@ -108,6 +114,56 @@ func openDBFile(path string, repoID blob.ID) (d *DB, err error) {
 		return resetTx(tx, repoID)
 	})
 	return d, err
+}
+
+const lockTimeout = 250 * time.Millisecond
+
+// openBolt is bolt.Open with its failures mapped to errBusy or ErrCorrupt.
+// A read-write open walks every page to rebuild the freelist (the DB does
+// not store it), and bbolt panics, or faults in the mapping, on some
+// damaged pages: both become ErrCorrupt. (Such a failed open leaks its
+// file descriptor; the caller then replaces the file.)
+func openBolt(path string, opts *bolt.Options) (bdb *bolt.DB, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			bdb, err = nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, path, r)
+		}
+	}()
+	bdb, err = bolt.Open(path, 0o600, opts)
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, errBusy
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
+	}
+	return bdb, nil
+}
+
+// checkDBFileSize refuses a file shorter than its meta page says (a
+// truncated file), before a read-write open would read past its end. A
+// read-only open only maps the file and checks the meta pages.
+func checkDBFileSize(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil || fi.Size() == 0 {
+		return nil // bbolt creates or initialises it
+	}
+	bdb, err := openBolt(path, &bolt.Options{ReadOnly: true, Timeout: lockTimeout})
+	if err != nil {
+		return err
+	}
+	var size int64
+	err = bdb.View(func(tx *bolt.Tx) error { size = tx.Size(); return nil })
+	if cerr := bdb.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
+	}
+	if size > fi.Size() {
+		return fmt.Errorf("%w: %s: %d bytes, but its pages need %d (truncated)", ErrCorrupt, path, fi.Size(), size)
+	}
+	return nil
 }
 
 // resetTx empties every bucket and stamps the DB with its version and repo.

@@ -1,0 +1,286 @@
+package chunk_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"lifeboat/chunk"
+)
+
+// testPol is the polynomial restic's chunker tests use; it is irreducible.
+const testPol = chunk.Pol(0x3DA3358B4DC173)
+
+func newRand(t testing.TB) (*rand.Rand, uint64) {
+	t.Helper()
+	seed := rand.Uint64()
+	t.Logf("random seed %#x", seed)
+	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), seed
+}
+
+func randBytes(r *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := 0; i < n; i += 8 {
+		v := r.Uint64()
+		for j := i; j < min(i+8, n); j++ {
+			b[j] = byte(v)
+			v >>= 8
+		}
+	}
+	return b
+}
+
+// randPol returns an irreducible polynomial of degree 53 drawn from r.
+func randPol(t testing.TB, r *rand.Rand) chunk.Pol {
+	t.Helper()
+	for range 100_000 {
+		p := chunk.Pol(r.Uint64()&(1<<53-1) | 1<<53 | 1)
+		if p.Irreducible() {
+			return p
+		}
+	}
+	t.Fatal("no irreducible polynomial found")
+	return 0
+}
+
+// cuts chunks data and returns the chunk lengths, checking that the chunks
+// concatenate to data.
+func cuts(t testing.TB, c *chunk.Chunker, data []byte) []int {
+	t.Helper()
+	buf := make([]byte, c.BufSize())
+	var lens []int
+	var joined []byte
+	for {
+		ch, err := c.Next(buf)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		lens = append(lens, len(ch))
+		joined = append(joined, ch...)
+	}
+	if !bytes.Equal(joined, data) {
+		t.Fatalf("chunks of %d bytes concatenate to %d different bytes", len(data), len(joined))
+	}
+	return lens
+}
+
+// smallParams keep the chunk count high on small inputs.
+var smallParams = chunk.Params{Min: 2 << 10, Max: 64 << 10, AverageBits: 13}
+
+func TestDeterministic(t *testing.T) {
+	r, _ := newRand(t)
+	data := randBytes(r, 8<<20)
+	for _, p := range []chunk.Params{chunk.DefaultParams, smallParams} {
+		a := cuts(t, chunk.New(bytes.NewReader(data), testPol, p), data)
+		b := cuts(t, chunk.New(bytes.NewReader(data), testPol, p), data)
+		if !slices.Equal(a, b) {
+			t.Fatalf("%+v: same input, polynomial and params gave different cuts", p)
+		}
+		// The reader's read sizes must not matter.
+		c := cuts(t, chunk.New(io.LimitReader(&oneByteReader{data}, int64(len(data))), testPol, p), data)
+		if !slices.Equal(a, c) {
+			t.Fatalf("%+v: cuts depend on how the reader splits its reads", p)
+		}
+	}
+}
+
+type oneByteReader struct{ b []byte }
+
+func (r *oneByteReader) Read(p []byte) (int, error) {
+	if len(r.b) == 0 {
+		return 0, io.EOF
+	}
+	n := min(len(p), 1+len(r.b)%4093)
+	n = copy(p, r.b[:n])
+	r.b = r.b[n:]
+	return n, nil
+}
+
+func TestDifferentPolDifferentCuts(t *testing.T) {
+	r, _ := newRand(t)
+	data := randBytes(r, 8<<20)
+	other := randPol(t, r)
+	if other == testPol {
+		t.Skip("drew the test polynomial")
+	}
+	for _, p := range []chunk.Params{chunk.DefaultParams, smallParams} {
+		a := cuts(t, chunk.New(bytes.NewReader(data), testPol, p), data)
+		b := cuts(t, chunk.New(bytes.NewReader(data), other, p), data)
+		if slices.Equal(a, b) {
+			t.Fatalf("%+v: polynomials %v and %v cut 8 MiB identically", p, testPol, other)
+		}
+	}
+}
+
+func TestChunkSizes(t *testing.T) {
+	r, _ := newRand(t)
+	for _, p := range []chunk.Params{chunk.DefaultParams, smallParams, {Min: 64, Max: 64, AverageBits: 10}, {Min: 4096, Max: 8192, AverageBits: 20}} {
+		zeros := min(2*int(p.Max), 2<<20)
+		n := 4<<20 + zeros + r.IntN(1<<20)
+		data := randBytes(r, n)
+		// A run of zeros hashes to zero, a cut at every Min.
+		clear(data[1<<20 : 1<<20+zeros])
+		lens := cuts(t, chunk.New(bytes.NewReader(data), testPol, p), data)
+		for i, l := range lens {
+			if l > int(p.Max) || (l < int(p.Min) && i != len(lens)-1) || l == 0 {
+				t.Fatalf("%+v: chunk %d of %d is %d bytes", p, i, len(lens), l)
+			}
+		}
+		// When the cut mask rarely matches before Max, chunks stop at Max.
+		if p.Max-p.Min < 1<<p.AverageBits/16 && !slices.Contains(lens, int(p.Max)) {
+			t.Errorf("%+v: no chunk reached Max", p)
+		}
+		if !slices.Contains(lens, int(p.Min)) {
+			t.Errorf("%+v: no chunk was cut at Min in a run of zeros", p)
+		}
+		t.Logf("%+v: %d bytes in %d chunks", p, n, len(lens))
+	}
+}
+
+func TestMeanChunkSize(t *testing.T) {
+	r, _ := newRand(t)
+	data := randBytes(r, 16<<20)
+	lens := cuts(t, chunk.New(bytes.NewReader(data), testPol, smallParams), data)
+	mean := len(data) / len(lens)
+	// Expected about Min + 2^AverageBits = 10 KiB.
+	if want := int(smallParams.Min) + 1<<smallParams.AverageBits; mean < want/2 || mean > want*2 {
+		t.Fatalf("mean chunk %d bytes, expected about %d", mean, want)
+	}
+}
+
+func TestShortInputs(t *testing.T) {
+	r, _ := newRand(t)
+	for _, n := range []int{1, 63, 64, 1000, int(chunk.DefaultParams.Min) - 1, int(chunk.DefaultParams.Min)} {
+		data := randBytes(r, n)
+		lens := cuts(t, chunk.New(bytes.NewReader(data), testPol, chunk.DefaultParams), data)
+		if len(lens) != 1 || lens[0] != n {
+			t.Fatalf("%d-byte input cut into %v, want one chunk", n, lens)
+		}
+	}
+}
+
+func TestEmptyInput(t *testing.T) {
+	c := chunk.New(strings.NewReader(""), testPol, chunk.DefaultParams)
+	buf := make([]byte, c.BufSize())
+	for range 3 {
+		if ch, err := c.Next(buf); err != io.EOF || ch != nil {
+			t.Fatalf("Next on empty input = %d bytes, %v; want nil, io.EOF", len(ch), err)
+		}
+	}
+}
+
+func TestEOFAfterLastChunk(t *testing.T) {
+	c := chunk.New(strings.NewReader("tiny"), testPol, chunk.DefaultParams)
+	buf := make([]byte, c.BufSize())
+	if ch, err := c.Next(buf); err != nil || string(ch) != "tiny" {
+		t.Fatalf("Next = %q, %v", ch, err)
+	}
+	for range 2 {
+		if _, err := c.Next(buf); err != io.EOF {
+			t.Fatalf("after the last chunk: %v, want io.EOF", err)
+		}
+	}
+}
+
+func TestReadErrorPassedOn(t *testing.T) {
+	boom := errors.New("disk on fire")
+	c := chunk.New(io.MultiReader(strings.NewReader("some bytes"), &errReader{boom}), testPol, chunk.DefaultParams)
+	buf := make([]byte, c.BufSize())
+	var err error
+	for err == nil {
+		_, err = c.Next(buf)
+	}
+	if !errors.Is(err, boom) {
+		t.Fatalf("got %v, want the reader's error", err)
+	}
+}
+
+type errReader struct{ err error }
+
+func (r *errReader) Read([]byte) (int, error) { return 0, r.err }
+
+func TestReset(t *testing.T) {
+	r, _ := newRand(t)
+	a, b := randBytes(r, 3<<20), randBytes(r, 2<<20)
+	wantA := cuts(t, chunk.New(bytes.NewReader(a), testPol, smallParams), a)
+	wantB := cuts(t, chunk.New(bytes.NewReader(b), testPol, smallParams), b)
+
+	c := chunk.New(bytes.NewReader(a), testPol, smallParams)
+	// Stop half-way through a, then reuse the chunker for b, empty, and a.
+	buf := make([]byte, c.BufSize())
+	for range 3 {
+		if _, err := c.Next(buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Reset(bytes.NewReader(b))
+	if got := cuts(t, c, b); !slices.Equal(got, wantB) {
+		t.Fatal("after Reset, cuts of b differ from a fresh chunker's")
+	}
+	c.Reset(strings.NewReader(""))
+	if _, err := c.Next(buf); err != io.EOF {
+		t.Fatalf("after Reset to empty input: %v", err)
+	}
+	c.Reset(bytes.NewReader(a))
+	if got := cuts(t, c, a); !slices.Equal(got, wantA) {
+		t.Fatal("after Reset, cuts of a differ from a fresh chunker's (average bits lost?)")
+	}
+}
+
+func TestBufSize(t *testing.T) {
+	if got := chunk.New(nil, testPol, chunk.DefaultParams).BufSize(); got != 8<<20 {
+		t.Fatalf("BufSize = %d", got)
+	}
+}
+
+func TestParamsValidate(t *testing.T) {
+	if err := chunk.DefaultParams.Validate(); err != nil {
+		t.Fatalf("DefaultParams: %v", err)
+	}
+	if p := chunk.DefaultParams; p.Min != 256<<10 || p.Max != 8<<20 || p.AverageBits != 19 {
+		t.Fatalf("DefaultParams changed: %+v (chunk boundaries and dedup depend on them)", p)
+	}
+	cases := []struct {
+		p     chunk.Params
+		valid bool
+	}{
+		{chunk.Params{Min: 64, Max: 64, AverageBits: 10}, true},
+		{chunk.Params{Min: 64, Max: 64 << 20, AverageBits: 26}, true},
+		{chunk.Params{Min: 63, Max: 1 << 20, AverageBits: 19}, false},
+		{chunk.Params{Min: 0, Max: 1 << 20, AverageBits: 19}, false},
+		{chunk.Params{Min: 1 << 20, Max: 1<<20 - 1, AverageBits: 19}, false},
+		{chunk.Params{Min: 1 << 20, Max: 64<<20 + 1, AverageBits: 19}, false},
+		{chunk.Params{Min: 1 << 20, Max: 8 << 20, AverageBits: 9}, false},
+		{chunk.Params{Min: 1 << 20, Max: 8 << 20, AverageBits: 27}, false},
+		{chunk.Params{Min: 1 << 20, Max: 8 << 20, AverageBits: -1}, false},
+		{chunk.Params{}, false},
+	}
+	for _, c := range cases {
+		if err := c.p.Validate(); (err == nil) != c.valid {
+			t.Errorf("%+v: Validate() = %v, want valid=%v", c.p, err, c.valid)
+		}
+	}
+}
+
+func TestRandomPol(t *testing.T) {
+	p, err := chunk.RandomPol()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Deg() != 53 || !p.Irreducible() {
+		t.Fatalf("RandomPol gave %v of degree %d", p, p.Deg())
+	}
+	if q, _ := chunk.RandomPol(); q == p {
+		t.Fatal("two random polynomials are equal")
+	}
+	if !testPol.Irreducible() || testPol.Deg() != 53 {
+		t.Fatal("test polynomial is not irreducible of degree 53")
+	}
+}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const testPW = "cli-test-password-4711"
+
+// env is one isolated lifeboat environment: repository, cache, password.
+type env struct {
+	t          *testing.T
+	repo, dir  string
+	cache      string
+	passwdFile string
+}
+
+func newEnv(t *testing.T) *env {
+	dir := t.TempDir()
+	e := &env{t: t, repo: filepath.Join(dir, "repo"), dir: dir, cache: filepath.Join(dir, "cache"), passwdFile: filepath.Join(dir, "pw")}
+	if err := os.WriteFile(e.passwdFile, []byte(testPW+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"LIFEBOAT_REPO", "LIFEBOAT_PASSWORD", "LIFEBOAT_PASSWORD_FILE", "LIFEBOAT_CACHE_DIR", "LIFEBOAT_KEY_HINT"} {
+		t.Setenv(v, "")
+	}
+	return e
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// run runs lifeboat in-process with the env's repository and password.
+func (e *env) run(args ...string) result {
+	e.t.Helper()
+	full := append([]string{"--repo", e.repo, "--cache-dir", e.cache, "--password-file", e.passwdFile}, args...)
+	var out, errb bytes.Buffer
+	code := run(context.Background(), full, strings.NewReader(""), &out, &errb)
+	res := result{code, out.String(), errb.String()}
+	for _, s := range []string{res.stdout, res.stderr} {
+		if strings.Contains(s, testPW) {
+			e.t.Fatalf("password leaked into output of %v", args)
+		}
+	}
+	return res
+}
+
+func (e *env) ok(args ...string) result {
+	e.t.Helper()
+	r := e.run(args...)
+	if r.code != 0 {
+		e.t.Fatalf("lifeboat %v: exit %d\nstdout: %s\nstderr: %s", args, r.code, r.stdout, r.stderr)
+	}
+	return r
+}
+
+func (e *env) init() {
+	e.t.Helper()
+	e.ok("init", "--kdf-memory-kib", "64", "--kdf-time", "1")
+}
+
+// jsonLines decodes JSON lines and checks each has a message_type.
+func jsonLines(t *testing.T, s string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(s))
+	for sc.Scan() {
+		m := map[string]any{}
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("not JSON: %q: %v", sc.Text(), err)
+		}
+		if _, ok := m["message_type"].(string); !ok {
+			t.Fatalf("no message_type in %q", sc.Text())
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// lifeboatBinary builds the command once for tests that need real processes.
+func lifeboatBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "lifeboat")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}

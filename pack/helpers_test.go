@@ -1,0 +1,150 @@
+package pack
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"lifeboat/blob"
+	"lifeboat/crypt"
+)
+
+func newRand(t testing.TB) *rand.Rand {
+	t.Helper()
+	seed := rand.Uint64()
+	t.Logf("random seed %#x", seed)
+	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+}
+
+func randBytes(r *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := 0; i < n; i += 8 {
+		v := r.Uint64()
+		for j := i; j < min(i+8, n); j++ {
+			b[j] = byte(v)
+			v >>= 8
+		}
+	}
+	return b
+}
+
+var words = []string{"the", "backup", "func", "return", "err", "nil", "if", "for", "package", "lifeboat",
+	"snapshot", "{", "}", "(", ")", "data", "chunk", "index", "\n", "\t", "// comment", "0x1f", "import"}
+
+// textBytes returns n bytes of compressible, source-code-like text.
+func textBytes(r *rand.Rand, n int) []byte {
+	var b bytes.Buffer
+	b.Grow(n + 16)
+	for b.Len() < n {
+		b.WriteString(words[r.IntN(len(words))])
+		if r.IntN(8) == 0 {
+			fmt.Fprintf(&b, "%d", r.IntN(100000))
+		}
+		b.WriteByte(' ')
+	}
+	return b.Bytes()[:n]
+}
+
+func fixedKey(b byte) crypt.Key {
+	var k crypt.Key
+	for i := range k {
+		k[i] = b + byte(i)
+	}
+	return k
+}
+
+// Fixed test keys, so the pinned sample pack stays openable.
+var (
+	wsKeys   = crypt.NewTierKeys(blob.Workspace, fixedKey(0x10), fixedKey(0x40))
+	sensKeys = crypt.NewTierKeys(blob.Sensitive, fixedKey(0x70), fixedKey(0xa0))
+)
+
+// ring returns a KeyRing holding the given tier keys.
+func ring(keys ...*crypt.TierKeys) KeyRing {
+	return func(t blob.Tier) (*crypt.TierKeys, error) {
+		for _, k := range keys {
+			if k.Tier == t {
+				return k, nil
+			}
+		}
+		return nil, fmt.Errorf("%s tier: %w", t, crypt.ErrTierLocked)
+	}
+}
+
+var bothTiers = ring(wsKeys, sensKeys)
+
+func sealBlob(t testing.TB, k *crypt.TierKeys, typ blob.Type, plain []byte, c Compression) SealedBlob {
+	t.Helper()
+	sb, err := SealBlob(k, typ, k.BlobID(plain), plain, c)
+	if err != nil {
+		t.Fatalf("SealBlob(%d bytes, %s): %v", len(plain), c, err)
+	}
+	return sb
+}
+
+func entryOf(sb SealedBlob) Entry {
+	return Entry{Type: sb.Type, Flags: sb.Flags, ID: sb.ID, Length: uint32(len(sb.Data)), PlainLen: sb.PlainLen}
+}
+
+// loader serves ranges of data and records every request, refusing any
+// that falls outside the pack, as a backend would.
+type loader struct {
+	data  []byte
+	calls [][2]int64
+}
+
+func (l *loader) load(_ context.Context, off int64, n int) ([]byte, error) {
+	l.calls = append(l.calls, [2]int64{off, int64(n)})
+	if off < 0 || n < 0 || off+int64(n) > int64(len(l.data)) {
+		return nil, fmt.Errorf("range [%d, +%d) outside the %d-byte pack", off, n, len(l.data))
+	}
+	return bytes.Clone(l.data[off : off+int64(n)]), nil
+}
+
+// testPack holds a finished pack and what went into it.
+type testPack struct {
+	data    []byte
+	id      blob.ID
+	entries []Entry
+	plains  map[blob.ID][]byte
+	unpad   int64 // length before Padmé padding
+}
+
+// buildPack writes count blobs of random sizes up to maxSize, mixing text,
+// random data, blob types and compression settings.
+func buildPack(t testing.TB, r *rand.Rand, k *crypt.TierKeys, count, maxSize int) testPack {
+	t.Helper()
+	w := NewWriter(k, count*maxSize/2)
+	p := testPack{plains: map[blob.ID][]byte{}}
+	levels := []Compression{CompressOff, CompressFastest, CompressDefault, CompressBetter}
+	for i := range count {
+		n := r.IntN(maxSize + 1)
+		var plain []byte
+		if i%2 == 0 {
+			plain = textBytes(r, n)
+		} else {
+			plain = randBytes(r, n)
+		}
+		typ := blob.Data
+		if i%3 == 0 {
+			typ = blob.Tree
+		}
+		sb := sealBlob(t, k, typ, plain, levels[i%len(levels)])
+		if _, dup := p.plains[sb.ID]; dup {
+			continue
+		}
+		p.plains[sb.ID] = plain
+		w.Add(sb)
+	}
+	if w.Count() != len(p.plains) {
+		t.Fatalf("Count = %d, want %d", w.Count(), len(p.plains))
+	}
+	blobBytes := w.Size()
+	p.data, p.id, p.entries = w.Finish()
+	hdr := 4 + len(p.entries)*EntrySize
+	hdr = (hdr + headerBucket - 1) / headerBucket * headerBucket
+	p.unpad = int64(blobBytes + hdr + crypt.Overhead + TrailerSize)
+	return p
+}
