@@ -119,6 +119,9 @@ func OpenBlob(k *crypt.TierKeys, e Entry, sealed []byte, dst []byte) ([]byte, er
 	if len(sealed) != int(e.Length) {
 		return nil, fmt.Errorf("blob %s: %w (%d of %d sealed bytes)", e.ID.Short(), crypt.ErrAuth, len(sealed), e.Length)
 	}
+	if e.PlainLen > MaxBlobSize { // e may come from an unchecked source (the local index): never allocate by it
+		return nil, fmt.Errorf("blob %s: plain length %d above the %d limit", e.ID.Short(), e.PlainLen, MaxBlobSize)
+	}
 	payload, err := k.Open(nil, sealed, blobAAD(k.Tier, e.Type, e.Flags, e.ID))
 	if err != nil {
 		return nil, fmt.Errorf("blob %s: %w", e.ID.Short(), err)

@@ -3,6 +3,7 @@ package pack
 import (
 	"bytes"
 	"errors"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -226,5 +227,25 @@ func TestParseCompression(t *testing.T) {
 		if _, err := ParseCompression(s); err == nil {
 			t.Errorf("ParseCompression(%q) succeeded", s)
 		}
+	}
+}
+
+// TestOpenBlobHugePlainLen: an entry from an unchecked source (the local
+// index database) claiming a 4 GiB plain length must be refused, not
+// allocated, even though the sealed blob itself is authentic.
+func TestOpenBlobHugePlainLen(t *testing.T) {
+	r := newRand(t)
+	sb := sealBlob(t, wsKeys, blob.Data, textBytes(r, 10_000), CompressFastest)
+	e := entryOf(sb)
+	e.PlainLen = 1<<32 - 1
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	got, err := OpenBlob(wsKeys, e, sb.Data, nil)
+	runtime.ReadMemStats(&after)
+	if err == nil || got != nil {
+		t.Fatalf("OpenBlob = %d bytes, %v; want an error", len(got), err)
+	}
+	if d := after.TotalAlloc - before.TotalAlloc; d > 8<<20 {
+		t.Fatalf("OpenBlob allocated %d bytes for a lying entry", d)
 	}
 }

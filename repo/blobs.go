@@ -47,6 +47,10 @@ func (r *Repository) SaveBlob(ctx context.Context, t blob.Tier, typ blob.Type, d
 		r.mu.Unlock()
 		return id, false, err
 	}
+	if r.idx == nil {
+		r.mu.Unlock()
+		return id, false, errNoIndex
+	}
 	if _, ok := r.pending[key]; ok {
 		r.mu.Unlock()
 		return id, true, nil
@@ -65,6 +69,8 @@ func (r *Repository) SaveBlob(ctx context.Context, t blob.Tier, typ blob.Type, d
 	}
 	return id, known, err
 }
+
+var errNoIndex = errors.New("repository was opened without its index (Options.NoIndexDB): blobs cannot be saved or loaded")
 
 // usable reports a closed repository or an earlier upload failure. r.mu held.
 func (r *Repository) usable() error {
@@ -90,6 +96,9 @@ func (r *Repository) LookupBlob(t blob.Tier, typ blob.Type, id blob.ID) (index.L
 	r.mu.Unlock()
 	if ok {
 		return index.Location{}, false, fmt.Errorf("blob %s is still in an open pack: call Flush before loading it", id.Short())
+	}
+	if r.idx == nil {
+		return index.Location{}, false, errNoIndex
 	}
 	return r.idx.Lookup(t, typ, id)
 }
