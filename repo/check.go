@@ -43,7 +43,7 @@ type CheckResult struct {
 // verifies every pack of the tiers the key unlocks. It reports problems;
 // it never changes the repository.
 func (r *Repository) Check(ctx context.Context, o CheckOptions) (CheckResult, error) {
-	var res CheckResult
+	res := CheckResult{Problems: []Problem{}, Notices: []Problem{}}
 	if err := r.Flush(ctx); err != nil {
 		return res, err
 	}

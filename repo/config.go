@@ -112,9 +112,12 @@ func (c *Config) openSections(keys *crypt.MasterKeys) (map[blob.Tier]chunk.Pol, 
 		if !ok {
 			return nil, fmt.Errorf("%w: config lacks its %s section", ErrCorrupt, t)
 		}
-		_, plain, err := crypt.OpenObject(keys, crypt.KindConfig, sealed)
+		sealedTier, plain, err := crypt.OpenObject(keys, crypt.KindConfig, sealed)
 		if err != nil {
 			return nil, fmt.Errorf("%w: config %s section: %w", ErrCorrupt, t, err)
+		}
+		if sealedTier != t {
+			return nil, fmt.Errorf("%w: the config's %s section was sealed for the %s tier (tampered?)", ErrCorrupt, t, sealedTier)
 		}
 		var s tierSection
 		if err := json.Unmarshal(plain, &s); err != nil {

@@ -11,6 +11,7 @@ var (
 	ErrPackMissing  = errors.New("pack named by the index is missing")
 	ErrCorrupt      = errors.New("stored data is corrupt")
 	ErrLastKey      = errors.New("refusing to remove the last key")
+	ErrKeyInUse     = errors.New("refusing to remove the key in use")
 	ErrKeyNotFound  = errors.New("no such key")
 	ErrKeyAmbiguous = errors.New("key id prefix matches several keys")
 	ErrNoUsableKey  = errors.New("no key file in the repository could be read")

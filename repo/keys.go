@@ -190,7 +190,7 @@ func (r *Repository) RemoveKey(ctx context.Context, id blob.ID) error {
 	case len(keys) == 1:
 		return fmt.Errorf("%w: %s is the only key; add another first", ErrLastKey, id.Short())
 	case id == r.keyID:
-		return fmt.Errorf("refusing to remove key %s: it is the key in use; open the repository with another key to remove it (or use `lifeboat key passwd`)", id.Short())
+		return fmt.Errorf("%w: %s; open the repository with another key to remove it (or use `lifeboat key passwd`)", ErrKeyInUse, id.Short())
 	case hasTier(target.Tiers, blob.Sensitive) && sensitive == 1:
 		return fmt.Errorf("%w: %s is the only key that unlocks the sensitive tier; removing it would make that data unreadable", ErrLastKey, id.Short())
 	}

@@ -41,7 +41,7 @@ type headerResult struct {
 // interruption leaves a repository whose index is at worst duplicated.
 // Damaged packs are reported and left out; they are never deleted.
 func (r *Repository) RepairIndex(ctx context.Context) (RepairStats, error) {
-	var st RepairStats
+	st := RepairStats{Damaged: []PackProblem{}}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // stops the header readers if we return early
 	if err := r.Flush(ctx); err != nil {

@@ -13,7 +13,7 @@ import (
 func TestInitAndKeys(t *testing.T) {
 	e := newEnv(t)
 	e.init()
-	if r := e.run("init", "--kdf-memory-kib", "64"); r.code != exitFailure || !strings.Contains(r.stderr, "already exists") {
+	if r := e.run("init", "--kdf-memory-kib", "64"); r.code != exitRefused || !strings.Contains(r.stderr, "already exists") {
 		t.Fatalf("second init: %d %s", r.code, r.stderr)
 	}
 	newPW := filepath.Join(e.dir, "pw2")
@@ -44,8 +44,8 @@ func TestInitAndKeys(t *testing.T) {
 		}
 	}
 	// The key in use, and the only full key, cannot be removed.
-	if r := e.run("key", "remove", current[:8]); r.code == 0 {
-		t.Fatal("removed the key in use")
+	if r := e.run("key", "remove", current[:8]); r.code != exitRefused {
+		t.Fatalf("removing the key in use: exit %d", r.code)
 	}
 	e.passwdFile = newPW
 	if r := e.run("key", "remove", current[:8]); r.code != exitRefused {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"lifeboat/backend"
 	"lifeboat/crypt"
@@ -28,6 +29,18 @@ const (
 	_               = exitLocked
 )
 
+// isCobraUsage recognises cobra's own errors for unknown commands and
+// wrong argument counts, which it returns as plain errors.
+func isCobraUsage(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "accepts ", "requires at least", "requires at most", "unknown flag", "unknown shorthand flag", "flag needs an argument", "invalid argument"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // usageError marks errors in how the command was called.
 type usageError struct{ msg string }
 
@@ -39,7 +52,7 @@ func exitCode(err error) int {
 	switch {
 	case err == nil:
 		return exitOK
-	case errors.As(err, &ue):
+	case errors.As(err, &ue), isCobraUsage(err):
 		return exitUsage
 	case errors.Is(err, context.Canceled):
 		return exitInterrupted
@@ -49,7 +62,7 @@ func exitCode(err error) int {
 		return exitWrongPass
 	case errors.Is(err, repo.ErrNewerFormat):
 		return exitNewerFormat
-	case errors.Is(err, repo.ErrLastKey):
+	case errors.Is(err, repo.ErrLastKey), errors.Is(err, repo.ErrKeyInUse), errors.Is(err, repo.ErrRepoExists):
 		return exitRefused
 	case errors.Is(err, crypt.ErrTierLocked):
 		return exitTierLocked

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"golang.org/x/term"
 
@@ -20,6 +21,9 @@ func (g *globalOptions) openBackend(create bool) (backend.Backend, error) {
 		return nil, usageError{"no repository: pass --repo or set LIFEBOAT_REPO"}
 	}
 	if create {
+		if _, err := os.Stat(filepath.Join(g.repo, "config")); err == nil {
+			return nil, fmt.Errorf("%w at %s", repo.ErrRepoExists, g.repo)
+		}
 		return local.Create(g.repo)
 	}
 	be, err := local.Open(g.repo)
