@@ -3,6 +3,7 @@ package chunk_test
 import (
 	"bytes"
 	"errors"
+	"flag"
 	"io"
 	"math/rand/v2"
 	"slices"
@@ -12,13 +13,18 @@ import (
 	"lifeboat/chunk"
 )
 
+var seedFlag = flag.Uint64("seed", 0, "seed for randomised tests (0: a fresh random seed)")
+
 // testPol is the polynomial restic's chunker tests use; it is irreducible.
 const testPol = chunk.Pol(0x3DA3358B4DC173)
 
 func newRand(t testing.TB) (*rand.Rand, uint64) {
 	t.Helper()
-	seed := rand.Uint64()
-	t.Logf("random seed %#x", seed)
+	seed := *seedFlag
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	t.Logf("random seed %#x (replay with -seed=%#x)", seed, seed)
 	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), seed
 }
 
@@ -282,5 +288,14 @@ func TestRandomPol(t *testing.T) {
 	}
 	if !testPol.Irreducible() || testPol.Deg() != 53 {
 		t.Fatal("test polynomial is not irreducible of degree 53")
+	}
+}
+
+func TestInvalidPolIsAnError(t *testing.T) {
+	for _, pol := range []chunk.Pol{0, 1 << 60} {
+		c := chunk.New(strings.NewReader("some data"), pol, chunk.DefaultParams)
+		if _, err := c.Next(make([]byte, c.BufSize())); err == nil || err == io.EOF {
+			t.Errorf("polynomial %#x: Next = %v, want an error", uint64(pol), err)
+		}
 	}
 }

@@ -2,8 +2,8 @@ package crypt
 
 import (
 	"encoding/hex"
-	"errors"
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"lifeboat/blob"
@@ -85,7 +85,7 @@ func TestWorkspaceOnlyKeyFileHoldsNoSensitiveBytes(t *testing.T) {
 	}
 	// The sealed map is keyed by tier name, not number: pin that too.
 	if !containsBytes(plain, []byte(`"workspace"`)) {
-		t.Fatalf("sealed material does not name its tier as text: %s", "[redacted]")
+		t.Fatal("sealed material does not name its tier as text")
 	}
 }
 

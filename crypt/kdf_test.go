@@ -15,7 +15,7 @@ func TestKDFValidate(t *testing.T) {
 		valid bool
 	}{
 		{"smallest", func(*crypt.KDFParams) {}, true},
-		{"defaults", func(p *crypt.KDFParams) { p.Time, p.MemoryKiB, p.Threads = 3, 64 * 1024, 4 }, true},
+		{"defaults", func(p *crypt.KDFParams) { p.Time, p.MemoryKiB, p.Threads = 3, 64*1024, 4 }, true},
 		{"largest", func(p *crypt.KDFParams) { p.Time, p.MemoryKiB, p.Threads = 64, 4*1024*1024, 255 }, true},
 		{"argon2i", func(p *crypt.KDFParams) { p.Algorithm = "argon2i" }, false},
 		{"no algorithm", func(p *crypt.KDFParams) { p.Algorithm = "" }, false},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 
@@ -101,6 +102,9 @@ func DecodeKeyFile(data []byte) (*KeyFile, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&kf); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotKeyFile, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("%w: data after the key file's JSON object", ErrNotKeyFile)
 	}
 	if kf.Version != KeyFileVersion {
 		return nil, fmt.Errorf("%w: key file version %d, this lifeboat reads version %d", ErrNotKeyFile, kf.Version, KeyFileVersion)

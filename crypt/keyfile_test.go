@@ -248,6 +248,9 @@ func TestDecodeKeyFileRefusesNonKeyFiles(t *testing.T) {
 		"kdf missing":          edit("kdf", nil),
 		"trailing time float":  []byte(strings.Replace(string(kdfEdit("time", 7)), `"time":7`, `"time":1e9`, 1)),
 		"nested junk in tiers": edit("tiers", map[string]any{"a": 1}),
+		"trailing garbage":     append(bytes.Clone(valid), " garbage"...),
+		"trailing brace":       append(bytes.Clone(valid), '}'),
+		"two key files":        append(bytes.Clone(valid), valid...),
 	}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -261,5 +264,12 @@ func TestDecodeKeyFileRefusesNonKeyFiles(t *testing.T) {
 	// No argon2 run, no allocation sized by the hostile parameters.
 	if d := after.TotalAlloc - before.TotalAlloc; d > 4<<20 {
 		t.Errorf("decoding hostile key files allocated %d bytes", d)
+	}
+}
+
+func TestDecodeKeyFileAllowsTrailingWhitespace(t *testing.T) {
+	valid := newKeyFile(t, crypt.NewMasterKeys(), blob.Tiers)
+	if _, err := crypt.DecodeKeyFile(append(bytes.Clone(valid), "\n \t\r\n"...)); err != nil {
+		t.Fatalf("trailing whitespace refused: %v", err)
 	}
 }

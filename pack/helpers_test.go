@@ -3,6 +3,7 @@ package pack
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -11,10 +12,15 @@ import (
 	"lifeboat/crypt"
 )
 
+var seedFlag = flag.Uint64("seed", 0, "seed for randomised tests (0: a fresh random seed)")
+
 func newRand(t testing.TB) *rand.Rand {
 	t.Helper()
-	seed := rand.Uint64()
-	t.Logf("random seed %#x", seed)
+	seed := *seedFlag
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	t.Logf("random seed %#x (replay with -seed=%#x)", seed, seed)
 	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 }
 
@@ -113,12 +119,13 @@ type testPack struct {
 }
 
 // buildPack writes count blobs of random sizes up to maxSize, mixing text,
-// random data, blob types and compression settings.
+// random data, blob types and compression settings (duplicates are dropped,
+// as the repository would).
 func buildPack(t testing.TB, r *rand.Rand, k *crypt.TierKeys, count, maxSize int) testPack {
 	t.Helper()
-	w := NewWriter(k, count*maxSize/2)
-	p := testPack{plains: map[blob.ID][]byte{}}
 	levels := []Compression{CompressOff, CompressFastest, CompressDefault, CompressBetter}
+	var blobs []SealedBlob
+	plains := map[blob.ID][]byte{}
 	for i := range count {
 		n := r.IntN(maxSize + 1)
 		var plain []byte
@@ -132,15 +139,25 @@ func buildPack(t testing.TB, r *rand.Rand, k *crypt.TierKeys, count, maxSize int
 			typ = blob.Tree
 		}
 		sb := sealBlob(t, k, typ, plain, levels[i%len(levels)])
-		if _, dup := p.plains[sb.ID]; dup {
-			continue
+		if _, dup := plains[sb.ID]; !dup {
+			plains[sb.ID] = plain
+			blobs = append(blobs, sb)
 		}
-		p.plains[sb.ID] = plain
+	}
+	return finishPack(t, k, blobs, plains)
+}
+
+// finishPack writes blobs into a pack.
+func finishPack(t testing.TB, k *crypt.TierKeys, blobs []SealedBlob, plains map[blob.ID][]byte) testPack {
+	t.Helper()
+	w := NewWriter(k, 1<<20)
+	for _, sb := range blobs {
 		w.Add(sb)
 	}
-	if w.Count() != len(p.plains) {
-		t.Fatalf("Count = %d, want %d", w.Count(), len(p.plains))
+	if w.Count() != len(blobs) {
+		t.Fatalf("Count = %d, want %d", w.Count(), len(blobs))
 	}
+	p := testPack{plains: plains}
 	blobBytes := w.Size()
 	p.data, p.id, p.entries = w.Finish()
 	hdr := 4 + len(p.entries)*EntrySize

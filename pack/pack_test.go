@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"io"
 	"slices"
 	"testing"
 
@@ -73,7 +74,7 @@ func TestPackRoundTrip(t *testing.T) {
 		{"one empty blob", wsKeys, 1, 0, true},
 		{"small", sensKeys, 5, 2000, true},
 		{"many", wsKeys, 60, 200_000, true},
-		// Over 1,400 entries: the header no longer fits the first 64 KiB read.
+		// Over 1,335 entries: the header no longer fits the first 64 KiB read.
 		{"many tiny", sensKeys, 2000, 30, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -94,13 +95,27 @@ func TestPackRoundTrip(t *testing.T) {
 	}
 }
 
+// TestPackHeaderAt64KiBBoundary: 1,335 entries make a 60 KiB plaintext
+// header that fits ReadHeader's first 64 KiB read with the trailer; 1,336
+// make a 64 KiB header that does not.
 func TestPackHeaderAt64KiBBoundary(t *testing.T) {
-	// Find entry counts around the point where header+trailer stop fitting
-	// the first read, and check both sides.
-	r := newRand(t)
-	for _, count := range []int{1400, 1410, 1415, 1420, 1425, 1430} {
-		p := buildPack(t, r, wsKeys, count, 0)
+	for _, c := range []struct{ count, loads int }{{1335, 1}, {1336, 2}} {
+		var blobs []SealedBlob
+		plains := map[blob.ID][]byte{}
+		for i := range c.count {
+			plain := binary.LittleEndian.AppendUint64(nil, uint64(i))
+			sb := sealBlob(t, wsKeys, blob.Data, plain, CompressOff)
+			blobs, plains[sb.ID] = append(blobs, sb), plain
+		}
+		p := finishPack(t, wsKeys, blobs, plains)
 		checkPack(t, p, wsKeys)
+		l := &loader{data: p.data}
+		if _, entries, err := ReadHeader(context.Background(), int64(len(p.data)), l.load, bothTiers); err != nil || len(entries) != c.count {
+			t.Fatalf("%d entries: ReadHeader = %d entries, %v", c.count, len(entries), err)
+		}
+		if len(l.calls) != c.loads {
+			t.Fatalf("%d entries in a %d-byte pack: loads %v, want %d", c.count, len(p.data), l.calls, c.loads)
+		}
 	}
 }
 
@@ -151,13 +166,16 @@ func TestPackDamage(t *testing.T) {
 		t.Errorf("Verify under the wrong id: %v", err)
 	}
 
-	// Every truncation, from either end, fails both.
+	// Every truncation fails Verify. Cutting the end fails ReadHeader too;
+	// cutting the start it cannot see while the header's entries still fit.
 	for n := 0; n < size; n++ {
-		for _, d := range [][]byte{p.data[:n], p.data[size-n:]} {
-			rerr, verr := damaged(t, d)
-			if !isFormatOrAuth(rerr) || !isFormatOrAuth(verr) {
-				t.Fatalf("%d of %d bytes: ReadHeader %v, Verify %v", n, size, rerr, verr)
-			}
+		rerr, verr := damaged(t, p.data[:n])
+		if !isFormatOrAuth(rerr) || !isFormatOrAuth(verr) {
+			t.Fatalf("first %d of %d bytes: ReadHeader %v, Verify %v", n, size, rerr, verr)
+		}
+		rerr, verr = damaged(t, p.data[size-n:])
+		if (rerr != nil && !isFormatOrAuth(rerr)) || !isFormatOrAuth(verr) {
+			t.Fatalf("last %d of %d bytes: ReadHeader %v, Verify %v", n, size, rerr, verr)
 		}
 	}
 
@@ -193,10 +211,7 @@ func TestPackDamage(t *testing.T) {
 		}
 	}
 
-	// Two blobs swapped in place: the header no longer matches.
-	if len(p.entries) >= 2 && p.entries[0].Length == p.entries[1].Length {
-		t.Log("first two blobs have equal length; swap case covered by id check")
-	}
+	// A blob overwritten with the start of another fails Verify.
 	d := bytes.Clone(p.data)
 	a, b := p.entries[0], p.entries[1]
 	copy(d[a.Offset:], p.data[b.Offset:b.Offset+min(a.Length, b.Length)])
@@ -273,22 +288,29 @@ func TestReadHeaderBadSizes(t *testing.T) {
 }
 
 // TestReadHeaderShortLoader: a loader that breaks its contract and returns
-// fewer bytes than asked must cause an error, not a panic.
+// fewer bytes than asked (from either end) must cause an error, not a panic.
 func TestReadHeaderShortLoader(t *testing.T) {
 	r := newRand(t)
 	for _, p := range []testPack{buildPack(t, r, wsKeys, 3, 1000), buildPack(t, r, wsKeys, 2000, 10)} {
-		for _, short := range []int{1, TrailerSize, 1000} {
-			loads := 0
-			load := func(ctx context.Context, off int64, n int) ([]byte, error) {
-				loads++
-				b := p.data[off : off+int64(n)]
-				if loads == 1 && len(p.entries) < 100 || loads == 2 {
-					b = b[min(short, len(b)):]
+		for _, short := range []int{1, TrailerSize - 1, TrailerSize, 1000, 1 << 20} {
+			for _, fromEnd := range []bool{false, true} {
+				loads := 0
+				load := func(ctx context.Context, off int64, n int) ([]byte, error) {
+					loads++
+					b := p.data[off : off+int64(n)]
+					if loads == 1 && len(p.entries) < 100 || loads == 2 {
+						if s := min(short, len(b)); fromEnd {
+							b = b[:len(b)-s]
+						} else {
+							b = b[s:]
+						}
+					}
+					return b, nil
 				}
-				return b, nil
-			}
-			if _, _, err := ReadHeader(context.Background(), int64(len(p.data)), load, bothTiers); err == nil {
-				t.Errorf("%d entries, loader %d bytes short on load %d: no error", len(p.entries), short, loads)
+				_, _, err := ReadHeader(context.Background(), int64(len(p.data)), load, bothTiers)
+				if !errors.Is(err, io.ErrUnexpectedEOF) {
+					t.Errorf("%d entries, loader %d bytes short (from end %v) on load %d: %v", len(p.entries), short, fromEnd, loads, err)
+				}
 			}
 		}
 	}

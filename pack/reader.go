@@ -3,6 +3,7 @@ package pack
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/zeebo/blake3"
 
@@ -32,6 +33,9 @@ func ReadHeader(ctx context.Context, packSize int64, load RangeLoader, keys KeyR
 	if err != nil {
 		return Trailer{}, nil, err
 	}
+	if int64(len(tail)) != n { // a loader breaking its contract must not make us slice out of range
+		return Trailer{}, nil, fmt.Errorf("pack tail: loaded %d of %d bytes: %w", len(tail), n, io.ErrUnexpectedEOF)
+	}
 	tr, err := DecodeTrailer(tail[len(tail)-TrailerSize:], packSize)
 	if err != nil {
 		return Trailer{}, nil, err
@@ -40,6 +44,9 @@ func ReadHeader(ctx context.Context, packSize int64, load RangeLoader, keys KeyR
 	if need > int64(len(tail)) {
 		if tail, err = load(ctx, packSize-need, int(need)); err != nil {
 			return tr, nil, err
+		}
+		if int64(len(tail)) != need {
+			return tr, nil, fmt.Errorf("pack header: loaded %d of %d bytes: %w", len(tail), need, io.ErrUnexpectedEOF)
 		}
 	}
 	sealed := tail[int64(len(tail))-need : int64(len(tail))-TrailerSize]
