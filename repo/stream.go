@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 
 	"lifeboat/blob"
@@ -22,37 +23,77 @@ type StreamStats struct {
 var chunkBufs = sync.Pool{New: func() any { b := make([]byte, chunk.DefaultParams.Max); return &b }}
 
 // SaveStream cuts rd into content-defined chunks with c and saves each as a
-// data blob in tier t, returning the chunk ids in order. c must come from
-// r.Chunker(t).
+// data blob in tier t, returning the chunk ids in order. Chunking runs in
+// the caller's goroutine while up to GOMAXPROCS chunks are sealed at once,
+// so one large file uses every core. c must come from r.Chunker(t).
 func (r *Repository) SaveStream(ctx context.Context, t blob.Tier, c *chunk.Chunker, rd io.Reader) ([]blob.ID, StreamStats, error) {
-	var st StreamStats
-	var ids []blob.ID
-	bp := chunkBufs.Get().(*[]byte)
-	defer chunkBufs.Put(bp)
-	if len(*bp) < c.BufSize() {
-		*bp = make([]byte, c.BufSize())
+	var (
+		mu       sync.Mutex
+		st       StreamStats
+		ids      []blob.ID
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	fail := func(err error) {
+		mu.Lock()
+		if firstErr == nil {
+			firstErr = err
+		}
+		mu.Unlock()
 	}
 	c.Reset(rd)
-	for {
+	for i := 0; ; i++ {
+		bp := chunkBufs.Get().(*[]byte)
+		if len(*bp) < c.BufSize() {
+			*bp = make([]byte, c.BufSize())
+		}
 		data, err := c.Next(*bp)
-		if errors.Is(err, io.EOF) {
-			return ids, st, nil
-		}
 		if err != nil {
-			return ids, st, err
+			chunkBufs.Put(bp)
+			if !errors.Is(err, io.EOF) {
+				fail(err)
+			}
+			break
 		}
-		id, known, err := r.SaveBlob(ctx, t, blob.Data, data)
-		if err != nil {
-			return ids, st, err
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			chunkBufs.Put(bp)
+			fail(ctx.Err())
 		}
-		ids = append(ids, id)
-		st.Bytes += int64(len(data))
-		st.Chunks++
-		if !known {
-			st.New++
-			st.NewBytes += int64(len(data))
+		mu.Lock()
+		stop := firstErr != nil
+		ids = append(ids, blob.ID{})
+		mu.Unlock()
+		if stop {
+			break
 		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { chunkBufs.Put(bp); <-sem }()
+			id, known, err := r.SaveBlob(ctx, t, blob.Data, data)
+			if err != nil {
+				fail(err)
+				return
+			}
+			mu.Lock()
+			ids[i] = id
+			st.Bytes += int64(len(data))
+			st.Chunks++
+			if !known {
+				st.New++
+				st.NewBytes += int64(len(data))
+			}
+			mu.Unlock()
+		}()
 	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, st, firstErr
+	}
+	return ids, st, nil
 }
 
 // LoadStream writes the data blobs ids of tier t to w, in order.
