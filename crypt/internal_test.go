@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"time"
 
 	"lifeboat/blob"
 )
@@ -39,13 +40,21 @@ func TestKeyAADLayout(t *testing.T) {
 	for i := range repo {
 		repo[i] = byte(0xc0 + i)
 	}
-	got := keyAAD(repo, []blob.Tier{blob.Workspace, blob.Sensitive})
+	meta := KeyFileMeta{Created: time.Date(2026, 11, 29, 12, 0, 0, 5, time.UTC), Hostname: "h", Username: "ab"}
+	got := keyAAD(repo, []blob.Tier{blob.Workspace, blob.Sensitive}, meta)
 	want := append(append([]byte("lifeboat-key-v1\x00"), repo[:]...), 1, 2)
+	want = append(want, 30, 0)
+	want = append(want, "2026-11-29T12:00:00.000000005Z"...)
+	want = append(want, 1, 0, 'h', 2, 0, 'a', 'b')
 	if string(got) != string(want) {
 		t.Fatalf("keyAAD = %x, want %x", got, want)
 	}
-	if string(keyAAD(repo, []blob.Tier{blob.Workspace})) == string(got) {
+	if string(keyAAD(repo, []blob.Tier{blob.Workspace}, meta)) == string(got) {
 		t.Fatal("tier list is not bound")
+	}
+	meta.Hostname = "other"
+	if string(keyAAD(repo, []blob.Tier{blob.Workspace, blob.Sensitive}, meta)) == string(got) {
+		t.Fatal("host name is not bound")
 	}
 }
 
@@ -63,7 +72,7 @@ func TestWorkspaceOnlyKeyFileHoldsNoSensitiveBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, err := NewSealer(kf.KDF.derive([]byte("pw"))).Open(nil, kf.Data, keyAAD(repo, kf.Tiers))
+	plain, err := NewSealer(kf.KDF.derive([]byte("pw"))).Open(nil, kf.Data, keyAAD(repo, kf.Tiers, kf.Meta()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +129,7 @@ func TestKeyFileOpenChecksMaterial(t *testing.T) {
 	}
 	for name, c := range cases {
 		kf := &KeyFile{Version: KeyFileVersion, Tiers: c.declared, KDF: kdf}
-		kf.Data = NewSealer(kdf.derive([]byte("pw"))).Seal(nil, []byte(c.plain), keyAAD(repo, c.declared))
+		kf.Data = NewSealer(kdf.derive([]byte("pw"))).Seal(nil, []byte(c.plain), keyAAD(repo, c.declared, kf.Meta()))
 		if m, err := kf.Open([]byte("pw"), repo); err == nil {
 			t.Errorf("%s: opened with tiers %v", name, m.Tiers())
 		} else if !errors.Is(err, ErrNotKeyFile) {

@@ -2,6 +2,7 @@ package crypt
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -47,12 +48,18 @@ type KeyFileMeta struct {
 	Tiers    []blob.Tier
 }
 
-// keyAAD binds the sealed key material to its repository and its tier list,
-// so a key file cannot be relabelled with more tiers or moved between repositories.
-func keyAAD(repoID blob.ID, tiers []blob.Tier) []byte {
+// keyAAD binds the sealed key material to its repository, its tier list
+// and its public metadata, so a key file cannot be relabelled with more
+// tiers, moved between repositories, or given another creation time, host
+// or user.
+func keyAAD(repoID blob.ID, tiers []blob.Tier, meta KeyFileMeta) []byte {
 	aad := append([]byte("lifeboat-key-v1\x00"), repoID[:]...)
 	for _, t := range tiers {
 		aad = append(aad, byte(t))
+	}
+	for _, f := range []string{meta.Created.UTC().Format(time.RFC3339Nano), meta.Hostname, meta.Username} {
+		aad = binary.LittleEndian.AppendUint16(aad, uint16(len(f)))
+		aad = append(aad, f...)
 	}
 	return aad
 }
@@ -84,11 +91,14 @@ func NewKeyFile(m *MasterKeys, tiers []blob.Tier, password []byte, kdf KDFParams
 	}
 	defer clear(plain)
 	kek := kdf.derive(password)
+	if len(meta.Hostname) > 255 || len(meta.Username) > 255 {
+		return nil, fmt.Errorf("host or user name longer than 255 bytes")
+	}
 	kf := KeyFile{
 		Version: KeyFileVersion, Created: meta.Created.UTC(), Hostname: meta.Hostname, Username: meta.Username,
 		Tiers: tiers, KDF: kdf,
-		Data: NewSealer(kek).Seal(nil, plain, keyAAD(repoID, tiers)),
 	}
+	kf.Data = NewSealer(kek).Seal(nil, plain, keyAAD(repoID, tiers, kf.Meta()))
 	return json.MarshalIndent(kf, "", "  ")
 }
 
@@ -130,7 +140,7 @@ func (kf *KeyFile) Meta() KeyFileMeta {
 // from another repository) yields ErrWrongPassword.
 func (kf *KeyFile) Open(password []byte, repoID blob.ID) (*MasterKeys, error) {
 	kek := kf.KDF.derive(password)
-	plain, err := NewSealer(kek).Open(nil, kf.Data, keyAAD(repoID, kf.Tiers))
+	plain, err := NewSealer(kek).Open(nil, kf.Data, keyAAD(repoID, kf.Tiers, kf.Meta()))
 	if err != nil {
 		return nil, ErrWrongPassword
 	}
