@@ -3,6 +3,7 @@ package index
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -101,8 +102,13 @@ func (d *DB) markLocked(id blob.ID) error {
 	})
 }
 
-// Apply records the entries of index object id in one transaction.
-// Entries are inserted in key order, which keeps bbolt's writes sequential.
+// applyBatch bounds the entries one bbolt transaction writes: bbolt keeps
+// every leaf a transaction touches in memory, and random ids touch many.
+const applyBatch = 8192
+
+// Apply records the entries of index object id, in key order and in
+// transactions of applyBatch entries. The object is marked applied in the
+// last one, so an interrupted Apply is simply redone by the next Sync.
 func (d *DB) Apply(id blob.ID, o *Object) error {
 	type kv struct{ k, v []byte }
 	kvs := make([]kv, 0, o.Entries())
@@ -112,9 +118,24 @@ func (d *DB) Apply(id blob.ID, o *Object) error {
 		}
 	}
 	slices.SortFunc(kvs, func(a, b kv) int { return bytes.Compare(a.k, b.k) })
+	for len(kvs) > applyBatch {
+		batch := kvs[:applyBatch]
+		kvs = kvs[applyBatch:]
+		err := d.db.Update(func(tx *bolt.Tx) error {
+			blobs := tx.Bucket(bucketBlobs)
+			for _, e := range batch {
+				if err := blobs.Put(e.k, e.v); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
 	return d.db.Update(func(tx *bolt.Tx) error {
 		blobs := tx.Bucket(bucketBlobs)
-		blobs.FillPercent = 0.9
 		for _, e := range kvs {
 			if err := blobs.Put(e.k, e.v); err != nil {
 				return err
@@ -122,8 +143,7 @@ func (d *DB) Apply(id blob.ID, o *Object) error {
 		}
 		packs := tx.Bucket(bucketPacks)
 		for _, p := range o.Packs {
-			v := append([]byte{byte(o.Tier)}, 0, 0, 0, 0)
-			v[1], v[2], v[3], v[4] = byte(p.Size), byte(p.Size>>8), byte(p.Size>>16), byte(p.Size>>24)
+			v := binary.LittleEndian.AppendUint32([]byte{byte(o.Tier)}, p.Size)
 			if err := packs.Put(p.ID[:], v); err != nil {
 				return err
 			}
