@@ -64,6 +64,7 @@ var (
 //     exist". Saving an existing name replaces it atomically (files other
 //     than config are named by the hash of their bytes, so a replacement
 //     carries the same bytes).
+//   - Save does not keep data after it returns; the caller may reuse it.
 //   - Remove is durable when it returns nil.
 //   - Negative offsets or lengths, and unknown file types, are errors.
 //   - Load returns exactly length bytes starting at offset, or the rest of

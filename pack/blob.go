@@ -81,6 +81,12 @@ type SealedBlob struct {
 	Data     []byte // nonce || ciphertext || tag
 }
 
+// Release recycles Data's buffer once the blob has been copied into a pack.
+func (sb *SealedBlob) Release() {
+	putBuf(sb.Data)
+	sb.Data = nil
+}
+
 // SealBlob compresses plain (when that saves at least 1/32 of it), seals it
 // with the tier's key, then opens and decompresses the result and compares
 // it with plain before returning it.
@@ -94,22 +100,49 @@ func SealBlob(k *crypt.TierKeys, typ blob.Type, id blob.ID, plain []byte, c Comp
 		if err != nil {
 			return SealedBlob{}, err
 		}
-		z := enc.EncodeAll(plain, make([]byte, 0, len(plain)))
-		if len(z) <= len(plain)-len(plain)/32 {
-			payload, flags = z, FlagZstd
+		if worthCompressing(enc, plain) {
+			z := enc.EncodeAll(plain, getBuf(len(plain)))
+			defer putBuf(z)
+			if len(z) <= len(plain)-len(plain)/32 {
+				payload, flags = z, FlagZstd
+			}
 		}
 	}
 	sb := SealedBlob{Type: typ, ID: id, Flags: flags, PlainLen: uint32(len(plain)),
-		Data: k.Seal(make([]byte, 0, len(payload)+crypt.Overhead), payload, blobAAD(k.Tier, typ, flags, id))}
+		Data: k.Seal(getBuf(len(payload)+crypt.Overhead), payload, blobAAD(k.Tier, typ, flags, id))}
 	// Verify once before the blob can reach storage.
-	got, err := OpenBlob(k, Entry{Type: typ, Flags: flags, ID: id, Length: uint32(len(sb.Data)), PlainLen: sb.PlainLen}, sb.Data, nil)
+	got, err := OpenBlob(k, Entry{Type: typ, Flags: flags, ID: id, Length: uint32(len(sb.Data)), PlainLen: sb.PlainLen}, sb.Data, getBuf(len(plain)))
 	if err != nil {
+		sb.Release()
 		return SealedBlob{}, fmt.Errorf("verifying new blob %s before upload: %w", id.Short(), err)
 	}
+	defer putBuf(got)
 	if !bytes.Equal(got, plain) {
+		sb.Release()
 		return SealedBlob{}, fmt.Errorf("verifying new blob %s before upload: round trip differs from input (compressor or cipher fault)", id.Short())
 	}
 	return sb, nil
+}
+
+// sampleSize is the size of each of the three slices worthCompressing tries.
+const sampleSize = 16 << 10
+
+// worthCompressing guesses from three samples (start, middle, end) whether
+// a large blob compresses; incompressible data (model weights, archives,
+// media) then skips a full zstd pass. Small blobs are always tried.
+func worthCompressing(enc *zstd.Encoder, plain []byte) bool {
+	if len(plain) < 16*sampleSize {
+		return true
+	}
+	sample := getBuf(3 * sampleSize)
+	for _, off := range []int{0, len(plain)/2 - sampleSize/2, len(plain) - sampleSize} {
+		sample = append(sample, plain[off:off+sampleSize]...)
+	}
+	z := enc.EncodeAll(sample, getBuf(len(sample)))
+	worth := len(z) <= len(sample)-len(sample)/50
+	putBuf(sample)
+	putBuf(z)
+	return worth
 }
 
 // OpenBlob opens a sealed blob described by e, decompresses it into dst
@@ -122,16 +155,22 @@ func OpenBlob(k *crypt.TierKeys, e Entry, sealed []byte, dst []byte) ([]byte, er
 	if e.PlainLen > MaxBlobSize { // e may come from an unchecked source (the local index): never allocate by it
 		return nil, fmt.Errorf("blob %s: plain length %d above the %d limit", e.ID.Short(), e.PlainLen, MaxBlobSize)
 	}
-	payload, err := k.Open(nil, sealed, blobAAD(k.Tier, e.Type, e.Flags, e.ID))
+	aad := blobAAD(k.Tier, e.Type, e.Flags, e.ID)
+	if e.Flags&FlagZstd == 0 {
+		out, err := k.Open(dst[:0], sealed, aad)
+		if err != nil {
+			return nil, fmt.Errorf("blob %s: %w", e.ID.Short(), err)
+		}
+		if len(out) != int(e.PlainLen) {
+			return nil, fmt.Errorf("blob %s: %d plain bytes, index says %d", e.ID.Short(), len(out), e.PlainLen)
+		}
+		return out, nil
+	}
+	payload, err := k.Open(getBuf(len(sealed)), sealed, aad)
 	if err != nil {
 		return nil, fmt.Errorf("blob %s: %w", e.ID.Short(), err)
 	}
-	if e.Flags&FlagZstd == 0 {
-		if len(payload) != int(e.PlainLen) {
-			return nil, fmt.Errorf("blob %s: %d plain bytes, index says %d", e.ID.Short(), len(payload), e.PlainLen)
-		}
-		return payload, nil
-	}
+	defer putBuf(payload)
 	dec, err := getDecoder()
 	if err != nil {
 		return nil, err

@@ -20,7 +20,7 @@ type Writer struct {
 
 // NewWriter starts an empty pack for the tier of k, sized for target bytes.
 func NewWriter(k *crypt.TierKeys, target int) *Writer {
-	return &Writer{keys: k, buf: make([]byte, 0, target+target/8)}
+	return &Writer{keys: k, buf: getBuf(target + target/8)}
 }
 
 // Add appends a sealed blob. The blob must have been sealed with the
@@ -36,6 +36,10 @@ func (w *Writer) Size() int { return len(w.buf) }
 
 // Count is the number of blobs added so far.
 func (w *Writer) Count() int { return len(w.entries) }
+
+// ReleasePack recycles the buffer of a pack returned by Finish once it has
+// been stored; the caller must not use data afterwards.
+func ReleasePack(data []byte) { putBuf(data) }
 
 // Finish seals the header, pads the pack to its Padmé length with random
 // bytes, appends the trailer and returns the pack bytes, its id (BLAKE3 of

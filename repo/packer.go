@@ -39,6 +39,7 @@ func (r *Repository) pack(ctx context.Context, k *crypt.TierKeys, typ blob.Type,
 	i := rand.IntN(len(ps.writers))
 	w := ps.writers[i]
 	w.Add(sb)
+	sb.Release()
 	var full *pack.Writer
 	if w.Size() >= r.opts.PackSize {
 		full, ps.writers[i] = w, pack.NewWriter(k, r.opts.PackSize)
@@ -92,8 +93,11 @@ func (r *Repository) upload(ctx context.Context, t blob.Tier, w *pack.Writer) er
 // packs wait for an index object, it writes one.
 func (r *Repository) savePack(ctx context.Context, t blob.Tier, w *pack.Writer) error {
 	data, id, entries := w.Finish()
+	size := len(data)
 	h := backend.Handle{Type: backend.Pack, Name: id.String()}
-	if err := r.be.Save(ctx, h, data); err != nil {
+	err := r.be.Save(ctx, h, data)
+	pack.ReleasePack(data)
+	if err != nil {
 		return fmt.Errorf("saving %s: %w", h, err)
 	}
 	r.mu.Lock()
@@ -102,7 +106,7 @@ func (r *Repository) savePack(ctx context.Context, t blob.Tier, w *pack.Writer) 
 			p.loc, p.uploaded = index.Location{Pack: id, Entry: e}, true
 		}
 	}
-	r.unindexed[t] = append(r.unindexed[t], index.PackInfo{ID: id, Size: uint32(len(data)), Entries: entries})
+	r.unindexed[t] = append(r.unindexed[t], index.PackInfo{ID: id, Size: uint32(size), Entries: entries})
 	n := 0
 	for _, p := range r.unindexed[t] {
 		n += len(p.Entries)

@@ -1,0 +1,35 @@
+package pack
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+)
+
+func TestWorthCompressing(t *testing.T) {
+	enc, err := encoderFor(CompressFastest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 3))
+	random := make([]byte, 1<<20)
+	for i := range random {
+		random[i] = byte(rng.Uint32())
+	}
+	text := bytes.Repeat([]byte("func main() { fmt.Println(\"hello\") }\n"), 1<<20/38)
+	mixed := append(append([]byte{}, text[:len(text)/2]...), random[:len(random)/2]...)
+	cases := map[string]struct {
+		data []byte
+		want bool
+	}{
+		"random":       {random, false},
+		"text":         {text, true},
+		"mixed":        {mixed, true},
+		"small random": {random[:1000], true}, // small blobs are always tried
+	}
+	for name, c := range cases {
+		if got := worthCompressing(enc, c.data); got != c.want {
+			t.Errorf("%s: worthCompressing = %v, want %v", name, got, c.want)
+		}
+	}
+}
