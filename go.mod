@@ -3,15 +3,18 @@ module lifeboat
 go 1.26.8
 
 require (
+	github.com/klauspost/compress v1.20.4
+	github.com/restic/chunker v0.4.0
+	github.com/spf13/cobra v1.10.2
+	github.com/spf13/pflag v1.0.9
+	github.com/zeebo/blake3 v0.2.4
+	go.etcd.io/bbolt v1.4.3
+	golang.org/x/crypto v0.59.0
+	golang.org/x/term v0.48.0
+)
+
+require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
-	github.com/klauspost/compress v1.20.4 // indirect
 	github.com/klauspost/cpuid/v2 v2.0.12 // indirect
-	github.com/restic/chunker v0.4.0 // indirect
-	github.com/spf13/cobra v1.10.2 // indirect
-	github.com/spf13/pflag v1.0.9 // indirect
-	github.com/zeebo/blake3 v0.2.4 // indirect
-	go.etcd.io/bbolt v1.4.3 // indirect
-	golang.org/x/crypto v0.59.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
-	golang.org/x/term v0.48.0 // indirect
 )
