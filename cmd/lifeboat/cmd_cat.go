@@ -30,20 +30,17 @@ func newCatConfigCommand(g *globalOptions) *cobra.Command {
 		Short: "Show the repository config without its secrets",
 		Long:  "Show the public config (format version, id, pack size, compression, chunk sizes) after checking it against its sealed copy, and which tiers the key in use unlocks. The chunker polynomials and keys are never shown.",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) (err error) {
-			r, err := g.openRepo(cmd.Context(), false)
-			if err != nil {
-				return err
-			}
-			defer closeRepo(cmd.Context(), r, &err)
-			p := r.Config()
-			m := configMessage{"config", p, r.Backend().Location(), r.KeyID().String(), r.Tiers()}
-			g.out.emit(m, func(w io.Writer) {
-				fmt.Fprintf(w, "repository     %s\nlocation       %s\nformat version %d\ncreated        %s\npack size      %d MiB\ncompression    %s\nchunk sizes    min %d KiB, mean ~%d KiB, max %d MiB\nkey in use     %s (tiers: %s)\n",
-					p.ID, m.Location, p.Version, p.Created.Format("2006-01-02 15:04:05 MST"), p.PackSize>>20, p.Compression,
-					p.Chunker.Min>>10, (p.Chunker.Min+1<<p.Chunker.AverageBits)>>10, p.Chunker.Max>>20, r.KeyID().Short(), tierList(r.Tiers()))
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return g.withRepo(cmd.Context(), false, func(r *repo.Repository) (err error) {
+				p := r.Config()
+				m := configMessage{"config", p, r.Backend().Location(), r.KeyID().String(), r.Tiers()}
+				g.out.emit(m, func(w io.Writer) {
+					fmt.Fprintf(w, "repository     %s\nlocation       %s\nformat version %d\ncreated        %s\npack size      %d MiB\ncompression    %s\nchunk sizes    min %d KiB, mean ~%d KiB, max %d MiB\nkey in use     %s (tiers: %s)\n",
+						p.ID, m.Location, p.Version, p.Created.Format("2006-01-02 15:04:05 MST"), p.PackSize>>20, p.Compression,
+						p.Chunker.Min>>10, (p.Chunker.Min+1<<p.Chunker.AverageBits)>>10, p.Chunker.Max>>20, r.KeyID().Short(), tierList(r.Tiers()))
+				})
+				return nil
 			})
-			return nil
 		},
 	}
 }

@@ -50,53 +50,50 @@ func newRoundtripCommand(g *globalOptions) *cobra.Command {
 		Long: "A check of the repository library until capture exists: every regular file under PATH is chunked and saved " +
 			"(deduplicated against what is stored), the repository is flushed, then every file is rebuilt from its blobs and compared with its content hash.",
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) (err error) {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			r, err := g.openRepo(ctx, true)
-			if err != nil {
-				return err
-			}
-			defer closeRepo(ctx, r, &err)
-			var paths []string
-			err = filepath.WalkDir(args[0], func(p string, d fs.DirEntry, err error) error {
+			return g.withRepo(ctx, true, func(r *repo.Repository) (err error) {
+				var paths []string
+				err = filepath.WalkDir(args[0], func(p string, d fs.DirEntry, err error) error {
+					if err != nil {
+						return err
+					}
+					if d.Type().IsRegular() {
+						paths = append(paths, p)
+					}
+					return nil
+				})
 				if err != nil {
 					return err
 				}
-				if d.Type().IsRegular() {
-					paths = append(paths, p)
+				m := roundtripMessage{MessageType: "roundtrip", Files: len(paths)}
+				start := time.Now()
+				files, st, err := saveFiles(ctx, r, paths)
+				if err != nil {
+					return err
 				}
+				if err := r.Flush(ctx); err != nil {
+					return err
+				}
+				m.SaveSeconds = time.Since(start).Seconds()
+				m.Bytes, m.Chunks, m.NewChunks, m.NewBytes = st.Bytes, st.Chunks, st.New, st.NewBytes
+				start = time.Now()
+				for _, f := range files {
+					h := blake3.New()
+					if _, err := r.LoadStream(ctx, blob.Workspace, f.ids, h); err != nil {
+						return fmt.Errorf("%s: %w", f.path, err)
+					}
+					if [32]byte(h.Sum(nil)) != f.sum {
+						return fmt.Errorf("%w: %s reads back different content", repo.ErrCorrupt, f.path)
+					}
+				}
+				m.LoadSeconds, m.Verified = time.Since(start).Seconds(), true
+				g.out.emit(m, func(w io.Writer) {
+					fmt.Fprintf(w, "%d files, %d bytes in %d chunks (%d new, %d new bytes)\nsaved in %.2fs, read back and verified in %.2fs\n",
+						m.Files, m.Bytes, m.Chunks, m.NewChunks, m.NewBytes, m.SaveSeconds, m.LoadSeconds)
+				})
 				return nil
 			})
-			if err != nil {
-				return err
-			}
-			m := roundtripMessage{MessageType: "roundtrip", Files: len(paths)}
-			start := time.Now()
-			files, st, err := saveFiles(ctx, r, paths)
-			if err != nil {
-				return err
-			}
-			if err := r.Flush(ctx); err != nil {
-				return err
-			}
-			m.SaveSeconds = time.Since(start).Seconds()
-			m.Bytes, m.Chunks, m.NewChunks, m.NewBytes = st.Bytes, st.Chunks, st.New, st.NewBytes
-			start = time.Now()
-			for _, f := range files {
-				h := blake3.New()
-				if _, err := r.LoadStream(ctx, blob.Workspace, f.ids, h); err != nil {
-					return fmt.Errorf("%s: %w", f.path, err)
-				}
-				if [32]byte(h.Sum(nil)) != f.sum {
-					return fmt.Errorf("%w: %s reads back different content", repo.ErrCorrupt, f.path)
-				}
-			}
-			m.LoadSeconds, m.Verified = time.Since(start).Seconds(), true
-			g.out.emit(m, func(w io.Writer) {
-				fmt.Fprintf(w, "%d files, %d bytes in %d chunks (%d new, %d new bytes)\nsaved in %.2fs, read back and verified in %.2fs\n",
-					m.Files, m.Bytes, m.Chunks, m.NewChunks, m.NewBytes, m.SaveSeconds, m.LoadSeconds)
-			})
-			return nil
 		},
 	}
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"lifeboat/repo"
+
 	"lifeboat/blob"
 )
 
@@ -30,32 +32,29 @@ func newKeyAddCommand(g *globalOptions) *cobra.Command {
 		Long: "Add a key file that wraps the master keys under a new password (from --new-password-file or a prompt). " +
 			"--tiers workspace makes a key that cannot read the sensitive tier; the key in use must unlock every tier it hands on.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			tiers, err := parseTiers(o.tiers)
 			if err != nil {
 				return err
 			}
-			r, err := g.openRepo(cmd.Context(), false)
-			if err != nil {
-				return err
-			}
-			defer closeRepo(cmd.Context(), r, &err)
-			if len(tiers) == 0 {
-				tiers = r.Tiers()
-			}
-			pw, err := g.newPassword(o.newPasswordFile)
-			if err != nil {
-				return err
-			}
-			defer clear(pw)
-			id, err := r.AddKey(cmd.Context(), pw, tiers, o.kdf.params())
-			if err != nil {
-				return err
-			}
-			g.out.emit(keyAddedMessage{"key_added", id.String(), tiers}, func(w io.Writer) {
-				fmt.Fprintf(w, "added key %s (tiers: %s)\n", id.Short(), tierList(tiers))
+			return g.withRepo(cmd.Context(), false, func(r *repo.Repository) (err error) {
+				if len(tiers) == 0 {
+					tiers = r.Tiers()
+				}
+				pw, err := g.newPassword(o.newPasswordFile)
+				if err != nil {
+					return err
+				}
+				defer clear(pw)
+				id, err := r.AddKey(cmd.Context(), pw, tiers, o.kdf.params())
+				if err != nil {
+					return err
+				}
+				g.out.emit(keyAddedMessage{"key_added", id.String(), tiers}, func(w io.Writer) {
+					fmt.Fprintf(w, "added key %s (tiers: %s)\n", id.Short(), tierList(tiers))
+				})
+				return nil
 			})
-			return nil
 		},
 	}
 	cmd.Flags().StringVar(&o.newPasswordFile, "new-password-file", "", "read the new key's password from this file")

@@ -8,6 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"lifeboat/repo"
+
 	"lifeboat/blob"
 )
 
@@ -27,35 +29,32 @@ func newKeyListCommand(g *globalOptions) *cobra.Command {
 		Short: "List key files",
 		Long:  "List the repository's key files: id, the tiers each unlocks, and when and where it was made. Under --json, one \"key\" message per key.",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) (err error) {
-			r, err := g.openRepo(cmd.Context(), false)
-			if err != nil {
-				return err
-			}
-			defer closeRepo(cmd.Context(), r, &err)
-			keys, err := r.Keys(cmd.Context())
-			if err != nil {
-				return err
-			}
-			var tw *tabwriter.Writer
-			for _, k := range keys {
-				m := keyMessage{"key", k.ID.String(), k.Current, k.Tiers, k.Created, k.Hostname, k.Username}
-				g.out.emit(m, func(w io.Writer) {
-					if tw == nil {
-						tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-						fmt.Fprintln(tw, " \tID\tTIERS\tCREATED\tHOST\tUSER")
-					}
-					cur := " "
-					if k.Current {
-						cur = "*"
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cur, k.ID.Short(), tierList(k.Tiers), k.Created.Local().Format(time.DateTime), k.Hostname, k.Username)
-				})
-			}
-			if tw != nil {
-				return tw.Flush()
-			}
-			return nil
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return g.withRepo(cmd.Context(), false, func(r *repo.Repository) (err error) {
+				keys, err := r.Keys(cmd.Context())
+				if err != nil {
+					return err
+				}
+				var tw *tabwriter.Writer
+				for _, k := range keys {
+					m := keyMessage{"key", k.ID.String(), k.Current, k.Tiers, k.Created, k.Hostname, k.Username}
+					g.out.emit(m, func(w io.Writer) {
+						if tw == nil {
+							tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+							fmt.Fprintln(tw, " \tID\tTIERS\tCREATED\tHOST\tUSER")
+						}
+						cur := " "
+						if k.Current {
+							cur = "*"
+						}
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cur, k.ID.Short(), tierList(k.Tiers), k.Created.Local().Format(time.DateTime), k.Hostname, k.Username)
+					})
+				}
+				if tw != nil {
+					return tw.Flush()
+				}
+				return nil
+			})
 		},
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"lifeboat/repo"
 )
 
 type keyPasswdMessage struct {
@@ -21,26 +23,23 @@ func newKeyPasswdCommand(g *globalOptions) *cobra.Command {
 		Short: "Change the password of the key in use",
 		Long:  "Replace the key in use with a new key file of the same tiers under a new password. The new key is saved before the old one is removed.",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) (err error) {
-			r, err := g.openRepo(cmd.Context(), false)
-			if err != nil {
-				return err
-			}
-			defer closeRepo(cmd.Context(), r, &err)
-			pw, err := g.newPassword(newPasswordFile)
-			if err != nil {
-				return err
-			}
-			defer clear(pw)
-			old := r.KeyID()
-			id, err := r.ChangePassword(cmd.Context(), pw, kdf.params())
-			if err != nil {
-				return err
-			}
-			g.out.emit(keyPasswdMessage{"key_changed", old.String(), id.String()}, func(w io.Writer) {
-				fmt.Fprintf(w, "replaced key %s with %s\n", old.Short(), id.Short())
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return g.withRepo(cmd.Context(), false, func(r *repo.Repository) (err error) {
+				pw, err := g.newPassword(newPasswordFile)
+				if err != nil {
+					return err
+				}
+				defer clear(pw)
+				old := r.KeyID()
+				id, err := r.ChangePassword(cmd.Context(), pw, kdf.params())
+				if err != nil {
+					return err
+				}
+				g.out.emit(keyPasswdMessage{"key_changed", old.String(), id.String()}, func(w io.Writer) {
+					fmt.Fprintf(w, "replaced key %s with %s\n", old.Short(), id.Short())
+				})
+				return nil
 			})
-			return nil
 		},
 	}
 	cmd.Flags().StringVar(&newPasswordFile, "new-password-file", "", "read the new password from this file")

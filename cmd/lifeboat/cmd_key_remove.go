@@ -5,6 +5,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"lifeboat/repo"
 )
 
 type keyRemovedMessage struct {
@@ -19,23 +21,20 @@ func newKeyRemoveCommand(g *globalOptions) *cobra.Command {
 		Long: "Remove the key file whose id starts with ID (at least 4 hex characters). Refused for the key in use, " +
 			"the last key, and the last key that unlocks the sensitive tier.",
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			r, err := g.openRepo(cmd.Context(), false)
-			if err != nil {
-				return err
-			}
-			defer closeRepo(cmd.Context(), r, &err)
-			k, err := r.FindKey(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			if err := r.RemoveKey(cmd.Context(), k.ID); err != nil {
-				return err
-			}
-			g.out.emit(keyRemovedMessage{"key_removed", k.ID.String()}, func(w io.Writer) {
-				fmt.Fprintf(w, "removed key %s\n", k.ID.Short())
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.withRepo(cmd.Context(), false, func(r *repo.Repository) (err error) {
+				k, err := r.FindKey(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				if err := r.RemoveKey(cmd.Context(), k.ID); err != nil {
+					return err
+				}
+				g.out.emit(keyRemovedMessage{"key_removed", k.ID.String()}, func(w io.Writer) {
+					fmt.Fprintf(w, "removed key %s\n", k.ID.Short())
+				})
+				return nil
 			})
-			return nil
 		},
 	}
 }

@@ -28,29 +28,26 @@ func newRepairIndexCommand(g *globalOptions) *cobra.Command {
 			"of those tiers and rebuild the local index cache. Packs whose header cannot be read are reported and left alone, never deleted. " +
 			"With a workspace-only key the sensitive tier's index objects are kept as they are.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) (err error) {
-			r, err := g.openRepo(cmd.Context(), true)
-			if err != nil {
-				return err
-			}
-			defer closeRepo(cmd.Context(), r, &err)
-			st, err := r.RepairIndex(cmd.Context())
-			if err != nil {
-				return err
-			}
-			g.out.emit(repairIndexMessage{"repair_index", st}, func(w io.Writer) {
-				fmt.Fprintf(w, "indexed %d blobs in %d packs; wrote %d index objects, removed %d\n", st.Blobs, st.Packs, st.ObjectsWritten, st.ObjectsRemoved)
-				if st.LockedPacks > 0 {
-					fmt.Fprintf(w, "%d packs belong to a tier this key cannot open; their index was left as it was\n", st.LockedPacks)
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return g.withRepo(cmd.Context(), true, func(r *repo.Repository) (err error) {
+				st, err := r.RepairIndex(cmd.Context())
+				if err != nil {
+					return err
 				}
-				for _, d := range st.Damaged {
-					fmt.Fprintf(w, "damaged pack %s left out of the index: %s\n", d.Pack, d.Error)
+				g.out.emit(repairIndexMessage{"repair_index", st}, func(w io.Writer) {
+					fmt.Fprintf(w, "indexed %d blobs in %d packs; wrote %d index objects, removed %d\n", st.Blobs, st.Packs, st.ObjectsWritten, st.ObjectsRemoved)
+					if st.LockedPacks > 0 {
+						fmt.Fprintf(w, "%d packs belong to a tier this key cannot open; their index was left as it was\n", st.LockedPacks)
+					}
+					for _, d := range st.Damaged {
+						fmt.Fprintf(w, "damaged pack %s left out of the index: %s\n", d.Pack, d.Error)
+					}
+				})
+				if len(st.Damaged) > 0 {
+					return fmt.Errorf("%w: %d packs could not be read; their blobs are no longer indexed", repo.ErrCorrupt, len(st.Damaged))
 				}
+				return nil
 			})
-			if len(st.Damaged) > 0 {
-				return fmt.Errorf("%w: %d packs could not be read; their blobs are no longer indexed", repo.ErrCorrupt, len(st.Damaged))
-			}
-			return nil
 		},
 	}
 }

@@ -94,31 +94,28 @@ func (g *globalOptions) prompt(prompt string, confirm bool) ([]byte, error) {
 	return p, nil
 }
 
-// openRepo opens the repository with the password; withIndex also opens
-// and syncs the local index.
-func (g *globalOptions) openRepo(ctx context.Context, withIndex bool) (*repo.Repository, error) {
+// withRepo opens the repository with the password (withIndex also opens
+// and syncs the local index), runs fn, then closes it, keeping fn's error
+// first.
+func (g *globalOptions) withRepo(ctx context.Context, withIndex bool, fn func(r *repo.Repository) error) error {
 	be, err := g.openBackend(false)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	pw, err := g.password("repository password: ", false)
 	if err != nil {
 		_ = be.Close()
-		return nil, err
+		return err
 	}
 	r, err := repo.Open(ctx, be, pw, repo.Options{CacheDir: g.cacheDir, KeyHint: g.keyHint, NoIndexDB: !withIndex})
 	clear(pw)
 	if err != nil {
 		_ = be.Close()
-		return nil, err
+		return err
 	}
-	return r, nil
-}
-
-// closeRepo closes the repository and its backend, keeping the first error.
-func closeRepo(ctx context.Context, r *repo.Repository, err *error) {
-	cerr := errors.Join(r.Close(ctx), r.Backend().Close())
-	if *err == nil {
-		*err = cerr
+	err = fn(r)
+	if cerr := errors.Join(r.Close(ctx), be.Close()); err == nil {
+		err = cerr
 	}
+	return err
 }
