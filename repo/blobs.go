@@ -18,16 +18,21 @@ type pendingKey struct {
 	id   blob.ID
 }
 
-// pendingBlob is a blob saved this session. loc is set once its pack is
-// uploaded; until then it lives only in a packer.
+// pendingBlob is a blob saved this session and not yet in the local index.
+// ready closes once the blob sits in an open pack (or its save failed, with
+// err set); loc is set once its pack is uploaded.
 type pendingBlob struct {
+	ready    chan struct{}
+	err      error
 	loc      index.Location
 	uploaded bool
 }
 
 // SaveBlob stores data as a blob of type typ in tier t, unless a blob with
 // the same id is already stored or pending. It returns the blob's id and
-// whether it was already known. The blob is durable after Flush.
+// whether it was already known. When it returns, the blob is in an open
+// pack or stored; it is durable once a later Flush returns nil. After a
+// pack upload fails, every call fails until the repository is reopened.
 func (r *Repository) SaveBlob(ctx context.Context, t blob.Tier, typ blob.Type, data []byte) (blob.ID, bool, error) {
 	k, err := r.keys.Tier(t)
 	if err != nil {
@@ -36,46 +41,68 @@ func (r *Repository) SaveBlob(ctx context.Context, t blob.Tier, typ blob.Type, d
 	if !typ.Valid() {
 		return blob.ID{}, false, fmt.Errorf("invalid blob type %d", typ)
 	}
-	if err := ctx.Err(); err != nil {
-		return blob.ID{}, false, err
-	}
 	id := k.BlobID(data)
 	key := pendingKey{t, typ, id}
-
-	r.mu.Lock()
-	if err := r.usable(); err != nil {
-		r.mu.Unlock()
-		return id, false, err
-	}
-	if r.idx == nil {
-		r.mu.Unlock()
-		return id, false, errNoIndex
-	}
-	if _, ok := r.pending[key]; ok {
-		r.mu.Unlock()
-		return id, true, nil
-	}
-	r.pending[key] = &pendingBlob{} // claim it before the slow part
-	r.mu.Unlock()
-
-	_, known, err := r.idx.Lookup(t, typ, id)
-	if err == nil && !known {
-		err = r.pack(ctx, k, typ, id, data)
-	}
-	if err != nil || known {
+	for {
+		if err := ctx.Err(); err != nil {
+			return id, false, err
+		}
 		r.mu.Lock()
-		delete(r.pending, key)
+		if err := r.usable(); err != nil {
+			r.mu.Unlock()
+			return id, false, err
+		}
+		p, ok := r.pending[key]
+		if !ok {
+			p = &pendingBlob{ready: make(chan struct{})}
+			r.pending[key] = p
+			r.saving++
+			r.mu.Unlock()
+			known, err := r.saveNew(ctx, k, typ, id, data)
+			r.mu.Lock()
+			if err != nil || known {
+				delete(r.pending, key)
+				p.err = err
+			}
+			close(p.ready)
+			r.saving--
+			r.cond.Broadcast()
+			r.mu.Unlock()
+			return id, known, err
+		}
 		r.mu.Unlock()
+		// Another goroutine is saving the same blob: it is known once that
+		// save has put it in a pack; if that save failed, try ourselves.
+		select {
+		case <-p.ready:
+		case <-ctx.Done():
+			return id, false, ctx.Err()
+		}
+		if p.err == nil {
+			return id, true, nil
+		}
 	}
-	return id, known, err
+}
+
+// saveNew looks the blob up in the local index and packs it if it is new.
+func (r *Repository) saveNew(ctx context.Context, k *crypt.TierKeys, typ blob.Type, id blob.ID, data []byte) (bool, error) {
+	_, known, err := r.idx.Lookup(k.Tier, typ, id)
+	if err != nil || known {
+		return known, err
+	}
+	return false, r.pack(k, typ, id, data)
 }
 
 var errNoIndex = errors.New("repository was opened without its index (Options.NoIndexDB): blobs cannot be saved or loaded")
 
-// usable reports a closed repository or an earlier upload failure. r.mu held.
+// usable reports a closed repository, one opened without its index, or an
+// earlier upload failure. r.mu held.
 func (r *Repository) usable() error {
-	if r.closed {
+	if r.closing {
 		return ErrClosed
+	}
+	if r.idx == nil {
+		return errNoIndex
 	}
 	if r.err != nil {
 		return fmt.Errorf("an earlier pack upload failed: %w", r.err)

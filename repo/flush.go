@@ -19,6 +19,16 @@ import (
 // nil, every blob saved before the call is durable and indexed.
 func (r *Repository) Flush(ctx context.Context) error {
 	r.mu.Lock()
+	closing := r.closing
+	r.mu.Unlock()
+	if closing {
+		return ErrClosed
+	}
+	return r.flush(ctx)
+}
+
+func (r *Repository) flush(ctx context.Context) error {
+	r.mu.Lock()
 	sets := make([]*packerSet, 0, len(r.packers))
 	for _, ps := range r.packers {
 		sets = append(sets, ps)
@@ -35,9 +45,7 @@ func (r *Repository) Flush(ctx context.Context) error {
 		}
 		ps.mu.Unlock()
 		for _, w := range full {
-			if err := r.upload(ctx, ps.keys.Tier, w); err != nil {
-				return err
-			}
+			r.upload(ps.keys.Tier, w)
 		}
 	}
 	r.waitUploads()
@@ -48,7 +56,7 @@ func (r *Repository) Flush(ctx context.Context) error {
 		errs = append(errs, r.writeIndex(ctx, t))
 	}
 	r.mu.Lock()
-	errs = append([]error{r.usable()}, errs...)
+	errs = append([]error{r.err}, errs...)
 	r.mu.Unlock()
 	return errors.Join(errs...)
 }

@@ -29,7 +29,7 @@ type packerSet struct {
 
 // pack seals one blob and adds it to a random open pack of its tier and
 // type, uploading the pack when it reaches the target size.
-func (r *Repository) pack(ctx context.Context, k *crypt.TierKeys, typ blob.Type, id blob.ID, data []byte) error {
+func (r *Repository) pack(k *crypt.TierKeys, typ blob.Type, id blob.ID, data []byte) error {
 	sb, err := pack.SealBlob(k, typ, id, data, r.opts.Compress)
 	if err != nil {
 		return err
@@ -45,10 +45,10 @@ func (r *Repository) pack(ctx context.Context, k *crypt.TierKeys, typ blob.Type,
 		full, ps.writers[i] = w, pack.NewWriter(k, r.opts.PackSize)
 	}
 	ps.mu.Unlock()
-	if full == nil {
-		return nil
+	if full != nil {
+		r.upload(k.Tier, full)
 	}
-	return r.upload(ctx, k.Tier, full)
+	return nil
 }
 
 func (r *Repository) packerSet(k *crypt.TierKeys, typ blob.Type) *packerSet {
@@ -67,26 +67,28 @@ func (r *Repository) packerSet(k *crypt.TierKeys, typ blob.Type) *packerSet {
 }
 
 // upload finishes w and saves it in the background, at most Options.Uploads
-// at a time; it blocks while that many are in flight. Failures are sticky
-// and surface from the next SaveBlob or Flush.
-func (r *Repository) upload(ctx context.Context, t blob.Tier, w *pack.Writer) error {
-	select {
-	case r.uploads <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+// at a time; it blocks while that many are in flight. Uploads run under the
+// repository's own context, not a caller's, so a caller that gives up
+// cannot drop a pack holding other callers' blobs. Failures are sticky and
+// surface from the next SaveBlob or Flush.
+func (r *Repository) upload(t blob.Tier, w *pack.Writer) {
+	r.uploads <- struct{}{}
+	r.mu.Lock()
+	r.uploadSeq++
+	seq := r.uploadSeq
+	r.inflight[seq] = true
+	r.mu.Unlock()
 	go func() {
-		defer func() { <-r.uploads }()
-		err := r.savePack(ctx, t, w)
-		if err != nil {
-			r.mu.Lock()
-			if r.err == nil {
-				r.err = err
-			}
-			r.mu.Unlock()
+		err := r.savePack(r.bg, t, w)
+		<-r.uploads
+		r.mu.Lock()
+		if err != nil && r.err == nil {
+			r.err = err
 		}
+		delete(r.inflight, seq)
+		r.cond.Broadcast()
+		r.mu.Unlock()
 	}()
-	return nil
 }
 
 // savePack writes one pack and records its blobs as uploaded. Once enough
@@ -119,15 +121,26 @@ func (r *Repository) savePack(ctx context.Context, t blob.Tier, w *pack.Writer) 
 	return nil
 }
 
-// waitUploads returns once every upload started before the call is done:
-// it takes every upload slot, then gives them back.
+// waitUploads returns once every upload started before the call is done.
+// Uploads started later do not hold it up.
 func (r *Repository) waitUploads() {
-	for range cap(r.uploads) {
-		r.uploads <- struct{}{}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	target := r.uploadSeq
+	for r.uploadsBefore(target) {
+		r.cond.Wait()
 	}
-	for range cap(r.uploads) {
-		<-r.uploads
+}
+
+// uploadsBefore reports whether an upload numbered target or lower is in
+// flight. r.mu held.
+func (r *Repository) uploadsBefore(target uint64) bool {
+	for seq := range r.inflight {
+		if seq <= target {
+			return true
+		}
 	}
+	return false
 }
 
 // indexEveryPacks bounds how many uploaded packs wait for an index object,

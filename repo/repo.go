@@ -53,14 +53,24 @@ type Repository struct {
 	opts  Options
 	now   func() time.Time
 
+	bg     context.Context // uploads run under it; cancelled by Close
+	cancel context.CancelFunc
+
 	mu        sync.Mutex
+	cond      *sync.Cond                  // signals on mu when saving or inflight shrink
 	pending   map[pendingKey]*pendingBlob // saved this session, not yet in the local index
 	unindexed map[blob.Tier][]index.PackInfo
 	packers   map[packerKey]*packerSet
-	err       error         // first upload failure; sticky
+	err       error           // first upload failure; sticky
+	saving    int             // SaveBlob calls packing a new blob
+	uploadSeq uint64          // number of the last upload started
+	inflight  map[uint64]bool // uploads not yet finished, by number
+	closing   bool
+
 	uploads   chan struct{} // one slot per pack upload in flight
 	indexMu   sync.Mutex    // serialises index object writes
-	closed    bool
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // DefaultCacheDir is the cache root used when none is given.
@@ -142,7 +152,9 @@ func Open(ctx context.Context, be backend.Backend, password []byte, o Options) (
 	o = o.withDefaults(cfg)
 	r := &Repository{be: be, cfg: cfg, keys: keys, keyID: keyID, pols: pols, opts: o, now: o.Now,
 		pending: map[pendingKey]*pendingBlob{}, unindexed: map[blob.Tier][]index.PackInfo{},
-		packers: map[packerKey]*packerSet{}, uploads: make(chan struct{}, o.Uploads)}
+		packers: map[packerKey]*packerSet{}, uploads: make(chan struct{}, o.Uploads), inflight: map[uint64]bool{}}
+	r.cond = sync.NewCond(&r.mu)
+	r.bg, r.cancel = context.WithCancel(context.Background())
 	if o.NoIndexDB {
 		return r, nil
 	}
@@ -215,21 +227,20 @@ func (r *Repository) Chunker(t blob.Tier) (*chunk.Chunker, error) {
 // Index is the local index (nil when opened with NoIndexDB).
 func (r *Repository) Index() *index.DB { return r.idx }
 
-// Close flushes pending blobs and closes the local index.
+// Close refuses new saves, waits for those under way, flushes, and closes
+// the local index. Later calls return the first call's result.
 func (r *Repository) Close(ctx context.Context) error {
-	r.mu.Lock()
-	closed := r.closed
-	r.mu.Unlock()
-	if closed {
-		return nil
-	}
-	var err error
-	if r.idx != nil {
-		err = r.Flush(ctx)
-		err = errors.Join(err, r.idx.Close())
-	}
-	r.mu.Lock()
-	r.closed = true
-	r.mu.Unlock()
-	return err
+	r.closeOnce.Do(func() {
+		r.mu.Lock()
+		r.closing = true
+		for r.saving > 0 {
+			r.cond.Wait()
+		}
+		r.mu.Unlock()
+		if r.idx != nil {
+			r.closeErr = errors.Join(r.flush(ctx), r.idx.Close())
+		}
+		r.cancel()
+	})
+	return r.closeErr
 }

@@ -1,0 +1,135 @@
+package repo
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"testing"
+
+	"lifeboat/blob"
+)
+
+// A Flush with a cancelled context must not drop open packs: after a
+// retried Flush every saved blob loads.
+func TestFlushCancelKeepsBlobs(t *testing.T) {
+	for trial := range 20 {
+		tr := newTestRepo(t)
+		r := tr.open(t, nil, testPassword)
+		blobs := randomBlobs(t, uint64(trial), 5, 1000)
+		ids := make([]blob.ID, len(blobs))
+		for i, b := range blobs {
+			id, _, err := r.SaveBlob(context.Background(), blob.Workspace, blob.Data, b)
+			must(t, err)
+			ids[i] = id
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_ = r.Flush(ctx)
+		must(t, r.Flush(context.Background()))
+		checkAll(t, r, blob.Workspace, ids, blobs)
+	}
+}
+
+// A second SaveBlob of a blob another goroutine is still sealing reports it
+// known only once it sits in a pack, so a Flush right after stores it.
+func TestKnownOnlyOncePacked(t *testing.T) {
+	tr := newTestRepo(t)
+	r := tr.open(t, nil, testPassword)
+	data := make([]byte, 32<<20) // big, so sealing takes a while
+	for i := range data {
+		data[i] = byte(i * 7 % 251)
+	}
+	k, _ := r.TierKeys(blob.Workspace)
+	key := pendingKey{blob.Workspace, blob.Data, k.BlobID(data)}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if _, _, err := r.SaveBlob(context.Background(), blob.Workspace, blob.Data, data); err != nil {
+			t.Error(err)
+		}
+	}()
+	for { // wait until the first call has claimed the blob
+		r.mu.Lock()
+		_, claimed := r.pending[key]
+		r.mu.Unlock()
+		if claimed {
+			break
+		}
+		runtime.Gosched()
+	}
+	id, known, err := r.SaveBlob(context.Background(), blob.Workspace, blob.Data, data)
+	must(t, err)
+	if known {
+		must(t, r.Flush(context.Background()))
+		if _, err := r.LoadBlob(context.Background(), blob.Workspace, blob.Data, id, nil); err != nil {
+			t.Fatalf("reported known, flushed, yet: %v", err)
+		}
+	}
+	wg.Wait()
+}
+
+// A caller's context that ends after SaveBlob returned does not break the
+// repository for others.
+func TestCallerContextDoesNotPoisonUploads(t *testing.T) {
+	tr := newTestRepo(t)
+	r := tr.open(t, nil, testPassword)
+	ctx, cancel := context.WithCancel(context.Background())
+	for _, b := range randomBlobs(t, 7, 200, 20000) {
+		if _, _, err := r.SaveBlob(ctx, blob.Workspace, blob.Data, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancel()
+	must(t, r.Flush(context.Background()))
+	if _, _, err := r.SaveBlob(context.Background(), blob.Workspace, blob.Data, []byte("another job")); err != nil {
+		t.Fatal(err)
+	}
+	checkRepo(t, r)
+}
+
+// Concurrent Flush calls, and Close racing saves, neither deadlock nor
+// lose a blob whose SaveBlob returned.
+func TestConcurrentFlushAndClose(t *testing.T) {
+	for trial := range 50 {
+		tr := newTestRepo(t)
+		r := tr.open(t, nil, testPassword)
+		blobs := randomBlobs(t, uint64(100+trial), 20, 64<<10)
+		var mu sync.Mutex
+		saved := map[int]blob.ID{}
+		var wg sync.WaitGroup
+		for g := range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := g; i < len(blobs); i += 3 {
+					id, _, err := r.SaveBlob(context.Background(), blob.Workspace, blob.Data, blobs[i])
+					if err != nil {
+						return // ErrClosed once Close has begun
+					}
+					mu.Lock()
+					saved[i] = id
+					mu.Unlock()
+				}
+			}()
+		}
+		for range 2 {
+			wg.Add(1)
+			go func() { defer wg.Done(); _ = r.Flush(context.Background()) }()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := r.Close(context.Background()); err != nil {
+				t.Error(err)
+			}
+		}()
+		wg.Wait()
+		r2 := tr.open(t, nil, testPassword)
+		for i, id := range saved {
+			if _, err := r2.LoadBlob(context.Background(), blob.Workspace, blob.Data, id, nil); err != nil {
+				t.Fatalf("trial %d: blob %d saved before Close but lost: %v", trial, i, err)
+			}
+		}
+	}
+}
