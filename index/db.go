@@ -32,6 +32,7 @@ var (
 const (
 	objApplied byte = 1 // its entries are in the blobs bucket
 	objLocked  byte = 2 // its tier was locked when seen; apply once unlocked
+	objPartial byte = 3 // Apply began but did not finish: some entries may be in
 )
 
 // ErrCorrupt marks a DB whose contents do not decode.

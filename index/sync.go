@@ -52,7 +52,7 @@ func (d *DB) Sync(ctx context.Context, src Source) (SyncStats, error) {
 			return err
 		}
 		for id, state := range seen {
-			if !present[id] && state == objApplied {
+			if !present[id] && (state == objApplied || state == objPartial) {
 				st.Rebuilt = true
 			}
 		}
@@ -64,7 +64,7 @@ func (d *DB) Sync(ctx context.Context, src Source) (SyncStats, error) {
 			seen = nil
 		}
 		for id := range present {
-			if state, ok := seen[id]; !ok || state == objLocked {
+			if state, ok := seen[id]; !ok || state == objLocked || state == objPartial {
 				todo = append(todo, id)
 			}
 		}
@@ -107,9 +107,14 @@ func (d *DB) markLocked(id blob.ID) error {
 const applyBatch = 8192
 
 // Apply records the entries of index object id, in key order and in
-// transactions of applyBatch entries. The object is marked applied in the
-// last one, so an interrupted Apply is simply redone by the next Sync.
-func (d *DB) Apply(id blob.ID, o *Object) error {
+// transactions of applyBatch entries. The first transaction marks the
+// object partial and the last marks it applied, so an interrupted Apply is
+// redone by the next Sync, or undone by a rebuild if the object is gone.
+func (d *DB) Apply(id blob.ID, o *Object) error { return d.apply(id, o, -1) }
+
+// apply does Apply's work; a test passes stopAfter >= 0 to end it after
+// that many transactions, as a crash would.
+func (d *DB) apply(id blob.ID, o *Object, stopAfter int) error {
 	type kv struct{ k, v []byte }
 	kvs := make([]kv, 0, o.Entries())
 	for _, p := range o.Packs {
@@ -118,9 +123,13 @@ func (d *DB) Apply(id blob.ID, o *Object) error {
 		}
 	}
 	slices.SortFunc(kvs, func(a, b kv) int { return bytes.Compare(a.k, b.k) })
-	for len(kvs) > applyBatch {
-		batch := kvs[:applyBatch]
-		kvs = kvs[applyBatch:]
+	for n := 0; ; n++ {
+		if n == stopAfter {
+			return nil
+		}
+		batch := kvs[:min(applyBatch, len(kvs))]
+		kvs = kvs[len(batch):]
+		last := len(kvs) == 0
 		err := d.db.Update(func(tx *bolt.Tx) error {
 			blobs := tx.Bucket(bucketBlobs)
 			for _, e := range batch {
@@ -128,26 +137,20 @@ func (d *DB) Apply(id blob.ID, o *Object) error {
 					return err
 				}
 			}
-			return nil
+			state := objPartial
+			if last {
+				state = objApplied
+				packs := tx.Bucket(bucketPacks)
+				for _, p := range o.Packs {
+					if err := packs.Put(p.ID[:], binary.LittleEndian.AppendUint32([]byte{byte(o.Tier)}, p.Size)); err != nil {
+						return err
+					}
+				}
+			}
+			return tx.Bucket(bucketObjects).Put(id[:], []byte{byte(o.Tier), state})
 		})
-		if err != nil {
+		if err != nil || last {
 			return err
 		}
 	}
-	return d.db.Update(func(tx *bolt.Tx) error {
-		blobs := tx.Bucket(bucketBlobs)
-		for _, e := range kvs {
-			if err := blobs.Put(e.k, e.v); err != nil {
-				return err
-			}
-		}
-		packs := tx.Bucket(bucketPacks)
-		for _, p := range o.Packs {
-			v := binary.LittleEndian.AppendUint32([]byte{byte(o.Tier)}, p.Size)
-			if err := packs.Put(p.ID[:], v); err != nil {
-				return err
-			}
-		}
-		return tx.Bucket(bucketObjects).Put(id[:], []byte{byte(o.Tier), objApplied})
-	})
 }
