@@ -19,15 +19,21 @@ type Source interface {
 	// ListIndex calls fn with the id of every index object.
 	ListIndex(ctx context.Context, fn func(id blob.ID) error) error
 	// LoadIndex loads and opens one index object. An object of a tier the
-	// caller's key lacks fails with an error wrapping crypt.ErrTierLocked.
+	// caller's key lacks fails with an error wrapping crypt.ErrTierLocked;
+	// a damaged one with an error wrapping ErrObjectDamaged.
 	LoadIndex(ctx context.Context, id blob.ID) (*Object, error)
 }
 
+// ErrObjectDamaged marks an index object that does not decode or
+// authenticate. Sync skips it; `repair index` replaces it.
+var ErrObjectDamaged = errors.New("index object is damaged")
+
 // SyncStats says what a Sync did.
 type SyncStats struct {
-	Rebuilt bool // the DB was emptied first because an applied object is gone
-	Applied int  // index objects newly applied
-	Locked  int  // index objects of tiers the key cannot open
+	Rebuilt bool      // the DB was emptied first because an applied object is gone
+	Applied int       // index objects newly applied
+	Locked  int       // index objects of tiers the key cannot open
+	Damaged []blob.ID // index objects skipped because they are damaged
 }
 
 // Sync brings the DB up to date with the repository's index objects.
@@ -83,6 +89,9 @@ func (d *DB) Sync(ctx context.Context, src Source) (SyncStats, error) {
 		case errors.Is(err, crypt.ErrTierLocked):
 			st.Locked++
 			err = d.markLocked(id)
+		case errors.Is(err, ErrObjectDamaged):
+			st.Damaged = append(st.Damaged, id)
+			err = nil
 		case err != nil:
 			return st, fmt.Errorf("index object %s: %w", id, err)
 		default:

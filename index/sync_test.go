@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -87,7 +88,7 @@ func mustSync(t *testing.T, d *index.DB, src index.Source, want index.SyncStats)
 	if err != nil {
 		t.Fatalf("Sync: %v", err)
 	}
-	if st != want {
+	if !reflect.DeepEqual(st, want) {
 		t.Fatalf("Sync = %+v, want %+v", st, want)
 	}
 }

@@ -127,12 +127,15 @@ func (s indexSource) ListIndex(ctx context.Context, fn func(blob.ID) error) erro
 
 func (s indexSource) LoadIndex(ctx context.Context, id blob.ID) (*index.Object, error) {
 	data, err := s.r.loadFile(ctx, backend.Index, id)
+	if errors.Is(err, ErrCorrupt) {
+		return nil, fmt.Errorf("%w: %w", index.ErrObjectDamaged, err)
+	}
 	if err != nil {
 		return nil, err
 	}
 	o, err := index.Open(s.r.keys, data)
 	if err != nil && !errors.Is(err, crypt.ErrTierLocked) {
-		return nil, fmt.Errorf("%w: index/%s: %w", ErrCorrupt, id, err)
+		return nil, fmt.Errorf("%w: %w: index/%s: %w", ErrCorrupt, index.ErrObjectDamaged, id, err)
 	}
 	return o, err
 }

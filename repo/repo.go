@@ -66,6 +66,8 @@ type Repository struct {
 	uploadSeq uint64          // number of the last upload started
 	inflight  map[uint64]bool // uploads not yet finished, by number
 	closing   bool
+	// damagedIndex lists index objects the last sync skipped as damaged.
+	damagedIndex []blob.ID
 
 	uploads   chan struct{} // one slot per pack upload in flight
 	indexMu   sync.Mutex    // serialises index object writes
@@ -192,6 +194,8 @@ func (o Options) withDefaults(cfg *Config) Options {
 
 // SyncIndex brings the local index up to date with the repository. When
 // the cache turns out corrupt it is deleted and rebuilt once.
+// Damaged index objects are skipped (their blobs are then saved again if
+// needed) and remembered for Check and RepairIndex.
 func (r *Repository) SyncIndex(ctx context.Context) (index.SyncStats, error) {
 	st, err := r.idx.Sync(ctx, indexSource{r})
 	if errors.Is(err, index.ErrCorrupt) {
@@ -203,6 +207,9 @@ func (r *Repository) SyncIndex(ctx context.Context) (index.SyncStats, error) {
 		}
 		st, err = r.idx.Sync(ctx, indexSource{r})
 	}
+	r.mu.Lock()
+	r.damagedIndex = st.Damaged
+	r.mu.Unlock()
 	return st, err
 }
 
