@@ -1,25 +1,39 @@
 package pack
 
-import "sync"
+import (
+	"math/bits"
+	"sync"
+)
 
-// bufs recycles the large scratch buffers of the save and load paths
-// (compressed payloads, sealed blobs, verification output, whole packs),
-// which would otherwise be allocated and zeroed for every blob.
-var bufs sync.Pool
+// Buffers of the save and load paths (compressed payloads, sealed blobs,
+// verification output, whole packs) are recycled by size class, a power of
+// two each, so a pack-sized buffer never ends up holding a chunk and a
+// chunk-sized one is never dropped for a pack.
+const (
+	minClass = 16 // 64 KiB: smaller buffers are not pooled
+	maxClass = 31 // 2 GiB
+)
+
+var classes [maxClass + 1]sync.Pool
 
 // getBuf returns an empty buffer with capacity at least n.
 func getBuf(n int) []byte {
-	if p, ok := bufs.Get().(*[]byte); ok && cap(*p) >= n {
+	c := bits.Len(uint(max(n, 1) - 1)) // smallest c with 1<<c >= n
+	if c < minClass || c > maxClass {
+		return make([]byte, 0, n)
+	}
+	if p, ok := classes[c].Get().(*[]byte); ok {
 		return (*p)[:0]
 	}
-	return make([]byte, 0, n)
+	return make([]byte, 0, 1<<c)
 }
 
 // putBuf recycles b; the caller must not use it afterwards.
 func putBuf(b []byte) {
-	if cap(b) < 64<<10 {
+	c := bits.Len(uint(cap(b))) - 1 // largest c with 1<<c <= cap(b)
+	if c < minClass || c > maxClass {
 		return
 	}
 	b = b[:0]
-	bufs.Put(&b)
+	classes[c].Put(&b)
 }

@@ -2,6 +2,8 @@ package pack
 
 import (
 	"bytes"
+	"lifeboat/blob"
+	"lifeboat/crypt"
 	"math/rand/v2"
 	"testing"
 )
@@ -30,6 +32,31 @@ func TestWorthCompressing(t *testing.T) {
 	for name, c := range cases {
 		if got := worthCompressing(enc, c.data); got != c.want {
 			t.Errorf("%s: worthCompressing = %v, want %v", name, got, c.want)
+		}
+	}
+}
+
+// A writer filled while Fits says yes finishes within its limit.
+func TestWriterStaysWithinLimit(t *testing.T) {
+	k := crypt.NewMasterKeys()
+	tk, _ := k.Tier(blob.Workspace)
+	rng := rand.New(rand.NewPCG(5, 5))
+	for _, limit := range []int{64 << 10, 1 << 20, 3<<20 + 17} {
+		w := NewWriter(tk, limit)
+		for {
+			data := make([]byte, 1+rng.IntN(limit/8))
+			sb, err := SealBlob(tk, blob.Data, tk.BlobID(data), data, CompressOff)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !w.Fits(len(sb.Data)) {
+				break
+			}
+			w.Add(sb)
+		}
+		data, _, _ := w.Finish()
+		if len(data) > limit {
+			t.Errorf("limit %d: pack of %d bytes", limit, len(data))
 		}
 	}
 }

@@ -14,13 +14,27 @@ import (
 // It is not safe for concurrent use.
 type Writer struct {
 	keys    *crypt.TierKeys
+	limit   int
 	buf     []byte
 	entries []Entry
 }
 
-// NewWriter starts an empty pack for the tier of k, sized for target bytes.
-func NewWriter(k *crypt.TierKeys, target int) *Writer {
-	return &Writer{keys: k, buf: getBuf(target + target/8)}
+// NewWriter starts an empty pack for the tier of k whose finished size,
+// padding and header included, should stay within limit bytes.
+func NewWriter(k *crypt.TierKeys, limit int) *Writer {
+	return &Writer{keys: k, limit: limit, buf: getBuf(limit)}
+}
+
+// Fits reports whether a sealed blob of n bytes can join the pack without
+// the finished pack outgrowing its limit. An empty pack takes any blob.
+func (w *Writer) Fits(n int) bool {
+	return len(w.entries) == 0 || w.finishedSize(len(w.buf)+n, len(w.entries)+1) <= int64(w.limit)
+}
+
+// finishedSize is the size of a finished pack of count blobs in blobBytes.
+func (w *Writer) finishedSize(blobBytes, count int) int64 {
+	hdr := (4 + count*EntrySize + headerBucket - 1) / headerBucket * headerBucket
+	return padme(int64(blobBytes + hdr + crypt.Overhead + TrailerSize))
 }
 
 // Add appends a sealed blob. The blob must have been sealed with the

@@ -37,13 +37,12 @@ func (r *Repository) pack(k *crypt.TierKeys, typ blob.Type, id blob.ID, data []b
 	ps := r.packerSet(k, typ)
 	ps.mu.Lock()
 	i := rand.IntN(len(ps.writers))
-	w := ps.writers[i]
-	w.Add(sb)
-	sb.Release()
 	var full *pack.Writer
-	if w.Size() >= r.opts.PackSize {
-		full, ps.writers[i] = w, pack.NewWriter(k, r.opts.PackSize)
+	if !ps.writers[i].Fits(len(sb.Data)) {
+		full, ps.writers[i] = ps.writers[i], pack.NewWriter(k, r.opts.PackSize)
 	}
+	ps.writers[i].Add(sb)
+	sb.Release()
 	ps.mu.Unlock()
 	if full != nil {
 		r.upload(k.Tier, full)
