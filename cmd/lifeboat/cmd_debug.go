@@ -78,8 +78,9 @@ func newRoundtripCommand(g *globalOptions) *cobra.Command {
 				m.SaveSeconds = time.Since(start).Seconds()
 				m.Bytes, m.Chunks, m.NewChunks, m.NewBytes = st.Bytes, st.Chunks, st.New, st.NewBytes
 				start = time.Now()
+				h := blake3.New()
 				for _, f := range files {
-					h := blake3.New()
+					h.Reset()
 					if _, err := r.LoadStream(ctx, blob.Workspace, f.ids, h); err != nil {
 						return fmt.Errorf("%s: %w", f.path, err)
 					}
@@ -111,10 +112,12 @@ func saveFiles(ctx context.Context, r *repo.Repository, paths []string) ([]fileC
 		go func() {
 			defer wg.Done()
 			c, err := r.Chunker(blob.Workspace)
+			h := blake3.New() // reused: a hasher is ~10 KiB
 			for i := range next {
 				if err == nil {
 					var st repo.StreamStats
-					out[i], st, err = saveFile(ctx, r, c, paths[i])
+					h.Reset()
+					out[i], st, err = saveFile(ctx, r, c, h, paths[i])
 					mu.Lock()
 					total.Bytes, total.Chunks, total.New, total.NewBytes = total.Bytes+st.Bytes, total.Chunks+st.Chunks, total.New+st.New, total.NewBytes+st.NewBytes
 					mu.Unlock()
@@ -137,13 +140,12 @@ func saveFiles(ctx context.Context, r *repo.Repository, paths []string) ([]fileC
 	return out, total, firstErr
 }
 
-func saveFile(ctx context.Context, r *repo.Repository, c *chunk.Chunker, path string) (fileChunks, repo.StreamStats, error) {
+func saveFile(ctx context.Context, r *repo.Repository, c *chunk.Chunker, h *blake3.Hasher, path string) (fileChunks, repo.StreamStats, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return fileChunks{}, repo.StreamStats{}, err
 	}
 	defer f.Close()
-	h := blake3.New()
 	ids, st, err := r.SaveStream(ctx, blob.Workspace, c, io.TeeReader(f, h))
 	if err != nil {
 		return fileChunks{}, st, fmt.Errorf("%s: %w", path, err)

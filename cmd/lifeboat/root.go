@@ -18,6 +18,7 @@ type globalOptions struct {
 	cacheDir     string
 	keyHint      string
 	json         bool
+	prof         profiler
 
 	stdin io.Reader
 	out   *printer
@@ -30,8 +31,12 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 		Long:          "Lifeboat keeps versioned, encrypted, deduplicated checkpoints of a workspace in a repository that lives apart from the sandbox.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			g.out.json = g.json
+			return g.prof.start()
+		},
+		PersistentPostRunE: func(cmd *cobra.Command, _ []string) error {
+			return g.prof.stop()
 		},
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err.Error()} })
@@ -41,6 +46,8 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 	f.StringVar(&g.cacheDir, "cache-dir", os.Getenv("LIFEBOAT_CACHE_DIR"), "local cache directory (env LIFEBOAT_CACHE_DIR; default: the user cache dir)")
 	f.StringVar(&g.keyHint, "key-hint", os.Getenv("LIFEBOAT_KEY_HINT"), "try only key files whose id starts with this")
 	f.BoolVar(&g.json, "json", false, "print JSON lines, each with a message_type")
+	f.StringVar(&g.prof.cpuPath, "cpuprofile", "", "write a CPU profile to this file")
+	f.StringVar(&g.prof.memPath, "memprofile", "", "write an allocation profile to this file")
 	root.AddCommand(newInitCommand(g), newKeyCommand(g), newRepairCommand(g), newCatCommand(g), newCheckCommand(g), newDebugCommand(g))
 	return root
 }
