@@ -37,23 +37,36 @@ type CheckResult struct {
 	Notices     []Problem `json:"notices"`      // harmless leftovers, such as packs of an interrupted save
 }
 
-// Check verifies the repository's structure: every indexed pack exists
-// with the size the index says, every stored pack is indexed, and every
-// index entry lies inside its pack. With ReadData it also reads and
-// verifies every pack of the tiers the key unlocks. It reports problems;
-// it never changes the repository.
+// packState is what Check learns about one indexed pack.
+type packState struct {
+	tier    blob.Tier
+	size    uint32
+	indexed int // index entries that point into the pack
+	matched int // of those, entries its header confirms (read-data only)
+	read    bool
+}
+
+// Check verifies the repository's structure: no index object is damaged,
+// every indexed pack exists with the size the index says, every stored
+// pack is indexed, and every index entry lies inside its pack. With
+// ReadData it also reads and verifies every pack of the tiers the key
+// unlocks and checks that its header agrees with every index entry that
+// points into it. It reports problems; it never changes the repository.
 func (r *Repository) Check(ctx context.Context, o CheckOptions) (CheckResult, error) {
 	res := CheckResult{Problems: []Problem{}, Notices: []Problem{}}
 	if err := r.Flush(ctx); err != nil {
 		return res, err
 	}
-	if _, err := r.SyncIndex(ctx); err != nil {
+	st, err := r.SyncIndex(ctx)
+	if err != nil {
 		return res, err
 	}
+	for _, id := range st.Damaged {
+		res.Problems = append(res.Problems, Problem{"index_damaged", "index/" + id.String(), "this index object does not decode or authenticate; `lifeboat repair index` replaces it"})
+	}
 	stored := map[blob.ID]int64{}
-	err := r.be.List(ctx, backend.Pack, func(fi backend.FileInfo) error {
-		id, err := blob.ParseID(fi.Name)
-		if err == nil {
+	err = r.be.List(ctx, backend.Pack, func(fi backend.FileInfo) error {
+		if id, err := blob.ParseID(fi.Name); err == nil {
 			stored[id] = fi.Size
 		}
 		return nil
@@ -61,16 +74,15 @@ func (r *Repository) Check(ctx context.Context, o CheckOptions) (CheckResult, er
 	if err != nil {
 		return res, fmt.Errorf("listing packs: %w", err)
 	}
-	indexed := map[blob.ID]uint32{}
-	err = r.idx.ForEachPack(func(id blob.ID, _ blob.Tier, size uint32) error {
-		indexed[id] = size
+	packs := map[blob.ID]*packState{}
+	err = r.idx.ForEachPack(func(id blob.ID, t blob.Tier, size uint32) error {
+		packs[id] = &packState{tier: t, size: size}
 		res.Packs++
-		size2, ok := stored[id]
-		switch {
+		switch got, ok := stored[id]; {
 		case !ok:
 			res.Problems = append(res.Problems, Problem{"pack_missing", "data/" + id.String(), "the index names this pack but it is not stored; run `lifeboat repair index`"})
-		case size2 != int64(size):
-			res.Problems = append(res.Problems, Problem{"pack_size", "data/" + id.String(), fmt.Sprintf("stored size %d, index says %d", size2, size)})
+		case got != int64(size):
+			res.Problems = append(res.Problems, Problem{"pack_size", "data/" + id.String(), fmt.Sprintf("stored size %d, index says %d", got, size)})
 		}
 		return nil
 	})
@@ -80,8 +92,14 @@ func (r *Repository) Check(ctx context.Context, o CheckOptions) (CheckResult, er
 	for _, t := range r.keys.Tiers() {
 		err := r.idx.ForEachBlob(t, func(loc index.Location) error {
 			res.Blobs++
-			if size, ok := indexed[loc.Pack]; ok && int64(loc.Offset)+int64(loc.Length) > int64(size) {
+			p := packs[loc.Pack]
+			switch {
+			case p == nil:
+				res.Problems = append(res.Problems, Problem{"index_entry", "data/" + loc.Pack.String(), fmt.Sprintf("blob %s points into a pack the index does not list", loc.ID.Short())})
+			case int64(loc.Offset)+int64(loc.Length) > int64(p.size):
 				res.Problems = append(res.Problems, Problem{"index_entry", "data/" + loc.Pack.String(), fmt.Sprintf("blob %s lies past the pack's end", loc.ID.Short())})
+			default:
+				p.indexed++
 			}
 			return nil
 		})
@@ -90,7 +108,7 @@ func (r *Repository) Check(ctx context.Context, o CheckOptions) (CheckResult, er
 		}
 	}
 	for id, size := range stored {
-		if _, ok := indexed[id]; ok {
+		if packs[id] != nil {
 			continue
 		}
 		hr := r.readHeader(ctx, backend.FileInfo{Name: id.String(), Size: size})
@@ -104,22 +122,34 @@ func (r *Repository) Check(ctx context.Context, o CheckOptions) (CheckResult, er
 		}
 	}
 	if o.ReadData {
-		probs, n, err := r.readAllPacks(ctx, indexed)
+		probs, n, err := r.readAllPacks(ctx, packs)
 		res.Problems = append(res.Problems, probs...)
 		res.ReadBytes = n
 		if err != nil {
 			return res, err
 		}
+		for id, p := range packs {
+			if p.read && p.indexed != p.matched {
+				res.Problems = append(res.Problems, Problem{"index_entry", "data/" + id.String(),
+					fmt.Sprintf("the index places %d blobs in this pack that its header does not list there; run `lifeboat repair index`", p.indexed-p.matched)})
+			}
+		}
 	}
 	return res, ctx.Err()
 }
 
-// readAllPacks verifies every indexed pack with two readers.
-func (r *Repository) readAllPacks(ctx context.Context, packs map[blob.ID]uint32) ([]Problem, int64, error) {
+// readAllPacks verifies every indexed pack with two readers, and counts the
+// index entries each pack's header confirms.
+func (r *Repository) readAllPacks(ctx context.Context, packs map[blob.ID]*packState) ([]Problem, int64, error) {
 	var mu sync.Mutex
 	var probs []Problem
 	var total int64
 	var firstErr error
+	problem := func(p Problem) {
+		mu.Lock()
+		probs = append(probs, p)
+		mu.Unlock()
+	}
 	ids := make(chan blob.ID)
 	var wg sync.WaitGroup
 	for range 2 {
@@ -129,25 +159,39 @@ func (r *Repository) readAllPacks(ctx context.Context, packs map[blob.ID]uint32)
 			for id := range ids {
 				h := backend.Handle{Type: backend.Pack, Name: id.String()}
 				data, err := r.be.Load(ctx, h, 0, 0)
-				mu.Lock()
-				total += int64(len(data))
-				mu.Unlock()
 				if errors.Is(err, backend.ErrNotFound) {
 					continue // already reported as pack_missing
 				}
-				if err == nil {
-					_, _, err = pack.Verify(data, id, r.keys.Tier)
-					if err != nil && !errors.Is(err, crypt.ErrTierLocked) {
-						mu.Lock()
-						probs = append(probs, Problem{"pack_damaged", h.String(), err.Error()})
-						mu.Unlock()
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = fmt.Errorf("reading %s: %w", h, err)
+					}
+					mu.Unlock()
+					continue
+				}
+				tr, entries, err := pack.Verify(data, id, r.keys.Tier)
+				if err != nil {
+					if !errors.Is(err, crypt.ErrTierLocked) {
+						problem(Problem{"pack_damaged", h.String(), err.Error()})
 					}
 					continue
 				}
-				mu.Lock()
-				if firstErr == nil {
-					firstErr = fmt.Errorf("reading %s: %w", h, err)
+				matched := 0
+				for _, e := range entries {
+					loc, ok, err := r.idx.Lookup(tr.Tier, e.Type, e.ID)
+					switch {
+					case err != nil:
+						problem(Problem{"index_entry", h.String(), err.Error()})
+					case ok && loc.Pack == id && loc.Entry == e:
+						matched++
+					case ok && loc.Pack == id:
+						problem(Problem{"index_entry", h.String(), fmt.Sprintf("the index places blob %s at a different offset or length than the pack header", e.ID.Short())})
+					}
 				}
+				mu.Lock()
+				total += int64(len(data))
+				packs[id].matched, packs[id].read = matched, true
 				mu.Unlock()
 			}
 		}()

@@ -120,24 +120,25 @@ func (r *Repository) RepairIndex(ctx context.Context) (RepairStats, error) {
 	return st, err
 }
 
-// indexObjectsByTier groups existing index objects by the tier in their
-// plaintext header, for the tiers the key unlocks. Objects whose header is
-// unreadable are grouped under every unlocked tier only when the key
-// unlocks all tiers (otherwise they might belong to a locked one).
+// indexObjectsByTier groups the existing index objects the key can open by
+// their authenticated tier. Damaged objects are included (under the
+// workspace tier) only when the key unlocks every tier: otherwise one might
+// belong to a tier this key cannot rebuild, and it is left alone.
 func (r *Repository) indexObjectsByTier(ctx context.Context) (map[blob.Tier][]blob.ID, error) {
 	out := map[blob.Tier][]blob.ID{}
 	all := len(r.keys.Tiers()) == len(blob.Tiers)
+	src := indexSource{r}
 	err := r.listIDs(ctx, backend.Index, func(id blob.ID) error {
-		hdr, err := r.be.Load(ctx, backend.Handle{Type: backend.Index, Name: id.String()}, 0, crypt.ObjectHeaderSize)
-		if err != nil && !errors.Is(err, backend.ErrShortRead) {
-			return err
-		}
-		t, _, terr := crypt.ObjectTier(append(hdr, make([]byte, crypt.Overhead)...))
+		o, err := src.LoadIndex(ctx, id)
 		switch {
-		case terr == nil && r.keys.Has(t):
-			out[t] = append(out[t], id)
-		case terr != nil && all:
-			out[blob.Workspace] = append(out[blob.Workspace], id)
+		case err == nil:
+			out[o.Tier] = append(out[o.Tier], id)
+		case errors.Is(err, index.ErrObjectDamaged):
+			if all {
+				out[blob.Workspace] = append(out[blob.Workspace], id)
+			}
+		case !errors.Is(err, crypt.ErrTierLocked):
+			return err
 		}
 		return nil
 	})
