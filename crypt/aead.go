@@ -3,6 +3,7 @@ package crypt
 import (
 	"crypto/cipher"
 	"crypto/rand"
+	"errors"
 	"fmt"
 
 	"golang.org/x/crypto/chacha20poly1305"
@@ -18,6 +19,12 @@ const Overhead = chacha20poly1305.NonceSizeX + chacha20poly1305.Overhead
 type Key [KeySize]byte
 
 func (Key) String() string { return "[redacted key]" }
+
+// GoString keeps %#v from printing the bytes.
+func (Key) GoString() string { return "[redacted key]" }
+
+// MarshalJSON refuses: key bytes never go into JSON output or logs.
+func (Key) MarshalJSON() ([]byte, error) { return nil, errors.New("refusing to marshal a key") }
 
 // NewRandomKey returns a key from the system's secure random source.
 func NewRandomKey() Key {

@@ -28,8 +28,8 @@ const (
 // time on them: a hostile key file cannot make us allocate 100 GiB or spin.
 const (
 	minKDFMemoryKiB = 8
-	maxKDFMemoryKiB = 4 * 1024 * 1024
-	maxKDFTime      = 64
+	maxKDFMemoryKiB = 1024 * 1024 // 1 GiB
+	maxKDFTime      = 16
 	saltSize        = 32
 )
 
@@ -74,6 +74,8 @@ func (p KDFParams) Validate() error {
 // derive turns a password into a key-encryption key.
 func (p KDFParams) derive(password []byte) Key {
 	var k Key
-	copy(k[:], argon2.IDKey(password, p.Salt, p.Time, p.MemoryKiB, p.Threads, KeySize))
+	out := argon2.IDKey(password, p.Salt, p.Time, p.MemoryKiB, p.Threads, KeySize)
+	copy(k[:], out)
+	clear(out)
 	return k
 }

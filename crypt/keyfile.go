@@ -91,6 +91,7 @@ func NewKeyFile(m *MasterKeys, tiers []blob.Tier, password []byte, kdf KDFParams
 	}
 	defer clear(plain)
 	kek := kdf.derive(password)
+	defer clear(kek[:])
 	if len(meta.Hostname) > 255 || len(meta.Username) > 255 {
 		return nil, fmt.Errorf("host or user name longer than 255 bytes")
 	}
@@ -140,6 +141,7 @@ func (kf *KeyFile) Meta() KeyFileMeta {
 // from another repository) yields ErrWrongPassword.
 func (kf *KeyFile) Open(password []byte, repoID blob.ID) (*MasterKeys, error) {
 	kek := kf.KDF.derive(password)
+	defer clear(kek[:])
 	plain, err := NewSealer(kek).Open(nil, kf.Data, keyAAD(repoID, kf.Tiers, kf.Meta()))
 	if err != nil {
 		return nil, ErrWrongPassword
