@@ -2,10 +2,11 @@ package pack
 
 import (
 	"bytes"
-	"lifeboat/blob"
-	"lifeboat/crypt"
 	"math/rand/v2"
 	"testing"
+
+	"lifeboat/blob"
+	"lifeboat/crypt"
 )
 
 func TestWorthCompressing(t *testing.T) {

@@ -25,6 +25,7 @@ type KeyInfo struct {
 	Hostname string      `json:"hostname,omitempty"`
 	Username string      `json:"username,omitempty"`
 	Tiers    []blob.Tier `json:"tiers"`
+	Error    string      `json:"error,omitempty"` // set when the file is not a readable key file
 }
 
 func keyMeta(now time.Time) crypt.KeyFileMeta {
@@ -117,6 +118,10 @@ func (r *Repository) Keys(ctx context.Context) ([]KeyInfo, error) {
 	var out []KeyInfo
 	err := r.be.List(ctx, backend.Key, func(fi backend.FileInfo) error {
 		kf, id, err := loadKeyFile(ctx, r.be, fi.Name)
+		if errors.Is(err, crypt.ErrNotKeyFile) || errors.Is(err, ErrCorrupt) {
+			out = append(out, KeyInfo{ID: id, Tiers: []blob.Tier{}, Error: err.Error()})
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -175,10 +180,13 @@ func (r *Repository) RemoveKey(ctx context.Context, id blob.ID) error {
 		return err
 	}
 	var target *KeyInfo
-	sensitive := 0
+	readable, sensitive := 0, 0
 	for i, k := range keys {
 		if k.ID == id {
 			target = &keys[i]
+		}
+		if k.Error == "" {
+			readable++
 		}
 		if hasTier(k.Tiers, blob.Sensitive) {
 			sensitive++
@@ -187,7 +195,8 @@ func (r *Repository) RemoveKey(ctx context.Context, id blob.ID) error {
 	switch {
 	case target == nil:
 		return fmt.Errorf("%w: %s", ErrKeyNotFound, id.Short())
-	case len(keys) == 1:
+	case target.Error != "": // not a key: always removable
+	case readable == 1:
 		return fmt.Errorf("%w: %s is the only key; add another first", ErrLastKey, id.Short())
 	case id == r.keyID:
 		return fmt.Errorf("%w: %s; open the repository with another key to remove it (or use `lifeboat key passwd`)", ErrKeyInUse, id.Short())

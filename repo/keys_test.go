@@ -5,6 +5,9 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/zeebo/blake3"
+
+	"lifeboat/backend"
 	"lifeboat/blob"
 	"lifeboat/crypt"
 	"lifeboat/index"
@@ -123,4 +126,24 @@ func TestWorkspaceOnlyKey(t *testing.T) {
 	checkAll(t, full2, blob.Sensitive, sIDs, sBlobs)
 	checkAll(t, full2, blob.Workspace, wsIDs, wsBlobs)
 	checkRepo(t, full2)
+}
+
+// A stray file in keys/ shows up as unreadable and can be removed; it does
+// not count as a key for the last-key guard.
+func TestJunkKeyFileListedAndRemovable(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRepo(t)
+	r := tr.open(t, nil, testPassword)
+	junk := []byte("{}")
+	id := blob.ID(blake3.Sum256(junk))
+	must(t, tr.be.Save(ctx, backend.Handle{Type: backend.Key, Name: id.String()}, junk))
+	keys, err := r.Keys(ctx)
+	must(t, err)
+	if len(keys) != 2 {
+		t.Fatalf("%d keys listed, want the real one and the junk", len(keys))
+	}
+	if err := r.RemoveKey(ctx, r.KeyID()); !errors.Is(err, ErrLastKey) && !errors.Is(err, ErrKeyInUse) {
+		t.Fatalf("removing the only readable key: %v", err)
+	}
+	must(t, r.RemoveKey(ctx, id))
 }

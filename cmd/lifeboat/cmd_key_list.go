@@ -21,6 +21,7 @@ type keyMessage struct {
 	Created     time.Time   `json:"created"`
 	Hostname    string      `json:"hostname,omitempty"`
 	Username    string      `json:"username,omitempty"`
+	Error       string      `json:"error,omitempty"`
 }
 
 func newKeyListCommand(g *globalOptions) *cobra.Command {
@@ -37,7 +38,7 @@ func newKeyListCommand(g *globalOptions) *cobra.Command {
 				}
 				var tw *tabwriter.Writer
 				for _, k := range keys {
-					m := keyMessage{"key", k.ID.String(), k.Current, k.Tiers, k.Created, k.Hostname, k.Username}
+					m := keyMessage{"key", k.ID.String(), k.Current, k.Tiers, k.Created, k.Hostname, k.Username, k.Error}
 					g.out.emit(m, func(w io.Writer) {
 						if tw == nil {
 							tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -46,6 +47,10 @@ func newKeyListCommand(g *globalOptions) *cobra.Command {
 						cur := " "
 						if k.Current {
 							cur = "*"
+						}
+						if k.Error != "" {
+							fmt.Fprintf(tw, "!\t%s\tunreadable: %s\t\t\t\n", k.ID.Short(), k.Error)
+							return
 						}
 						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cur, k.ID.Short(), tierList(k.Tiers), k.Created.Local().Format(time.DateTime), k.Hostname, k.Username)
 					})
