@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -62,6 +63,7 @@ func OpenDB(dir string, repoID blob.ID) (*DB, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating index cache directory %s: %w", dir, err)
 	}
+	removeStalePrivate(dir)
 	path := filepath.Join(dir, "index.db")
 	d, err := openDBFile(path, repoID)
 	if errors.Is(err, errBusy) {
@@ -87,6 +89,22 @@ func OpenDB(dir string, repoID blob.ID) (*DB, error) {
 		d, err = openDBFile(path, repoID)
 	}
 	return d, err
+}
+
+// removeStalePrivate deletes private index files that no live process
+// holds (bbolt keeps an exclusive flock on an open file), left by crashes.
+func removeStalePrivate(dir string) {
+	names, _ := filepath.Glob(filepath.Join(dir, "index-private-*.db"))
+	for _, name := range names {
+		f, err := os.Open(name)
+		if err != nil {
+			continue
+		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			_ = os.Remove(name)
+		}
+		_ = f.Close()
+	}
 }
 
 func openDBFile(path string, repoID blob.ID) (d *DB, err error) {

@@ -2,6 +2,8 @@ package index
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"lifeboat/blob"
@@ -69,5 +71,36 @@ func TestInterruptedApply(t *testing.T) {
 			t.Fatalf("object present: found=%v count=%d, want the apply finished", ok, n)
 		}
 		_ = d.Close()
+	}
+}
+
+// A private cache file left by a crashed process is removed by the next
+// open; one held by a live DB is not.
+func TestStalePrivateFilesRemoved(t *testing.T) {
+	dir := t.TempDir()
+	shared, err := OpenDB(dir, blob.ID{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shared.Close()
+	live, err := OpenDB(dir, blob.ID{1})
+	if err != nil || !live.Private() {
+		t.Fatalf("second open: private=%v err=%v", live != nil && live.Private(), err)
+	}
+	defer live.Close()
+	stale := filepath.Join(dir, "index-private-stale.db")
+	if err := os.WriteFile(stale, []byte("left by a crash"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	third, err := OpenDB(dir, blob.ID{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer third.Close()
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Fatalf("stale private file still there: %v", err)
+	}
+	if _, err := os.Stat(live.Path()); err != nil {
+		t.Fatalf("live private file removed: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"golang.org/x/term"
 
@@ -112,6 +113,10 @@ func (g *globalOptions) withRepo(ctx context.Context, withIndex bool, fn func(r 
 	if err != nil {
 		_ = be.Close()
 		return err
+	}
+	if lb, ok := be.(*local.Backend); ok && withIndex {
+		// Temp files of saves killed mid-write; live writers hold a lock.
+		_, _ = lb.CleanTemp(ctx, time.Hour)
 	}
 	err = fn(r)
 	if cerr := errors.Join(r.Close(ctx), be.Close()); err == nil {
