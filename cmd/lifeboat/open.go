@@ -31,7 +31,7 @@ func (g *globalOptions) openBackend(create bool) (backend.Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w at %s (create one with `lifeboat init`): %w", repo.ErrNoRepository, g.repo, err)
 	}
-	return be, nil
+	return withCrashHook(be), nil
 }
 
 // password returns the repository password from --password-file,
@@ -114,7 +114,7 @@ func (g *globalOptions) withRepo(ctx context.Context, withIndex bool, fn func(r 
 		_ = be.Close()
 		return err
 	}
-	if lb, ok := be.(*local.Backend); ok && withIndex {
+	if lb, ok := unwrapLocal(be); ok && withIndex {
 		// Temp files of saves killed mid-write; live writers hold a lock.
 		_, _ = lb.CleanTemp(ctx, time.Hour)
 	}
@@ -123,4 +123,13 @@ func (g *globalOptions) withRepo(ctx context.Context, withIndex bool, fn func(r 
 		err = cerr
 	}
 	return err
+}
+
+// unwrapLocal finds the local backend under the testing decorator.
+func unwrapLocal(be backend.Backend) (*local.Backend, bool) {
+	if c, ok := be.(*crashingBackend); ok {
+		be = c.Backend
+	}
+	lb, ok := be.(*local.Backend)
+	return lb, ok
 }

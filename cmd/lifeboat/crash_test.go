@@ -1,0 +1,53 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+)
+
+// A real lifeboat process is killed with SIGKILL after each of its saves
+// in turn. After every crash the repository checks clean (leftover packs
+// are only notices), earlier data is intact, and the interrupted work can
+// be redone.
+func TestKillAtEverySave(t *testing.T) {
+	bin := lifeboatBinary(t)
+	e := newEnv(t)
+	e.ok("init", "--kdf-memory-kib", "64", "--kdf-time", "1", "--pack-size", "1")
+	base, work := filepath.Join(e.dir, "base"), filepath.Join(e.dir, "work")
+	writeTree(t, base, 1)
+	writeTree(t, work, 2)
+	e.ok("debug", "roundtrip", base)
+	crashes := 0
+	for n := 1; ; n++ {
+		cmd := exec.Command(bin, "--repo", e.repo, "--cache-dir", e.cache, "--password-file", e.passwdFile, "debug", "roundtrip", work)
+		cmd.Env = append(os.Environ(), crashEnv+"="+strconv.Itoa(n))
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			if err != nil {
+				t.Fatalf("crash point %d: %v\n%s", n, err, out)
+			}
+			break // finished before the nth save: every save point was crashed
+		}
+		if ws, ok := exit.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+			t.Fatalf("crash point %d: not killed by SIGKILL: %v\n%s", n, err, out)
+		}
+		crashes++
+		e.ok("check", "--read-data")
+		again := jsonLines(t, e.ok("debug", "roundtrip", base, "--json").stdout)
+		if again[0]["new_chunks"] != float64(0) {
+			t.Fatalf("crash point %d: earlier data changed: %v", n, again)
+		}
+	}
+	if crashes < 4 {
+		t.Fatalf("only %d crash points; the test tree should need more saves", crashes)
+	}
+	e.ok("debug", "roundtrip", work)
+	e.ok("check", "--read-data")
+	t.Logf("crashed at %d save points", crashes)
+}
