@@ -1,6 +1,3 @@
-// Command lifeboat checkpoints and restores agent sandbox workspaces into an
-// encrypted, deduplicating repository. Each command lives in cmd_*.go; all
-// logic lives in the packages.
 package main
 
 import (
