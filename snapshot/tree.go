@@ -1,0 +1,138 @@
+package snapshot
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"lifeboat/blob"
+)
+
+// TreeVersion is the tree blob encoding version.
+const TreeVersion = 1
+
+// MaxNodesPerBlob caps the entries one tree blob lists; a larger directory
+// spreads over several blobs (Node.Subtree), so a directory of a million
+// entries never needs one huge blob.
+const MaxNodesPerBlob = 8192
+
+// Tree is the decoded content of one tree blob: a run of a directory's
+// entries in name order.
+type Tree struct {
+	Version int    `json:"version"`
+	Nodes   []Node `json:"nodes"`
+}
+
+// EncodeTree returns the deterministic encoding of nodes, which must be
+// sorted by name with no duplicates.
+func EncodeTree(nodes []Node) ([]byte, error) {
+	for i := range nodes {
+		if i > 0 && bytes.Compare(nodes[i-1].Name, nodes[i].Name) >= 0 {
+			return nil, fmt.Errorf("tree entries not sorted or duplicated at %q", nodes[i].Name)
+		}
+		slices.SortFunc(nodes[i].Xattrs, func(a, b Xattr) int { return cmpString(a.Name, b.Name) })
+	}
+	return json.Marshal(Tree{Version: TreeVersion, Nodes: nodes})
+}
+
+// DecodeTree parses a tree blob and checks every entry: names valid,
+// sorted and unique, node fields consistent.
+func DecodeTree(b []byte) (*Tree, error) {
+	var t Tree
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&t); err != nil {
+		return nil, fmt.Errorf("tree does not decode: %w", err)
+	}
+	if t.Version != TreeVersion {
+		return nil, fmt.Errorf("tree version %d, this lifeboat reads version %d", t.Version, TreeVersion)
+	}
+	if len(t.Nodes) > MaxNodesPerBlob {
+		return nil, fmt.Errorf("tree lists %d entries, more than %d", len(t.Nodes), MaxNodesPerBlob)
+	}
+	for i := range t.Nodes {
+		n := &t.Nodes[i]
+		if err := ValidName(n.Name); err != nil {
+			return nil, err
+		}
+		if i > 0 && bytes.Compare(t.Nodes[i-1].Name, n.Name) >= 0 {
+			return nil, fmt.Errorf("tree entries not sorted or duplicated at %q", n.Name)
+		}
+		if err := n.Valid(); err != nil {
+			return nil, err
+		}
+	}
+	return &t, nil
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// BlobSaver stores blobs: repo.Repository satisfies it.
+type BlobSaver interface {
+	SaveBlob(ctx context.Context, t blob.Tier, typ blob.Type, data []byte) (blob.ID, bool, error)
+}
+
+// BlobLoader loads blobs: repo.Repository satisfies it.
+type BlobLoader interface {
+	LoadBlob(ctx context.Context, t blob.Tier, typ blob.Type, id blob.ID, buf []byte) ([]byte, error)
+}
+
+// SaveDir stores a directory's entries (sorted by name, unique) as tree
+// blobs of at most MaxNodesPerBlob entries each and returns their ids, the
+// directory node's Subtree. An empty directory has one empty tree blob.
+func SaveDir(ctx context.Context, s BlobSaver, tier blob.Tier, nodes []Node) ([]blob.ID, error) {
+	var ids []blob.ID
+	for first := true; first || len(nodes) > 0; first = false {
+		part := nodes[:min(len(nodes), MaxNodesPerBlob)]
+		nodes = nodes[len(part):]
+		b, err := EncodeTree(part)
+		if err != nil {
+			return nil, err
+		}
+		id, _, err := s.SaveBlob(ctx, tier, blob.Tree, b)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// LoadDir calls fn with every entry of a directory, in name order, loading
+// its tree blobs one at a time. Names must keep increasing across blobs.
+func LoadDir(ctx context.Context, l BlobLoader, tier blob.Tier, subtree []blob.ID, fn func(*Node) error) error {
+	var last []byte
+	var buf []byte
+	for _, id := range subtree {
+		b, err := l.LoadBlob(ctx, tier, blob.Tree, id, buf)
+		if err != nil {
+			return fmt.Errorf("tree %s: %w", id.Short(), err)
+		}
+		t, err := DecodeTree(b)
+		if err != nil {
+			return fmt.Errorf("tree %s: %w", id.Short(), err)
+		}
+		for i := range t.Nodes {
+			n := &t.Nodes[i]
+			if last != nil && bytes.Compare(last, n.Name) >= 0 {
+				return fmt.Errorf("tree %s: entries out of order across blobs at %q", id.Short(), n.Name)
+			}
+			last = n.Name
+			if err := fn(n); err != nil {
+				return err
+			}
+		}
+		buf = b[:0]
+	}
+	return nil
+}
