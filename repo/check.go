@@ -2,8 +2,10 @@ package repo
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 
 	"lifeboat/backend"
@@ -18,6 +20,10 @@ type CheckOptions struct {
 	// ReadData downloads every pack and verifies its hash, header and
 	// every blob (decrypt, decompress, re-hash).
 	ReadData bool
+	// ReadDataSubset, a percentage in (0, 100], reads only a random subset
+	// of the packs (a different one each run), so that repeated runs cover
+	// the repository over time.
+	ReadDataSubset float64
 }
 
 // Problem is one thing Check found wrong.
@@ -121,8 +127,12 @@ func (r *Repository) Check(ctx context.Context, o CheckOptions) (CheckResult, er
 			res.Notices = append(res.Notices, Problem{"pack_unindexed", "data/" + id.String(), "stored but not indexed, left by an interrupted save; `lifeboat repair index` indexes it"})
 		}
 	}
-	if o.ReadData {
-		probs, n, err := r.readAllPacks(ctx, packs)
+	if o.ReadData || o.ReadDataSubset > 0 {
+		toRead := packs
+		if !o.ReadData {
+			toRead = subset(packs, o.ReadDataSubset)
+		}
+		probs, n, err := r.readAllPacks(ctx, toRead)
 		res.Problems = append(res.Problems, probs...)
 		res.ReadBytes = n
 		if err != nil {
@@ -136,6 +146,18 @@ func (r *Repository) Check(ctx context.Context, o CheckOptions) (CheckResult, er
 		}
 	}
 	return res, ctx.Err()
+}
+
+// subset picks about pct percent of the packs at random.
+func subset(packs map[blob.ID]*packState, pct float64) map[blob.ID]*packState {
+	seed := rand.Uint64()
+	out := map[blob.ID]*packState{}
+	for id, p := range packs {
+		if float64((binary.LittleEndian.Uint64(id[:8])^seed)%10000) < pct*100 {
+			out[id] = p
+		}
+	}
+	return out
 }
 
 // readAllPacks verifies every indexed pack with two readers, and counts the

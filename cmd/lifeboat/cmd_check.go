@@ -3,55 +3,90 @@ package main
 import (
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"lifeboat/blob"
 	"lifeboat/repo"
+	"lifeboat/snapshot"
 )
 
 type checkMessage struct {
 	MessageType string `json:"message_type"` // "check"
+	Snapshots   int    `json:"snapshots"`
 	repo.CheckResult
 }
 
+type checkOptions struct {
+	readData bool
+	subset   string
+}
+
 func newCheckCommand(g *globalOptions) *cobra.Command {
-	var o repo.CheckOptions
+	var o checkOptions
 	cmd := &cobra.Command{
 		Use:   "check",
-		Short: "Verify the repository",
-		Long: "Check that every indexed pack exists with the right size and every stored pack is indexed. With --read-data, " +
-			"also read every pack of the tiers the key unlocks and verify its hash, header and every blob. Check never changes the repository; " +
-			"it exits with code 13 when it finds a problem.",
+		Short: "Verify the repository and its snapshots",
+		Long: "Check that every indexed pack exists with the right size, every stored pack is indexed, and every snapshot's trees load " +
+			"and its chunks are indexed. With --read-data, also read every pack of the tiers the key unlocks and verify its hash, " +
+			"header and every blob; --read-data-subset N% reads a random N% of the packs. Problems name the packs, snapshots and " +
+			"file paths affected. Check never changes the repository; it exits with code 13 when it finds a problem.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.withRepo(cmd.Context(), true, func(r *repo.Repository) (err error) {
-				res, err := r.Check(cmd.Context(), o)
-				if err != nil {
-					return err
+			opts := repo.CheckOptions{ReadData: o.readData}
+			if o.subset != "" {
+				pct, err := strconv.ParseFloat(strings.TrimSuffix(o.subset, "%"), 64)
+				if err != nil || pct <= 0 || pct > 100 {
+					return usageError{fmt.Sprintf("--read-data-subset %q: want a percentage such as 10%%", o.subset)}
 				}
-				g.out.emit(checkMessage{"check", res}, func(w io.Writer) {
-					fmt.Fprintf(w, "checked %d packs holding %d blobs", res.Packs, res.Blobs)
-					if o.ReadData {
-						fmt.Fprintf(w, ", read and verified %d MiB", res.ReadBytes>>20)
-					}
-					fmt.Fprintln(w)
-					if res.LockedPacks > 0 {
-						fmt.Fprintf(w, "%d packs belong to a tier this key cannot open and were not checked\n", res.LockedPacks)
-					}
-					for _, p := range append(res.Notices, res.Problems...) {
-						fmt.Fprintf(w, "%s %s: %s\n", p.Kind, p.Object, p.Detail)
-					}
-					if len(res.Problems) == 0 {
-						fmt.Fprintln(w, "no problems found")
-					}
-				})
-				if len(res.Problems) > 0 {
-					return fmt.Errorf("%w: check found %d problems", repo.ErrCorrupt, len(res.Problems))
-				}
-				return nil
+				opts.ReadDataSubset = pct
+			}
+			return g.withRepo(cmd.Context(), true, func(r *repo.Repository) error {
+				return runCheck(cmd, g, r, opts)
 			})
 		},
 	}
-	cmd.Flags().BoolVar(&o.ReadData, "read-data", false, "read and verify every pack")
+	cmd.Flags().BoolVar(&o.readData, "read-data", false, "read and verify every pack")
+	cmd.Flags().StringVar(&o.subset, "read-data-subset", "", "read and verify a random `N%` of the packs")
 	return cmd
+}
+
+func runCheck(cmd *cobra.Command, g *globalOptions, r *repo.Repository, opts repo.CheckOptions) error {
+	res, err := r.Check(cmd.Context(), opts)
+	if err != nil {
+		return err
+	}
+	damaged := map[blob.ID]bool{}
+	for _, p := range res.Problems {
+		if id, err := blob.ParseID(strings.TrimPrefix(p.Object, "data/")); err == nil {
+			damaged[id] = true
+		}
+	}
+	n, probs, err := snapshot.CheckSnapshots(cmd.Context(), r, damaged)
+	if err != nil {
+		return err
+	}
+	res.Problems = append(res.Problems, probs...)
+	g.out.emit(checkMessage{"check", n, res}, func(w io.Writer) {
+		fmt.Fprintf(w, "checked %d snapshots, %d packs holding %d blobs", n, res.Packs, res.Blobs)
+		if res.ReadBytes > 0 {
+			fmt.Fprintf(w, "; read and verified %d MiB", res.ReadBytes>>20)
+		}
+		fmt.Fprintln(w)
+		if res.LockedPacks > 0 {
+			fmt.Fprintf(w, "%d packs belong to a tier this key cannot open and were not checked\n", res.LockedPacks)
+		}
+		for _, p := range append(res.Notices, res.Problems...) {
+			fmt.Fprintf(w, "%s %s: %s\n", p.Kind, p.Object, p.Detail)
+		}
+		if len(res.Problems) == 0 {
+			fmt.Fprintln(w, "no problems found")
+		}
+	})
+	if len(res.Problems) > 0 {
+		return fmt.Errorf("%w: check found %d problems", repo.ErrCorrupt, len(res.Problems))
+	}
+	return nil
 }

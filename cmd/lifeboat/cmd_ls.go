@@ -1,0 +1,114 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"lifeboat/repo"
+	"lifeboat/snapshot"
+)
+
+type nodeMessage struct {
+	MessageType string            `json:"message_type"` // "node"
+	Path        string            `json:"path"`
+	Type        snapshot.NodeType `json:"type"`
+	Mode        uint32            `json:"mode"`
+	UID         uint32            `json:"uid"`
+	GID         uint32            `json:"gid"`
+	User        string            `json:"user,omitempty"`
+	Group       string            `json:"group,omitempty"`
+	Size        uint64            `json:"size"`
+	Mtime       time.Time         `json:"mtime"`
+	LinkTarget  string            `json:"link_target,omitempty"`
+}
+
+func newLsCommand(g *globalOptions) *cobra.Command {
+	var ws string
+	cmd := &cobra.Command{
+		Use:   "ls SNAPSHOT [PATH]",
+		Short: "List the files in a snapshot",
+		Long:  "List every entry of SNAPSHOT (an id, a unique id prefix, or `latest` with --workspace), or only those under PATH. Under --json, one \"node\" message each.",
+		Args:  cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			prefix := ""
+			if len(args) == 2 {
+				prefix = strings.Trim(args[1], "/")
+			}
+			return g.withRepo(cmd.Context(), true, func(r *repo.Repository) error {
+				m, err := snapshot.Find(cmd.Context(), r, args[0], ws)
+				if err != nil {
+					return err
+				}
+				return snapshot.Walk(cmd.Context(), r, m.Root.Subtree, "", func(p string, n *snapshot.Node) error {
+					inside := prefix == "" || p == prefix || strings.HasPrefix(p, prefix+"/")
+					if !inside {
+						if n.Type == snapshot.TypeDir && strings.HasPrefix(prefix, p+"/") {
+							return nil // on the way to PATH
+						}
+						return snapshot.SkipDir
+					}
+					msg := nodeMessage{"node", p, n.Type, n.Mode, n.UID, n.GID, n.User, n.Group, n.Size, time.Unix(0, n.MtimeNs), string(n.LinkTarget)}
+					g.out.emit(msg, func(w io.Writer) {
+						line := fmt.Sprintf("%s %8s %8s %10d %s %s", modeString(n), owner(n.User, n.UID), owner(n.Group, n.GID), n.Size,
+							msg.Mtime.Local().Format(time.DateTime), quoteName(p))
+						if n.Type == snapshot.TypeSymlink {
+							line += " -> " + quoteName(string(n.LinkTarget))
+						}
+						fmt.Fprintln(w, line)
+					})
+					return nil
+				})
+			})
+		},
+	}
+	cmd.Flags().StringVar(&ws, "workspace", "", "workspace whose latest snapshot `latest` means")
+	return cmd
+}
+
+func owner(name string, id uint32) string {
+	if name != "" {
+		return name
+	}
+	return fmt.Sprint(id)
+}
+
+// modeString renders a node's type and permission bits like ls -l.
+func modeString(n *snapshot.Node) string {
+	m := fs.FileMode(n.Mode & 0o777)
+	if n.Mode&0o4000 != 0 {
+		m |= fs.ModeSetuid
+	}
+	if n.Mode&0o2000 != 0 {
+		m |= fs.ModeSetgid
+	}
+	if n.Mode&0o1000 != 0 {
+		m |= fs.ModeSticky
+	}
+	switch n.Type {
+	case snapshot.TypeDir:
+		m |= fs.ModeDir
+	case snapshot.TypeSymlink:
+		m |= fs.ModeSymlink
+	case snapshot.TypeFIFO:
+		m |= fs.ModeNamedPipe
+	case snapshot.TypeSocket:
+		m |= fs.ModeSocket
+	case snapshot.TypeDevice:
+		m |= fs.ModeDevice
+	}
+	return m.String()
+}
+
+// quoteName shows a path as is when it is printable UTF-8, quoted otherwise.
+func quoteName(p string) string {
+	q := fmt.Sprintf("%q", p)
+	if q[1:len(q)-1] == p {
+		return p
+	}
+	return q
+}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"lifeboat/repo"
+	"lifeboat/snapshot"
+)
+
+type snapshotMessage struct {
+	MessageType string          `json:"message_type"` // "snapshot"
+	ID          string          `json:"id"`
+	Workspace   string          `json:"workspace"`
+	Time        time.Time       `json:"time"`
+	Host        string          `json:"host,omitempty"`
+	Instance    string          `json:"instance,omitempty"`
+	Paths       []string        `json:"paths"`
+	Tags        []string        `json:"tags,omitempty"`
+	Parent      string          `json:"parent,omitempty"`
+	Complete    bool            `json:"complete"`
+	Totals      snapshot.Totals `json:"totals"`
+	Errors      int             `json:"errors"`
+}
+
+func snapshotMsg(m *snapshot.Manifest) snapshotMessage {
+	msg := snapshotMessage{MessageType: "snapshot", ID: m.ID.String(), Workspace: m.Workspace, Time: m.Time, Host: m.Host,
+		Instance: m.Instance, Paths: m.Paths, Tags: m.Tags, Complete: m.Complete, Totals: m.Totals, Errors: len(m.Errors)}
+	if m.Parent != nil {
+		msg.Parent = m.Parent.String()
+	}
+	return msg
+}
+
+func newSnapshotsCommand(g *globalOptions) *cobra.Command {
+	var ws string
+	cmd := &cobra.Command{
+		Use:   "snapshots",
+		Short: "List snapshots",
+		Long:  "List the snapshots of every workspace, or of one with --workspace, oldest first. Under --json, one \"snapshot\" message each.",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return g.withRepo(cmd.Context(), false, func(r *repo.Repository) error {
+				snaps, bad, err := snapshot.List(cmd.Context(), r, ws)
+				if err != nil {
+					return err
+				}
+				var tw *tabwriter.Writer
+				for _, m := range snaps {
+					g.out.emit(snapshotMsg(m), func(w io.Writer) {
+						if tw == nil {
+							tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+							fmt.Fprintln(tw, "ID\tTIME\tWORKSPACE\tHOST\tFILES\tSIZE\tSTATE")
+						}
+						state := "complete"
+						if !m.Complete {
+							state = fmt.Sprintf("partial (%d errors)", len(m.Errors))
+						}
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", m.ID.Short(), m.Time.Local().Format(time.DateTime), m.Workspace, m.Host,
+							m.Totals.Files, humanBytes(m.Totals.Bytes), state)
+					})
+				}
+				if tw != nil {
+					_ = tw.Flush()
+				}
+				for id, err := range bad {
+					g.out.note("snapshot %s does not load: %v", id.Short(), err)
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&ws, "workspace", "", "only this workspace")
+	return cmd
+}
+
+// humanBytes formats a byte count with a binary unit.
+func humanBytes(n uint64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := uint64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
