@@ -1,0 +1,110 @@
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// Compare walks two trees and returns every difference: entries present on
+// one side only, and differing type, permission bits (with setuid, setgid,
+// sticky), owner, mtime (files and dirs), size, content or symlink target.
+// ownership is compared only when both trees were written by root.
+func Compare(want, got string) ([]string, error) {
+	var diffs []string
+	seen := map[string]bool{}
+	err := filepath.WalkDir(want, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(want, p)
+		seen[rel] = true
+		if rel == "." {
+			return nil
+		}
+		diffs = append(diffs, compareEntry(rel, p, filepath.Join(got, rel))...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = filepath.WalkDir(got, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if rel, _ := filepath.Rel(got, p); !seen[rel] {
+			diffs = append(diffs, fmt.Sprintf("%s: only in %s", rel, got))
+		}
+		return nil
+	})
+	return diffs, err
+}
+
+func compareEntry(rel, a, b string) []string {
+	ai, err := os.Lstat(a)
+	if err != nil {
+		return []string{fmt.Sprintf("%s: %v", rel, err)}
+	}
+	bi, err := os.Lstat(b)
+	if err != nil {
+		return []string{fmt.Sprintf("%s: missing: %v", rel, err)}
+	}
+	var d []string
+	if ai.Mode() != bi.Mode() {
+		d = append(d, fmt.Sprintf("%s: mode %v, want %v", rel, bi.Mode(), ai.Mode()))
+	}
+	as, bs := ai.Sys().(*syscall.Stat_t), bi.Sys().(*syscall.Stat_t)
+	if os.Geteuid() == 0 && (as.Uid != bs.Uid || as.Gid != bs.Gid) {
+		d = append(d, fmt.Sprintf("%s: owner %d:%d, want %d:%d", rel, bs.Uid, bs.Gid, as.Uid, as.Gid))
+	}
+	switch {
+	case ai.Mode().IsRegular():
+		if !ai.ModTime().Equal(bi.ModTime()) {
+			d = append(d, fmt.Sprintf("%s: mtime %v, want %v", rel, bi.ModTime(), ai.ModTime()))
+		}
+		if ai.Size() != bi.Size() {
+			d = append(d, fmt.Sprintf("%s: size %d, want %d", rel, bi.Size(), ai.Size()))
+		} else if !sameContent(a, b) {
+			d = append(d, fmt.Sprintf("%s: content differs", rel))
+		}
+	case ai.Mode()&fs.ModeSymlink != 0:
+		at, _ := os.Readlink(a)
+		bt, _ := os.Readlink(b)
+		if at != bt {
+			d = append(d, fmt.Sprintf("%s: link target %q, want %q", rel, bt, at))
+		}
+	case ai.IsDir():
+		if !ai.ModTime().Equal(bi.ModTime()) {
+			d = append(d, fmt.Sprintf("%s: dir mtime %v, want %v", rel, bi.ModTime(), ai.ModTime()))
+		}
+	}
+	return d
+}
+
+func sameContent(a, b string) bool {
+	fa, err := os.Open(a)
+	if err != nil {
+		return false
+	}
+	defer fa.Close()
+	fb, err := os.Open(b)
+	if err != nil {
+		return false
+	}
+	defer fb.Close()
+	ba, bb := make([]byte, 1<<20), make([]byte, 1<<20)
+	for {
+		na, ea := io.ReadFull(fa, ba)
+		nb, eb := io.ReadFull(fb, bb)
+		if na != nb || !bytes.Equal(ba[:na], bb[:nb]) {
+			return false
+		}
+		if ea != nil || eb != nil {
+			return ea != nil && eb != nil
+		}
+	}
+}
