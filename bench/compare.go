@@ -108,3 +108,68 @@ func sameContent(a, b string) bool {
 		}
 	}
 }
+
+// CopyTree copies src to dst (which must not exist) with content, modes,
+// mtimes and symlinks, so Compare(src, dst) finds nothing.
+func CopyTree(src, dst string) error {
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		to := filepath.Join(dst, rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(to, 0o700)
+		case info.Mode()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(target, to)
+		case info.Mode().IsRegular():
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(to, b, 0o600); err != nil {
+				return err
+			}
+			if err := os.Chmod(to, info.Mode().Perm()|info.Mode()&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)); err != nil {
+				return err
+			}
+			return os.Chtimes(to, info.ModTime(), info.ModTime())
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// Directory modes and times last, children before parents.
+	var dirs []string
+	_ = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return nil
+	})
+	for i := len(dirs) - 1; i >= 0; i-- {
+		info, err := os.Stat(dirs[i])
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, dirs[i])
+		to := filepath.Join(dst, rel)
+		if err := os.Chmod(to, info.Mode().Perm()|info.Mode()&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)); err != nil {
+			return err
+		}
+		if err := os.Chtimes(to, info.ModTime(), info.ModTime()); err != nil {
+			return err
+		}
+	}
+	return nil
+}

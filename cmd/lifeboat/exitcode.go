@@ -49,9 +49,12 @@ func (e usageError) Error() string { return e.msg }
 // exitCode maps an error to the documented exit code.
 func exitCode(err error) int {
 	var ue usageError
+	var pe partialError
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.As(err, &pe):
+		return exitPartial
 	case errors.As(err, &ue), isCobraUsage(err):
 		return exitUsage
 	case errors.Is(err, context.Canceled):

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"lifeboat/repo"
+	"lifeboat/snapshot"
+)
+
+type captureOptions struct {
+	workspace string
+	instance  string
+	host      string
+	tags      []string
+	excludes  []string
+	readers   int
+	noCache   bool
+}
+
+type summaryMessage struct {
+	MessageType string          `json:"message_type"` // "summary"
+	Snapshot    string          `json:"snapshot"`
+	Workspace   string          `json:"workspace"`
+	Complete    bool            `json:"complete"`
+	Totals      snapshot.Totals `json:"totals"`
+	Errors      int             `json:"errors"`
+	Seconds     float64         `json:"seconds"`
+}
+
+func newCaptureCommand(g *globalOptions) *cobra.Command {
+	var o captureOptions
+	cmd := &cobra.Command{
+		Use:   "capture --workspace ID PATH",
+		Short: "Capture a directory tree into a snapshot",
+		Long: "Capture PATH into a new snapshot of workspace ID. Unchanged files (same device, inode, size, mtime and ctime as at the " +
+			"last capture) are not read again. Files that cannot be read are recorded and the capture goes on; the snapshot is then " +
+			"partial and the exit code is 3. The snapshot is written only after everything it references is stored.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.workspace == "" {
+				return usageError{"--workspace is required: name the workspace this snapshot belongs to"}
+			}
+			if o.host == "" {
+				o.host, _ = os.Hostname()
+			}
+			return g.withRepo(cmd.Context(), true, func(r *repo.Repository) error {
+				return runCapture(cmd, g, r, args[0], o)
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.workspace, "workspace", "", "workspace id (required)")
+	f.StringVar(&o.instance, "instance", "", "the provider's instance id, recorded in the snapshot")
+	f.StringVar(&o.host, "host", "", "host name recorded in the snapshot (default: this machine's)")
+	f.StringSliceVar(&o.tags, "tag", nil, "tag the snapshot (repeatable)")
+	f.StringArrayVar(&o.excludes, "exclude", nil, "skip paths matching `PATTERN` (repeatable; without '/' it matches a name anywhere)")
+	f.IntVar(&o.readers, "readers", 0, "files read in parallel (default: twice the CPUs)")
+	f.BoolVar(&o.noCache, "force", false, "read every file, ignoring the file cache")
+	return cmd
+}
+
+func runCapture(cmd *cobra.Command, g *globalOptions, r *repo.Repository, root string, o captureOptions) error {
+	ctx := cmd.Context()
+	parent, err := snapshot.Find(ctx, r, "latest", o.workspace)
+	if err != nil {
+		parent = nil // the first snapshot of this workspace
+	}
+	prog := newProgress(g.out, "capturing")
+	start := time.Now()
+	copts := snapshot.CaptureOptions{Workspace: o.workspace, Host: o.host, Instance: o.instance, Tags: o.tags,
+		Excludes: o.excludes, Readers: o.readers, Parent: parent, Progress: prog}
+	if !o.noCache {
+		copts.Cache = r.Index()
+	}
+	m, err := snapshot.Capture(ctx, r, root, copts)
+	prog.finish()
+	if err != nil {
+		return err
+	}
+	msg := summaryMessage{"summary", m.ID.String(), m.Workspace, m.Complete, m.Totals, len(m.Errors), time.Since(start).Seconds()}
+	g.out.emit(msg, func(w io.Writer) {
+		fmt.Fprintf(w, "snapshot %s of workspace %s: %d files, %d dirs, %s (%s new) in %.2fs\n", m.ID.Short(), m.Workspace,
+			m.Totals.Files, m.Totals.Dirs, humanBytes(m.Totals.Bytes), humanBytes(m.Totals.NewBytes), msg.Seconds)
+		if !m.Complete {
+			fmt.Fprintf(w, "partial: %d paths could not be captured (see the warnings above)\n", len(m.Errors))
+		}
+	})
+	if !m.Complete {
+		return partialError{len(m.Errors)}
+	}
+	return nil
+}
+
+// partialError ends a capture that saved a partial snapshot: exit code 3.
+type partialError struct{ n int }
+
+func (e partialError) Error() string {
+	return fmt.Sprintf("the snapshot is partial: %d paths could not be captured", e.n)
+}

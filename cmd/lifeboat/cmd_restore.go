@@ -1,0 +1,81 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"lifeboat/repo"
+	"lifeboat/snapshot"
+)
+
+type restoreOptions struct {
+	target    string
+	workspace string
+	includes  []string
+	replace   bool
+	workers   int
+}
+
+type restoreMessage struct {
+	MessageType string   `json:"message_type"` // "restored"
+	Snapshot    string   `json:"snapshot"`
+	Target      string   `json:"target"`
+	Files       uint64   `json:"files"`
+	Dirs        uint64   `json:"dirs"`
+	Bytes       uint64   `json:"bytes"`
+	Skipped     []string `json:"skipped"`
+	Seconds     float64  `json:"seconds"`
+}
+
+func newRestoreCommand(g *globalOptions) *cobra.Command {
+	var o restoreOptions
+	cmd := &cobra.Command{
+		Use:   "restore --target DIR SNAPSHOT",
+		Short: "Restore a snapshot into a directory, through staging",
+		Long: "Rebuild SNAPSHOT (an id, a unique id prefix, or `latest` with --workspace) in a staging directory next to DIR, verify every " +
+			"file, then put it in place: a new DIR by rename, an existing DIR only with --replace, by an atomic exchange. A failed or " +
+			"interrupted restore leaves DIR exactly as it was.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.target == "" {
+				return usageError{"--target is required"}
+			}
+			return g.withRepo(cmd.Context(), true, func(r *repo.Repository) error {
+				m, err := snapshot.Find(cmd.Context(), r, args[0], o.workspace)
+				if err != nil {
+					return err
+				}
+				prog := newProgress(g.out, "restoring")
+				start := time.Now()
+				res, err := snapshot.Restore(cmd.Context(), r, m, snapshot.RestoreOptions{Target: o.target, Replace: o.replace,
+					Includes: o.includes, Workers: o.workers, Progress: prog})
+				prog.finish()
+				if err != nil {
+					return err
+				}
+				msg := restoreMessage{"restored", m.ID.String(), o.target, res.Files, res.Dirs, res.Bytes, res.Skipped, time.Since(start).Seconds()}
+				if msg.Skipped == nil {
+					msg.Skipped = []string{}
+				}
+				g.out.emit(msg, func(w io.Writer) {
+					fmt.Fprintf(w, "restored snapshot %s into %s: %d files, %d dirs, %s in %.2fs\n", m.ID.Short(), o.target, res.Files, res.Dirs,
+						humanBytes(res.Bytes), msg.Seconds)
+					for _, s := range res.Skipped {
+						fmt.Fprintf(w, "skipped %s (sockets and devices are not restored)\n", quoteName(s))
+					}
+				})
+				return nil
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.target, "target", "", "directory to restore into (required)")
+	f.StringVar(&o.workspace, "workspace", "", "workspace whose latest snapshot `latest` means")
+	f.StringArrayVar(&o.includes, "include", nil, "restore only this `PATH` of the snapshot (repeatable)")
+	f.BoolVar(&o.replace, "replace", false, "replace an existing target, atomically")
+	f.IntVar(&o.workers, "workers", 0, "files written in parallel (default: twice the CPUs)")
+	return cmd
+}

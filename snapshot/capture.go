@@ -1,0 +1,297 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"lifeboat/blob"
+	"lifeboat/crypt"
+	"lifeboat/index"
+	"lifeboat/repo"
+)
+
+// CaptureOptions tune Capture.
+type CaptureOptions struct {
+	Workspace      string // required
+	Host, Instance string // free-form, recorded in the manifest
+	Tags           []string
+	// Excludes are path.Match glob patterns. A pattern without '/' matches
+	// an entry's base name at any depth; a pattern with '/' matches the
+	// entry's slash path relative to the root (a leading '/' anchors
+	// nothing more and is dropped; a trailing '/' is dropped too). '*' and
+	// '?' never match '/', and there is no '**'. An excluded directory is
+	// skipped with everything under it.
+	Excludes []string
+	// Readers is the number of files read and chunked at once; default
+	// 2*GOMAXPROCS. One suits a spinning disk, many a network filesystem.
+	Readers  int
+	Parent   *Manifest        // recorded as the manifest's parent
+	Progress Progress         // nil: NoProgress
+	Now      func() time.Time // the manifest's time; default time.Now
+	// Cache, when set, lets files whose device, inode, size, mtime and
+	// ctime are unchanged since the last capture of the workspace reuse
+	// their chunk ids without being read. *index.DB satisfies it.
+	Cache FileCache
+
+	hooks *captureHooks // tests only
+}
+
+// FileCache remembers, per workspace key and file key (opaque bytes:
+// Capture passes keyed digests, never names), a file's identity and chunk
+// ids. Entries are hints: Capture checks every chunk id against the
+// repository index before reusing one. Implementations must be safe for
+// concurrent use. *index.DB implements it in the local index DB.
+type FileCache interface {
+	FileCacheGet(ws string, path []byte) (index.FileEntry, bool, error)
+	// FileCachePut stores many entries at once (one transaction).
+	FileCachePut(ws string, recs []index.FileCacheRecord) error
+	// FileCachePrune drops the workspace's entries keep rejects.
+	FileCachePrune(ws string, keep func(path []byte) bool) (int, error)
+}
+
+// captureHooks let tests act at chosen points of a capture.
+type captureHooks struct {
+	beforeOpen func(path string)              // a reader is about to open a file
+	afterRead  func(path string, attempt int) // a read finished, before the second fstat
+	walked     func()                         // the walker is done listing
+	bytesRead  *atomic.Int64                  // file content bytes read
+}
+
+// maxCaptureErrors caps the errors listed in a manifest; the rest are
+// counted in one last entry (every one still goes to Progress.Error).
+const maxCaptureErrors = 1000
+
+// Capture saves the directory tree at root as a snapshot of o.Workspace and
+// returns its manifest (ID set).
+//
+// File contents are saved as workspace-tier data blobs by o.Readers
+// goroutines; each directory becomes one or more tree blobs, saved as soon
+// as all its entries are (children before parents). After everything is
+// saved, Capture flushes the repository and only then saves the manifest,
+// so a manifest never references data that is not durable.
+//
+// Symlinks are never followed (root itself may be a symlink to a
+// directory). Sockets and devices are recorded without content. A file is
+// stat'ed when listed and fstat'ed before and after it is read; if its
+// size, mtime or ctime moved during the read it is read once more, and if
+// it moved again the second read is kept as it is and the file is listed
+// in Manifest.Errors as "changed while being read". A file or directory
+// that cannot be read (vanished, permission denied, ...) is left out of
+// the snapshot, listed in Manifest.Errors and reported to Progress.Error;
+// the capture goes on and the manifest is saved with Complete=false.
+//
+// Capture returns an error, and saves no manifest, only when root cannot
+// be read, the repository fails, or ctx is cancelled.
+//
+// Directories are walked by file descriptor (openat), never by full path,
+// so neither depth nor path length is limited, and at most a few hundred
+// descriptors are open at once whatever the depth.
+func Capture(ctx context.Context, r *repo.Repository, root string, o CaptureOptions) (*Manifest, error) {
+	if o.Workspace == "" {
+		return nil, errors.New("capture: no workspace id given")
+	}
+	excl, err := newCapExcludes(o.Excludes)
+	if err != nil {
+		return nil, err
+	}
+	if o.Readers <= 0 {
+		o.Readers = 2 * runtime.GOMAXPROCS(0)
+	}
+	if o.Progress == nil {
+		o.Progress = NoProgress{}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.hooks == nil {
+		o.hooks = &captureHooks{}
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("capture %s: %w", root, err)
+	}
+	keys, err := r.TierKeys(blob.Workspace)
+	if err != nil {
+		return nil, err
+	}
+	c := &capturer{r: r, o: o, rootPath: abs, excl: excl, keys: keys,
+		jobs:  make(chan *capJob, 2*o.Readers),
+		users: newCapNames(), links: map[capInode]*capLink{},
+		// A file whose mtime is this recent may still change within the
+		// filesystem's timestamp granularity without its mtime moving:
+		// such files are read but not cached (git's "racily clean").
+		racyNs: time.Now().Add(-capRacyWindow).UnixNano(),
+	}
+	if o.Cache != nil {
+		c.wsKey, c.rootKey = capCacheKeys(keys, o.Workspace)
+	}
+	c.ctx, c.cancel = context.WithCancelCause(ctx)
+	defer c.cancel(nil)
+	m, err := c.run()
+	if err != nil {
+		return nil, err
+	}
+	c.updateCache()
+	return m, nil
+}
+
+// capRacyWindow: files modified less than this before the capture started
+// are not put in the file cache (see Capture).
+const capRacyWindow = 2 * time.Second
+
+// capturer is the state of one Capture.
+type capturer struct {
+	r        *repo.Repository
+	o        CaptureOptions
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	rootPath string
+	excl     *capExcludes
+	keys     *crypt.TierKeys
+	jobs     chan *capJob
+	users    *capNames
+	racyNs   int64
+
+	// Walker-only state.
+	links    map[capInode]*capLink // files with more than one name, by first name
+	stack    []*capDir             // the directories being walked, root first
+	heldFrom int                   // stack[heldFrom:] hold an open descriptor
+
+	wsKey   string  // file cache: workspace key
+	rootKey blob.ID // file cache: the root directory's key
+
+	files, dirs, bytes, newBytes atomic.Uint64
+
+	errMu  sync.Mutex
+	errs   []CaptureError
+	nErrs  int
+	failed error // the first fatal error
+
+	cacheMu   sync.Mutex
+	cachePuts []index.FileCacheRecord
+	cacheSeen []blob.ID // file keys of this capture, kept by the prune
+
+	rootDone chan struct{}
+}
+
+// fail records a fatal error and stops the capture.
+func (c *capturer) fail(err error) {
+	c.errMu.Lock()
+	if c.failed == nil {
+		c.failed = err
+	}
+	c.errMu.Unlock()
+	c.cancel(err)
+}
+
+// fatal returns the first fatal error, or the context's.
+func (c *capturer) fatal() error {
+	c.errMu.Lock()
+	defer c.errMu.Unlock()
+	if c.failed != nil {
+		return c.failed
+	}
+	return context.Cause(c.ctx)
+}
+
+// record lists a per-entry problem; the capture goes on.
+func (c *capturer) record(p string, err error) {
+	c.o.Progress.Error(p, err)
+	c.errMu.Lock()
+	defer c.errMu.Unlock()
+	c.nErrs++
+	if len(c.errs) < maxCaptureErrors {
+		c.errs = append(c.errs, CaptureError{Path: p, Error: err.Error()})
+	}
+}
+
+func (c *capturer) run() (*Manifest, error) {
+	c.o.Progress.Start(0, 0)
+	fd, err := capOpenat(unix.AT_FDCWD, c.rootPath, unix.O_RDONLY|unix.O_DIRECTORY)
+	if err != nil {
+		return nil, fmt.Errorf("capture %s: %w", c.rootPath, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		_ = unix.Close(fd)
+		return nil, fmt.Errorf("capture %s: %w", c.rootPath, err)
+	}
+	m := &Manifest{Workspace: c.o.Workspace, Time: c.o.Now().UTC(), Host: c.o.Host, Instance: c.o.Instance,
+		Paths: []string{c.rootPath}, Tags: c.o.Tags}
+	if c.o.Parent != nil {
+		id := c.o.Parent.ID
+		m.Parent = &id
+	}
+	m.Root.Type = TypeDir
+	if base := filepath.Base(c.rootPath); base != "/" && base != "." {
+		m.Root.Name = []byte(base)
+	}
+	c.setMeta(&m.Root, &st)
+	root := &capDir{node: &m.Root, dev: st.Dev, ino: st.Ino, h: newCapHandle(fd), key: c.rootKey}
+	if m.Root.Xattrs, err = capXattrsFd(fd); err != nil {
+		c.record(".", err)
+	}
+	c.rootDone = make(chan struct{})
+
+	var wg sync.WaitGroup
+	for range c.o.Readers {
+		ch, err := c.r.Chunker(blob.Workspace)
+		if err != nil {
+			root.h.release()
+			close(c.jobs)
+			wg.Wait()
+			return nil, err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.reader(ch)
+		}()
+	}
+	c.stack = []*capDir{root}
+	werr := c.walk(root)
+	if c.o.hooks.walked != nil {
+		c.o.hooks.walked()
+	}
+	if root.h != nil {
+		root.h.release()
+		root.h = nil
+	}
+	close(c.jobs)
+	wg.Wait()
+	if werr != nil {
+		c.fail(werr)
+	}
+	if err := c.fatal(); err != nil {
+		return nil, err
+	}
+	select {
+	case <-c.rootDone:
+	default:
+		return nil, errors.New("capture: internal error: the root directory was not finished")
+	}
+	c.dirs.Add(1)
+	if err := c.r.Flush(c.ctx); err != nil {
+		return nil, fmt.Errorf("capture: flushing the repository: %w", err)
+	}
+	m.Totals = Totals{Files: c.files.Load(), Dirs: c.dirs.Load(), Bytes: c.bytes.Load(), NewBytes: c.newBytes.Load()}
+	c.errMu.Lock()
+	m.Errors = c.errs
+	if c.nErrs > len(c.errs) {
+		m.Errors = append(m.Errors, CaptureError{Error: fmt.Sprintf("%d more errors not listed", c.nErrs-len(c.errs))})
+	}
+	m.Complete = c.nErrs == 0
+	c.errMu.Unlock()
+	if _, err := SaveManifest(c.ctx, c.r, m); err != nil {
+		return nil, fmt.Errorf("capture: saving the snapshot manifest: %w", err)
+	}
+	return m, nil
+}

@@ -1,0 +1,245 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"lifeboat/blob"
+	"lifeboat/index"
+)
+
+func TestCaptureVanishedFile(t *testing.T) {
+	root := t.TempDir()
+	capTestWrite(t, root, map[string]string{"keep": "kept", "gone\xff": "soon gone", "x/also": "here",
+		"links/a-first": "linked", "other/file": "y"})
+	if err := os.Link(filepath.Join(root, "links/a-first"), filepath.Join(root, "links/b-second")); err != nil {
+		t.Fatal(err)
+	}
+	r := capTestOpenRepo(t)
+	o := capTestOptions(nil)
+	prog := &capTestRecorder{}
+	o.Progress = prog
+	var hit atomic.Int32
+	// a-first goes only once the walker has seen b-second as its second
+	// name (the queue holds every file, so the walker cannot block).
+	o.Readers = 4
+	walked := make(chan struct{})
+	o.hooks.walked = func() { close(walked) }
+	o.hooks.beforeOpen = func(p string) {
+		if p == `gone\xff` || p == "links/a-first" {
+			<-walked
+			hit.Add(1)
+			if err := os.Remove(filepath.Join(root, strings.ReplaceAll(p, `\xff`, "\xff"))); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	m := capTestCapture(t, r, root, o)
+	if hit.Load() != 2 {
+		t.Fatalf("hook hit %d times, want 2", hit.Load())
+	}
+	if m.Complete {
+		t.Error("capture with a vanished file is complete")
+	}
+	errs := capTestErrors(m)
+	if !strings.Contains(errs[`gone\xff`], "vanished") || !strings.Contains(errs["links/a-first"], "vanished") ||
+		!strings.Contains(errs["links/b-second"], "hard link to links/a-first") || len(errs) != 3 {
+		t.Errorf("errors %q", errs)
+	}
+	if prog.errs.Load() != 3 {
+		t.Errorf("progress told of %d errors, want 3", prog.errs.Load())
+	}
+	// The snapshot is what is left; b-second, linked to a name the
+	// snapshot lacks, is left out too (restore could not make it).
+	// (The removals moved the mtime of links/.)
+	if err := os.Remove(filepath.Join(root, "links/b-second")); err != nil {
+		t.Fatal(err)
+	}
+	capTestCompare(t, r, root, m, "links")
+	capTestCheck(t, r)
+}
+
+func TestCaptureChangedWhileRead(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		changes int // reads after which the file grows
+		wantErr bool
+	}{{"once then stable", 1, false}, {"every time", 2, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			capTestWrite(t, root, map[string]string{"log": "line 0\n", "quiet": "q"})
+			r := capTestOpenRepo(t)
+			var read atomic.Int64
+			o := capTestOptions(&read)
+			o.Cache = r.Index()
+			attempts := 0
+			o.hooks.afterRead = func(p string, attempt int) {
+				if p != "log" {
+					return
+				}
+				attempts = attempt
+				if attempt <= tc.changes {
+					f, err := os.OpenFile(filepath.Join(root, "log"), os.O_APPEND|os.O_WRONLY, 0)
+					if err != nil {
+						t.Fatal(err)
+					}
+					_, _ = f.WriteString("line " + string(rune('0'+attempt)) + "\n")
+					_ = f.Close()
+				}
+			}
+			m := capTestCapture(t, r, root, o)
+			if attempts != 2 {
+				t.Errorf("log read %d times, want 2", attempts)
+			}
+			got := capTestFlatten(t, r, m.Root.Subtree)
+			content := string(capTestContent(t, r, got["log"]))
+			// The second read saw the first append only.
+			if content != "line 0\nline 1\n" || got["log"].Size != uint64(len(content)) {
+				t.Errorf("log captured as %q (size %d)", content, got["log"].Size)
+			}
+			errs := capTestErrors(m)
+			if tc.wantErr != strings.Contains(errs["log"], "changed while being read") || m.Complete == tc.wantErr {
+				t.Errorf("errors %q, complete %v", errs, m.Complete)
+			}
+			if !tc.wantErr {
+				capTestCompare(t, r, root, m)
+			}
+			capTestCheck(t, r)
+		})
+	}
+}
+
+func TestCaptureUnreadable(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads any file; TestCaptureUnreadableAsNobody covers this as root")
+	}
+	root := t.TempDir()
+	capTestWrite(t, root, map[string]string{"ok": "fine", "secret": "no", "locked/inside": "hidden"})
+	if err := os.Chmod(filepath.Join(root, "secret"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(root, "locked"), 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Chmod(filepath.Join(root, "locked"), 0o755) })
+	r := capTestOpenRepo(t)
+	m := capTestCapture(t, r, root, capTestOptions(nil))
+	capTestCheckUnreadable(t, r, m)
+}
+
+// capTestCheckUnreadable checks a capture of a tree with "ok", "secret"
+// (mode 000) and "locked/" (mode 000).
+func capTestCheckUnreadable(t *testing.T, r blobLoaderRepo, m *Manifest) {
+	t.Helper()
+	errs := capTestErrors(m)
+	if m.Complete || !strings.Contains(errs["secret"], "permission denied") || !strings.Contains(errs["locked"], "permission denied") || len(errs) != 2 {
+		t.Errorf("complete %v, errors %q", m.Complete, errs)
+	}
+	var names []string
+	err := LoadDir(context.Background(), r, blob.Workspace, m.Root.Subtree, func(n *Node) error {
+		names = append(names, string(n.Name))
+		return nil
+	})
+	if err != nil || strings.Join(names, ",") != "ok" {
+		t.Errorf("snapshot lists %q (%v), want only ok", names, err)
+	}
+}
+
+type blobLoaderRepo = BlobLoader
+
+func TestCaptureFatal(t *testing.T) {
+	r := capTestOpenRepo(t)
+	if _, err := Capture(context.Background(), r, filepath.Join(t.TempDir(), "missing"), capTestOptions(nil)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing root: %v", err)
+	}
+	file := filepath.Join(t.TempDir(), "file")
+	capTestWrite(t, filepath.Dir(file), map[string]string{"file": "x"})
+	if _, err := Capture(context.Background(), r, file, capTestOptions(nil)); err == nil {
+		t.Error("a file as root was captured")
+	}
+	if _, err := Capture(context.Background(), r, t.TempDir(), CaptureOptions{}); err == nil {
+		t.Error("capture without workspace")
+	}
+	o := capTestOptions(nil)
+	o.Excludes = []string{"[bad"}
+	if _, err := Capture(context.Background(), r, t.TempDir(), o); err == nil {
+		t.Error("bad exclude pattern accepted")
+	}
+
+	// Cancelled half way: an error, and no manifest.
+	root := t.TempDir()
+	files := map[string]string{}
+	for i := range 50 {
+		files[filepath.Join("d", string(rune('a'+i%26))+string(rune('a'+i/26)))] = strings.Repeat("z", i+1)
+	}
+	capTestWrite(t, root, files)
+	ctx, cancel := context.WithCancel(context.Background())
+	o = capTestOptions(nil)
+	o.Readers = 1
+	n := 0
+	o.hooks.beforeOpen = func(string) {
+		if n++; n == 10 {
+			cancel()
+		}
+	}
+	if _, err := Capture(ctx, r, root, o); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled capture: %v", err)
+	}
+	snaps, _, err := List(context.Background(), r, "")
+	if err != nil || len(snaps) != 0 {
+		t.Errorf("after failed captures, %d snapshots (%v)", len(snaps), err)
+	}
+	capTestCheck(t, r)
+}
+
+// capTestBadCache serves entries whose chunks are not in the repository.
+type capTestBadCache struct {
+	FileCache
+	gets atomic.Int64
+}
+
+func (c *capTestBadCache) FileCacheGet(ws string, path []byte) (index.FileEntry, bool, error) {
+	c.gets.Add(1)
+	e, ok, err := c.FileCache.FileCacheGet(ws, path)
+	if ok {
+		e.Content = []blob.ID{{1, 2, 3}}
+	}
+	return e, ok, err
+}
+
+func TestCaptureCacheNotTrustedBlindly(t *testing.T) {
+	root := t.TempDir()
+	capTestWrite(t, root, map[string]string{"a": "aaaa", "b/c": "cccc"})
+	capTestAge(t, root)
+	r := capTestOpenRepo(t)
+	var read atomic.Int64
+	o := capTestOptions(&read)
+	o.Cache = r.Index()
+	capTestCapture(t, r, root, o)
+
+	// Entries pointing at chunks the index lacks: everything is read.
+	read.Store(0)
+	bad := &capTestBadCache{FileCache: r.Index()}
+	o.Cache = bad
+	m := capTestCapture(t, r, root, o)
+	if read.Load() != 8 || bad.gets.Load() != 2 {
+		t.Errorf("read %d bytes after %d cache lookups; want 8 after 2", read.Load(), bad.gets.Load())
+	}
+	capTestCompare(t, r, root, m)
+
+	// Just-modified files are read but not cached ("racily clean").
+	root2 := t.TempDir()
+	capTestWrite(t, root2, map[string]string{"fresh": "ffff"})
+	o.Cache = r.Index()
+	capTestCapture(t, r, root2, o)
+	read.Store(0)
+	capTestCapture(t, r, root2, o)
+	if read.Load() != 4 {
+		t.Errorf("a just-written file was trusted from the cache (read %d bytes)", read.Load())
+	}
+}

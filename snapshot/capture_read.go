@@ -1,0 +1,226 @@
+package snapshot
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"lifeboat/blob"
+	"lifeboat/chunk"
+	"lifeboat/repo"
+)
+
+// capJob is a regular file for a reader: part.nodes[i], name in dir,
+// stat'ed as st when listed. h is dir's descriptor, held for the job.
+type capJob struct {
+	part *capPart
+	i    int
+	dir  *capDir
+	h    *capHandle
+	name string
+	st   unix.Stat_t
+	key  blob.ID  // file cache key
+	link *capLink // set when the file has more names still to come
+}
+
+// reader runs jobs until the walker closes the queue. Each reader owns one
+// chunker. After a fatal error jobs are only released, not run.
+func (c *capturer) reader(ch *chunk.Chunker) {
+	for j := range c.jobs {
+		ok := false
+		if c.ctx.Err() == nil {
+			ok = c.readJob(ch, j)
+		}
+		j.h.release()
+		if j.link != nil {
+			j.link.resolve(c, ok)
+		}
+		c.partDone(j.part)
+	}
+}
+
+// readJob fills in the file's content (from the cache or by reading it)
+// and reports whether the file is in the snapshot.
+func (c *capturer) readJob(ch *chunk.Chunker, j *capJob) bool {
+	n := &j.part.nodes[j.i]
+	if c.o.Cache != nil {
+		if ids, ok := c.cacheHit(j); ok {
+			n.Content = ids
+			var err error
+			if n.Xattrs, err = capXattrsAt(j.h.fd, j.name); err != nil {
+				c.record(j.dir.errPath(j.name), err)
+			}
+			c.cacheKeep(j.key, nil)
+			c.bytes.Add(n.Size)
+			c.o.Progress.Done(1, n.Size)
+			return true
+		}
+	}
+	if c.o.hooks.beforeOpen != nil {
+		c.o.hooks.beforeOpen(j.dir.errPath(j.name))
+	}
+	// O_NONBLOCK: should a FIFO have taken the file's place, opening it
+	// must not wait for a writer.
+	fd, err := capOpenat(j.h.fd, j.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK)
+	if err != nil {
+		switch {
+		case errors.Is(err, unix.ENOENT):
+			err = errors.New("vanished before it could be read")
+		case errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENXIO):
+			err = errors.New("replaced by a non-regular file during the capture")
+		default:
+			err = fmt.Errorf("opening: %w", err)
+		}
+		c.omit(j.dir, j.name, n, err)
+		return false
+	}
+	defer func() { _ = unix.Close(fd) }()
+	var before, after unix.Stat_t
+	if err := unix.Fstat(fd, &before); err != nil {
+		c.omit(j.dir, j.name, n, err)
+		return false
+	}
+	if before.Mode&unix.S_IFMT != unix.S_IFREG {
+		c.omit(j.dir, j.name, n, errors.New("replaced by a non-regular file during the capture"))
+		return false
+	}
+	var ids []blob.ID
+	var rd *capFileReader
+	changed := false
+	for attempt := 1; ; attempt++ {
+		rd = &capFileReader{fd: fd, counter: c.o.hooks.bytesRead, sparse: before.Blocks*512 < before.Size}
+		var st repo.StreamStats
+		ids, st, err = c.r.SaveStream(c.ctx, blob.Workspace, ch, rd)
+		if err != nil {
+			if rd.err != nil && c.ctx.Err() == nil {
+				c.omit(j.dir, j.name, n, fmt.Errorf("reading: %w", rd.err))
+				return false
+			}
+			c.fail(fmt.Errorf("capture: saving %s: %w", j.dir.errPath(j.name), err))
+			return false
+		}
+		c.newBytes.Add(uint64(st.NewBytes))
+		if c.o.hooks.afterRead != nil {
+			c.o.hooks.afterRead(j.dir.errPath(j.name), attempt)
+		}
+		if err := unix.Fstat(fd, &after); err != nil {
+			c.omit(j.dir, j.name, n, err)
+			return false
+		}
+		if capUnchanged(&before, &after) {
+			break
+		}
+		if attempt == 2 {
+			changed = true
+			break
+		}
+		before = after
+	}
+	c.setMeta(n, &after)
+	n.Size = uint64(rd.n)
+	n.Content = ids
+	if n.Xattrs, err = capXattrsFd(fd); err != nil {
+		c.record(j.dir.errPath(j.name), err)
+	}
+	if changed {
+		c.record(j.dir.errPath(j.name), errors.New("changed while being read; the snapshot holds its second read"))
+	} else if c.o.Cache != nil && after.Mtim.Nano() < c.racyNs && len(ids) > 0 && n.Size == uint64(after.Size) {
+		c.cacheKeep(j.key, &after, ids...)
+	}
+	c.bytes.Add(n.Size)
+	c.o.Progress.Done(1, n.Size)
+	return true
+}
+
+// capUnchanged reports whether a file's content may be taken as unchanged
+// between two fstats of one descriptor.
+func capUnchanged(a, b *unix.Stat_t) bool {
+	return a.Size == b.Size && a.Mtim == b.Mtim && a.Ctim == b.Ctim
+}
+
+// capFileReader reads a file from offset 0 with pread, remembering its
+// own error so a read failure (the file's problem) can be told apart from
+// a repository failure (fatal). In a sparse file it finds the holes with
+// SEEK_DATA/SEEK_HOLE and returns their zeros without reading them.
+type capFileReader struct {
+	fd      int
+	n       int64 // bytes read
+	err     error
+	counter *atomic.Int64
+
+	sparse  bool  // look for holes
+	dataEnd int64 // [n, dataEnd) is data: pread it
+	holeEnd int64 // [n, holeEnd) is a hole: zeros
+}
+
+func (r *capFileReader) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if r.sparse && r.n >= r.dataEnd && r.n >= r.holeEnd {
+		r.findExtent()
+	}
+	if r.n < r.holeEnd {
+		n := int(min(int64(len(p)), r.holeEnd-r.n))
+		clear(p[:n])
+		r.count(n)
+		return n, nil
+	}
+	if r.sparse && r.n < r.dataEnd {
+		p = p[:min(int64(len(p)), r.dataEnd-r.n)]
+	}
+	for {
+		n, err := unix.Pread(r.fd, p, r.n)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			r.err = err
+			return 0, err
+		}
+		if n == 0 {
+			return 0, io.EOF
+		}
+		r.count(n)
+		return n, nil
+	}
+}
+
+func (r *capFileReader) count(n int) {
+	r.n += int64(n)
+	if r.counter != nil {
+		r.counter.Add(int64(n))
+	}
+}
+
+// findExtent sets dataEnd or holeEnd for the extent at offset n. Where
+// the filesystem cannot tell, it stops looking and reads everything.
+func (r *capFileReader) findExtent() {
+	data, err := unix.Seek(r.fd, r.n, unix.SEEK_DATA)
+	if err == unix.ENXIO { // no data after n: a hole up to the current size
+		var st unix.Stat_t
+		if unix.Fstat(r.fd, &st) == nil && st.Size > r.n {
+			r.holeEnd = st.Size
+			return
+		}
+		r.sparse = false // at the end: pread says EOF
+		return
+	}
+	if err != nil {
+		r.sparse = false
+		return
+	}
+	if data > r.n {
+		r.holeEnd = data
+		return
+	}
+	hole, err := unix.Seek(r.fd, r.n, unix.SEEK_HOLE)
+	if err != nil || hole <= r.n {
+		r.sparse = false
+		return
+	}
+	r.dataEnd = hole
+}

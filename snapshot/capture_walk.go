@@ -1,0 +1,332 @@
+package snapshot
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"lifeboat/blob"
+)
+
+// The walker runs in Capture's goroutine: it lists one directory at a time
+// (all its names, then the descriptor stays open only while needed), stats
+// each entry relative to the directory's descriptor, descends into
+// subdirectories depth first in name order, and hands regular files to
+// the readers. Everything is done with *at calls on descriptors, so path
+// length never matters.
+
+// capMaxHeld bounds the directory descriptors the walker keeps open along
+// the current path. Deeper down, the shallowest are closed, and reopened
+// through ".." (checked by device and inode) on the way back up.
+const capMaxHeld = 64
+
+// capHandle is a directory descriptor shared by the walker and the readers
+// of the directory's files; it is closed when the last user releases it.
+type capHandle struct {
+	fd   int
+	refs atomic.Int32
+}
+
+func newCapHandle(fd int) *capHandle {
+	h := &capHandle{fd: fd}
+	h.refs.Store(1)
+	return h
+}
+
+func (h *capHandle) acquire() { h.refs.Add(1) }
+
+func (h *capHandle) release() {
+	if h.refs.Add(-1) == 0 {
+		_ = unix.Close(h.fd)
+	}
+}
+
+// capDir is a directory being captured.
+type capDir struct {
+	parent   *capDir
+	name     string // as the OS gave it
+	part     *capPart
+	node     *Node // in parent part's nodes, or the manifest's root
+	dev, ino uint64
+	depth    int     // the root is 0
+	key      blob.ID // file cache key
+	h        *capHandle
+	broken   bool // moved during the walk: the rest of it is skipped
+
+	ids     []blob.ID    // tree blob per part; zero for an empty part
+	pending atomic.Int64 // parts not saved, +1 while the walker lists
+}
+
+// relPath is the slash path of entry name in d (d itself when name is
+// empty) from the root, as raw bytes.
+func (d *capDir) relPath(name string) []byte {
+	var parts []string
+	if name != "" {
+		parts = append(parts, name)
+	}
+	for x := d; x.parent != nil; x = x.parent {
+		parts = append(parts, x.name)
+	}
+	var b []byte
+	for i := len(parts) - 1; i >= 0; i-- {
+		b = append(b, parts[i]...)
+		if i > 0 {
+			b = append(b, '/')
+		}
+	}
+	return b
+}
+
+// errPath is relPath for messages: "." for the root, invalid UTF-8 escaped.
+func (d *capDir) errPath(name string) string {
+	p := d.relPath(name)
+	if len(p) == 0 {
+		return "."
+	}
+	return capEscape(p)
+}
+
+// walk lists d and captures its entries. It returns only fatal errors.
+func (c *capturer) walk(d *capDir) error {
+	names, err := capReadNames(d.h.fd)
+	if err != nil {
+		if d.parent == nil {
+			return fmt.Errorf("capture %s: listing: %w", c.rootPath, err)
+		}
+		c.record(d.errPath(""), fmt.Errorf("listing the directory: %w", err))
+		d.node.Type = "" // left out
+	}
+	names = c.excl.filter(d, names)
+	slices.Sort(names)
+	nparts := (len(names) + MaxNodesPerBlob - 1) / MaxNodesPerBlob
+	d.ids = make([]blob.ID, nparts)
+	d.pending.Store(int64(nparts) + 1)
+	for p := range nparts {
+		chunk := names[p*MaxNodesPerBlob : min(len(names), (p+1)*MaxNodesPerBlob)]
+		part := &capPart{dir: d, idx: p, nodes: make([]Node, len(chunk))}
+		part.pending.Store(1)
+		for i, name := range chunk {
+			if err := c.ctx.Err(); err != nil {
+				return c.fatal()
+			}
+			if err := c.entry(d, part, i, name); err != nil {
+				return err
+			}
+			chunk[i] = "" // let the name go
+		}
+		c.partDone(part)
+	}
+	c.dirDone(d)
+	return nil
+}
+
+// entry captures name in d as part.nodes[i].
+func (c *capturer) entry(d *capDir, part *capPart, i int, name string) error {
+	n := &part.nodes[i]
+	n.Name = []byte(name)
+	if d.broken {
+		n.Type = ""
+		return nil
+	}
+	fd := d.h.fd
+	var st unix.Stat_t
+	if err := capRetry(func() error { return unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
+		c.omit(d, name, n, capVanished(err))
+		return nil
+	}
+	c.setMeta(n, &st)
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return c.descend(d, part, n, name)
+	case unix.S_IFREG:
+		return c.file(d, part, i, name, &st)
+	case unix.S_IFLNK:
+		target, err := capReadlink(fd, name)
+		if err != nil {
+			c.omit(d, name, n, capVanished(err))
+			return nil
+		}
+		n.Type, n.LinkTarget = TypeSymlink, target
+	case unix.S_IFIFO:
+		n.Type = TypeFIFO
+	case unix.S_IFSOCK:
+		n.Type = TypeSocket
+	case unix.S_IFCHR, unix.S_IFBLK:
+		n.Type = TypeDevice
+	default:
+		c.omit(d, name, n, fmt.Errorf("unknown file type %#o", st.Mode&unix.S_IFMT))
+		return nil
+	}
+	c.files.Add(1)
+	c.o.Progress.Done(1, 0)
+	return nil
+}
+
+// omit leaves n out of the snapshot and records why.
+func (c *capturer) omit(d *capDir, name string, n *Node, err error) {
+	n.Type = ""
+	c.record(d.errPath(name), err)
+}
+
+// capVanished says plainly that an entry went away during the capture.
+func capVanished(err error) error {
+	if errors.Is(err, unix.ENOENT) {
+		return errors.New("vanished during the capture")
+	}
+	return err
+}
+
+// descend opens subdirectory name of d and walks it.
+func (c *capturer) descend(d *capDir, part *capPart, n *Node, name string) error {
+	n.Type = TypeDir
+	cfd, err := capOpenat(d.h.fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW)
+	if err != nil {
+		if errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
+			err = errors.New("replaced by a non-directory during the capture")
+		}
+		c.omit(d, name, n, capVanished(err))
+		return nil
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(cfd, &st); err != nil {
+		_ = unix.Close(cfd)
+		c.omit(d, name, n, err)
+		return nil
+	}
+	c.setMeta(n, &st) // the directory opened, should it differ from the one stat'ed
+	child := &capDir{parent: d, name: name, part: part, node: n, dev: st.Dev, ino: st.Ino,
+		depth: d.depth + 1, h: newCapHandle(cfd)}
+	if c.o.Cache != nil {
+		child.key = capChildKey(c.keys, d.key, name)
+	}
+	if n.Xattrs, err = capXattrsFd(cfd); err != nil {
+		c.record(child.errPath(""), err)
+	}
+	part.pending.Add(1)
+	c.push(child)
+	err = c.walk(child)
+	c.pop(child)
+	if n.Type == TypeDir {
+		c.dirs.Add(1)
+	}
+	return err
+}
+
+// push makes child the current directory, closing the walker's
+// descriptor of the shallowest held directory when too many are held.
+func (c *capturer) push(child *capDir) {
+	c.stack = append(c.stack, child)
+	if len(c.stack)-c.heldFrom > capMaxHeld {
+		ev := c.stack[c.heldFrom]
+		ev.h.release()
+		ev.h = nil
+		c.heldFrom++
+	}
+}
+
+// pop leaves child, the current directory, for its parent, reopening the
+// parent's descriptor if push closed it.
+func (c *capturer) pop(child *capDir) {
+	c.stack = c.stack[:len(c.stack)-1]
+	parent := child.parent
+	if parent.h == nil && !parent.broken {
+		if fd, err := c.reopen(parent, child); err != nil {
+			parent.broken = true
+			c.record(parent.errPath(""), fmt.Errorf("moved during the capture; entries after %q are left out: %w", capEscape([]byte(child.name)), err))
+		} else {
+			parent.h = newCapHandle(fd)
+		}
+	}
+	if child.h != nil {
+		child.h.release()
+		child.h = nil
+	}
+	c.heldFrom = min(c.heldFrom, len(c.stack)-1)
+}
+
+// reopen opens d again, through ".." from its child when it can, else by
+// names from the root, and checks it is the same directory.
+func (c *capturer) reopen(d, child *capDir) (int, error) {
+	if child.h != nil {
+		if fd, err := capOpenat(child.h.fd, "..", unix.O_RDONLY|unix.O_DIRECTORY); err == nil {
+			if capSameDir(fd, d) {
+				return fd, nil
+			}
+			_ = unix.Close(fd)
+		}
+	}
+	var names []string
+	for x := d; x.parent != nil; x = x.parent {
+		names = append(names, x.name)
+	}
+	fd, err := capOpenat(unix.AT_FDCWD, c.rootPath, unix.O_RDONLY|unix.O_DIRECTORY)
+	if err != nil {
+		return -1, err
+	}
+	for i := len(names) - 1; i >= 0; i-- {
+		nfd, err := capOpenat(fd, names[i], unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW)
+		_ = unix.Close(fd)
+		if err != nil {
+			return -1, err
+		}
+		fd = nfd
+	}
+	if !capSameDir(fd, d) {
+		_ = unix.Close(fd)
+		return -1, errors.New("another directory now has its name")
+	}
+	return fd, nil
+}
+
+func capSameDir(fd int, d *capDir) bool {
+	var st unix.Stat_t
+	return unix.Fstat(fd, &st) == nil && st.Dev == d.dev && st.Ino == d.ino
+}
+
+// file captures regular file name of d as part.nodes[i]: a hard link when
+// an earlier name of the same inode was captured, else a job for the
+// readers (or nothing to read when empty).
+func (c *capturer) file(d *capDir, part *capPart, i int, name string, st *unix.Stat_t) error {
+	n := &part.nodes[i]
+	n.Type = TypeFile
+	n.Size = uint64(st.Size)
+	var link *capLink
+	if st.Nlink > 1 {
+		ino := capInode{st.Dev, st.Ino}
+		if first := c.links[ino]; first != nil {
+			c.hardlink(d, part, i, first)
+			return nil
+		}
+		link = &capLink{dir: d, name: name}
+		c.links[ino] = link
+	}
+	c.files.Add(1)
+	if st.Size == 0 {
+		// Nothing to read; an empty file is not worth a cache entry.
+		var err error
+		if n.Xattrs, err = capXattrsAt(d.h.fd, name); err != nil {
+			c.record(d.errPath(name), err)
+		}
+		if link != nil {
+			link.resolve(c, true)
+		}
+		c.o.Progress.Done(1, 0)
+		return nil
+	}
+	j := &capJob{part: part, i: i, dir: d, h: d.h, name: name, st: *st, link: link}
+	if c.o.Cache != nil {
+		j.key = capChildKey(c.keys, d.key, name)
+	}
+	part.pending.Add(1)
+	d.h.acquire()
+	select {
+	case c.jobs <- j:
+		return nil
+	case <-c.ctx.Done():
+		d.h.release()
+		return c.fatal()
+	}
+}

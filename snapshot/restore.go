@@ -1,0 +1,131 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"syscall"
+
+	"lifeboat/blob"
+	"lifeboat/repo"
+)
+
+// RestoreOptions say where and what to restore.
+type RestoreOptions struct {
+	Target   string    // directory to create or (with Replace) replace
+	Replace  bool      // replace an existing target by atomic exchange
+	Includes []string  // slash paths relative to the snapshot root; empty = everything; an include of a dir takes its subtree
+	Workers  int       // parallel pack readers and file writers; default GOMAXPROCS*2
+	Progress Progress  // nil = NoProgress
+	Tier     blob.Tier // tier of the snapshot's trees and chunks; default workspace
+
+	hooks *stageHooks // tests: rename system calls
+}
+
+// RestoreResult counts what a restore put in place.
+type RestoreResult struct {
+	Files   uint64   // non-directory entries created: files, hard links, symlinks, FIFOs
+	Dirs    uint64   // directories, the target itself included
+	Bytes   uint64   // content bytes of the regular files (a hard-linked file counts once)
+	Skipped []string // sockets and devices: never created (each also reported to Progress.Error)
+	Staging string   // the staging directory used; it no longer exists after Restore returns
+	// Leftover is set when the restore succeeded but the tree it replaced
+	// could not be removed: it is still at this path and may be deleted.
+	Leftover string
+}
+
+// Restore rebuilds snapshot m under o.Target.
+//
+// A manifest and its trees are untrusted input: the whole tree is walked
+// and every entry checked before anything is written (names, node fields,
+// hard link targets, extended attribute namespaces; see ErrUnsafeEntry).
+// Contents are read once per pack range, each chunk verified on read, and
+// each file verified against its chunk ids after writing. Everything is
+// built in a staging directory next to the target, through directory
+// descriptors that never follow a symlink, then fsynced and switched into
+// place (see stage.go for the exchange and its fallback). On any error or
+// cancellation the staging directory is removed and the target is left
+// exactly as it was; the error is a *RestoreError naming the entries
+// concerned where there are any.
+//
+// Sockets and device nodes are never created: they are listed in
+// Skipped and reported to Progress.Error. Ownership is restored only when
+// running as root.
+func Restore(ctx context.Context, r *repo.Repository, m *Manifest, o RestoreOptions) (res RestoreResult, err error) {
+	if o.Workers <= 0 {
+		o.Workers = runtime.GOMAXPROCS(0) * 2
+	}
+	if o.Progress == nil {
+		o.Progress = NoProgress{}
+	}
+	if o.Tier == 0 {
+		o.Tier = blob.Workspace
+	}
+	keys, err := r.TierKeys(o.Tier)
+	if err != nil {
+		return res, err
+	}
+	plan, err := rsPlanTree(ctx, r, o.Tier, m, o.Includes)
+	if err != nil {
+		return res, err
+	}
+	if err := plan.planChunks(r, o.Tier); err != nil {
+		return res, err
+	}
+	for _, p := range plan.skipped {
+		o.Progress.Error(p, errors.New("socket or device node: not restored"))
+	}
+	st, err := newStage(o.Target, o.Replace, o.hooks)
+	if err != nil {
+		return res, err
+	}
+	res.Staging = st.path()
+	entries := plan.entries
+	w := &rsWriter{plan: plan, keys: keys, be: r.Backend(), workers: o.Workers, progress: o.Progress,
+		chown: os.Geteuid() == 0, zeroIDs: map[int64]blob.ID{}}
+	w.dirs = newSafeDirs(st.fd, func(d int32) (int32, string) { return entries[d].parent, entries[d].name }, 256)
+	o.Progress.Start(uint64(len(plan.files)), plan.bytes)
+	err = w.build(ctx)
+	w.closeFiles()
+	w.dirs.close()
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err == nil {
+		res.Leftover, err = st.commit()
+	}
+	if err != nil {
+		if errors.Is(err, syscall.ENOSPC) {
+			err = fmt.Errorf("%w (the files to restore hold %s, less where sparse; free space in %s or restore elsewhere)", err, rsHumanBytes(plan.bytes), st.parent)
+		}
+		if aerr := st.abort(); aerr != nil {
+			err = fmt.Errorf("%w; %w", err, aerr)
+		}
+		return res, err
+	}
+	st.close()
+	if res.Leftover != "" {
+		o.Progress.Error("", fmt.Errorf("the replaced tree could not be removed; it is at %s", res.Leftover))
+	}
+	res.Files = uint64(len(plan.files)) + plan.others
+	res.Dirs = plan.dirs
+	res.Bytes = plan.bytes
+	res.Skipped = plan.skipped
+	return res, nil
+}
+
+// rsHumanBytes renders n with a binary unit for messages.
+func rsHumanBytes(n uint64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := uint64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

@@ -1,0 +1,278 @@
+package snapshot
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/zeebo/blake3"
+	"golang.org/x/sys/unix"
+
+	"lifeboat/backend"
+	"lifeboat/blob"
+	"lifeboat/pack"
+	"lifeboat/repo"
+)
+
+// rsMaxOpen is how many restored files may stay open between writes; a
+// file whose chunks are spread over packs far apart is closed and opened
+// again rather than exhausting descriptors.
+const rsMaxOpen = 256
+
+var rsPlainBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// writeRun reads one run of a pack in a single Load, opens and verifies
+// each chunk, and writes it wherever it goes.
+func (w *rsWriter) writeRun(ctx context.Context, run *rsRun) error {
+	h := backend.Handle{Type: backend.Pack, Name: run.pack.String()}
+	data, err := w.be.Load(ctx, h, run.start, int(run.end-run.start))
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		switch {
+		case errors.Is(err, backend.ErrNotFound):
+			err = fmt.Errorf("%w: %s: %w", repo.ErrPackMissing, h, err)
+		case errors.Is(err, backend.ErrShortRead):
+			err = fmt.Errorf("%w: %s is truncated: %w", repo.ErrCorrupt, h, err)
+		}
+		return &RestoreError{Paths: w.plan.filesOf(run.chunks...), Err: fmt.Errorf("reading %d chunks: %w; run `lifeboat check`", len(run.chunks), err)}
+	}
+	bp := rsPlainBufs.Get().(*[]byte)
+	defer rsPlainBufs.Put(bp)
+	for _, c := range run.chunks {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		sealed := data[int64(c.loc.Offset)-run.start : int64(c.loc.Offset)-run.start+int64(c.loc.Length)]
+		plain, err := pack.OpenBlob(w.keys, c.loc.Entry, sealed, *bp)
+		if err == nil && w.keys.BlobID(plain) != c.id {
+			err = fmt.Errorf("chunk %s does not hash to its id", c.id.Short())
+		}
+		if err != nil {
+			return &RestoreError{Paths: w.plan.filesOf(c), Err: fmt.Errorf("%w: chunk %s in %s: %w; run `lifeboat check --read-data`", repo.ErrCorrupt, c.id.Short(), h, err)}
+		}
+		*bp = plain[:0]
+		for _, u := range c.uses {
+			if err := w.place(u, plain); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// place writes one chunk into one file. The file was truncated to its
+// size when created, so blocks of zeros are not written and stay holes.
+// The writer that places a file's last chunk verifies and finishes it.
+func (w *rsWriter) place(u rsUse, plain []byte) error {
+	f := w.plan.files[u.file]
+	e := &w.plan.entries[f.entry]
+	fd, err := w.acquire(f, e)
+	if err != nil {
+		return err
+	}
+	return w.release(f, e, rsWriteSparse(fd, plain, u.off))
+}
+
+// acquire opens f for writing (creating it the first time) and holds it.
+func (w *rsWriter) acquire(f *rsFile, e *rsEntry) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fd < 0 {
+		pfd, err := w.dirs.get(e.parent)
+		if err != nil {
+			return -1, &RestoreError{Paths: []string{e.path}, Err: err}
+		}
+		flags := unix.O_RDWR
+		if !f.created {
+			flags |= unix.O_CREAT | unix.O_EXCL
+		}
+		fd, err := safeOpenAt(pfd, e.name, flags, 0o600)
+		w.dirs.put(e.parent)
+		if err != nil {
+			return -1, &RestoreError{Paths: []string{e.path}, Err: fmt.Errorf("creating file: %w", err)}
+		}
+		if !f.created {
+			if err := unix.Ftruncate(fd, f.size); err != nil {
+				_ = unix.Close(fd)
+				return -1, &RestoreError{Paths: []string{e.path}, Err: fmt.Errorf("setting size %d: %w", f.size, err)}
+			}
+			f.created = true
+		}
+		f.fd = fd
+		w.open.Add(1)
+	}
+	f.active++
+	return f.fd, nil
+}
+
+// release ends a write of f; werr is its result. After the last chunk it
+// verifies the file and applies its metadata.
+func (w *rsWriter) release(f *rsFile, e *rsEntry, werr error) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.active--
+	if werr != nil {
+		return &RestoreError{Paths: []string{e.path}, Err: fmt.Errorf("writing: %w", werr)}
+	}
+	f.left--
+	if f.left > 0 {
+		if f.active == 0 && w.open.Load() > rsMaxOpen {
+			_ = unix.Close(f.fd)
+			f.fd = -1
+			w.open.Add(-1)
+		}
+		return nil
+	}
+	defer func() {
+		_ = unix.Close(f.fd)
+		f.fd = -1
+		w.open.Add(-1)
+	}()
+	return w.finishFile(f.fd, f, e)
+}
+
+// finishFile verifies a written file, applies its metadata and fsyncs it.
+func (w *rsWriter) finishFile(fd int, f *rsFile, e *rsEntry) error {
+	if err := w.verify(fd, e); err != nil {
+		return err
+	}
+	if err := w.metaFD(fd, e); err != nil {
+		return err
+	}
+	if err := rsFsync(fd); err != nil {
+		return &RestoreError{Paths: []string{e.path}, Err: fmt.Errorf("fsync: %w", err)}
+	}
+	w.progress.Done(1, uint64(f.size))
+	return nil
+}
+
+// verify reads the file back and checks every chunk range against its
+// id, so a fault between decryption and the disk cannot go unnoticed.
+// A range that is a hole reads as zeros without being read.
+func (w *rsWriter) verify(fd int, e *rsEntry) error {
+	h, err := blake3.NewKeyed(w.keys.IDKey[:])
+	if err != nil {
+		return err
+	}
+	bp := rsPlainBufs.Get().(*[]byte)
+	defer rsPlainBufs.Put(bp)
+	if cap(*bp) < 1<<20 {
+		*bp = make([]byte, 0, 1<<20)
+	}
+	buf := (*bp)[:1<<20]
+	var off int64
+	for _, id := range e.node.Content {
+		n := int64(w.plan.chunks[id].loc.PlainLen)
+		var got blob.ID
+		if rsIsHole(fd, off, n) {
+			got = w.zeroID(n)
+		} else {
+			h.Reset()
+			for pos := off; pos < off+n; {
+				k, err := unix.Pread(fd, buf[:min(int64(len(buf)), off+n-pos)], pos)
+				if err == unix.EINTR {
+					continue
+				}
+				if err != nil || k == 0 {
+					return &RestoreError{Paths: []string{e.path}, Err: fmt.Errorf("reading back for verification at offset %d: %v", pos, rsOr(err, "unexpected end of file"))}
+				}
+				_, _ = h.Write(buf[:k])
+				pos += int64(k)
+			}
+			h.Sum(got[:0])
+		}
+		if got != id {
+			return &RestoreError{Paths: []string{e.path}, Err: fmt.Errorf("%w: bytes %d-%d read back do not hash to chunk %s", ErrContentMismatch, off, off+n, id.Short())}
+		}
+		off += n
+	}
+	return nil
+}
+
+// zeroID is the id of n zero bytes, computed once per length.
+func (w *rsWriter) zeroID(n int64) blob.ID {
+	w.zeroMu.Lock()
+	defer w.zeroMu.Unlock()
+	if id, ok := w.zeroIDs[n]; ok {
+		return id
+	}
+	h, _ := blake3.NewKeyed(w.keys.IDKey[:])
+	for left := n; left > 0; {
+		k := min(left, int64(len(rsZeros)))
+		_, _ = h.Write(rsZeros[:k])
+		left -= k
+	}
+	var id blob.ID
+	h.Sum(id[:0])
+	w.zeroIDs[n] = id
+	return id
+}
+
+var rsZeros [64 << 10]byte
+
+// rsBlock is the granularity of holes: file system blocks are 4 KiB.
+const rsBlock = 4096
+
+// rsWriteSparse writes b at off in fd, skipping every block-aligned run
+// of zeros (aligned to file offsets, so a skipped block is a whole file
+// system block and stays a hole).
+func rsWriteSparse(fd int, b []byte, off int64) error {
+	run := -1 // start of the pending run of data blocks
+	for i := 0; i < len(b); {
+		end := min(len(b), int((off+int64(i))/rsBlock*rsBlock+rsBlock-off))
+		if bytes.Equal(b[i:end], rsZeros[:end-i]) {
+			if run >= 0 {
+				if err := rsPwrite(fd, b[run:i], off+int64(run)); err != nil {
+					return err
+				}
+				run = -1
+			}
+		} else if run < 0 {
+			run = i
+		}
+		i = end
+	}
+	if run >= 0 {
+		return rsPwrite(fd, b[run:], off+int64(run))
+	}
+	return nil
+}
+
+// rsIsHole reports whether bytes [off, off+n) of fd are a hole (no data
+// up to their end). Filesystems without SEEK_DATA report data.
+func rsIsHole(fd int, off, n int64) bool {
+	if n == 0 {
+		return false
+	}
+	next, err := unix.Seek(fd, off, unix.SEEK_DATA)
+	if err == unix.ENXIO { // no data at or after off
+		return true
+	}
+	return err == nil && next >= off+n
+}
+
+// rsPwrite writes all of b at off.
+func rsPwrite(fd int, b []byte, off int64) error {
+	for len(b) > 0 {
+		k, err := unix.Pwrite(fd, b, off)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		b, off = b[k:], off+int64(k)
+	}
+	return nil
+}
+
+func rsOr(err error, s string) any {
+	if err != nil {
+		return err
+	}
+	return s
+}

@@ -1,0 +1,361 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"lifeboat/blob"
+	"lifeboat/repo"
+)
+
+// rsOldTarget makes an existing target directory with content of its own
+// and returns a check that it is exactly as it was.
+func rsOldTarget(t *testing.T, parent string) (target string, check func()) {
+	t.Helper()
+	target = filepath.Join(parent, "target")
+	if err := os.MkdirAll(filepath.Join(target, "old-dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(target, "old-dir", "old-file"), []byte("the tree before the restore"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := rsDump(t, target, true)
+	return target, func() {
+		t.Helper()
+		if after := rsDump(t, target, true); after != before {
+			t.Errorf("target changed:\nbefore:\n%s\nafter:\n%s", before, after)
+		}
+	}
+}
+
+// rsMixedSnapshot is a snapshot of several files in a few directories,
+// spread over several packs, and what each file holds.
+func rsMixedSnapshot(t *testing.T, r *rsRepo, files int, size int) (*Manifest, map[string][]byte) {
+	t.Helper()
+	want := map[string][]byte{}
+	var dirs []Node
+	for d := range 3 {
+		var nodes []Node
+		for f := range files / 3 {
+			name := string(rune('a'+d)) + "/f" + string(rune('a'+f%26)) + string(rune('a'+f/26))
+			data := make([]byte, size+f*100)
+			rsRandom(data, uint64(d*1000+f+1))
+			want[name] = data
+			nodes = append(nodes, r.file(t, filepath.Base(name), data))
+		}
+		dirs = append(dirs, r.dir(t, string(rune('a'+d)), nodes...))
+	}
+	return r.manifest(t, r.dir(t, "root", dirs...), true), want
+}
+
+func rsCheckFiles(t *testing.T, target string, want map[string][]byte) {
+	t.Helper()
+	for name, data := range want {
+		got, err := os.ReadFile(filepath.Join(target, name))
+		if err != nil || string(got) != string(data) {
+			t.Errorf("%s: %d bytes (err %v), want %d", name, len(got), err, len(data))
+		}
+	}
+}
+
+func TestRestoreExistingTarget(t *testing.T) {
+	r := newRestoreRepo(t)
+	m, want := rsMixedSnapshot(t, r, 9, 5000)
+	parent := t.TempDir()
+	_, checkSentinel := rsSentinel(t, parent)
+	target, checkTarget := rsOldTarget(t, parent)
+
+	_, err := Restore(t.Context(), r.Repository, m, RestoreOptions{Target: target})
+	if !errors.Is(err, ErrTargetExists) {
+		t.Fatalf("restore over an existing target without Replace: %v", err)
+	}
+	checkTarget()
+	if l := rsLeftovers(t, parent); len(l) > 0 {
+		t.Errorf("left behind: %v", l)
+	}
+
+	res, err := Restore(t.Context(), r.Repository, m, RestoreOptions{Target: target, Replace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rsCheckFiles(t, target, want)
+	if _, err := os.Stat(filepath.Join(target, "old-dir")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("old content still in the target: %v", err)
+	}
+	if l := rsLeftovers(t, parent); len(l) > 0 || res.Leftover != "" {
+		t.Errorf("left behind: %v %q", l, res.Leftover)
+	}
+	checkSentinel()
+
+	// A symlink to a directory is not a target Replace swaps.
+	link := filepath.Join(parent, "link")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Restore(t.Context(), r.Repository, m, RestoreOptions{Target: link, Replace: true}); err == nil {
+		t.Error("Replace of a symlink target accepted")
+	}
+	if _, err := Restore(t.Context(), r.Repository, m, RestoreOptions{Target: filepath.Join(parent, "no", "such", "parent")}); err == nil {
+		t.Error("restore under a missing parent accepted")
+	}
+}
+
+// TestRestoreReplaceFallback simulates a filesystem without
+// RENAME_EXCHANGE: the two-step fallback replaces the target, and when its
+// second rename fails the old tree is put back.
+func TestRestoreReplaceFallback(t *testing.T) {
+	r := newRestoreRepo(t)
+	m, want := rsMixedSnapshot(t, r, 6, 3000)
+	noExchange := func(ofd int, op string, nfd int, np string, flags uint) error {
+		if flags&unix.RENAME_EXCHANGE != 0 {
+			return unix.EINVAL
+		}
+		return unix.Renameat2(ofd, op, nfd, np, flags)
+	}
+
+	parent := t.TempDir()
+	target, _ := rsOldTarget(t, parent)
+	var renames []string
+	hooks := &stageHooks{renameat2: noExchange, renameat: func(ofd int, op string, nfd int, np string) error {
+		renames = append(renames, op+" -> "+np)
+		return unix.Renameat(ofd, op, nfd, np)
+	}}
+	res, err := Restore(t.Context(), r.Repository, m, RestoreOptions{Target: target, Replace: true, hooks: hooks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("renames: %q", renames)
+	if len(renames) != 2 || !strings.HasPrefix(renames[0], "target -> .lifeboat-old-") || !strings.HasSuffix(renames[1], " -> target") {
+		t.Errorf("fallback renames: %q", renames)
+	}
+	rsCheckFiles(t, target, want)
+	if l := rsLeftovers(t, parent); len(l) > 0 || res.Leftover != "" {
+		t.Errorf("left behind: %v %q", l, res.Leftover)
+	}
+
+	parent = t.TempDir()
+	target, checkTarget := rsOldTarget(t, parent)
+	n := 0
+	hooks = &stageHooks{renameat2: noExchange, renameat: func(ofd int, op string, nfd int, np string) error {
+		if n++; n == 2 {
+			return unix.EIO
+		}
+		return unix.Renameat(ofd, op, nfd, np)
+	}}
+	_, err = Restore(t.Context(), r.Repository, m, RestoreOptions{Target: target, Replace: true, hooks: hooks})
+	if !errors.Is(err, unix.EIO) {
+		t.Fatalf("failed second rename: %v", err)
+	}
+	t.Logf("error: %v", err)
+	checkTarget()
+	if l := rsLeftovers(t, parent); len(l) > 0 {
+		t.Errorf("left behind: %v", l)
+	}
+}
+
+// rsPackOf returns the path of the pack holding a file's first chunk.
+func (r *rsRepo) packOf(t *testing.T, n Node) (string, uint32) {
+	t.Helper()
+	loc, ok, err := r.LookupBlob(blob.Workspace, blob.Data, n.Content[0])
+	if err != nil || !ok {
+		t.Fatalf("chunk of %s: %v %v", n.Name, ok, err)
+	}
+	name := loc.Pack.String()
+	return filepath.Join(r.path, "data", name[:2], name), loc.Offset
+}
+
+// TestRestoreDamagedRepository: a missing pack, a corrupt chunk, a chunk
+// or tree not in the index. Each fails the restore with an error naming
+// the files affected, the target stays as it was, nothing is left.
+func TestRestoreDamagedRepository(t *testing.T) {
+	r := newRestoreRepo(t)
+	victim := make([]byte, 300<<10)
+	rsRandom(victim, 42)
+	var ghost blob.ID
+	ghost[0] = 0xee
+	cases := []struct {
+		name   string
+		damage func(t *testing.T) (Node, func())
+		is     error
+		names  string
+	}{
+		{"missing pack", func(t *testing.T) (Node, func()) {
+			n := r.file(t, "victim", victim)
+			return n, func() {
+				if err := r.Flush(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				p, _ := r.packOf(t, n)
+				if err := os.Remove(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}, repo.ErrPackMissing, `"dir/victim"`},
+		{"corrupt chunk", func(t *testing.T) (Node, func()) {
+			v := append([]byte("corrupt "), victim...)
+			n := r.file(t, "victim", v)
+			return n, func() {
+				if err := r.Flush(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				p, off := r.packOf(t, n)
+				b, err := os.ReadFile(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b[off+40] ^= 0x10
+				if err := os.Chmod(p, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}, repo.ErrCorrupt, `"dir/victim"`},
+		{"chunk not indexed", func(t *testing.T) (Node, func()) {
+			return Node{Name: []byte("victim"), Type: TypeFile, Size: 10, Content: []blob.ID{ghost}}, func() {}
+		}, repo.ErrBlobNotFound, `"dir/victim"`},
+		{"tree not indexed", func(t *testing.T) (Node, func()) {
+			return Node{Name: []byte("victim"), Type: TypeDir, Subtree: []blob.ID{ghost}}, func() {}
+		}, repo.ErrBlobNotFound, `"dir/victim"`},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			n, damage := tc.damage(t)
+			bystander := r.file(t, "bystander", []byte(tc.name))
+			m := r.manifest(t, r.dir(t, "root", r.dir(t, "dir", n, bystander), r.file(t, "top", []byte{byte(i)})), true)
+			damage()
+			parent := t.TempDir()
+			_, checkSentinel := rsSentinel(t, parent)
+			target, checkTarget := rsOldTarget(t, parent)
+			_, err := Restore(t.Context(), r.Repository, m, RestoreOptions{Target: target, Replace: true})
+			t.Logf("error: %v", err)
+			if !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.names) {
+				t.Errorf("got %v, want %v naming %s", err, tc.is, tc.names)
+			}
+			checkTarget()
+			checkSentinel()
+			if l := rsLeftovers(t, parent); len(l) > 0 {
+				t.Errorf("left behind: %v", l)
+			}
+		})
+	}
+}
+
+// TestRestoreCancelled cancels the context as the first file finishes.
+func TestRestoreCancelled(t *testing.T) {
+	r := newRestoreRepo(t)
+	m, _ := rsMixedSnapshot(t, r, 30, 100<<10)
+	parent := t.TempDir()
+	target, checkTarget := rsOldTarget(t, parent)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	prog := &rsProgress{onDone: cancel}
+	_, err := Restore(ctx, r.Repository, m, RestoreOptions{Target: target, Replace: true, Progress: prog, Workers: 2})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled restore: %v", err)
+	}
+	if prog.files == 0 || prog.files >= 30 {
+		t.Errorf("cancelled after %d files; want the cancel mid-way", prog.files)
+	}
+	checkTarget()
+	if l := rsLeftovers(t, parent); len(l) > 0 {
+		t.Errorf("left behind: %v", l)
+	}
+}
+
+// rsMount mounts a tmpfs with opts at a new temp dir (root only).
+func rsMount(t *testing.T, flags uintptr, opts string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	mnt := t.TempDir()
+	if err := syscall.Mount("tmpfs", mnt, "tmpfs", flags, opts); err != nil {
+		t.Skipf("mount -t tmpfs -o %s refused: %v", opts, err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(mnt, 0); err != nil {
+			t.Errorf("unmount %s: %v", mnt, err)
+		}
+	})
+	return mnt
+}
+
+func TestRestoreReadOnlyFilesystem(t *testing.T) {
+	r := newRestoreRepo(t)
+	m, _ := rsMixedSnapshot(t, r, 3, 1000)
+	// A new target on a read-only filesystem.
+	mnt := rsMount(t, syscall.MS_RDONLY, "size=1m")
+	_, err := Restore(t.Context(), r.Repository, m, RestoreOptions{Target: filepath.Join(mnt, "target")})
+	t.Logf("error: %v", err)
+	if !errors.Is(err, syscall.EROFS) || !strings.Contains(err.Error(), mnt) {
+		t.Errorf("restore onto a read-only filesystem: %v", err)
+	}
+	// An existing target on a filesystem remounted read-only.
+	mnt = rsMount(t, 0, "size=1m")
+	target, checkTarget := rsOldTarget(t, mnt)
+	if err := syscall.Mount("tmpfs", mnt, "tmpfs", syscall.MS_REMOUNT|syscall.MS_RDONLY, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Restore(t.Context(), r.Repository, m, RestoreOptions{Target: target, Replace: true})
+	if !errors.Is(err, syscall.EROFS) {
+		t.Errorf("replace on a read-only filesystem: %v", err)
+	}
+	checkTarget()
+	if l := rsLeftovers(t, mnt); len(l) > 0 {
+		t.Errorf("left behind: %v", l)
+	}
+}
+
+// TestRestoreDiskFull restores 6 MiB into a 2 MiB filesystem.
+func TestRestoreDiskFull(t *testing.T) {
+	r := newRestoreRepo(t)
+	m, _ := rsMixedSnapshot(t, r, 12, 500<<10)
+	mnt := rsMount(t, 0, "size=2m")
+	_, checkSentinel := rsSentinel(t, mnt)
+	target, checkTarget := rsOldTarget(t, mnt)
+	var before unix.Statfs_t
+	if err := unix.Statfs(mnt, &before); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Restore(t.Context(), r.Repository, m, RestoreOptions{Target: target, Replace: true})
+	t.Logf("error: %v", err)
+	var re *RestoreError
+	if !errors.Is(err, syscall.ENOSPC) || !errors.As(err, &re) || len(re.Paths) != 1 {
+		t.Fatalf("restore onto a full disk: %v", err)
+	}
+	checkTarget()
+	checkSentinel()
+	if l := rsLeftovers(t, mnt); len(l) > 0 {
+		t.Errorf("left behind: %v", l)
+	}
+	var after unix.Statfs_t
+	if err := unix.Statfs(mnt, &after); err != nil {
+		t.Fatal(err)
+	}
+	if after.Bfree != before.Bfree {
+		t.Errorf("free blocks %d before, %d after the failed restore", before.Bfree, after.Bfree)
+	}
+	// Without Replace, into a new target on the full disk.
+	_, err = Restore(t.Context(), r.Repository, m, RestoreOptions{Target: filepath.Join(mnt, "new")})
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("new target on a full disk: %v", err)
+	}
+	ents, _ := os.ReadDir(mnt)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if !slices.Equal(names, []string{"sentinel", "target"}) {
+		t.Errorf("filesystem holds %q after failed restores", names)
+	}
+}

@@ -1,0 +1,94 @@
+package snapshot
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Metadata is applied in the order that keeps each step from undoing or
+// blocking the next: ownership first (chown clears setuid and setgid),
+// then user.* extended attributes, then times (atime = mtime), then the
+// permission bits, setuid, setgid and sticky last. Directories get theirs
+// after all their entries, so creating children does not move their mtime
+// and a read-only directory is finished before it turns read-only.
+
+// metaFD applies e's metadata to an open file, FIFO or directory.
+func (w *rsWriter) metaFD(fd int, e *rsEntry) error {
+	n := e.node
+	fail := func(what string, err error) error {
+		return &RestoreError{Paths: []string{e.path}, Err: fmt.Errorf("%s: %w", what, err)}
+	}
+	if w.chown {
+		if err := unix.Fchown(fd, int(n.UID), int(n.GID)); err != nil {
+			return fail(fmt.Sprintf("setting owner %d:%d", n.UID, n.GID), err)
+		}
+	}
+	for _, x := range n.Xattrs {
+		if err := unix.Fsetxattr(fd, x.Name, x.Value, 0); err != nil {
+			if errors.Is(err, unix.ENOTSUP) || errors.Is(err, unix.EOPNOTSUPP) {
+				w.progress.Error(e.path, fmt.Errorf("extended attribute %q not restored: the target filesystem does not support it", x.Name))
+				continue
+			}
+			if n.Type == TypeFIFO && errors.Is(err, unix.EPERM) { // Linux allows user.* only on files and directories
+				w.progress.Error(e.path, fmt.Errorf("extended attribute %q not restored: Linux does not allow it on a FIFO", x.Name))
+				continue
+			}
+			return fail(fmt.Sprintf("setting extended attribute %q", x.Name), err)
+		}
+	}
+	if err := rsFutimens(fd, n.MtimeNs); err != nil {
+		return fail("setting times", err)
+	}
+	if err := unix.Fchmod(fd, n.Mode); err != nil {
+		return fail(fmt.Sprintf("setting mode %04o", n.Mode), err)
+	}
+	return nil
+}
+
+// metaSymlink applies a symlink's ownership and times without following
+// it; symlinks have no permission bits of their own on Linux.
+func (w *rsWriter) metaSymlink(pfd int, e *rsEntry) error {
+	n := e.node
+	if w.chown {
+		if err := unix.Fchownat(pfd, e.name, int(n.UID), int(n.GID), unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return &RestoreError{Paths: []string{e.path}, Err: fmt.Errorf("setting owner %d:%d: %w", n.UID, n.GID, err)}
+		}
+	}
+	ts := []unix.Timespec{unix.NsecToTimespec(n.MtimeNs), unix.NsecToTimespec(n.MtimeNs)}
+	if err := unix.UtimesNanoAt(pfd, e.name, ts, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return &RestoreError{Paths: []string{e.path}, Err: fmt.Errorf("setting times: %w", err)}
+	}
+	return nil
+}
+
+// rsFutimens is futimens(3): utimensat on the descriptor itself (a NULL
+// path), setting atime and mtime to ns.
+func rsFutimens(fd int, ns int64) error {
+	ts := [2]unix.Timespec{unix.NsecToTimespec(ns), unix.NsecToTimespec(ns)}
+	_, _, e := unix.Syscall6(unix.SYS_UTIMENSAT, uintptr(fd), 0, uintptr(unsafe.Pointer(&ts[0])), 0, 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// rsFsync fsyncs fd; FIFOs, which cannot be synced, are a no-op.
+func rsFsync(fd int) error {
+	if os.Getenv("RS_NOFSYNC") != "" {
+		return nil
+	}
+	for {
+		err := unix.Fsync(fd)
+		switch err {
+		case unix.EINTR:
+			continue
+		case unix.EINVAL: // a FIFO: its inode is synced with its directory
+			return nil
+		}
+		return err
+	}
+}

@@ -1,0 +1,133 @@
+package snapshot
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrUnsafeEntry marks a snapshot entry that restore refuses because
+// writing it could reach outside the restore target or could not be
+// restored faithfully: a bad name, a hard link that does not point to an
+// earlier file of the snapshot, a node whose fields do not fit its type, or
+// an extended attribute outside the user namespace.
+var ErrUnsafeEntry = errors.New("unsafe snapshot entry refused")
+
+// safeMaxXattrValue is the largest extended attribute value Linux accepts.
+const safeMaxXattrValue = 64 << 10
+
+// safeCheckNode checks a node read from an untrusted tree more strictly
+// than Node.Valid: its name, that only the fields of its type are set, and
+// its extended attributes. p is the entry's path, for the error.
+func safeCheckNode(p string, n *Node) error {
+	fail := func(format string, a ...any) error {
+		return &RestoreError{Paths: []string{p}, Err: fmt.Errorf("%w: "+format, append([]any{ErrUnsafeEntry}, a...)...)}
+	}
+	if err := ValidName(n.Name); err != nil {
+		return fail("%v", err)
+	}
+	if err := n.Valid(); err != nil {
+		return fail("%v", err)
+	}
+	if n.Type != TypeDir && n.Subtree != nil {
+		return fail("a %s carries a subtree", n.Type)
+	}
+	if n.Type != TypeFile && n.Content != nil {
+		return fail("a %s carries file content", n.Type)
+	}
+	if n.Type != TypeSymlink && n.LinkTarget != nil {
+		return fail("a %s carries a symlink target", n.Type)
+	}
+	if n.Type != TypeHardlink && n.LinkPath != nil {
+		return fail("a %s carries a hard link path", n.Type)
+	}
+	if n.Type == TypeHardlink && len(n.Xattrs) > 0 {
+		return fail("a hard link carries extended attributes (they belong to the file it links to)")
+	}
+	var last string
+	for i, x := range n.Xattrs {
+		switch {
+		case !strings.HasPrefix(x.Name, "user.") || len(x.Name) == len("user."):
+			// security.capability, trusted.* or system.posix_acl_* written
+			// as root could grant privileges the workspace never had.
+			return fail("extended attribute %q is outside the user.* namespace", x.Name)
+		case len(x.Name) > 255 || strings.IndexByte(x.Name, 0) >= 0:
+			return fail("extended attribute name %q is too long or contains NUL", x.Name)
+		case len(x.Value) > safeMaxXattrValue:
+			return fail("extended attribute %q has %d bytes, above the %d-byte limit", x.Name, len(x.Value), safeMaxXattrValue)
+		case i > 0 && x.Name <= last:
+			return fail("extended attribute %q is duplicated or out of order", x.Name)
+		}
+		last = x.Name
+	}
+	return nil
+}
+
+// safeSplitLinkPath splits a hard link's LinkPath (slash-separated, from
+// the snapshot root) into names, refusing an absolute path, empty, "." and
+// ".." components and NUL bytes: every component must be a ValidName.
+func safeSplitLinkPath(lp []byte) ([]string, error) {
+	if len(lp) == 0 {
+		return nil, errors.New("empty link path")
+	}
+	if lp[0] == '/' {
+		return nil, fmt.Errorf("link path %q is absolute", lp)
+	}
+	parts := bytes.Split(lp, []byte{'/'})
+	out := make([]string, len(parts))
+	for i, c := range parts {
+		if err := ValidName(c); err != nil {
+			return nil, fmt.Errorf("link path %q: %v", lp, err)
+		}
+		out[i] = string(c)
+	}
+	return out, nil
+}
+
+// safeSplitInclude turns an include given by the user into names. Leading,
+// trailing and doubled slashes and "." components are dropped (the user may
+// write "/src/" or "./src"); ".." is refused. An empty result means the
+// whole snapshot.
+func safeSplitInclude(inc string) ([]string, error) {
+	var out []string
+	for _, c := range strings.Split(inc, "/") {
+		if c == "" || c == "." {
+			continue
+		}
+		if err := ValidName([]byte(c)); err != nil {
+			return nil, fmt.Errorf("include %q: %v", inc, err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// safeJoin joins a validated name under a slash path from the root.
+func safeJoin(dir, name string) string {
+	if dir == "" {
+		return name
+	}
+	return dir + "/" + name
+}
+
+// safeDisplay renders a slash path from the snapshot root for messages:
+// the root is ".", and bytes that are not UTF-8 are escaped.
+func safeDisplay(p string) string {
+	if p == "" {
+		return `"."`
+	}
+	return fmt.Sprintf("%q", p)
+}
+
+// safeComparePaths orders two slash paths as a depth-first walk in name
+// order visits them: component by component, a parent before its
+// children.
+func safeComparePaths(a, b []string) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if c := strings.Compare(a[i], b[i]); c != 0 {
+			return c
+		}
+	}
+	return len(a) - len(b)
+}
