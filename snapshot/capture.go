@@ -124,7 +124,7 @@ func Capture(ctx context.Context, r *repo.Repository, root string, o CaptureOpti
 	}
 	c := &capturer{r: r, o: o, rootPath: abs, excl: excl, keys: keys,
 		jobs:  make(chan *capJob, 2*o.Readers),
-		users: newCapNames(), links: map[capInode]*capLink{},
+		users: newCapNames(), links: map[capInode]*capLink{}, onStack: map[capInode]bool{},
 		// A file whose mtime is this recent may still change within the
 		// filesystem's timestamp granularity without its mtime moving:
 		// such files are read but not cached (git's "racily clean").
@@ -163,6 +163,7 @@ type capturer struct {
 	// Walker-only state.
 	links    map[capInode]*capLink // files with more than one name, by first name
 	stack    []*capDir             // the directories being walked, root first
+	onStack  map[capInode]bool     // their device and inode numbers
 	heldFrom int                   // stack[heldFrom:] hold an open descriptor
 
 	wsKey   string  // file cache: workspace key
@@ -257,6 +258,7 @@ func (c *capturer) run() (*Manifest, error) {
 		}()
 	}
 	c.stack = []*capDir{root}
+	c.onStack[capInode{root.dev, root.ino}] = true
 	werr := c.walk(root)
 	if c.o.hooks.walked != nil {
 		c.o.hooks.walked()

@@ -197,6 +197,11 @@ func (c *capturer) descend(d *capDir, part *capPart, n *Node, name string) error
 		return nil
 	}
 	c.setMeta(n, &st) // the directory opened, should it differ from the one stat'ed
+	if c.onStack[capInode{st.Dev, st.Ino}] {
+		_ = unix.Close(cfd)
+		c.omit(d, name, n, errors.New("the same directory as one of its parents (a bind mount?); not descending"))
+		return nil
+	}
 	child := &capDir{parent: d, name: name, part: part, node: n, dev: st.Dev, ino: st.Ino,
 		depth: d.depth + 1, h: newCapHandle(cfd)}
 	if c.o.Cache != nil {
@@ -219,10 +224,12 @@ func (c *capturer) descend(d *capDir, part *capPart, n *Node, name string) error
 // descriptor of the shallowest held directory when too many are held.
 func (c *capturer) push(child *capDir) {
 	c.stack = append(c.stack, child)
+	c.onStack[capInode{child.dev, child.ino}] = true
 	if len(c.stack)-c.heldFrom > capMaxHeld {
-		ev := c.stack[c.heldFrom]
-		ev.h.release()
-		ev.h = nil
+		if ev := c.stack[c.heldFrom]; ev.h != nil {
+			ev.h.release()
+			ev.h = nil
+		}
 		c.heldFrom++
 	}
 }
@@ -231,6 +238,7 @@ func (c *capturer) push(child *capDir) {
 // parent's descriptor if push closed it.
 func (c *capturer) pop(child *capDir) {
 	c.stack = c.stack[:len(c.stack)-1]
+	delete(c.onStack, capInode{child.dev, child.ino})
 	parent := child.parent
 	if parent.h == nil && !parent.broken {
 		if fd, err := c.reopen(parent, child); err != nil {

@@ -109,8 +109,8 @@ func (w *rsWriter) acquire(f *rsFile, e *rsEntry) (int, error) {
 	return f.fd, nil
 }
 
-// release ends a write of f; werr is its result. After the last chunk it
-// verifies the file and applies its metadata.
+// release ends a write of f; werr is its result. After the last chunk
+// the file is handed, still open, to a finisher.
 func (w *rsWriter) release(f *rsFile, e *rsEntry, werr error) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -127,12 +127,15 @@ func (w *rsWriter) release(f *rsFile, e *rsEntry, werr error) error {
 		}
 		return nil
 	}
-	defer func() {
-		_ = unix.Close(f.fd)
-		f.fd = -1
-		w.open.Add(-1)
-	}()
-	return w.finishFile(f.fd, f, e)
+	fd := f.fd
+	f.fd = -1 // the finisher owns it now
+	return w.fin.run(func() error {
+		defer func() {
+			_ = unix.Close(fd)
+			w.open.Add(-1)
+		}()
+		return w.finishFile(fd, f, e)
+	})
 }
 
 // finishFile verifies a written file, applies its metadata and fsyncs it.
@@ -148,6 +151,51 @@ func (w *rsWriter) finishFile(fd int, f *rsFile, e *rsEntry) error {
 	}
 	w.progress.Done(1, uint64(f.size))
 	return nil
+}
+
+// rsFinishers runs file finishing (read-back, metadata, fsync) beside the
+// pack readers, so a slow fsync does not stall reading. At most cap(sem)
+// run at once; run blocks when all are busy, which bounds open files.
+type rsFinishers struct {
+	sem chan struct{}
+	wg  sync.WaitGroup
+	mu  sync.Mutex
+	err error
+}
+
+func newRsFinishers(n int) *rsFinishers {
+	return &rsFinishers{sem: make(chan struct{}, n)}
+}
+
+// run starts fn on a finisher and returns the first error any finisher
+// has met so far (so pack readers stop early).
+func (f *rsFinishers) run(fn func() error) error {
+	f.sem <- struct{}{}
+	f.wg.Add(1)
+	go func() {
+		defer func() { <-f.sem; f.wg.Done() }()
+		if err := fn(); err != nil {
+			f.mu.Lock()
+			if f.err == nil {
+				f.err = err
+			}
+			f.mu.Unlock()
+		}
+	}()
+	return f.failed()
+}
+
+// failed returns the first error, if any.
+func (f *rsFinishers) failed() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
+// wait waits for every finisher and returns the first error.
+func (f *rsFinishers) wait() error {
+	f.wg.Wait()
+	return f.failed()
 }
 
 // verify reads the file back and checks every chunk range against its

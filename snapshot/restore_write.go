@@ -24,6 +24,7 @@ type rsWriter struct {
 	progress Progress
 	chown    bool // running as root: restore owners
 
+	fin     *rsFinishers
 	open    atomic.Int64 // restored files open between writes
 	zeroMu  sync.Mutex
 	zeroIDs map[int64]blob.ID
@@ -63,9 +64,17 @@ func (w *rsWriter) build(ctx context.Context) error {
 		return err
 	}
 	runs := p.runs()
-	if err := rsParallel(ctx, w.workers, len(runs), func(ctx context.Context, i int) error {
+	w.fin = newRsFinishers(max(8, w.workers*2))
+	err := rsParallel(ctx, w.workers, len(runs), func(ctx context.Context, i int) error {
+		if err := w.fin.failed(); err != nil {
+			return err
+		}
 		return w.writeRun(ctx, runs[i])
-	}); err != nil {
+	})
+	if ferr := w.fin.wait(); ferr != nil {
+		return ferr
+	}
+	if err != nil {
 		return err
 	}
 	if err := rsParallel(ctx, w.workers, len(links), func(ctx context.Context, i int) error {
