@@ -30,7 +30,7 @@ type RestoreResult struct {
 	Dirs    uint64   // directories, the target itself included
 	Bytes   uint64   // content bytes of the regular files (a hard-linked file counts once)
 	Skipped []string // sockets and devices: never created (each also reported to Progress.Error)
-	Staging string   // the staging directory used; it no longer exists after Restore returns
+	Staging string   // the staging directory used; gone when Restore returns unless its error says otherwise
 	// Leftover is set when the restore succeeded but the tree it replaced
 	// could not be removed: it is still at this path and may be deleted.
 	Leftover string

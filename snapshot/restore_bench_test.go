@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -33,23 +34,54 @@ func BenchmarkRestore(b *testing.B) {
 	}
 	src := filepath.Join(base, "src")
 	files, total := rsBenchCorpus(b, src, int64(mb)<<20)
-	r := newRestoreRepo(b)
-	m := r.rsCapture(b, src)
 	b.Logf("corpus: %d files, %d MiB", files, total>>20)
-	b.SetBytes(total)
-	i := 0
-	for b.Loop() {
-		target := filepath.Join(base, "target"+strconv.Itoa(i))
-		i++
-		if _, err := Restore(b.Context(), r.Repository, m, RestoreOptions{Target: target}); err != nil {
-			b.Fatal(err)
+	b.Run("lifeboat", func(b *testing.B) {
+		r := newRestoreRepo(b)
+		m := r.rsCapture(b, src)
+		b.SetBytes(total)
+		i := 0
+		for b.Loop() {
+			target := filepath.Join(base, "target"+strconv.Itoa(i))
+			i++
+			if _, err := Restore(b.Context(), r.Repository, m, RestoreOptions{Target: target}); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			if err := os.RemoveAll(target); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
 		}
-		b.StopTimer()
-		if err := os.RemoveAll(target); err != nil {
-			b.Fatal(err)
+	})
+	// restic 0.14 (compression auto) on the same corpus, when installed:
+	// the yardstick. restic does not fsync restored files.
+	b.Run("restic", func(b *testing.B) {
+		if _, err := exec.LookPath("restic"); err != nil {
+			b.Skip("restic not installed")
 		}
-		b.StartTimer()
-	}
+		env := append(os.Environ(), "RESTIC_REPOSITORY="+filepath.Join(base, "restic"), "RESTIC_PASSWORD=bench", "RESTIC_CACHE_DIR="+filepath.Join(base, "restic-cache"))
+		run := func(args ...string) {
+			cmd := exec.Command("restic", append([]string{"--quiet"}, args...)...)
+			cmd.Env = env
+			if out, err := cmd.CombinedOutput(); err != nil {
+				b.Fatalf("restic %v: %v\n%s", args, err, out)
+			}
+		}
+		run("init")
+		run("backup", "--host", "bench", src)
+		b.SetBytes(total)
+		i := 0
+		for b.Loop() {
+			target := filepath.Join(base, "restic-target"+strconv.Itoa(i))
+			i++
+			run("restore", "latest", "--target", target)
+			b.StopTimer()
+			if err := os.RemoveAll(target); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+	})
 }
 
 // rsBenchCorpus writes about size bytes under dir: 60% in large random

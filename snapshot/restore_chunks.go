@@ -37,7 +37,7 @@ type rsRun struct {
 // with Workers readers bounds the sealed bytes held in memory.
 const (
 	rsMaxGap = 256 << 10
-	rsMaxRun = 8 << 20
+	rsMaxRun = 4 << 20
 )
 
 // rsLocator finds stored blobs: repo.Repository satisfies it.

@@ -21,7 +21,20 @@ import (
 // again rather than exhausting descriptors.
 const rsMaxOpen = 256
 
-var rsPlainBufs = sync.Pool{New: func() any { return new([]byte) }}
+var (
+	rsPlainBufs = sync.Pool{New: func() any { return new([]byte) }}
+	rsReadBufs  = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
+)
+
+// hasher returns a keyed BLAKE3 hasher for chunk ids, reset; put it back
+// in w.hashers.
+func (w *rsWriter) hasher() (*blake3.Hasher, error) {
+	if h, ok := w.hashers.Get().(*blake3.Hasher); ok {
+		h.Reset()
+		return h, nil
+	}
+	return blake3.NewKeyed(w.keys.IDKey[:])
+}
 
 // writeRun reads one run of a pack in a single Load, opens and verifies
 // each chunk, and writes it wherever it goes.
@@ -202,16 +215,14 @@ func (f *rsFinishers) wait() error {
 // id, so a fault between decryption and the disk cannot go unnoticed.
 // A range that is a hole reads as zeros without being read.
 func (w *rsWriter) verify(fd int, e *rsEntry) error {
-	h, err := blake3.NewKeyed(w.keys.IDKey[:])
+	h, err := w.hasher()
 	if err != nil {
 		return err
 	}
-	bp := rsPlainBufs.Get().(*[]byte)
-	defer rsPlainBufs.Put(bp)
-	if cap(*bp) < 1<<20 {
-		*bp = make([]byte, 0, 1<<20)
-	}
-	buf := (*bp)[:1<<20]
+	defer w.hashers.Put(h)
+	bp := rsReadBufs.Get().(*[]byte)
+	defer rsReadBufs.Put(bp)
+	buf := *bp
 	var off int64
 	for _, id := range e.node.Content {
 		n := int64(w.plan.chunks[id].loc.PlainLen)

@@ -3,15 +3,18 @@ package snapshot
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
+	"lifeboat/backend"
 	"lifeboat/blob"
 	"lifeboat/repo"
 )
@@ -177,8 +180,13 @@ func (r *rsRepo) packOf(t *testing.T, n Node) (string, uint32) {
 // the files affected, the target stays as it was, nothing is left.
 func TestRestoreDamagedRepository(t *testing.T) {
 	r := newRestoreRepo(t)
-	victim := make([]byte, 300<<10)
-	rsRandom(victim, 42)
+	// Each case has content of its own: content-defined chunks of similar
+	// data would dedup against the pack an earlier case deleted.
+	victimData := func(seed uint64) []byte {
+		b := make([]byte, 300<<10)
+		rsRandom(b, seed)
+		return b
+	}
 	var ghost blob.ID
 	ghost[0] = 0xee
 	cases := []struct {
@@ -188,7 +196,7 @@ func TestRestoreDamagedRepository(t *testing.T) {
 		names  string
 	}{
 		{"missing pack", func(t *testing.T) (Node, func()) {
-			n := r.file(t, "victim", victim)
+			n := r.file(t, "victim", victimData(42))
 			return n, func() {
 				if err := r.Flush(context.Background()); err != nil {
 					t.Fatal(err)
@@ -200,8 +208,7 @@ func TestRestoreDamagedRepository(t *testing.T) {
 			}
 		}, repo.ErrPackMissing, `"dir/victim"`},
 		{"corrupt chunk", func(t *testing.T) (Node, func()) {
-			v := append([]byte("corrupt "), victim...)
-			n := r.file(t, "victim", v)
+			n := r.file(t, "victim", victimData(43))
 			return n, func() {
 				if err := r.Flush(context.Background()); err != nil {
 					t.Fatal(err)
@@ -358,4 +365,63 @@ func TestRestoreDiskFull(t *testing.T) {
 	if !slices.Equal(names, []string{"sentinel", "target"}) {
 		t.Errorf("filesystem holds %q after failed restores", names)
 	}
+}
+
+// rsCountingBackend records every Load of a pack.
+type rsCountingBackend struct {
+	backend.Backend
+	mu    sync.Mutex
+	loads map[string][][2]int64 // pack -> [offset, end)
+}
+
+func (b *rsCountingBackend) Load(ctx context.Context, h backend.Handle, off int64, n int) ([]byte, error) {
+	if h.Type == backend.Pack {
+		b.mu.Lock()
+		b.loads[h.Name] = append(b.loads[h.Name], [2]int64{off, off + int64(n)})
+		b.mu.Unlock()
+	}
+	return b.Backend.Load(ctx, h, off, n)
+}
+
+// TestRestoreReadsEachRangeOnce: files that share chunks, spread over
+// several packs, are restored with one Load per pack run; no byte of a
+// pack is read twice.
+func TestRestoreReadsEachRangeOnce(t *testing.T) {
+	r := newRestoreRepo(t)
+	shared := make([]byte, 200<<10)
+	rsRandom(shared, 99)
+	sharedID := r.saveChunk(t, shared)
+	var nodes []Node
+	for i := range 40 {
+		own := make([]byte, 50<<10)
+		rsRandom(own, uint64(i+1000))
+		n := Node{Name: []byte(fmt.Sprintf("f%02d", i)), Type: TypeFile, Mode: 0o644,
+			Content: []blob.ID{sharedID, r.saveChunk(t, own), sharedID}, Size: uint64(2*len(shared) + len(own))}
+		nodes = append(nodes, n)
+	}
+	m := r.manifest(t, r.dir(t, "root", nodes...), true)
+	cb := &rsCountingBackend{Backend: r.Backend(), loads: map[string][][2]int64{}}
+	r2, err := repo.Open(t.Context(), cb, rsTestPassword, repo.Options{CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close(context.Background())
+	if _, err := Restore(t.Context(), r2, m, RestoreOptions{Target: filepath.Join(t.TempDir(), "t")}); err != nil {
+		t.Fatal(err)
+	}
+	loads := 0
+	for pk, rs := range cb.loads {
+		slices.SortFunc(rs, func(a, b [2]int64) int { return int(a[0] - b[0]) })
+		for i := 1; i < len(rs); i++ {
+			if rs[i][0] < rs[i-1][1] {
+				t.Errorf("pack %s: ranges %v and %v overlap", pk[:8], rs[i-1], rs[i])
+			}
+		}
+		loads += len(rs)
+	}
+	// 40 x 50 KiB + 200 KiB in 1 MiB packs: a handful of packs, one run each.
+	if len(cb.loads) == 0 || loads != len(cb.loads) {
+		t.Errorf("%d loads from %d packs, want one per pack", loads, len(cb.loads))
+	}
+	t.Logf("%d packs, %d loads", len(cb.loads), loads)
 }

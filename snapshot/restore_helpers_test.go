@@ -423,7 +423,13 @@ func (p *rsProgress) Error(path string, err error) {
 
 // rsRandom fills b from a seeded xorshift generator (fast, reproducible).
 func rsRandom(b []byte, seed uint64) {
-	x := seed | 1
+	x := seed + 0x9e3779b97f4a7c15 // splitmix64 of the seed: distinct seeds, distinct streams
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	x ^= x >> 31
+	if x == 0 {
+		x = 1
+	}
 	for i := range b {
 		if i%8 == 0 {
 			x ^= x << 13

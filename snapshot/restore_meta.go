@@ -3,7 +3,6 @@ package snapshot
 import (
 	"errors"
 	"fmt"
-	"os"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -78,9 +77,6 @@ func rsFutimens(fd int, ns int64) error {
 
 // rsFsync fsyncs fd; FIFOs, which cannot be synced, are a no-op.
 func rsFsync(fd int) error {
-	if os.Getenv("RS_NOFSYNC") != "" {
-		return nil
-	}
 	for {
 		err := unix.Fsync(fd)
 		switch err {

@@ -133,7 +133,7 @@ func (p *rsPlanner) visit(dir int32, n *Node, all bool) error {
 		return err
 	}
 	inside := all
-	if !all {
+	if p.incs != nil { // also below an include, to see nested includes match
 		p.comps = append(p.comps[:parent.depth], name)
 		ancestor := false
 		for i, inc := range p.incs {
@@ -177,7 +177,9 @@ func (p *rsPlanner) visit(dir int32, n *Node, all bool) error {
 		e.file = int32(len(p.plan.files))
 		p.plan.files = append(p.plan.files, &rsFile{entry: idx, size: int64(e.node.Size), fd: -1})
 		p.plan.bytes += e.node.Size
-		p.files[path] = idx
+		if n.Type == TypeFile { // a copy made for a hard link is no link target
+			p.files[path] = idx
+		}
 	case TypeDir:
 		p.plan.dirs++
 	default:

@@ -247,6 +247,15 @@ func TestRestoreIncludes(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(target, "keep/link")); string(b) != "first name of a hard link" {
 		t.Errorf("hard link copy holds %q", b)
 	}
+	// Nested includes are fine; an include below one that matched must
+	// still exist.
+	if _, err := Restore(t.Context(), r.Repository, m, RestoreOptions{Target: filepath.Join(t.TempDir(), "t"), Includes: []string{"keep", "keep/deep/k2"}}); err != nil {
+		t.Errorf("nested includes: %v", err)
+	}
+	_, err = Restore(t.Context(), r.Repository, m, RestoreOptions{Target: filepath.Join(t.TempDir(), "t"), Includes: []string{"keep", "keep/nothere"}})
+	if err == nil || !strings.Contains(err.Error(), "keep/nothere") {
+		t.Errorf("nested include of a missing path: %v", err)
+	}
 	_, err = Restore(t.Context(), r.Repository, m, RestoreOptions{Target: filepath.Join(t.TempDir(), "t"), Includes: []string{"keep/nothere"}})
 	if err == nil || !strings.Contains(err.Error(), "keep/nothere") {
 		t.Errorf("include of a missing path: %v", err)

@@ -26,6 +26,7 @@ type rsWriter struct {
 
 	fin     *rsFinishers
 	open    atomic.Int64 // restored files open between writes
+	hashers sync.Pool    // of *blake3.Hasher keyed with the tier's id key
 	zeroMu  sync.Mutex
 	zeroIDs map[int64]blob.ID
 }

@@ -1,6 +1,8 @@
 package snapshot
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,6 +11,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"lifeboat/blob"
 )
 
 func TestSafeSplitLinkPath(t *testing.T) {
@@ -162,4 +166,42 @@ func TestSafeDirsCache(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(p, "leaf")); err != nil {
 		t.Error(err)
 	}
+}
+
+// FuzzRestorePlan feeds arbitrary tree bytes to the restore planner: it
+// must not panic, and whatever it accepts has only valid names and hard
+// links to earlier regular files.
+func FuzzRestorePlan(f *testing.F) {
+	for _, nodes := range [][]Node{
+		{{Name: []byte("a"), Type: TypeFile}, {Name: []byte("b"), Type: TypeHardlink, LinkPath: []byte("a")}},
+		{{Name: []byte("d"), Type: TypeDir, Subtree: []blob.ID{{2}}}, {Name: []byte("s"), Type: TypeSymlink, LinkTarget: []byte("/x")}},
+		{{Name: []byte(".."), Type: TypeFile}},
+		{{Name: []byte("z"), Type: TypeHardlink, LinkPath: []byte("../../etc/passwd")}},
+	} {
+		b, _ := json.Marshal(Tree{Version: TreeVersion, Nodes: nodes})
+		f.Add(b, []byte(`{"version":1,"nodes":[{"name":"eA==","type":"file","mode":420,"mtime_ns":0}]}`))
+	}
+	f.Fuzz(func(t *testing.T, root, sub []byte) {
+		l := rsFakeLoader{{1}: root, {2}: sub}
+		m := &Manifest{Root: Node{Type: TypeDir, Subtree: []blob.ID{{1}}}}
+		plan, err := rsPlanTree(context.Background(), l, blob.Workspace, m, nil)
+		if err != nil {
+			return
+		}
+		seen := map[string]int32{}
+		for i, e := range plan.entries[1:] {
+			if ValidName([]byte(e.name)) != nil || strings.Contains(e.name, "/") {
+				t.Fatalf("accepted entry %q", e.name)
+			}
+			if e.link >= 0 {
+				tgt := plan.entries[e.link]
+				if tgt.node.Type != TypeFile || int(e.link) > i || seen[tgt.path] != e.link {
+					t.Fatalf("hard link %q to %q accepted", e.path, tgt.path)
+				}
+			}
+			if e.node.Type == TypeFile {
+				seen[e.path] = int32(i + 1)
+			}
+		}
+	})
 }

@@ -12,7 +12,23 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Staging and the switch into place
+// Names of the directories restore creates next to the target.
+const (
+	stagePrefix = ".lifeboat-restore-"
+	stageOldPre = ".lifeboat-old-"
+)
+
+// stageHooks are the rename system calls, replaceable in tests to
+// simulate filesystems without RENAME_EXCHANGE and failing renames.
+type stageHooks struct {
+	renameat2 func(olddirfd int, oldpath string, newdirfd int, newpath string, flags uint) error
+	renameat  func(olddirfd int, oldpath string, newdirfd int, newpath string) error
+}
+
+var stageDefaultHooks = stageHooks{renameat2: unix.Renameat2, renameat: unix.Renameat}
+
+// stage is a staging directory next to a restore target, and the switch
+// that puts it in place.
 //
 // Restore never writes under the target's name. It builds the whole tree
 // in a staging directory created next to the target (same parent, so the
@@ -36,7 +52,8 @@ import (
 //  1. rename target -> <parent>/.lifeboat-old-<16 hex> (the old tree is
 //     kept whole under that name);
 //  2. rename staging -> target;
-//  3. fsync the parent, then remove the old tree.
+//  3. fsync the parent, then remove the old tree (if that fsync fails,
+//     the old tree is kept and its path reported as a leftover).
 //
 // If step 2 fails, the old tree is renamed back to the target and the
 // restore fails with the target as it was. Between steps 1 and 2 the
@@ -48,23 +65,6 @@ import (
 // restores the state before the restore). A crash at any other point
 // leaves the target either wholly old or wholly new, plus at most one
 // leftover .lifeboat-* directory that is safe to delete.
-
-// Names of the directories restore creates next to the target.
-const (
-	stagePrefix = ".lifeboat-restore-"
-	stageOldPre = ".lifeboat-old-"
-)
-
-// stageHooks are the rename system calls, replaceable in tests to
-// simulate filesystems without RENAME_EXCHANGE and failing renames.
-type stageHooks struct {
-	renameat2 func(olddirfd int, oldpath string, newdirfd int, newpath string, flags uint) error
-	renameat  func(olddirfd int, oldpath string, newdirfd int, newpath string) error
-}
-
-var stageDefaultHooks = stageHooks{renameat2: unix.Renameat2, renameat: unix.Renameat}
-
-// stage is a staging directory next to a restore target.
 type stage struct {
 	target     string // absolute target path, for messages
 	parent     string // the target's parent directory
