@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"time"
 
@@ -147,6 +148,9 @@ func Open(ctx context.Context, be backend.Backend, password []byte, o Options) (
 	if err != nil {
 		return nil, err
 	}
+	// argon2id just used 64 MiB; collect it now, or the heap goal stays
+	// twice that for the rest of the command.
+	runtime.GC()
 	pols, err := cfg.openSections(keys)
 	if err != nil {
 		return nil, err

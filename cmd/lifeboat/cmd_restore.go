@@ -27,6 +27,7 @@ type restoreMessage struct {
 	Dirs        uint64   `json:"dirs"`
 	Bytes       uint64   `json:"bytes"`
 	Skipped     []string `json:"skipped"`
+	Leftover    string   `json:"leftover,omitempty"`
 	Seconds     float64  `json:"seconds"`
 }
 
@@ -56,7 +57,7 @@ func newRestoreCommand(g *globalOptions) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				msg := restoreMessage{"restored", m.ID.String(), o.target, res.Files, res.Dirs, res.Bytes, res.Skipped, time.Since(start).Seconds()}
+				msg := restoreMessage{"restored", m.ID.String(), o.target, res.Files, res.Dirs, res.Bytes, res.Skipped, res.Leftover, time.Since(start).Seconds()}
 				if msg.Skipped == nil {
 					msg.Skipped = []string{}
 				}
@@ -65,6 +66,9 @@ func newRestoreCommand(g *globalOptions) *cobra.Command {
 						humanBytes(res.Bytes), msg.Seconds)
 					for _, s := range res.Skipped {
 						fmt.Fprintf(w, "skipped %s (sockets and devices are not restored)\n", quoteName(s))
+					}
+					if res.Leftover != "" {
+						fmt.Fprintf(w, "the replaced tree could not be deleted; remove %s by hand\n", res.Leftover)
 					}
 				})
 				return nil
