@@ -26,7 +26,10 @@ var bucketFileCache = []byte("filecache")
 type FileEntry struct {
 	Dev, Inode, Size uint64
 	MtimeNs, CtimeNs int64
-	Content          []blob.ID // the file's data blobs, in order
+	// Xattrs: the file had extended attributes the capture records (their
+	// values are not cached; setting one moves the ctime).
+	Xattrs  bool
+	Content []blob.ID // the file's data blobs, in order
 }
 
 // FileCacheRecord is one file cache entry to store.
@@ -35,7 +38,11 @@ type FileCacheRecord struct {
 	Entry FileEntry
 }
 
-const fileEntryFixed = 5 * 8
+// An entry is dev, inode, size, mtime, ctime (u64 LE each), a flags byte
+// (1: Xattrs), then the content ids.
+const fileEntryFixed = 5*8 + 1
+
+const fileEntryXattrs = 1
 
 func encodeFileEntry(e *FileEntry) []byte {
 	v := make([]byte, 0, fileEntryFixed+len(e.Content)*blob.IDSize)
@@ -44,6 +51,11 @@ func encodeFileEntry(e *FileEntry) []byte {
 	v = binary.LittleEndian.AppendUint64(v, e.Size)
 	v = binary.LittleEndian.AppendUint64(v, uint64(e.MtimeNs))
 	v = binary.LittleEndian.AppendUint64(v, uint64(e.CtimeNs))
+	var flags byte
+	if e.Xattrs {
+		flags |= fileEntryXattrs
+	}
+	v = append(v, flags)
 	for _, id := range e.Content {
 		v = append(v, id[:]...)
 	}
@@ -51,7 +63,7 @@ func encodeFileEntry(e *FileEntry) []byte {
 }
 
 func decodeFileEntry(v []byte) (FileEntry, error) {
-	if len(v) < fileEntryFixed || (len(v)-fileEntryFixed)%blob.IDSize != 0 {
+	if len(v) < fileEntryFixed || (len(v)-fileEntryFixed)%blob.IDSize != 0 || v[40]&^fileEntryXattrs != 0 {
 		return FileEntry{}, fmt.Errorf("%w: file cache entry of %d bytes", ErrCorrupt, len(v))
 	}
 	e := FileEntry{
@@ -60,6 +72,7 @@ func decodeFileEntry(v []byte) (FileEntry, error) {
 		Size:    binary.LittleEndian.Uint64(v[16:]),
 		MtimeNs: int64(binary.LittleEndian.Uint64(v[24:])),
 		CtimeNs: int64(binary.LittleEndian.Uint64(v[32:])),
+		Xattrs:  v[40]&fileEntryXattrs != 0,
 	}
 	if n := (len(v) - fileEntryFixed) / blob.IDSize; n > 0 {
 		e.Content = make([]blob.ID, n)

@@ -62,6 +62,7 @@ type captureHooks struct {
 	beforeOpen func(path string)              // a reader is about to open a file
 	afterRead  func(path string, attempt int) // a read finished, before the second fstat
 	walked     func()                         // the walker is done listing
+	flushed    func()                         // Flush returned, the manifest is next
 	bytesRead  *atomic.Int64                  // file content bytes read
 }
 
@@ -91,6 +92,15 @@ const maxCaptureErrors = 1000
 // Capture returns an error, and saves no manifest, only when root cannot
 // be read, the repository fails, or ctx is cancelled.
 //
+// With o.Cache, a file whose device, inode, size, mtime and ctime match
+// its cache entry, and whose chunks are all still in the repository
+// index, is not read. Cache entries are written only after the manifest is
+// saved, in batches, and only for files read without change whose mtime
+// is at least 2 s older than the start of the capture (by the real clock,
+// not o.Now): a younger file could still change within the filesystem's
+// timestamp granularity without its mtime moving. Entries of files the
+// capture did not keep are dropped.
+//
 // Directories are walked by file descriptor (openat), never by full path,
 // so neither depth nor path length is limited, and at most a few hundred
 // descriptors are open at once whatever the depth.
@@ -101,6 +111,9 @@ func Capture(ctx context.Context, r *repo.Repository, root string, o CaptureOpti
 	excl, err := newCapExcludes(o.Excludes)
 	if err != nil {
 		return nil, err
+	}
+	if db, ok := o.Cache.(*index.DB); ok && db == nil {
+		o.Cache = nil // r.Index() of a repository opened without its index
 	}
 	if o.Readers <= 0 {
 		o.Readers = 2 * runtime.GOMAXPROCS(0)
@@ -283,6 +296,9 @@ func (c *capturer) run() (*Manifest, error) {
 	c.dirs.Add(1)
 	if err := c.r.Flush(c.ctx); err != nil {
 		return nil, fmt.Errorf("capture: flushing the repository: %w", err)
+	}
+	if c.o.hooks.flushed != nil {
+		c.o.hooks.flushed()
 	}
 	m.Totals = Totals{Files: c.files.Load(), Dirs: c.dirs.Load(), Bytes: c.bytes.Load(), NewBytes: c.newBytes.Load()}
 	c.errMu.Lock()

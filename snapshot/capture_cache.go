@@ -31,37 +31,37 @@ func capChildKey(k *crypt.TierKeys, parent blob.ID, name string) blob.ID {
 	return k.BlobID(b)
 }
 
-// cacheHit returns the cached chunk ids of j's file when its device,
-// inode, size, mtime and ctime are those cached and every chunk is still
-// in the repository's index.
-func (c *capturer) cacheHit(j *capJob) ([]blob.ID, bool) {
+// cacheHit returns the cache entry of j's file when its device, inode,
+// size, mtime and ctime are those cached and every chunk is still in the
+// repository's index.
+func (c *capturer) cacheHit(j *capJob) (index.FileEntry, bool) {
 	e, ok, err := c.o.Cache.FileCacheGet(c.wsKey, j.key[:])
 	if err != nil || !ok {
-		return nil, false
+		return e, false
 	}
 	st := &j.st
 	if e.Dev != st.Dev || e.Inode != st.Ino || e.Size != uint64(st.Size) ||
 		e.MtimeNs != st.Mtim.Nano() || e.CtimeNs != st.Ctim.Nano() || len(e.Content) == 0 {
-		return nil, false
+		return e, false
 	}
 	for _, id := range e.Content {
 		if _, ok, err := c.r.LookupBlob(blob.Workspace, blob.Data, id); err != nil || !ok {
-			return nil, false
+			return e, false
 		}
 	}
-	return e.Content, true
+	return e, true
 }
 
 // cacheKeep notes that file key stays in the cache, with a new entry from
 // st when st is set. Written by updateCache once the manifest is saved.
-func (c *capturer) cacheKeep(key blob.ID, st *unix.Stat_t, ids ...blob.ID) {
+func (c *capturer) cacheKeep(key blob.ID, st *unix.Stat_t, xattrs bool, ids ...blob.ID) {
 	c.cacheMu.Lock()
 	defer c.cacheMu.Unlock()
 	c.cacheSeen = append(c.cacheSeen, key)
 	if st != nil {
 		c.cachePuts = append(c.cachePuts, index.FileCacheRecord{Path: key[:], Entry: index.FileEntry{
 			Dev: st.Dev, Inode: st.Ino, Size: uint64(st.Size),
-			MtimeNs: st.Mtim.Nano(), CtimeNs: st.Ctim.Nano(), Content: ids}})
+			MtimeNs: st.Mtim.Nano(), CtimeNs: st.Ctim.Nano(), Xattrs: xattrs, Content: ids}})
 	}
 }
 

@@ -5,12 +5,16 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"lifeboat/blob"
 	"lifeboat/index"
+	"lifeboat/repo"
 )
 
 func TestCaptureVanishedFile(t *testing.T) {
@@ -171,6 +175,15 @@ func TestCaptureFatal(t *testing.T) {
 		t.Error("bad exclude pattern accepted")
 	}
 
+	// A repository that fails.
+	closed := capTestOpenRepo(t)
+	if err := closed.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Capture(context.Background(), closed, file[:len(file)-len("/file")], capTestOptions(nil)); !errors.Is(err, repo.ErrClosed) {
+		t.Errorf("capture into a closed repository: %v", err)
+	}
+
 	// Cancelled half way: an error, and no manifest.
 	root := t.TempDir()
 	files := map[string]string{}
@@ -187,8 +200,12 @@ func TestCaptureFatal(t *testing.T) {
 			cancel()
 		}
 	}
+	fds := capTestOpenFds(t)
 	if _, err := Capture(ctx, r, root, o); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled capture: %v", err)
+	}
+	if after := capTestOpenFds(t); after > fds {
+		t.Errorf("%d descriptors open after a cancelled capture, %d before", after, fds)
 	}
 	snaps, _, err := List(context.Background(), r, "")
 	if err != nil || len(snaps) != 0 {
@@ -242,4 +259,73 @@ func TestCaptureCacheNotTrustedBlindly(t *testing.T) {
 	if read.Load() != 4 {
 		t.Errorf("a just-written file was trusted from the cache (read %d bytes)", read.Load())
 	}
+}
+
+func TestCaptureBindMountLoop(t *testing.T) {
+	root := t.TempDir()
+	capTestWrite(t, root, map[string]string{"a/file": "x"})
+	loop := filepath.Join(root, "a", "loop")
+	if err := os.Mkdir(loop, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount(root, loop, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		t.Skipf("cannot bind-mount (%v); the loop check is not tested", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(loop, unix.MNT_DETACH) })
+	r := capTestOpenRepo(t)
+	m := capTestCapture(t, r, root, capTestOptions(nil))
+	errs := capTestErrors(m)
+	if m.Complete || !strings.Contains(errs["a/loop"], "same directory as one of its parents") || len(errs) != 1 {
+		t.Errorf("complete %v, errors %q", m.Complete, errs)
+	}
+	got := capTestFlatten(t, r, m.Root.Subtree)
+	if len(got) != 2 || got["a/file"] == nil {
+		t.Errorf("captured %v", got)
+	}
+}
+
+func TestCaptureDirectoryMovedDuringWalk(t *testing.T) {
+	// The walker is deep below l0, whose descriptor it has closed; then l0
+	// goes away and its child l1 moves to the root. Coming back up, the
+	// walker cannot reopen l0: what it had of l0 stays, the rest is left
+	// out with an error, and the capture goes on with the root.
+	const depth = 2 * capMaxHeld
+	root := t.TempDir()
+	rel := ""
+	for i := range depth {
+		rel = filepath.Join(rel, "l"+strconv.Itoa(i))
+	}
+	files := map[string]string{"l0/zz-after": "left out", "zz-root": "kept"}
+	for i := range 6 {
+		files[filepath.Join(rel, "f"+strconv.Itoa(i))] = "deep"
+	}
+	capTestWrite(t, root, files)
+	r := capTestOpenRepo(t)
+	o := capTestOptions(nil)
+	o.Readers = 1 // the walker blocks on the queue while the reader waits in the hook
+	moved := false
+	o.hooks.beforeOpen = func(p string) {
+		if moved || !strings.HasSuffix(p, "/f0") {
+			return
+		}
+		moved = true
+		for _, mv := range [][2]string{{"l0", "gone"}, {"gone/l1", "l1"}} {
+			if err := os.Rename(filepath.Join(root, mv[0]), filepath.Join(root, mv[1])); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	m := capTestCapture(t, r, root, o)
+	errs := capTestErrors(m)
+	if m.Complete || !strings.Contains(errs["l0"], "moved during the capture") || len(errs) != 1 {
+		t.Fatalf("complete %v, errors %q", m.Complete, errs)
+	}
+	got := capTestFlatten(t, r, m.Root.Subtree)
+	if got["l0/zz-after"] != nil || got["zz-root"] == nil || got[filepath.Join(rel, "f5")] == nil {
+		t.Errorf("captured %d entries; zz-after %v, zz-root %v", len(got), got["l0/zz-after"], got["zz-root"])
+	}
+	if c := capTestContent(t, r, got[filepath.Join(rel, "f5")]); string(c) != "deep" {
+		t.Errorf("deep file holds %q", c)
+	}
+	capTestCheck(t, r)
 }

@@ -47,13 +47,15 @@ func (c *capturer) reader(ch *chunk.Chunker) {
 func (c *capturer) readJob(ch *chunk.Chunker, j *capJob) bool {
 	n := &j.part.nodes[j.i]
 	if c.o.Cache != nil {
-		if ids, ok := c.cacheHit(j); ok {
-			n.Content = ids
-			var err error
-			if n.Xattrs, err = capXattrsAt(j.h.fd, j.name); err != nil {
-				c.record(j.dir.errPath(j.name), err)
+		if e, ok := c.cacheHit(j); ok {
+			n.Content = e.Content
+			if e.Xattrs { // else none: adding one would have moved the ctime
+				var err error
+				if n.Xattrs, err = capXattrsAt(j.h.fd, j.name); err != nil {
+					c.record(j.dir.errPath(j.name), err)
+				}
 			}
-			c.cacheKeep(j.key, nil)
+			c.cacheKeep(j.key, nil, false)
 			c.bytes.Add(n.Size)
 			c.o.Progress.Done(1, n.Size)
 			return true
@@ -128,7 +130,7 @@ func (c *capturer) readJob(ch *chunk.Chunker, j *capJob) bool {
 	if changed {
 		c.record(j.dir.errPath(j.name), errors.New("changed while being read; the snapshot holds its second read"))
 	} else if c.o.Cache != nil && after.Mtim.Nano() < c.racyNs && len(ids) > 0 && n.Size == uint64(after.Size) {
-		c.cacheKeep(j.key, &after, ids...)
+		c.cacheKeep(j.key, &after, len(n.Xattrs) > 0, ids...)
 	}
 	c.bytes.Add(n.Size)
 	c.o.Progress.Done(1, n.Size)

@@ -188,6 +188,15 @@ func TestCaptureIncremental(t *testing.T) {
 		total += int64(len(c))
 	}
 	capTestWrite(t, root, files)
+	var withXattr, noXattr string
+	for p := range files {
+		if withXattr == "" {
+			withXattr = p
+		} else if noXattr == "" && p != withXattr {
+			noXattr = p
+		}
+	}
+	haveXattrs := unix.Setxattr(filepath.Join(root, withXattr), "user.k", []byte("v"), 0) == nil
 	capTestAge(t, root)
 	tr := newCapTestRepo(t)
 	r := tr.open(t)
@@ -217,12 +226,23 @@ func TestCaptureIncremental(t *testing.T) {
 		t.Errorf("unchanged capture differs: %v %+v, then %v %+v", m1.Root.Subtree, m1.Totals, m2.Root.Subtree, m2.Totals)
 	}
 
-	// Change one file: only it is read.
-	var changed string
-	for p := range files {
-		changed = p
-		break
+	capTestCompare(t, r, root, m2) // xattrs too, though the file was not read
+
+	if haveXattrs {
+		// A new xattr moves the ctime: the file is read again.
+		if err := unix.Setxattr(filepath.Join(root, noXattr), "user.new", []byte("n"), 0); err != nil {
+			t.Fatal(err)
+		}
+		read.Store(0)
+		m := capTestCapture(t, r, root, o)
+		if read.Load() != int64(len(files[noXattr])) {
+			t.Errorf("after adding an xattr, capture read %d bytes, want %d", read.Load(), len(files[noXattr]))
+		}
+		capTestCompare(t, r, root, m)
 	}
+
+	// Change one file: only it is read.
+	changed := withXattr
 	newContent := strings.Repeat("changed ", 1000)
 	capTestWrite(t, root, map[string]string{changed: newContent})
 	// (Not capTestAge: setting times moves every file's ctime.)
