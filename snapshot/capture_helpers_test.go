@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -225,7 +224,7 @@ func capTestExpect(t testing.TB, root string) map[string]*Node {
 				n.Type = TypeDevice
 			}
 			if n.Type == TypeFile || n.Type == TypeDir {
-				n.Xattrs = capTestXattrs(t, full)
+				n.Xattrs = rsUserXattrs(t, full)
 			}
 			out[p] = n
 			if n.Type == TypeDir {
@@ -251,28 +250,6 @@ func capTestGroup(id uint32) string {
 		return ""
 	}
 	return g.Name
-}
-
-func capTestXattrs(t testing.TB, p string) []Xattr {
-	buf := make([]byte, 64<<10)
-	n, err := unix.Llistxattr(p, buf)
-	if err != nil {
-		return nil
-	}
-	var out []Xattr
-	for _, name := range strings.Split(string(buf[:n]), "\x00") {
-		if !strings.HasPrefix(name, "user.") {
-			continue
-		}
-		v := make([]byte, 64<<10)
-		m, err := unix.Lgetxattr(p, name, v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, Xattr{Name: name, Value: v[:m]})
-	}
-	slices.SortFunc(out, func(a, b Xattr) int { return strings.Compare(a.Name, b.Name) })
-	return out
 }
 
 // capTestCompare checks every field of every captured node against the

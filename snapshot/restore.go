@@ -98,7 +98,7 @@ func Restore(ctx context.Context, r *repo.Repository, m *Manifest, o RestoreOpti
 	}
 	if err != nil {
 		if errors.Is(err, syscall.ENOSPC) {
-			err = fmt.Errorf("%w (the files to restore hold %s, less where sparse; free space in %s or restore elsewhere)", err, rsHumanBytes(plan.bytes), st.parent)
+			err = fmt.Errorf("%w (the files to restore hold %s, less where sparse; free space in %s or restore elsewhere)", err, HumanBytes(plan.bytes), st.parent)
 		}
 		if aerr := st.abort(); aerr != nil {
 			err = fmt.Errorf("%w; %w", err, aerr)
@@ -116,8 +116,8 @@ func Restore(ctx context.Context, r *repo.Repository, m *Manifest, o RestoreOpti
 	return res, nil
 }
 
-// rsHumanBytes renders n with a binary unit for messages.
-func rsHumanBytes(n uint64) string {
+// HumanBytes renders n with a binary unit, for messages.
+func HumanBytes(n uint64) string {
 	const unit = 1024
 	if n < unit {
 		return fmt.Sprintf("%d B", n)

@@ -85,7 +85,7 @@ func runCapture(cmd *cobra.Command, g *globalOptions, r *repo.Repository, root s
 	msg := summaryMessage{"summary", m.ID.String(), m.Workspace, m.Complete, m.Totals, len(m.Errors), time.Since(start).Seconds()}
 	g.out.emit(msg, func(w io.Writer) {
 		fmt.Fprintf(w, "snapshot %s of workspace %s: %d files, %d dirs, %s (%s new) in %.2fs\n", m.ID.Short(), m.Workspace,
-			m.Totals.Files, m.Totals.Dirs, humanBytes(m.Totals.Bytes), humanBytes(m.Totals.NewBytes), msg.Seconds)
+			m.Totals.Files, m.Totals.Dirs, snapshot.HumanBytes(m.Totals.Bytes), snapshot.HumanBytes(m.Totals.NewBytes), msg.Seconds)
 		if !m.Complete {
 			fmt.Fprintf(w, "partial: %d paths could not be captured (see the warnings above)\n", len(m.Errors))
 		}

@@ -63,7 +63,7 @@ func newRestoreCommand(g *globalOptions) *cobra.Command {
 				}
 				g.out.emit(msg, func(w io.Writer) {
 					fmt.Fprintf(w, "restored snapshot %s into %s: %d files, %d dirs, %s in %.2fs\n", m.ID.Short(), o.target, res.Files, res.Dirs,
-						humanBytes(res.Bytes), msg.Seconds)
+						snapshot.HumanBytes(res.Bytes), msg.Seconds)
 					for _, s := range res.Skipped {
 						fmt.Fprintf(w, "skipped %s (sockets and devices are not restored)\n", quoteName(s))
 					}

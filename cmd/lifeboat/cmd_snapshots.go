@@ -61,7 +61,7 @@ func newSnapshotsCommand(g *globalOptions) *cobra.Command {
 							state = fmt.Sprintf("partial (%d errors)", len(m.Errors))
 						}
 						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", m.ID.Short(), m.Time.Local().Format(time.DateTime), m.Workspace, m.Host,
-							m.Totals.Files, humanBytes(m.Totals.Bytes), state)
+							m.Totals.Files, snapshot.HumanBytes(m.Totals.Bytes), state)
 					})
 				}
 				if tw != nil {
@@ -76,18 +76,4 @@ func newSnapshotsCommand(g *globalOptions) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&ws, "workspace", "", "only this workspace")
 	return cmd
-}
-
-// humanBytes formats a byte count with a binary unit.
-func humanBytes(n uint64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := uint64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
