@@ -44,12 +44,17 @@ func (c *capturer) cacheHit(j *capJob) (index.FileEntry, bool) {
 		e.MtimeNs != st.Mtim.Nano() || e.CtimeNs != st.Ctim.Nano() || len(e.Content) == 0 {
 		return e, false
 	}
+	var total uint64
 	for _, id := range e.Content {
-		if _, ok, err := c.r.LookupBlob(blob.Workspace, blob.Data, id); err != nil || !ok {
+		loc, ok, err := c.r.LookupBlob(blob.Workspace, blob.Data, id)
+		if err != nil || !ok {
 			return e, false
 		}
+		total += uint64(loc.PlainLen)
 	}
-	return e, true
+	// A damaged or tampered cache must not attach the wrong chunks: they
+	// must at least add up to the file's size.
+	return e, total == e.Size
 }
 
 // cacheKeep notes that file key stays in the cache, with a new entry from

@@ -124,12 +124,17 @@ func (c *capturer) readJob(ch *chunk.Chunker, j *capJob) bool {
 	c.setMeta(n, &after)
 	n.Size = uint64(rd.n)
 	n.Content = ids
-	if n.Xattrs, err = capXattrsFd(fd); err != nil {
-		c.record(j.dir.errPath(j.name), err)
+	var xerr error
+	if n.Xattrs, xerr = capXattrsFd(fd); xerr != nil {
+		c.record(j.dir.errPath(j.name), xerr)
 	}
+	// Cache only files whose last change, of content (mtime) or inode
+	// (ctime), is well before the capture began: a file changed again
+	// within the timestamps' granularity would otherwise look unchanged.
+	settled := max(after.Mtim.Nano(), after.Ctim.Nano()) < c.racyNs
 	if changed {
 		c.record(j.dir.errPath(j.name), errors.New("changed while being read; the snapshot holds its second read"))
-	} else if c.o.Cache != nil && after.Mtim.Nano() < c.racyNs && len(ids) > 0 && n.Size == uint64(after.Size) {
+	} else if c.o.Cache != nil && xerr == nil && settled && len(ids) > 0 && n.Size == uint64(after.Size) {
 		c.cacheKeep(j.key, &after, len(n.Xattrs) > 0, ids...)
 	}
 	c.bytes.Add(n.Size)

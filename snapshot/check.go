@@ -2,18 +2,22 @@ package snapshot
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"lifeboat/blob"
 	"lifeboat/repo"
 )
 
+// dirProblem is damage found under a directory, at a path relative to it.
+type dirProblem struct{ kind, rel, detail string }
+
 // CheckSnapshots walks every snapshot and checks that every tree blob loads
 // and decodes and every content chunk is in the index. damaged names packs
 // a repository check found damaged or missing; files with a chunk in one of
-// them are reported too, so a problem names the snapshots and file paths it
-// affects. Each tree is walked once, under the first snapshot that holds it.
+// them are reported too. Every problem names the snapshot and the path it
+// affects, for every snapshot that reaches it. Each directory is read once
+// (keyed by its tree blob ids); what was found under it is remembered and
+// reported again, with the right path, for every snapshot that shares it.
 func CheckSnapshots(ctx context.Context, r *repo.Repository, damaged map[blob.ID]bool) (snapshots int, problems []repo.Problem, err error) {
 	snaps, bad, err := List(ctx, r, "")
 	if err != nil {
@@ -22,51 +26,60 @@ func CheckSnapshots(ctx context.Context, r *repo.Repository, damaged map[blob.ID
 	for id, e := range bad {
 		problems = append(problems, repo.Problem{Kind: "snapshot_damaged", Object: "snapshots/" + id.String(), Detail: e.Error()})
 	}
-	seen := map[blob.ID]bool{}
-	for _, m := range snaps {
-		snapshots++
-		where := "snapshot " + m.ID.Short()
-		problem := func(kind, p, detail string) {
-			problems = append(problems, repo.Problem{Kind: kind, Object: where + ":/" + p, Detail: detail})
+	memo := map[string][]dirProblem{}
+	var checkDir func(subtree []blob.ID) ([]dirProblem, error)
+	checkDir = func(subtree []blob.ID) ([]dirProblem, error) {
+		key := make([]byte, 0, len(subtree)*blob.IDSize)
+		for _, id := range subtree {
+			key = append(key, id[:]...)
 		}
-		var walk func(subtree []blob.ID, prefix string) error
-		walk = func(subtree []blob.ID, prefix string) error {
-			for _, id := range subtree {
-				if seen[id] {
-					return nil // the same directory was checked under an earlier snapshot
+		if found, ok := memo[string(key)]; ok {
+			return found, nil
+		}
+		var found []dirProblem
+		err := LoadDir(ctx, r, blob.Workspace, subtree, func(n *Node) error {
+			name := string(n.Name)
+			switch n.Type {
+			case TypeDir:
+				sub, err := checkDir(n.Subtree)
+				for _, p := range sub {
+					found = append(found, dirProblem{p.kind, name + "/" + p.rel, p.detail})
 				}
-				seen[id] = true
-			}
-			err := LoadDir(ctx, r, blob.Workspace, subtree, func(n *Node) error {
-				p := prefix + string(n.Name)
-				switch n.Type {
-				case TypeDir:
-					return walk(n.Subtree, p+"/")
-				case TypeFile:
-					for _, c := range n.Content {
-						loc, ok, err := r.LookupBlob(blob.Workspace, blob.Data, c)
-						switch {
-						case err != nil:
-							return err
-						case !ok:
-							problem("file_damaged", p, fmt.Sprintf("chunk %s is not in the index", c.Short()))
-							return nil
-						case damaged[loc.Pack]:
-							problem("file_damaged", p, fmt.Sprintf("chunk %s is in damaged pack %s", c.Short(), loc.Pack.Short()))
-							return nil
-						}
+				return err
+			case TypeFile:
+				for _, c := range n.Content {
+					loc, ok, err := r.LookupBlob(blob.Workspace, blob.Data, c)
+					switch {
+					case err != nil:
+						return err
+					case !ok:
+						found = append(found, dirProblem{"file_damaged", name, fmt.Sprintf("chunk %s is not in the index", c.Short())})
+						return nil
+					case damaged[loc.Pack]:
+						found = append(found, dirProblem{"file_damaged", name, fmt.Sprintf("chunk %s is in damaged pack %s", c.Short(), loc.Pack.Short())})
+						return nil
 					}
 				}
-				return nil
-			})
-			if err != nil && !errors.Is(err, context.Canceled) {
-				problem("tree_damaged", prefix, err.Error())
-				return nil
 			}
-			return err
+			return nil
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			found = append(found, dirProblem{"tree_damaged", "", err.Error()})
 		}
-		if err := walk(m.Root.Subtree, ""); err != nil {
+		memo[string(key)] = found
+		return found, nil
+	}
+	for _, m := range snaps {
+		snapshots++
+		found, err := checkDir(m.Root.Subtree)
+		if err != nil {
 			return snapshots, problems, err
+		}
+		for _, p := range found {
+			problems = append(problems, repo.Problem{Kind: p.kind, Object: "snapshot " + m.ID.Short() + ":/" + p.rel, Detail: p.detail})
 		}
 	}
 	return snapshots, problems, nil

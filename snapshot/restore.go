@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 
 	"lifeboat/blob"
@@ -65,6 +67,9 @@ func Restore(ctx context.Context, r *repo.Repository, m *Manifest, o RestoreOpti
 	}
 	keys, err := r.TierKeys(o.Tier)
 	if err != nil {
+		return res, err
+	}
+	if err := refuseOwnFiles(o.Target, r); err != nil {
 		return res, err
 	}
 	plan, err := rsPlanTree(ctx, r, o.Tier, m, o.Includes)
@@ -128,4 +133,37 @@ func HumanBytes(n uint64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// ErrTargetHoldsRepository: the target contains the repository or its
+// cache, which a restore (and --replace above all) would destroy.
+var ErrTargetHoldsRepository = errors.New("restore target contains the repository or its cache")
+
+// refuseOwnFiles refuses a target that is, or contains, the repository's
+// local directory or the local index cache.
+func refuseOwnFiles(target string, r *repo.Repository) error {
+	t, err := filepath.Abs(target)
+	if err != nil {
+		return err
+	}
+	if resolved, err := filepath.EvalSymlinks(t); err == nil {
+		t = resolved
+	}
+	own := []string{r.Backend().Location()}
+	if idx := r.Index(); idx != nil {
+		own = append(own, filepath.Dir(idx.Path()))
+	}
+	for _, p := range own {
+		p, err := filepath.Abs(p)
+		if err != nil {
+			continue
+		}
+		if resolved, err := filepath.EvalSymlinks(p); err == nil {
+			p = resolved
+		}
+		if p == t || strings.HasPrefix(p, t+string(filepath.Separator)) {
+			return fmt.Errorf("%w: %s holds %s; restore somewhere else", ErrTargetHoldsRepository, target, p)
+		}
+	}
+	return nil
 }

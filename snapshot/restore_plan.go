@@ -68,8 +68,11 @@ type rsPlanner struct {
 
 // rsPlanTree builds the plan of a restore of m, limited to includes.
 func rsPlanTree(ctx context.Context, l BlobLoader, tier blob.Tier, m *Manifest, includes []string) (*rsPlan, error) {
-	if err := m.Root.Valid(); err != nil || m.Root.Type != TypeDir {
-		return nil, &RestoreError{Paths: []string{""}, Err: fmt.Errorf("%w: snapshot root is not a valid directory (%v)", ErrUnsafeEntry, err)}
+	if m.Root.Type != TypeDir {
+		return nil, &RestoreError{Paths: []string{""}, Err: fmt.Errorf("%w: snapshot root is a %s, not a directory", ErrUnsafeEntry, m.Root.Type)}
+	}
+	if err := safeCheckFields("", &m.Root); err != nil {
+		return nil, err
 	}
 	p := &rsPlanner{ctx: ctx, l: l, tier: tier, root: &m.Root, plan: &rsPlan{chunks: map[blob.ID]*rsChunk{}},
 		files: map[string]int32{}, onPath: map[blob.ID]bool{}}

@@ -21,11 +21,18 @@ const safeMaxXattrValue = 64 << 10
 // than Node.Valid: its name, that only the fields of its type are set, and
 // its extended attributes. p is the entry's path, for the error.
 func safeCheckNode(p string, n *Node) error {
+	if err := ValidName(n.Name); err != nil {
+		return &RestoreError{Paths: []string{p}, Err: fmt.Errorf("%w: %v", ErrUnsafeEntry, err)}
+	}
+	return safeCheckFields(p, n)
+}
+
+// safeCheckFields is safeCheckNode without the name check, for the
+// snapshot's root node, which has no name but carries metadata (mode,
+// owner, xattrs) that restore applies to the target itself.
+func safeCheckFields(p string, n *Node) error {
 	fail := func(format string, a ...any) error {
 		return &RestoreError{Paths: []string{p}, Err: fmt.Errorf("%w: "+format, append([]any{ErrUnsafeEntry}, a...)...)}
-	}
-	if err := ValidName(n.Name); err != nil {
-		return fail("%v", err)
 	}
 	if err := n.Valid(); err != nil {
 		return fail("%v", err)

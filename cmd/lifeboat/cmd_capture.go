@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -67,10 +68,16 @@ func newCaptureCommand(g *globalOptions) *cobra.Command {
 func runCapture(cmd *cobra.Command, g *globalOptions, r *repo.Repository, root string, o captureOptions) error {
 	ctx := cmd.Context()
 	parent, err := snapshot.Find(ctx, r, "latest", o.workspace)
-	if err != nil {
-		parent = nil // the first snapshot of this workspace
+	switch {
+	case errors.Is(err, snapshot.ErrNoSnapshot):
+		parent = nil // the first complete snapshot of this workspace
+	case err != nil:
+		return err
 	}
 	prog := newProgress(g.out, "capturing")
+	if parent != nil { // the last capture's size is the best estimate for the ETA
+		prog.Start(parent.Totals.Files, parent.Totals.Bytes)
+	}
 	start := time.Now()
 	copts := snapshot.CaptureOptions{Workspace: o.workspace, Host: o.host, Instance: o.instance, Tags: o.tags,
 		Excludes: o.excludes, Readers: o.readers, Parent: parent, Progress: prog}

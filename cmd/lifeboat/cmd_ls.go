@@ -44,7 +44,8 @@ func newLsCommand(g *globalOptions) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return snapshot.Walk(cmd.Context(), r, m.Root.Subtree, "", func(p string, n *snapshot.Node) error {
+				found := prefix == ""
+				err = snapshot.Walk(cmd.Context(), r, m.Root.Subtree, "", func(p string, n *snapshot.Node) error {
 					inside := prefix == "" || p == prefix || strings.HasPrefix(p, prefix+"/")
 					if !inside {
 						if n.Type == snapshot.TypeDir && strings.HasPrefix(prefix, p+"/") {
@@ -52,6 +53,7 @@ func newLsCommand(g *globalOptions) *cobra.Command {
 						}
 						return snapshot.SkipDir
 					}
+					found = true
 					msg := nodeMessage{"node", p, n.Type, n.Mode, n.UID, n.GID, n.User, n.Group, n.Size, time.Unix(0, n.MtimeNs), string(n.LinkTarget)}
 					g.out.emit(msg, func(w io.Writer) {
 						line := fmt.Sprintf("%s %8s %8s %10d %s %s", modeString(n), owner(n.User, n.UID), owner(n.Group, n.GID), n.Size,
@@ -63,6 +65,10 @@ func newLsCommand(g *globalOptions) *cobra.Command {
 					})
 					return nil
 				})
+				if err == nil && !found {
+					return fmt.Errorf("snapshot %s has no path %q (list the snapshot with `lifeboat ls %s`)", m.ID.Short(), prefix, m.ID.Short())
+				}
+				return err
 			})
 		},
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"syscall"
 
 	"lifeboat/backend"
 	"lifeboat/crypt"
@@ -69,7 +70,7 @@ func exitCode(err error) int {
 		return exitRefused
 	case errors.Is(err, crypt.ErrTierLocked):
 		return exitTierLocked
-	case errors.Is(err, backend.ErrNoSpace):
+	case errors.Is(err, backend.ErrNoSpace), errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		return exitNoSpace
 	case errors.Is(err, repo.ErrCorrupt), errors.Is(err, repo.ErrPackMissing), errors.Is(err, repo.ErrBlobNotFound),
 		errors.Is(err, crypt.ErrAuth):

@@ -82,7 +82,12 @@ func (p *progressReporter) emit(v any) {
 	p.mu.Unlock()
 }
 
+// Start records the expected totals; zeros (unknown) keep an earlier
+// estimate.
 func (p *progressReporter) Start(files, bytes uint64) {
+	if files == 0 && bytes == 0 {
+		return
+	}
 	p.total.Store(files)
 	if p.bar != nil && bytes > 0 {
 		p.mu.Lock()

@@ -1,0 +1,30 @@
+package snapshot
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// A file whose ctime is "now" (mtime forged old, as cp -p/tar/npm do) is cached.
+func TestRegressionRacyUsesMtimeOnly(t *testing.T) {
+	root := t.TempDir()
+	p := filepath.Join(root, "f")
+	if err := os.WriteFile(p, []byte("AAAA"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Unix(500000000, 0)
+	_ = os.Chtimes(p, old, old)
+	tr := newCapTestRepo(t)
+	r := tr.open(t)
+	o := capTestOptions(nil)
+	o.Cache = r.Index()
+	capTestCapture(t, r, root, o)
+	n, _ := r.Index().FileCacheCount(capTestWsKey(t, r, o.Workspace))
+	fi, _ := os.Stat(p)
+	t.Logf("cache entries: %d (file ctime is fresh; mtime %v)", n, fi.ModTime())
+	if n != 0 {
+		t.Errorf("file with ctime inside the racy window was cached")
+	}
+}
