@@ -151,16 +151,14 @@ func (w *rsWriter) release(f *rsFile, e *rsEntry, werr error) error {
 	})
 }
 
-// finishFile verifies a written file, applies its metadata and fsyncs it.
+// finishFile verifies a written file and applies its metadata. The whole
+// staging tree is made durable at once, by one syncfs, before the switch.
 func (w *rsWriter) finishFile(fd int, f *rsFile, e *rsEntry) error {
 	if err := w.verify(fd, e); err != nil {
 		return err
 	}
 	if err := w.metaFD(fd, e); err != nil {
 		return err
-	}
-	if err := rsFsync(fd); err != nil {
-		return &RestoreError{Paths: []string{e.path}, Err: fmt.Errorf("fsync: %w", err)}
 	}
 	w.progress.Done(1, uint64(f.size))
 	return nil

@@ -74,17 +74,3 @@ func rsFutimens(fd int, ns int64) error {
 	}
 	return nil
 }
-
-// rsFsync fsyncs fd; FIFOs, which cannot be synced, are a no-op.
-func rsFsync(fd int) error {
-	for {
-		err := unix.Fsync(fd)
-		switch err {
-		case unix.EINTR:
-			continue
-		case unix.EINVAL: // a FIFO: its inode is synced with its directory
-			return nil
-		}
-		return err
-	}
-}

@@ -135,9 +135,6 @@ func (w *rsWriter) leaf(e *rsEntry) error {
 	if err := w.metaFD(fd, e); err != nil {
 		return err
 	}
-	if err := rsFsync(fd); err != nil {
-		return &RestoreError{Paths: []string{e.path}, Err: fmt.Errorf("fsync: %w", err)}
-	}
 	if e.file >= 0 {
 		w.progress.Done(1, 0)
 	}
@@ -180,8 +177,7 @@ func (w *rsWriter) symlink(e *rsEntry) error {
 	return w.metaSymlink(pfd, e)
 }
 
-// finishDir applies a directory's metadata once all its entries are done,
-// then fsyncs it so its entries are durable.
+// finishDir applies a directory's metadata once all its entries are done.
 func (w *rsWriter) finishDir(idx int32) error {
 	e := &w.plan.entries[idx]
 	fd, err := w.dirs.get(idx)
@@ -191,9 +187,6 @@ func (w *rsWriter) finishDir(idx int32) error {
 	defer w.dirs.put(idx)
 	if err := w.metaFD(fd, e); err != nil {
 		return err
-	}
-	if err := rsFsync(fd); err != nil {
-		return &RestoreError{Paths: []string{e.path}, Err: fmt.Errorf("fsync: %w", err)}
 	}
 	return nil
 }
