@@ -253,6 +253,7 @@ func TestCaptureCacheNotTrustedBlindly(t *testing.T) {
 	root2 := t.TempDir()
 	capTestWrite(t, root2, map[string]string{"fresh": "ffff"})
 	o.Cache = r.Index()
+	o.hooks.settled = false // the real racy window
 	capTestCapture(t, r, root2, o)
 	read.Store(0)
 	capTestCapture(t, r, root2, o)

@@ -79,7 +79,7 @@ func capTestOpenRepo(t testing.TB) *repo.Repository {
 // capTestOptions are options with a fixed clock and a read counter.
 func capTestOptions(counter *atomic.Int64) CaptureOptions {
 	return CaptureOptions{Workspace: "ws-test", Now: func() time.Time { return time.Unix(1700000000, 0) },
-		hooks: &captureHooks{bytesRead: counter}}
+		hooks: &captureHooks{bytesRead: counter, settled: true}}
 }
 
 // capTestRecorder is a Progress that keeps the errors it is told.

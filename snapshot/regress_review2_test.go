@@ -19,6 +19,7 @@ func TestRegressionRacyUsesMtimeOnly(t *testing.T) {
 	tr := newCapTestRepo(t)
 	r := tr.open(t)
 	o := capTestOptions(nil)
+	o.hooks.settled = false // the real racy window
 	o.Cache = r.Index()
 	capTestCapture(t, r, root, o)
 	n, _ := r.Index().FileCacheCount(capTestWsKey(t, r, o.Workspace))
