@@ -266,10 +266,10 @@ func TestRestoreIncludes(t *testing.T) {
 	}
 }
 
-// TestRestoreDeepTree restores a chain of directories far deeper than
+// TestRestoreDeepTree restores a chain of 10,000 directories, far deeper than
 // PATH_MAX allows as one path, and checks it through directory fds.
 func TestRestoreDeepTree(t *testing.T) {
-	const depth = 3000
+	const depth = 10000 // the 10,000 levels
 	r := newRestoreRepo(t)
 	n := r.file(t, "leaf", []byte("at the bottom"))
 	for range depth {
