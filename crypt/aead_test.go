@@ -115,7 +115,8 @@ func TestSealNoncesDiffer(t *testing.T) {
 }
 
 func TestNewRandomKeyDiffers(t *testing.T) {
-	if crypt.NewRandomKey() == crypt.NewRandomKey() {
+	a, b := crypt.NewRandomKey(), crypt.NewRandomKey()
+	if a == b {
 		t.Fatal("two random keys are equal")
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"lifeboat/blob"
 	"lifeboat/pack"
@@ -150,7 +151,7 @@ func openBolt(path string, opts *bolt.Options) (bdb *bolt.DB, err error) {
 		}
 	}()
 	bdb, err = bolt.Open(path, 0o600, opts)
-	if errors.Is(err, bolt.ErrTimeout) {
+	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, errBusy
 	}
 	if err != nil {

@@ -145,6 +145,19 @@ func worthCompressing(enc *zstd.Encoder, plain []byte) bool {
 	return worth
 }
 
+// OpenVerified opens a stored blob like OpenBlob and also checks that its
+// plaintext hashes to its id: the check every reader of stored blobs makes.
+func OpenVerified(k *crypt.TierKeys, e Entry, sealed []byte, dst []byte) ([]byte, error) {
+	plain, err := OpenBlob(k, e, sealed, dst)
+	if err != nil {
+		return nil, err
+	}
+	if k.BlobID(plain) != e.ID {
+		return nil, fmt.Errorf("blob %s: %w (plaintext does not hash to its id)", e.ID.Short(), crypt.ErrAuth)
+	}
+	return plain, nil
+}
+
 // OpenBlob opens a sealed blob described by e, decompresses it into dst
 // (which it may reuse) and checks that the result has e's plain length.
 // The caller checks the id against the plaintext where it needs to.

@@ -60,10 +60,7 @@ func (w *rsWriter) writeRun(ctx context.Context, run *rsRun) error {
 			return err
 		}
 		sealed := data[int64(c.loc.Offset)-run.start : int64(c.loc.Offset)-run.start+int64(c.loc.Length)]
-		plain, err := pack.OpenBlob(w.keys, c.loc.Entry, sealed, *bp)
-		if err == nil && w.keys.BlobID(plain) != c.id {
-			err = fmt.Errorf("chunk %s does not hash to its id", c.id.Short())
-		}
+		plain, err := pack.OpenVerified(w.keys, c.loc.Entry, sealed, *bp)
 		if err != nil {
 			return &RestoreError{Paths: w.plan.filesOf(c), Err: fmt.Errorf("%w: chunk %s in %s: %w; run `lifeboat check --read-data`", repo.ErrCorrupt, c.id.Short(), h, err)}
 		}

@@ -3,7 +3,6 @@ package snapshot
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -276,10 +275,4 @@ func rsLoadDir(ctx context.Context, l BlobLoader, tier blob.Tier, dirPath string
 		}
 	}
 	return nil
-}
-
-// rsAsRestoreError reports whether err already names paths.
-func rsAsRestoreError(err error) bool {
-	var re *RestoreError
-	return errors.As(err, &re)
 }

@@ -119,14 +119,13 @@ func TestExitCodes(t *testing.T) {
 	}
 }
 
-func TestRoundtripCheckRepair(t *testing.T) {
+func TestCheckAndRepairIndex(t *testing.T) {
 	e := newEnv(t)
 	e.init()
 	src := filepath.Join(e.dir, "src")
 	writeTree(t, src, 1)
-	rt := jsonLines(t, e.ok("debug", "roundtrip", src, "--json").stdout)
-	if rt[0]["verified"] != true || rt[0]["files"].(float64) < 10 {
-		t.Fatalf("roundtrip: %v", rt)
+	if sum := e.capture("w", src); sum["complete"] != true || sum["totals"].(map[string]any)["files"].(float64) < 10 {
+		t.Fatalf("capture: %v", sum)
 	}
 	e.ok("check", "--read-data")
 	cfg := jsonLines(t, e.ok("cat", "config", "--json").stdout)
@@ -145,9 +144,9 @@ func TestRoundtripCheckRepair(t *testing.T) {
 		t.Fatalf("repair: %v", rep)
 	}
 	e.ok("check", "--read-data")
-	again := jsonLines(t, e.ok("debug", "roundtrip", src, "--json").stdout)
-	if again[0]["new_chunks"] != float64(0) {
-		t.Fatalf("after repair everything should dedup: %v", again)
+	e.restoreAndCompare("w", src)
+	if nb := newBytes(e.capture("w", src, "--force")); nb != 0 {
+		t.Fatalf("after repair everything should dedup, %v new bytes", nb)
 	}
 	// Damage a pack: check --read-data fails with the integrity exit code.
 	packs, _ := filepath.Glob(filepath.Join(e.repo, "data", "*", "*"))
@@ -159,8 +158,8 @@ func TestRoundtripCheckRepair(t *testing.T) {
 	}
 }
 
-// Two real processes saving into one repository at once both succeed, and
-// the repository checks clean afterwards.
+// Two real processes capturing into one repository at once both succeed,
+// and the repository checks clean and restores both afterwards.
 func TestTwoProcesses(t *testing.T) {
 	bin := lifeboatBinary(t)
 	e := newEnv(t)
@@ -168,13 +167,15 @@ func TestTwoProcesses(t *testing.T) {
 	var wg sync.WaitGroup
 	outs := make([][]byte, 2)
 	errs := make([]error, 2)
+	srcs := make([]string, 2)
 	for i := range 2 {
-		src := filepath.Join(e.dir, "src", string(rune('a'+i)))
-		writeTree(t, src, uint64(10+i))
+		srcs[i] = filepath.Join(e.dir, "src", string(rune('a'+i)))
+		writeTree(t, srcs[i], uint64(10+i))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cmd := exec.Command(bin, "--repo", e.repo, "--cache-dir", e.cache, "--password-file", e.passwdFile, "debug", "roundtrip", src)
+			cmd := exec.Command(bin, "--repo", e.repo, "--cache-dir", e.cache, "--password-file", e.passwdFile,
+				"capture", "--workspace", filepath.Base(srcs[i]), srcs[i])
 			outs[i], errs[i] = cmd.CombinedOutput()
 		}()
 	}
@@ -185,10 +186,7 @@ func TestTwoProcesses(t *testing.T) {
 		}
 	}
 	e.ok("check", "--read-data")
-	for i := range 2 {
-		r := jsonLines(t, e.ok("debug", "roundtrip", filepath.Join(e.dir, "src", string(rune('a'+i))), "--json").stdout)
-		if r[0]["new_chunks"] != float64(0) {
-			t.Fatalf("process %d's data was not all stored: %v", i, r)
-		}
+	for _, src := range srcs {
+		e.restoreAndCompare(filepath.Base(src), src)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"lifeboat/bench"
 )
 
 const testPW = "cli-test-password-4711"
@@ -95,4 +97,32 @@ func lifeboatBinary(t *testing.T) string {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin
+}
+
+// capture captures src as workspace ws and returns the summary message.
+func (e *env) capture(ws, src string, extra ...string) map[string]any {
+	e.t.Helper()
+	args := append([]string{"capture", "--workspace", ws, "--json"}, extra...)
+	lines := jsonLines(e.t, e.ok(append(args, src)...).stdout)
+	return lines[len(lines)-1]
+}
+
+// newBytes reads totals.new_bytes from a capture summary.
+func newBytes(sum map[string]any) float64 {
+	return sum["totals"].(map[string]any)["new_bytes"].(float64)
+}
+
+// restoreAndCompare restores the latest snapshot of ws into a new directory
+// and checks it matches want exactly.
+func (e *env) restoreAndCompare(ws, want string) {
+	e.t.Helper()
+	target, err := os.MkdirTemp(e.dir, "restore-")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	target = filepath.Join(target, "t")
+	e.ok("restore", "--workspace", ws, "--target", target, "latest")
+	if d, err := bench.Compare(want, target); err != nil || len(d) > 0 {
+		e.t.Fatalf("restored %s differs from %s: %v %v", ws, want, d, err)
+	}
 }
