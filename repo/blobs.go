@@ -56,7 +56,7 @@ func (r *Repository) SaveBlob(ctx context.Context, t blob.Tier, typ blob.Type, d
 		if !ok {
 			p = &pendingBlob{ready: make(chan struct{})}
 			r.pending[key] = p
-			r.saving++
+			r.busy++
 			r.mu.Unlock()
 			known, err := r.saveNew(ctx, k, typ, id, data)
 			r.mu.Lock()
@@ -65,7 +65,7 @@ func (r *Repository) SaveBlob(ctx context.Context, t blob.Tier, typ blob.Type, d
 				p.err = err
 			}
 			close(p.ready)
-			r.saving--
+			r.busy--
 			r.cond.Broadcast()
 			r.mu.Unlock()
 			return id, known, err

@@ -19,11 +19,18 @@ import (
 // nil, every blob saved before the call is durable and indexed.
 func (r *Repository) Flush(ctx context.Context) error {
 	r.mu.Lock()
-	closing := r.closing
-	r.mu.Unlock()
-	if closing {
+	if r.closing {
+		r.mu.Unlock()
 		return ErrClosed
 	}
+	r.busy++ // Close waits for this flush and the uploads it starts
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.busy--
+		r.cond.Broadcast()
+		r.mu.Unlock()
+	}()
 	return r.flush(ctx)
 }
 

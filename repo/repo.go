@@ -58,12 +58,12 @@ type Repository struct {
 	cancel context.CancelFunc
 
 	mu        sync.Mutex
-	cond      *sync.Cond                  // signals on mu when saving or inflight shrink
+	cond      *sync.Cond                  // signals on mu when busy or inflight shrink
 	pending   map[pendingKey]*pendingBlob // saved this session, not yet in the local index
 	unindexed map[blob.Tier][]index.PackInfo
 	packers   map[packerKey]*packerSet
 	err       error           // first upload failure; sticky
-	saving    int             // SaveBlob calls packing a new blob
+	busy      int             // SaveBlob calls packing a new blob, and Flush calls under way
 	uploadSeq uint64          // number of the last upload started
 	inflight  map[uint64]bool // uploads not yet finished, by number
 	closing   bool
@@ -244,7 +244,7 @@ func (r *Repository) Close(ctx context.Context) error {
 	r.closeOnce.Do(func() {
 		r.mu.Lock()
 		r.closing = true
-		for r.saving > 0 {
+		for r.busy > 0 {
 			r.cond.Wait()
 		}
 		r.mu.Unlock()
