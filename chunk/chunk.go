@@ -56,8 +56,9 @@ func (c *Chunker) Reset(r io.Reader) {
 // BufSize is the buffer size Next needs: the maximum chunk size.
 func (c *Chunker) BufSize() int { return int(c.p.Max) }
 
-// Next returns the next chunk, stored in buf (which must hold BufSize
-// bytes), or io.EOF after the last one.
+// Next returns the next chunk, or io.EOF after the last one. The chunk is
+// stored in buf when it fits; otherwise Next grows it by append, up to
+// BufSize bytes, and the chunk is in the new array.
 func (c *Chunker) Next(buf []byte) ([]byte, error) {
 	ch, err := c.c.Next(buf)
 	if errors.Is(err, io.EOF) {

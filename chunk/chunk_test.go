@@ -299,3 +299,29 @@ func TestInvalidPolIsAnError(t *testing.T) {
 		}
 	}
 }
+
+// A buffer smaller than the chunks grows and gives the same cuts and bytes
+// as a maximum-size one: SaveStream starts chunks in small pooled buffers.
+func TestSmallBufferGrows(t *testing.T) {
+	r, _ := newRand(t)
+	data := randBytes(r, 12<<20)
+	pol := randPol(t, r)
+	want := cuts(t, chunk.New(bytes.NewReader(data), pol, chunk.DefaultParams), data)
+	c := chunk.New(bytes.NewReader(data), pol, chunk.DefaultParams)
+	var got []int
+	var joined []byte
+	for {
+		ch, err := c.Next(make([]byte, 0, 4096))
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, len(ch))
+		joined = append(joined, ch...)
+	}
+	if !bytes.Equal(joined, data) || !slices.Equal(got, want) {
+		t.Fatalf("small buffers cut %v, full-size buffers %v (bytes equal: %v)", got, want, bytes.Equal(joined, data))
+	}
+}

@@ -71,9 +71,15 @@ func (p KDFParams) Validate() error {
 	return nil
 }
 
+// prefaultMinKiB is the smallest memory cost worth readying huge pages for.
+const prefaultMinKiB = 8 << 10
+
 // derive turns a password into a key-encryption key.
 func (p KDFParams) derive(password []byte) Key {
 	var k Key
+	if p.MemoryKiB >= prefaultMinKiB {
+		prefaultHuge(int(p.MemoryKiB) << 10)
+	}
 	out := argon2.IDKey(password, p.Salt, p.Time, p.MemoryKiB, p.Threads, KeySize)
 	copy(k[:], out)
 	clear(out)

@@ -37,3 +37,11 @@ func putBuf(b []byte) {
 	b = b[:0]
 	classes[c].Put(&b)
 }
+
+// GetBuffer returns an empty buffer with capacity at least n from the
+// size-class pools the pack code uses; PutBuffer gives it back.
+func GetBuffer(n int) []byte { return getBuf(n) }
+
+// PutBuffer recycles a buffer (from GetBuffer or grown from one by append);
+// the caller must not use it afterwards.
+func PutBuffer(b []byte) { putBuf(b) }

@@ -39,7 +39,7 @@ func TestGoldenPackV1(t *testing.T) {
 			}
 			w.Add(sealBlob(t, wsKeys, types[i], p, c))
 		}
-		data, _, _ := w.Finish()
+		data, _, _, _, _ := w.Finish()
 		if err := os.WriteFile(goldenPack, data, 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/zeebo/blake3"
+
 	"lifeboat/blob"
 	"lifeboat/crypt"
 )
@@ -159,7 +161,12 @@ func finishPack(t testing.TB, k *crypt.TierKeys, blobs []SealedBlob, plains map[
 	}
 	p := testPack{plains: plains}
 	blobBytes := w.Size()
-	p.data, p.id, p.entries = w.Finish()
+	var size int64
+	var err error
+	p.data, size, p.id, p.entries, err = w.Finish()
+	if err != nil || size != int64(len(p.data)) || p.id != blob.ID(blake3.Sum256(p.data)) {
+		t.Fatalf("Finish: %v; size %d for %d bytes; id %s", err, size, len(p.data), p.id.Short())
+	}
 	hdr := 4 + len(p.entries)*EntrySize
 	hdr = (hdr + headerBucket - 1) / headerBucket * headerBucket
 	p.unpad = int64(blobBytes + hdr + crypt.Overhead + TrailerSize)

@@ -334,7 +334,7 @@ func TestWriterPaddingIsRandom(t *testing.T) {
 	for range 2 {
 		w := NewWriter(wsKeys, 0)
 		w.Add(sb)
-		d, _, _ := w.Finish()
+		d, _, _, _, _ := w.Finish()
 		packs = append(packs, d)
 	}
 	if len(packs[0]) != len(packs[1]) || bytes.Equal(packs[0], packs[1]) {

@@ -55,7 +55,7 @@ func TestWriterStaysWithinLimit(t *testing.T) {
 			}
 			w.Add(sb)
 		}
-		data, _, _ := w.Finish()
+		data, _, _, _, _ := w.Finish()
 		if len(data) > limit {
 			t.Errorf("limit %d: pack of %d bytes", limit, len(data))
 		}

@@ -11,7 +11,6 @@ import (
 	"lifeboat/blob"
 	"lifeboat/crypt"
 	"lifeboat/index"
-	"lifeboat/pack"
 )
 
 // Flush uploads every open pack, waits for all uploads, then writes index
@@ -43,16 +42,16 @@ func (r *Repository) flush(ctx context.Context) error {
 	r.mu.Unlock()
 	for _, ps := range sets {
 		ps.mu.Lock()
-		var full []*pack.Writer
-		for i, w := range ps.writers {
-			if w.Count() > 0 {
-				full = append(full, w)
-				ps.writers[i] = pack.NewWriter(ps.keys, r.opts.PackSize)
+		var full []*openPack
+		for i, p := range ps.packs {
+			if p != nil && p.Count() > 0 {
+				full = append(full, p)
+				ps.packs[i] = nil
 			}
 		}
 		ps.mu.Unlock()
-		for _, w := range full {
-			r.upload(ps.keys.Tier, w)
+		for _, p := range full {
+			r.upload(ps.keys.Tier, p)
 		}
 	}
 	r.waitUploads()

@@ -20,34 +20,93 @@ type packerKey struct {
 
 // packerSet holds the open packs of one tier and blob type. Each blob goes
 // to one of them at random, so the blobs of a file scatter over packs and
-// pack sizes say little about chunk boundaries.
+// pack sizes say little about chunk boundaries. A nil slot has no pack yet.
 type packerSet struct {
-	mu      sync.Mutex
-	keys    *crypt.TierKeys
-	writers []*pack.Writer
+	mu    sync.Mutex
+	keys  *crypt.TierKeys
+	packs []*openPack
+}
+
+// openPack is a pack being filled: streamed to a backend temp file where
+// the backend takes them (backend.TempSaver), else built in memory.
+type openPack struct {
+	*pack.Writer
+	temp backend.TempFile // nil for a pack in memory
+}
+
+// newPack starts an empty pack for the tier of k.
+func (r *Repository) newPack(k *crypt.TierKeys) (*openPack, error) {
+	ts, ok := r.be.(backend.TempSaver)
+	if !ok {
+		return &openPack{Writer: pack.NewWriter(k, r.opts.PackSize)}, nil
+	}
+	f, err := ts.CreateTemp()
+	if err != nil {
+		return nil, err
+	}
+	return &openPack{Writer: pack.NewStreamWriter(k, r.opts.PackSize, f), temp: f}, nil
+}
+
+// discard drops a pack that will not be saved.
+func (r *Repository) discard(p *openPack) {
+	if p.temp != nil {
+		r.be.(backend.TempSaver).DiscardTemp(p.temp)
+	}
 }
 
 // pack seals one blob and adds it to a random open pack of its tier and
 // type, uploading the pack when it reaches the target size.
 func (r *Repository) pack(k *crypt.TierKeys, typ blob.Type, id blob.ID, data []byte) error {
+	// Sealing is CPU work that takes three blob-sized buffers (compressed,
+	// sealed, verified): more at once than there are CPUs only adds memory.
+	r.seals <- struct{}{}
 	sb, err := pack.SealBlob(k, typ, id, data, r.opts.Compress)
+	<-r.seals
 	if err != nil {
 		return err
 	}
+	defer sb.Release()
 	ps := r.packerSet(k, typ)
 	ps.mu.Lock()
-	i := rand.IntN(len(ps.writers))
-	var full *pack.Writer
-	if !ps.writers[i].Fits(len(sb.Data)) {
-		full, ps.writers[i] = ps.writers[i], pack.NewWriter(k, r.opts.PackSize)
+	i := rand.IntN(len(ps.packs))
+	var full *openPack
+	if p := ps.packs[i]; p != nil && !p.Fits(len(sb.Data)) {
+		full, ps.packs[i] = p, nil
 	}
-	ps.writers[i].Add(sb)
-	sb.Release()
+	if ps.packs[i] == nil {
+		if ps.packs[i], err = r.newPack(k); err != nil {
+			ps.mu.Unlock()
+			if full != nil {
+				r.upload(k.Tier, full)
+			}
+			return fmt.Errorf("starting a pack: %w", err)
+		}
+	}
+	err = ps.packs[i].Add(sb)
+	var lost *openPack
+	if err != nil { // the pack's file failed: its blobs are lost
+		lost, ps.packs[i] = ps.packs[i], nil
+	}
 	ps.mu.Unlock()
 	if full != nil {
 		r.upload(k.Tier, full)
 	}
+	if lost != nil {
+		r.discard(lost)
+		r.setErr(fmt.Errorf("writing a pack: %w", err))
+		return fmt.Errorf("writing a pack: %w", err)
+	}
 	return nil
+}
+
+// setErr records a failure that lost saved blobs; it is sticky and
+// surfaces from every later SaveBlob and Flush.
+func (r *Repository) setErr(err error) {
+	r.mu.Lock()
+	if r.err == nil {
+		r.err = err
+	}
+	r.mu.Unlock()
 }
 
 func (r *Repository) packerSet(k *crypt.TierKeys, typ blob.Type) *packerSet {
@@ -56,21 +115,18 @@ func (r *Repository) packerSet(k *crypt.TierKeys, typ blob.Type) *packerSet {
 	key := packerKey{k.Tier, typ}
 	ps := r.packers[key]
 	if ps == nil {
-		ps = &packerSet{keys: k}
-		for range r.opts.Packers {
-			ps.writers = append(ps.writers, pack.NewWriter(k, r.opts.PackSize))
-		}
+		ps = &packerSet{keys: k, packs: make([]*openPack, r.opts.Packers)}
 		r.packers[key] = ps
 	}
 	return ps
 }
 
-// upload finishes w and saves it in the background, at most Options.Uploads
+// upload finishes p and saves it in the background, at most Options.Uploads
 // at a time; it blocks while that many are in flight. Uploads run under the
 // repository's own context, not a caller's, so a caller that gives up
 // cannot drop a pack holding other callers' blobs. Failures are sticky and
 // surface from the next SaveBlob or Flush.
-func (r *Repository) upload(t blob.Tier, w *pack.Writer) {
+func (r *Repository) upload(t blob.Tier, p *openPack) {
 	r.uploads <- struct{}{}
 	r.mu.Lock()
 	r.uploadSeq++
@@ -78,7 +134,7 @@ func (r *Repository) upload(t blob.Tier, w *pack.Writer) {
 	r.inflight[seq] = true
 	r.mu.Unlock()
 	go func() {
-		err := r.savePack(r.bg, t, w)
+		err := r.savePack(r.bg, t, p)
 		<-r.uploads
 		r.mu.Lock()
 		if err != nil && r.err == nil {
@@ -92,12 +148,19 @@ func (r *Repository) upload(t blob.Tier, w *pack.Writer) {
 
 // savePack writes one pack and records its blobs as uploaded. Once enough
 // packs wait for an index object, it writes one.
-func (r *Repository) savePack(ctx context.Context, t blob.Tier, w *pack.Writer) error {
-	data, id, entries := w.Finish()
-	size := len(data)
+func (r *Repository) savePack(ctx context.Context, t blob.Tier, p *openPack) error {
+	data, size, id, entries, err := p.Finish()
+	if err != nil {
+		r.discard(p)
+		return fmt.Errorf("writing a pack: %w", err)
+	}
 	h := backend.Handle{Type: backend.Pack, Name: id.String()}
-	err := r.be.Save(ctx, h, data)
-	pack.ReleasePack(data)
+	if p.temp != nil {
+		err = r.be.(backend.TempSaver).SaveTemp(ctx, h, p.temp)
+	} else {
+		err = r.be.Save(ctx, h, data)
+		pack.ReleasePack(data)
+	}
 	if err != nil {
 		return fmt.Errorf("saving %s: %w", h, err)
 	}

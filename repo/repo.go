@@ -71,6 +71,7 @@ type Repository struct {
 	damagedIndex []blob.ID
 
 	uploads   chan struct{} // one slot per pack upload in flight
+	seals     chan struct{} // one slot per blob being sealed: bounds the buffers in use
 	indexMu   sync.Mutex    // serialises index object writes
 	closeOnce sync.Once
 	closeErr  error
@@ -158,7 +159,8 @@ func Open(ctx context.Context, be backend.Backend, password []byte, o Options) (
 	o = o.withDefaults(cfg)
 	r := &Repository{be: be, cfg: cfg, keys: keys, keyID: keyID, pols: pols, opts: o, now: o.Now,
 		pending: map[pendingKey]*pendingBlob{}, unindexed: map[blob.Tier][]index.PackInfo{},
-		packers: map[packerKey]*packerSet{}, uploads: make(chan struct{}, o.Uploads), inflight: map[uint64]bool{}}
+		packers: map[packerKey]*packerSet{}, uploads: make(chan struct{}, o.Uploads), inflight: map[uint64]bool{},
+		seals: make(chan struct{}, runtime.GOMAXPROCS(0))}
 	r.cond = sync.NewCond(&r.mu)
 	r.bg, r.cancel = context.WithCancel(context.Background())
 	if o.NoIndexDB {

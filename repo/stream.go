@@ -10,6 +10,7 @@ import (
 
 	"lifeboat/blob"
 	"lifeboat/chunk"
+	"lifeboat/pack"
 )
 
 // StreamStats counts what SaveStream stored.
@@ -20,7 +21,11 @@ type StreamStats struct {
 	NewBytes int64 // plaintext bytes of the new chunks
 }
 
-var chunkBufs = sync.Pool{New: func() any { b := make([]byte, chunk.DefaultParams.Max); return &b }}
+// chunkBufStart is the capacity a chunk buffer starts with: most chunks
+// and most files are smaller, and the chunker grows the buffer by append
+// for larger ones. Buffers go back to pack's size-class pools, so a chunk
+// of a small file never holds a maximum-size (8 MiB) buffer.
+const chunkBufStart = 2 << 20
 
 // SaveStream cuts rd into content-defined chunks with c and saves each as a
 // data blob in tier t, returning the chunk ids in order. Chunking runs in
@@ -44,13 +49,12 @@ func (r *Repository) SaveStream(ctx context.Context, t blob.Tier, c *chunk.Chunk
 	}
 	c.Reset(rd)
 	for i := 0; ; i++ {
-		bp := chunkBufs.Get().(*[]byte)
-		if len(*bp) < c.BufSize() {
-			*bp = make([]byte, c.BufSize())
+		buf := pack.GetBuffer(chunkBufStart)
+		data, err := c.Next(buf)
+		if cap(data) != cap(buf) { // the chunk outgrew buf (or there was none)
+			pack.PutBuffer(buf)
 		}
-		data, err := c.Next(*bp)
 		if err != nil {
-			chunkBufs.Put(bp)
 			if !errors.Is(err, io.EOF) {
 				fail(err)
 			}
@@ -59,7 +63,7 @@ func (r *Repository) SaveStream(ctx context.Context, t blob.Tier, c *chunk.Chunk
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
-			chunkBufs.Put(bp)
+			pack.PutBuffer(data)
 			fail(ctx.Err())
 		}
 		mu.Lock()
@@ -72,7 +76,7 @@ func (r *Repository) SaveStream(ctx context.Context, t blob.Tier, c *chunk.Chunk
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer func() { chunkBufs.Put(bp); <-sem }()
+			defer func() { pack.PutBuffer(data); <-sem }()
 			id, known, err := r.SaveBlob(ctx, t, blob.Data, data)
 			if err != nil {
 				fail(err)

@@ -204,6 +204,10 @@ func TestCaptureFatal(t *testing.T) {
 	if _, err := Capture(ctx, r, root, o); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled capture: %v", err)
 	}
+	// Open packs are temp files the repository keeps until its next Flush.
+	if err := r.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	if after := capTestOpenFds(t); after > fds {
 		t.Errorf("%d descriptors open after a cancelled capture, %d before", after, fds)
 	}

@@ -12,6 +12,8 @@ import (
 	"lifeboat/backend"
 )
 
+var _ backend.TempSaver = (*Backend)(nil)
+
 // Save stores data under h atomically and durably: temp file in tmp/,
 // write, fsync, close, rename, fsync the directory. On error before the
 // rename the temp file is removed and nothing is visible under h.
@@ -23,6 +25,12 @@ func (b *Backend) Save(ctx context.Context, h backend.Handle, data []byte) error
 	if err != nil {
 		return b.fail("save", h, err)
 	}
+	return b.place(ctx, h, tmp)
+}
+
+// place renames the durable temp file tmp to h's path and fsyncs the
+// directory; before the rename it removes tmp on error.
+func (b *Backend) place(ctx context.Context, h backend.Handle, tmp string) error {
 	if err := ctx.Err(); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("local: save %s: %w", h, err)
@@ -42,6 +50,23 @@ func (b *Backend) Save(ctx context.Context, h backend.Handle, data []byte) error
 // writeTemp writes data to a new fsynced, closed temp file and returns its
 // path. On error the temp file is gone.
 func (b *Backend) writeTemp(data []byte) (name string, err error) {
+	f, err := b.newTemp()
+	if err != nil {
+		return "", err
+	}
+	n, err := f.Write(data)
+	if err == nil && n != len(data) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		b.DiscardTemp(f)
+		return f.Name(), err
+	}
+	return f.Name(), b.finishTemp(f)
+}
+
+// newTemp creates a temp file in tmp/, creating the directory if needed.
+func (b *Backend) newTemp() (file, error) {
 	dir := filepath.Join(b.dir, tmpDir)
 	f, err := b.createTemp(dir, tempPrefix+"*")
 	if errors.Is(err, fs.ErrNotExist) {
@@ -49,31 +74,70 @@ func (b *Backend) writeTemp(data []byte) (name string, err error) {
 			f, err = b.createTemp(dir, tempPrefix+"*")
 		}
 	}
+	return f, err
+}
+
+// finishTemp fsyncs and closes f; on error it removes it.
+func (b *Backend) finishTemp(f backend.TempFile) error {
+	if err := f.Sync(); err != nil {
+		b.DiscardTemp(f)
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return nil
+}
+
+// CreateTemp returns a new temp file in the repository's tmp/ directory,
+// for SaveTemp.
+func (b *Backend) CreateTemp() (backend.TempFile, error) {
+	f, err := b.newTemp()
 	if err != nil {
-		return "", err
+		return nil, b.tempErr(err)
 	}
-	name = f.Name()
-	closed := false
-	defer func() {
-		if err != nil {
-			if !closed {
-				f.Close()
-			}
-			os.Remove(name)
-		}
-	}()
-	n, err := f.Write(data)
-	if err == nil && n != len(data) {
-		err = io.ErrShortWrite
-	}
+	return tempFile{f, b}, nil
+}
+
+// tempFile maps a full disk met while writing to backend.ErrNoSpace.
+type tempFile struct {
+	file
+	b *Backend
+}
+
+func (t tempFile) Write(p []byte) (int, error) {
+	n, err := t.file.Write(p)
 	if err != nil {
-		return name, err
+		err = t.b.tempErr(err)
 	}
-	if err = f.Sync(); err != nil {
-		return name, err
+	return n, err
+}
+
+func (b *Backend) tempErr(err error) error {
+	if isNoSpace(err) {
+		return fmt.Errorf("local: writing a temp file: %w: %w; free space on the disk holding %s, then retry", backend.ErrNoSpace, err, b.dir)
 	}
-	closed = true
-	return name, f.Close()
+	return fmt.Errorf("local: writing a temp file in %s: %w", filepath.Join(b.dir, tmpDir), err)
+}
+
+// SaveTemp stores a temp file from CreateTemp under h like Save: fsync,
+// close, rename, fsync the directory.
+func (b *Backend) SaveTemp(ctx context.Context, h backend.Handle, f backend.TempFile) error {
+	if err := check(ctx, "save", h); err != nil {
+		b.DiscardTemp(f)
+		return err
+	}
+	if err := b.finishTemp(f); err != nil {
+		return b.fail("save", h, err)
+	}
+	return b.place(ctx, h, f.Name())
+}
+
+// DiscardTemp closes and removes a temp file that will not be saved.
+func (b *Backend) DiscardTemp(f backend.TempFile) {
+	f.Close()
+	os.Remove(f.Name())
 }
 
 // rename moves tmp to dst, creating dst's directory when missing.

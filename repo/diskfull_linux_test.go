@@ -1,0 +1,83 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"lifeboat/backend"
+	"lifeboat/backend/local"
+	"lifeboat/blob"
+)
+
+// A disk that fills while packs are streamed to temp files: the save fails
+// with ErrNoSpace naming the disk, no temp file stays behind, and every
+// blob a successful Flush covered still loads after the repository is
+// reopened.
+func TestPackStreamDiskFull(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipping real full-disk test: mounting a tmpfs needs root")
+	}
+	mnt := t.TempDir()
+	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=3m,mode=0700"); err != nil {
+		t.Skipf("skipping real full-disk test: mount -t tmpfs -o size=3m refused: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(mnt, 0); err != nil {
+			t.Errorf("unmount %s: %v", mnt, err)
+		}
+	})
+	dir := filepath.Join(mnt, "repo")
+	be, err := local.Create(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Init(context.Background(), be, testPassword, InitOptions{PackSize: 1 << 20, KDF: testKDF()}); err != nil {
+		t.Fatal(err)
+	}
+	tr := &testRepo{dir: dir, cache: t.TempDir(), be: be}
+	r, err := Open(context.Background(), be, testPassword, Options{CacheDir: tr.cache, PackSize: 256 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobs := randomBlobs(t, 7, 400, 64<<10)
+	var durable []blob.ID
+	var durableData [][]byte
+	var saveErr error
+	for i := 0; i < len(blobs) && saveErr == nil; i += 20 {
+		var ids []blob.ID
+		for _, b := range blobs[i : i+20] {
+			id, _, err := r.SaveBlob(context.Background(), blob.Workspace, blob.Data, b)
+			if err != nil {
+				saveErr = err
+				break
+			}
+			ids = append(ids, id)
+		}
+		if saveErr == nil {
+			if saveErr = r.Flush(context.Background()); saveErr == nil {
+				durable, durableData = append(durable, ids...), append(durableData, blobs[i:i+20]...)
+			}
+		}
+	}
+	if !errors.Is(saveErr, backend.ErrNoSpace) {
+		t.Fatalf("saving 12 MiB into a 3 MiB disk: %v, want ErrNoSpace", saveErr)
+	}
+	t.Logf("full-disk error: %v", saveErr)
+	if len(durable) == 0 {
+		t.Fatal("not one flush fitted")
+	}
+	_ = r.Close(context.Background())
+	if left, _ := os.ReadDir(filepath.Join(dir, "tmp")); len(left) != 0 {
+		t.Errorf("%d temp files left on the full disk", len(left))
+	}
+	r2 := tr.open(t, be, testPassword)
+	checkAll(t, r2, blob.Workspace, durable, durableData)
+	res, err := r2.Check(context.Background(), CheckOptions{ReadData: true})
+	if err != nil || len(res.Problems) != 0 {
+		t.Fatalf("check after a full disk: %v %+v", err, res.Problems)
+	}
+}
