@@ -83,6 +83,44 @@ func decodeFileEntry(v []byte) (FileEntry, error) {
 	return e, nil
 }
 
+// FileCacheGetIndexed is FileCacheGet for a capture about to reuse the
+// entry: in the same read transaction it checks that every chunk is still
+// indexed as a data blob of tier t and that their plain lengths add up to
+// the entry's size, so a stale or tampered entry cannot attach missing or
+// wrong chunks. ok is false when there is no such entry or a check fails.
+func (d *DB) FileCacheGetIndexed(ws string, path []byte, t blob.Tier) (e FileEntry, ok bool, err error) {
+	err = d.db.View(func(tx *bolt.Tx) error {
+		b := fileCacheBucket(tx, ws)
+		if b == nil {
+			return nil
+		}
+		v := b.Get(path)
+		if v == nil {
+			return nil
+		}
+		if e, err = decodeFileEntry(v); err != nil {
+			return err
+		}
+		blobs := tx.Bucket(bucketBlobs)
+		var total uint64
+		for _, id := range e.Content {
+			k := blobKey(t, blob.Data, id)
+			loc := blobs.Get(k)
+			if loc == nil {
+				return nil
+			}
+			l, err := decodeLoc(k, loc)
+			if err != nil {
+				return err
+			}
+			total += uint64(l.PlainLen)
+		}
+		ok = len(e.Content) > 0 && total == e.Size
+		return nil
+	})
+	return e, ok, err
+}
+
 // FileCacheGet returns the entry for file key path of workspace key ws.
 func (d *DB) FileCacheGet(ws string, path []byte) (e FileEntry, ok bool, err error) {
 	err = d.db.View(func(tx *bolt.Tx) error {

@@ -10,6 +10,7 @@ import (
 
 	"lifeboat/blob"
 	"lifeboat/index"
+	"lifeboat/pack"
 )
 
 func TestFileCache(t *testing.T) {
@@ -141,5 +142,52 @@ func TestFileCacheCorruptEntry(t *testing.T) {
 	}
 	if g, ok, err := d.FileCacheGet("ws", []byte("good")); !ok || err != nil || !slices.Equal(g.Content, good.Content) {
 		t.Errorf("good entry: %+v %v %v", g, ok, err)
+	}
+}
+
+// FileCacheGetIndexed trusts an entry only when its chunks are indexed data
+// blobs of the tier and add up to its size.
+func TestFileCacheGetIndexed(t *testing.T) {
+	r := newRand(t)
+	d := mustOpenDB(t, t.TempDir(), testRepo)
+	p := randPack(r, 8)
+	var data []pack.Entry
+	for _, e := range p.Entries {
+		if e.Type == blob.Data {
+			data = append(data, e)
+		}
+	}
+	if len(data) < 2 {
+		t.Skip("seed gave fewer than two data blobs")
+	}
+	if err := d.Apply(randID(r), &index.Object{Tier: blob.Workspace, Packs: []index.PackInfo{p}}); err != nil {
+		t.Fatal(err)
+	}
+	good := index.FileEntry{Dev: 1, Inode: 2, Size: uint64(data[0].PlainLen) + uint64(data[1].PlainLen),
+		Content: []blob.ID{data[0].ID, data[1].ID}}
+	missing := good
+	missing.Content = []blob.ID{data[0].ID, randID(r)}
+	wrongSize := good
+	wrongSize.Size++
+	empty := good
+	empty.Content, empty.Size = nil, 0
+	recs := []index.FileCacheRecord{{Path: []byte("good"), Entry: good}, {Path: []byte("missing"), Entry: missing},
+		{Path: []byte("size"), Entry: wrongSize}, {Path: []byte("empty"), Entry: empty}}
+	if err := d.FileCachePut("ws", recs); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path string
+		tier blob.Tier
+		want bool
+	}{{"good", blob.Workspace, true}, {"good", blob.Sensitive, false}, {"missing", blob.Workspace, false},
+		{"size", blob.Workspace, false}, {"empty", blob.Workspace, false}, {"absent", blob.Workspace, false}} {
+		e, ok, err := d.FileCacheGetIndexed("ws", []byte(c.path), c.tier)
+		if err != nil || ok != c.want {
+			t.Errorf("%s in %s: ok %v (%v), want %v", c.path, c.tier, ok, err, c.want)
+		}
+		if ok && !slices.Equal(e.Content, good.Content) {
+			t.Errorf("%s: content %v", c.path, e.Content)
+		}
 	}
 }

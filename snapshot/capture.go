@@ -51,7 +51,9 @@ type CaptureOptions struct {
 // repository index before reusing one. Implementations must be safe for
 // concurrent use. *index.DB implements it in the local index DB.
 type FileCache interface {
-	FileCacheGet(ws string, path []byte) (index.FileEntry, bool, error)
+	// FileCacheGetIndexed returns a file's entry only when its chunks are
+	// all indexed data blobs of tier t adding up to its size.
+	FileCacheGetIndexed(ws string, path []byte, t blob.Tier) (index.FileEntry, bool, error)
 	// FileCachePut stores many entries at once (one transaction).
 	FileCachePut(ws string, recs []index.FileCacheRecord) error
 	// FileCachePrune drops the workspace's entries keep rejects.

@@ -33,28 +33,15 @@ func capChildKey(k *crypt.TierKeys, parent blob.ID, name string) blob.ID {
 
 // cacheHit returns the cache entry of j's file when its device, inode,
 // size, mtime and ctime are those cached and every chunk is still in the
-// repository's index.
+// repository's index (checked by the cache, in one transaction).
 func (c *capturer) cacheHit(j *capJob) (index.FileEntry, bool) {
-	e, ok, err := c.o.Cache.FileCacheGet(c.wsKey, j.key[:])
+	e, ok, err := c.o.Cache.FileCacheGetIndexed(c.wsKey, j.key[:], blob.Workspace)
 	if err != nil || !ok {
 		return e, false
 	}
 	st := &j.st
-	if e.Dev != st.Dev || e.Inode != st.Ino || e.Size != uint64(st.Size) ||
-		e.MtimeNs != st.Mtim.Nano() || e.CtimeNs != st.Ctim.Nano() || len(e.Content) == 0 {
-		return e, false
-	}
-	var total uint64
-	for _, id := range e.Content {
-		loc, ok, err := c.r.LookupBlob(blob.Workspace, blob.Data, id)
-		if err != nil || !ok {
-			return e, false
-		}
-		total += uint64(loc.PlainLen)
-	}
-	// A damaged or tampered cache must not attach the wrong chunks: they
-	// must at least add up to the file's size.
-	return e, total == e.Size
+	return e, e.Dev == st.Dev && e.Inode == st.Ino && e.Size == uint64(st.Size) &&
+		e.MtimeNs == st.Mtim.Nano() && e.CtimeNs == st.Ctim.Nano()
 }
 
 // cacheKeep notes that file key stays in the cache, with a new entry from

@@ -218,19 +218,22 @@ func TestCaptureFatal(t *testing.T) {
 	capTestCheck(t, r)
 }
 
-// capTestBadCache serves entries whose chunks are not in the repository.
+// capTestBadCache rewrites each entry to point at a chunk the index lacks
+// before the capture looks it up.
 type capTestBadCache struct {
-	FileCache
+	*index.DB
 	gets atomic.Int64
 }
 
-func (c *capTestBadCache) FileCacheGet(ws string, path []byte) (index.FileEntry, bool, error) {
+func (c *capTestBadCache) FileCacheGetIndexed(ws string, path []byte, t blob.Tier) (index.FileEntry, bool, error) {
 	c.gets.Add(1)
-	e, ok, err := c.FileCache.FileCacheGet(ws, path)
-	if ok {
+	if e, ok, err := c.FileCacheGet(ws, path); ok && err == nil {
 		e.Content = []blob.ID{{1, 2, 3}}
+		if err := c.FileCachePut(ws, []index.FileCacheRecord{{Path: path, Entry: e}}); err != nil {
+			return e, false, err
+		}
 	}
-	return e, ok, err
+	return c.DB.FileCacheGetIndexed(ws, path, t)
 }
 
 func TestCaptureCacheNotTrustedBlindly(t *testing.T) {
@@ -245,7 +248,7 @@ func TestCaptureCacheNotTrustedBlindly(t *testing.T) {
 
 	// Entries pointing at chunks the index lacks: everything is read.
 	read.Store(0)
-	bad := &capTestBadCache{FileCache: r.Index()}
+	bad := &capTestBadCache{DB: r.Index()}
 	o.Cache = bad
 	m := capTestCapture(t, r, root, o)
 	if read.Load() != 8 || bad.gets.Load() != 2 {
