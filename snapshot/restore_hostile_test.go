@@ -194,3 +194,25 @@ func rsMustEncode(t *testing.T, nodes []Node) []byte {
 	}
 	return b
 }
+
+// TestRestoreSubtreeBomb: a tree that lists one subtree twice per level
+// expands to 2^depth entries. The plan stops at the manifest's totals.
+func TestRestoreSubtreeBomb(t *testing.T) {
+	l := rsFakeLoader{}
+	var leaf blob.ID
+	leaf[0] = 1
+	l[leaf] = rsMustEncode(t, []Node{{Name: []byte("f"), Type: TypeFile, Mode: 0o644}})
+	id := leaf
+	for level := range 40 {
+		var next blob.ID
+		next[0], next[1] = 2, byte(level)
+		l[next] = rsMustEncode(t, []Node{{Name: []byte("a"), Type: TypeDir, Mode: 0o755, Subtree: []blob.ID{id}},
+			{Name: []byte("b"), Type: TypeDir, Mode: 0o755, Subtree: []blob.ID{id}}})
+		id = next
+	}
+	m := &Manifest{Root: Node{Type: TypeDir, Mode: 0o755, Subtree: []blob.ID{id}}, Totals: Totals{Files: 1000, Dirs: 1000}}
+	_, err := rsPlanTree(t.Context(), l, blob.Workspace, m, nil)
+	if !errors.Is(err, ErrUnsafeEntry) || !strings.Contains(err.Error(), "2000 entries its manifest declares") {
+		t.Fatalf("subtree bomb: %v", err)
+	}
+}

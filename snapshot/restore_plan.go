@@ -60,6 +60,8 @@ type rsPlanner struct {
 	incs   [][]string
 	inced  []bool
 	plan   *rsPlan
+	seen   uint64 // nodes visited, the root included
+	limit  uint64 // most nodes the manifest declares; 0 = no totals to hold it to
 	files  map[string]int32 // path -> entry of every regular file planned so far
 	onPath map[blob.ID]bool // tree blobs of the directories being walked (cycle check)
 	comps  []string         // names of the current directory's path
@@ -74,7 +76,7 @@ func rsPlanTree(ctx context.Context, l BlobLoader, tier blob.Tier, m *Manifest, 
 		return nil, err
 	}
 	p := &rsPlanner{ctx: ctx, l: l, tier: tier, root: &m.Root, plan: &rsPlan{chunks: map[blob.ID]*rsChunk{}},
-		files: map[string]int32{}, onPath: map[blob.ID]bool{}}
+		files: map[string]int32{}, onPath: map[blob.ID]bool{}, seen: 1, limit: m.Totals.Files + m.Totals.Dirs}
 	all := true
 	for _, inc := range includes {
 		comps, err := safeSplitInclude(inc)
@@ -131,6 +133,13 @@ func (p *rsPlanner) visit(dir int32, n *Node, all bool) error {
 	parent := &p.plan.entries[dir]
 	name := string(n.Name)
 	path := safeJoin(parent.path, name)
+	// Identical directories share one tree blob, so trees form a DAG; a
+	// damaged or forged snapshot could list a subtree so many times that
+	// planning it would exhaust memory. A capture counts every node it
+	// records, so more nodes than the manifest declares means damage.
+	if p.seen++; p.limit > 0 && p.seen > p.limit {
+		return &RestoreError{Paths: []string{path}, Err: fmt.Errorf("%w: the snapshot's trees list more than the %d entries its manifest declares (repeated subtrees: a damaged or forged snapshot); run `lifeboat check`", ErrUnsafeEntry, p.limit)}
+	}
 	if err := safeCheckNode(path, n); err != nil {
 		return err
 	}
