@@ -46,7 +46,7 @@ func (c *capturer) cacheHit(j *capJob) (index.FileEntry, bool) {
 	}
 	var total uint64
 	for _, id := range e.Content {
-		loc, ok, err := c.r.LookupBlob(blob.Workspace, blob.Data, id)
+		loc, ok, err := c.r.LookupBlob(c.o.tier(), blob.Data, id)
 		if err != nil || !ok {
 			return e, false
 		}
