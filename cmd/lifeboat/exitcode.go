@@ -63,7 +63,7 @@ func exitCode(err error) int {
 		return exitPartial
 	case errors.As(err, &fe):
 		return exitProfileBad
-	case errors.As(err, &ue), isCobraUsage(err):
+	case errors.As(err, &ue), isCobraUsage(err), errors.Is(err, profile.ErrNotProfile), errors.Is(err, snapshot.ErrSensitivePath):
 		return exitUsage
 	case errors.Is(err, context.Canceled):
 		return exitInterrupted

@@ -19,6 +19,7 @@ import (
 	"lifeboat/backend/local"
 	"lifeboat/blob"
 	"lifeboat/crypt"
+	"lifeboat/index"
 	"lifeboat/pack"
 	"lifeboat/profile"
 	"lifeboat/repo"
@@ -308,4 +309,161 @@ func readableObjects(t *testing.T, repoDir, cache, password string) (map[string]
 		}))
 	}
 	return out, locked
+}
+
+func TestProfileRunningBrowser(t *testing.T) {
+	e := newEnv(t)
+	e.init()
+	src := filepath.Join(e.dir, "ws")
+	chrome := filepath.Join(src, "chrome")
+	must(t, os.MkdirAll(src, 0o700))
+	must(t, profile.NewFixture(1).Write(context.Background(), chrome, profile.FixtureOptions{LockPID: os.Getpid()}))
+	r := e.run("capture", "--workspace", "w", src)
+	if r.code != exitBrowserRun || !strings.Contains(r.stderr, "browser running") || !strings.Contains(r.stderr, chrome) {
+		t.Fatalf("capture of a running profile: exit %d %s", r.code, r.stderr)
+	}
+	r = e.run("capture", "--json", "--workspace", "w", "--profile", chrome, "--no-profile-discovery", src)
+	if ex := jsonLines(t, r.stderr); r.code != exitBrowserRun || ex[0]["code"].(float64) != exitBrowserRun {
+		t.Fatalf("JSON: exit %d %s", r.code, r.stderr)
+	}
+	if out := e.ok("snapshots", "--json").stdout; out != "" {
+		t.Fatalf("a snapshot was saved: %s", out)
+	}
+	// Once the browser is gone (the lock names a dead process), it captures.
+	must(t, os.Remove(filepath.Join(chrome, "SingletonLock")))
+	must(t, os.Symlink("otherhost-1", filepath.Join(chrome, "SingletonLock")))
+	e.ok("capture", "--workspace", "w", src)
+}
+
+func TestProfileCorruptCookiesFlagged(t *testing.T) {
+	e := newEnv(t)
+	e.init()
+	ctx := context.Background()
+	src := filepath.Join(e.dir, "ws")
+	chrome := filepath.Join(src, "chrome")
+	must(t, os.MkdirAll(src, 0o700))
+	fx := profile.NewFixture(2)
+	must(t, fx.Write(ctx, chrome, profile.FixtureOptions{}))
+	cookies := filepath.Join(chrome, "Default", "Network", "Cookies")
+	b, err := os.ReadFile(cookies)
+	must(t, err)
+	for i := 4096; i < len(b) && i < 4608; i++ {
+		b[i] ^= 0x5A
+	}
+	must(t, os.WriteFile(cookies, b, 0o600))
+	e.capture("w", src) // captured as it is
+	target := filepath.Join(e.dir, "out")
+	r := e.run("restore", "--json", "--profiles", "--workspace", "w", "--target", target, "latest")
+	if r.code != exitProfileBad {
+		t.Fatalf("restore of a profile with a corrupt Cookies database: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	var flagged bool
+	for _, m := range jsonLines(t, r.stdout) {
+		if m["message_type"] == "profile_problem" && m["profile"] == "chrome" && m["path"] == "Default/Network/Cookies" &&
+			strings.Contains(m["what"].(string), "integrity") {
+			flagged = true
+		}
+	}
+	if !flagged {
+		t.Fatalf("no profile_problem for Cookies:\n%s", r.stdout)
+	}
+	got, err := os.ReadFile(filepath.Join(target, "chrome", "Default", "Network", "Cookies"))
+	if err != nil || !bytes.Equal(got, b) {
+		t.Fatalf("the corrupt Cookies database was not restored as captured: %v", err)
+	}
+	// The rest of the profile is there.
+	if _, err := os.Stat(filepath.Join(target, "chrome", "Default", "Login Data")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestProfileSymlinkNotFollowed(t *testing.T) {
+	e := newEnv(t)
+	e.init()
+	ctx := context.Background()
+	src := filepath.Join(e.dir, "ws")
+	must(t, os.MkdirAll(src, 0o700))
+	must(t, os.WriteFile(filepath.Join(src, "file.txt"), []byte("workspace"), 0o600))
+	outside := filepath.Join(e.dir, "outside-chrome")
+	fx := profile.NewFixture(3)
+	must(t, fx.Write(ctx, outside, profile.FixtureOptions{}))
+	must(t, os.Symlink(outside, filepath.Join(src, "linked")))
+	sum := e.capture("w", src)
+	if len(sum["profiles"].([]any)) != 0 {
+		t.Fatalf("a profile behind a symlink was discovered: %v", sum)
+	}
+	r := e.run("capture", "--workspace", "w", "--profile", filepath.Join(src, "linked"), src)
+	if r.code != exitUsage || !strings.Contains(r.stderr, "symlink") {
+		t.Fatalf("--profile through a symlink: exit %d %s", r.code, r.stderr)
+	}
+	r = e.run("capture", "--workspace", "w", "--profile", outside, src)
+	if r.code != exitUsage || !strings.Contains(r.stderr, "not below the workspace") {
+		t.Fatalf("--profile outside the workspace: exit %d %s", r.code, r.stderr)
+	}
+	// Nothing of the outside profile was stored: the symlink is kept as a symlink.
+	plain, _ := readableObjects(t, e.repo, e.cache+"-scan", testPW)
+	for where, b := range plain {
+		for _, s := range fx.Secrets() {
+			if bytes.Contains(b, s) {
+				t.Fatalf("a secret of the profile outside the workspace is in %s", where)
+			}
+		}
+	}
+	if ls := e.ok("ls", "--workspace", "w", "latest").stdout; !strings.Contains(ls, "linked -> ") {
+		t.Fatalf("the symlink is not in the snapshot:\n%s", ls)
+	}
+}
+
+// TestTamperedIndexSensitivePack: someone with the workspace key writes a
+// workspace index object that places a workspace blob in a sensitive
+// pack. Loading it fails authentication and is reported as damage; the
+// sensitive pack's content stays sealed.
+func TestTamperedIndexSensitivePack(t *testing.T) {
+	e := newProfileEnv(t)
+	ctx := context.Background()
+	e.lbOK(e.fullPW, "capture", "--workspace", "w", e.src)
+
+	be, err := local.Open(e.repo)
+	must(t, err)
+	r, err := repo.Open(ctx, be, []byte("workspace-only-password"), repo.Options{CacheDir: e.cache + "-tamper"})
+	must(t, err)
+	var sensPack backend.FileInfo
+	must(t, be.List(ctx, backend.Pack, func(fi backend.FileInfo) error {
+		data, err := be.Load(ctx, backend.Handle{Type: backend.Pack, Name: fi.Name}, fi.Size-pack.TrailerSize, pack.TrailerSize)
+		if err != nil {
+			return err
+		}
+		if tr, err := pack.DecodeTrailer(data, fi.Size); err == nil && tr.Tier == blob.Sensitive {
+			sensPack = fi
+		}
+		return nil
+	}))
+	if sensPack.Name == "" {
+		t.Fatal("no sensitive pack")
+	}
+	pid, err := blob.ParseID(sensPack.Name)
+	must(t, err)
+	fake := blob.ID{0xfa, 0xce}
+	obj := &index.Object{Tier: blob.Workspace, Packs: []index.PackInfo{{ID: pid, Size: uint32(sensPack.Size),
+		Entries: []pack.Entry{{Type: blob.Data, ID: fake, Offset: 0, Length: 200, PlainLen: 160}}}}}
+	k, err := r.TierKeys(blob.Workspace)
+	must(t, err)
+	sealed, err := index.Seal(k, obj)
+	must(t, err)
+	name := blob.ID(blake3.Sum256(sealed))
+	must(t, be.Save(ctx, backend.Handle{Type: backend.Index, Name: name.String()}, sealed))
+	must(t, r.Close(ctx))
+
+	r, err = repo.Open(ctx, be, []byte("workspace-only-password"), repo.Options{CacheDir: e.cache + "-tamper2"})
+	must(t, err)
+	defer r.Close(ctx)
+	_, err = r.LoadBlob(ctx, blob.Workspace, blob.Data, fake, nil)
+	if !errors.Is(err, repo.ErrCorrupt) || !errors.Is(err, crypt.ErrAuth) {
+		t.Fatalf("loading a workspace blob placed in a sensitive pack: %v", err)
+	}
+	res := e.lb(e.wsPW, "check", "--read-data")
+	if res.code != exitCorrupt {
+		t.Fatalf("check --read-data with the tampered index: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
+	}
+	e.assertNoLeak(t)
 }
