@@ -77,7 +77,7 @@ func exitCode(err error) int {
 		return exitNewerFormat
 	case errors.Is(err, repo.ErrLastKey), errors.Is(err, repo.ErrKeyInUse), errors.Is(err, repo.ErrRepoExists):
 		return exitRefused
-	case errors.Is(err, crypt.ErrTierLocked), errors.Is(err, snapshot.ErrSensitiveLocked):
+	case errors.Is(err, crypt.ErrTierLocked), errors.Is(err, snapshot.ErrSensitiveLocked), errors.Is(err, snapshot.ErrExportSensitive):
 		return exitTierLocked
 	case errors.Is(err, backend.ErrNoSpace), errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		return exitNoSpace
