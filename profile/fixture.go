@@ -122,20 +122,20 @@ func (f *Fixture) Write(ctx context.Context, dir string, o FixtureOptions) error
 		}
 	}
 	raw := map[string]string{
-		"Default/Network/TransportSecurity":          `{"sts":[],"version":2}`,
-		"Default/Network/Network Persistent State":   `{"net":{"http_server_properties":{"servers":[],"version":5}}}`,
-		"Default/Sessions/Session_13380000000000000": "SNSS fixture session",
-		"Default/Cache/Cache_Data/data_0":            "cache block",
-		"Default/Cache/Cache_Data/index":             "cache index",
-		"Default/Code Cache/js/index":                "code cache",
-		"Default/GPUCache/data_0":                    "gpu cache",
-		"Default/DawnWebGPUCache/data_0":             "dawn cache",
+		"Default/Network/TransportSecurity":            `{"sts":[],"version":2}`,
+		"Default/Network/Network Persistent State":     `{"net":{"http_server_properties":{"servers":[],"version":5}}}`,
+		"Default/Sessions/Session_13380000000000000":   "SNSS fixture session",
+		"Default/Cache/Cache_Data/data_0":              "cache block",
+		"Default/Cache/Cache_Data/index":               "cache index",
+		"Default/Code Cache/js/index":                  "code cache",
+		"Default/GPUCache/data_0":                      "gpu cache",
+		"Default/DawnWebGPUCache/data_0":               "dawn cache",
 		"Default/Service Worker/CacheStorage/ab/index": "cache storage",
-		"ShaderCache/data_0":                         "shader cache",
-		"GrShaderCache/data_0":                       "skia cache",
-		"Crashpad/settings.dat":                      "crashpad",
-		"BrowserMetrics/BrowserMetrics-1.pma":        "metrics",
-		"component_crx_cache/metadata.json":          "{}",
+		"ShaderCache/data_0":                           "shader cache",
+		"GrShaderCache/data_0":                         "skia cache",
+		"Crashpad/settings.dat":                        "crashpad",
+		"BrowserMetrics/BrowserMetrics-1.pma":          "metrics",
+		"component_crx_cache/metadata.json":            "{}",
 	}
 	for rel, s := range raw {
 		if err := writeFile(filepath.Join(dir, rel), []byte(s)); err != nil {
@@ -204,10 +204,10 @@ func (f *Fixture) Check(ctx context.Context, dir string, wal bool) error {
 		return err
 	}
 	if err := json.Unmarshal(b, &prefs); err != nil {
-		return fmt.Errorf("Preferences: %w", err)
+		return fmt.Errorf("fixture check: Preferences: %w", err)
 	}
 	if prefs.Profile.ExitType != "Normal" || !prefs.Profile.ExitedCleanly {
-		return fmt.Errorf("Preferences: exit_type %q exited_cleanly %v, want Normal and true", prefs.Profile.ExitType, prefs.Profile.ExitedCleanly)
+		return fmt.Errorf("fixture check: Preferences: exit_type %q exited_cleanly %v, want Normal and true", prefs.Profile.ExitType, prefs.Profile.ExitedCleanly)
 	}
 	for _, rel := range FixtureDropped {
 		if _, err := os.Lstat(filepath.Join(dir, rel)); err == nil {
@@ -215,7 +215,7 @@ func (f *Fixture) Check(ctx context.Context, dir string, wal bool) error {
 		}
 	}
 	if _, err := os.Lstat(filepath.Join(prof, "Network", "Cookies-wal")); err == nil {
-		return fmt.Errorf("Network/Cookies-wal is in the restored profile; stale SQLite side files must be removed")
+		return fmt.Errorf("fixture check: Network/Cookies-wal is in the restored profile; stale SQLite side files must be removed")
 	}
 	return nil
 }

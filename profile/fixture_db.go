@@ -137,15 +137,15 @@ func checkCookies(ctx context.Context, p string, want []FixtureCookie) error {
 		var enc []byte
 		err := c.QueryRowContext(ctx, "SELECT encrypted_value FROM cookies WHERE host_key = ? AND name = ?", w.Host, w.Name).Scan(&enc)
 		if err != nil {
-			return fmt.Errorf("Cookies: cookie %s on %s: %w", w.Name, w.Host, err)
+			return fmt.Errorf("fixture check: Cookies: cookie %s on %s: %w", w.Name, w.Host, err)
 		}
 		plain, err := decryptV10(enc)
 		if err != nil {
-			return fmt.Errorf("Cookies: cookie %s on %s: %w", w.Name, w.Host, err)
+			return fmt.Errorf("fixture check: Cookies: cookie %s on %s: %w", w.Name, w.Host, err)
 		}
 		h := sha256.Sum256([]byte(w.Host))
 		if !bytes.Equal(plain, append(h[:], w.Value...)) {
-			return fmt.Errorf("Cookies: cookie %s on %s has another value", w.Name, w.Host)
+			return fmt.Errorf("fixture check: Cookies: cookie %s on %s has another value", w.Name, w.Host)
 		}
 	}
 	return nil
@@ -162,11 +162,11 @@ func checkLogins(ctx context.Context, p string, want []FixtureLogin) error {
 		var enc []byte
 		err := c.QueryRowContext(ctx, "SELECT password_value FROM logins WHERE origin_url = ? AND username_value = ?", w.Origin, w.Username).Scan(&enc)
 		if err != nil {
-			return fmt.Errorf("Login Data: login %s at %s: %w", w.Username, w.Origin, err)
+			return fmt.Errorf("fixture check: Login Data: login %s at %s: %w", w.Username, w.Origin, err)
 		}
 		plain, err := decryptV10(enc)
 		if err != nil || string(plain) != w.Password {
-			return fmt.Errorf("Login Data: login %s at %s has another password", w.Username, w.Origin)
+			return fmt.Errorf("fixture check: Login Data: login %s at %s has another password", w.Username, w.Origin)
 		}
 	}
 	return nil
@@ -182,7 +182,7 @@ func checkStorage(dir string, want []FixtureStorage) error {
 	defer os.RemoveAll(tmp)
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return fmt.Errorf("Local Storage: %w", err)
+		return fmt.Errorf("fixture check: Local Storage: %w", err)
 	}
 	for _, e := range ents {
 		if !e.Type().IsRegular() {
@@ -198,16 +198,16 @@ func checkStorage(dir string, want []FixtureStorage) error {
 	}
 	db, err := leveldb.OpenFile(tmp, &opt.Options{ErrorIfMissing: true})
 	if err != nil {
-		return fmt.Errorf("Local Storage: opening the LevelDB: %w", err)
+		return fmt.Errorf("fixture check: Local Storage: opening the LevelDB: %w", err)
 	}
 	defer db.Close()
 	for _, w := range want {
 		v, err := db.Get(storageKey(w.Origin, w.Key), nil)
 		if err != nil {
-			return fmt.Errorf("Local Storage: %s key %s: %w", w.Origin, w.Key, err)
+			return fmt.Errorf("fixture check: Local Storage: %s key %s: %w", w.Origin, w.Key, err)
 		}
 		if !bytes.Equal(v, append([]byte{1}, w.Value...)) {
-			return fmt.Errorf("Local Storage: %s key %s has another value", w.Origin, w.Key)
+			return fmt.Errorf("fixture check: Local Storage: %s key %s has another value", w.Origin, w.Key)
 		}
 	}
 	return nil

@@ -150,11 +150,11 @@ func TestDiscoverAndResolve(t *testing.T) {
 		t.Fatalf("Resolve: %+v %v", p, err)
 	}
 	for dir, msg := range map[string]string{
-		filepath.Join(ws, "linked-profile"):        "symlink",
-		filepath.Join(chrome, "Default"):           "user-data-dir",
-		filepath.Join(ws, "home"):                  "no Local State",
-		outside:                                    "not below the workspace",
-		ws:                                         "not below the workspace",
+		filepath.Join(ws, "linked-profile"): "symlink",
+		filepath.Join(chrome, "Default"):    "user-data-dir",
+		filepath.Join(ws, "home"):           "no Local State",
+		outside:                             "not below the workspace",
+		ws:                                  "not below the workspace",
 		filepath.Join(ws, "linked-profile", "..."): "symlink",
 	} {
 		_, err := Resolve(ws, dir)
