@@ -58,14 +58,26 @@ func LoadSensitivePart(ctx context.Context, l BlobLoader, m *Manifest) (*Sensiti
 		}
 		return nil, fmt.Errorf("snapshot %s: sensitive part: %w", m.ID.Short(), err)
 	}
+	p, err := DecodeSensitivePart(b)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %s: %w", m.ID.Short(), err)
+	}
+	return p, nil
+}
+
+// DecodeSensitivePart decodes and checks a sensitive part's plaintext,
+// which comes from storage and is untrusted: unknown fields, paths that
+// are not clean, relative and disjoint, and roots that are not valid
+// directories are refused.
+func DecodeSensitivePart(b []byte) (*SensitivePart, error) {
 	var p SensitivePart
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {
-		return nil, fmt.Errorf("snapshot %s: sensitive part does not decode: %w", m.ID.Short(), err)
+		return nil, fmt.Errorf("sensitive part does not decode: %w", err)
 	}
 	if err := p.validate(); err != nil {
-		return nil, fmt.Errorf("snapshot %s: sensitive part: %w", m.ID.Short(), err)
+		return nil, fmt.Errorf("sensitive part: %w", err)
 	}
 	return &p, nil
 }

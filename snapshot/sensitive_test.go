@@ -264,3 +264,51 @@ func TestGraftRefusals(t *testing.T) {
 		t.Fatalf("leftovers %v", left)
 	}
 }
+
+// TestCheckSnapshotsSensitive: check walks the sensitive trees with a key
+// that has the tier, and reports damage under the profile's path.
+func TestCheckSnapshotsSensitive(t *testing.T) {
+	ctx := context.Background()
+	tr := newCapTestRepo(t)
+	r := tr.open(t)
+	o := capTestOptions(nil)
+	o.Sensitive = []SensitiveSpec{sensTestSpec()}
+	m := capTestCapture(t, r, sensTestTree(t), o)
+	if n, probs, err := CheckSnapshots(ctx, r, nil); err != nil || n != 1 || len(probs) != 0 {
+		t.Fatalf("check: %d %v %v", n, probs, err)
+	}
+	part, err := LoadSensitivePart(ctx, r, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pack blob.ID
+	err = LoadDir(ctx, r, blob.Sensitive, part.Trees[0].Root.Subtree, func(n *Node) error {
+		if string(n.Name) == "Cookies" {
+			loc, _, err := r.LookupBlob(blob.Sensitive, blob.Data, n.Content[0])
+			pack = loc.Pack
+			return err
+		}
+		return nil
+	})
+	if err != nil || pack.IsNull() {
+		t.Fatalf("finding the pack of Cookies: %v", err)
+	}
+	_, probs, err := CheckSnapshots(ctx, r, map[blob.ID]bool{pack: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hit bool
+	for _, p := range probs {
+		if p.Kind == "file_damaged" && strings.HasSuffix(p.Object, ":/home/.cfg/prof/Cookies") {
+			hit = true
+		}
+	}
+	if !hit {
+		t.Fatalf("damage in a sensitive pack not reported under the profile path: %v", probs)
+	}
+	// A workspace-only key checks the workspace trees and passes.
+	wr := sensTestKeyRepo(t, tr, r, []blob.Tier{blob.Workspace})
+	if _, probs, err := CheckSnapshots(ctx, wr, nil); err != nil || len(probs) != 0 {
+		t.Fatalf("check with a workspace-only key: %v %v", probs, err)
+	}
+}

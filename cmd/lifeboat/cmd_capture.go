@@ -131,5 +131,8 @@ func runCapture(cmd *cobra.Command, g *globalOptions, r *repo.Repository, root s
 type partialError struct{ n int }
 
 func (e partialError) Error() string {
+	if e.n == 0 {
+		return "the snapshot is partial: a browser profile could not be captured fully (see the warnings above)"
+	}
 	return fmt.Sprintf("the snapshot is partial: %d paths could not be captured", e.n)
 }

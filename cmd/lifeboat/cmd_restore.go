@@ -50,6 +50,9 @@ func newRestoreCommand(g *globalOptions) *cobra.Command {
 			if o.target == "" {
 				return usageError{"--target is required"}
 			}
+			if o.profiles && len(o.includes) > 0 {
+				return usageError{"--profiles restores whole browser profiles and cannot be combined with --include"}
+			}
 			return g.withRepo(cmd.Context(), true, func(r *repo.Repository) error {
 				m, err := snapshot.Find(cmd.Context(), r, args[0], o.workspace)
 				if err != nil {
