@@ -32,23 +32,28 @@ func Discover(root string) ([]Profile, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The root itself may be a symlink to the workspace (capture allows
+	// that); nothing below it is followed.
+	walkRoot := abs
+	if fi, err := os.Lstat(abs); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		if walkRoot, err = filepath.EvalSymlinks(abs); err != nil {
+			return nil, fmt.Errorf("searching %s for browser profiles: %w", abs, err)
+		}
+	}
 	var out []Profile
-	err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(walkRoot, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			if p == abs {
+			if p == walkRoot {
 				return err
 			}
 			return nil // unreadable: not searched
 		}
-		if !d.IsDir() || (p == abs && d.Type()&fs.ModeSymlink != 0) {
-			return nil
-		}
-		if p == abs {
+		if !d.IsDir() || p == walkRoot {
 			return nil // the workspace itself is never a profile
 		}
 		if k, ok := detect(p); ok {
-			rel, _ := filepath.Rel(abs, p)
-			out = append(out, Profile{Dir: p, Rel: filepath.ToSlash(rel), Kind: k})
+			rel, _ := filepath.Rel(walkRoot, p)
+			out = append(out, Profile{Dir: filepath.Join(abs, rel), Rel: filepath.ToSlash(rel), Kind: k})
 			return filepath.SkipDir
 		}
 		return nil

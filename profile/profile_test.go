@@ -146,6 +146,12 @@ func TestDiscoverAndResolve(t *testing.T) {
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Fatalf("Discover: %+v, want %+v", got, want)
 	}
+	// A workspace root that is itself a symlink is searched.
+	rootLink := filepath.Join(t.TempDir(), "wslink")
+	must(t, os.Symlink(ws, rootLink))
+	if got, err := Discover(rootLink); err != nil || len(got) != 2 || got[0].Rel != want[0].Rel || got[0].Dir != filepath.Join(rootLink, want[0].Rel) {
+		t.Fatalf("Discover through a root symlink: %+v %v", got, err)
+	}
 	if p, err := Resolve(ws, chrome); err != nil || p != want[0] {
 		t.Fatalf("Resolve: %+v %v", p, err)
 	}
@@ -385,5 +391,12 @@ func TestFixtureDeterministic(t *testing.T) {
 	}
 	if NewFixture(8).Cookies[0].Value == a.Cookies[0].Value {
 		t.Error("seeds 7 and 8 give the same cookie")
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }
