@@ -49,15 +49,18 @@ func Validate(ctx context.Context, staging string, ps []Profile) ([]Problem, err
 		}
 		add := func(rel, what string) { probs = append(probs, Problem{p.Rel, rel, what}) }
 		err = filepath.WalkDir(dir, func(abs string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
 			if cerr := ctx.Err(); cerr != nil {
 				return cerr
 			}
 			rel, _ := filepath.Rel(dir, abs)
 			rel = filepath.ToSlash(rel)
-			if abs == dir {
+			switch {
+			case err != nil && abs == dir:
+				return err
+			case err != nil: // a folder restored without read permission, say
+				add(rel, "not validated: "+err.Error())
+				return nil
+			case abs == dir:
 				return nil
 			}
 			if a, _ := Decide(p.Kind, rel); a == Never || staleSide(abs) {
