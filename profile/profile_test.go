@@ -400,3 +400,59 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestFirefoxPrepareValidate: a Firefox root whose cookies.sqlite has an
+// un-checkpointed WAL, a cache and lock files: the checkpoint folds the WAL
+// in, the rules leave cache and locks out, validation passes.
+func TestFirefoxPrepareValidate(t *testing.T) {
+	ctx := context.Background()
+	root := filepath.Join(t.TempDir(), "firefox")
+	prof := filepath.Join(root, "abc.default-release")
+	must(t, os.MkdirAll(filepath.Join(prof, "cache2", "entries"), 0o700))
+	must(t, os.WriteFile(filepath.Join(root, "profiles.ini"), []byte("[Profile0]\nPath=abc.default-release\n"), 0o600))
+	must(t, os.WriteFile(filepath.Join(prof, "prefs.js"), []byte("// prefs\n"), 0o600))
+	must(t, os.WriteFile(filepath.Join(prof, "cache2", "entries", "X"), []byte("cache"), 0o600))
+	must(t, os.WriteFile(filepath.Join(prof, ".parentlock"), nil, 0o600))
+	must(t, os.Symlink("127.0.0.1:+"+strconv.Itoa(deadPID(t)), filepath.Join(prof, "lock")))
+	// cookies.sqlite with a row only in its WAL, copied while the writer is open.
+	tmp := filepath.Join(t.TempDir(), "cookies.sqlite")
+	must(t, writeDB(ctx, tmp, true, []string{"CREATE TABLE moz_cookies(name TEXT, value TEXT)", "INSERT INTO moz_cookies VALUES('a', 'in-db')"}))
+	db, c, err := openDB(ctx, tmp, false)
+	must(t, err)
+	_, err = c.ExecContext(ctx, "PRAGMA wal_autocheckpoint=0")
+	must(t, err)
+	_, err = c.ExecContext(ctx, "INSERT INTO moz_cookies VALUES('b', 'in-wal')")
+	must(t, err)
+	copyFile(t, tmp, filepath.Join(prof, "cookies.sqlite"))
+	copyFile(t, tmp+"-wal", filepath.Join(prof, "cookies.sqlite-wal"))
+	c.Close()
+	db.Close()
+
+	p := Profile{Dir: root, Rel: "home/.mozilla/firefox", Kind: Firefox}
+	if got, err := Discover(filepath.Dir(root)); err != nil || len(got) != 1 || got[0].Kind != Firefox {
+		t.Fatalf("Discover: %+v %v", got, err)
+	}
+	if probs, err := Prepare(ctx, p); err != nil || len(probs) != 0 {
+		t.Fatalf("Prepare: %v %v", probs, err)
+	}
+	staging := t.TempDir()
+	dst := filepath.Join(staging, "home", ".mozilla", "firefox")
+	copyKept(t, p, dst)
+	for _, rel := range []string{"abc.default-release/cache2", "abc.default-release/.parentlock", "abc.default-release/lock", "abc.default-release/cookies.sqlite-wal"} {
+		if _, err := os.Lstat(filepath.Join(dst, rel)); err == nil {
+			t.Errorf("%s was kept", rel)
+		}
+	}
+	if probs, err := Validate(ctx, staging, []Profile{p}); err != nil || len(probs) != 0 {
+		t.Fatalf("Validate: %v %v", probs, err)
+	}
+	db, c, err = openDB(ctx, filepath.Join(dst, "abc.default-release", "cookies.sqlite"), true)
+	must(t, err)
+	defer db.Close()
+	defer c.Close()
+	var n int
+	must(t, c.QueryRowContext(ctx, "SELECT count(*) FROM moz_cookies WHERE value IN ('in-db', 'in-wal')").Scan(&n))
+	if n != 2 {
+		t.Fatalf("the copied database holds %d of the 2 rows", n)
+	}
+}
