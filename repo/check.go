@@ -194,8 +194,13 @@ func (r *Repository) readAllPacks(ctx context.Context, packs map[blob.ID]*packSt
 				}
 				tr, entries, err := pack.Verify(data, id, r.keys.Tier)
 				if err != nil {
-					if !errors.Is(err, crypt.ErrTierLocked) {
+					switch {
+					case !errors.Is(err, crypt.ErrTierLocked):
 						problem(Problem{"pack_damaged", h.String(), err.Error()})
+					case hasTier(r.keys.Tiers(), packs[id].tier):
+						// An index object of a tier this key holds lists a
+						// pack of a tier it cannot open: tampering or damage.
+						problem(Problem{"index_entry", h.String(), fmt.Sprintf("the %s-tier index places blobs in this pack, but the pack belongs to a tier the key in use cannot open; the index is damaged or was tampered with (`lifeboat repair index` rebuilds it)", packs[id].tier)})
 					}
 					continue
 				}

@@ -41,8 +41,20 @@ type CaptureOptions struct {
 	// ctime are unchanged since the last capture of the workspace reuse
 	// their chunk ids without being read. *index.DB satisfies it.
 	Cache FileCache
+	// Tier is the tier file contents and trees are saved in; zero means
+	// workspace. The manifest itself is always sealed in the workspace tier.
+	Tier blob.Tier
+	// Filter, when set, is asked about every entry below the root by its
+	// slash path relative to the root; false leaves the entry out, and a
+	// directory with everything under it (capture_filter.go).
+	Filter func(rel string) bool
+	// Sensitive lists subtrees of the root captured into the sensitive
+	// tier as the snapshot's sensitive part, and left out of its
+	// workspace tree (capture_sensitive.go). Needs a key with that tier.
+	Sensitive []SensitiveSpec
 
 	hooks *captureHooks // tests only
+	part  *capturePart  // set by captureSensitive: tree-only captures and the manifest's reference
 }
 
 // FileCache remembers, per workspace key and file key (opaque bytes:
@@ -115,6 +127,9 @@ func Capture(ctx context.Context, r *repo.Repository, root string, o CaptureOpti
 	if o.Workspace == "" {
 		return nil, errors.New("capture: no workspace id given")
 	}
+	if len(o.Sensitive) > 0 {
+		return captureSensitive(ctx, r, root, o)
+	}
 	excl, err := newCapExcludes(o.Excludes)
 	if err != nil {
 		return nil, err
@@ -138,7 +153,7 @@ func Capture(ctx context.Context, r *repo.Repository, root string, o CaptureOpti
 	if err != nil {
 		return nil, fmt.Errorf("capture %s: %w", root, err)
 	}
-	keys, err := r.TierKeys(blob.Workspace)
+	keys, err := r.TierKeys(o.tier())
 	if err != nil {
 		return nil, err
 	}
@@ -267,7 +282,7 @@ func (c *capturer) run() (*Manifest, error) {
 
 	var wg sync.WaitGroup
 	for range c.o.Readers {
-		ch, err := c.r.Chunker(blob.Workspace)
+		ch, err := c.r.Chunker(c.o.tier())
 		if err != nil {
 			root.h.release()
 			close(c.jobs)
@@ -318,6 +333,9 @@ func (c *capturer) run() (*Manifest, error) {
 	}
 	m.Complete = c.nErrs == 0
 	c.errMu.Unlock()
+	if c.o.part != nil && c.o.part.apply(m) {
+		return m, nil // a sensitive tree: no manifest of its own
+	}
 	if _, err := SaveManifest(c.ctx, c.r, m); err != nil {
 		return nil, fmt.Errorf("capture: saving the snapshot manifest: %w", err)
 	}

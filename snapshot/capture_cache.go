@@ -35,7 +35,7 @@ func capChildKey(k *crypt.TierKeys, parent blob.ID, name string) blob.ID {
 // size, mtime and ctime are those cached and every chunk is still in the
 // repository's index (checked by the cache, in one transaction).
 func (c *capturer) cacheHit(j *capJob) (index.FileEntry, bool) {
-	e, ok, err := c.o.Cache.FileCacheGetIndexed(c.wsKey, j.key[:], blob.Workspace)
+	e, ok, err := c.o.Cache.FileCacheGetIndexed(c.wsKey, j.key[:], c.o.tier())
 	if err != nil || !ok {
 		return e, false
 	}

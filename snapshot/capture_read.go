@@ -95,7 +95,7 @@ func (c *capturer) readJob(ch *chunk.Chunker, j *capJob) bool {
 	for attempt := 1; ; attempt++ {
 		rd = &capFileReader{fd: fd, counter: c.o.hooks.bytesRead, sparse: before.Blocks*512 < before.Size}
 		var st repo.StreamStats
-		ids, st, err = c.r.SaveStream(c.ctx, blob.Workspace, ch, rd)
+		ids, st, err = c.r.SaveStream(c.ctx, c.o.tier(), ch, rd)
 		if err != nil {
 			if rd.err != nil && c.ctx.Err() == nil {
 				c.omit(j.dir, j.name, n, fmt.Errorf("reading: %w", rd.err))

@@ -39,7 +39,7 @@ func (c *capturer) partDone(p *capPart) {
 		}
 	}
 	if len(nodes) > 0 && c.ctx.Err() == nil && p.dir.node.Type == TypeDir {
-		ids, err := SaveDir(c.ctx, c.r, blob.Workspace, nodes)
+		ids, err := SaveDir(c.ctx, c.r, c.o.tier(), nodes)
 		switch {
 		case err != nil:
 			c.fail(fmt.Errorf("capture: saving the tree of %s: %w", p.dir.errPath(""), err))
@@ -69,7 +69,7 @@ func (c *capturer) dirDone(d *capDir) {
 	d.ids = nil
 	if len(ids) == 0 && c.ctx.Err() == nil && d.node.Type == TypeDir {
 		var err error
-		if ids, err = SaveDir(c.ctx, c.r, blob.Workspace, nil); err != nil {
+		if ids, err = SaveDir(c.ctx, c.r, c.o.tier(), nil); err != nil {
 			c.fail(fmt.Errorf("capture: saving the tree of %s: %w", d.errPath(""), err))
 		}
 	}

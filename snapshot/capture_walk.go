@@ -100,6 +100,7 @@ func (c *capturer) walk(d *capDir) error {
 		d.node.Type = "" // left out
 	}
 	names = c.excl.filter(d, names)
+	names = c.filter(d, names)
 	slices.Sort(names)
 	nparts := (len(names) + MaxNodesPerBlob - 1) / MaxNodesPerBlob
 	d.ids = make([]blob.ID, nparts)

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"lifeboat/blob"
 	"lifeboat/repo"
@@ -27,9 +28,10 @@ func CheckSnapshots(ctx context.Context, r *repo.Repository, damaged map[blob.ID
 		problems = append(problems, repo.Problem{Kind: "snapshot_damaged", Object: "snapshots/" + id.String(), Detail: e.Error()})
 	}
 	memo := map[string][]dirProblem{}
-	var checkDir func(subtree []blob.ID) ([]dirProblem, error)
-	checkDir = func(subtree []blob.ID) ([]dirProblem, error) {
-		key := make([]byte, 0, len(subtree)*blob.IDSize)
+	var checkDir func(tier blob.Tier, subtree []blob.ID) ([]dirProblem, error)
+	checkDir = func(tier blob.Tier, subtree []blob.ID) ([]dirProblem, error) {
+		key := make([]byte, 1, 1+len(subtree)*blob.IDSize)
+		key[0] = byte(tier)
 		for _, id := range subtree {
 			key = append(key, id[:]...)
 		}
@@ -37,18 +39,18 @@ func CheckSnapshots(ctx context.Context, r *repo.Repository, damaged map[blob.ID
 			return found, nil
 		}
 		var found []dirProblem
-		err := LoadDir(ctx, r, blob.Workspace, subtree, func(n *Node) error {
+		err := LoadDir(ctx, r, tier, subtree, func(n *Node) error {
 			name := string(n.Name)
 			switch n.Type {
 			case TypeDir:
-				sub, err := checkDir(n.Subtree)
+				sub, err := checkDir(tier, n.Subtree)
 				for _, p := range sub {
 					found = append(found, dirProblem{p.kind, name + "/" + p.rel, p.detail})
 				}
 				return err
 			case TypeFile:
 				for _, c := range n.Content {
-					loc, ok, err := r.LookupBlob(blob.Workspace, blob.Data, c)
+					loc, ok, err := r.LookupBlob(tier, blob.Data, c)
 					switch {
 					case err != nil:
 						return err
@@ -72,14 +74,35 @@ func CheckSnapshots(ctx context.Context, r *repo.Repository, damaged map[blob.ID
 		memo[string(key)] = found
 		return found, nil
 	}
+	sensitive := slices.Contains(r.Tiers(), blob.Sensitive)
 	for _, m := range snaps {
 		snapshots++
-		found, err := checkDir(m.Root.Subtree)
+		found, err := checkDir(blob.Workspace, m.Root.Subtree)
 		if err != nil {
 			return snapshots, problems, err
 		}
 		for _, p := range found {
 			problems = append(problems, repo.Problem{Kind: p.kind, Object: "snapshot " + m.ID.Short() + ":/" + p.rel, Detail: p.detail})
+		}
+		if m.Sensitive == nil || !sensitive {
+			continue // a key without the sensitive tier checks what it can read
+		}
+		part, err := LoadSensitivePart(ctx, r, m)
+		if err != nil {
+			if ctx.Err() != nil {
+				return snapshots, problems, ctx.Err()
+			}
+			problems = append(problems, repo.Problem{Kind: "sensitive_damaged", Object: "snapshot " + m.ID.Short(), Detail: err.Error()})
+			continue
+		}
+		for _, t := range part.Trees {
+			found, err := checkDir(blob.Sensitive, t.Root.Subtree)
+			if err != nil {
+				return snapshots, problems, err
+			}
+			for _, p := range found {
+				problems = append(problems, repo.Problem{Kind: p.kind, Object: "snapshot " + m.ID.Short() + ":/" + safeJoin(t.Path, p.rel), Detail: p.detail})
+			}
 		}
 	}
 	return snapshots, problems, nil

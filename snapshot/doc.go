@@ -11,4 +11,7 @@
 //     and indexed (repo.Flush returned nil): its existence is the promotion.
 //   - At restore time a manifest and its trees are untrusted input: every
 //     name is validated before use (ValidName).
+//   - A snapshot's sensitive trees (browser profiles) are saved only in the
+//     sensitive tier, are absent from its workspace tree, and are named by
+//     the manifest only through the id of its sensitive part.
 package snapshot

@@ -46,6 +46,9 @@ type Manifest struct {
 	Totals    Totals         `json:"totals"`
 	Complete  bool           `json:"complete"` // false: partial, see Errors
 	Errors    []CaptureError `json:"errors,omitempty"`
+	// Sensitive is the id of the snapshot's sensitive part (SensitivePart):
+	// a tree blob of the sensitive tier. Only a key with that tier opens it.
+	Sensitive *blob.ID `json:"sensitive,omitempty"`
 
 	ID blob.ID `json:"-"` // set when loaded or saved
 }

@@ -24,6 +24,15 @@ type RestoreOptions struct {
 	Workers  int       // parallel pack readers and file writers; default GOMAXPROCS*2
 	Progress Progress  // nil = NoProgress
 	Tier     blob.Tier // tier of the snapshot's trees and chunks; default workspace
+	// Grafts are further trees (a snapshot's sensitive part) restored into
+	// the same staging directory, each at its path, after the snapshot's
+	// own tree and before the switch (restore_graft.go).
+	Grafts []Graft
+	// Validate, when set, runs on the staging directory once everything is
+	// written and verified, before the sync and the switch; an error
+	// aborts the restore and leaves the target as it was. It may change
+	// files in the staging tree.
+	Validate func(ctx context.Context, staging string) error
 
 	hooks *stageHooks // tests: rename system calls
 }
@@ -100,6 +109,12 @@ func Restore(ctx context.Context, r *repo.Repository, m *Manifest, o RestoreOpti
 	if err == nil {
 		err = ctx.Err()
 	}
+	if err == nil && len(o.Grafts) > 0 {
+		err = w.graft(ctx, r, st, o, &res)
+	}
+	if err == nil && o.Validate != nil {
+		err = o.Validate(ctx, st.path())
+	}
 	if err == nil {
 		// One syncfs makes every file and directory of the staging tree
 		// durable: far cheaper than an fsync per file, and it reports
@@ -124,10 +139,10 @@ func Restore(ctx context.Context, r *repo.Repository, m *Manifest, o RestoreOpti
 	if res.Leftover != "" {
 		o.Progress.Error("", fmt.Errorf("the replaced tree could not be removed; it is at %s", res.Leftover))
 	}
-	res.Files = uint64(len(plan.files)) + plan.others
-	res.Dirs = plan.dirs
-	res.Bytes = plan.bytes
-	res.Skipped = plan.skipped
+	res.Files += uint64(len(plan.files)) + plan.others
+	res.Dirs += plan.dirs
+	res.Bytes += plan.bytes
+	res.Skipped = append(plan.skipped, res.Skipped...)
 	return res, nil
 }
 

@@ -60,8 +60,8 @@ type rsPlanner struct {
 	incs   [][]string
 	inced  []bool
 	plan   *rsPlan
-	seen   uint64 // nodes visited, the root included
-	limit  uint64 // most nodes the manifest declares; 0 = no totals to hold it to
+	seen   uint64           // nodes visited, the root included
+	limit  uint64           // most nodes the manifest declares; 0 = no totals to hold it to
 	files  map[string]int32 // path -> entry of every regular file planned so far
 	onPath map[blob.ID]bool // tree blobs of the directories being walked (cycle check)
 	comps  []string         // names of the current directory's path

@@ -9,18 +9,21 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"lifeboat/profile"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
 )
 
 type captureOptions struct {
-	workspace string
-	instance  string
-	host      string
-	tags      []string
-	excludes  []string
-	readers   int
-	noCache   bool
+	workspace  string
+	instance   string
+	host       string
+	tags       []string
+	excludes   []string
+	readers    int
+	noCache    bool
+	profiles   []string
+	noDiscover bool
 }
 
 type summaryMessage struct {
@@ -31,6 +34,7 @@ type summaryMessage struct {
 	Totals      snapshot.Totals `json:"totals"`
 	Errors      int             `json:"errors"`
 	Seconds     float64         `json:"seconds"`
+	Profiles    []profileRef    `json:"profiles"` // browser profiles captured into the sensitive tier
 }
 
 func newCaptureCommand(g *globalOptions) *cobra.Command {
@@ -62,11 +66,25 @@ func newCaptureCommand(g *globalOptions) *cobra.Command {
 	f.StringArrayVar(&o.excludes, "exclude", nil, "skip paths matching `PATTERN` (repeatable; without '/' it matches a name anywhere)")
 	f.IntVar(&o.readers, "readers", 0, "files read in parallel (default: twice the CPUs)")
 	f.BoolVar(&o.noCache, "force", false, "read every file, ignoring the file cache")
+	f.StringArrayVar(&o.profiles, "profile", nil, "capture the browser profile `DIR` (inside PATH) into the sensitive tier (repeatable)")
+	f.BoolVar(&o.noDiscover, "no-profile-discovery", false, "do not look for browser profiles in PATH; only --profile directories are captured as profiles")
 	return cmd
 }
 
 func runCapture(cmd *cobra.Command, g *globalOptions, r *repo.Repository, root string, o captureOptions) error {
 	ctx := cmd.Context()
+	profs, err := profile.Select(root, o.profiles, !o.noDiscover)
+	if err != nil {
+		return err
+	}
+	if err := needSensitive(r, profs); err != nil {
+		return err
+	}
+	probs, err := profile.PrepareAll(ctx, profs)
+	g.profileProblems(probs)
+	if err != nil {
+		return err
+	}
 	parent, err := snapshot.Find(ctx, r, "latest", o.workspace)
 	switch {
 	case errors.Is(err, snapshot.ErrNoSnapshot):
@@ -80,7 +98,7 @@ func runCapture(cmd *cobra.Command, g *globalOptions, r *repo.Repository, root s
 	}
 	start := time.Now()
 	copts := snapshot.CaptureOptions{Workspace: o.workspace, Host: o.host, Instance: o.instance, Tags: o.tags,
-		Excludes: o.excludes, Readers: o.readers, Parent: parent, Progress: prog}
+		Excludes: o.excludes, Readers: o.readers, Parent: parent, Progress: prog, Sensitive: sensitiveSpecs(profs)}
 	if !o.noCache {
 		copts.Cache = r.Index()
 	}
@@ -89,10 +107,16 @@ func runCapture(cmd *cobra.Command, g *globalOptions, r *repo.Repository, root s
 	if err != nil {
 		return err
 	}
-	msg := summaryMessage{"summary", m.ID.String(), m.Workspace, m.Complete, m.Totals, len(m.Errors), time.Since(start).Seconds()}
+	msg := summaryMessage{"summary", m.ID.String(), m.Workspace, m.Complete, m.Totals, len(m.Errors), time.Since(start).Seconds(), []profileRef{}}
+	for _, p := range profs {
+		msg.Profiles = append(msg.Profiles, profileRef{p.Rel, string(p.Kind)})
+	}
 	g.out.emit(msg, func(w io.Writer) {
 		fmt.Fprintf(w, "snapshot %s of workspace %s: %d files, %d dirs, %s (%s new) in %.2fs\n", m.ID.Short(), m.Workspace,
 			m.Totals.Files, m.Totals.Dirs, snapshot.HumanBytes(m.Totals.Bytes), snapshot.HumanBytes(m.Totals.NewBytes), msg.Seconds)
+		for _, p := range msg.Profiles {
+			fmt.Fprintf(w, "browser profile %s (%s) captured into the sensitive tier\n", quoteName(p.Path), p.Kind)
+		}
 		if !m.Complete {
 			fmt.Fprintf(w, "partial: %d paths could not be captured (see the warnings above)\n", len(m.Errors))
 		}
@@ -107,5 +131,8 @@ func runCapture(cmd *cobra.Command, g *globalOptions, r *repo.Repository, root s
 type partialError struct{ n int }
 
 func (e partialError) Error() string {
+	if e.n == 0 {
+		return "the snapshot is partial: a browser profile could not be captured fully (see the warnings above)"
+	}
 	return fmt.Sprintf("the snapshot is partial: %d paths could not be captured", e.n)
 }

@@ -44,6 +44,9 @@ func newLsCommand(g *globalOptions) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				if m.Sensitive != nil {
+					g.out.note("snapshot %s also has a sensitive part (browser profiles), not listed here; `lifeboat restore --profiles` restores it with a key that has the sensitive tier", m.ID.Short())
+				}
 				found := prefix == ""
 				err = snapshot.Walk(cmd.Context(), r, m.Root.Subtree, "", func(p string, n *snapshot.Node) error {
 					inside := prefix == "" || p == prefix || strings.HasPrefix(p, prefix+"/")

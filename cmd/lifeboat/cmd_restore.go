@@ -17,6 +17,7 @@ type restoreOptions struct {
 	includes  []string
 	replace   bool
 	workers   int
+	profiles  bool
 }
 
 type restoreMessage struct {
@@ -29,6 +30,11 @@ type restoreMessage struct {
 	Skipped     []string `json:"skipped"`
 	Leftover    string   `json:"leftover,omitempty"`
 	Seconds     float64  `json:"seconds"`
+	// Sensitive says what became of the snapshot's browser profiles:
+	// "none" (it has none), "restored", "not_requested" (no --profiles),
+	// or "locked" (the key in use cannot open them).
+	Sensitive string       `json:"sensitive"`
+	Profiles  []profileRef `json:"profiles"` // restored profiles
 }
 
 func newRestoreCommand(g *globalOptions) *cobra.Command {
@@ -44,20 +50,30 @@ func newRestoreCommand(g *globalOptions) *cobra.Command {
 			if o.target == "" {
 				return usageError{"--target is required"}
 			}
+			if o.profiles && len(o.includes) > 0 {
+				return usageError{"--profiles restores whole browser profiles and cannot be combined with --include"}
+			}
 			return g.withRepo(cmd.Context(), true, func(r *repo.Repository) error {
 				m, err := snapshot.Find(cmd.Context(), r, args[0], o.workspace)
 				if err != nil {
 					return err
 				}
+				ro := snapshot.RestoreOptions{Target: o.target, Replace: o.replace, Includes: o.includes, Workers: o.workers}
+				sens, profs, err := restoreProfiles(cmd.Context(), r, m, o.profiles, &ro)
+				if err != nil {
+					return err
+				}
 				prog := newProgress(g.out, "restoring")
+				ro.Progress = prog
 				start := time.Now()
-				res, err := snapshot.Restore(cmd.Context(), r, m, snapshot.RestoreOptions{Target: o.target, Replace: o.replace,
-					Includes: o.includes, Workers: o.workers, Progress: prog})
+				res, err := snapshot.Restore(cmd.Context(), r, m, ro)
 				prog.finish()
 				if err != nil {
 					return err
 				}
-				msg := restoreMessage{"restored", m.ID.String(), o.target, res.Files, res.Dirs, res.Bytes, res.Skipped, res.Leftover, time.Since(start).Seconds()}
+				g.profileProblems(*profs.problems)
+				msg := restoreMessage{"restored", m.ID.String(), o.target, res.Files, res.Dirs, res.Bytes, res.Skipped, res.Leftover, time.Since(start).Seconds(),
+					sens, profs.refs}
 				if msg.Skipped == nil {
 					msg.Skipped = []string{}
 				}
@@ -70,7 +86,11 @@ func newRestoreCommand(g *globalOptions) *cobra.Command {
 					if res.Leftover != "" {
 						fmt.Fprintf(w, "the replaced tree could not be deleted; remove %s by hand\n", res.Leftover)
 					}
+					restoreSensitiveText(w, sens, profs.refs)
 				})
+				if len(*profs.problems) > 0 {
+					return profileFlaggedError{len(*profs.problems)}
+				}
 				return nil
 			})
 		},
@@ -81,5 +101,6 @@ func newRestoreCommand(g *globalOptions) *cobra.Command {
 	f.StringArrayVar(&o.includes, "include", nil, "restore only this `PATH` of the snapshot (repeatable)")
 	f.BoolVar(&o.replace, "replace", false, "replace an existing target, atomically")
 	f.IntVar(&o.workers, "workers", 0, "files written in parallel (default: twice the CPUs)")
+	f.BoolVar(&o.profiles, "profiles", false, "also restore the snapshot's browser profiles, each at its path (needs a key with the sensitive tier)")
 	return cmd
 }

@@ -25,11 +25,15 @@ type snapshotMessage struct {
 	Complete    bool            `json:"complete"`
 	Totals      snapshot.Totals `json:"totals"`
 	Errors      int             `json:"errors"`
+	// Sensitive: the snapshot has a sensitive part (browser profiles),
+	// whatever the key in use can open; totals count workspace files only.
+	Sensitive bool `json:"sensitive"`
 }
 
 func snapshotMsg(m *snapshot.Manifest) snapshotMessage {
 	msg := snapshotMessage{MessageType: "snapshot", ID: m.ID.String(), Workspace: m.Workspace, Time: m.Time, Host: m.Host,
-		Instance: m.Instance, Paths: m.Paths, Tags: m.Tags, Complete: m.Complete, Totals: m.Totals, Errors: len(m.Errors)}
+		Instance: m.Instance, Paths: m.Paths, Tags: m.Tags, Complete: m.Complete, Totals: m.Totals, Errors: len(m.Errors),
+		Sensitive: m.Sensitive != nil}
 	if m.Parent != nil {
 		msg.Parent = m.Parent.String()
 	}
@@ -59,6 +63,9 @@ func newSnapshotsCommand(g *globalOptions) *cobra.Command {
 						state := "complete"
 						if !m.Complete {
 							state = fmt.Sprintf("partial (%d errors)", len(m.Errors))
+						}
+						if m.Sensitive != nil {
+							state += ", +profiles"
 						}
 						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", m.ID.Short(), m.Time.Local().Format(time.DateTime), m.Workspace, m.Host,
 							m.Totals.Files, snapshot.HumanBytes(m.Totals.Bytes), state)

@@ -8,7 +8,9 @@ import (
 
 	"lifeboat/backend"
 	"lifeboat/crypt"
+	"lifeboat/profile"
 	"lifeboat/repo"
+	"lifeboat/snapshot"
 )
 
 // Exit codes. docs/exit-codes.md lists them; this is the one place they are chosen.
@@ -25,6 +27,8 @@ const (
 	exitRefused     = 15  // a key operation was refused to protect data (last key)
 	exitTierLocked  = 16  // the key in use does not unlock the tier needed
 	exitNoSpace     = 17  // the storage is full; nothing half-written is visible
+	exitBrowserRun  = 18  // a browser is using a profile to capture; retry when it stopped
+	exitProfileBad  = 19  // a restore finished, but profile validation flagged files
 	exitInterrupted = 130 // interrupted by a signal
 	_               = exitPartial
 	_               = exitLocked
@@ -51,15 +55,20 @@ func (e usageError) Error() string { return e.msg }
 func exitCode(err error) int {
 	var ue usageError
 	var pe partialError
+	var fe profileFlaggedError
 	switch {
 	case err == nil:
 		return exitOK
 	case errors.As(err, &pe):
 		return exitPartial
-	case errors.As(err, &ue), isCobraUsage(err):
+	case errors.As(err, &fe):
+		return exitProfileBad
+	case errors.As(err, &ue), isCobraUsage(err), errors.Is(err, profile.ErrNotProfile), errors.Is(err, snapshot.ErrSensitivePath):
 		return exitUsage
 	case errors.Is(err, context.Canceled):
 		return exitInterrupted
+	case errors.Is(err, profile.ErrBrowserRunning):
+		return exitBrowserRun
 	case errors.Is(err, repo.ErrNoRepository):
 		return exitNoRepo
 	case errors.Is(err, crypt.ErrWrongPassword), errors.Is(err, repo.ErrNoUsableKey):
@@ -68,7 +77,7 @@ func exitCode(err error) int {
 		return exitNewerFormat
 	case errors.Is(err, repo.ErrLastKey), errors.Is(err, repo.ErrKeyInUse), errors.Is(err, repo.ErrRepoExists):
 		return exitRefused
-	case errors.Is(err, crypt.ErrTierLocked):
+	case errors.Is(err, crypt.ErrTierLocked), errors.Is(err, snapshot.ErrSensitiveLocked), errors.Is(err, snapshot.ErrExportSensitive):
 		return exitTierLocked
 	case errors.Is(err, backend.ErrNoSpace), errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		return exitNoSpace

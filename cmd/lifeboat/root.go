@@ -48,7 +48,7 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 	f.BoolVar(&g.json, "json", false, "print JSON lines, each with a message_type")
 	f.StringVar(&g.prof.cpuPath, "cpuprofile", "", "write a CPU profile to this file")
 	f.StringVar(&g.prof.memPath, "memprofile", "", "write an allocation profile to this file")
-	root.AddCommand(newInitCommand(g), newKeyCommand(g), newRepairCommand(g), newCatCommand(g), newCheckCommand(g),
+	root.AddCommand(newInitCommand(g), newExportCommand(g), newKeyCommand(g), newRepairCommand(g), newCatCommand(g), newCheckCommand(g),
 		newSnapshotsCommand(g), newLsCommand(g), newDiffCommand(g),
 		newCaptureCommand(g), newRestoreCommand(g), newDemoCommand(g))
 	return root

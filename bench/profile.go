@@ -1,0 +1,72 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"lifeboat/profile"
+	"lifeboat/repo"
+	"lifeboat/snapshot"
+)
+
+// ProfileRel is where WriteProfileWorkspace puts the browser profile.
+const ProfileRel = "home/agent/.config/chromium"
+
+// WriteProfileWorkspace writes a workspace at dir: the corpus of Generate at
+// scale s under "project", and the deterministic Chromium session fixture of
+// seed at ProfileRel (with an un-checkpointed Cookies WAL). It returns the
+// fixture, whose Check confirms a restored copy.
+func WriteProfileWorkspace(ctx context.Context, dir string, seed uint64, s Scale) (*profile.Fixture, error) {
+	if err := Generate(filepath.Join(dir, "project"), seed, s); err != nil {
+		return nil, err
+	}
+	udd := filepath.Join(dir, filepath.FromSlash(ProfileRel))
+	if err := os.MkdirAll(filepath.Dir(udd), 0o700); err != nil {
+		return nil, err
+	}
+	fx := profile.NewFixture(seed)
+	return fx, fx.Write(ctx, udd, profile.FixtureOptions{WAL: true})
+}
+
+// ProfileRoundTrip captures the workspace at src with its browser
+// profiles (discovered, prepared, filtered by the rule table) and restores
+// it with the profiles into target, validated in staging: the library path
+// that `lifeboat capture` and `lifeboat restore --profiles` take.
+func ProfileRoundTrip(ctx context.Context, r *repo.Repository, src, target string) (*snapshot.Manifest, []profile.Problem, error) {
+	profs, err := profile.Select(src, nil, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	probs, err := profile.PrepareAll(ctx, profs)
+	if err != nil {
+		return nil, probs, err
+	}
+	var specs []snapshot.SensitiveSpec
+	for _, p := range profs {
+		specs = append(specs, snapshot.SensitiveSpec{Path: p.Rel, Kind: string(p.Kind), Filter: profile.Filter(p.Kind)})
+	}
+	m, err := snapshot.Capture(ctx, r, src, snapshot.CaptureOptions{Workspace: "bench-profile", Sensitive: specs})
+	if err != nil {
+		return nil, probs, err
+	}
+	part, err := snapshot.LoadSensitivePart(ctx, r, m)
+	if err != nil {
+		return m, probs, err
+	}
+	if part == nil {
+		return m, probs, fmt.Errorf("snapshot %s has no profiles", m.ID.Short())
+	}
+	var ps []profile.Profile
+	for _, t := range part.Trees {
+		ps = append(ps, profile.Profile{Rel: t.Path, Kind: profile.Kind(t.Kind)})
+	}
+	_, err = snapshot.Restore(ctx, r, m, snapshot.RestoreOptions{Target: target, Grafts: part.Grafts(),
+		Validate: func(ctx context.Context, staging string) error {
+			more, err := profile.Validate(ctx, staging, ps)
+			probs = append(probs, more...)
+			return err
+		}})
+	return m, probs, err
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"lifeboat/backend/local"
+	"lifeboat/repo"
+	"lifeboat/snapshot"
+)
+
+type exportOptions struct {
+	to               string
+	toPasswordFile   string
+	workspace        string
+	includeSensitive bool
+}
+
+type exportMessage struct {
+	MessageType string  `json:"message_type"` // "exported"
+	Snapshot    string  `json:"snapshot"`     // id in the source repository
+	Target      string  `json:"target"`       // id of the copy in the target repository
+	Sensitive   string  `json:"sensitive"`    // "none", "copied" or "left_out"
+	Seconds     float64 `json:"seconds"`
+}
+
+func newExportCommand(g *globalOptions) *cobra.Command {
+	var o exportOptions
+	cmd := &cobra.Command{
+		Use:   "export --to DIR --to-password-file FILE SNAPSHOT...",
+		Short: "Copy snapshots into another repository",
+		Long: "Copy each SNAPSHOT (an id, a unique prefix, or `latest` with --workspace) into the repository at DIR, which must exist " +
+			"(`lifeboat init`). Ids are keyed per repository, so every file is re-chunked and re-identified for the target and every " +
+			"tree rewritten. A snapshot's sensitive part (browser profiles) is left out unless --include-sensitive is given, which " +
+			"needs keys with the sensitive tier in both repositories.",
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.to == "" || o.toPasswordFile == "" {
+				return usageError{"--to and --to-password-file are required"}
+			}
+			return g.withRepo(cmd.Context(), true, func(src *repo.Repository) error {
+				return runExport(cmd.Context(), g, src, args, o)
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.to, "to", "", "the target repository `DIR` (required)")
+	f.StringVar(&o.toPasswordFile, "to-password-file", "", "read the target repository's password from `FILE` (required)")
+	f.StringVar(&o.workspace, "workspace", "", "workspace whose latest snapshot `latest` means")
+	f.BoolVar(&o.includeSensitive, "include-sensitive", false, "also copy browser profiles (needs the sensitive tier in both repositories)")
+	return cmd
+}
+
+func runExport(ctx context.Context, g *globalOptions, src *repo.Repository, refs []string, o exportOptions) error {
+	var snaps []*snapshot.Manifest
+	for _, ref := range refs {
+		m, err := snapshot.Find(ctx, src, ref, o.workspace)
+		if err != nil {
+			return err
+		}
+		snaps = append(snaps, m)
+	}
+	be, err := local.Open(o.to)
+	if err != nil {
+		return fmt.Errorf("export target: %w at %s (create it with `lifeboat init`): %w", repo.ErrNoRepository, o.to, err)
+	}
+	pw, err := readPasswordFile(o.toPasswordFile)
+	if err != nil {
+		_ = be.Close()
+		return err
+	}
+	dst, err := repo.Open(ctx, be, pw, repo.Options{CacheDir: g.cacheDir})
+	clear(pw)
+	if err != nil {
+		_ = be.Close()
+		return fmt.Errorf("export target %s: %w", o.to, err)
+	}
+	err = func() error {
+		for _, m := range snaps {
+			start := time.Now()
+			nm, err := snapshot.Export(ctx, src, dst, m, snapshot.ExportOptions{IncludeSensitive: o.includeSensitive})
+			if err != nil {
+				return fmt.Errorf("exporting snapshot %s: %w", m.ID.Short(), err)
+			}
+			msg := exportMessage{"exported", m.ID.String(), nm.ID.String(), "none", time.Since(start).Seconds()}
+			switch {
+			case nm.Sensitive != nil:
+				msg.Sensitive = "copied"
+			case m.Sensitive != nil:
+				msg.Sensitive = "left_out"
+			}
+			g.out.emit(msg, func(w io.Writer) {
+				fmt.Fprintf(w, "snapshot %s exported to %s as %s", m.ID.Short(), o.to, nm.ID.Short())
+				switch msg.Sensitive {
+				case "copied":
+					fmt.Fprint(w, ", with its browser profiles")
+				case "left_out":
+					fmt.Fprint(w, ", without its browser profiles (--include-sensitive copies them)")
+				}
+				fmt.Fprintf(w, " in %.2fs\n", msg.Seconds)
+			})
+		}
+		return nil
+	}()
+	return errors.Join(err, dst.Close(ctx), be.Close())
+}

@@ -1,0 +1,136 @@
+package profile
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Profile is a browser profile inside a workspace: a Chromium
+// user-data-dir (it holds Local State and the profile folders such as
+// Default), a Firefox root (profiles.ini and its profiles), or one Firefox
+// profile folder.
+type Profile struct {
+	Dir  string // absolute path
+	Rel  string // slash path from the workspace root
+	Kind Kind
+}
+
+// ErrNotProfile: a --profile directory is not a browser profile, or not a
+// real directory inside the workspace.
+var ErrNotProfile = errors.New("not a browser profile inside the workspace")
+
+// Discover walks the workspace at root and returns the profiles in it,
+// in path order. Symlinks are never followed, and a found profile is not
+// searched further. Directories that cannot be listed are passed over:
+// the capture reports them.
+func Discover(root string) ([]Profile, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	// The root itself may be a symlink to the workspace (capture allows
+	// that); nothing below it is followed.
+	walkRoot := abs
+	if fi, err := os.Lstat(abs); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		if walkRoot, err = filepath.EvalSymlinks(abs); err != nil {
+			return nil, fmt.Errorf("searching %s for browser profiles: %w", abs, err)
+		}
+	}
+	var out []Profile
+	err = filepath.WalkDir(walkRoot, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == walkRoot {
+				return err
+			}
+			return nil // unreadable: not searched
+		}
+		if !d.IsDir() || p == walkRoot {
+			return nil // the workspace itself is never a profile
+		}
+		if k, ok := detect(p); ok {
+			rel, _ := filepath.Rel(walkRoot, p)
+			out = append(out, Profile{Dir: filepath.Join(abs, rel), Rel: filepath.ToSlash(rel), Kind: k})
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("searching %s for browser profiles: %w", abs, err)
+	}
+	return out, nil
+}
+
+// detect tells whether dir is a profile root and of which kind.
+func detect(dir string) (Kind, bool) {
+	if regular(filepath.Join(dir, "Local State")) {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return "", false
+		}
+		for _, e := range ents {
+			if e.IsDir() && regular(filepath.Join(dir, e.Name(), "Preferences")) {
+				return Chromium, true
+			}
+		}
+		return "", false
+	}
+	if regular(filepath.Join(dir, "profiles.ini")) {
+		return Firefox, true
+	}
+	if regular(filepath.Join(dir, "prefs.js")) && (regular(filepath.Join(dir, "cookies.sqlite")) || regular(filepath.Join(dir, "key4.db"))) {
+		return Firefox, true
+	}
+	return "", false
+}
+
+// regular reports whether p is a regular file (not through a symlink).
+func regular(p string) bool {
+	fi, err := os.Lstat(p)
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// Resolve checks a profile directory given by the user: it must be a real
+// directory inside the workspace root (no symlink on the way, none
+// followed) and a profile root. A Chromium profile folder (Default, ...)
+// is refused with a hint to give its user-data-dir, which holds Local
+// State.
+func Resolve(root, dir string) (Profile, error) {
+	absRoot, err := filepath.Abs(root)
+	if err != nil {
+		return Profile{}, err
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return Profile{}, err
+	}
+	rel, err := filepath.Rel(absRoot, abs)
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return Profile{}, fmt.Errorf("%w: %s is not below the workspace %s; profiles are restored at their path inside the workspace", ErrNotProfile, abs, absRoot)
+	}
+	p := absRoot
+	for _, c := range strings.Split(rel, string(filepath.Separator)) {
+		p = filepath.Join(p, c)
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return Profile{}, fmt.Errorf("%w: %s: %v", ErrNotProfile, abs, err)
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return Profile{}, fmt.Errorf("%w: %s: %s is a symlink, which is never followed; give the real directory inside the workspace", ErrNotProfile, abs, p)
+		}
+		if !fi.IsDir() {
+			return Profile{}, fmt.Errorf("%w: %s is not a directory", ErrNotProfile, p)
+		}
+	}
+	k, ok := detect(abs)
+	if !ok {
+		if regular(filepath.Join(abs, "Preferences")) && regular(filepath.Join(filepath.Dir(abs), "Local State")) {
+			return Profile{}, fmt.Errorf("%w: %s is a Chromium profile folder; give its user-data-dir %s, which holds Local State", ErrNotProfile, abs, filepath.Dir(abs))
+		}
+		return Profile{}, fmt.Errorf("%w: %s has no Local State with a profile folder (Chromium), and no profiles.ini or prefs.js with cookies.sqlite or key4.db (Firefox)", ErrNotProfile, abs)
+	}
+	return Profile{Dir: abs, Rel: filepath.ToSlash(rel), Kind: k}, nil
+}

@@ -1,0 +1,74 @@
+package profile
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// Problem is something found in a profile that the user should know
+// about; the operation went on. It names a path, never file content.
+type Problem struct {
+	Profile string `json:"profile"` // the profile's slash path from the workspace root
+	Path    string `json:"path"`    // slash path inside the profile
+	What    string `json:"what"`
+}
+
+// Prepare makes p ready to capture: it refuses with a *RunningError
+// (ErrBrowserRunning) when the browser runs, then checkpoints every SQLite
+// database that has a write-ahead log or a rollback journal beside it, so
+// the database file alone holds all committed data (the side files are
+// not captured). A database that cannot be checkpointed (damaged, say) is
+// captured as it is and reported as a Problem.
+func Prepare(ctx context.Context, p Profile) ([]Problem, error) {
+	if err := CheckRunning(p); err != nil {
+		return nil, err
+	}
+	var probs []Problem
+	err := walkKept(p, func(rel, abs string, d fs.DirEntry) error {
+		if !d.Type().IsRegular() || !hasSide(abs) || !isSQLite(abs) {
+			return nil
+		}
+		if err := checkpoint(ctx, abs); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			probs = append(probs, Problem{p.Rel, rel, "SQLite checkpoint failed, captured as it is: " + err.Error()})
+		}
+		return nil
+	})
+	return probs, err
+}
+
+// hasSide reports whether a -wal or -journal file sits beside p.
+func hasSide(p string) bool {
+	for _, s := range []string{"-wal", "-journal"} {
+		if _, err := os.Lstat(p + s); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// walkKept calls fn for every entry of p the rule table keeps, never
+// entering skipped directories or following symlinks.
+func walkKept(p Profile, fn func(rel, abs string, d fs.DirEntry) error) error {
+	return filepath.WalkDir(p.Dir, func(abs string, d fs.DirEntry, err error) error {
+		if abs == p.Dir {
+			return err
+		}
+		rel, _ := filepath.Rel(p.Dir, abs)
+		rel = filepath.ToSlash(rel)
+		if a, _ := Decide(p.Kind, rel); a != Keep {
+			if d != nil && d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if err != nil {
+			return nil // unreadable: the capture reports it
+		}
+		return fn(rel, abs, d)
+	})
+}

@@ -1,0 +1,92 @@
+package profile
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+
+	_ "modernc.org/sqlite" // pure-Go SQLite: checkpoints and integrity checks without cgo
+)
+
+// sqliteMagic starts every SQLite 3 database file.
+var sqliteMagic = []byte("SQLite format 3\x00")
+
+// isSQLite reports whether the regular file p starts with the SQLite header.
+func isSQLite(p string) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var b [16]byte
+	n, _ := f.Read(b[:])
+	return n == 16 && bytes.Equal(b[:], sqliteMagic)
+}
+
+// sqliteDSN opens p through the driver; ro opens it immutable (no side
+// files are created or read).
+func sqliteDSN(p string, ro bool) string {
+	u := url.URL{Scheme: "file", Path: p}
+	q := url.Values{}
+	if ro {
+		q.Set("mode", "ro")
+		q.Set("immutable", "1")
+	}
+	q.Add("_pragma", "busy_timeout(0)")
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// checkpoint folds p's write-ahead log into the database and truncates it,
+// and (by opening it) rolls back a hot rollback journal. Run only while the
+// browser is stopped.
+func checkpoint(ctx context.Context, p string) error {
+	db, err := sql.Open("sqlite", sqliteDSN(p, false))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var busy, logFrames, done int
+	if err := db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logFrames, &done); err != nil {
+		return fmt.Errorf("checkpointing %s: %w", p, err)
+	}
+	if busy != 0 {
+		return fmt.Errorf("checkpointing %s: the database is busy (is the browser running?)", p)
+	}
+	return db.Close()
+}
+
+// integrity runs PRAGMA integrity_check on p, opened read-only and
+// immutable. It returns "" when the database is sound, else the first
+// problems SQLite lists.
+func integrity(ctx context.Context, p string) (string, error) {
+	db, err := sql.Open("sqlite", sqliteDSN(p, true))
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(ctx, "PRAGMA integrity_check(5)")
+	if err != nil {
+		return err.Error(), nil // not a database, or a damaged header
+	}
+	defer rows.Close()
+	var msgs []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return err.Error(), nil
+		}
+		msgs = append(msgs, s)
+	}
+	if err := rows.Err(); err != nil {
+		return err.Error(), nil
+	}
+	if len(msgs) == 1 && msgs[0] == "ok" {
+		return "", nil
+	}
+	return strings.Join(msgs, "; "), nil
+}
