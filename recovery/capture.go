@@ -1,0 +1,188 @@
+package recovery
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"lifeboat/providers"
+)
+
+// ErrFenced: the workspace moved to another instance while a capture of
+// the old one ran; the capture is not promoted.
+var ErrFenced = errors.New("workspace generation changed during the capture")
+
+// run is one capture of ws under its lease: quiesce, capture, verify,
+// promote, native checkpoint, resume, retention.
+func (l *Lifecycle) run(ctx context.Context, ws string, rec *Receipt) {
+	release, err := l.lease(ctx, ws)
+	if err != nil {
+		rec.fail(Cancelled, err)
+		return
+	}
+	defer release()
+	select {
+	case l.sem <- struct{}{}:
+		defer func() { <-l.sem }()
+	case <-ctx.Done():
+		rec.fail(Cancelled, ctx.Err())
+		return
+	}
+	w, err := l.store.Workspace(ws)
+	if err != nil {
+		rec.fail(Failed, err)
+		return
+	}
+	if w.LastGood != nil {
+		rec.LastGood = w.LastGood.Snapshot
+	}
+	p, err := l.provider(w)
+	if err != nil {
+		l.failed(ws, rec, Failed, err)
+		return
+	}
+	err = l.store.update(ws, func(_ *boltTx, w *Workspace) error {
+		w.InFlight = &InFlight{Started: rec.Started, Reason: rec.Reason, PID: pid}
+		return nil
+	})
+	if err != nil {
+		rec.fail(Failed, err)
+		return
+	}
+	if !l.captureQuiesced(ctx, w, p, rec) {
+		return
+	}
+	if l.cfg.Retention != nil {
+		if err := l.cfg.Retention.Apply(ctx, ws); err != nil {
+			rec.RetentionError = err.Error()
+			l.log.Error("retention after capture failed", "workspace", ws, "err", err)
+		}
+	}
+}
+
+// captureQuiesced pauses the writers, captures, promotes and takes the
+// native checkpoint, and resumes the writers whatever happens. It reports
+// whether a checkpoint was promoted; failures are recorded.
+func (l *Lifecycle) captureQuiesced(ctx context.Context, w Workspace, p providers.Provider, rec *Receipt) bool {
+	qctx, qcancel := l.clockDeadline(ctx, l.cfg.QuiesceTimeout)
+	defer qcancel()
+	called, err := pause(qctx, l.writers(w.ID), w, p)
+	defer l.resume(ctx, called, w, p)
+	if err != nil {
+		l.failed(w.ID, rec, outcomeOf(err), err)
+		return false
+	}
+	files, err := p.ReadFiles(ctx, w.Instance)
+	if err != nil {
+		l.failed(w.ID, rec, outcomeOf(err), err)
+		return false
+	}
+	defer files.Close()
+	if err := l.waitBrowsers(qctx, files.Dir()); err != nil {
+		l.failed(w.ID, rec, outcomeOf(err), err)
+		return false
+	}
+	qcancel()
+	fp, err := fingerprint(l.store.salt, files.Dir())
+	if err != nil {
+		l.failed(w.ID, rec, Failed, fmt.Errorf("listing %s: %w", files.Dir(), err))
+		return false
+	}
+	procRecs, procs := l.procs.snapshot(w.ID, l.cfg.Redact)
+	res, err := l.cfg.Capturer.Capture(ctx, CaptureRequest{Workspace: w, Dir: files.Dir(), Reason: rec.Reason, Time: rec.Started})
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err() // cancelled after the snapshot was written: not promoted
+	}
+	if err != nil {
+		l.failed(w.ID, rec, outcomeOf(err), err)
+		return false
+	}
+	rec.Snapshot, rec.Files, rec.Bytes, rec.NewBytes = res.Snapshot, res.Files, res.Bytes, res.NewBytes
+	if !res.Complete {
+		l.failed(w.ID, rec, Partial, fmt.Errorf("snapshot %s is partial: %d paths could not be read; the last good checkpoint stays", res.Snapshot, res.Problems))
+		return false
+	}
+	cp := &Checkpoint{Snapshot: res.Snapshot, Time: rec.Started, Reason: rec.Reason, Instance: w.Instance,
+		Generation: w.Generation, Files: res.Files, Bytes: res.Bytes, Processes: procRecs}
+	err = l.store.update(w.ID, func(tx *boltTx, cur *Workspace) error {
+		if cur.Generation != w.Generation {
+			return fmt.Errorf("%w (%d -> %d)", ErrFenced, w.Generation, cur.Generation)
+		}
+		cur.LastGood, cur.Fingerprint, cur.Failures, cur.InFlight = cp, fp, 0, nil
+		w = *cur
+		return putCheckpoint(tx, w.ID, cp)
+	})
+	if err != nil {
+		l.failed(w.ID, rec, Failed, fmt.Errorf("promoting snapshot %s: %w", res.Snapshot, err))
+		return false
+	}
+	l.procs.forget(w.ID, procs)
+	rec.Outcome, rec.LastGood = Captured, res.Snapshot
+	l.takeNative(ctx, w, p, rec)
+	return true
+}
+
+func outcomeOf(err error) Outcome {
+	switch {
+	case errors.Is(err, ErrQuiesceTimeout):
+		return QuiesceTimeout
+	case errors.Is(err, context.Canceled):
+		return Cancelled
+	}
+	return Failed
+}
+
+// failed records a failed attempt on the workspace's recovery record and
+// clears its in-flight mark.
+func (l *Lifecycle) failed(ws string, rec *Receipt, o Outcome, err error) {
+	rec.fail(o, err)
+	uerr := l.store.update(ws, func(_ *boltTx, w *Workspace) error {
+		w.InFlight = nil
+		w.Failures++
+		rec.Attempt = w.Failures
+		w.addRecord(RecoveryRecord{Time: l.clock.Now(), Reason: rec.Reason, Attempt: w.Failures, Outcome: o, Error: err.Error()})
+		return nil
+	})
+	if uerr != nil {
+		l.log.Error("recording a failed capture", "workspace", ws, "err", uerr, "capture_err", err)
+	}
+}
+
+// Park is called before the server parks workspace ws. It retries pending
+// native checkpoint deletes, then captures unless the last good checkpoint
+// is younger than the park interval (Throttled). Whatever the receipt
+// says, the server goes on parking: a failure is recorded, and the next
+// park captures again.
+func (l *Lifecycle) Park(ctx context.Context, ws string) Receipt {
+	l.retryPending(ctx, ws)
+	return l.join(ctx, ws, ReasonPark, func() (Receipt, bool) {
+		now := l.clock.Now()
+		r := Receipt{Workspace: ws, Reason: ReasonPark, Started: now, Finished: now}
+		w, err := l.store.Workspace(ws)
+		if err != nil {
+			r.fail(Failed, err)
+			return r, true
+		}
+		if w.LastGood != nil && now.Sub(w.LastGood.Time) < l.cfg.ParkInterval {
+			r.Outcome, r.LastGood = Throttled, w.LastGood.Snapshot
+			return r, true
+		}
+		return r, false
+	})
+}
+
+// sameFingerprint reports whether the files of w are unchanged since its
+// last good checkpoint.
+func (l *Lifecycle) sameFingerprint(ctx context.Context, w Workspace, p providers.Provider) (bool, error) {
+	if w.LastGood == nil || w.Fingerprint == nil {
+		return false, nil
+	}
+	files, err := p.ReadFiles(ctx, w.Instance)
+	if err != nil {
+		return false, err
+	}
+	defer files.Close()
+	fp, err := fingerprint(l.store.salt, files.Dir())
+	return err == nil && bytes.Equal(fp, w.Fingerprint), err
+}

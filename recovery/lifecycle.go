@@ -1,0 +1,232 @@
+package recovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"lifeboat/providers"
+)
+
+// Capturer takes the portable checkpoint: it saves dir as a snapshot of
+// the workspace and verifies it (RepoCapturer is the real one).
+//
+// Contract: it returns a Result only for a snapshot that is written and
+// verified; Complete is false when some paths could not be read.
+type Capturer interface {
+	Capture(ctx context.Context, req CaptureRequest) (Result, error)
+}
+
+// CaptureRequest is one portable capture.
+type CaptureRequest struct {
+	Workspace Workspace
+	Dir       string // the workspace's files, readable locally
+	Reason    Reason
+	Time      time.Time // the lifecycle clock's time at the start
+}
+
+// Result is a written and verified snapshot.
+type Result struct {
+	Snapshot string // id, hex
+	Complete bool
+	Problems int // paths that could not be read (partial)
+	Files    uint64
+	Bytes    uint64
+	NewBytes uint64
+}
+
+// Retention applies the stored retention policy of a workspace; it runs
+// after every successful capture. (prune.Apply with the workspace's
+// stored policy, wired in cmd/ and server/.)
+type Retention interface {
+	Apply(ctx context.Context, ws string) error
+}
+
+// Config sets up a Lifecycle. Store, Capturer and Providers are required.
+type Config struct {
+	Store     *Store
+	Capturer  Capturer
+	Providers []providers.Provider // looked up by Name()
+	Clock     Clock                // default SystemClock
+	// ParkInterval is the minimum time between park captures of one
+	// workspace, measured from its last good checkpoint; default 5 min.
+	ParkInterval time.Duration
+	// NativeInterval is the minimum time between native checkpoints of one
+	// workspace; default ParkInterval. Independent of ParkInterval.
+	NativeInterval time.Duration
+	// PeriodicInterval is how often Run looks at running workspaces;
+	// default 15 min.
+	PeriodicInterval time.Duration
+	// MaxParallel bounds captures of different workspaces at once; default 2.
+	MaxParallel int
+	// QuiesceTimeout bounds pausing the writers and waiting for a browser
+	// to stop; default 30 s. QuiescePoll is how often a running browser is
+	// checked again; default 1 s. ResumeTimeout bounds resuming; default 30 s.
+	QuiesceTimeout, QuiescePoll, ResumeTimeout time.Duration
+	Retention                                  Retention // optional
+	Redact                                     Redactor  // applied to process records; optional
+	// TailBytes bounds each process record's output tail; default 8 KiB.
+	TailBytes int
+	// OnReceipt, when set, is called with the receipt of every finished
+	// capture, throttled park and periodic decision.
+	OnReceipt func(Receipt)
+	Logger    *slog.Logger
+}
+
+// Lifecycle drives checkpoints of the workspaces in its Store. Its methods
+// are safe for concurrent use.
+type Lifecycle struct {
+	cfg   Config
+	store *Store
+	clock Clock
+	log   *slog.Logger
+	provs map[string]providers.Provider
+	sem   chan struct{}
+	procs processes
+
+	base   context.Context
+	stop   context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	flight map[string]*flight        // the capture in flight per workspace
+	locks  map[string]chan struct{}  // per-workspace lease: captures and restarts
+	writer map[string][]Writer       // by workspace; "" applies to every workspace
+}
+
+// New returns a Lifecycle over cfg.Store. Captures that a dead process
+// left in flight are recorded as interrupted.
+func New(cfg Config) (*Lifecycle, error) {
+	if cfg.Store == nil || cfg.Capturer == nil {
+		return nil, errors.New("recovery: a Store and a Capturer are required")
+	}
+	setDefault(&cfg.ParkInterval, 5*time.Minute)
+	setDefault(&cfg.NativeInterval, cfg.ParkInterval)
+	setDefault(&cfg.PeriodicInterval, 15*time.Minute)
+	setDefault(&cfg.QuiesceTimeout, 30*time.Second)
+	setDefault(&cfg.QuiescePoll, time.Second)
+	setDefault(&cfg.ResumeTimeout, 30*time.Second)
+	if cfg.MaxParallel <= 0 {
+		cfg.MaxParallel = 2
+	}
+	if cfg.TailBytes <= 0 {
+		cfg.TailBytes = 8 << 10
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = SystemClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	l := &Lifecycle{cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: cfg.Logger,
+		provs: map[string]providers.Provider{}, sem: make(chan struct{}, cfg.MaxParallel),
+		flight: map[string]*flight{}, locks: map[string]chan struct{}{}, writer: map[string][]Writer{}}
+	for _, p := range cfg.Providers {
+		l.provs[p.Name()] = p
+	}
+	l.base, l.stop = context.WithCancel(context.Background())
+	if err := l.recoverInterrupted(); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func setDefault(d *time.Duration, def time.Duration) {
+	if *d <= 0 {
+		*d = def
+	}
+}
+
+// Close cancels what is in flight and waits for it (writers are resumed).
+func (l *Lifecycle) Close() {
+	l.stop()
+	l.wg.Wait()
+}
+
+// Store returns the lifecycle's state store.
+func (l *Lifecycle) Store() *Store { return l.store }
+
+// RegisterWriter adds a writer to pause around captures of workspace ws
+// ("" for every workspace). Writers are paused in registration order
+// (every-workspace ones first) and resumed in reverse.
+func (l *Lifecycle) RegisterWriter(ws string, w Writer) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.writer[ws] = append(l.writer[ws], w)
+}
+
+func (l *Lifecycle) writers(ws string) []Writer {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append(append([]Writer(nil), l.writer[""]...), l.writer[ws]...)
+}
+
+// StartProcess registers a command the server runs in workspace ws. Write
+// its output to the returned Process and call Exit when it ends; its
+// record is kept with every checkpoint taken while it runs, and with the
+// first one after it exited.
+func (l *Lifecycle) StartProcess(ws string, argv []string, dir string) (*Process, error) {
+	if _, err := l.store.Workspace(ws); err != nil {
+		return nil, err
+	}
+	p := &Process{rec: ProcessRecord{Command: append([]string(nil), argv...), Dir: dir, Started: l.clock.Now()}, max: l.cfg.TailBytes}
+	l.procs.add(ws, p)
+	return p, nil
+}
+
+func (l *Lifecycle) provider(w Workspace) (providers.Provider, error) {
+	p, ok := l.provs[w.Provider]
+	if !ok {
+		return nil, fmt.Errorf("workspace %s: provider %q is not configured in this lifeboat", w.ID, w.Provider)
+	}
+	return p, nil
+}
+
+// lease takes the per-workspace lease that captures and restarts share.
+func (l *Lifecycle) lease(ctx context.Context, ws string) (release func(), err error) {
+	l.mu.Lock()
+	ch, ok := l.locks[ws]
+	if !ok {
+		ch = make(chan struct{}, 1)
+		l.locks[ws] = ch
+	}
+	l.mu.Unlock()
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// recoverInterrupted turns in-flight markers left by a dead process into
+// recovery records. The store is held by one process at a time, so every
+// marker found at open is stale.
+func (l *Lifecycle) recoverInterrupted() error {
+	wss, err := l.store.Workspaces()
+	if err != nil {
+		return err
+	}
+	for _, w := range wss {
+		if w.InFlight == nil {
+			continue
+		}
+		err := l.store.update(w.ID, func(_ *boltTx, w *Workspace) error {
+			f := w.InFlight
+			w.InFlight = nil
+			w.Failures++
+			w.addRecord(RecoveryRecord{Time: l.clock.Now(), Reason: f.Reason, Attempt: w.Failures, Outcome: Interrupted,
+				Error: fmt.Sprintf("%v (started %s by process %d)", ErrInterrupted, f.Started.UTC().Format(time.RFC3339), f.PID)})
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var pid = os.Getpid()

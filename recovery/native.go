@@ -1,0 +1,152 @@
+package recovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"lifeboat/providers"
+)
+
+// ErrNoNativeCheckpoint: Restart found no native checkpoint to roll back to.
+var ErrNoNativeCheckpoint = errors.New("no native checkpoint stored")
+
+// takeNative takes a native checkpoint after a promoted portable one, when
+// the provider has them and the native interval has passed since the last
+// (independent of the park throttle). The previous native checkpoint is
+// then deleted; the store names it as pending work in the same transaction
+// that stores the new one, so a failed delete, or a crash before it, is
+// retried on a later park.
+func (l *Lifecycle) takeNative(ctx context.Context, w Workspace, p providers.Provider, rec *Receipt) {
+	if !p.Capabilities().NativeCheckpoints {
+		return
+	}
+	now := l.clock.Now()
+	if w.Native != nil && now.Sub(w.Native.Time) < l.cfg.NativeInterval {
+		return
+	}
+	id, err := p.Checkpoint(ctx, w.Instance)
+	if err != nil {
+		rec.NativeError = err.Error()
+		l.recordNative(w.ID, rec, err)
+		return
+	}
+	var old *PendingDelete
+	err = l.store.update(w.ID, func(tx *boltTx, cur *Workspace) error {
+		if cur.Native != nil && cur.Native.ID != id {
+			old = &PendingDelete{Workspace: w.ID, Provider: w.Provider, Checkpoint: cur.Native.ID, Since: now}
+			if err := putPending(tx, old); err != nil {
+				return err
+			}
+		}
+		cur.Native = &NativeCheckpoint{ID: id, Time: now, Instance: w.Instance, Snapshot: rec.Snapshot}
+		return nil
+	})
+	if err != nil {
+		rec.NativeError = fmt.Sprintf("native checkpoint %s taken but not recorded: %v", id, err)
+		l.recordNative(w.ID, rec, err)
+		return
+	}
+	rec.Native = id
+	if old != nil {
+		l.deleteNative(ctx, p, *old)
+	}
+}
+
+// recordNative adds a native checkpoint failure to the recovery record;
+// it does not count as a failed capture.
+func (l *Lifecycle) recordNative(ws string, rec *Receipt, err error) {
+	uerr := l.store.update(ws, func(_ *boltTx, w *Workspace) error {
+		w.addRecord(RecoveryRecord{Time: l.clock.Now(), Reason: rec.Reason, Outcome: NativeFailed, Error: err.Error()})
+		return nil
+	})
+	if uerr != nil {
+		l.log.Error("recording a native checkpoint failure", "workspace", ws, "err", uerr)
+	}
+}
+
+// deleteNative deletes a native checkpoint named by a pending record,
+// removing the record on success and updating it on failure.
+func (l *Lifecycle) deleteNative(ctx context.Context, p providers.Provider, pd PendingDelete) {
+	err := p.DeleteCheckpoint(ctx, pd.Checkpoint)
+	if err == nil {
+		err = l.store.removePending(pd)
+	} else {
+		pd.Attempts++
+		pd.LastError = err.Error()
+		if perr := l.store.putPending(pd); perr != nil {
+			err = errors.Join(err, perr)
+		}
+	}
+	if err != nil {
+		l.log.Warn("deleting an old native checkpoint failed; retried on a later park", "workspace", pd.Workspace, "checkpoint", pd.Checkpoint, "err", err)
+	}
+}
+
+// retryPending retries the workspace's failed native checkpoint deletes.
+func (l *Lifecycle) retryPending(ctx context.Context, ws string) {
+	pending, err := l.store.Pending(ws)
+	if err != nil {
+		l.log.Error("reading pending work", "workspace", ws, "err", err)
+		return
+	}
+	for _, pd := range pending {
+		p, ok := l.provs[pd.Provider]
+		if !ok {
+			continue
+		}
+		l.deleteNative(ctx, p, pd)
+	}
+}
+
+// RestartReceipt says what Restart did.
+type RestartReceipt struct {
+	Workspace  string                 `json:"workspace"`
+	Checkpoint providers.CheckpointID `json:"checkpoint"`
+	From       providers.InstanceID   `json:"from"`
+	To         providers.InstanceID   `json:"to"`
+	Generation uint64                 `json:"generation"`
+	Time       time.Time              `json:"time"`
+}
+
+// Restart rolls workspace ws back to its stored native checkpoint, under
+// the workspace's lease (it waits for a capture in flight). The workspace
+// id stays; the instance id the provider returns is recorded, and the
+// generation moves on. With no native checkpoint stored, or when the
+// rollback fails, nothing is changed.
+func (l *Lifecycle) Restart(ctx context.Context, ws string) (RestartReceipt, error) {
+	release, err := l.lease(ctx, ws)
+	if err != nil {
+		return RestartReceipt{}, err
+	}
+	defer release()
+	w, err := l.store.Workspace(ws)
+	if err != nil {
+		return RestartReceipt{}, err
+	}
+	if w.Native == nil {
+		return RestartReceipt{}, fmt.Errorf("restart %s: %w; nothing was changed (a native checkpoint is taken after a successful capture on a provider that has them)", ws, ErrNoNativeCheckpoint)
+	}
+	p, err := l.provider(w)
+	if err != nil {
+		return RestartReceipt{}, err
+	}
+	to, err := p.Rollback(ctx, w.Instance, w.Native.ID)
+	if err != nil {
+		return RestartReceipt{}, fmt.Errorf("restart %s: rollback to native checkpoint %s failed; the workspace is unchanged: %w", ws, w.Native.ID, err)
+	}
+	r := RestartReceipt{Workspace: ws, Checkpoint: w.Native.ID, From: w.Instance, To: to, Time: l.clock.Now()}
+	err = l.store.update(ws, func(_ *boltTx, cur *Workspace) error {
+		cur.Instance = to
+		cur.Generation++
+		cur.Fingerprint = nil // the next periodic round captures
+		cur.LastRestart = &RestartRecord{Time: r.Time, Checkpoint: r.Checkpoint, From: r.From, To: to}
+		r.Generation = cur.Generation
+		return nil
+	})
+	if err != nil {
+		return r, fmt.Errorf("restart %s: rolled back to %s (instance %s) but recording it failed: %w", ws, r.Checkpoint, to, err)
+	}
+	return r, nil
+}

@@ -1,0 +1,141 @@
+package recovery
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// ProcessRecord is a command the server ran in a workspace, as kept with a
+// checkpoint: redacted, with a bounded tail of its output.
+type ProcessRecord struct {
+	Command   []string   `json:"command"`
+	Dir       string     `json:"dir"`
+	Started   time.Time  `json:"started"`
+	Ended     *time.Time `json:"ended,omitempty"`
+	ExitCode  *int       `json:"exit_code,omitempty"`
+	Tail      string     `json:"tail"`      // the last output, at most the configured tail size
+	Truncated bool       `json:"truncated"` // earlier output was dropped
+}
+
+// Redactor rewrites a string to hide sensitive values (the caller's rules).
+type Redactor func(string) string
+
+// RedactPatterns returns a Redactor that replaces every match of each
+// pattern with "[REDACTED]".
+func RedactPatterns(patterns ...*regexp.Regexp) Redactor {
+	return func(s string) string {
+		for _, p := range patterns {
+			s = p.ReplaceAllString(s, "[REDACTED]")
+		}
+		return s
+	}
+}
+
+// Process is a registered command; write its output to it as it streams
+// (it is an io.Writer) and call Exit when it ends. Safe for concurrent use.
+type Process struct {
+	mu        sync.Mutex
+	rec       ProcessRecord
+	tail      []byte // ring: the newest max bytes
+	max       int
+	truncated bool
+	exited    bool
+}
+
+// Write appends output; only the newest tail-size bytes are kept.
+func (p *Process) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := len(b)
+	if len(b) >= p.max {
+		p.truncated = p.truncated || len(p.tail) > 0 || len(b) > p.max
+		b = b[len(b)-p.max:]
+		p.tail = append(p.tail[:0], b...)
+		return n, nil
+	}
+	if over := len(p.tail) + len(b) - p.max; over > 0 {
+		p.tail = append(p.tail[:0], p.tail[over:]...)
+		p.truncated = true
+	}
+	p.tail = append(p.tail, b...)
+	return n, nil
+}
+
+// Exit records the command's end.
+func (p *Process) Exit(code int, at time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rec.Ended, p.rec.ExitCode, p.exited = &at, &code, true
+}
+
+// record returns the process as stored, redacted.
+func (p *Process) record(redact Redactor) ProcessRecord {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := p.rec
+	r.Command = append([]string(nil), r.Command...)
+	tail := p.tail
+	if p.truncated { // the cut may have split a character
+		for len(tail) > 0 && !utf8.RuneStart(tail[0]) {
+			tail = tail[1:]
+		}
+	}
+	r.Tail = strings.ToValidUTF8(string(tail), "\uFFFD")
+	r.Truncated = p.truncated
+	if redact != nil {
+		for i := range r.Command {
+			r.Command[i] = redact(r.Command[i])
+		}
+		r.Dir, r.Tail = redact(r.Dir), redact(r.Tail)
+	}
+	return r
+}
+
+// processes holds the registered commands of every workspace.
+type processes struct {
+	mu   sync.Mutex
+	byWS map[string][]*Process
+}
+
+func (ps *processes) add(ws string, p *Process) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.byWS == nil {
+		ps.byWS = map[string][]*Process{}
+	}
+	ps.byWS[ws] = append(ps.byWS[ws], p)
+}
+
+// snapshot returns the records of ws and the processes they came from.
+func (ps *processes) snapshot(ws string, redact Redactor) ([]ProcessRecord, []*Process) {
+	ps.mu.Lock()
+	list := append([]*Process(nil), ps.byWS[ws]...)
+	ps.mu.Unlock()
+	recs := make([]ProcessRecord, 0, len(list))
+	for _, p := range list {
+		recs = append(recs, p.record(redact))
+	}
+	return recs, list
+}
+
+// forget drops the processes in done that have exited: they are recorded
+// with a checkpoint. Running ones stay for the next.
+func (ps *processes) forget(ws string, done []*Process) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	kept := ps.byWS[ws][:0]
+	for _, p := range ps.byWS[ws] {
+		p.mu.Lock()
+		gone := p.exited && slices.Contains(done, p)
+		p.mu.Unlock()
+		if !gone {
+			kept = append(kept, p)
+		}
+	}
+	ps.byWS[ws] = kept
+}
+

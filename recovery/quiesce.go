@@ -1,0 +1,134 @@
+package recovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"lifeboat/profile"
+	"lifeboat/providers"
+)
+
+// Writer is something that writes into a workspace and must hold still
+// while it is captured: an agent's tool runner, a database, a browser.
+//
+// Contract: Pause returns once the writer has stopped writing (or fails);
+// it must honour ctx, which ends at the quiesce deadline. Resume must be
+// safe to call after a Pause that failed or timed out, and more than once.
+type Writer interface {
+	Name() string
+	Pause(ctx context.Context, w Workspace, p providers.Provider) error
+	Resume(ctx context.Context, w Workspace, p providers.Provider) error
+}
+
+// ExecWriter pauses and resumes a writer by running commands in the
+// instance through the provider (e.g. `pkill -STOP -f chromium` and
+// `pkill -CONT -f chromium`, or a tool runner's own pause command).
+type ExecWriter struct {
+	Label         string
+	PauseCommand  []string
+	ResumeCommand []string
+}
+
+// Name is the writer's label.
+func (e ExecWriter) Name() string { return e.Label }
+
+// Pause runs PauseCommand; a non-zero exit is an error.
+func (e ExecWriter) Pause(ctx context.Context, w Workspace, p providers.Provider) error {
+	return e.run(ctx, w, p, e.PauseCommand)
+}
+
+// Resume runs ResumeCommand; a non-zero exit is an error.
+func (e ExecWriter) Resume(ctx context.Context, w Workspace, p providers.Provider) error {
+	return e.run(ctx, w, p, e.ResumeCommand)
+}
+
+func (e ExecWriter) run(ctx context.Context, w Workspace, p providers.Provider, argv []string) error {
+	if len(argv) == 0 {
+		return nil
+	}
+	res, err := p.Exec(ctx, w.Instance, argv, nil)
+	if err != nil {
+		return err
+	}
+	if res.ExitCode != 0 {
+		return fmt.Errorf("%s: %q exited with %d", e.Label, argv[0], res.ExitCode)
+	}
+	return nil
+}
+
+// clockDeadline returns a context that ends when d has passed on the
+// lifecycle's clock (or when parent ends).
+func (l *Lifecycle) clockDeadline(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
+	timer := l.clock.After(d)
+	go func() {
+		select {
+		case <-timer:
+			cancel(ErrQuiesceTimeout)
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { cancel(context.Canceled) }
+}
+
+// pause tells every writer of w to pause, in order, within qctx. It
+// returns the writers it called (all of them must be resumed, even the one
+// that failed) and the first error.
+func pause(qctx context.Context, writers []Writer, w Workspace, p providers.Provider) ([]Writer, error) {
+	var called []Writer
+	for _, wr := range writers {
+		called = append(called, wr)
+		if err := wr.Pause(qctx, w, p); err != nil {
+			return called, quiesceErr(qctx, fmt.Errorf("pausing %s: %w", wr.Name(), err))
+		}
+	}
+	return called, nil
+}
+
+// quiesceErr turns a failure at the quiesce deadline into ErrQuiesceTimeout.
+func quiesceErr(qctx context.Context, err error) error {
+	if errors.Is(context.Cause(qctx), ErrQuiesceTimeout) {
+		return fmt.Errorf("%w: %w", ErrQuiesceTimeout, err)
+	}
+	return err
+}
+
+// waitBrowsers waits until no browser holds a profile under dir (the
+// profile package's lock checks), polling on the clock until qctx ends.
+func (l *Lifecycle) waitBrowsers(qctx context.Context, dir string) error {
+	profs, err := profile.Discover(dir)
+	if err != nil {
+		return err
+	}
+	for {
+		var running error
+		for _, pr := range profs {
+			if err := profile.CheckRunning(pr); err != nil {
+				running = err
+				break
+			}
+		}
+		if running == nil {
+			return nil
+		}
+		select {
+		case <-qctx.Done():
+			return quiesceErr(qctx, running)
+		case <-l.clock.After(l.cfg.QuiescePoll):
+		}
+	}
+}
+
+// resume resumes the writers in reverse order, on a context that is not
+// cancelled with the capture's, and reports failures to the log.
+func (l *Lifecycle) resume(ctx context.Context, called []Writer, w Workspace, p providers.Provider) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.ResumeTimeout)
+	defer cancel()
+	for i := len(called) - 1; i >= 0; i-- {
+		if err := called[i].Resume(rctx, w, p); err != nil {
+			l.log.Error("resuming a writer failed", "workspace", w.ID, "writer", called[i].Name(), "err", err)
+		}
+	}
+}
