@@ -22,6 +22,9 @@ func (l *Lifecycle) run(ctx context.Context, ws string, rec *Receipt) {
 		return
 	}
 	defer release()
+	if l.hooks.semWait != nil {
+		l.hooks.semWait(ws)
+	}
 	select {
 	case l.sem <- struct{}{}:
 		defer func() { <-l.sem }()

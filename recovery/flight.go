@@ -43,6 +43,9 @@ func (l *Lifecycle) join(ctx context.Context, ws string, reason Reason, answer f
 		go l.fly(fctx, f, ws, reason)
 	}
 	f.waiters++
+	if l.hooks.joined != nil {
+		l.hooks.joined(ws, f.waiters)
+	}
 	l.mu.Unlock()
 	select {
 	case <-f.done:

@@ -92,9 +92,16 @@ type Lifecycle struct {
 	stop   context.CancelFunc
 	wg     sync.WaitGroup
 	mu     sync.Mutex
-	flight map[string]*flight        // the capture in flight per workspace
-	locks  map[string]chan struct{}  // per-workspace lease: captures and restarts
-	writer map[string][]Writer       // by workspace; "" applies to every workspace
+	flight map[string]*flight       // the capture in flight per workspace
+	locks  map[string]chan struct{} // per-workspace lease: captures and restarts
+	writer map[string][]Writer      // by workspace; "" applies to every workspace
+	hooks  testHooks
+}
+
+// testHooks let tests see where concurrent requests are.
+type testHooks struct {
+	joined  func(ws string, waiters int) // a caller joined a flight
+	semWait func(ws string)              // a flight waits for a parallel slot
 }
 
 // New returns a Lifecycle over cfg.Store. Captures that a dead process

@@ -127,6 +127,9 @@ func (ps *processes) snapshot(ws string, redact Redactor) ([]ProcessRecord, []*P
 func (ps *processes) forget(ws string, done []*Process) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
+	if len(ps.byWS[ws]) == 0 {
+		return
+	}
 	kept := ps.byWS[ws][:0]
 	for _, p := range ps.byWS[ws] {
 		p.mu.Lock()
@@ -138,4 +141,3 @@ func (ps *processes) forget(ws string, done []*Process) {
 	}
 	ps.byWS[ws] = kept
 }
-
