@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -30,6 +31,7 @@ type fakeClock struct {
 
 type fakeTimer struct {
 	at time.Time
+	d  time.Duration
 	ch chan time.Time
 }
 
@@ -51,7 +53,7 @@ func (c *fakeClock) After(d time.Duration) <-chan time.Time {
 		ch <- c.now
 		return ch
 	}
-	c.timers = append(c.timers, fakeTimer{c.now.Add(d), ch})
+	c.timers = append(c.timers, fakeTimer{c.now.Add(d), d, ch})
 	c.added <- struct{}{}
 	return ch
 }
@@ -72,13 +74,22 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.timers = kept
 }
 
-// waitTimer waits until someone registered a timer (after the last call).
-func (c *fakeClock) waitTimer(t *testing.T) {
+// waitFor waits until a timer of duration d is pending.
+func (c *fakeClock) waitFor(t *testing.T, d time.Duration) {
 	t.Helper()
-	select {
-	case <-c.added:
-	case <-time.After(time.Minute):
-		t.Fatal("no timer was registered within a minute")
+	deadline := time.After(time.Minute)
+	for {
+		c.mu.Lock()
+		found := slices.ContainsFunc(c.timers, func(ft fakeTimer) bool { return ft.d == d })
+		c.mu.Unlock()
+		if found {
+			return
+		}
+		select {
+		case <-c.added:
+		case <-deadline:
+			t.Fatalf("no %s timer was registered within a minute", d)
+		}
 	}
 }
 

@@ -319,7 +319,7 @@ func TestQuiesceTimeout(t *testing.T) {
 	done := make(chan Receipt)
 	go func() { done <- e.l.Park(context.Background(), "ws1") }()
 	<-stuck.paused
-	e.clock.waitTimer(t) // the quiesce deadline
+	e.clock.waitFor(t, 10*time.Second) // the quiesce deadline
 	e.clock.Advance(10 * time.Second)
 	r := <-done
 	e.want(r, QuiesceTimeout)
@@ -351,10 +351,9 @@ func TestQuiesceWaitsForBrowser(t *testing.T) {
 	chromiumProfile(t, prof, os.Getpid()) // a live process holds the lock
 	done := make(chan Receipt)
 	go func() { done <- e.l.Capture(context.Background(), "ws1", ReasonManual) }()
-	e.clock.waitTimer(t) // quiesce deadline
-	e.clock.waitTimer(t) // first poll
+	e.clock.waitFor(t, time.Second) // polling a running browser
 	e.clock.Advance(time.Second)
-	e.clock.waitTimer(t) // still running: polls again
+	e.clock.waitFor(t, time.Second) // still running: polls again
 	if err := os.Remove(filepath.Join(prof, "SingletonLock")); err != nil {
 		t.Fatal(err)
 	}
@@ -364,8 +363,7 @@ func TestQuiesceWaitsForBrowser(t *testing.T) {
 	// A browser that never stops: a distinct, retryable status.
 	chromiumProfile(t, prof, os.Getpid())
 	go func() { done <- e.l.Capture(context.Background(), "ws1", ReasonManual) }()
-	e.clock.waitTimer(t)
-	e.clock.waitTimer(t)
+	e.clock.waitFor(t, time.Second)
 	e.clock.Advance(10 * time.Second)
 	r := <-done
 	e.want(r, QuiesceTimeout)

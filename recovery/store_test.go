@@ -1,0 +1,60 @@
+package recovery
+
+import (
+	"encoding/binary"
+	"errors"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+func TestStoreReopenAndValidate(t *testing.T) {
+	dir := t.TempDir()
+	s, err := OpenStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddWorkspace(Workspace{ID: "bot-1", Provider: "local", Instance: "i"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddWorkspace(Workspace{ID: "bot-1", Provider: "local", Instance: "j"}); !errors.Is(err, ErrWorkspaceExists) {
+		t.Fatalf("duplicate: %v", err)
+	}
+	for _, bad := range []string{"", "../x", "a/b", ".hidden", string(make([]byte, 200))} {
+		if err := s.AddWorkspace(Workspace{ID: bad, Provider: "local", Instance: "i"}); !errors.Is(err, ErrBadWorkspaceID) {
+			t.Fatalf("id %q: %v", bad, err)
+		}
+	}
+	if err := s.AddWorkspace(Workspace{ID: "bot-2"}); err == nil {
+		t.Fatal("a workspace without provider and instance was accepted")
+	}
+	if _, err := OpenStore(dir); !errors.Is(err, ErrStoreBusy) {
+		t.Fatalf("second open while held: %v", err)
+	}
+	salt := s.salt
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = OpenStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.Workspace("bot-1")
+	if err != nil || w.Instance != "i" || string(s.salt) != string(salt) {
+		t.Fatalf("after reopen: %+v %v", w, err)
+	}
+	if _, err := s.Workspace("bot-9"); !errors.Is(err, ErrUnknownWorkspace) {
+		t.Fatalf("unknown: %v", err)
+	}
+	// A store from a newer lifeboat is refused, not rewritten.
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketMeta).Put(keySchema, binary.BigEndian.AppendUint64(nil, StoreSchema+1))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
+	if _, err := OpenStore(dir); !errors.Is(err, ErrStoreNewer) {
+		t.Fatalf("newer schema: %v", err)
+	}
+}
