@@ -2,10 +2,10 @@ package local
 
 import (
 	"io/fs"
-	"syscall"
-	"time"
 	"os"
 	"path/filepath"
+	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )

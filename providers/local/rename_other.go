@@ -3,10 +3,10 @@
 package local
 
 import (
-	"io/fs"
-	"time"
 	"errors"
+	"io/fs"
 	"os"
+	"time"
 )
 
 // Outside Linux there is no renameat2: NOREPLACE is a check followed by a
