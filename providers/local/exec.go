@@ -1,7 +1,6 @@
 package local
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -43,7 +42,7 @@ func (p *Provider) Exec(ctx context.Context, id providers.InstanceID, argv []str
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = filepath.Join(p.root, string(id))
 	cmd.Stdin = stdin
-	var out, errb boundedBuffer
+	out, errb := providers.BoundedBuffer{Max: MaxOutput}, providers.BoundedBuffer{Max: MaxOutput}
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Start(); err != nil {
 		if ctx.Err() != nil {
@@ -62,17 +61,3 @@ func (p *Provider) Exec(ctx context.Context, id providers.InstanceID, argv []str
 	}
 	return res, nil
 }
-
-// boundedBuffer keeps the first MaxOutput bytes written to it. It wraps
-// rather than embeds bytes.Buffer so io.Copy cannot use the buffer's
-// unbounded ReadFrom.
-type boundedBuffer struct{ b bytes.Buffer }
-
-func (b *boundedBuffer) Write(p []byte) (int, error) {
-	if room := MaxOutput - b.b.Len(); room > 0 {
-		b.b.Write(p[:min(room, len(p))])
-	}
-	return len(p), nil
-}
-
-func (b *boundedBuffer) Bytes() []byte { return b.b.Bytes() }

@@ -3,7 +3,6 @@ package local
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -28,10 +27,6 @@ const (
 	trashDir       = metaDir + "/trash"
 	switchingDir   = metaDir + "/switching"
 )
-
-// maxIDLen bounds instance ids well below NAME_MAX (255) so derived names
-// (staging, checkpoints) built from them still fit.
-const maxIDLen = 128
 
 // Provider keeps workspace instances as directories under one root.
 type Provider struct {
@@ -70,27 +65,13 @@ func (p *Provider) Capabilities() providers.Capabilities {
 	return providers.Capabilities{Files: true, NativeCheckpoints: true, Exec: true, Create: true}
 }
 
-// ValidID reports whether s can name an instance: a single path component
-// of letters, digits, '.', '_' and '-', not starting with '.', at most 128
-// bytes. Anything else could name something outside the root.
-func ValidID(s string) bool {
-	if s == "" || len(s) > maxIDLen || s[0] == '.' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '_', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
-}
+// ValidID reports whether s can name an instance (providers.ValidName):
+// a single plain name, so nothing outside the root can be named.
+func ValidID(s string) bool { return providers.ValidName(s) }
 
 func checkID(op string, id providers.InstanceID) error {
 	if !ValidID(string(id)) {
-		return invalid(op, id, "instance id %q is not a plain name (letters, digits, '.', '_', '-', not starting with '.', at most %d bytes)", string(id), maxIDLen)
+		return invalid(op, id, "instance id %q is not a plain name (letters, digits, '.', '_', '-', not starting with '.', at most %d bytes)", string(id), providers.MaxNameLen)
 	}
 	return nil
 }
@@ -193,8 +174,7 @@ func (p *Provider) Inspect(ctx context.Context, id providers.InstanceID) (provid
 // IDForKey is the instance id Create derives from an idempotency key, so a
 // retried Create finds the same directory even after a restart.
 func IDForKey(key string) providers.InstanceID {
-	sum := sha256.Sum256([]byte("lifeboat local instance\x00" + key))
-	return providers.InstanceID("ws-" + hex.EncodeToString(sum[:16]))
+	return providers.InstanceID(providers.KeyedName(key))
 }
 
 // Create implements providers.Provider. The id is derived from the
