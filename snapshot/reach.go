@@ -1,0 +1,106 @@
+package snapshot
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+
+	"lifeboat/blob"
+	"lifeboat/repo"
+)
+
+// ErrDamaged marks a snapshot that cannot be walked: its manifest or a
+// tree it needs is missing or does not verify.
+var ErrDamaged = errors.New("snapshot is damaged")
+
+// Marker receives what a snapshot reaches (prune's mark phase).
+type Marker interface {
+	// FirstVisit is asked before a tree blob is read; false means it was
+	// walked already, from this or another snapshot, and is skipped. True
+	// also marks the tree blob itself live.
+	FirstVisit(t blob.Tier, id blob.ID) (bool, error)
+	// Add marks one data blob live.
+	Add(t blob.Tier, typ blob.Type, id blob.ID) error
+}
+
+// Reach loads snapshot id and reports to m every blob it reaches: its tree
+// blobs and their file chunks, both levels, each tree read at most once
+// across calls that share m. It holds one decoded tree blob per directory
+// level. A manifest or tree that is missing or damaged fails with an error
+// wrapping ErrDamaged that names the snapshot.
+func Reach(ctx context.Context, r *repo.Repository, id blob.ID, m Marker) error {
+	man, err := LoadManifest(ctx, r, id)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("%w: %w", ErrDamaged, err)
+	}
+	if err := reachDir(ctx, r, man.Root.Subtree, m); err != nil {
+		if ctx.Err() != nil || !damage(err) {
+			return fmt.Errorf("snapshot %s: %w", id.Short(), err)
+		}
+		return fmt.Errorf("%w: snapshot %s: %w", ErrDamaged, id.Short(), err)
+	}
+	return nil
+}
+
+// damage reports errors that mean a tree is missing or bad, as opposed to
+// the storage failing.
+func damage(err error) bool {
+	var te treeError
+	return errors.As(err, &te) || errors.Is(err, repo.ErrBlobNotFound) || errors.Is(err, repo.ErrPackMissing) || errors.Is(err, repo.ErrCorrupt)
+}
+
+type treeError struct{ err error }
+
+func (e treeError) Error() string { return e.err.Error() }
+func (e treeError) Unwrap() error { return e.err }
+
+// reachDir walks on past damage, so everything still readable is marked
+// even when the snapshot is damaged, and returns the first damage found.
+func reachDir(ctx context.Context, r *repo.Repository, subtree []blob.ID, m Marker) error {
+	var buf []byte
+	var damaged error
+	for _, tid := range subtree {
+		first, err := m.FirstVisit(blob.Workspace, tid)
+		if err != nil || !first {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		b, err := r.LoadBlob(ctx, blob.Workspace, blob.Tree, tid, buf)
+		if err != nil {
+			err = fmt.Errorf("tree %s: %w", tid.Short(), err)
+			if ctx.Err() != nil || !damage(err) {
+				return err
+			}
+			damaged = cmp.Or(damaged, err)
+			continue
+		}
+		t, err := DecodeTree(b)
+		if err != nil {
+			damaged = cmp.Or[error](damaged, treeError{fmt.Errorf("tree %s: %w", tid.Short(), err)})
+			continue
+		}
+		buf = b[:0]
+		for i := range t.Nodes {
+			n := &t.Nodes[i]
+			for _, c := range n.Content {
+				if err := m.Add(blob.Workspace, blob.Data, c); err != nil {
+					return err
+				}
+			}
+			if n.Type == TypeDir {
+				err := reachDir(ctx, r, n.Subtree, m)
+				if err != nil && (ctx.Err() != nil || !damage(err)) {
+					return err
+				}
+				damaged = cmp.Or(damaged, err)
+			}
+		}
+	}
+	return damaged
+}
