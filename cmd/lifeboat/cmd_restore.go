@@ -44,7 +44,7 @@ func newRestoreCommand(g *globalOptions) *cobra.Command {
 			if o.target == "" {
 				return usageError{"--target is required"}
 			}
-			return g.withRepo(cmd.Context(), true, func(r *repo.Repository) error {
+			return g.withLockedRepo(cmd.Context(), repo.LockShared, "restore", func(r *repo.Repository, _ *repo.Lock) error {
 				m, err := snapshot.Find(cmd.Context(), r, args[0], o.workspace)
 				if err != nil {
 					return err
