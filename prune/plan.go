@@ -23,7 +23,9 @@ var ErrDamaged = errors.New("damaged snapshot")
 
 // Marker is what Source.Reach reports to.
 type Marker interface {
-	FirstVisit(t blob.Tier, id blob.ID) (bool, error)
+	// Seen reports whether a tree was walked (and marked) already.
+	Seen(t blob.Tier, id blob.ID) (bool, error)
+	// Add marks a blob live; Reach adds a tree once it has read it.
 	Add(t blob.Tier, typ blob.Type, id blob.ID) error
 }
 
@@ -86,7 +88,7 @@ type Plan struct {
 	IndexObjects   int               `json:"index_objects"`
 	BytesFreed     uint64            `json:"bytes_freed"`     // pack bytes deleted minus bytes rewritten
 	BytesRewritten uint64            `json:"bytes_rewritten"` // live bytes copied into new packs
-	UnusedAfter    uint64            `json:"unused_after"` // dead blob bytes left in kept packs
+	UnusedAfter    uint64            `json:"unused_after"`    // dead blob bytes left in kept packs
 
 	oldObjects map[blob.ID]blob.Tier // applied index objects the plan saw
 	marked     map[blob.ID]bool      // snapshots the live set covers

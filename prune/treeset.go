@@ -36,20 +36,23 @@ func newTreeSet(dir string) (*treeSet, error) {
 	return &treeSet{db: db, pending: map[key]struct{}{}}, nil
 }
 
-// FirstVisit records k and reports whether it was new.
-func (s *treeSet) FirstVisit(k key) (bool, error) {
+// Has reports whether k was inserted.
+func (s *treeSet) Has(k key) (bool, error) {
 	if _, ok := s.pending[k]; ok {
-		return false, nil
+		return true, nil
 	}
 	var seen bool
-	if err := s.db.View(func(tx *bolt.Tx) error { seen = tx.Bucket(bucketTrees).Get(k[:]) != nil; return nil }); err != nil || seen {
-		return false, err
-	}
+	err := s.db.View(func(tx *bolt.Tx) error { seen = tx.Bucket(bucketTrees).Get(k[:]) != nil; return nil })
+	return seen, err
+}
+
+// Insert records k.
+func (s *treeSet) Insert(k key) error {
 	s.pending[k] = struct{}{}
 	if len(s.pending) >= treeBatch {
-		return true, s.commit()
+		return s.commit()
 	}
-	return true, nil
+	return nil
 }
 
 func (s *treeSet) commit() error {
@@ -80,17 +83,18 @@ type marker struct {
 	trees *treeSet
 }
 
-// FirstVisit reports whether tree id of tier t is new; its blob is then live.
-func (m *marker) FirstVisit(t blob.Tier, id blob.ID) (bool, error) {
-	k := makeKey(t, blob.Tree, id)
-	first, err := m.trees.FirstVisit(k)
-	if err != nil || !first {
-		return false, err
-	}
-	return true, m.live.Add(k)
+// Seen reports whether tree id of tier t was walked already.
+func (m *marker) Seen(t blob.Tier, id blob.ID) (bool, error) {
+	return m.trees.Has(makeKey(t, blob.Tree, id))
 }
 
-// Add marks a data blob live.
+// Add marks a blob live; a tree is also recorded as walked.
 func (m *marker) Add(t blob.Tier, typ blob.Type, id blob.ID) error {
-	return m.live.Add(makeKey(t, typ, id))
+	k := makeKey(t, typ, id)
+	if typ == blob.Tree {
+		if err := m.trees.Insert(k); err != nil {
+			return err
+		}
+	}
+	return m.live.Add(k)
 }

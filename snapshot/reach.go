@@ -16,11 +16,12 @@ var ErrDamaged = errors.New("snapshot is damaged")
 
 // Marker receives what a snapshot reaches (prune's mark phase).
 type Marker interface {
-	// FirstVisit is asked before a tree blob is read; false means it was
-	// walked already, from this or another snapshot, and is skipped. True
-	// also marks the tree blob itself live.
-	FirstVisit(t blob.Tier, id blob.ID) (bool, error)
-	// Add marks one data blob live.
+	// Seen is asked before a tree blob is read; true means it was walked
+	// already, from this or another snapshot, and is skipped.
+	Seen(t blob.Tier, id blob.ID) (bool, error)
+	// Add marks one blob live. A tree is added once it was read and
+	// decoded (so a missing tree is never marked, and every snapshot that
+	// needs it is reported damaged); its entries follow.
 	Add(t blob.Tier, typ blob.Type, id blob.ID) error
 }
 
@@ -64,11 +65,11 @@ func reachDir(ctx context.Context, r *repo.Repository, subtree []blob.ID, m Mark
 	var buf []byte
 	var damaged error
 	for _, tid := range subtree {
-		first, err := m.FirstVisit(blob.Workspace, tid)
-		if err != nil || !first {
-			if err != nil {
-				return err
-			}
+		seen, err := m.Seen(blob.Workspace, tid)
+		if err != nil {
+			return err
+		}
+		if seen {
 			continue
 		}
 		b, err := r.LoadBlob(ctx, blob.Workspace, blob.Tree, tid, buf)
@@ -86,6 +87,9 @@ func reachDir(ctx context.Context, r *repo.Repository, subtree []blob.ID, m Mark
 			continue
 		}
 		buf = b[:0]
+		if err := m.Add(blob.Workspace, blob.Tree, tid); err != nil {
+			return err
+		}
 		for i := range t.Nodes {
 			n := &t.Nodes[i]
 			for _, c := range n.Content {
