@@ -1,6 +1,7 @@
 package index
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -26,6 +27,44 @@ func (d *DB) ForEachObject(fn func(id blob.ID, t blob.Tier, s ObjectState) error
 				return fmt.Errorf("%w: object entry of %d/%d bytes", ErrCorrupt, len(k), len(v))
 			}
 			return fn(blob.ID(k), blob.Tier(v[0]), ObjectState(v[1]))
+		})
+	})
+}
+
+// packValueSize is the packs bucket value: tier (1), pack size (4), number
+// of entries the index object lists for it (4), and their sealed bytes (8).
+// Prune compares the last two with the entries the blobs bucket still maps
+// to the pack: the difference is duplicates, which count as unused.
+const packValueSize = 1 + 4 + 4 + 8
+
+func packValue(t blob.Tier, p PackInfo) []byte {
+	var n uint64
+	for _, e := range p.Entries {
+		n += uint64(e.Length)
+	}
+	v := binary.LittleEndian.AppendUint32([]byte{byte(t)}, p.Size)
+	v = binary.LittleEndian.AppendUint32(v, uint32(len(p.Entries)))
+	return binary.LittleEndian.AppendUint64(v, n)
+}
+
+// PackStats is what the DB knows of one pack.
+type PackStats struct {
+	ID         blob.ID
+	Tier       blob.Tier
+	Size       uint32
+	Entries    uint32 // entries its index object lists
+	EntryBytes uint64 // their sealed bytes
+}
+
+// ForEachPackStats calls fn with every pack the DB knows.
+func (d *DB) ForEachPackStats(fn func(PackStats) error) error {
+	return d.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketPacks).ForEach(func(k, v []byte) error {
+			if len(k) != blob.IDSize || len(v) != packValueSize {
+				return fmt.Errorf("%w: pack entry of %d/%d bytes", ErrCorrupt, len(k), len(v))
+			}
+			return fn(PackStats{ID: blob.ID(k), Tier: blob.Tier(v[0]), Size: binary.LittleEndian.Uint32(v[1:]),
+				Entries: binary.LittleEndian.Uint32(v[5:]), EntryBytes: binary.LittleEndian.Uint64(v[9:])})
 		})
 	})
 }

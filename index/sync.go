@@ -3,7 +3,6 @@ package index
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -151,7 +150,7 @@ func (d *DB) apply(id blob.ID, o *Object, stopAfter int) error {
 				state = objApplied
 				packs := tx.Bucket(bucketPacks)
 				for _, p := range o.Packs {
-					if err := packs.Put(p.ID[:], binary.LittleEndian.AppendUint32([]byte{byte(o.Tier)}, p.Size)); err != nil {
+					if err := packs.Put(p.ID[:], packValue(o.Tier, p)); err != nil {
 						return err
 					}
 				}

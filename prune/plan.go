@@ -216,14 +216,18 @@ type packStat struct {
 	liveBlobs int
 	liveBytes uint64
 	deadBytes uint64
+	// entries and entryBytes are what the index objects list for the
+	// pack; entries the blobs bucket maps elsewhere are duplicates.
+	entries    int
+	entryBytes uint64
 }
 
 // plan merges the sorted live set with the index (both in tier, type, id
 // order) and sorts the packs into keep, delete and repack.
 func (p *Plan) plan(ctx context.Context, r *repo.Repository, maxUnused float64) error {
 	stats := map[blob.ID]*packStat{}
-	err := r.Index().ForEachPack(func(id blob.ID, t blob.Tier, size uint32) error {
-		stats[id] = &packStat{tier: t, size: uint64(size)}
+	err := r.Index().ForEachPackStats(func(ps index.PackStats) error {
+		stats[ps.ID] = &packStat{tier: ps.Tier, size: uint64(ps.Size), entries: int(ps.Entries), entryBytes: ps.EntryBytes}
 		return nil
 	})
 	if err != nil {
@@ -251,6 +255,10 @@ func (p *Plan) plan(ctx context.Context, r *repo.Repository, maxUnused float64) 
 	var partial []PackInfo
 	var liveTotal uint64
 	for id, st := range stats {
+		if st.entries > st.blobs && st.entryBytes > st.liveBytes+st.deadBytes {
+			// Duplicates: copies of blobs the index uses from another pack.
+			st.deadBytes += st.entryBytes - st.liveBytes - st.deadBytes
+		}
 		pi := PackInfo{ID: id, Tier: st.tier, Size: st.size, Blobs: st.blobs, LiveBlobs: st.liveBlobs, LiveBytes: st.liveBytes, DeadBytes: st.deadBytes}
 		p.Packs++
 		p.TotalBytes += st.size

@@ -313,57 +313,68 @@ func TestLockExitCodes(t *testing.T) {
 	e.ok("--lock-wait", "0", "capture", "--workspace", "w", src)
 }
 
-// TestKillPrune kills a real `lifeboat prune` after each of its saves and
-// after each of its removes in turn. After every crash the repository
-// checks clean, every kept snapshot restores, and a final prune finishes
-// the job. The killed process's locks are stale (its PID is dead) and keep
-// no one out.
+// TestKillPrune kills a real `lifeboat prune` after its Nth save, and
+// after its Nth remove, for every N, each time from the same starting
+// repository. After every crash the repository checks clean, every kept
+// snapshot restores, and running prune again finishes the job (nothing left
+// to delete, no leftovers). The killed process's locks are stale (its PID is
+// dead) and keep no one out.
 func TestKillPrune(t *testing.T) {
 	bin := lifeboatBinary(t)
+	e := newEnv(t)
+	e.ok("init", "--kdf-memory-kib", "64", "--kdf-time", "1", "--pack-size", "1")
+	_, versions, ids := e.history("w", 4)
+	e.ok("forget", "--keep-last", "2")
+	start := filepath.Join(e.dir, "start")
+	if out, err := exec.Command("cp", "-a", e.repo, start).CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
 	for _, env := range []string{crashEnv, crashRemoveEnv} {
-		t.Run(env, func(t *testing.T) {
-			e := newEnv(t)
-			e.ok("init", "--kdf-memory-kib", "64", "--kdf-time", "1", "--pack-size", "1")
-			_, versions, ids := e.history("w", 4)
-			e.ok("forget", "--keep-last", "2")
-			crashes := 0
-			for n := 1; ; n++ {
-				cmd := exec.Command(bin, "--repo", e.repo, "--cache-dir", e.cache, "--password-file", e.passwdFile, "prune", "--max-unused", "0%")
-				cmd.Env = append(os.Environ(), env+"="+strconv.Itoa(n))
-				out, err := cmd.CombinedOutput()
-				var exit *exec.ExitError
-				if !errors.As(err, &exit) {
-					if err != nil {
-						t.Fatalf("crash point %d: %v\n%s", n, err, out)
-					}
-					break
-				}
-				if ws, ok := exit.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
-					t.Fatalf("crash point %d: not killed by SIGKILL: %v\n%s", n, err, out)
-				}
-				crashes++
-				e.ok("check", "--read-data")
-				e.restoreID(ids[2], versions[2])
-				e.restoreID(ids[3], versions[3])
+		crashes := 0
+		for n := 1; ; n++ {
+			if err := os.RemoveAll(e.repo); err != nil {
+				t.Fatal(err)
 			}
-			if crashes < 3 {
-				t.Fatalf("only %d crash points", crashes)
+			if out, err := exec.Command("cp", "-a", start, e.repo).CombinedOutput(); err != nil {
+				t.Fatalf("%v %s", err, out)
 			}
-			t.Logf("%s: crashed at %d points", env, crashes)
+			cmd := exec.Command(bin, "--repo", e.repo, "--cache-dir", e.cache, "--password-file", e.passwdFile, "prune", "--max-unused", "0%")
+			cmd.Env = append(os.Environ(), env+"="+strconv.Itoa(n))
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) {
+				if err != nil {
+					t.Fatalf("%s=%d: %v\n%s", env, n, err, out)
+				}
+				break // finished before the Nth operation: every point was crashed
+			}
+			if ws, ok := exit.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+				t.Fatalf("%s=%d: not killed by SIGKILL: %v\n%s", env, n, err, out)
+			}
+			crashes++
+			e.ok("check", "--read-data")
+			e.restoreID(ids[2], versions[2])
+			e.restoreID(ids[3], versions[3])
+			e.ok("prune", "--max-unused", "0%")
 			plan := jsonLines(t, e.ok("prune", "--dry-run", "--json", "--max-unused", "0%").stdout)[0]
 			if len(plan["delete"].([]any))+len(plan["repack"].([]any))+len(plan["unindexed"].([]any)) != 0 {
-				t.Fatalf("after the finishing run, plan not empty: %v", plan)
+				t.Fatalf("%s=%d: after the finishing run, plan not empty: %v", env, n, plan)
 			}
 			res := jsonLines(t, e.ok("check", "--read-data", "--json").stdout)[0]
 			if len(res["notices"].([]any)) != 0 {
-				t.Fatalf("notices left: %v", res["notices"])
+				t.Fatalf("%s=%d: notices left: %v", env, n, res["notices"])
 			}
-			locks := jsonLines(t, e.ok("unlock", "--json").stdout)
+			e.restoreID(ids[3], versions[3])
+			locks := jsonLines(t, e.ok("unlock", "--list", "--json").stdout)
 			for _, l := range locks {
-				if l["stale"] == "" || l["removed"] != true {
-					t.Fatalf("lock left by a killed prune not stale or not removed: %v", l)
+				if l["stale"] == "" {
+					t.Fatalf("%s=%d: lock left by a killed prune is not stale: %v", env, n, l)
 				}
 			}
-		})
+		}
+		if crashes < 5 {
+			t.Fatalf("%s: only %d crash points", env, crashes)
+		}
+		t.Logf("%s: crashed at %d points", env, crashes)
 	}
 }
