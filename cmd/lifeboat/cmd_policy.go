@@ -90,7 +90,9 @@ func newPolicyCommand(g *globalOptions) *cobra.Command {
 						continue
 					}
 					sp := all[w]
-					g.out.emit(policyMsg(sp), func(o io.Writer) { fmt.Fprintf(o, "%s: %s (set %s)\n", w, sp.Policy, sp.Set.Local().Format(time.DateTime)) })
+					g.out.emit(policyMsg(sp), func(o io.Writer) {
+						fmt.Fprintf(o, "%s: %s (set %s)\n", w, sp.Policy, sp.Set.Local().Format(time.DateTime))
+					})
 				}
 				if _, ok := all[showWS]; showWS != "" && !ok {
 					g.out.note("workspace %q has no stored policy", showWS)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -377,4 +378,87 @@ func TestKillPrune(t *testing.T) {
 		}
 		t.Logf("%s: crashed at %d points", env, crashes)
 	}
+}
+
+// TestCapturesWhilePruning runs captures of two workspaces and two prunes
+// (each after a forget) at once, as separate processes, several rounds.
+// Prunes plan while captures run, take the exclusive lock only to delete,
+// and one prune waits for the other. Afterwards the repository checks
+// clean and the newest snapshot of each workspace restores exactly.
+func TestCapturesWhilePruning(t *testing.T) {
+	bin := lifeboatBinary(t)
+	e := newEnv(t)
+	e.ok("init", "--kdf-memory-kib", "64", "--kdf-time", "1", "--pack-size", "1")
+	const rounds = 4
+	workspaces := []string{"a", "b"}
+	versions := map[string][]string{}
+	for i, ws := range workspaces {
+		work := filepath.Join(e.dir, "work-"+ws)
+		writeTree(t, work, uint64(60+i))
+		for r := range rounds {
+			if r > 0 {
+				churn(t, work, uint64(200+10*i+r))
+			}
+			v := filepath.Join(e.dir, fmt.Sprintf("v-%s-%d", ws, r))
+			copyTree(t, work, v)
+			versions[ws] = append(versions[ws], v)
+		}
+		e.capture(ws, versions[ws][0])
+	}
+	lifeboat := func(args ...string) error {
+		full := append([]string{"--repo", e.repo, "--cache-dir", t.TempDir(), "--password-file", e.passwdFile, "--lock-wait", "2m"}, args...)
+		out, err := exec.Command(bin, full...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("lifeboat %v: %v\n%s", args, err, out)
+		}
+		return nil
+	}
+	errs := make(chan error, 16)
+	var wg sync.WaitGroup
+	for _, ws := range workspaces {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := 1; r < rounds; r++ {
+				if err := lifeboat("capture", "--workspace", ws, versions[ws][r]); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for p := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range rounds - 1 {
+				if err := lifeboat("forget", "--keep-last", "1"); err != nil {
+					errs <- err
+					return
+				}
+				if err := lifeboat("prune", "--max-unused", strconv.Itoa(p*5)+"%"); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if t.Failed() {
+		return
+	}
+	e.ok("check", "--read-data")
+	for _, ws := range workspaces {
+		target := filepath.Join(t.TempDir(), "t")
+		e.ok("restore", "--workspace", ws, "--target", target, "latest")
+		if d, err := compareContent(versions[ws][rounds-1], target); err != nil || d != "" {
+			t.Fatalf("workspace %s: latest differs: %s %v", ws, d, err)
+		}
+	}
+	e.ok("prune")
+	e.ok("check", "--read-data")
 }
