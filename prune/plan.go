@@ -36,7 +36,8 @@ type Source interface {
 	Snapshots(ctx context.Context) ([]blob.ID, error)
 	// Reach reports every blob snapshot id reaches to m (see
 	// snapshot.Reach). A snapshot that is damaged fails with an error
-	// wrapping ErrDamaged, after marking all it could still read.
+	// wrapping ErrDamaged, after marking all it could still read. A
+	// snapshot removed since Snapshots listed it reaches nothing (nil).
 	Reach(ctx context.Context, id blob.ID, m Marker) error
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"lifeboat/backend"
 	"lifeboat/blob"
 	"lifeboat/repo"
 )
@@ -28,13 +29,17 @@ type Marker interface {
 // Reach loads snapshot id and reports to m every blob it reaches: its tree
 // blobs and their file chunks, both levels, each tree read at most once
 // across calls that share m. It holds one decoded tree blob per directory
-// level. A manifest or tree that is missing or damaged fails with an error
+// level. A snapshot that is gone (forgotten since the caller listed it)
+// reaches nothing and is not an error. A manifest or tree that is missing or damaged fails with an error
 // wrapping ErrDamaged that names the snapshot.
 func Reach(ctx context.Context, r *repo.Repository, id blob.ID, m Marker) error {
 	man, err := LoadManifest(ctx, r, id)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if errors.Is(err, backend.ErrNotFound) {
+			return nil // forgotten since it was listed: it needs nothing
 		}
 		return fmt.Errorf("%w: %w", ErrDamaged, err)
 	}

@@ -462,3 +462,51 @@ func TestCapturesWhilePruning(t *testing.T) {
 	e.ok("prune")
 	e.ok("check", "--read-data")
 }
+
+type countMarker struct {
+	trees, data int
+	seen        map[blob.ID]bool
+}
+
+func (m *countMarker) Seen(_ blob.Tier, id blob.ID) (bool, error) { return m.seen[id], nil }
+func (m *countMarker) Add(_ blob.Tier, typ blob.Type, id blob.ID) error {
+	if typ == blob.Tree {
+		m.trees++
+		m.seen[id] = true
+	} else {
+		m.data++
+	}
+	return nil
+}
+
+// The source prune uses walks both levels, reads each tree once, and
+// treats a snapshot forgotten since it was listed as reaching nothing.
+func TestSnapshotSourceReach(t *testing.T) {
+	e := newEnv(t)
+	e.init()
+	src := filepath.Join(e.dir, "src")
+	writeTree(t, src, 9)
+	a := e.capture("w", src)["snapshot"].(string)
+	b := e.capture("w", src, "--force")["snapshot"].(string)
+	r := e.openRepo()
+	s := snapshotSource{r}
+	ids, err := s.Snapshots(t.Context())
+	if err != nil || len(ids) != 2 {
+		t.Fatal(ids, err)
+	}
+	m := &countMarker{seen: map[blob.ID]bool{}}
+	for _, ref := range []string{a, b} {
+		id, _ := blob.ParseID(ref)
+		if err := s.Reach(t.Context(), id, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// writeTree makes 5 directories (root, d0-d3) and 21 files with one
+	// chunk each but big.bin (3 MiB: several chunks); b shares every tree.
+	if m.trees != 5 || m.data < 22 {
+		t.Fatalf("marked %d trees, %d chunks", m.trees, m.data)
+	}
+	if err := s.Reach(t.Context(), blob.ID{1, 2, 3}, m); err != nil {
+		t.Fatalf("a forgotten snapshot: %v", err)
+	}
+}
