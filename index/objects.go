@@ -77,3 +77,67 @@ func (d *DB) HasPack(id blob.ID) (ok bool, err error) {
 	})
 	return ok, err
 }
+
+// dropBatch bounds the deletions of one transaction.
+const dropBatch = 16384
+
+// Drop removes from the DB the index objects objs and the packs packs with
+// every blob entry that points into them, in one pass over the blobs. Prune
+// calls it for what it deleted, instead of a rebuild: in the DB it planned
+// with, every live blob of a deleted pack was already remapped to its copy.
+// (Another process's DB may map a blob to a deleted copy while another copy
+// survives, so it rebuilds instead; see Sync.)
+func (d *DB) Drop(objs []blob.ID, packs map[blob.ID]bool) error {
+	if len(packs) > 0 {
+		var start []byte
+		for {
+			var next []byte
+			err := d.db.Update(func(tx *bolt.Tx) error {
+				b := tx.Bucket(bucketBlobs)
+				c := b.Cursor()
+				k, v := c.First()
+				if start != nil {
+					k, v = c.Seek(start)
+				}
+				// Collect first, delete after: deleting under a cursor can
+				// make its Next skip an entry.
+				var del [][]byte
+				for ; k != nil; k, v = c.Next() {
+					if len(del) >= dropBatch {
+						next = append([]byte(nil), k...)
+						break
+					}
+					if len(v) == locSize && packs[blob.ID(v[:blob.IDSize])] {
+						del = append(del, append([]byte(nil), k...))
+					}
+				}
+				for _, k := range del {
+					if err := b.Delete(k); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			if next == nil {
+				break
+			}
+			start = next
+		}
+	}
+	return d.db.Update(func(tx *bolt.Tx) error {
+		for id := range packs {
+			if err := tx.Bucket(bucketPacks).Delete(id[:]); err != nil {
+				return err
+			}
+		}
+		for _, id := range objs {
+			if err := tx.Bucket(bucketObjects).Delete(id[:]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

@@ -121,6 +121,7 @@ func (p *Plan) Execute(ctx context.Context, r *repo.Repository, src Source, o Ex
 		}
 		st.IndexRemoved++
 	}
+	deleted := map[blob.ID]bool{}
 	del := func(pi PackInfo) error {
 		if err := lock.Err(); err != nil {
 			return err
@@ -130,6 +131,7 @@ func (p *Plan) Execute(ctx context.Context, r *repo.Repository, src Source, o Ex
 		}
 		st.PacksDeleted++
 		st.BytesDeleted += pi.Size
+		deleted[pi.ID] = true
 		return nil
 	}
 	for _, list := range [][]PackInfo{p.Delete, p.Repack} {
@@ -147,6 +149,10 @@ func (p *Plan) Execute(ctx context.Context, r *repo.Repository, src Source, o Ex
 		}
 	}
 	progress("sync")
+	// Drop what was deleted from the local index instead of rebuilding it.
+	if err := r.Index().Drop(affected, deleted); err != nil {
+		return st, err
+	}
 	_, err = r.SyncIndex(ctx)
 	return st, err
 }

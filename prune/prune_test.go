@@ -48,6 +48,22 @@ func TestPruneDeletesAndRepacks(t *testing.T) {
 	if len(res.Notices) > 0 {
 		t.Fatalf("notices after a finished prune: %+v", res.Notices)
 	}
+	// Prune dropped what it deleted from its own local index: no rebuild
+	// is needed, and it holds what a fresh one built from the remaining
+	// index objects holds.
+	if st, err := r.SyncIndex(t.Context()); err != nil || st.Rebuilt {
+		t.Fatalf("sync after prune: %+v %v", st, err)
+	}
+	fresh, err := repo.Open(t.Context(), e.be, testPassword, repo.Options{CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close(t.Context())
+	fb, fp, _ := fresh.Index().Count()
+	ob, op, _ := r.Index().Count()
+	if fb != ob || fp != op {
+		t.Fatalf("prune's index has %d blobs in %d packs, a fresh one %d in %d", ob, op, fb, fp)
+	}
 	// Every blob only a forgotten snapshot used is gone (with MaxUnused 1%).
 	gone := 0
 	for _, id := range ids[:60] {
