@@ -2,6 +2,7 @@ package prune
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -197,41 +198,69 @@ type rewriter struct {
 	buf     []byte
 }
 
+// Ranges of a pack read at once: live blobs closer than rangeGap are read
+// together, up to rangeMax bytes, so a sparse pack is not read whole and
+// memory stays at one range.
+const (
+	rangeGap = 64 << 10
+	rangeMax = 4 << 20
+)
+
 func (rw *rewriter) copyPack(ctx context.Context, pi PackInfo, entries []pack.Entry) error {
 	k, err := rw.r.TierKeys(pi.Tier)
 	if err != nil {
 		return err
 	}
 	h := backend.Handle{Type: backend.Pack, Name: pi.ID.String()}
-	data, err := rw.r.Backend().Load(ctx, h, 0, 0)
-	if err != nil {
-		return fmt.Errorf("loading %s: %w", h, err)
-	}
-	slices.SortFunc(entries, func(a, b pack.Entry) int { return int(a.Offset) - int(b.Offset) })
-	for _, e := range entries {
-		if uint64(e.Offset)+uint64(e.Length) > uint64(len(data)) {
-			return fmt.Errorf("%w: %s: blob %s lies past the end of the pack; run `lifeboat check --read-data`", repo.ErrCorrupt, h, e.ID.Short())
+	slices.SortFunc(entries, func(a, b pack.Entry) int { return cmp.Compare(a.Offset, b.Offset) })
+	for len(entries) > 0 {
+		n := 1
+		end := uint64(entries[0].Offset) + uint64(entries[0].Length)
+		for n < len(entries) && uint64(entries[n].Offset) <= end+rangeGap &&
+			uint64(entries[n].Offset)+uint64(entries[n].Length)-uint64(entries[0].Offset) <= rangeMax {
+			end = max(end, uint64(entries[n].Offset)+uint64(entries[n].Length))
+			n++
 		}
-		sealed := data[e.Offset : e.Offset+e.Length]
-		plain, err := pack.OpenVerified(k, e, sealed, rw.buf)
-		if err != nil {
-			return fmt.Errorf("%w: %s: live blob %s does not verify (%w); nothing was deleted, run `lifeboat check --read-data`", repo.ErrCorrupt, h, e.ID.Short(), err)
+		run := entries[:n]
+		entries = entries[n:]
+		off := uint64(run[0].Offset)
+		data, err := rw.r.Backend().Load(ctx, h, int64(off), int(end-off))
+		switch {
+		case errors.Is(err, backend.ErrShortRead):
+			return fmt.Errorf("%w: %s is truncated (live blob %s lies past its end); nothing was deleted, run `lifeboat check --read-data`", repo.ErrCorrupt, h, run[len(run)-1].ID.Short())
+		case err != nil:
+			return fmt.Errorf("loading %s: %w", h, err)
 		}
-		rw.buf = plain[:0]
-		w := rw.writers[pi.Tier]
-		if w != nil && !w.Fits(len(sealed)) {
-			if err := rw.flushPack(ctx, pi.Tier); err != nil {
+		for _, e := range run {
+			if err := rw.copyBlob(ctx, k, h, e, data[uint64(e.Offset)-off:uint64(e.Offset)-off+uint64(e.Length)]); err != nil {
 				return err
 			}
-			w = nil
 		}
-		if w == nil {
-			w = pack.NewWriter(k, rw.r.Config().PackSize)
-			rw.writers[pi.Tier] = w
-		}
-		w.Add(pack.SealedBlob{Type: e.Type, ID: e.ID, Flags: e.Flags, PlainLen: e.PlainLen, Data: sealed})
-		rw.st.BlobsCopied++
 	}
+	return nil
+}
+
+// copyBlob verifies one sealed blob and adds its bytes, as they are, to
+// the tier's open pack.
+func (rw *rewriter) copyBlob(ctx context.Context, k *crypt.TierKeys, h backend.Handle, e pack.Entry, sealed []byte) error {
+	plain, err := pack.OpenVerified(k, e, sealed, rw.buf)
+	if err != nil {
+		return fmt.Errorf("%w: %s: live blob %s does not verify (%w); nothing was deleted, run `lifeboat check --read-data`", repo.ErrCorrupt, h, e.ID.Short(), err)
+	}
+	rw.buf = plain[:0]
+	w := rw.writers[k.Tier]
+	if w != nil && !w.Fits(len(sealed)) {
+		if err := rw.flushPack(ctx, k.Tier); err != nil {
+			return err
+		}
+		w = nil
+	}
+	if w == nil {
+		w = pack.NewWriter(k, rw.r.Config().PackSize)
+		rw.writers[k.Tier] = w
+	}
+	w.Add(pack.SealedBlob{Type: e.Type, ID: e.ID, Flags: e.Flags, PlainLen: e.PlainLen, Data: sealed})
+	rw.st.BlobsCopied++
 	return nil
 }
 

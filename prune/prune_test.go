@@ -286,3 +286,44 @@ func TestLiveSetMergesRuns(t *testing.T) {
 }
 
 var _ = repo.ErrLocked
+
+// A live blob that does not verify while it is copied stops prune before
+// it deletes anything.
+func TestPruneStopsOnDamagedLiveBlob(t *testing.T) {
+	e := newEnv(t)
+	r := e.open(nil)
+	ids := saveBlobs(t, r, 8, 100)
+	a := e.src.add("a", ids[:70])
+	e.src.add("b", ids[50:])
+	e.src.forget(a)
+	_ = r.Close(t.Context())
+	fb := fault.Wrap(e.be)
+	fb.Add(fault.OnLoad).Match(backend.Pack).Always().FlipBit(8 * 30)
+	rf := e.open(fb)
+	p, err := PlanPrune(t.Context(), rf, e.src, Options{MaxUnused: 0.001})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if len(p.Repack) == 0 {
+		t.Fatal("nothing to repack")
+	}
+	var packs int
+	count := func() int {
+		n := 0
+		_ = e.be.List(t.Context(), backend.Pack, func(backend.FileInfo) error { n++; return nil })
+		return n
+	}
+	packs = count()
+	_, err = p.Execute(t.Context(), rf, e.src, ExecOptions{Lock: lockFor(rf)})
+	if !errors.Is(err, repo.ErrCorrupt) || !strings.Contains(err.Error(), "nothing was deleted") {
+		t.Fatalf("want a corruption error, got %v", err)
+	}
+	if count() < packs {
+		t.Fatal("packs were deleted after a damaged live blob")
+	}
+	_ = rf.Close(t.Context())
+	r2 := e.open(nil)
+	loadAll(t, r2, ids[50:])
+	checkClean(t, r2)
+}

@@ -35,6 +35,7 @@ var (
 	trials   = flag.Int("trials", 3, "prune trials per tool")
 	binMiB   = flag.Int("binary-mib", 64, "size of the corpus's binary file")
 	srcFiles = flag.Int("source-files", 4000, "source files in the corpus")
+	kdfKiB   = flag.Int("kdf-memory-kib", 0, "argon2id memory of lifeboat's key (0: lifeboat's default, 64 MiB; restic's scrypt key uses 32 MiB)")
 )
 
 const password = "prunecmp-password"
@@ -103,7 +104,11 @@ func main() {
 	must(bench.Generate(work, 1, bench.Scale{SourceFiles: *srcFiles, DepFiles: 2 * *srcFiles, BinaryMiB: *binMiB, LogKiB: 2048}))
 	lbEnv := []string{"LIFEBOAT_REPO=" + lbRepo, "LIFEBOAT_CACHE_DIR=" + lbCache, "LIFEBOAT_PASSWORD=" + password}
 	rsEnv := []string{"RESTIC_REPOSITORY=" + rsRepo, "RESTIC_CACHE_DIR=" + rsCache, "RESTIC_PASSWORD=" + password}
-	run(lbEnv, *lifeboat, "init")
+	initArgs := []string{"init"}
+	if *kdfKiB > 0 {
+		initArgs = append(initArgs, "--kdf-memory-kib", strconv.Itoa(*kdfKiB))
+	}
+	run(lbEnv, *lifeboat, initArgs...)
 	run(rsEnv, *restic, "init")
 	binary := filepath.Join(work, "models", "weights.bin")
 	start := time.Now()
