@@ -57,8 +57,14 @@ func (d *DB) Sync(ctx context.Context, src Source) (SyncStats, error) {
 			return err
 		}
 		for id, state := range seen {
-			if !present[id] && (state == objApplied || state == objPartial) {
+			switch {
+			case present[id]:
+			case state == objApplied || state == objPartial:
 				st.Rebuilt = true
+			default: // seen while its tier was locked, and gone since: forget it
+				if err := objs.Delete(id[:]); err != nil {
+					return err
+				}
 			}
 		}
 		if st.Rebuilt {
