@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -106,6 +107,7 @@ func main() {
 	doPrune := flag.Bool("prune", false, "prune it")
 	n := flag.Int("n", 1_000_000, "blobs")
 	dir := flag.String("dir", "/tmp/prune-rss", "work directory")
+	cpuprof := flag.String("cpuprofile", "", "write a CPU profile of the prune here")
 	flag.Parse()
 	ctx := context.Background()
 	repoDir, cache := filepath.Join(*dir, "repo"), filepath.Join(*dir, "cache")
@@ -140,6 +142,16 @@ func main() {
 		r, err := repo.Open(ctx, be, pw, repo.Options{CacheDir: cache})
 		if err != nil {
 			log.Fatal(err)
+		}
+		if *cpuprof != "" {
+			f, err := os.Create(*cpuprof)
+			if err != nil {
+				log.Fatal(err)
+			}
+			if err := pprof.StartCPUProfile(f); err != nil {
+				log.Fatal(err)
+			}
+			defer pprof.StopCPUProfile()
 		}
 		opened := time.Now()
 		p, err := prune.PlanPrune(ctx, r, source{r, *n}, prune.Options{TempDir: *dir})
