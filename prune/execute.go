@@ -96,10 +96,12 @@ func (p *Plan) Execute(ctx context.Context, r *repo.Repository, src Source, o Ex
 		return st, err
 	}
 	gone := func(id blob.ID) bool { return p.condemned[id] && !rescued[id] }
-	progress("index")
-	affected, err := p.rewriteIndex(ctx, r, gone, &st)
-	if err != nil {
-		return st, fmt.Errorf("writing the new index (nothing was deleted): %w", err)
+	var affected []blob.ID
+	if len(p.condemned) > len(rescued) { // otherwise no index object lists a pack that goes
+		progress("index")
+		if affected, err = p.rewriteIndex(ctx, r, gone, &st); err != nil {
+			return st, fmt.Errorf("writing the new index (nothing was deleted): %w", err)
+		}
 	}
 	progress("delete")
 	if o.ForgetDamaged {
