@@ -310,7 +310,9 @@ func (r *Repository) loadLock(ctx context.Context, id blob.ID) (LockInfo, error)
 
 func isNotFound(err error) bool { return errors.Is(err, backend.ErrNotFound) }
 
-func lockHandle(id blob.ID) backend.Handle { return backend.Handle{Type: backend.Lock, Name: id.String()} }
+func lockHandle(id blob.ID) backend.Handle {
+	return backend.Handle{Type: backend.Lock, Name: id.String()}
+}
 
 // pidAlive reports whether a process with this PID exists here.
 func pidAlive(pid int) bool {
