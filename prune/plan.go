@@ -53,6 +53,10 @@ type Options struct {
 	TempDir string
 	// RunKeys is how many live-set keys are sorted in memory at a time (tests).
 	RunKeys int
+	// Tiers are the tiers whose blobs the Source reports; packs of other
+	// tiers are never deleted or repacked. Default: the workspace tier only
+	// (snapshots do not reference sensitive-tier blobs yet).
+	Tiers []blob.Tier
 }
 
 // PackInfo is one pack the plan acts on.
@@ -166,7 +170,11 @@ func PlanPrune(ctx context.Context, r *repo.Repository, src Source, o Options) (
 		err = p.mark(ctx, src, o.ForgetDamaged)
 	}
 	if err == nil {
-		err = p.plan(ctx, r, o.MaxUnused)
+		tiers := o.Tiers
+		if len(tiers) == 0 {
+			tiers = []blob.Tier{blob.Workspace}
+		}
+		err = p.plan(ctx, r, o.MaxUnused, tiers)
 	}
 	if err != nil {
 		p.Close()
@@ -225,7 +233,7 @@ type packStat struct {
 
 // plan merges the sorted live set with the index (both in tier, type, id
 // order) and sorts the packs into keep, delete and repack.
-func (p *Plan) plan(ctx context.Context, r *repo.Repository, maxUnused float64) error {
+func (p *Plan) plan(ctx context.Context, r *repo.Repository, maxUnused float64, tiers []blob.Tier) error {
 	stats := map[blob.ID]*packStat{}
 	err := r.Index().ForEachPackStats(func(ps index.PackStats) error {
 		stats[ps.ID] = &packStat{tier: ps.Tier, size: uint64(ps.Size), entries: int(ps.Entries), entryBytes: ps.EntryBytes}
@@ -256,6 +264,11 @@ func (p *Plan) plan(ctx context.Context, r *repo.Repository, maxUnused float64) 
 	var partial []PackInfo
 	var liveTotal uint64
 	for id, st := range stats {
+		if !slices.Contains(tiers, st.tier) {
+			p.Packs++
+			p.TotalBytes += st.size
+			continue // the Source does not mark this tier: keep it all
+		}
 		if st.entries > st.blobs && st.entryBytes > st.liveBytes+st.deadBytes {
 			// Duplicates: copies of blobs the index uses from another pack.
 			st.deadBytes += st.entryBytes - st.liveBytes - st.deadBytes

@@ -327,3 +327,26 @@ func TestPruneStopsOnDamagedLiveBlob(t *testing.T) {
 	loadAll(t, r2, ids[50:])
 	checkClean(t, r2)
 }
+
+// Packs of a tier the Source does not mark (sensitive, until snapshots
+// reference it) are never deleted or repacked.
+func TestPruneKeepsUnmarkedTier(t *testing.T) {
+	e := newEnv(t)
+	r := e.open(nil)
+	ids := saveBlobs(t, r, 9, 20)
+	e.src.add("a", ids)
+	sens, _, err := r.SaveBlob(t.Context(), blob.Sensitive, blob.Data, []byte(strings.Repeat("cookie jar ", 200)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	p, st := e.prune(r, Options{MaxUnused: 0.001})
+	if st.PacksDeleted != 0 || len(p.Delete) != 0 {
+		t.Fatalf("plan %+v stats %+v", p, st)
+	}
+	if _, err := r.LoadBlob(t.Context(), blob.Sensitive, blob.Data, sens, nil); err != nil {
+		t.Fatal(err)
+	}
+}
