@@ -17,6 +17,9 @@ type Graft struct {
 	Path string    // slash path from the snapshot root; must not exist in the restored tree
 	Root Node      // the directory itself: its metadata, and Subtree listing its entries
 	Tier blob.Tier // the tier of Root's trees and chunks
+	// Totals are the tree's declared counts: the plan refuses a tree that
+	// lists more entries (zero: no limit), as for a snapshot's own tree.
+	Totals Totals
 }
 
 // graft restores o.Grafts into the staging tree st, after the snapshot's
@@ -59,7 +62,7 @@ func (w *rsWriter) graftOne(ctx context.Context, r *repo.Repository, st *stage, 
 	}
 	root := g.Root
 	root.Name = nil
-	plan, err := rsPlanTree(ctx, r, g.Tier, &Manifest{Root: root}, nil)
+	plan, err := rsPlanTree(ctx, r, g.Tier, &Manifest{Root: root, Totals: g.Totals}, nil)
 	if err != nil {
 		return nil, err
 	}
