@@ -75,8 +75,19 @@ func (w *rsWriter) graftOne(ctx context.Context, r *repo.Repository, st *stage, 
 	}
 	defer unix.Close(parent)
 	last := comps[len(comps)-1]
+	pe := w.findDir(comps[:len(comps)-1])
+	if pe != nil && pe.node.Mode&0o300 != 0o300 {
+		// The parent already has its mode, which may deny its owner
+		// writing; it gets its metadata back below.
+		if err := unix.Fchmod(parent, pe.node.Mode|0o300); err != nil {
+			return nil, &RestoreError{Paths: []string{""}, Err: fmt.Errorf("opening the parent directory for the graft: %w", err)}
+		}
+	}
 	if err := unix.Mkdirat(parent, last, 0o700); err != nil {
-		return nil, &RestoreError{Paths: []string{""}, Err: fmt.Errorf("creating the directory: %w (the snapshot's tree already has an entry there)", err)}
+		if errors.Is(err, unix.EEXIST) {
+			err = fmt.Errorf("%w (the snapshot's tree already has an entry there)", err)
+		}
+		return nil, &RestoreError{Paths: []string{""}, Err: fmt.Errorf("creating the directory: %w", err)}
 	}
 	fd, err := safeOpenAt(parent, last, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
@@ -93,8 +104,9 @@ func (w *rsWriter) graftOne(ctx context.Context, r *repo.Repository, st *stage, 
 	if err != nil {
 		return nil, err
 	}
-	// Creating the graft moved its parent's times; put them back.
-	if pe := w.findDir(comps[:len(comps)-1]); pe != nil {
+	// Creating the graft moved its parent's times (and maybe its mode);
+	// put them back.
+	if pe != nil {
 		if err := w.metaFD(parent, pe); err != nil {
 			return nil, err
 		}
