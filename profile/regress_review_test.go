@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -38,5 +41,24 @@ func TestRegressionPrepareBusyIsRunning(t *testing.T) {
 		}
 		c.Close()
 		d.Close()
+	}
+}
+
+// TestRegressionPausedBrowserAdvice: a paused (SIGSTOP) browser still
+// holds its profile, and the detection sees its process alive, so the
+// refusal must not advise pausing it: that retry could never succeed.
+func TestRegressionPausedBrowserAdvice(t *testing.T) {
+	cmd := exec.Command("sleep", "600")
+	must(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	must(t, cmd.Process.Signal(syscall.SIGSTOP))
+	dir := filepath.Join(t.TempDir(), "chrome")
+	writeFixture(t, testFixture(t), dir, FixtureOptions{LockPID: cmd.Process.Pid})
+	err := CheckRunning(Profile{Dir: dir, Rel: "chrome", Kind: Chromium})
+	if !errors.Is(err, ErrBrowserRunning) {
+		t.Fatalf("a paused browser: %v", err)
+	}
+	if strings.Contains(err.Error(), "or pause the browser") || !strings.Contains(err.Error(), "quit the browser") {
+		t.Fatalf("the refusal of a paused browser advises pausing it: %v", err)
 	}
 }
