@@ -1,0 +1,188 @@
+// Package e2b is the Provider for E2B sandboxes, over E2B's control-plane
+// REST API (https://api.e2b.app, header X-API-Key). It implements Inspect,
+// Create and Destroy; file transfer, Exec (envd's Connect-RPC process API)
+// and native snapshots are not implemented (KindUnsupported). It has been
+// tested only against a local fake that replays the documented answers,
+// never against the live service.
+//
+// Missing is reported only when GET /sandboxes/{id} answers 404: the edge's
+// "The sandbox was not found" (502 in older versions, 404 now) also answers
+// for a sandbox that is not routable yet, so data-plane answers are never
+// used to decide Missing.
+package e2b
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	"lifeboat/providers"
+	"lifeboat/providers/httpapi"
+)
+
+// Name is this adapter's name.
+const Name = "e2b"
+
+// DefaultBaseURL is E2B's control plane.
+const DefaultBaseURL = "https://api.e2b.app"
+
+// keyLabel is the metadata key that carries the idempotency key.
+const keyLabel = "lifeboat-idempotency-key"
+
+// statusTable is the adapter's one mapping of E2B API statuses (sources in
+// docs/providers.md). 404 is read as Missing by Inspect only and as
+// "already gone" by Destroy; elsewhere it is a conflict.
+var statusTable = httpapi.StatusTable{
+	400: providers.KindInvalid,
+	401: providers.KindUnauthorized,
+	403: providers.KindUnauthorized,
+	404: providers.KindConflict,
+	409: providers.KindConflict, // paused, or already running on resume
+	410: providers.KindConflict,
+	429: providers.KindRateLimited,
+	500: providers.KindUnavailable,
+	502: providers.KindUnavailable, // the edge's "sandbox was not found" is not proof
+	503: providers.KindUnavailable,
+	504: providers.KindUnavailable,
+	507: providers.KindUnavailable, // not enough space
+}
+
+// Config says how to reach E2B.
+type Config struct {
+	APIKey   string
+	BaseURL  string        // default DefaultBaseURL
+	Template string        // default template for Create
+	Timeout  time.Duration // per request, default 30 s
+	// SandboxTimeout is the lifetime asked for a created sandbox, in
+	// seconds (E2B's default is 300).
+	SandboxTimeout int
+}
+
+// Provider is an E2B account.
+type Provider struct {
+	httpapi.NoFiles
+	httpapi.NoCheckpoints
+	c     httpapi.Client
+	cfg   Config
+	locks httpapi.KeyLocks
+	now   func() time.Time
+}
+
+var _ providers.Provider = (*Provider)(nil)
+
+// New returns a Provider for cfg.
+func New(cfg Config) *Provider {
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = DefaultBaseURL
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	return &Provider{
+		NoFiles: httpapi.NoFiles{Provider: Name}, NoCheckpoints: httpapi.NoCheckpoints{Provider: Name},
+		c: httpapi.Client{Provider: Name, BaseURL: cfg.BaseURL, Header: http.Header{"X-Api-Key": {cfg.APIKey}},
+			HTTP: &http.Client{Timeout: cfg.Timeout}, Table: statusTable},
+		cfg: cfg, now: time.Now,
+	}
+}
+
+// Name implements providers.Provider.
+func (p *Provider) Name() string { return Name }
+
+// Capabilities implements providers.Provider: Create and Destroy only.
+func (p *Provider) Capabilities() providers.Capabilities { return providers.Capabilities{Create: true} }
+
+type sandbox struct {
+	SandboxID string            `json:"sandboxID"`
+	State     string            `json:"state"`
+	Metadata  map[string]string `json:"metadata"`
+}
+
+func sandboxPath(id providers.InstanceID) string { return "/sandboxes/" + url.PathEscape(string(id)) }
+
+// Inspect implements providers.Provider: GET /sandboxes/{id}; "running" is
+// Running, "paused" is Stopped, 404 is Missing, any other state is a
+// conflict naming it.
+func (p *Provider) Inspect(ctx context.Context, id providers.InstanceID) (providers.Status, error) {
+	const op = "inspect"
+	if id == "" {
+		return providers.Status{}, &providers.Error{Provider: Name, Op: op, Kind: providers.KindInvalid, Err: errEmptyID}
+	}
+	var sb sandbox
+	status, err := p.c.Do(ctx, op, id, http.MethodGet, sandboxPath(id), nil, &sb, http.StatusNotFound)
+	if err != nil {
+		return providers.Status{}, err
+	}
+	st := providers.Status{Instance: id, ObservedAt: p.now()}
+	switch {
+	case status == http.StatusNotFound:
+		st.State, st.Detail = providers.Missing, "GET /sandboxes/{id}: 404"
+	case sb.State == "running":
+		st.State, st.Detail = providers.Running, "state running"
+	case sb.State == "paused":
+		st.State, st.Detail = providers.Stopped, "state paused"
+	default:
+		return providers.Status{}, &providers.Error{Provider: Name, Op: op, Instance: id, Kind: providers.KindConflict, Code: sb.State, Err: errState(sb.State)}
+	}
+	return st, nil
+}
+
+// Create implements providers.Provider: E2B has no idempotency key, so the
+// key is stored in the sandbox's metadata and Create first lists sandboxes
+// carrying it (GET /v2/sandboxes?metadata=...); it creates (POST
+// /sandboxes) only when none is found. Creates with one key are serialised
+// in this process; two processes racing with one key can still make two.
+func (p *Provider) Create(ctx context.Context, spec providers.CreateSpec) (providers.InstanceID, error) {
+	const op = "create"
+	if spec.IdempotencyKey != "" {
+		defer p.locks.Lock(spec.IdempotencyKey)()
+		var found []sandbox
+		q := url.Values{"metadata": {keyLabel + "=" + spec.IdempotencyKey}}
+		if _, err := p.c.Do(ctx, op, "", http.MethodGet, "/v2/sandboxes?"+q.Encode(), nil, &found); err != nil {
+			return "", err
+		}
+		for _, sb := range found {
+			if sb.Metadata[keyLabel] == spec.IdempotencyKey && sb.SandboxID != "" {
+				return providers.InstanceID(sb.SandboxID), nil
+			}
+		}
+	}
+	meta := map[string]string{}
+	for k, v := range spec.Labels {
+		meta[k] = v
+	}
+	if spec.IdempotencyKey != "" {
+		meta[keyLabel] = spec.IdempotencyKey
+	}
+	tmpl := spec.Template
+	if tmpl == "" {
+		tmpl = p.cfg.Template
+	}
+	body := map[string]any{"templateID": tmpl, "metadata": meta}
+	if p.cfg.SandboxTimeout > 0 {
+		body["timeout"] = p.cfg.SandboxTimeout
+	}
+	var sb sandbox
+	if _, err := p.c.Do(ctx, op, "", http.MethodPost, "/sandboxes", body, &sb); err != nil {
+		return "", err
+	}
+	if sb.SandboxID == "" {
+		return "", &providers.Error{Provider: Name, Op: op, Kind: providers.KindUnavailable, Err: errNoID}
+	}
+	return providers.InstanceID(sb.SandboxID), nil
+}
+
+// Destroy implements providers.Provider: DELETE /sandboxes/{id} (E2B's
+// kill); 404 means already gone.
+func (p *Provider) Destroy(ctx context.Context, id providers.InstanceID) error {
+	_, err := p.c.Do(ctx, "destroy", id, http.MethodDelete, sandboxPath(id), nil, nil, http.StatusNotFound)
+	return err
+}
+
+// Exec implements providers.Provider: unsupported (envd's process API is
+// Connect-RPC streaming, not implemented here).
+func (p *Provider) Exec(_ context.Context, id providers.InstanceID, _ []string, _ io.Reader) (providers.ExecResult, error) {
+	return providers.ExecResult{}, httpapi.Unsupported(Name, "exec", id, "exec through envd is not implemented by the e2b adapter")
+}

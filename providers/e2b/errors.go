@@ -1,0 +1,15 @@
+package e2b
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	errEmptyID = errors.New("empty sandbox id")
+	errNoID    = errors.New("POST /sandboxes answered without a sandboxID")
+)
+
+func errState(s string) error {
+	return fmt.Errorf("sandbox is in state %q, neither running nor paused", s)
+}

@@ -1,0 +1,199 @@
+// Package httpapi is the small JSON-over-HTTP client the HTTP sandbox
+// platform adapters (e2b, daytona) share: one request helper that maps every
+// non-2xx answer through the calling adapter's status table into a
+// *providers.Error, parses Retry-After, and turns transport failures and
+// timeouts into KindUnavailable. It never puts credentials in errors.
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"lifeboat/providers"
+)
+
+// StatusTable maps HTTP statuses to kinds for one adapter. Statuses not
+// listed fall back by class: 5xx unavailable, other 4xx invalid.
+type StatusTable map[int]providers.Kind
+
+// Kind looks status up in t.
+func (t StatusTable) Kind(status int) providers.Kind {
+	if k, ok := t[status]; ok {
+		return k
+	}
+	if status >= 500 {
+		return providers.KindUnavailable
+	}
+	return providers.KindInvalid
+}
+
+// Client calls one platform API.
+type Client struct {
+	Provider string
+	BaseURL  string
+	Header   http.Header // auth headers; never echoed into errors
+	HTTP     *http.Client
+	Table    StatusTable
+}
+
+// maxBody bounds how much of an error body is kept for the message.
+const maxBody = 512
+
+// Do sends method path with body (JSON-encoded when not nil) and decodes a
+// 2xx answer into out (when not nil). Statuses in pass are returned to the
+// caller with a nil error (e.g. 404 for an Inspect that reads it as
+// Missing); every other non-2xx status is an *Error via c.Table.
+func (c *Client) Do(ctx context.Context, op string, id providers.InstanceID, method, path string, body, out any, pass ...int) (int, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return 0, c.fail(op, id, providers.KindInvalid, "", err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(c.BaseURL, "/")+path, rd)
+	if err != nil {
+		return 0, c.fail(op, id, providers.KindInvalid, "", err)
+	}
+	for k, v := range c.Header {
+		req.Header[k] = v
+	}
+	// A non-browser agent: E2B's edge answers browsers with HTML.
+	req.Header.Set("User-Agent", "lifeboat")
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%s %s: %w", method, path, ctx.Err())
+			return 0, c.fail(op, id, providers.KindUnavailable, "context", err)
+		}
+		return 0, c.fail(op, id, providers.KindUnavailable, "transport", fmt.Errorf("%s %s: %w", method, path, err))
+	}
+	defer resp.Body.Close()
+	for _, s := range pass {
+		if resp.StatusCode == s {
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+			return s, nil
+		}
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+		e := &providers.Error{Provider: c.Provider, Op: op, Instance: id, Kind: c.Table.Kind(resp.StatusCode), Code: strconv.Itoa(resp.StatusCode),
+			Err: fmt.Errorf("%s %s: %s", method, path, strings.TrimSpace(string(msg)))}
+		if e.Kind == providers.KindRateLimited {
+			e.RetryAfter = ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		}
+		return resp.StatusCode, e
+	}
+	if out != nil {
+		if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(out); err != nil {
+			return resp.StatusCode, c.fail(op, id, providers.KindUnavailable, "decode", fmt.Errorf("%s %s: undecodable answer: %w", method, path, err))
+		}
+	}
+	return resp.StatusCode, nil
+}
+
+func (c *Client) fail(op string, id providers.InstanceID, k providers.Kind, code string, err error) error {
+	return &providers.Error{Provider: c.Provider, Op: op, Instance: id, Kind: k, Code: code, Err: err}
+}
+
+// ParseRetryAfter reads a Retry-After header: delay-seconds or an HTTP
+// date; 0 when absent or unreadable.
+func ParseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+// KeyLocks serialises Create per idempotency key within one process, so
+// "look for an instance labelled with the key, else create one" cannot race
+// with itself. Across processes the platforms offer no idempotency key, so
+// two processes creating with the same key at the same instant can still
+// make two (documented in docs/providers.md).
+type KeyLocks struct {
+	mu sync.Mutex
+	m  map[string]*sync.Mutex
+}
+
+// Lock locks key and returns the unlock function.
+func (k *KeyLocks) Lock(key string) func() {
+	k.mu.Lock()
+	if k.m == nil {
+		k.m = map[string]*sync.Mutex{}
+	}
+	l, ok := k.m[key]
+	if !ok {
+		l = &sync.Mutex{}
+		k.m[key] = l
+	}
+	k.mu.Unlock()
+	l.Lock()
+	return l.Unlock
+}
+
+// Unsupported is the error for an operation an adapter does not offer.
+func Unsupported(provider, op string, id providers.InstanceID, why string) error {
+	return &providers.Error{Provider: provider, Op: op, Instance: id, Kind: providers.KindUnsupported, Err: errors.New(why)}
+}
+
+// NoCheckpoints implements the three checkpoint methods as unsupported, for
+// embedding in adapters that have none.
+type NoCheckpoints struct{ Provider string }
+
+// Checkpoint implements providers.Provider: unsupported.
+func (n NoCheckpoints) Checkpoint(_ context.Context, id providers.InstanceID) (providers.CheckpointID, error) {
+	return "", Unsupported(n.Provider, "checkpoint", id, "native checkpoints are not implemented by this adapter")
+}
+
+// Rollback implements providers.Provider: unsupported.
+func (n NoCheckpoints) Rollback(_ context.Context, id providers.InstanceID, _ providers.CheckpointID) (providers.InstanceID, error) {
+	return "", Unsupported(n.Provider, "rollback", id, "native checkpoints are not implemented by this adapter")
+}
+
+// DeleteCheckpoint implements providers.Provider: unsupported.
+func (n NoCheckpoints) DeleteCheckpoint(context.Context, providers.CheckpointID) error {
+	return Unsupported(n.Provider, "delete checkpoint", "", "native checkpoints are not implemented by this adapter")
+}
+
+// NoFiles implements ReadFiles, WriteFiles and Switch as unsupported.
+type NoFiles struct{ Provider string }
+
+// ReadFiles implements providers.Provider: unsupported.
+func (n NoFiles) ReadFiles(_ context.Context, id providers.InstanceID) (providers.Files, error) {
+	return nil, Unsupported(n.Provider, "read files", id, "file transfer is not implemented by this adapter")
+}
+
+// WriteFiles implements providers.Provider: unsupported.
+func (n NoFiles) WriteFiles(_ context.Context, id providers.InstanceID, _ string) (string, error) {
+	return "", Unsupported(n.Provider, "write files", id, "file transfer is not implemented by this adapter")
+}
+
+// Switch implements providers.Provider: unsupported.
+func (n NoFiles) Switch(_ context.Context, id providers.InstanceID, _ string) error {
+	return Unsupported(n.Provider, "switch", id, "file transfer is not implemented by this adapter")
+}

@@ -1,0 +1,63 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os/exec"
+	"path/filepath"
+
+	"lifeboat/providers"
+)
+
+// MaxOutput bounds ExecResult.Stdout and Stderr: the first MaxOutput bytes
+// of each are kept, the rest is read and dropped.
+const MaxOutput = 1 << 20
+
+// Exec implements providers.Provider: argv runs directly (no shell) with
+// the instance directory as its working directory and this process's
+// environment. A non-zero exit is a result, not an error; a command that
+// cannot be started is KindInvalid; a cancelled ctx kills it and returns
+// KindUnavailable.
+func (p *Provider) Exec(ctx context.Context, id providers.InstanceID, argv []string, stdin io.Reader) (providers.ExecResult, error) {
+	const op = "exec"
+	if err := checkID(op, id); err != nil {
+		return providers.ExecResult{}, err
+	}
+	if len(argv) == 0 {
+		return providers.ExecResult{}, invalid(op, id, "empty command")
+	}
+	r, err := p.openRoot(ctx, op, id)
+	if err != nil {
+		return providers.ExecResult{}, err
+	}
+	fi, err := statInstance(r, op, id)
+	r.Close()
+	if err != nil {
+		return providers.ExecResult{}, err
+	}
+	if fi == nil {
+		return providers.ExecResult{}, notThere(op, id)
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = filepath.Join(p.root, string(id))
+	cmd.Stdin = stdin
+	out, errb := providers.BoundedBuffer{Max: MaxOutput}, providers.BoundedBuffer{Max: MaxOutput}
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		if ctx.Err() != nil {
+			return providers.ExecResult{}, wrap(op, id, ctx.Err())
+		}
+		return providers.ExecResult{}, invalid(op, id, "command %q cannot be started: %v", argv[0], err)
+	}
+	err = cmd.Wait()
+	res := providers.ExecResult{ExitCode: cmd.ProcessState.ExitCode(), Stdout: out.Bytes(), Stderr: errb.Bytes()}
+	if ctx.Err() != nil {
+		return res, wrap(op, id, ctx.Err())
+	}
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		return res, wrap(op, id, err)
+	}
+	return res, nil
+}

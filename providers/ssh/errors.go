@@ -1,0 +1,80 @@
+package ssh
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"syscall"
+
+	"github.com/pkg/sftp"
+
+	"lifeboat/providers"
+)
+
+// errHostKey marks a host-key refusal found by the callback.
+type hostKeyError struct {
+	code string // "host-key-mismatch" or "host-key-unknown"
+	err  error
+}
+
+func (e *hostKeyError) Error() string { return e.err.Error() }
+func (e *hostKeyError) Unwrap() error { return e.err }
+
+// classify is the adapter's one table from SSH, SFTP and network failures
+// to provider kinds (documented in docs/providers.md):
+//
+//	host key mismatch / unknown host       unauthorized (host-key-mismatch / host-key-unknown)
+//	"ssh: unable to authenticate"          unauthorized (auth)
+//	SFTP permission denied                 unauthorized (SSH_FX_PERMISSION_DENIED)
+//	connection refused, unreachable, DNS   unavailable (dial)
+//	timeout, ctx done                      unavailable (timeout / context)
+//	connection lost, EOF, other SSH/SFTP   unavailable
+//	SFTP no such file (data plane)         conflict (the caller Inspects)
+//	SFTP op unsupported by the server      unsupported
+func classify(err error) (providers.Kind, string) {
+	var hk *hostKeyError
+	var ne net.Error
+	var st *sftp.StatusError
+	var dnsErr *net.DNSError
+	switch {
+	case errors.As(err, &hk):
+		return providers.KindUnauthorized, hk.code
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return providers.KindUnavailable, "context"
+	case strings.Contains(err.Error(), "ssh: unable to authenticate"):
+		return providers.KindUnauthorized, "auth"
+	case errors.Is(err, os.ErrPermission):
+		return providers.KindUnauthorized, "SSH_FX_PERMISSION_DENIED"
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH), errors.As(err, &dnsErr):
+		return providers.KindUnavailable, "dial"
+	case errors.As(err, &ne) && ne.Timeout():
+		return providers.KindUnavailable, "timeout"
+	case errors.Is(err, os.ErrNotExist):
+		return providers.KindConflict, "SSH_FX_NO_SUCH_FILE"
+	case errors.As(err, &st) && st.FxCode() == sftp.ErrSSHFxOpUnsupported:
+		return providers.KindUnsupported, "SSH_FX_OP_UNSUPPORTED"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return providers.KindUnavailable, "connection lost"
+	}
+	return providers.KindUnavailable, ""
+}
+
+func wrap(op string, id providers.InstanceID, err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *providers.Error
+	if errors.As(err, &pe) {
+		return err
+	}
+	k, code := classify(err)
+	return &providers.Error{Provider: Name, Op: op, Instance: id, Kind: k, Code: code, Err: err}
+}
+
+func newErr(op string, id providers.InstanceID, k providers.Kind, format string, args ...any) error {
+	return &providers.Error{Provider: Name, Op: op, Instance: id, Kind: k, Err: fmt.Errorf(format, args...)}
+}

@@ -1,0 +1,66 @@
+package ssh
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+
+	"golang.org/x/crypto/ssh"
+
+	"lifeboat/providers"
+)
+
+// MaxOutput bounds ExecResult.Stdout and Stderr: the first MaxOutput bytes
+// of each are kept.
+const MaxOutput = 1 << 20
+
+// Exec implements providers.Provider: argv runs through the remote user's
+// shell as `cd <instance dir> && exec <argv>`, every word single-quoted, so
+// no argument is reinterpreted. A non-zero exit is a result; a session that
+// ended without an exit status (killed by a signal, connection lost) is
+// KindUnavailable; a cancelled ctx closes the connection (sshd then hangs
+// up the command) and returns KindUnavailable.
+func (p *Provider) Exec(ctx context.Context, id providers.InstanceID, argv []string, stdin io.Reader) (providers.ExecResult, error) {
+	const op = "exec"
+	if err := checkID(op, id); err != nil {
+		return providers.ExecResult{}, err
+	}
+	if len(argv) == 0 {
+		return providers.ExecResult{}, newErr(op, id, providers.KindInvalid, "empty command")
+	}
+	c, err := p.dial(ctx, op, id)
+	if err != nil {
+		return providers.ExecResult{}, err
+	}
+	defer c.Close()
+	if err := p.needInstance(c, op, id); err != nil {
+		return providers.ExecResult{}, wrap(op, id, ctxErr(ctx, err))
+	}
+	s, err := c.ssh.NewSession()
+	if err != nil {
+		return providers.ExecResult{}, wrap(op, id, ctxErr(ctx, err))
+	}
+	defer s.Close()
+	out, errb := providers.BoundedBuffer{Max: MaxOutput}, providers.BoundedBuffer{Max: MaxOutput}
+	s.Stdin, s.Stdout, s.Stderr = stdin, &out, &errb
+	words := make([]string, len(argv))
+	for i, a := range argv {
+		words[i] = shQuote(a)
+	}
+	err = s.Run("cd " + shQuote(p.instDir(id)) + " && exec " + strings.Join(words, " "))
+	res := providers.ExecResult{Stdout: out.Bytes(), Stderr: errb.Bytes()}
+	var ee *ssh.ExitError
+	if errors.As(err, &ee) && ee.Signal() == "" {
+		res.ExitCode = ee.ExitStatus()
+		return res, nil
+	}
+	if err != nil {
+		res.ExitCode = -1
+		return res, wrap(op, id, ctxErr(ctx, err))
+	}
+	return res, nil
+}
+
+// shQuote quotes s for a POSIX shell.
+func shQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

@@ -1,0 +1,255 @@
+package ssh
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"lifeboat/providers"
+	"lifeboat/providers/providertest"
+)
+
+func setup(t *testing.T) (*sshd, Config) {
+	client, _ := newKey(t)
+	s := startSSHD(t, "", client)
+	root := filepath.Join(t.TempDir(), "instances")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return s, s.config(t, root)
+}
+
+func TestConformance(t *testing.T) {
+	_, cfg := setup(t)
+	providertest.Run(t, providertest.Harness{
+		New: func(t *testing.T) providers.Provider { return mustNew(t, cfg) },
+		RemoveBehindBack: func(t *testing.T, id providers.InstanceID) {
+			// The "host" is this machine: remove the directory on it directly.
+			if err := os.RemoveAll(filepath.Join(cfg.Root, string(id))); err != nil {
+				t.Fatal(err)
+			}
+		},
+		Unreachable: func(t *testing.T) providers.Provider {
+			down := cfg
+			down.Addr = freeAddr(t) // nothing listens there
+			return mustNew(t, down)
+		},
+		Absent: "never-created",
+	})
+}
+
+func TestStoppedSSHDIsUnavailable(t *testing.T) {
+	s, cfg := setup(t)
+	p := mustNew(t, cfg)
+	ctx := context.Background()
+	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.stop()
+	_, err = p.Inspect(ctx, id)
+	providertest.WantKind(t, "Inspect with sshd stopped", err, providers.KindUnavailable)
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("not a connection refusal: %v", err)
+	}
+	_, err = p.ReadFiles(ctx, id)
+	providertest.WantKind(t, "ReadFiles with sshd stopped", err, providers.KindUnavailable)
+	providertest.WantKind(t, "Destroy with sshd stopped", p.Destroy(ctx, id), providers.KindUnavailable)
+}
+
+// TestTimeoutIsUnavailable: a host that accepts TCP but never speaks SSH.
+func TestTimeoutIsUnavailable(t *testing.T) {
+	_, cfg := setup(t)
+	l, err := silentListener(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Addr = l
+	cfg.DialTimeout = 200 * time.Millisecond
+	_, err = mustNew(t, cfg).Inspect(context.Background(), "ws")
+	providertest.WantKind(t, "Inspect of a silent host", err, providers.KindUnavailable)
+}
+
+func TestWrongClientKeyIsUnauthorized(t *testing.T) {
+	_, cfg := setup(t)
+	other, _ := newKey(t)
+	cfg.Signers = []ssh.Signer{other}
+	_, err := mustNew(t, cfg).Inspect(context.Background(), "ws")
+	providertest.WantKind(t, "Inspect with a wrong client key", err, providers.KindUnauthorized)
+	if !strings.Contains(err.Error(), "(auth)") {
+		t.Fatalf("error does not say authentication failed: %v", err)
+	}
+}
+
+func TestRemovedDirectoryIsMissing(t *testing.T) {
+	_, cfg := setup(t)
+	p := mustNew(t, cfg)
+	ctx := context.Background()
+	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := p.Inspect(ctx, id); err != nil || st.State != providers.Running {
+		t.Fatalf("Inspect = %+v, %v", st, err)
+	}
+	if err := os.RemoveAll(filepath.Join(cfg.Root, string(id))); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := p.Inspect(ctx, id); err != nil || st.State != providers.Missing {
+		t.Fatalf("Inspect after removal = %+v, %v", st, err)
+	}
+	// The whole root gone is an outage (an unmounted disk), not Missing.
+	if err := os.RemoveAll(cfg.Root); err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Inspect(ctx, id)
+	providertest.WantKind(t, "Inspect with the root gone", err, providers.KindUnavailable)
+}
+
+func TestHostKeyChangedIsRefused(t *testing.T) {
+	client, _ := newKey(t)
+	s := startSSHD(t, "", client)
+	root := t.TempDir()
+	cfg := s.config(t, root) // known_hosts holds this sshd's key
+	s.stop()
+	// Same address, a new host key: what a reinstall or a man in the middle looks like.
+	s2 := startSSHD(t, s.addr, client)
+	ctx := context.Background()
+	_, err := mustNew(t, cfg).Inspect(ctx, "ws")
+	providertest.WantKind(t, "Inspect after the host key changed", err, providers.KindUnauthorized)
+	if !strings.Contains(err.Error(), "host-key-mismatch") || !strings.Contains(err.Error(), "does not match") {
+		t.Fatalf("error does not name the host key problem: %v", err)
+	}
+	pinned := cfg
+	pinned.KnownHosts, pinned.HostKey = "", s.hostKey.PublicKey()
+	_, err = mustNew(t, pinned).Inspect(ctx, "ws")
+	providertest.WantKind(t, "Inspect with a stale pinned key", err, providers.KindUnauthorized)
+	if !strings.Contains(err.Error(), "pinned") {
+		t.Fatalf("error does not name the pinned key: %v", err)
+	}
+	// A known_hosts file that does not know this host at all.
+	unknown := cfg
+	other, _ := newKey(t)
+	unknown.KnownHosts = (&sshd{addr: "127.0.0.1:1"}).knownHosts(t, other.PublicKey())
+	_, err = mustNew(t, unknown).Inspect(ctx, "ws")
+	providertest.WantKind(t, "Inspect of an unknown host", err, providers.KindUnauthorized)
+	if !strings.Contains(err.Error(), "host-key-unknown") {
+		t.Fatalf("error does not say the host is unknown: %v", err)
+	}
+	// With the right key it works.
+	ok := cfg
+	ok.KnownHosts = s2.knownHosts(t, s2.hostKey.PublicKey())
+	if st, err := mustNew(t, ok).Inspect(ctx, "ws"); err != nil || st.State != providers.Missing {
+		t.Fatalf("Inspect with the new key = %+v, %v", st, err)
+	}
+}
+
+func TestNewRefusesUncheckedHostKeys(t *testing.T) {
+	k, _ := newKey(t)
+	base := Config{Addr: "h:22", User: "u", Signers: []ssh.Signer{k}, Root: "/srv/ws", CacheDir: t.TempDir()}
+	if _, err := New(base); err == nil || !strings.Contains(err.Error(), "host keys are always checked") {
+		t.Fatalf("New without a host key check: %v", err)
+	}
+	both := base
+	both.KnownHosts, both.HostKey = "/dev/null", k.PublicKey()
+	if _, err := New(both); err == nil {
+		t.Fatal("New with both known_hosts and a pinned key")
+	}
+	rel := base
+	rel.HostKey, rel.Root = k.PublicKey(), "relative"
+	if _, err := New(rel); err == nil {
+		t.Fatal("New with a relative root")
+	}
+}
+
+// TestMirrorIsIncremental: a second ReadFiles copies only what changed,
+// deletes what vanished and follows type changes.
+func TestMirrorIsIncremental(t *testing.T) {
+	_, cfg := setup(t)
+	p := mustNew(t, cfg)
+	ctx := context.Background()
+	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(cfg.Root, string(id))
+	providertest.Tree(t, dir, "v1")
+	old := time.Now().Add(-time.Hour)
+	touchAll(t, dir, old) // out of the racy window
+	m := read(t, p, id)
+	if got, want := providertest.Listing(t, m), providertest.Listing(t, dir); got != want {
+		t.Fatalf("first mirror:\n%s\nwant:\n%s", got, want)
+	}
+	unchanged := inode(t, filepath.Join(m, "src/main.go"))
+	// Change one file (same size, new mtime), remove one, turn a file into
+	// a directory, add a symlink.
+	if err := os.WriteFile(filepath.Join(dir, "README"), []byte("hello v2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(filepath.Join(dir, "README"), old.Add(time.Minute), old.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "src/deep")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "ro.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "ro.txt", "inner"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/passwd", filepath.Join(dir, "passwd")); err != nil {
+		t.Fatal(err)
+	}
+	m2 := read(t, p, id)
+	if got, want := providertest.Listing(t, m2), providertest.Listing(t, dir); got != want {
+		t.Fatalf("second mirror:\n%s\nwant:\n%s", got, want)
+	}
+	if inode(t, filepath.Join(m2, "src/main.go")) != unchanged {
+		t.Fatal("an unchanged file was transferred again")
+	}
+	if fi, err := os.Lstat(filepath.Join(m2, "passwd")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("remote symlink not kept as a symlink: %v", err)
+	}
+}
+
+func read(t *testing.T, p *Provider, id providers.InstanceID) string {
+	t.Helper()
+	f, err := p.ReadFiles(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	dir := f.Dir()
+	_ = f.Close()
+	return dir
+}
+
+func touchAll(t *testing.T, dir string, when time.Time) {
+	t.Helper()
+	err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.Mode()&os.ModeSymlink != 0 {
+			return err
+		}
+		return os.Chtimes(p, when, when)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func inode(t *testing.T, p string) uint64 {
+	t.Helper()
+	fi, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Sys().(*syscall.Stat_t).Ino
+}
