@@ -18,10 +18,11 @@ const (
 	Index    FileType = "index"     // index objects
 	Snapshot FileType = "snapshots" // snapshot manifests
 	Lock     FileType = "locks"     // lock objects
+	Policy   FileType = "policies"  // retention policies, one per workspace
 )
 
 // FileTypes lists every file type in a fixed order.
-var FileTypes = []FileType{Config, Key, Pack, Index, Snapshot, Lock}
+var FileTypes = []FileType{Config, Key, Pack, Index, Snapshot, Lock, Policy}
 
 // Handle names one file.
 type Handle struct {
@@ -95,7 +96,7 @@ func (h Handle) Valid() error {
 			return fmt.Errorf("invalid config handle name %q", h.Name)
 		}
 		return nil
-	case Key, Pack, Index, Snapshot, Lock:
+	case Key, Pack, Index, Snapshot, Lock, Policy:
 	default:
 		return fmt.Errorf("invalid file type %q", h.Type)
 	}

@@ -3,6 +3,7 @@ package crypt
 import (
 	"crypto/rand"
 	"fmt"
+	"runtime"
 
 	"golang.org/x/crypto/argon2"
 )
@@ -81,6 +82,11 @@ func (p KDFParams) derive(password []byte) Key {
 		prefaultHuge(int(p.MemoryKiB) << 10)
 	}
 	out := argon2.IDKey(password, p.Salt, p.Time, p.MemoryKiB, p.Threads, KeySize)
+	if p.MemoryKiB >= prefaultMinKiB {
+		// Free argon2's memory now, so what the command allocates next
+		// reuses those pages instead of adding to the process's peak.
+		runtime.GC()
+	}
 	copy(k[:], out)
 	clear(out)
 	return k

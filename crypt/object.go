@@ -15,6 +15,7 @@ const (
 	KindIndex    ObjectKind = 2
 	KindSnapshot ObjectKind = 3
 	KindLock     ObjectKind = 4
+	KindPolicy   ObjectKind = 5 // a workspace's retention policy
 )
 
 func (k ObjectKind) String() string {
@@ -27,6 +28,8 @@ func (k ObjectKind) String() string {
 		return "snapshot"
 	case KindLock:
 		return "lock"
+	case KindPolicy:
+		return "policy"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }

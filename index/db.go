@@ -19,12 +19,12 @@ import (
 )
 
 // dbVersion changes whenever the DB layout changes; an old file is rebuilt.
-const dbVersion = 1
+const dbVersion = 2
 
 var (
 	bucketMeta    = []byte("meta")
 	bucketBlobs   = []byte("blobs")   // tier|type|id -> pack id|flags|offset|length|plain length
-	bucketPacks   = []byte("packs")   // pack id -> tier|size
+	bucketPacks   = []byte("packs")   // pack id -> tier|size|entries|entry bytes (see packValue)
 	bucketObjects = []byte("objects") // index object id -> tier|state
 	keyVersion    = []byte("version")
 	keyRepo       = []byte("repo")
@@ -277,7 +277,7 @@ func (d *DB) Count() (blobs, packs int, err error) {
 func (d *DB) ForEachPack(fn func(id blob.ID, t blob.Tier, size uint32) error) error {
 	return d.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketPacks).ForEach(func(k, v []byte) error {
-			if len(k) != blob.IDSize || len(v) != 5 {
+			if len(k) != blob.IDSize || len(v) != packValueSize {
 				return fmt.Errorf("%w: pack entry of %d/%d bytes", ErrCorrupt, len(k), len(v))
 			}
 			return fn(blob.ID(k), blob.Tier(v[0]), binary.LittleEndian.Uint32(v[1:]))

@@ -3,7 +3,6 @@ package index
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -58,8 +57,14 @@ func (d *DB) Sync(ctx context.Context, src Source) (SyncStats, error) {
 			return err
 		}
 		for id, state := range seen {
-			if !present[id] && (state == objApplied || state == objPartial) {
+			switch {
+			case present[id]:
+			case state == objApplied || state == objPartial:
 				st.Rebuilt = true
+			default: // seen while its tier was locked, and gone since: forget it
+				if err := objs.Delete(id[:]); err != nil {
+					return err
+				}
 			}
 		}
 		if st.Rebuilt {
@@ -151,7 +156,7 @@ func (d *DB) apply(id blob.ID, o *Object, stopAfter int) error {
 				state = objApplied
 				packs := tx.Bucket(bucketPacks)
 				for _, p := range o.Packs {
-					if err := packs.Put(p.ID[:], binary.LittleEndian.AppendUint32([]byte{byte(o.Tier)}, p.Size)); err != nil {
+					if err := packs.Put(p.ID[:], packValue(o.Tier, p)); err != nil {
 						return err
 					}
 				}

@@ -215,6 +215,17 @@ func TestSyncLockedTier(t *testing.T) {
 	delete(src.objs, lockedID)
 	mustSync(t, d, src, index.SyncStats{})
 	checkDB(t, d, locations(ws, sens))
+	// ... and is forgotten, so prune does not take it for an object the
+	// index never finished applying.
+	err := d.ForEachObject(func(id blob.ID, _ blob.Tier, s index.ObjectState) error {
+		if id == lockedID || s != index.ObjectApplied {
+			t.Errorf("object %s left in state %d", id.Short(), s)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestSyncLoadError(t *testing.T) {

@@ -2,6 +2,7 @@ package profile
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -19,8 +20,10 @@ type Problem struct {
 // (ErrBrowserRunning) when the browser runs, then checkpoints every SQLite
 // database that has a write-ahead log or a rollback journal beside it, so
 // the database file alone holds all committed data (the side files are
-// not captured). A database that cannot be checkpointed (damaged, say) is
-// captured as it is and reported as a Problem.
+// not captured). A database that another connection holds (busy) means
+// a writer is at work: *RunningError. A database that cannot be
+// checkpointed otherwise (damaged, say) is captured as it is and reported
+// as a Problem.
 func Prepare(ctx context.Context, p Profile) ([]Problem, error) {
 	if err := CheckRunning(p); err != nil {
 		return nil, err
@@ -33,6 +36,11 @@ func Prepare(ctx context.Context, p Profile) ([]Problem, error) {
 		if err := checkpoint(ctx, abs); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
+			}
+			if errors.Is(err, errBusy) {
+				// A writer holds it: the WAL cannot be folded in, and
+				// the copy would lack its committed rows.
+				return &RunningError{Dir: p.Dir, Why: rel + " is held by another SQLite connection, so its write-ahead log cannot be checkpointed"}
 			}
 			probs = append(probs, Problem{p.Rel, rel, "SQLite checkpoint failed, captured as it is: " + err.Error()})
 		}

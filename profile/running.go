@@ -12,8 +12,9 @@ import (
 )
 
 // ErrBrowserRunning: a browser is using the profile. The profile is not
-// captured, since a copy taken now could be inconsistent; stop or pause the
-// browser and capture again (the condition is retryable).
+// captured, since a copy taken now could be inconsistent; quit the browser
+// and capture again (the condition is retryable). A paused browser still
+// counts as running: its process is alive and holds its databases.
 var ErrBrowserRunning = errors.New("browser running")
 
 // RunningError names the profile in use and why it is thought to be.
@@ -23,7 +24,7 @@ type RunningError struct {
 }
 
 func (e *RunningError) Error() string {
-	return fmt.Sprintf("%v: %s is in use (%s); stop or pause the browser, then capture again", ErrBrowserRunning, e.Dir, e.Why)
+	return fmt.Sprintf("%v: %s is in use (%s); quit the browser (a paused one still holds the profile), then capture again", ErrBrowserRunning, e.Dir, e.Why)
 }
 
 func (e *RunningError) Unwrap() error { return ErrBrowserRunning }

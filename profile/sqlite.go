@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"strings"
 
-	_ "modernc.org/sqlite" // pure-Go SQLite: checkpoints and integrity checks without cgo
+	"modernc.org/sqlite" // pure-Go SQLite: checkpoints and integrity checks without cgo
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // sqliteMagic starts every SQLite 3 database file.
@@ -41,9 +43,14 @@ func sqliteDSN(p string, ro bool) string {
 	return u.String()
 }
 
+// errBusy: another connection holds the database, so the checkpoint could
+// not finish: a writer is still at work.
+var errBusy = errors.New("the database is busy")
+
 // checkpoint folds p's write-ahead log into the database and truncates it,
 // and (by opening it) rolls back a hot rollback journal. Run only while the
-// browser is stopped.
+// browser is stopped. It returns an error wrapping errBusy when another
+// connection holds the database.
 func checkpoint(ctx context.Context, p string) error {
 	db, err := sql.Open("sqlite", sqliteDSN(p, false))
 	if err != nil {
@@ -52,10 +59,14 @@ func checkpoint(ctx context.Context, p string) error {
 	defer db.Close()
 	var busy, logFrames, done int
 	if err := db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logFrames, &done); err != nil {
+		var se *sqlite.Error
+		if errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_BUSY || se.Code()&0xff == sqlite3.SQLITE_LOCKED) {
+			return fmt.Errorf("checkpointing %s: %w: %w", p, errBusy, err)
+		}
 		return fmt.Errorf("checkpointing %s: %w", p, err)
 	}
 	if busy != 0 {
-		return fmt.Errorf("checkpointing %s: the database is busy (is the browser running?)", p)
+		return fmt.Errorf("checkpointing %s: %w", p, errBusy)
 	}
 	return db.Close()
 }

@@ -83,7 +83,9 @@ type CheckpointID string
 //     caller may do; adapters never return bare transport errors.
 //   - A "not found" from a data-plane endpoint (a file API, an exec
 //     endpoint) is never reported as Missing: only Inspect may say Missing,
-//     and only after the control plane confirmed it.
+//     and only after the control plane confirmed it. Other methods report
+//     an instance they cannot find as KindConflict ("Inspect confirms
+//     whether it is missing").
 //   - Methods are safe for concurrent use.
 //   - An adapter touches nothing outside the instances it manages: a local
 //     adapter never reads or writes outside its root.
@@ -126,6 +128,14 @@ type Provider interface {
 	// DeleteCheckpoint removes a native checkpoint; deleting one that is
 	// already gone is not an error.
 	DeleteCheckpoint(ctx context.Context, cp CheckpointID) error
+}
+
+// Pauser is implemented by adapters whose platform can pause and resume an
+// instance as a whole (Capabilities.Pause); callers find it with a type
+// assertion. Without it the lifecycle quiesces through Exec.
+type Pauser interface {
+	Pause(ctx context.Context, id InstanceID) error
+	Resume(ctx context.Context, id InstanceID) error
 }
 
 // Files is a readable local view of an instance's workspace.

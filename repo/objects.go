@@ -17,6 +17,7 @@ var kindFiles = map[crypt.ObjectKind]backend.FileType{
 	crypt.KindIndex:    backend.Index,
 	crypt.KindSnapshot: backend.Snapshot,
 	crypt.KindLock:     backend.Lock,
+	crypt.KindPolicy:   backend.Policy,
 }
 
 func fileType(kind crypt.ObjectKind) (backend.FileType, error) {

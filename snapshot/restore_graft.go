@@ -17,6 +17,9 @@ type Graft struct {
 	Path string    // slash path from the snapshot root; must not exist in the restored tree
 	Root Node      // the directory itself: its metadata, and Subtree listing its entries
 	Tier blob.Tier // the tier of Root's trees and chunks
+	// Totals are the tree's declared counts: the plan refuses a tree that
+	// lists more entries (zero: no limit), as for a snapshot's own tree.
+	Totals Totals
 }
 
 // graft restores o.Grafts into the staging tree st, after the snapshot's
@@ -59,7 +62,7 @@ func (w *rsWriter) graftOne(ctx context.Context, r *repo.Repository, st *stage, 
 	}
 	root := g.Root
 	root.Name = nil
-	plan, err := rsPlanTree(ctx, r, g.Tier, &Manifest{Root: root}, nil)
+	plan, err := rsPlanTree(ctx, r, g.Tier, &Manifest{Root: root, Totals: g.Totals}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -72,8 +75,19 @@ func (w *rsWriter) graftOne(ctx context.Context, r *repo.Repository, st *stage, 
 	}
 	defer unix.Close(parent)
 	last := comps[len(comps)-1]
+	pe := w.findDir(comps[:len(comps)-1])
+	if pe != nil && pe.node.Mode&0o300 != 0o300 {
+		// The parent already has its mode, which may deny its owner
+		// writing; it gets its metadata back below.
+		if err := unix.Fchmod(parent, pe.node.Mode|0o300); err != nil {
+			return nil, &RestoreError{Paths: []string{""}, Err: fmt.Errorf("opening the parent directory for the graft: %w", err)}
+		}
+	}
 	if err := unix.Mkdirat(parent, last, 0o700); err != nil {
-		return nil, &RestoreError{Paths: []string{""}, Err: fmt.Errorf("creating the directory: %w (the snapshot's tree already has an entry there)", err)}
+		if errors.Is(err, unix.EEXIST) {
+			err = fmt.Errorf("%w (the snapshot's tree already has an entry there)", err)
+		}
+		return nil, &RestoreError{Paths: []string{""}, Err: fmt.Errorf("creating the directory: %w", err)}
 	}
 	fd, err := safeOpenAt(parent, last, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
@@ -90,8 +104,9 @@ func (w *rsWriter) graftOne(ctx context.Context, r *repo.Repository, st *stage, 
 	if err != nil {
 		return nil, err
 	}
-	// Creating the graft moved its parent's times; put them back.
-	if pe := w.findDir(comps[:len(comps)-1]); pe != nil {
+	// Creating the graft moved its parent's times (and maybe its mode);
+	// put them back.
+	if pe != nil {
 		if err := w.metaFD(parent, pe); err != nil {
 			return nil, err
 		}

@@ -118,7 +118,7 @@ func (p *SensitivePart) validate() error {
 func (p *SensitivePart) Grafts() []Graft {
 	g := make([]Graft, len(p.Trees))
 	for i := range p.Trees {
-		g[i] = Graft{Path: p.Trees[i].Path, Root: p.Trees[i].Root, Tier: blob.Sensitive}
+		g[i] = Graft{Path: p.Trees[i].Path, Root: p.Trees[i].Root, Tier: blob.Sensitive, Totals: p.Trees[i].Totals}
 	}
 	return g
 }

@@ -53,7 +53,7 @@ func newCaptureCommand(g *globalOptions) *cobra.Command {
 			if o.host == "" {
 				o.host, _ = os.Hostname()
 			}
-			return g.withRepo(cmd.Context(), true, func(r *repo.Repository) error {
+			return g.withLockedRepo(cmd.Context(), repo.LockShared, "capture", func(r *repo.Repository, _ *repo.Lock) error {
 				return runCapture(cmd, g, r, args[0], o)
 			})
 		},

@@ -43,7 +43,7 @@ func newExportCommand(g *globalOptions) *cobra.Command {
 			if o.to == "" || o.toPasswordFile == "" {
 				return usageError{"--to and --to-password-file are required"}
 			}
-			return g.withRepo(cmd.Context(), true, func(src *repo.Repository) error {
+			return g.withLockedRepo(cmd.Context(), repo.LockShared, "export", func(src *repo.Repository, _ *repo.Lock) error {
 				return runExport(cmd.Context(), g, src, args, o)
 			})
 		},
@@ -81,6 +81,17 @@ func runExport(ctx context.Context, g *globalOptions, src *repo.Repository, refs
 		return fmt.Errorf("export target %s: %w", o.to, err)
 	}
 	err = func() error {
+		// The same shared lock a capture takes, taken before the target's
+		// index is read: a prune of the target cannot then delete a blob
+		// this export reuses.
+		l, err := dst.Lock(ctx, repo.LockShared, g.lockOptions("export"))
+		if err != nil {
+			return fmt.Errorf("export target %s: %w", o.to, err)
+		}
+		defer func() { _ = l.Unlock(context.WithoutCancel(ctx)) }()
+		if _, err := dst.SyncIndex(ctx); err != nil {
+			return fmt.Errorf("export target %s: %w", o.to, err)
+		}
 		for _, m := range snaps {
 			start := time.Now()
 			nm, err := snapshot.Export(ctx, src, dst, m, snapshot.ExportOptions{IncludeSensitive: o.includeSensitive})
@@ -94,6 +105,9 @@ func runExport(ctx context.Context, g *globalOptions, src *repo.Repository, refs
 			case m.Sensitive != nil:
 				msg.Sensitive = "left_out"
 			}
+			if err := dst.Flush(ctx); err != nil {
+				return err
+			}
 			g.out.emit(msg, func(w io.Writer) {
 				fmt.Fprintf(w, "snapshot %s exported to %s as %s", m.ID.Short(), o.to, nm.ID.Short())
 				switch msg.Sensitive {
@@ -105,7 +119,7 @@ func runExport(ctx context.Context, g *globalOptions, src *repo.Repository, refs
 				fmt.Fprintf(w, " in %.2fs\n", msg.Seconds)
 			})
 		}
-		return nil
+		return l.Err()
 	}()
 	return errors.Join(err, dst.Close(ctx), be.Close())
 }

@@ -29,7 +29,7 @@ func newRepairIndexCommand(g *globalOptions) *cobra.Command {
 			"With a workspace-only key the sensitive tier's index objects are kept as they are.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.withRepo(cmd.Context(), true, func(r *repo.Repository) (err error) {
+			return g.withLockedRepo(cmd.Context(), repo.LockExclusive, "repair index", func(r *repo.Repository, _ *repo.Lock) (err error) {
 				st, err := r.RepairIndex(cmd.Context())
 				if err != nil {
 					return err

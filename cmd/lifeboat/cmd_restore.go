@@ -53,7 +53,7 @@ func newRestoreCommand(g *globalOptions) *cobra.Command {
 			if o.profiles && len(o.includes) > 0 {
 				return usageError{"--profiles restores whole browser profiles and cannot be combined with --include"}
 			}
-			return g.withRepo(cmd.Context(), true, func(r *repo.Repository) error {
+			return g.withLockedRepo(cmd.Context(), repo.LockShared, "restore", func(r *repo.Repository, _ *repo.Lock) error {
 				m, err := snapshot.Find(cmd.Context(), r, args[0], o.workspace)
 				if err != nil {
 					return err

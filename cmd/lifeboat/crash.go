@@ -12,31 +12,51 @@ import (
 
 // crashEnv names a testing hook: when set to N, the process kills itself
 // with SIGKILL right after its Nth successful save to the repository, so
-// tests can crash a real lifeboat at every write boundary.
-const crashEnv = "LIFEBOAT_TEST_CRASH_AFTER_SAVES"
+// tests can crash a real lifeboat at every write boundary. crashRemoveEnv
+// does the same after the Nth successful remove (prune's delete phase).
+const (
+	crashEnv       = "LIFEBOAT_TEST_CRASH_AFTER_SAVES"
+	crashRemoveEnv = "LIFEBOAT_TEST_CRASH_AFTER_REMOVES"
+)
 
-// crashingBackend is the backend decorator behind crashEnv.
+// crashingBackend is the backend decorator behind crashEnv and crashRemoveEnv.
 type crashingBackend struct {
 	backend.Backend
-	left atomic.Int64
+	saves, removes atomic.Int64
 }
 
-// withCrashHook wraps be when crashEnv is set.
+// withCrashHook wraps be when crashEnv or crashRemoveEnv is set.
 func withCrashHook(be backend.Backend) backend.Backend {
-	n, err := strconv.Atoi(os.Getenv(crashEnv))
-	if err != nil || n <= 0 {
+	s, serr := strconv.Atoi(os.Getenv(crashEnv))
+	r, rerr := strconv.Atoi(os.Getenv(crashRemoveEnv))
+	if (serr != nil || s <= 0) && (rerr != nil || r <= 0) {
 		return be
 	}
 	c := &crashingBackend{Backend: be}
-	c.left.Store(int64(n))
+	c.saves.Store(int64(s))
+	c.removes.Store(int64(r))
 	return c
+}
+
+func crashAt(counter *atomic.Int64) {
+	if counter.Add(-1) == 0 {
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // the signal is on its way
+	}
 }
 
 func (c *crashingBackend) Save(ctx context.Context, h backend.Handle, data []byte) error {
 	err := c.Backend.Save(ctx, h, data)
-	if err == nil && c.left.Add(-1) == 0 {
-		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		select {} // the signal is on its way
+	if err == nil {
+		crashAt(&c.saves)
+	}
+	return err
+}
+
+func (c *crashingBackend) Remove(ctx context.Context, h backend.Handle) error {
+	err := c.Backend.Remove(ctx, h)
+	if err == nil {
+		crashAt(&c.removes)
 	}
 	return err
 }

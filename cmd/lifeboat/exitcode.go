@@ -9,6 +9,7 @@ import (
 	"lifeboat/backend"
 	"lifeboat/crypt"
 	"lifeboat/profile"
+	"lifeboat/prune"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
 )
@@ -21,7 +22,7 @@ const (
 	exitPartial     = 3   // reserved: a capture finished but is partial
 	exitNoRepo      = 10  // no repository at the location
 	exitWrongPass   = 11  // wrong password, or no key file could be read
-	exitLocked      = 12  // reserved: the repository is locked by another process
+	exitLocked      = 12  // the repository is locked by another process
 	exitCorrupt     = 13  // stored data failed verification or is missing
 	exitNewerFormat = 14  // repository written by a newer lifeboat
 	exitRefused     = 15  // a key operation was refused to protect data (last key)
@@ -31,7 +32,6 @@ const (
 	exitProfileBad  = 19  // a restore finished, but profile validation flagged files
 	exitInterrupted = 130 // interrupted by a signal
 	_               = exitPartial
-	_               = exitLocked
 )
 
 // isCobraUsage recognises cobra's own errors for unknown commands and
@@ -69,6 +69,8 @@ func exitCode(err error) int {
 		return exitInterrupted
 	case errors.Is(err, profile.ErrBrowserRunning):
 		return exitBrowserRun
+	case errors.Is(err, repo.ErrLocked), errors.Is(err, repo.ErrLockLost):
+		return exitLocked
 	case errors.Is(err, repo.ErrNoRepository):
 		return exitNoRepo
 	case errors.Is(err, crypt.ErrWrongPassword), errors.Is(err, repo.ErrNoUsableKey):
@@ -82,7 +84,7 @@ func exitCode(err error) int {
 	case errors.Is(err, backend.ErrNoSpace), errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		return exitNoSpace
 	case errors.Is(err, repo.ErrCorrupt), errors.Is(err, repo.ErrPackMissing), errors.Is(err, repo.ErrBlobNotFound),
-		errors.Is(err, crypt.ErrAuth):
+		errors.Is(err, crypt.ErrAuth), errors.Is(err, prune.ErrDamaged):
 		return exitCorrupt
 	}
 	return exitFailure

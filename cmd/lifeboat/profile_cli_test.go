@@ -467,3 +467,77 @@ func TestTamperedIndexSensitivePack(t *testing.T) {
 	}
 	e.assertNoLeak(t)
 }
+
+// Prune and the sensitive tier: with a full key, prune marks the profile
+// trees and chunks of kept snapshots and frees those of forgotten ones; a
+// workspace-only key's prune is refused and leaves every sensitive pack
+// alone. The kept snapshot restores with its profile.
+func TestProfilePrune(t *testing.T) {
+	e := newProfileEnv(t)
+	ctx := context.Background()
+	var snaps []string
+	for i := range 3 {
+		// A new cookie store each time: the old profile chunks become garbage.
+		fx := profile.NewFixture(uint64(1000 + i))
+		must(t, os.RemoveAll(e.chrome))
+		must(t, fx.Write(ctx, e.chrome, profile.FixtureOptions{}))
+		e.fx = fx
+		sum := last(jsonLines(t, e.lbOK(e.fullPW, "capture", "--workspace", "w", "--json", e.src).stdout))
+		snaps = append(snaps, sum["snapshot"].(string))
+	}
+	sensitivePacks := func() int {
+		n := 0
+		for _, p := range readPackTiers(t, e.repo) {
+			if p == "sensitive" {
+				n++
+			}
+		}
+		return n
+	}
+	e.lbOK(e.fullPW, "forget", "--workspace", "w", "--keep-last", "1")
+	before := sensitivePacks()
+	// A workspace-only key's prune cannot see what profiles need: it is
+	// refused (exit 16) and changes nothing.
+	if r := e.lb(e.wsPW, "prune", "--max-unused", "0%"); r.code != exitTierLocked || !strings.Contains(r.stderr, "every tier") {
+		t.Fatalf("prune with a workspace-only key: exit %d %s", r.code, r.stderr)
+	}
+	if got := sensitivePacks(); got != before {
+		t.Fatalf("prune with a workspace-only key changed sensitive packs: %d -> %d", before, got)
+	}
+	e.lbOK(e.fullPW, "prune", "--max-unused", "0%")
+	if got := sensitivePacks(); got >= before {
+		t.Fatalf("prune with a full key freed no sensitive pack (%d before, %d after)", before, got)
+	}
+	e.lbOK(e.fullPW, "check", "--read-data")
+	target := filepath.Join(e.dir, "after-prune")
+	e.lbOK(e.fullPW, "restore", "--profiles", "--target", target, snaps[2])
+	if err := e.fx.Check(ctx, filepath.Join(target, filepath.FromSlash(chromeRel)), false); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readPackTiers returns the tier of every pack in the repository, read
+// from the pack trailers (which are public).
+func readPackTiers(t *testing.T, repoDir string) []string {
+	t.Helper()
+	var tiers []string
+	err := filepath.WalkDir(filepath.Join(repoDir, "data"), func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		tr, err := pack.DecodeTrailer(b[len(b)-pack.TrailerSize:], int64(len(b)))
+		if err != nil {
+			return err
+		}
+		tiers = append(tiers, tr.Tier.String())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tiers
+}

@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -18,6 +19,7 @@ type globalOptions struct {
 	cacheDir     string
 	keyHint      string
 	json         bool
+	lockWait     time.Duration
 	prof         profiler
 
 	stdin io.Reader
@@ -46,11 +48,13 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 	f.StringVar(&g.cacheDir, "cache-dir", os.Getenv("LIFEBOAT_CACHE_DIR"), "local cache directory (env LIFEBOAT_CACHE_DIR; default: the user cache dir)")
 	f.StringVar(&g.keyHint, "key-hint", os.Getenv("LIFEBOAT_KEY_HINT"), "try only key files whose id starts with this")
 	f.BoolVar(&g.json, "json", false, "print JSON lines, each with a message_type")
+	f.DurationVar(&g.lockWait, "lock-wait", envDuration("LIFEBOAT_LOCK_WAIT", lockWaitDefault), "wait this long for another process's repository lock, then fail with exit code 12 (env LIFEBOAT_LOCK_WAIT; 0: do not wait)")
 	f.StringVar(&g.prof.cpuPath, "cpuprofile", "", "write a CPU profile to this file")
 	f.StringVar(&g.prof.memPath, "memprofile", "", "write an allocation profile to this file")
 	root.AddCommand(newInitCommand(g), newExportCommand(g), newKeyCommand(g), newRepairCommand(g), newCatCommand(g), newCheckCommand(g),
 		newSnapshotsCommand(g), newLsCommand(g), newDiffCommand(g),
-		newCaptureCommand(g), newRestoreCommand(g), newDemoCommand(g))
+		newCaptureCommand(g), newRestoreCommand(g), newDemoCommand(g),
+		newForgetCommand(g), newPolicyCommand(g), newPruneCommand(g), newUnlockCommand(g))
 	return root
 }
 

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"lifeboat/crypt"
+	"lifeboat/prune"
+	"lifeboat/repo"
+	"lifeboat/snapshot"
+)
+
+type forgetSnapshotMessage struct {
+	MessageType string    `json:"message_type"` // "forget_snapshot"
+	ID          string    `json:"id"`
+	Workspace   string    `json:"workspace"`
+	Time        time.Time `json:"time"`
+	Complete    bool      `json:"complete"`
+	Keep        bool      `json:"keep"`
+	Reasons     []string  `json:"reasons"`
+}
+
+type forgetMessage struct {
+	MessageType string   `json:"message_type"` // "forget"
+	DryRun      bool     `json:"dry_run"`
+	Kept        int      `json:"kept"`
+	Removed     int      `json:"removed"`
+	Warnings    []string `json:"warnings"`
+}
+
+func newForgetCommand(g *globalOptions) *cobra.Command {
+	var (
+		pf     policyFlags
+		ws     string
+		dryRun bool
+	)
+	cmd := &cobra.Command{
+		Use:   "forget [--workspace ID] [--keep-* ...]",
+		Short: "Remove snapshots a retention policy does not keep",
+		Long: "Apply a retention policy to the snapshots of each workspace (or of --workspace) and remove the snapshots it does not keep. " +
+			"Without --keep-* flags, each workspace's stored policy (`lifeboat policy set`) is applied, and workspaces without one are " +
+			"left alone. The newest complete snapshot of every workspace, its last good root, is always kept. Only snapshot objects are " +
+			"removed; `lifeboat prune` frees the data. --dry-run shows what would be kept and why.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			flagPolicy, err := pf.policy()
+			if err != nil {
+				return err
+			}
+			useFlags := pf.given(cmd)
+			mode := repo.LockShared
+			return g.withLockedRepo(cmd.Context(), mode, "forget", func(r *repo.Repository, l *repo.Lock) error {
+				ctx := cmd.Context()
+				snaps, bad, err := snapshot.List(ctx, r, ws)
+				if err != nil {
+					return err
+				}
+				for id, e := range bad {
+					g.out.note("snapshot %s does not load and is left alone: %v", id.Short(), e)
+				}
+				stored := map[string]prune.StoredPolicy{}
+				if !useFlags {
+					if stored, err = prune.Policies(ctx, r); err != nil {
+						return err
+					}
+					if len(stored) == 0 {
+						return usageError{"no retention policy: give --keep-* flags, or store one with `lifeboat policy set --workspace ID --keep-...`"}
+					}
+				}
+				sum := forgetMessage{MessageType: "forget", DryRun: dryRun, Warnings: []string{}}
+				workspaces, by := prune.Group(pruneSnapshots(snaps))
+				now := time.Now()
+				for _, w := range workspaces {
+					pol := flagPolicy
+					if !useFlags {
+						sp, ok := stored[w]
+						if !ok {
+							g.out.note("workspace %q has no stored policy; its %d snapshots are left alone", w, len(by[w]))
+							sum.Kept += len(by[w])
+							continue
+						}
+						pol = sp.Policy
+					}
+					res := prune.Apply(pol, w, by[w], now)
+					for _, warn := range res.Warnings {
+						sum.Warnings = append(sum.Warnings, warn)
+						g.out.note("warning: %s", warn)
+					}
+					for _, d := range res.Decisions {
+						if err := forgetOne(cmd, g, r, l, d, dryRun); err != nil {
+							return err
+						}
+						if d.Keep {
+							sum.Kept++
+						} else {
+							sum.Removed++
+						}
+					}
+				}
+				g.out.emit(sum, func(w io.Writer) {
+					verb := "removed"
+					if dryRun {
+						verb = "would remove"
+					}
+					fmt.Fprintf(w, "kept %d snapshots, %s %d; run `lifeboat prune` to free their data\n", sum.Kept, verb, sum.Removed)
+				})
+				return nil
+			})
+		},
+	}
+	pf.add(cmd)
+	cmd.Flags().StringVar(&ws, "workspace", "", "only this workspace")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "only show what would be kept and removed, and why")
+	return cmd
+}
+
+// forgetOne prints the decision on one snapshot and removes it if it goes.
+func forgetOne(cmd *cobra.Command, g *globalOptions, r *repo.Repository, l *repo.Lock, d prune.Decision, dryRun bool) error {
+	s := d.Snapshot
+	msg := forgetSnapshotMessage{MessageType: "forget_snapshot", ID: s.ID.String(), Workspace: s.Workspace, Time: s.Time,
+		Complete: s.Complete, Keep: d.Keep, Reasons: d.Reasons}
+	if msg.Reasons == nil {
+		msg.Reasons = []string{}
+	}
+	if !d.Keep && !dryRun {
+		if err := l.Err(); err != nil {
+			return err
+		}
+		if err := r.RemoveObject(cmd.Context(), crypt.KindSnapshot, s.ID); err != nil {
+			return fmt.Errorf("removing snapshot %s: %w", s.ID.Short(), err)
+		}
+	}
+	g.out.emit(msg, func(w io.Writer) {
+		state := ""
+		if !s.Complete {
+			state = " (partial)"
+		}
+		if d.Keep {
+			fmt.Fprintf(w, "keep    %s  %s  %s%s  %v\n", s.ID.Short(), s.Time.Local().Format(time.DateTime), s.Workspace, state, d.Reasons)
+		} else {
+			fmt.Fprintf(w, "remove  %s  %s  %s%s\n", s.ID.Short(), s.Time.Local().Format(time.DateTime), s.Workspace, state)
+		}
+	})
+	return nil
+}

@@ -1,0 +1,512 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"lifeboat/backend"
+	"lifeboat/backend/local"
+	"lifeboat/blob"
+	"lifeboat/repo"
+	"lifeboat/snapshot"
+)
+
+// churn rewrites a share of the files of a writeTree tree with new content.
+func churn(t *testing.T, dir string, seed uint64) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 3))
+	for i := range 20 {
+		if rng.IntN(4) != 0 {
+			continue
+		}
+		p := filepath.Join(dir, fmt.Sprintf("d%d", i%4), fmt.Sprintf("f%d.txt", i))
+		if err := os.WriteFile(p, []byte(strings.Repeat(fmt.Sprintf("churn %d %d\n", seed, rng.IntN(1e6)), 1+rng.IntN(4000))), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	big := make([]byte, 1<<20)
+	for i := range big {
+		big[i] = byte(rng.Uint32())
+	}
+	if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("new%d.bin", seed)), big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// copyTree copies a directory (regular files only) for later comparison.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if fi.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), fi.Mode().Perm())
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, fi.Mode().Perm())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Copies get new times; align them so Compare looks at content and modes.
+	_ = filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
+		if err == nil {
+			rel, _ := filepath.Rel(src, p)
+			_ = os.Chtimes(filepath.Join(dst, rel), fi.ModTime(), fi.ModTime())
+		}
+		return nil
+	})
+}
+
+// history captures work four times with churn and keeps a copy of each version.
+func (e *env) history(ws string, n int) (work string, versions []string, ids []string) {
+	e.t.Helper()
+	work = filepath.Join(e.dir, "work-"+ws)
+	writeTree(e.t, work, 40)
+	for i := range n {
+		if i > 0 {
+			churn(e.t, work, uint64(100+i))
+		}
+		v := filepath.Join(e.dir, fmt.Sprintf("v-%s-%d", ws, i))
+		copyTree(e.t, work, v)
+		versions = append(versions, v)
+		ids = append(ids, e.capture(ws, work)["snapshot"].(string))
+	}
+	return work, versions, ids
+}
+
+// restoreID restores snapshot id and compares it with want.
+func (e *env) restoreID(id, want string) {
+	e.t.Helper()
+	target := filepath.Join(e.t.TempDir(), "t")
+	e.ok("restore", "--target", target, id)
+	if d, err := compareContent(want, target); err != nil || d != "" {
+		e.t.Fatalf("snapshot %s restored differs from %s: %s %v", id[:8], want, d, err)
+	}
+}
+
+// compareContent compares file contents and names of two trees.
+func compareContent(a, b string) (string, error) {
+	diff := ""
+	err := filepath.Walk(a, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(a, p)
+		if fi.IsDir() {
+			return nil
+		}
+		x, _ := os.ReadFile(p)
+		y, err := os.ReadFile(filepath.Join(b, rel))
+		if err != nil || string(x) != string(y) {
+			diff += rel + " "
+		}
+		return nil
+	})
+	return diff, err
+}
+
+func TestForgetAndPrune(t *testing.T) {
+	e := newEnv(t)
+	e.ok("init", "--kdf-memory-kib", "64", "--kdf-time", "1", "--pack-size", "1")
+	_, versions, ids := e.history("w", 4)
+	_, otherV, otherIDs := e.history("other", 1)
+
+	// Dry run: reasons, nothing removed.
+	lines := jsonLines(t, e.ok("forget", "--workspace", "w", "--keep-last", "2", "--dry-run", "--json").stdout)
+	if len(lines) != 5 || lines[4]["message_type"] != "forget" || lines[4]["removed"].(float64) != 2 || lines[4]["dry_run"] != true {
+		t.Fatalf("dry run: %v", lines)
+	}
+	if r := fmt.Sprint(lines[0]["reasons"]); lines[0]["id"] != ids[3] || r != "[last 2 last good root]" {
+		t.Fatalf("newest: %v", lines[0])
+	}
+	if lines[3]["keep"] != false || fmt.Sprint(lines[3]["reasons"]) != "[]" {
+		t.Fatalf("oldest: %v", lines[3])
+	}
+	if n := len(jsonLines(t, e.ok("snapshots", "--json").stdout)); n != 5 {
+		t.Fatalf("dry run removed snapshots: %d left", n)
+	}
+	e.ok("forget", "--workspace", "w", "--keep-last", "2")
+	if n := len(jsonLines(t, e.ok("snapshots", "--json").stdout)); n != 3 {
+		t.Fatalf("%d snapshots after forget", n)
+	}
+	plan := jsonLines(t, e.ok("prune", "--dry-run", "--json", "--max-unused", "0%").stdout)
+	if len(plan) != 1 || plan[0]["message_type"] != "prune_plan" || len(plan[0]["delete"].([]any))+len(plan[0]["repack"].([]any)) == 0 {
+		t.Fatalf("plan %v", plan)
+	}
+	out := jsonLines(t, e.ok("prune", "--json", "--max-unused", "0%").stdout)
+	st := out[len(out)-1]
+	if st["message_type"] != "prune" || st["packs_deleted"].(float64) == 0 {
+		t.Fatalf("prune: %v", st)
+	}
+	e.ok("check", "--read-data")
+	e.restoreID(ids[2], versions[2])
+	e.restoreID(ids[3], versions[3])
+	e.restoreID(otherIDs[0], otherV[0])
+	if r := e.run("restore", "--target", filepath.Join(e.dir, "gone"), ids[0]); r.code == 0 {
+		t.Fatal("forgotten snapshot still restores")
+	}
+	// Nothing left to do.
+	plan = jsonLines(t, e.ok("prune", "--dry-run", "--json", "--max-unused", "0%").stdout)
+	if len(plan[0]["delete"].([]any))+len(plan[0]["repack"].([]any))+len(plan[0]["unindexed"].([]any)) != 0 {
+		t.Fatalf("second plan not empty: %v", plan[0])
+	}
+}
+
+func TestForgetPoliciesAndKeepNothing(t *testing.T) {
+	e := newEnv(t)
+	e.init()
+	_, _, ids := e.history("w", 3)
+	e.history("v", 2)
+	// No flags and no stored policy: refused.
+	if r := e.run("forget"); r.code != exitUsage || !strings.Contains(r.stderr, "policy set") {
+		t.Fatalf("forget without policy: %d %s", r.code, r.stderr)
+	}
+	// A policy keeping nothing keeps the last good root and warns.
+	r := e.ok("forget", "--workspace", "w", "--keep-last", "0", "--json")
+	lines := jsonLines(t, r.stdout)
+	sum := lines[len(lines)-1]
+	if sum["kept"].(float64) != 1 || len(sum["warnings"].([]any)) != 1 || !strings.Contains(fmt.Sprint(sum["warnings"]), "keeps no snapshot") {
+		t.Fatalf("summary %v", sum)
+	}
+	if lines[0]["id"] != ids[2] || fmt.Sprint(lines[0]["reasons"]) != "[last good root]" {
+		t.Fatalf("kept %v", lines[0])
+	}
+	// Stored policy: applied by forget without flags; other workspaces untouched.
+	e.ok("policy", "set", "--workspace", "v", "--keep-last", "1")
+	pol := jsonLines(t, e.ok("policy", "show", "--json").stdout)
+	if len(pol) != 1 || pol[0]["workspace"] != "v" || pol[0]["keep_last"].(float64) != 1 {
+		t.Fatalf("policy show: %v", pol)
+	}
+	e.ok("policy", "set", "--workspace", "v", "--keep-last", "2") // replaces
+	if pol := jsonLines(t, e.ok("policy", "show", "--json").stdout); len(pol) != 1 || pol[0]["keep_last"].(float64) != 2 {
+		t.Fatalf("policy after replace: %v", pol)
+	}
+	e.ok("policy", "set", "--workspace", "v", "--keep-last", "1")
+	e.ok("forget")
+	snaps := jsonLines(t, e.ok("snapshots", "--json").stdout)
+	count := map[string]int{}
+	for _, s := range snaps {
+		count[s["workspace"].(string)]++
+	}
+	if count["v"] != 1 || count["w"] != 1 {
+		t.Fatalf("snapshots per workspace %v", count)
+	}
+	e.ok("policy", "remove", "--workspace", "v")
+	if pol := jsonLines(t, e.ok("policy", "show", "--json").stdout); len(pol) != 0 {
+		t.Fatalf("policy after remove: %v", pol)
+	}
+	if r := e.run("forget", "--keep-last", "-1"); r.code != exitUsage {
+		t.Fatalf("negative keep: %d", r.code)
+	}
+}
+
+// openRepo opens the env's repository in-process, as another process would.
+func (e *env) openRepo() *repo.Repository {
+	e.t.Helper()
+	be, err := local.Open(e.repo)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	r, err := repo.Open(context.Background(), be, []byte(testPW), repo.Options{CacheDir: e.t.TempDir()})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { _ = r.Close(context.Background()); _ = be.Close() })
+	return r
+}
+
+func TestPruneDamagedSnapshot(t *testing.T) {
+	e := newEnv(t)
+	e.init()
+	good := filepath.Join(e.dir, "good")
+	writeTree(t, good, 1)
+	e.capture("good", good)
+	bad := filepath.Join(e.dir, "bad")
+	writeTree(t, bad, 2)
+	badID := e.capture("bad", bad)["snapshot"].(string)
+	// Remove the pack that holds the bad snapshot's root tree.
+	r := e.openRepo()
+	id, _ := blob.ParseID(badID)
+	m, err := snapshot.LoadManifest(t.Context(), r, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc, ok, err := r.LookupBlob(blob.Workspace, blob.Tree, m.Root.Subtree[0])
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if err := r.Backend().Remove(t.Context(), backend.Handle{Type: backend.Pack, Name: loc.Pack.String()}); err != nil {
+		t.Fatal(err)
+	}
+	res := e.run("prune")
+	if res.code != exitCorrupt || !strings.Contains(res.stderr, badID) || !strings.Contains(res.stderr, "--forget-damaged") {
+		t.Fatalf("prune with a damaged snapshot: exit %d\n%s", res.code, res.stderr)
+	}
+	plan := jsonLines(t, e.ok("prune", "--forget-damaged", "--json").stdout)
+	if d := plan[0]["damaged"].([]any); len(d) != 1 || d[0].(map[string]any)["id"] != badID {
+		t.Fatalf("damaged %v", d)
+	}
+	if r := e.run("snapshots", "--workspace", "bad", "--json"); r.stdout != "" {
+		t.Fatalf("damaged snapshot not forgotten: %s", r.stdout)
+	}
+	e.ok("check", "--read-data") // the missing pack left the index with the snapshot
+	e.restoreAndCompare("good", good)
+}
+
+// holdLock takes a lock in this process, as another lifeboat would.
+func (e *env) holdLock(m repo.LockMode) *repo.Lock {
+	e.t.Helper()
+	r := e.openRepo()
+	l, err := r.Lock(context.Background(), m, repo.LockOptions{Wait: -1, Refresh: -1, Command: "test"})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { _ = l.Unlock(context.Background()) })
+	return l
+}
+
+func TestLockExitCodes(t *testing.T) {
+	e := newEnv(t)
+	e.init()
+	src := filepath.Join(e.dir, "src")
+	writeTree(t, src, 5)
+	e.capture("w", src)
+	x := e.holdLock(repo.LockExclusive)
+	r := e.run("--lock-wait", "0", "capture", "--workspace", "w", src)
+	if r.code != exitLocked || !strings.Contains(r.stderr, "PID "+strconv.Itoa(os.Getpid())) || !strings.Contains(r.stderr, "(test)") {
+		t.Fatalf("capture under an exclusive lock: exit %d: %s", r.code, r.stderr)
+	}
+	if r := e.run("--json", "--lock-wait", "0", "restore", "--target", filepath.Join(e.dir, "t"), "--workspace", "w", "latest"); r.code != exitLocked || !strings.Contains(r.stderr, `"code":12`) {
+		t.Fatalf("restore under an exclusive lock: exit %d: %s", r.code, r.stderr)
+	}
+	// unlock leaves a live lock; --force removes it.
+	e.ok("unlock")
+	if r := e.run("--lock-wait", "0", "capture", "--workspace", "w", src); r.code != exitLocked {
+		t.Fatalf("unlock removed a live lock: %d", r.code)
+	}
+	e.ok("unlock", "--force")
+	e.ok("--lock-wait", "0", "capture", "--workspace", "w", src)
+	if !errors.Is(x.Refresh(t.Context()), repo.ErrLockLost) {
+		t.Fatal("forced-out holder not told")
+	}
+	// Two prunes: the second is refused while the first holds its prune lock.
+	e.holdLock(repo.LockPrune)
+	if r := e.run("--lock-wait", "0", "prune"); r.code != exitLocked || !strings.Contains(r.stderr, "prune lock") {
+		t.Fatalf("second prune: exit %d: %s", r.code, r.stderr)
+	}
+	// Captures go on while a prune plans.
+	e.ok("--lock-wait", "0", "capture", "--workspace", "w", src)
+}
+
+// TestKillPrune kills a real `lifeboat prune` after its Nth save, and
+// after its Nth remove, for every N, each time from the same starting
+// repository. After every crash the repository checks clean, every kept
+// snapshot restores, and running prune again finishes the job (nothing left
+// to delete, no leftovers). The killed process's locks are stale (its PID is
+// dead) and keep no one out.
+func TestKillPrune(t *testing.T) {
+	bin := lifeboatBinary(t)
+	e := newEnv(t)
+	e.ok("init", "--kdf-memory-kib", "64", "--kdf-time", "1", "--pack-size", "1")
+	_, versions, ids := e.history("w", 4)
+	e.ok("forget", "--keep-last", "2")
+	start := filepath.Join(e.dir, "start")
+	if out, err := exec.Command("cp", "-a", e.repo, start).CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	for _, env := range []string{crashEnv, crashRemoveEnv} {
+		crashes := 0
+		for n := 1; ; n++ {
+			if err := os.RemoveAll(e.repo); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := exec.Command("cp", "-a", start, e.repo).CombinedOutput(); err != nil {
+				t.Fatalf("%v %s", err, out)
+			}
+			cmd := exec.Command(bin, "--repo", e.repo, "--cache-dir", e.cache, "--password-file", e.passwdFile, "prune", "--max-unused", "0%")
+			cmd.Env = append(os.Environ(), env+"="+strconv.Itoa(n))
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) {
+				if err != nil {
+					t.Fatalf("%s=%d: %v\n%s", env, n, err, out)
+				}
+				break // finished before the Nth operation: every point was crashed
+			}
+			if ws, ok := exit.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+				t.Fatalf("%s=%d: not killed by SIGKILL: %v\n%s", env, n, err, out)
+			}
+			crashes++
+			e.ok("check", "--read-data")
+			e.restoreID(ids[2], versions[2])
+			e.restoreID(ids[3], versions[3])
+			e.ok("prune", "--max-unused", "0%")
+			plan := jsonLines(t, e.ok("prune", "--dry-run", "--json", "--max-unused", "0%").stdout)[0]
+			if len(plan["delete"].([]any))+len(plan["repack"].([]any))+len(plan["unindexed"].([]any)) != 0 {
+				t.Fatalf("%s=%d: after the finishing run, plan not empty: %v", env, n, plan)
+			}
+			res := jsonLines(t, e.ok("check", "--read-data", "--json").stdout)[0]
+			if len(res["notices"].([]any)) != 0 {
+				t.Fatalf("%s=%d: notices left: %v", env, n, res["notices"])
+			}
+			e.restoreID(ids[3], versions[3])
+			locks := jsonLines(t, e.ok("unlock", "--list", "--json").stdout)
+			for _, l := range locks {
+				if l["stale"] == "" {
+					t.Fatalf("%s=%d: lock left by a killed prune is not stale: %v", env, n, l)
+				}
+			}
+		}
+		if crashes < 5 {
+			t.Fatalf("%s: only %d crash points", env, crashes)
+		}
+		t.Logf("%s: crashed at %d points", env, crashes)
+	}
+}
+
+// TestCapturesWhilePruning runs captures of two workspaces and two prunes
+// (each after a forget) at once, as separate processes, several rounds.
+// Prunes plan while captures run, take the exclusive lock only to delete,
+// and one prune waits for the other. Afterwards the repository checks
+// clean and the newest snapshot of each workspace restores exactly.
+func TestCapturesWhilePruning(t *testing.T) {
+	bin := lifeboatBinary(t)
+	e := newEnv(t)
+	e.ok("init", "--kdf-memory-kib", "64", "--kdf-time", "1", "--pack-size", "1")
+	const rounds = 4
+	workspaces := []string{"a", "b"}
+	versions := map[string][]string{}
+	for i, ws := range workspaces {
+		work := filepath.Join(e.dir, "work-"+ws)
+		writeTree(t, work, uint64(60+i))
+		for r := range rounds {
+			if r > 0 {
+				churn(t, work, uint64(200+10*i+r))
+			}
+			v := filepath.Join(e.dir, fmt.Sprintf("v-%s-%d", ws, r))
+			copyTree(t, work, v)
+			versions[ws] = append(versions[ws], v)
+		}
+		e.capture(ws, versions[ws][0])
+	}
+	lifeboat := func(args ...string) error {
+		full := append([]string{"--repo", e.repo, "--cache-dir", t.TempDir(), "--password-file", e.passwdFile, "--lock-wait", "2m"}, args...)
+		out, err := exec.Command(bin, full...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("lifeboat %v: %v\n%s", args, err, out)
+		}
+		return nil
+	}
+	errs := make(chan error, 16)
+	var wg sync.WaitGroup
+	for _, ws := range workspaces {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := 1; r < rounds; r++ {
+				if err := lifeboat("capture", "--workspace", ws, versions[ws][r]); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for p := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range rounds - 1 {
+				if err := lifeboat("forget", "--keep-last", "1"); err != nil {
+					errs <- err
+					return
+				}
+				if err := lifeboat("prune", "--max-unused", strconv.Itoa(p*5)+"%"); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if t.Failed() {
+		return
+	}
+	e.ok("check", "--read-data")
+	for _, ws := range workspaces {
+		target := filepath.Join(t.TempDir(), "t")
+		e.ok("restore", "--workspace", ws, "--target", target, "latest")
+		if d, err := compareContent(versions[ws][rounds-1], target); err != nil || d != "" {
+			t.Fatalf("workspace %s: latest differs: %s %v", ws, d, err)
+		}
+	}
+	e.ok("prune")
+	e.ok("check", "--read-data")
+}
+
+type countMarker struct {
+	trees, data int
+	seen        map[blob.ID]bool
+}
+
+func (m *countMarker) Seen(_ blob.Tier, id blob.ID) (bool, error) { return m.seen[id], nil }
+func (m *countMarker) Add(_ blob.Tier, typ blob.Type, id blob.ID) error {
+	if typ == blob.Tree {
+		m.trees++
+		m.seen[id] = true
+	} else {
+		m.data++
+	}
+	return nil
+}
+
+// The source prune uses walks both levels, reads each tree once, and
+// treats a snapshot forgotten since it was listed as reaching nothing.
+func TestSnapshotSourceReach(t *testing.T) {
+	e := newEnv(t)
+	e.init()
+	src := filepath.Join(e.dir, "src")
+	writeTree(t, src, 9)
+	a := e.capture("w", src)["snapshot"].(string)
+	b := e.capture("w", src, "--force")["snapshot"].(string)
+	r := e.openRepo()
+	s := snapshotSource{r}
+	ids, err := s.Snapshots(t.Context())
+	if err != nil || len(ids) != 2 {
+		t.Fatal(ids, err)
+	}
+	m := &countMarker{seen: map[blob.ID]bool{}}
+	for _, ref := range []string{a, b} {
+		id, _ := blob.ParseID(ref)
+		if err := s.Reach(t.Context(), id, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// writeTree makes 5 directories (root, d0-d3) and 21 files with one
+	// chunk each but big.bin (3 MiB: several chunks); b shares every tree.
+	if m.trees != 5 || m.data < 22 {
+		t.Fatalf("marked %d trees, %d chunks", m.trees, m.data)
+	}
+	if err := s.Reach(t.Context(), blob.ID{1, 2, 3}, m); err != nil {
+		t.Fatalf("a forgotten snapshot: %v", err)
+	}
+}

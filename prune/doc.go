@@ -1,0 +1,17 @@
+// Package prune decides which snapshots to keep (retention policies) and
+// removes what no kept snapshot needs (garbage collection).
+//
+// Invariants:
+//   - The newest complete snapshot of every workspace, its last good root,
+//     is kept whatever a policy says; a partial snapshot never counts as one.
+//   - Prune writes new packs and index objects before it deletes anything,
+//     deletes old index objects before the packs they list, and deletes only
+//     under an exclusive repository lock after checking for snapshots that
+//     appeared while it planned. A prune killed at any point leaves a
+//     repository that checks clean; running it again finishes the job.
+//   - Memory stays bounded as the repository grows: the set of live blobs
+//     is a sorted run of files on disk, merged against the bbolt index.
+//
+// prune may not import snapshot/ (same layer): the caller passes a Source
+// that lists snapshots and streams the blobs each one reaches.
+package prune

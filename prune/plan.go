@@ -1,0 +1,362 @@
+package prune
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"lifeboat/backend"
+	"lifeboat/blob"
+	"lifeboat/index"
+	"lifeboat/repo"
+)
+
+// ErrDamaged marks a snapshot whose manifest or trees are missing or
+// damaged. Prune refuses to delete anything while one exists, unless told
+// to forget it (Options.ForgetDamaged).
+var ErrDamaged = errors.New("damaged snapshot")
+
+// Marker is what Source.Reach reports to.
+type Marker interface {
+	// Seen reports whether a tree was walked (and marked) already.
+	Seen(t blob.Tier, id blob.ID) (bool, error)
+	// Add marks a blob live; Reach adds a tree once it has read it.
+	Add(t blob.Tier, typ blob.Type, id blob.ID) error
+}
+
+// Source tells prune which snapshots exist and what each reaches.
+// cmd/lifeboat builds it from snapshot/ (which prune may not import).
+type Source interface {
+	// Snapshots lists the ids of every stored snapshot.
+	Snapshots(ctx context.Context) ([]blob.ID, error)
+	// Reach reports every blob snapshot id reaches to m (see
+	// snapshot.Reach). A snapshot that is damaged fails with an error
+	// wrapping ErrDamaged, after marking all it could still read. A
+	// snapshot removed since Snapshots listed it reaches nothing (nil).
+	Reach(ctx context.Context, id blob.ID, m Marker) error
+}
+
+// Options tune planning.
+type Options struct {
+	// MaxUnused is the fraction (0..1) of the repository that may stay
+	// unused after prune; packs with the most unused space are repacked
+	// until the rest is within it. Default 0.05; 1 repacks nothing.
+	MaxUnused float64
+	// ForgetDamaged forgets damaged snapshots instead of refusing.
+	ForgetDamaged bool
+	// TempDir holds the live set and tree set; default os.TempDir().
+	TempDir string
+	// RunKeys is how many live-set keys are sorted in memory at a time (tests).
+	RunKeys int
+	// Tiers are the tiers whose blobs the Source reports; packs of other
+	// tiers are never deleted or repacked. Default: the workspace tier
+	// only. The CLI passes the tiers the key unlocks: snapshot.Reach marks
+	// sensitive blobs only with a key that has that tier, so a
+	// workspace-only key's prune leaves every sensitive pack alone.
+	Tiers []blob.Tier
+}
+
+// PackInfo is one pack the plan acts on.
+type PackInfo struct {
+	ID        blob.ID   `json:"id"`
+	Tier      blob.Tier `json:"-"`
+	Size      uint64    `json:"size"`
+	Blobs     int       `json:"blobs"`
+	LiveBlobs int       `json:"live_blobs"`
+	LiveBytes uint64    `json:"live_bytes"` // sealed bytes of the live blobs
+	DeadBytes uint64    `json:"dead_bytes"` // sealed bytes of the blobs nothing uses
+}
+
+// DamagedSnapshot names a snapshot prune could not walk.
+type DamagedSnapshot struct {
+	ID    blob.ID `json:"id"`
+	Error string  `json:"error"`
+}
+
+// Plan is what a prune will do. PlanPrune makes it without changing
+// anything; Execute carries out exactly this plan (checking, under the
+// exclusive lock, for snapshots that appeared since).
+type Plan struct {
+	Snapshots      int               `json:"snapshots"` // snapshots marked
+	Damaged        []DamagedSnapshot `json:"damaged"`   // forgotten when ForgetDamaged, else the plan refuses
+	Packs          int               `json:"packs"`     // indexed packs
+	Blobs          int               `json:"blobs"`     // indexed blobs
+	LiveBlobs      int               `json:"live_blobs"`
+	TotalBytes     uint64            `json:"total_bytes"`  // sizes of indexed packs
+	UnusedBytes    uint64            `json:"unused_bytes"` // of that, not used by a kept snapshot (whole dead packs, dead blobs in others)
+	Delete         []PackInfo        `json:"delete"`       // packs with nothing live
+	Repack         []PackInfo        `json:"repack"`       // live blobs copied to new packs, then deleted
+	Unindexed      []PackInfo        `json:"unindexed"`    // stored packs no index lists (left by interrupted saves): deleted
+	IndexObjects   int               `json:"index_objects"`
+	BytesFreed     uint64            `json:"bytes_freed"`     // pack bytes deleted minus bytes rewritten
+	BytesRewritten uint64            `json:"bytes_rewritten"` // live bytes copied into new packs
+	UnusedAfter    uint64            `json:"unused_after"`    // dead blob bytes left in kept packs
+
+	oldObjects map[blob.ID]blob.Tier // applied index objects the plan saw
+	marked     map[blob.ID]bool      // snapshots the live set covers
+	dir        string                // temp dir of live and tree sets
+	live       *liveSet
+	trees      *treeSet
+	condemned  map[blob.ID]bool // packs to delete or repack
+	repack     map[blob.ID]*PackInfo
+	runKeys    int
+}
+
+// Nothing reports whether the plan deletes and rewrites nothing.
+func (p *Plan) Nothing() bool {
+	return len(p.Delete) == 0 && len(p.Repack) == 0 && len(p.Unindexed) == 0 && len(p.Damaged) == 0
+}
+
+// Close removes the plan's temporary files.
+func (p *Plan) Close() {
+	if p.trees != nil {
+		_ = p.trees.Close()
+	}
+	if p.live != nil {
+		p.live.Remove()
+	}
+	if p.dir != "" {
+		_ = os.RemoveAll(p.dir)
+	}
+}
+
+// PlanPrune marks every blob reachable from the repository's snapshots
+// and decides which packs to delete and which to repack. It changes
+// nothing. With a damaged snapshot and no ForgetDamaged it returns the
+// plan and an error wrapping ErrDamaged naming them. The caller must
+// Close the plan.
+func PlanPrune(ctx context.Context, r *repo.Repository, src Source, o Options) (*Plan, error) {
+	if o.MaxUnused == 0 {
+		o.MaxUnused = 0.05
+	}
+	if o.MaxUnused < 0 || o.MaxUnused > 1 {
+		return nil, fmt.Errorf("max unused %v is not between 0 and 1", o.MaxUnused)
+	}
+	for _, t := range blob.Tiers {
+		if _, err := r.TierKeys(t); err != nil {
+			return nil, fmt.Errorf("prune needs a key that unlocks every tier (it must read every pack to know what is live): %w", err)
+		}
+	}
+	if _, err := r.SyncIndex(ctx); err != nil {
+		return nil, err
+	}
+	if d := r.DamagedIndex(); len(d) > 0 {
+		return nil, fmt.Errorf("%w: index object %s (and %d more) is damaged; run `lifeboat repair index` before prune", repo.ErrCorrupt, d[0], len(d)-1)
+	}
+	dir, err := os.MkdirTemp(o.TempDir, "lifeboat-prune-")
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{Damaged: []DamagedSnapshot{}, Delete: []PackInfo{}, Repack: []PackInfo{}, Unindexed: []PackInfo{},
+		oldObjects: map[blob.ID]blob.Tier{}, marked: map[blob.ID]bool{}, dir: dir,
+		condemned: map[blob.ID]bool{}, repack: map[blob.ID]*PackInfo{}, runKeys: cmp.Or(o.RunKeys, defaultRunKeys)}
+	p.live = newLiveSet(dir, p.runKeys)
+	if p.trees, err = newTreeSet(dir); err != nil {
+		p.Close()
+		return nil, err
+	}
+	// The objects the index holds now are the ones a rewrite replaces.
+	err = r.Index().ForEachObject(func(id blob.ID, t blob.Tier, s index.ObjectState) error {
+		if s != index.ObjectApplied {
+			return fmt.Errorf("index object %s is not fully in the local index (state %d); run prune again", id.Short(), s)
+		}
+		p.oldObjects[id] = t
+		return nil
+	})
+	if err == nil {
+		err = p.mark(ctx, src, o.ForgetDamaged)
+	}
+	if err == nil {
+		tiers := o.Tiers
+		if len(tiers) == 0 {
+			tiers = []blob.Tier{blob.Workspace}
+		}
+		err = p.plan(ctx, r, o.MaxUnused, tiers)
+	}
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	p.IndexObjects = len(p.oldObjects)
+	if len(p.Damaged) > 0 && !o.ForgetDamaged {
+		names := make([]string, len(p.Damaged))
+		for i, d := range p.Damaged {
+			names[i] = d.ID.String() + " (" + d.Error + ")"
+		}
+		return p, fmt.Errorf("%w: refusing to delete anything while a snapshot is damaged: %s; run `lifeboat check`, or `lifeboat prune --forget-damaged` to forget these snapshots",
+			ErrDamaged, strings.Join(names, "; "))
+	}
+	return p, nil
+}
+
+// mark walks every snapshot not yet marked into the live set.
+func (p *Plan) mark(ctx context.Context, src Source, forgetDamaged bool) error {
+	ids, err := src.Snapshots(ctx)
+	if err != nil {
+		return fmt.Errorf("listing snapshots: %w", err)
+	}
+	m := &marker{live: p.live, trees: p.trees}
+	for _, id := range ids {
+		if p.marked[id] {
+			continue
+		}
+		err := src.Reach(ctx, id, m)
+		switch {
+		case errors.Is(err, ErrDamaged):
+			p.Damaged = append(p.Damaged, DamagedSnapshot{ID: id, Error: err.Error()})
+		case err != nil:
+			return err
+		default:
+			p.Snapshots++
+		}
+		p.marked[id] = true
+	}
+	return nil
+}
+
+// packStat accumulates one pack's blobs during the merge.
+type packStat struct {
+	tier      blob.Tier
+	size      uint64
+	blobs     int
+	liveBlobs int
+	liveBytes uint64
+	deadBytes uint64
+	// entries and entryBytes are what the index objects list for the
+	// pack; entries the blobs bucket maps elsewhere are duplicates.
+	entries    int
+	entryBytes uint64
+}
+
+// plan merges the sorted live set with the index (both in tier, type, id
+// order) and sorts the packs into keep, delete and repack.
+func (p *Plan) plan(ctx context.Context, r *repo.Repository, maxUnused float64, tiers []blob.Tier) error {
+	stats := map[blob.ID]*packStat{}
+	err := r.Index().ForEachPackStats(func(ps index.PackStats) error {
+		stats[ps.ID] = &packStat{tier: ps.Tier, size: uint64(ps.Size), entries: int(ps.Entries), entryBytes: ps.EntryBytes}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	err = p.mergeIndex(r, func(loc index.Location, k key, live bool) error {
+		st := stats[loc.Pack]
+		if st == nil {
+			return fmt.Errorf("%w: local index lists blob %s in pack %s it does not know", index.ErrCorrupt, loc.ID.Short(), loc.Pack.Short())
+		}
+		st.blobs++
+		p.Blobs++
+		if live {
+			st.liveBlobs++
+			st.liveBytes += uint64(loc.Length)
+			p.LiveBlobs++
+		} else {
+			st.deadBytes += uint64(loc.Length)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var partial []PackInfo
+	var liveTotal uint64
+	for id, st := range stats {
+		if !slices.Contains(tiers, st.tier) {
+			p.Packs++
+			p.TotalBytes += st.size
+			continue // the Source does not mark this tier: keep it all
+		}
+		if st.entries > st.blobs && st.entryBytes > st.liveBytes+st.deadBytes {
+			// Duplicates: copies of blobs the index uses from another pack.
+			st.deadBytes += st.entryBytes - st.liveBytes - st.deadBytes
+		}
+		pi := PackInfo{ID: id, Tier: st.tier, Size: st.size, Blobs: st.blobs, LiveBlobs: st.liveBlobs, LiveBytes: st.liveBytes, DeadBytes: st.deadBytes}
+		p.Packs++
+		p.TotalBytes += st.size
+		liveTotal += st.liveBytes
+		switch {
+		case st.liveBlobs == 0:
+			p.Delete = append(p.Delete, pi)
+			p.UnusedBytes += st.size
+		case st.deadBytes > 0:
+			partial = append(partial, pi)
+			p.UnusedBytes += st.deadBytes
+		}
+	}
+	// Repack the emptiest packs first until what stays unused is within
+	// maxUnused of what stays stored.
+	slices.SortFunc(partial, func(a, b PackInfo) int {
+		fa, fb := float64(a.LiveBytes)/float64(a.LiveBytes+a.DeadBytes), float64(b.LiveBytes)/float64(b.LiveBytes+b.DeadBytes)
+		return cmp.Or(cmp.Compare(fa, fb), bytes.Compare(a.ID[:], b.ID[:]))
+	})
+	var unused uint64
+	for _, pi := range partial {
+		unused += pi.DeadBytes
+	}
+	for _, pi := range partial {
+		if float64(unused) <= maxUnused*float64(liveTotal+unused) {
+			break
+		}
+		p.Repack = append(p.Repack, pi)
+		unused -= pi.DeadBytes
+	}
+	p.UnusedAfter = unused
+	byID := func(a, b PackInfo) int { return bytes.Compare(a.ID[:], b.ID[:]) }
+	slices.SortFunc(p.Delete, byID)
+	slices.SortFunc(p.Repack, byID)
+	for i := range p.Delete {
+		p.condemned[p.Delete[i].ID] = true
+		p.BytesFreed += p.Delete[i].Size
+	}
+	for i := range p.Repack {
+		p.condemned[p.Repack[i].ID] = true
+		p.repack[p.Repack[i].ID] = &p.Repack[i]
+		p.BytesFreed += p.Repack[i].Size - p.Repack[i].LiveBytes
+		p.BytesRewritten += p.Repack[i].LiveBytes
+	}
+	// Stored packs no index lists. Execute deletes them only after it has
+	// the exclusive lock and has synced the index again.
+	return r.Backend().List(ctx, backend.Pack, func(fi backend.FileInfo) error {
+		id, err := blob.ParseID(fi.Name)
+		if err != nil || stats[id] != nil {
+			return nil
+		}
+		p.Unindexed = append(p.Unindexed, PackInfo{ID: id, Size: uint64(fi.Size)})
+		p.BytesFreed += uint64(fi.Size)
+		return nil
+	})
+}
+
+// mergeIndex calls fn with every blob of the local index, in key order,
+// and whether the live set holds it.
+func (p *Plan) mergeIndex(r *repo.Repository, fn func(loc index.Location, k key, live bool) error) error {
+	it, err := p.live.Iter()
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	next, more, err := it.Next()
+	if err != nil {
+		return err
+	}
+	for _, t := range blob.Tiers {
+		err := r.Index().ForEachBlob(t, func(loc index.Location) error {
+			k := makeKey(t, loc.Type, loc.ID)
+			for more && bytes.Compare(next[:], k[:]) < 0 {
+				if next, more, err = it.Next(); err != nil {
+					return err
+				}
+			}
+			return fn(loc, k, more && next == k)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

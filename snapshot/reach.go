@@ -1,0 +1,149 @@
+package snapshot
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"lifeboat/backend"
+	"lifeboat/blob"
+	"lifeboat/repo"
+)
+
+// ErrDamaged marks a snapshot that cannot be walked: its manifest or a
+// tree it needs is missing or does not verify.
+var ErrDamaged = errors.New("snapshot is damaged")
+
+// Marker receives what a snapshot reaches (prune's mark phase).
+type Marker interface {
+	// Seen is asked before a tree blob is read; true means it was walked
+	// already, from this or another snapshot, and is skipped.
+	Seen(t blob.Tier, id blob.ID) (bool, error)
+	// Add marks one blob live. A tree is added once it was read and
+	// decoded (so a missing tree is never marked, and every snapshot that
+	// needs it is reported damaged); its entries follow.
+	Add(t blob.Tier, typ blob.Type, id blob.ID) error
+}
+
+// Reach loads snapshot id and reports to m every blob it reaches: its tree
+// blobs and their file chunks, both levels, each tree read at most once
+// across calls that share m. It holds one decoded tree blob per directory
+// level. A snapshot that is gone (forgotten since the caller listed it)
+// reaches nothing and is not an error. A manifest or tree that is missing or damaged fails with an error
+// wrapping ErrDamaged that names the snapshot.
+func Reach(ctx context.Context, r *repo.Repository, id blob.ID, m Marker) error {
+	man, err := LoadManifest(ctx, r, id)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if errors.Is(err, backend.ErrNotFound) {
+			return nil // forgotten since it was listed: it needs nothing
+		}
+		return fmt.Errorf("%w: %w", ErrDamaged, err)
+	}
+	err = reachDir(ctx, r, blob.Workspace, man.Root.Subtree, m)
+	if err == nil {
+		err = reachSensitive(ctx, r, man, m)
+	}
+	if err != nil {
+		if ctx.Err() != nil || !damage(err) {
+			return fmt.Errorf("snapshot %s: %w", id.Short(), err)
+		}
+		return fmt.Errorf("%w: snapshot %s: %w", ErrDamaged, id.Short(), err)
+	}
+	return nil
+}
+
+// reachSensitive marks a snapshot's sensitive part and its profile trees,
+// when the key in use has the sensitive tier. Without it nothing is
+// marked: the caller must then leave sensitive packs alone (prune only
+// touches the tiers it was told every snapshot reports).
+func reachSensitive(ctx context.Context, r *repo.Repository, man *Manifest, m Marker) error {
+	if man.Sensitive == nil || !slices.Contains(r.Tiers(), blob.Sensitive) {
+		return nil
+	}
+	part, err := LoadSensitivePart(ctx, r, man)
+	if err != nil {
+		if ctx.Err() == nil && !damage(err) {
+			err = treeError{err} // does not decode: damage, like a bad tree
+		}
+		return err
+	}
+	if err := m.Add(blob.Sensitive, blob.Tree, *man.Sensitive); err != nil {
+		return err
+	}
+	var damaged error
+	for _, tr := range part.Trees {
+		err := reachDir(ctx, r, blob.Sensitive, tr.Root.Subtree, m)
+		if err != nil && (ctx.Err() != nil || !damage(err)) {
+			return err
+		}
+		damaged = cmp.Or(damaged, err)
+	}
+	return damaged
+}
+
+// damage reports errors that mean a tree is missing or bad, as opposed to
+// the storage failing.
+func damage(err error) bool {
+	var te treeError
+	return errors.As(err, &te) || errors.Is(err, repo.ErrBlobNotFound) || errors.Is(err, repo.ErrPackMissing) || errors.Is(err, repo.ErrCorrupt)
+}
+
+type treeError struct{ err error }
+
+func (e treeError) Error() string { return e.err.Error() }
+func (e treeError) Unwrap() error { return e.err }
+
+// reachDir walks on past damage, so everything still readable is marked
+// even when the snapshot is damaged, and returns the first damage found.
+func reachDir(ctx context.Context, r *repo.Repository, tier blob.Tier, subtree []blob.ID, m Marker) error {
+	var buf []byte
+	var damaged error
+	for _, tid := range subtree {
+		seen, err := m.Seen(tier, tid)
+		if err != nil {
+			return err
+		}
+		if seen {
+			continue
+		}
+		b, err := r.LoadBlob(ctx, tier, blob.Tree, tid, buf)
+		if err != nil {
+			err = fmt.Errorf("tree %s: %w", tid.Short(), err)
+			if ctx.Err() != nil || !damage(err) {
+				return err
+			}
+			damaged = cmp.Or(damaged, err)
+			continue
+		}
+		t, err := DecodeTree(b)
+		if err != nil {
+			damaged = cmp.Or[error](damaged, treeError{fmt.Errorf("tree %s: %w", tid.Short(), err)})
+			continue
+		}
+		buf = b[:0]
+		if err := m.Add(tier, blob.Tree, tid); err != nil {
+			return err
+		}
+		for i := range t.Nodes {
+			n := &t.Nodes[i]
+			for _, c := range n.Content {
+				if err := m.Add(tier, blob.Data, c); err != nil {
+					return err
+				}
+			}
+			if n.Type == TypeDir {
+				err := reachDir(ctx, r, tier, n.Subtree, m)
+				if err != nil && (ctx.Err() != nil || !damage(err)) {
+					return err
+				}
+				damaged = cmp.Or(damaged, err)
+			}
+		}
+	}
+	return damaged
+}

@@ -1,0 +1,120 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"lifeboat/blob"
+)
+
+// TestRegressionGraftSubtreeBomb: a sensitive tree that lists one subtree
+// twice per level expands to 2^depth entries. Like the snapshot's own
+// tree, a graft is held to the totals its sensitive part declares.
+func TestRegressionGraftSubtreeBomb(t *testing.T) {
+	ctx := context.Background()
+	r := capTestOpenRepo(t)
+	src := sensTestTree(t)
+	o := capTestOptions(nil)
+	o.Sensitive = []SensitiveSpec{sensTestSpec()}
+	m := capTestCapture(t, r, src, o)
+
+	ids, err := SaveDir(ctx, r, blob.Sensitive, []Node{{Name: []byte("f"), Type: TypeFile, Mode: 0o644}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 12 {
+		if ids, err = SaveDir(ctx, r, blob.Sensitive, []Node{{Name: []byte("a"), Type: TypeDir, Mode: 0o755, Subtree: ids},
+			{Name: []byte("b"), Type: TypeDir, Mode: 0o755, Subtree: ids}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	part := SensitivePart{Version: SensitivePartVersion, Salt: make([]byte, 16), Trees: []SensitiveTree{{
+		Path: "home/.cfg/prof", Kind: "test", Root: Node{Type: TypeDir, Mode: 0o700, Subtree: ids},
+		Totals: Totals{Files: 5, Dirs: 5}, Complete: true}}}
+	dst := filepath.Join(t.TempDir(), "out")
+	_, err = Restore(ctx, r, m, RestoreOptions{Target: dst, Grafts: part.Grafts()})
+	if !errors.Is(err, ErrUnsafeEntry) {
+		t.Fatalf("a sensitive tree listing 2^12 entries under totals of 10 was restored: %v", err)
+	}
+}
+
+// TestRegressionGraftReadOnlyParentNonRoot runs
+// TestRegressionGraftReadOnlyParent as user nobody (when the tests run as
+// root, which writes into read-only directories anyway).
+func TestRegressionGraftReadOnlyParentNonRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("already unprivileged: TestRegressionGraftReadOnlyParent runs directly")
+	}
+	dir, err := os.MkdirTemp("", "lifeboat-nonroot-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "snapshot.test")
+	if err := rsCopyFile(os.Args[0], bin); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run", "^TestRegressionGraftReadOnlyParent$", "-test.v")
+	cmd.Env = append(os.Environ(), rsUnprivilegedEnv+"="+dir, "TMPDIR="+dir, "HOME="+dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	t.Logf("as uid 65534:\n%s", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRegressionGraftReadOnlyParent: a profile whose parent directory is
+// read-only (0555) is restored as a non-root user: the graft is created
+// after the workspace tree's directories got their modes, so it must not
+// need write permission the parent no longer grants; the parent keeps
+// its mode.
+func TestRegressionGraftReadOnlyParent(t *testing.T) {
+	if os.Getenv(rsUnprivilegedEnv) == "" && os.Geteuid() == 0 {
+		t.Skip("run through TestRegressionGraftReadOnlyParentNonRoot")
+	}
+	ctx := context.Background()
+	base := t.TempDir()
+	t.Cleanup(func() { // read-only directories would stop t.TempDir's removal
+		_ = filepath.WalkDir(base, func(p string, d os.DirEntry, err error) error {
+			if d != nil && d.IsDir() {
+				_ = os.Chmod(p, 0o700)
+			}
+			return nil
+		})
+	})
+	r := newRestoreRepo(t)
+	src := filepath.Join(base, "ws")
+	capTestWrite(t, src, map[string]string{"readme.txt": "workspace", "home/.cfg/prof/Cookies": "secret-cookie-value"})
+	if err := os.Chmod(filepath.Join(src, "home", ".cfg"), 0o555); err != nil {
+		t.Fatal(err)
+	}
+	o := capTestOptions(nil)
+	o.Sensitive = []SensitiveSpec{{Path: "home/.cfg/prof", Kind: "test"}}
+	m := capTestCapture(t, r.Repository, src, o)
+	part, err := LoadSensitivePart(ctx, r.Repository, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(base, "out")
+	if _, err := Restore(ctx, r.Repository, m, RestoreOptions{Target: dst, Grafts: part.Grafts()}); err != nil {
+		t.Fatalf("restore of a profile below a read-only directory: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dst, "home", ".cfg", "prof", "Cookies")); err != nil || string(b) != "secret-cookie-value" {
+		t.Fatalf("restored profile file: %q %v", b, err)
+	}
+	if fi, err := os.Stat(filepath.Join(dst, "home", ".cfg")); err != nil || fi.Mode().Perm() != 0o555 {
+		t.Fatalf("the profile's parent: %v %v, want mode 0555", fi.Mode(), err)
+	}
+}
