@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"lifeboat/backend/local"
+	"lifeboat/blob"
 	"lifeboat/crypt"
 	"lifeboat/providers"
 	"lifeboat/repo"
@@ -436,4 +437,15 @@ func (e *env) want(r Receipt, o Outcome) {
 	if r.Outcome != o {
 		e.t.Fatalf("receipt outcome %q, want %q (error: %v)", r.Outcome, o, r.Err)
 	}
+}
+
+var errFake = errors.New("scripted failure")
+
+func mustID(t *testing.T, s string) blob.ID {
+	t.Helper()
+	id, err := blob.ParseID(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }

@@ -1,0 +1,53 @@
+package recovery
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"lifeboat/prune"
+)
+
+func TestRetentionRunsAfterSuccessfulCaptures(t *testing.T) {
+	var e *env
+	e = newEnv(t, false, true, func(c *Config) {
+		c.Retention = retentionFunc(func(ctx context.Context, ws string) error {
+			return RepoRetention{Repo: e.r, Now: e.clock.Now}.Apply(ctx, ws)
+		})
+	})
+	ctx := context.Background()
+	// No stored policy: nothing is removed.
+	for i := range 3 {
+		writeFiles(t, e.prov.dir("i1"), map[string]string{"a.txt": string(rune('a' + i))})
+		e.want(e.l.Capture(ctx, "ws1", ReasonManual), Captured)
+		e.clock.Advance(time.Minute)
+	}
+	if n := countSnapshots(t, e.r, "ws1"); n != 3 {
+		t.Fatalf("%d snapshots without a policy, want 3", n)
+	}
+	if _, err := prune.SetPolicy(ctx, e.r, "ws1", prune.Policy{Last: 2}, e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	// A failed capture does not run retention.
+	e.cap.fail[4] = errFake
+	e.want(e.l.Capture(ctx, "ws1", ReasonManual), Failed)
+	if n := countSnapshots(t, e.r, "ws1"); n != 3 {
+		t.Fatalf("%d snapshots after a failed capture, want 3", n)
+	}
+	writeFiles(t, e.prov.dir("i1"), map[string]string{"a.txt": "zulu"})
+	r := e.l.Capture(ctx, "ws1", ReasonManual)
+	e.want(r, Captured)
+	if r.RetentionError != "" {
+		t.Fatal(r.RetentionError)
+	}
+	if n := countSnapshots(t, e.r, "ws1"); n != 2 {
+		t.Fatalf("%d snapshots after retention keep-last 2, want 2", n)
+	}
+	if err := Verify(ctx, e.r, mustID(t, r.Snapshot)); err != nil {
+		t.Fatalf("the last good checkpoint after retention: %v", err)
+	}
+}
+
+type retentionFunc func(ctx context.Context, ws string) error
+
+func (f retentionFunc) Apply(ctx context.Context, ws string) error { return f(ctx, ws) }
