@@ -101,7 +101,7 @@ func (l *Lifecycle) captureQuiesced(ctx context.Context, w Workspace, p provider
 		l.failed(w.ID, rec, outcomeOf(err), err)
 		return false
 	}
-	rec.Snapshot, rec.Files, rec.Bytes, rec.NewBytes = res.Snapshot, res.Files, res.Bytes, res.NewBytes
+	rec.Snapshot, rec.Files, rec.Bytes, rec.NewBytes, rec.Problems = res.Snapshot, res.Files, res.Bytes, res.NewBytes, res.Problems
 	if !res.Complete {
 		l.failed(w.ID, rec, Partial, fmt.Errorf("snapshot %s is partial: %d paths could not be read; the last good checkpoint stays", res.Snapshot, res.Problems))
 		return false

@@ -45,6 +45,7 @@ type Receipt struct {
 	Files     uint64    `json:"files,omitempty"`
 	Bytes     uint64    `json:"bytes,omitempty"`
 	NewBytes  uint64    `json:"new_bytes,omitempty"`
+	Problems  int       `json:"problems,omitempty"` // paths a partial snapshot could not read
 	// Native is the native checkpoint taken after this capture, if any;
 	// NativeError says why one was not, when it was due.
 	Native      providers.CheckpointID `json:"native,omitempty"`

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"lifeboat/profile"
+	"lifeboat/recovery"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
 )
@@ -40,15 +41,22 @@ type summaryMessage struct {
 func newCaptureCommand(g *globalOptions) *cobra.Command {
 	var o captureOptions
 	cmd := &cobra.Command{
-		Use:   "capture --workspace ID PATH",
+		Use:   "capture --workspace ID [PATH]",
 		Short: "Capture a directory tree into a snapshot",
 		Long: "Capture PATH into a new snapshot of workspace ID. Unchanged files (same device, inode, size, mtime and ctime as at the " +
 			"last capture) are not read again. Files that cannot be read are recorded and the capture goes on; the snapshot is then " +
-			"partial and the exit code is 3. The snapshot is written only after everything it references is stored.",
-		Args: cobra.ExactArgs(1),
+			"partial and the exit code is 3. The snapshot is written only after everything it references is stored. " +
+			"Without PATH, the registered workspace ID (see `lifeboat workspace`, needs --state-dir) is captured through the lifecycle: " +
+			"quiesced, verified, promoted to its last good checkpoint, failures recorded.",
+		Args: cobra.RangeArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.workspace == "" {
 				return usageError{"--workspace is required: name the workspace this snapshot belongs to"}
+			}
+			if len(args) == 0 {
+				return g.withLifecycle(cmd.Context(), "capture", func(l *recovery.Lifecycle) error {
+					return g.emitReceipt(l.Capture(cmd.Context(), o.workspace, recovery.ReasonManual))
+				})
 			}
 			if o.host == "" {
 				o.host, _ = os.Hostname()

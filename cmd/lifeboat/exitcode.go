@@ -10,6 +10,7 @@ import (
 	"lifeboat/crypt"
 	"lifeboat/profile"
 	"lifeboat/prune"
+	"lifeboat/recovery"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
 )
@@ -30,6 +31,7 @@ const (
 	exitNoSpace     = 17  // the storage is full; nothing half-written is visible
 	exitBrowserRun  = 18  // a browser is using a profile to capture; retry when it stopped
 	exitProfileBad  = 19  // a restore finished, but profile validation flagged files
+	exitQuiesce     = 20  // the workspace could not be quiesced in time; retryable
 	exitInterrupted = 130 // interrupted by a signal
 	_               = exitPartial
 )
@@ -63,21 +65,25 @@ func exitCode(err error) int {
 		return exitPartial
 	case errors.As(err, &fe):
 		return exitProfileBad
-	case errors.As(err, &ue), isCobraUsage(err), errors.Is(err, profile.ErrNotProfile), errors.Is(err, snapshot.ErrSensitivePath):
+	case errors.As(err, &ue), isCobraUsage(err), errors.Is(err, profile.ErrNotProfile), errors.Is(err, snapshot.ErrSensitivePath),
+		errors.Is(err, recovery.ErrUnknownWorkspace), errors.Is(err, recovery.ErrBadWorkspaceID):
 		return exitUsage
 	case errors.Is(err, context.Canceled):
 		return exitInterrupted
+	case errors.Is(err, recovery.ErrQuiesceTimeout):
+		return exitQuiesce
 	case errors.Is(err, profile.ErrBrowserRunning):
 		return exitBrowserRun
-	case errors.Is(err, repo.ErrLocked), errors.Is(err, repo.ErrLockLost):
+	case errors.Is(err, repo.ErrLocked), errors.Is(err, repo.ErrLockLost), errors.Is(err, recovery.ErrStoreBusy):
 		return exitLocked
 	case errors.Is(err, repo.ErrNoRepository):
 		return exitNoRepo
 	case errors.Is(err, crypt.ErrWrongPassword), errors.Is(err, repo.ErrNoUsableKey):
 		return exitWrongPass
-	case errors.Is(err, repo.ErrNewerFormat):
+	case errors.Is(err, repo.ErrNewerFormat), errors.Is(err, recovery.ErrStoreNewer):
 		return exitNewerFormat
-	case errors.Is(err, repo.ErrLastKey), errors.Is(err, repo.ErrKeyInUse), errors.Is(err, repo.ErrRepoExists):
+	case errors.Is(err, repo.ErrLastKey), errors.Is(err, repo.ErrKeyInUse), errors.Is(err, repo.ErrRepoExists),
+		errors.Is(err, recovery.ErrWorkspaceExists), errors.Is(err, recovery.ErrNoNativeCheckpoint):
 		return exitRefused
 	case errors.Is(err, crypt.ErrTierLocked), errors.Is(err, snapshot.ErrSensitiveLocked), errors.Is(err, snapshot.ErrExportSensitive):
 		return exitTierLocked

@@ -18,6 +18,8 @@ type globalOptions struct {
 	passwordFile string
 	cacheDir     string
 	keyHint      string
+	stateDir     string
+	localRoot    string
 	json         bool
 	lockWait     time.Duration
 	prof         profiler
@@ -47,13 +49,15 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 	f.StringVar(&g.passwordFile, "password-file", os.Getenv("LIFEBOAT_PASSWORD_FILE"), "read the password from this file (env LIFEBOAT_PASSWORD_FILE; or set LIFEBOAT_PASSWORD)")
 	f.StringVar(&g.cacheDir, "cache-dir", os.Getenv("LIFEBOAT_CACHE_DIR"), "local cache directory (env LIFEBOAT_CACHE_DIR; default: the user cache dir)")
 	f.StringVar(&g.keyHint, "key-hint", os.Getenv("LIFEBOAT_KEY_HINT"), "try only key files whose id starts with this")
+	f.StringVar(&g.stateDir, "state-dir", os.Getenv("LIFEBOAT_STATE_DIR"), "lifecycle state directory: workspaces, last good checkpoints, recovery records (env LIFEBOAT_STATE_DIR); needed by workspace, park and capture --workspace without PATH")
+	f.StringVar(&g.localRoot, "local-root", os.Getenv("LIFEBOAT_LOCAL_ROOT"), "directory whose subdirectories are the local provider's workspace instances (env LIFEBOAT_LOCAL_ROOT)")
 	f.BoolVar(&g.json, "json", false, "print JSON lines, each with a message_type")
 	f.DurationVar(&g.lockWait, "lock-wait", envDuration("LIFEBOAT_LOCK_WAIT", lockWaitDefault), "wait this long for another process's repository lock, then fail with exit code 12 (env LIFEBOAT_LOCK_WAIT; 0: do not wait)")
 	f.StringVar(&g.prof.cpuPath, "cpuprofile", "", "write a CPU profile to this file")
 	f.StringVar(&g.prof.memPath, "memprofile", "", "write an allocation profile to this file")
 	root.AddCommand(newInitCommand(g), newExportCommand(g), newKeyCommand(g), newRepairCommand(g), newCatCommand(g), newCheckCommand(g),
 		newSnapshotsCommand(g), newLsCommand(g), newDiffCommand(g),
-		newCaptureCommand(g), newRestoreCommand(g), newDemoCommand(g),
+		newCaptureCommand(g), newWorkspaceCommand(g), newParkCommand(g), newRestoreCommand(g), newDemoCommand(g),
 		newForgetCommand(g), newPolicyCommand(g), newPruneCommand(g), newUnlockCommand(g))
 	return root
 }

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"lifeboat/providers"
+	"lifeboat/providers/local"
+	"lifeboat/recovery"
+	"lifeboat/repo"
+)
+
+// openState opens the lifecycle state store named by --state-dir.
+func (g *globalOptions) openState() (*recovery.Store, error) {
+	if g.stateDir == "" {
+		return nil, usageError{"no state store: pass --state-dir or set LIFEBOAT_STATE_DIR (workspaces and their checkpoints are recorded there)"}
+	}
+	return recovery.OpenStore(g.stateDir)
+}
+
+// providers returns the providers this invocation can reach.
+func (g *globalOptions) providers() []providers.Provider {
+	var out []providers.Provider
+	if g.localRoot != "" {
+		out = append(out, local.New(g.localRoot))
+	}
+	return out
+}
+
+// provider returns the configured provider called name.
+func (g *globalOptions) provider(name string) (providers.Provider, error) {
+	for _, p := range g.providers() {
+		if p.Name() == name {
+			return p, nil
+		}
+	}
+	if name == local.Name {
+		return nil, usageError{"the local provider needs its root: pass --local-root or set LIFEBOAT_LOCAL_ROOT"}
+	}
+	return nil, usageError{fmt.Sprintf("provider %q cannot be used from the command line (only %q)", name, local.Name)}
+}
+
+// withLifecycle opens the state store, then the repository under a shared
+// lock, and runs fn with a Lifecycle over them.
+func (g *globalOptions) withLifecycle(ctx context.Context, command string, fn func(l *recovery.Lifecycle) error) error {
+	st, err := g.openState()
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return g.withLockedRepo(ctx, repo.LockShared, command, func(r *repo.Repository, _ *repo.Lock) error {
+		l, err := recovery.New(recovery.Config{Store: st, Capturer: &recovery.RepoCapturer{Repo: r}, Providers: g.providers(),
+			Retention: recovery.RepoRetention{Repo: r}, Logger: slog.New(slog.NewTextHandler(g.out.errw, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		return fn(l)
+	})
+}
+
+type receiptMessage struct {
+	MessageType string `json:"message_type"` // "capture_receipt"
+	recovery.Receipt
+}
+
+// emitReceipt prints a capture receipt and returns the error that decides
+// the exit code: none for captured, throttled and unchanged.
+func (g *globalOptions) emitReceipt(r recovery.Receipt) error {
+	g.out.emit(receiptMessage{"capture_receipt", r}, func(w io.Writer) {
+		switch r.Outcome {
+		case recovery.Captured:
+			fmt.Fprintf(w, "workspace %s: captured snapshot %s (%s), now its last good checkpoint\n", r.Workspace, short(r.Snapshot), r.Reason)
+		case recovery.Throttled:
+			fmt.Fprintf(w, "workspace %s: not captured, the last good checkpoint %s is younger than the park interval\n", r.Workspace, short(r.LastGood))
+		default:
+			fmt.Fprintf(w, "workspace %s: %s; the last good checkpoint is still %s\n", r.Workspace, r.Outcome, orNone(short(r.LastGood)))
+		}
+		if r.Native != "" {
+			fmt.Fprintf(w, "native checkpoint %s taken\n", r.Native)
+		}
+		if r.NativeError != "" {
+			fmt.Fprintf(w, "warning: native checkpoint not taken: %s\n", r.NativeError)
+		}
+		if r.RetentionError != "" {
+			fmt.Fprintf(w, "warning: retention failed: %s\n", r.RetentionError)
+		}
+	})
+	switch r.Outcome {
+	case recovery.Captured, recovery.Throttled, recovery.Unchanged:
+		return nil
+	case recovery.Partial:
+		return partialError{max(r.Problems, 1)}
+	}
+	if r.Err == nil {
+		return errors.New(r.Error)
+	}
+	return r.Err
+}
+
+func short(id string) string {
+	if len(id) > 16 {
+		return id[:16]
+	}
+	return id
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
