@@ -57,7 +57,7 @@ func (l *Lifecycle) run(ctx context.Context, ws string, rec *Receipt) {
 		return
 	}
 	if l.cfg.Retention != nil {
-		if err := l.cfg.Retention.Apply(ctx, ws); err != nil {
+		if err := l.cfg.Retention.Apply(ctx, ws, rec.LastGood); err != nil {
 			rec.RetentionError = err.Error()
 			l.log.Error("retention after capture failed", "workspace", ws, "err", err)
 		}

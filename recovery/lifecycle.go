@@ -40,10 +40,10 @@ type Result struct {
 }
 
 // Retention applies the stored retention policy of a workspace; it runs
-// after every successful capture. (prune.Apply with the workspace's
-// stored policy, wired in cmd/ and server/.)
+// after every successful capture (RepoRetention is the real one). It must
+// never remove lastGood, the snapshot id just promoted.
 type Retention interface {
-	Apply(ctx context.Context, ws string) error
+	Apply(ctx context.Context, ws, lastGood string) error
 }
 
 // Config sets up a Lifecycle. Store, Capturer and Providers are required.

@@ -15,7 +15,8 @@ import (
 // policy (`lifeboat policy set`) to its snapshots and removes the ones the
 // policy does not keep, as `lifeboat forget` does. A workspace without a
 // stored policy is left alone. The newest complete snapshot, the one just
-// promoted, is always kept (prune.Apply keeps the last good root). Only
+// promoted, is always kept (prune.Apply keeps the last good root), and so
+// is lastGood whatever the policy says. Only
 // snapshot objects are removed; `lifeboat prune` frees their data. The
 // caller holds a shared repository lock, as for the capture.
 type RepoRetention struct {
@@ -24,7 +25,7 @@ type RepoRetention struct {
 }
 
 // Apply implements Retention.
-func (rr RepoRetention) Apply(ctx context.Context, ws string) error {
+func (rr RepoRetention) Apply(ctx context.Context, ws, lastGood string) error {
 	stored, err := prune.Policies(ctx, rr.Repo)
 	if err != nil {
 		return fmt.Errorf("retention for %s: %w", ws, err)
@@ -46,7 +47,7 @@ func (rr RepoRetention) Apply(ctx context.Context, ws string) error {
 		now = rr.Now
 	}
 	for _, d := range prune.Apply(sp.Policy, ws, in, now()).Decisions {
-		if d.Keep {
+		if d.Keep || d.Snapshot.ID.String() == lastGood {
 			continue
 		}
 		if err := rr.Repo.RemoveObject(ctx, crypt.KindSnapshot, d.Snapshot.ID); err != nil {

@@ -11,8 +11,8 @@ import (
 func TestRetentionRunsAfterSuccessfulCaptures(t *testing.T) {
 	var e *env
 	e = newEnv(t, false, true, func(c *Config) {
-		c.Retention = retentionFunc(func(ctx context.Context, ws string) error {
-			return RepoRetention{Repo: e.r, Now: e.clock.Now}.Apply(ctx, ws)
+		c.Retention = retentionFunc(func(ctx context.Context, ws, lastGood string) error {
+			return RepoRetention{Repo: e.r, Now: e.clock.Now}.Apply(ctx, ws, lastGood)
 		})
 	})
 	ctx := context.Background()
@@ -48,6 +48,32 @@ func TestRetentionRunsAfterSuccessfulCaptures(t *testing.T) {
 	}
 }
 
-type retentionFunc func(ctx context.Context, ws string) error
+type retentionFunc func(ctx context.Context, ws, lastGood string) error
 
-func (f retentionFunc) Apply(ctx context.Context, ws string) error { return f(ctx, ws) }
+func (f retentionFunc) Apply(ctx context.Context, ws, lastGood string) error { return f(ctx, ws, lastGood) }
+
+// The snapshot the lifecycle promoted is kept even when a newer complete
+// one (made outside the lifecycle) is the policy's only keeper.
+func TestRetentionKeepsLastGood(t *testing.T) {
+	e := newEnv(t, false, true, nil)
+	ctx := context.Background()
+	r := e.l.Capture(ctx, "ws1", ReasonManual)
+	e.want(r, Captured)
+	writeFiles(t, e.prov.dir("i1"), map[string]string{"a.txt": "newer"})
+	e.clock.Advance(time.Minute)
+	if _, err := (&RepoCapturer{Repo: e.r}).Capture(ctx, CaptureRequest{Workspace: e.ws("ws1"), Dir: e.prov.dir("i1"), Reason: ReasonManual}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prune.SetPolicy(ctx, e.r, "ws1", prune.Policy{Last: 1}, e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := (RepoRetention{Repo: e.r}).Apply(ctx, "ws1", r.Snapshot); err != nil {
+		t.Fatal(err)
+	}
+	if n := countSnapshots(t, e.r, "ws1"); n != 2 {
+		t.Fatalf("%d snapshots, want 2 (the newest and the last good)", n)
+	}
+	if err := Verify(ctx, e.r, mustID(t, r.Snapshot)); err != nil {
+		t.Fatal(err)
+	}
+}
