@@ -50,7 +50,9 @@ func TestRetentionRunsAfterSuccessfulCaptures(t *testing.T) {
 
 type retentionFunc func(ctx context.Context, ws, lastGood string) error
 
-func (f retentionFunc) Apply(ctx context.Context, ws, lastGood string) error { return f(ctx, ws, lastGood) }
+func (f retentionFunc) Apply(ctx context.Context, ws, lastGood string) error {
+	return f(ctx, ws, lastGood)
+}
 
 // The snapshot the lifecycle promoted is kept even when a newer complete
 // one (made outside the lifecycle) is the policy's only keeper.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // boltTx keeps bbolt out of the signatures of other files.
@@ -61,7 +62,7 @@ func OpenStore(dir string) (*Store, error) {
 	}
 	path := filepath.Join(dir, StoreFile)
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
-	if errors.Is(err, bolt.ErrTimeout) {
+	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("%w: %s (stop the other process or wait for it to finish)", ErrStoreBusy, path)
 	}
 	if err != nil {

@@ -3,6 +3,7 @@ package recovery
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"lifeboat/blob"
 	"lifeboat/repo"
@@ -40,14 +41,7 @@ func Verify(ctx context.Context, r *repo.Repository, id blob.ID) error {
 	return nil
 }
 
-func hasTier(r *repo.Repository, t blob.Tier) bool {
-	for _, have := range r.Tiers() {
-		if have == t {
-			return true
-		}
-	}
-	return false
-}
+func hasTier(r *repo.Repository, t blob.Tier) bool { return slices.Contains(r.Tiers(), t) }
 
 type verifier struct {
 	ctx  context.Context
