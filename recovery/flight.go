@@ -78,7 +78,11 @@ func (l *Lifecycle) fly(ctx context.Context, f *flight, ws string, reason Reason
 	defer func() {
 		if v := recover(); v != nil {
 			l.log.Error("capture panicked", "workspace", ws, "panic", v, "stack", string(debug.Stack()))
-			l.failed(ws, &rec, Failed, &PanicError{Value: v})
+			if rec.Outcome == Captured { // promoted; the panic came after (retention)
+				rec.RetentionError = (&PanicError{Value: v}).Error()
+			} else {
+				l.failed(ws, &rec, Failed, &PanicError{Value: v})
+			}
 		}
 		rec.Finished = l.clock.Now()
 		l.mu.Lock()

@@ -104,8 +104,10 @@ type testHooks struct {
 	semWait func(ws string)              // a flight waits for a parallel slot
 }
 
-// New returns a Lifecycle over cfg.Store. Captures that a dead process
-// left in flight are recorded as interrupted.
+// New returns a Lifecycle over cfg.Store; make one per Store. Captures
+// that a dead process left in flight are recorded as interrupted (the
+// store is held by one process, so every in-flight mark found at this
+// point is stale).
 func New(cfg Config) (*Lifecycle, error) {
 	if cfg.Store == nil || cfg.Capturer == nil {
 		return nil, errors.New("recovery: a Store and a Capturer are required")

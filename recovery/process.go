@@ -110,34 +110,31 @@ func (ps *processes) add(ws string, p *Process) {
 	ps.byWS[ws] = append(ps.byWS[ws], p)
 }
 
-// snapshot returns the records of ws and the processes they came from.
-func (ps *processes) snapshot(ws string, redact Redactor) ([]ProcessRecord, []*Process) {
+// snapshot returns the records of ws and the processes that had exited
+// when they were taken.
+func (ps *processes) snapshot(ws string, redact Redactor) (recs []ProcessRecord, exited []*Process) {
 	ps.mu.Lock()
 	list := append([]*Process(nil), ps.byWS[ws]...)
 	ps.mu.Unlock()
-	recs := make([]ProcessRecord, 0, len(list))
+	recs = make([]ProcessRecord, 0, len(list))
 	for _, p := range list {
-		recs = append(recs, p.record(redact))
-	}
-	return recs, list
-}
-
-// forget drops the processes in done that have exited: they are recorded
-// with a checkpoint. Running ones stay for the next.
-func (ps *processes) forget(ws string, done []*Process) {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	if len(ps.byWS[ws]) == 0 {
-		return
-	}
-	kept := ps.byWS[ws][:0]
-	for _, p := range ps.byWS[ws] {
-		p.mu.Lock()
-		gone := p.exited && slices.Contains(done, p)
-		p.mu.Unlock()
-		if !gone {
-			kept = append(kept, p)
+		r := p.record(redact)
+		recs = append(recs, r)
+		if r.Ended != nil {
+			exited = append(exited, p)
 		}
 	}
-	ps.byWS[ws] = kept
+	return recs, exited
+}
+
+// forget drops processes recorded as exited with a checkpoint. Running
+// ones, and ones that exited after their record was taken, stay for the
+// next checkpoint.
+func (ps *processes) forget(ws string, exited []*Process) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if len(exited) == 0 {
+		return
+	}
+	ps.byWS[ws] = slices.DeleteFunc(ps.byWS[ws], func(p *Process) bool { return slices.Contains(exited, p) })
 }

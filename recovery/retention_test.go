@@ -79,3 +79,19 @@ func TestRetentionKeepsLastGood(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A retention that panics does not undo a promoted capture, and the
+// failure is reported without counting as a failed capture.
+func TestRetentionPanicKeepsCapture(t *testing.T) {
+	e := newEnv(t, false, false, func(c *Config) {
+		c.Retention = retentionFunc(func(context.Context, string, string) error { panic("scripted retention panic") })
+	})
+	r := e.l.Capture(context.Background(), "ws1", ReasonManual)
+	e.want(r, Captured)
+	if r.RetentionError == "" {
+		t.Fatalf("receipt: %+v", r)
+	}
+	if w := e.ws("ws1"); w.Failures != 0 || len(w.Recovery) != 0 || w.LastGood.Snapshot != r.Snapshot || w.InFlight != nil {
+		t.Fatalf("workspace: %+v", w)
+	}
+}
