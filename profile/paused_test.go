@@ -14,10 +14,7 @@ import (
 	"lifeboat/profile/profiletest"
 )
 
-func TestMain(m *testing.M) {
-	profiletest.RunWriterIfChild()
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { profiletest.Main(m) }
 
 // startWriter starts a browser stand-in (profiletest) and kills it at the
 // end of the test.
@@ -279,5 +276,27 @@ func TestParseStat(t *testing.T) {
 		if ok != c.ok || (ok && (st != c.state || ppid != c.ppid)) {
 			t.Errorf("%q: %c %d %v", c.line, st, ppid, ok)
 		}
+	}
+}
+
+// TestPrepareSideSymlink: before a checkpoint too (browser not running),
+// a side file that is a symlink keeps SQLite from opening the database:
+// the file it points to is not changed, and the problem is reported.
+func TestPrepareSideSymlink(t *testing.T) {
+	ctx := context.Background()
+	src := filepath.Join(t.TempDir(), "chrome")
+	writeFixture(t, testFixture(t), src, FixtureOptions{WAL: true})
+	victim := filepath.Join(t.TempDir(), "victim")
+	must(t, os.WriteFile(victim, []byte("not yours"), 0o600))
+	cookies := filepath.Join(src, FixtureProfile, "Network", "Cookies")
+	_ = os.Remove(cookies + "-shm")
+	must(t, os.Symlink(victim, cookies+"-shm"))
+	p := Profile{Dir: src, Rel: "chrome", Kind: Chromium}
+	probs, err := Prepare(ctx, &p)
+	if err != nil || len(probs) != 1 || !strings.Contains(probs[0].What, "Cookies-shm is not a regular file") {
+		t.Fatalf("Prepare: %v %v", probs, err)
+	}
+	if b, err := os.ReadFile(victim); err != nil || string(b) != "not yours" {
+		t.Fatalf("the file the -shm symlink points to: %q %v", b, err)
 	}
 }

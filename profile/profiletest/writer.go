@@ -6,8 +6,8 @@
 // it.
 //
 // The writer is the test binary itself, started again with an environment
-// variable: a package that uses StartWriter must call RunWriterIfChild
-// first thing in its TestMain.
+// variable: a package that uses StartWriter must have
+// func TestMain(m *testing.M) { profiletest.Main(m) }.
 package profiletest
 
 import (
@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"testing"
 
 	"golang.org/x/sys/unix"
 	_ "modernc.org/sqlite" // the driver a browser stand-in writes with
@@ -141,19 +142,27 @@ func waitStopped(pid int) error {
 	}
 }
 
-// Kill ends the writer (and with it its child, which dies with its
-// parent).
+// Kill ends the writer and its child. The child is killed first, while
+// the writer is stopped: it cannot reap the child, so the child's PID
+// still names it (at worst a zombie) and cannot have been reused.
 func (w *Writer) Kill() {
-	_ = w.cmd.Process.Kill()
-	_ = w.cmd.Wait()
 	if w.Report.ChildPID > 0 {
 		_ = syscall.Kill(w.Report.ChildPID, syscall.SIGKILL)
 	}
+	_ = w.cmd.Process.Kill()
+	_ = w.cmd.Wait()
 }
 
-// RunWriterIfChild runs the writer and exits when this process was started
-// by StartWriter; otherwise it returns at once. Call it first in TestMain.
-func RunWriterIfChild() {
+// Main is the TestMain of a package that uses StartWriter: it runs the
+// writer when this process was started as one, and the tests otherwise.
+func Main(m *testing.M) {
+	runWriterIfChild()
+	os.Exit(m.Run())
+}
+
+// runWriterIfChild runs the writer and exits when this process was
+// started by StartWriter; otherwise it returns at once.
+func runWriterIfChild() {
 	cfg, ok := os.LookupEnv(writerEnv)
 	if !ok {
 		return
