@@ -9,7 +9,7 @@ import (
 
 var errNoFlock = errors.New("directory-merge locks need flock, which this operating system does not have")
 
-func tryFlock(f *os.File) (bool, error)           { return false, errNoFlock }
-func unflock(f *os.File) error                    { return errNoFlock }
+func tryFlock(f *os.File) (bool, error)          { return false, errNoFlock }
+func unflock(f *os.File) error                   { return errNoFlock }
 func openLockFile(path string) (*os.File, error) { return nil, errNoFlock }
-func processAlive(pid int) bool                   { return false }
+func processAlive(pid int) bool                  { return false }
