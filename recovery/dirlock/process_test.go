@@ -289,3 +289,54 @@ func TestVerifyDetectsReplacedLockFile(t *testing.T) {
 		t.Fatalf("Verify after the lock file was deleted: %v", err)
 	}
 }
+
+// A holder that has the flock but has not written its sidecar yet (here: a
+// raw flock taken by the test, after a killed holder left its sidecar) is
+// reported as unrecorded, never as the dead PID the stale sidecar names.
+func TestBusyWithStaleOrMissingSidecar(t *testing.T) {
+	l, state, work := newLocker(t, Options{Wait: -1})
+	target := filepath.Join(work, "ws")
+	c := startChild(t, state)
+	if r := c.do(t, "lock %s restore", target); !strings.HasPrefix(r, "locked ") {
+		t.Fatalf("child: %s", r)
+	}
+	c.kill9(t)
+	_, lockFile, _ := l.LockFile(target)
+	f, err := openLockFile(lockFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if ok, err := tryFlock(f); !ok || err != nil {
+		t.Fatalf("raw flock after the holder died: %v %v", ok, err)
+	}
+	_, err = l.TryLock(target, "switch")
+	var be *BusyError
+	if !errors.As(err, &be) || !be.HolderKnown || !be.Holder.Stale || be.Holder.PID != c.pid ||
+		!strings.Contains(err.Error(), "no longer running, so it is not the holder") {
+		t.Fatalf("with a stale sidecar: %v", err)
+	}
+	if err := os.Remove(ownerPath(lockFile)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = l.TryLock(target, "switch")
+	if !errors.As(err, &be) || be.HolderKnown || !strings.Contains(err.Error(), "has not recorded itself yet") {
+		t.Fatalf("without a sidecar: %v", err)
+	}
+}
+
+// A symlink planted where the lock file belongs is refused, not followed.
+func TestLockFileSymlinkRefused(t *testing.T) {
+	l, _, work := newLocker(t, Options{Wait: -1})
+	target := filepath.Join(work, "ws")
+	_, lockFile, _ := l.LockFile(target)
+	if err := os.Symlink(filepath.Join(work, "elsewhere"), lockFile); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.TryLock(target, "switch"); err == nil || errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), lockFile) {
+		t.Fatalf("TryLock through a symlinked lock file: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(work, "elsewhere")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the symlink was followed: %v", err)
+	}
+}
