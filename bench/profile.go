@@ -45,7 +45,7 @@ func ProfileRoundTrip(ctx context.Context, r *repo.Repository, src, target strin
 	}
 	var specs []snapshot.SensitiveSpec
 	for _, p := range profs {
-		specs = append(specs, snapshot.SensitiveSpec{Path: p.Rel, Kind: string(p.Kind), Filter: profile.Filter(p.Kind)})
+		specs = append(specs, snapshot.SensitiveSpec{Path: p.Rel, Kind: string(p.Kind), Filter: p.CaptureFilter()})
 	}
 	m, err := snapshot.Capture(ctx, r, src, snapshot.CaptureOptions{Workspace: "bench-profile", Sensitive: specs})
 	if err != nil {

@@ -17,6 +17,9 @@ type Profile struct {
 	Dir  string // absolute path
 	Rel  string // slash path from the workspace root
 	Kind Kind
+	// State is the browser's state that Prepare found (NotRunning until
+	// then); CaptureFilter depends on it.
+	State State
 }
 
 // ErrNotProfile: a --profile directory is not a browser profile, or not a

@@ -1,8 +1,9 @@
 // Package profile finds browser profiles (Chromium family and Firefox) in a
 // workspace and makes them safe to capture and restore as a snapshot's
 // sensitive part: the keep/skip/never rule table (rules.go, mirrored in
-// docs/profiles.md), running-browser detection, SQLite WAL checkpoints
-// before capture, validation and Chromium crash-state reset of a restored
+// docs/profiles.md), running and paused browser detection (running.go,
+// proctree.go), SQLite WAL checkpoints before capture, replay of captured
+// side files, validation and Chromium crash-state reset of a restored
 // profile in staging, and a deterministic Chromium session fixture with its
 // checker for tests and bench/.
 //
@@ -10,12 +11,16 @@
 //   - Symlinks are never followed: not in discovery, not to a profile, not
 //     inside one.
 //   - A profile whose browser is running is never captured
-//     (ErrBrowserRunning); lock files (SingletonLock, lock, .parentlock,
-//     ...) are never captured or restored.
+//     (ErrBrowserRunning). One whose browser is paused (its process tree
+//     stopped) is captured without being opened, each SQLite database
+//     with its -wal and -journal; one whose browser is not running is
+//     checkpointed first and captured without side files. Lock files
+//     (SingletonLock, lock, .parentlock, ...) are never captured or
+//     restored.
 //   - Nothing here logs or returns the content of a profile file: errors
 //     and problems name paths only.
 //
 // profile/ does not import snapshot/ (same layer); cmd/lifeboat passes
-// Rules.Keep to snapshot as a capture filter and Validate as the restore
-// validation callback.
+// Profile.CaptureFilter to snapshot as a capture filter and Validate as
+// the restore validation callback.
 package profile

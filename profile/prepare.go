@@ -3,6 +3,7 @@ package profile
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,24 +17,36 @@ type Problem struct {
 	What    string `json:"what"`
 }
 
-// Prepare makes p ready to capture: it refuses with a *RunningError
-// (ErrBrowserRunning) when the browser runs, then checkpoints every SQLite
-// database that has a write-ahead log or a rollback journal beside it, so
-// the database file alone holds all committed data (the side files are
-// not captured). A database that another connection holds (busy) means
-// a writer is at work: *RunningError. A database that cannot be
-// checkpointed otherwise (damaged, say) is captured as it is and reported
-// as a Problem.
-func Prepare(ctx context.Context, p Profile) ([]Problem, error) {
-	if err := CheckRunning(p); err != nil {
+// Prepare makes p ready to capture and records its browser's state in
+// p.State (Detect), which decides p.CaptureFilter:
+//   - Running: refused with a *RunningError (ErrBrowserRunning).
+//   - Paused: nothing is opened or changed. The frozen browser may hold
+//     its databases' locks, so no checkpoint can run; the capture takes
+//     each database with its -wal and -journal, a crash-consistent unit
+//     that restore replays (Validate).
+//   - NotRunning: every SQLite database that has a write-ahead log or a
+//     rollback journal beside it is checkpointed, so the database file
+//     alone holds all committed data (the side files are not captured).
+//     A database that another connection holds (busy) means a writer is
+//     at work: *RunningError. A database that cannot be checkpointed
+//     otherwise (damaged, say) is captured as it is and reported as a
+//     Problem.
+func Prepare(ctx context.Context, p *Profile) ([]Problem, error) {
+	st, err := Detect(*p)
+	p.State = st
+	if err != nil || st == Paused {
 		return nil, err
 	}
 	var probs []Problem
-	err := walkKept(p, func(rel, abs string, d fs.DirEntry) error {
+	err = walkKept(*p, func(rel, abs string, d fs.DirEntry) error {
 		if !d.Type().IsRegular() || !hasSide(abs) || !isSQLite(abs) {
 			return nil
 		}
-		if err := checkpoint(ctx, abs); err != nil {
+		err := sidesRegular(abs)
+		if err == nil {
+			err = checkpoint(ctx, abs)
+		}
+		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -59,7 +72,19 @@ func hasSide(p string) bool {
 	return false
 }
 
-// walkKept calls fn for every entry of p the rule table keeps, never
+// sidesRegular refuses to let SQLite open database p when a side file
+// beside it is not a regular file: SQLite would follow a symlink and
+// write, truncate or map the file it points to.
+func sidesRegular(p string) error {
+	for _, s := range sqliteSide {
+		if fi, err := os.Lstat(p + s); err == nil && !fi.Mode().IsRegular() {
+			return fmt.Errorf("%s%s is not a regular file (%v), so SQLite does not open the database", filepath.Base(p), s, fi.Mode().Type())
+		}
+	}
+	return nil
+}
+
+// walkKept calls fn for every entry of p the capture keeps, never
 // entering skipped directories or following symlinks.
 func walkKept(p Profile, fn func(rel, abs string, d fs.DirEntry) error) error {
 	return filepath.WalkDir(p.Dir, func(abs string, d fs.DirEntry, err error) error {
@@ -68,7 +93,7 @@ func walkKept(p Profile, fn func(rel, abs string, d fs.DirEntry) error) error {
 		}
 		rel, _ := filepath.Rel(p.Dir, abs)
 		rel = filepath.ToSlash(rel)
-		if a, _ := Decide(p.Kind, rel); a != Keep {
+		if a, _ := DecideState(p.Kind, p.State, rel); a != Keep {
 			if d != nil && d.IsDir() {
 				return filepath.SkipDir
 			}

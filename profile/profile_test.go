@@ -142,7 +142,7 @@ func TestDiscoverAndResolve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Profile{{chrome, "home/.config/chromium", Chromium}, {ff, "home/.mozilla/firefox", Firefox}}
+	want := []Profile{{Dir: chrome, Rel: "home/.config/chromium", Kind: Chromium}, {Dir: ff, Rel: "home/.mozilla/firefox", Kind: Firefox}}
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Fatalf("Discover: %+v, want %+v", got, want)
 	}
@@ -185,7 +185,7 @@ func TestRunningChromium(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "chrome")
 	writeFixture(t, f, dir, FixtureOptions{LockPID: os.Getpid()})
 	p := Profile{Dir: dir, Rel: "chrome", Kind: Chromium}
-	_, err := Prepare(context.Background(), p)
+	_, err := Prepare(context.Background(), &p)
 	var re *RunningError
 	if !errors.Is(err, ErrBrowserRunning) || !errors.As(err, &re) || re.Dir != dir {
 		t.Fatalf("Prepare of a running profile: %v", err)
@@ -260,7 +260,7 @@ func TestPrepareCheckpointsWAL(t *testing.T) {
 	if err := checkCookies(ctx, alone, []FixtureCookie{f.WALCookie}); err == nil {
 		t.Fatal("the WAL cookie is in the database file before the checkpoint; the fixture does not test it")
 	}
-	probs, err := Prepare(ctx, Profile{Dir: dir, Rel: "chrome", Kind: Chromium})
+	probs, err := Prepare(ctx, &Profile{Dir: dir, Rel: "chrome", Kind: Chromium})
 	if err != nil || len(probs) != 0 {
 		t.Fatalf("Prepare: %v %v", probs, err)
 	}
@@ -290,7 +290,7 @@ func TestFixtureValidateCheck(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "chrome")
 	writeFixture(t, f, src, FixtureOptions{WAL: true})
 	p := Profile{Dir: src, Rel: "home/chrome", Kind: Chromium}
-	if _, err := Prepare(ctx, p); err != nil {
+	if _, err := Prepare(ctx, &p); err != nil {
 		t.Fatal(err)
 	}
 	staging := t.TempDir()
@@ -432,7 +432,7 @@ func TestFirefoxPrepareValidate(t *testing.T) {
 	if got, err := Discover(filepath.Dir(root)); err != nil || len(got) != 1 || got[0].Kind != Firefox {
 		t.Fatalf("Discover: %+v %v", got, err)
 	}
-	if probs, err := Prepare(ctx, p); err != nil || len(probs) != 0 {
+	if probs, err := Prepare(ctx, &p); err != nil || len(probs) != 0 {
 		t.Fatalf("Prepare: %v %v", probs, err)
 	}
 	staging := t.TempDir()

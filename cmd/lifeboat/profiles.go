@@ -43,7 +43,7 @@ func (g *globalOptions) profileProblems(probs []profile.Problem) {
 func sensitiveSpecs(ps []profile.Profile) []snapshot.SensitiveSpec {
 	specs := make([]snapshot.SensitiveSpec, len(ps))
 	for i, p := range ps {
-		specs[i] = snapshot.SensitiveSpec{Path: p.Rel, Kind: string(p.Kind), Filter: profile.Filter(p.Kind)}
+		specs[i] = snapshot.SensitiveSpec{Path: p.Rel, Kind: string(p.Kind), Filter: p.CaptureFilter()}
 	}
 	return specs
 }
