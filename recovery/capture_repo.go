@@ -48,7 +48,7 @@ func (c *RepoCapturer) Capture(ctx context.Context, req CaptureRequest) (Result,
 		Tags: []string{"reason:" + string(req.Reason)}, Excludes: c.Excludes, Readers: c.Readers, Parent: parent,
 		Progress: c.Progress}
 	for _, p := range profs {
-		o.Sensitive = append(o.Sensitive, snapshot.SensitiveSpec{Path: p.Rel, Kind: string(p.Kind), Filter: profile.Filter(p.Kind)})
+		o.Sensitive = append(o.Sensitive, snapshot.SensitiveSpec{Path: p.Rel, Kind: string(p.Kind), Filter: p.CaptureFilter()})
 	}
 	if !c.NoCache {
 		o.Cache = c.Repo.Index()

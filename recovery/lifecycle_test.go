@@ -339,6 +339,12 @@ func TestQuiesceTimeout(t *testing.T) {
 func chromiumProfile(t *testing.T, dir string, pid int) {
 	t.Helper()
 	writeFiles(t, dir, map[string]string{"Local State": "{}", "Default/Preferences": "{}"})
+	lockProfile(t, dir, pid)
+}
+
+// lockProfile makes a Chromium SingletonLock naming process pid here.
+func lockProfile(t *testing.T, dir string, pid int) {
+	t.Helper()
 	host, _ := os.Hostname()
 	if err := os.Symlink(host+"-"+strconv.Itoa(pid), filepath.Join(dir, "SingletonLock")); err != nil {
 		t.Fatal(err)
