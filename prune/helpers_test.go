@@ -84,6 +84,10 @@ type fakeSource struct {
 	// onList runs once, at the next Snapshots call (to add a snapshot
 	// "concurrently").
 	onList func()
+	// index, when set, makes Reach look every blob up in that
+	// repository's index and report a missing one as damage, as
+	// snapshot.Reach does for trees.
+	index *repo.Repository
 }
 
 func (s *fakeSource) add(name string, ids []blob.ID) blob.ID {
@@ -129,6 +133,11 @@ func (s *fakeSource) Reach(_ context.Context, id blob.ID, m Marker) error {
 	bad := s.damaged[id]
 	s.mu.Unlock()
 	for _, k := range ks {
+		if s.index != nil {
+			if _, ok, err := s.index.LookupBlob(blob.Tier(k[0]), blob.Type(k[1]), blob.ID(k[2:])); err != nil || !ok {
+				return fmt.Errorf("%w: snapshot %s: blob %s is not in the index (%v)", ErrDamaged, id.Short(), blob.ID(k[2:]).Short(), err)
+			}
+		}
 		if err := m.Add(blob.Tier(k[0]), blob.Type(k[1]), blob.ID(k[2:])); err != nil {
 			return err
 		}

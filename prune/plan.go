@@ -142,6 +142,15 @@ func PlanPrune(ctx context.Context, r *repo.Repository, src Source, o Options) (
 			return nil, fmt.Errorf("prune needs a key that unlocks every tier (it must read every pack to know what is live): %w", err)
 		}
 	}
+	// Snapshots first, then the index: a capture saves its index objects
+	// before its manifest, so every snapshot listed here has its blobs in
+	// the index synced next. (The other order could list a snapshot whose
+	// index object arrived after the sync, and call it damaged.) Snapshots
+	// that appear later are walked under the exclusive lock (Execute).
+	ids, err := src.Snapshots(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing snapshots: %w", err)
+	}
 	if _, err := r.SyncIndex(ctx); err != nil {
 		return nil, err
 	}
@@ -169,7 +178,7 @@ func PlanPrune(ctx context.Context, r *repo.Repository, src Source, o Options) (
 		return nil
 	})
 	if err == nil {
-		err = p.mark(ctx, src, o.ForgetDamaged)
+		err = p.mark(ctx, src, ids)
 	}
 	if err == nil {
 		tiers := o.Tiers
@@ -194,12 +203,8 @@ func PlanPrune(ctx context.Context, r *repo.Repository, src Source, o Options) (
 	return p, nil
 }
 
-// mark walks every snapshot not yet marked into the live set.
-func (p *Plan) mark(ctx context.Context, src Source, forgetDamaged bool) error {
-	ids, err := src.Snapshots(ctx)
-	if err != nil {
-		return fmt.Errorf("listing snapshots: %w", err)
-	}
+// mark walks the snapshots ids not yet marked into the live set.
+func (p *Plan) mark(ctx context.Context, src Source, ids []blob.ID) error {
 	m := &marker{live: p.live, trees: p.trees}
 	for _, id := range ids {
 		if p.marked[id] {

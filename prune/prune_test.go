@@ -352,3 +352,34 @@ func TestPruneKeepsUnmarkedTier(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A capture that finishes while prune starts: its index object lands after
+// prune's handle last read the index, its manifest before prune lists
+// snapshots. Prune must list first and sync after, so the new snapshot's
+// blobs are found, not reported as damage.
+func TestPruneSnapshotFinishedAtStart(t *testing.T) {
+	e := newEnv(t)
+	r := e.open(nil)
+	old := saveBlobs(t, r, 11, 20)
+	e.src.add("old", old)
+	other := e.open(nil) // the concurrent capture's own handle
+	var fresh []blob.ID
+	e.src.index = r
+	e.src.onList = func() {
+		fresh = saveBlobs(t, other, 12, 10) // packs and index object
+		e.src.add("new", fresh)             // then the manifest
+	}
+	p, err := PlanPrune(t.Context(), r, e.src, Options{MaxUnused: 0.05})
+	if err != nil {
+		t.Fatalf("plan with a snapshot finished at its start: %v", err)
+	}
+	defer p.Close()
+	if len(p.Damaged) != 0 || p.Snapshots != 2 {
+		t.Fatalf("plan saw %d snapshots, damaged %+v", p.Snapshots, p.Damaged)
+	}
+	if _, err := p.Execute(t.Context(), r, e.src, ExecOptions{Lock: lockFor(r)}); err != nil {
+		t.Fatal(err)
+	}
+	loadAll(t, r, append(old, fresh...))
+	checkClean(t, r)
+}
