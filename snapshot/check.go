@@ -24,6 +24,12 @@ func CheckSnapshots(ctx context.Context, r *repo.Repository, damaged map[blob.ID
 	if err != nil {
 		return 0, nil, err
 	}
+	// A capture saves its index objects before its manifest: syncing after
+	// the listing finds the blobs of every snapshot listed, including one
+	// that finished since the caller last synced.
+	if _, err := r.SyncIndex(ctx); err != nil {
+		return 0, nil, err
+	}
 	for id, e := range bad {
 		problems = append(problems, repo.Problem{Kind: "snapshot_damaged", Object: "snapshots/" + id.String(), Detail: e.Error()})
 	}

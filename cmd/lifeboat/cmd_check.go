@@ -43,7 +43,9 @@ func newCheckCommand(g *globalOptions) *cobra.Command {
 				}
 				opts.ReadDataSubset = pct
 			}
-			return g.withRepo(cmd.Context(), true, func(r *repo.Repository) error {
+			// A shared lock, like a capture's: a prune cannot delete packs
+			// under a running check and make it report them missing.
+			return g.withLockedRepo(cmd.Context(), repo.LockShared, "check", func(r *repo.Repository, _ *repo.Lock) error {
 				return runCheck(cmd, g, r, opts)
 			})
 		},
