@@ -38,6 +38,7 @@ var errorCodes = []struct {
 	{ErrStaleGeneration, http.StatusConflict, "stale_generation"},
 	{ErrIdempotencyKeyReused, http.StatusUnprocessableEntity, "idempotency_key_reused"},
 	{ErrHoldResolved, http.StatusConflict, "hold_resolved"},
+	{ErrRecoveryUnavailable, http.StatusServiceUnavailable, "recovery_unavailable"},
 	{recovery.ErrNoNativeCheckpoint, http.StatusConflict, "no_native_checkpoint"},
 	{context.Canceled, http.StatusServiceUnavailable, "cancelled"},
 	{context.DeadlineExceeded, http.StatusServiceUnavailable, "cancelled"},

@@ -148,4 +148,6 @@ var (
 	ErrStaleGeneration      = errors.New("the request was issued for an older generation of the workspace")
 	ErrIdempotencyKeyReused = errors.New("the idempotency key was already used for a different request")
 	ErrHoldResolved         = errors.New("the repair hold is already resolved")
+	// ErrRecoveryUnavailable: the server runs without a recovery service (NoRecovery).
+	ErrRecoveryUnavailable = errors.New("recovery is not available in this server: it was started without a recovery service")
 )
