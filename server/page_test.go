@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"flag"
-	"fmt"
 	"image"
 	"image/png"
 	"net/http"
@@ -144,7 +143,7 @@ func screenshot(t *testing.T, c *cdp, name string, width int) {
 	}
 	must(t, os.MkdirAll(dir, 0o755))
 	must(t, os.WriteFile(filepath.Join(dir, name), b, 0o644))
-	t.Log(fmt.Sprintf("screenshot %s", filepath.Join(dir, name)))
+	t.Logf("screenshot %s", filepath.Join(dir, name))
 }
 
 // samePixels reports whether the PNG old shows exactly img.
