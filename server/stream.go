@@ -8,7 +8,7 @@ import (
 )
 
 // stream is the server-sent-events stream of every change. It starts with
-// a "hello" event carrying the current sequence number; with a
+// a "hello" event whose id is the current sequence number; with a
 // Last-Event-ID header it first replays what the client missed, or sends
 // "resync" when that is no longer kept (the client then reloads the
 // state). Each change is one event: id is its sequence number, event its
@@ -35,7 +35,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) error {
 	if !complete {
 		first = "resync"
 	}
-	fmt.Fprintf(w, "retry: 2000\nevent: %s\ndata: {\"seq\":%d}\n\n", first, seq)
+	// The id is the current sequence number, so a client that reconnects
+	// before any change still gets everything after this point.
+	fmt.Fprintf(w, "retry: 2000\nid: %d\nevent: %s\ndata: {\"seq\":%d}\n\n", seq, first, seq)
 	for _, m := range backlog {
 		writeEvent(w, m)
 	}

@@ -75,6 +75,9 @@ func TestStreamReplayAndResync(t *testing.T) {
 	for i := range 3 {
 		e.srv.Events().Publish("test", "w1", i)
 	}
+	if h := e.stream(userToken, "").must(t, "hello"); h.ID != "3" || h.Data != `{"seq":3}` {
+		t.Fatalf("hello: %+v", h)
+	}
 	s := e.stream(userToken, "1")
 	s.must(t, "hello")
 	for _, id := range []string{"2", "3"} {
