@@ -46,14 +46,24 @@ func (g *globalOptions) provider(name string) (providers.Provider, error) {
 // withLifecycle opens the state store, then the repository under a shared
 // lock, and runs fn with a Lifecycle over them.
 func (g *globalOptions) withLifecycle(ctx context.Context, command string, fn func(l *recovery.Lifecycle) error) error {
+	return g.withLifecycleConfig(ctx, command, nil, fn)
+}
+
+// withLifecycleConfig is withLifecycle with a hook that may change the
+// Lifecycle's Config before it is made (the server sets OnReceipt).
+func (g *globalOptions) withLifecycleConfig(ctx context.Context, command string, tune func(*recovery.Config), fn func(l *recovery.Lifecycle) error) error {
 	st, err := g.openState()
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	return g.withLockedRepo(ctx, repo.LockShared, command, func(r *repo.Repository, _ *repo.Lock) error {
-		l, err := recovery.New(recovery.Config{Store: st, Capturer: &recovery.RepoCapturer{Repo: r}, Providers: g.providers(),
-			Retention: recovery.RepoRetention{Repo: r}, Logger: slog.New(slog.NewTextHandler(g.out.errw, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		cfg := recovery.Config{Store: st, Capturer: &recovery.RepoCapturer{Repo: r}, Providers: g.providers(),
+			Retention: recovery.RepoRetention{Repo: r}, Logger: slog.New(slog.NewTextHandler(g.out.errw, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+		if tune != nil {
+			tune(&cfg)
+		}
+		l, err := recovery.New(cfg)
 		if err != nil {
 			return err
 		}

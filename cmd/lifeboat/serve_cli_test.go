@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"lifeboat/server"
+)
+
+// serveProcess starts a real `lifeboat serve` on a free port and returns
+// it with its base URL.
+func (e *env) serveProcess(bin string, flags []string, tokens string) (*exec.Cmd, string, *strings.Builder) {
+	e.t.Helper()
+	cmd := exec.Command(bin, append(append([]string{"--repo", e.repo, "--cache-dir", e.cache, "--password-file", e.passwdFile, "--json"},
+		flags...), "serve", "--listen", "127.0.0.1:0", "--tokens", tokens)...)
+	stdout, err := cmd.StdoutPipe()
+	must(e.t, err)
+	stderr := &strings.Builder{}
+	cmd.Stderr = stderr
+	must(e.t, cmd.Start())
+	e.t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		e.t.Fatalf("serve printed no address: %v\n%s", err, stderr)
+	}
+	var m map[string]any
+	must(e.t, json.Unmarshal([]byte(line), &m))
+	if m["message_type"] != "serving" {
+		e.t.Fatalf("first line: %s", line)
+	}
+	return cmd, strings.TrimSuffix(m["url"].(string), "/"), stderr
+}
+
+func request(t *testing.T, method, url, tok string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	must(t, err)
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	res, err := http.DefaultClient.Do(req)
+	must(t, err)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	must(t, err)
+	return res.StatusCode, string(b)
+}
+
+// TestServeGracefulShutdown: a real `lifeboat serve` answers the API with
+// a token and refuses without one, captures through the API and streams
+// the receipt; SIGTERM ends the event stream and the process exits 0.
+func TestServeGracefulShutdown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the lifeboat binary")
+	}
+	e, flags := lifecycleEnv(t)
+	writeTree(t, filepath.Join(e.dir, "root", "bot1"), 1)
+	e.ok(append(flags, "workspace", "add", "bot1")...)
+	tokFile := filepath.Join(e.dir, "tokens")
+	const tok = "serve-test-token-51"
+	must(t, os.WriteFile(tokFile, []byte("operator "+server.HashToken(tok)+" test\n"), 0o600))
+	if r := e.run(append(flags, "serve", "--tokens", filepath.Join(e.dir, "none"))...); r.code != exitUsage || !strings.Contains(r.stderr, "token file") {
+		t.Fatalf("serve with a missing token file: %d %s", r.code, r.stderr)
+	}
+
+	cmd, url, stderr := e.serveProcess(lifeboatBinary(t), flags, tokFile)
+	if code, body := request(t, "GET", url+"/v1/workspaces", ""); code != http.StatusUnauthorized || !strings.Contains(body, `"unauthorized"`) {
+		t.Fatalf("without a token: %d %s", code, body)
+	}
+	if code, body := request(t, "GET", url+"/v1/workspaces", tok); code != http.StatusOK || !strings.Contains(body, `"id":"bot1"`) {
+		t.Fatalf("workspaces: %d %s", code, body)
+	}
+	if code, body := request(t, "GET", url+"/", ""); code != http.StatusOK || !strings.Contains(body, "Lifeboat") {
+		t.Fatalf("status page: %d %s", code, body)
+	}
+
+	req, err := http.NewRequest("GET", url+"/v1/events", nil)
+	must(t, err)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	res, err := http.DefaultClient.Do(req)
+	must(t, err)
+	defer res.Body.Close()
+	rd := bufio.NewReader(res.Body)
+	readUntil := func(prefix string) string {
+		for {
+			line, err := rd.ReadString('\n')
+			if err != nil {
+				t.Fatalf("event stream ended before %q: %v", prefix, err)
+			}
+			if strings.HasPrefix(line, prefix) {
+				return line
+			}
+		}
+	}
+	readUntil("event: hello")
+
+	code, body := request(t, "POST", url+"/v1/workspaces/bot1/checkpoints", tok)
+	if code != http.StatusOK || !strings.Contains(body, `"outcome":"captured"`) {
+		t.Fatalf("capture now: %d %s", code, body)
+	}
+	readUntil("event: receipt")
+	if data := readUntil("data: "); !strings.Contains(data, `"outcome":"captured"`) {
+		t.Fatalf("receipt event: %s", data)
+	}
+
+	must(t, cmd.Process.Signal(syscall.SIGTERM))
+	if _, err := io.Copy(io.Discard, rd); err != nil {
+		t.Fatalf("the event stream did not end cleanly: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve after SIGTERM: %v\n%s", err, stderr)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("serve did not stop within a minute of SIGTERM\n%s", stderr)
+	}
+	// The store and the repository were released: the CLI can use them.
+	if w := e.showWorkspace(flags, "bot1"); w.LastGood == nil {
+		t.Fatalf("the capture made through the server is not recorded: %+v", w)
+	}
+}

@@ -1,0 +1,76 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"lifeboat/recovery"
+)
+
+// apiError is the body of every error answer.
+type apiError struct {
+	Status  int    `json:"-"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *apiError) Error() string { return e.Message }
+
+func badRequest(msg string) *apiError {
+	return &apiError{http.StatusBadRequest, "bad_request", msg}
+}
+
+// errorCodes maps the errors of the lifecycle and the recovery service to
+// a status and a stable code; the first match wins.
+var errorCodes = []struct {
+	err    error
+	status int
+	code   string
+}{
+	{recovery.ErrUnknownWorkspace, http.StatusNotFound, "unknown_workspace"},
+	{recovery.ErrBadWorkspaceID, http.StatusBadRequest, "bad_workspace_id"},
+	{ErrNotFound, http.StatusNotFound, "not_found"},
+	{ErrRecovering, http.StatusConflict, "recovering"},
+	{ErrNotLost, http.StatusConflict, "not_lost"},
+	{ErrCheckpointMismatch, http.StatusConflict, "checkpoint_mismatch"},
+	{ErrStaleGeneration, http.StatusConflict, "stale_generation"},
+	{ErrIdempotencyKeyReused, http.StatusUnprocessableEntity, "idempotency_key_reused"},
+	{ErrHoldResolved, http.StatusConflict, "hold_resolved"},
+	{ErrRecoveryUnavailable, http.StatusServiceUnavailable, "recovery_unavailable"},
+	{recovery.ErrNoNativeCheckpoint, http.StatusConflict, "no_native_checkpoint"},
+	{context.Canceled, http.StatusServiceUnavailable, "cancelled"},
+	{context.DeadlineExceeded, http.StatusServiceUnavailable, "cancelled"},
+}
+
+// toAPIError gives err its status and code. The message is the error's
+// own text: errors in Lifeboat name the object and what to do, and never
+// carry a secret.
+func toAPIError(err error) *apiError {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	for _, c := range errorCodes {
+		if errors.Is(err, c.err) {
+			return &apiError{c.status, c.code, err.Error()}
+		}
+	}
+	return &apiError{http.StatusInternalServerError, "internal", err.Error()}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	ae := toAPIError(err)
+	if ae.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="lifeboat"`)
+	}
+	writeJSON(w, ae.Status, ae)
+}

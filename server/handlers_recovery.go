@@ -1,0 +1,173 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+func (s *Server) recoveryState(w http.ResponseWriter, r *http.Request) error {
+	ws, err := s.workspace(r)
+	if err != nil {
+		return err
+	}
+	st, err := s.rec.State(r.Context(), ws.ID)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, st)
+	return nil
+}
+
+func (s *Server) offer(w http.ResponseWriter, r *http.Request) error {
+	ws, err := s.workspace(r)
+	if err != nil {
+		return err
+	}
+	o, err := s.rec.Offer(r.Context(), ws.ID)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, o)
+	return nil
+}
+
+// idempotencyKey returns the request's Idempotency-Key header: required,
+// 1 to 128 printable ASCII characters.
+func idempotencyKey(r *http.Request) (string, error) {
+	k := r.Header.Get("Idempotency-Key")
+	if k == "" {
+		return "", &apiError{http.StatusBadRequest, "idempotency_key_required",
+			"this action needs an Idempotency-Key header (a new random value per action, the same one when retrying it)"}
+	}
+	if len(k) > 128 || strings.IndexFunc(k, func(c rune) bool { return c < 0x21 || c > 0x7e }) >= 0 {
+		return "", &apiError{http.StatusBadRequest, "bad_idempotency_key", "the Idempotency-Key header must be 1 to 128 printable ASCII characters without spaces"}
+	}
+	return k, nil
+}
+
+// decode reads a JSON body into v; unknown fields are refused.
+func decode(r *http.Request, v any) error {
+	d := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return badRequest(fmt.Sprintf("the request body is not the expected JSON object: %v", err))
+	}
+	return nil
+}
+
+type approveRequest struct {
+	Checkpoint string `json:"checkpoint"`
+}
+
+// approve starts the recovery of ws from the checkpoint the user saw, or
+// returns the operation already started with the same key.
+func (s *Server) approve(w http.ResponseWriter, r *http.Request) error {
+	ws, err := s.workspace(r)
+	if err != nil {
+		return err
+	}
+	key, err := idempotencyKey(r)
+	if err != nil {
+		return err
+	}
+	var req approveRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if req.Checkpoint == "" {
+		return badRequest("the approval must name the checkpoint shown in the offer: {\"checkpoint\": \"<id>\"}")
+	}
+	op, err := s.rec.Approve(r.Context(), ws.ID, req.Checkpoint, key)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/v1/operations/"+op.ID)
+	writeJSON(w, http.StatusAccepted, op)
+	return nil
+}
+
+func (s *Server) operation(w http.ResponseWriter, r *http.Request) error {
+	op, err := s.rec.Operation(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, op)
+	return nil
+}
+
+func (s *Server) processes(w http.ResponseWriter, r *http.Request) error {
+	ws, err := s.workspace(r)
+	if err != nil {
+		return err
+	}
+	ps, err := s.rec.LostProcesses(r.Context(), ws.ID)
+	if err != nil {
+		return err
+	}
+	if ps == nil {
+		ps = []LostProcess{}
+	}
+	writeJSON(w, http.StatusOK, ps)
+	return nil
+}
+
+func (s *Server) restartProcess(w http.ResponseWriter, r *http.Request) error {
+	ws, err := s.workspace(r)
+	if err != nil {
+		return err
+	}
+	key, err := idempotencyKey(r)
+	if err != nil {
+		return err
+	}
+	pr, err := s.rec.RestartProcess(r.Context(), ws.ID, r.PathValue("proc"), key)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, pr)
+	return nil
+}
+
+func (s *Server) repairHolds(w http.ResponseWriter, r *http.Request) error {
+	hs, err := s.rec.RepairHolds(r.Context())
+	if err != nil {
+		return err
+	}
+	if hs == nil {
+		hs = []RepairHold{}
+	}
+	writeJSON(w, http.StatusOK, hs)
+	return nil
+}
+
+type resolveRequest struct {
+	Outcome  string `json:"outcome"`
+	Evidence string `json:"evidence"`
+}
+
+// resolveHold records an operator's resolution; the operator is the
+// token's label.
+func (s *Server) resolveHold(w http.ResponseWriter, r *http.Request) error {
+	var req resolveRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if strings.TrimSpace(req.Outcome) == "" || strings.TrimSpace(req.Evidence) == "" {
+		return badRequest("a resolution needs an outcome and the evidence the operator checked: {\"outcome\": \"...\", \"evidence\": \"...\"}")
+	}
+	h, err := s.rec.ResolveHold(r.Context(), r.PathValue("id"),
+		Resolution{Outcome: req.Outcome, Evidence: req.Evidence, Operator: callerOf(r).label, Time: time.Now().UTC()})
+	if errors.Is(err, ErrNotFound) {
+		return &apiError{http.StatusNotFound, "not_found", fmt.Sprintf("no repair hold %q: %v", r.PathValue("id"), err)}
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, h)
+	return nil
+}

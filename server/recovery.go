@@ -1,0 +1,153 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// RecoveryService is what the server needs from the recovery state machine
+// (loss detection, offer, approval, operations, lost processes, repair
+// holds). The recovery package's service is adapted to it where the server
+// is wired (cmd/lifeboat).
+//
+// Contract:
+//   - Methods are safe for concurrent use and return errors that wrap the
+//     sentinels below (or recovery.ErrUnknownWorkspace) so the server can
+//     answer with a stable code.
+//   - Approve and RestartProcess are idempotent per key: a repeated or
+//     concurrent call with the same key returns the same operation or
+//     restart and starts nothing new. A key reused for a different request
+//     fails with ErrIdempotencyKeyReused.
+//   - Approve fails with ErrCheckpointMismatch when checkpoint is not the
+//     one offered now, and with ErrNotLost when nothing is offered.
+//   - Every change of a workspace's recovery state, an operation, a
+//     process restart or a repair hold is sent as one Event on the channel
+//     of every Subscribe, in the order it happened. The channel is closed
+//     when the service stops or cancel is called.
+type RecoveryService interface {
+	State(ctx context.Context, ws string) (RecoveryState, error)
+	Offer(ctx context.Context, ws string) (Offer, error)
+	Approve(ctx context.Context, ws, checkpoint, key string) (Operation, error)
+	Operation(ctx context.Context, id string) (Operation, error)
+	LostProcesses(ctx context.Context, ws string) ([]LostProcess, error)
+	RestartProcess(ctx context.Context, ws, proc, key string) (ProcessRestart, error)
+	RepairHolds(ctx context.Context) ([]RepairHold, error)
+	ResolveHold(ctx context.Context, id string, r Resolution) (RepairHold, error)
+	Subscribe() (events <-chan Event, cancel func())
+}
+
+// Recovery states of a workspace. Only StateLost comes with an offer.
+const (
+	StateHealthy     = "healthy"      // the instance answers as running (or parked)
+	StateLost        = "lost"         // the provider confirmed the instance missing; recovery is offered
+	StateUnreachable = "unreachable"  // the provider is unavailable; checked again at NextCheck
+	StateAuthFailed  = "auth_failed"  // the provider refused our credentials
+	StateRateLimited = "rate_limited" // the provider asked us to slow down
+	StateRecovering  = "recovering"   // an approved operation runs; bot operations are refused
+	StateFailed      = "failed"       // the last operation failed; see Operation
+)
+
+// RecoveryState is what every client shows for one workspace.
+type RecoveryState struct {
+	Workspace  string     `json:"workspace"`
+	State      string     `json:"state"`
+	Action     string     `json:"action,omitempty"` // what to do, for people
+	NextCheck  *time.Time `json:"next_check,omitempty"`
+	Instance   string     `json:"instance"`
+	Generation uint64     `json:"generation"`
+	Operation  string     `json:"operation,omitempty"` // the current or last operation id
+	Offer      *Offer     `json:"offer,omitempty"`     // set when State is lost
+	Updated    time.Time  `json:"updated"`
+}
+
+// Offer is what the user sees before approving a recovery.
+type Offer struct {
+	Workspace      string        `json:"workspace"`
+	Checkpoint     string        `json:"checkpoint"` // the snapshot id to approve
+	CheckpointTime time.Time     `json:"checkpoint_time"`
+	AgeSeconds     float64       `json:"age_seconds"`
+	Profile        bool          `json:"profile"`         // a browser profile is included
+	NotRecoverable []string      `json:"not_recoverable"` // running processes, later changes, provider state
+	LostProcesses  []LostProcess `json:"lost_processes"`
+}
+
+// Operation is one approved recovery, a persisted state machine.
+type Operation struct {
+	ID             string    `json:"id"`
+	Workspace      string    `json:"workspace"`
+	Checkpoint     string    `json:"checkpoint"`
+	IdempotencyKey string    `json:"idempotency_key"`
+	Generation     uint64    `json:"generation"`
+	Step           string    `json:"step"` // approved, creating, restoring, validating, switching, recovered, failed
+	NewInstance    string    `json:"new_instance,omitempty"`
+	Error          string    `json:"error,omitempty"`
+	Created        time.Time `json:"created"`
+	Updated        time.Time `json:"updated"`
+}
+
+// LostProcess is a process recorded with the checkpoint a workspace was
+// recovered from: it did not survive, and can be restarted on request.
+type LostProcess struct {
+	ID         string     `json:"id"`
+	Command    []string   `json:"command"`
+	Dir        string     `json:"dir"`
+	Started    time.Time  `json:"started"`
+	Ended      *time.Time `json:"ended,omitempty"`
+	ExitCode   *int       `json:"exit_code,omitempty"`
+	LastOutput string     `json:"last_output"`
+	Truncated  bool       `json:"truncated"`
+	State      string     `json:"state"` // lost, restarting, restarted, restart_failed
+}
+
+// ProcessRestart is the answer to one restart request.
+type ProcessRestart struct {
+	Workspace      string    `json:"workspace"`
+	Process        string    `json:"process"`
+	IdempotencyKey string    `json:"idempotency_key"`
+	State          string    `json:"state"`
+	Requested      time.Time `json:"requested"`
+	Error          string    `json:"error,omitempty"`
+}
+
+// RepairHold is a source allocation kept after a copy-back failed; only an
+// operator's resolution clears it.
+type RepairHold struct {
+	ID             string      `json:"id"`
+	Workspace      string      `json:"workspace"`
+	Operation      string      `json:"operation"`
+	SourceInstance string      `json:"source_instance"`
+	TargetInstance string      `json:"target_instance"`
+	Error          string      `json:"error"`
+	Created        time.Time   `json:"created"`
+	Resolution     *Resolution `json:"resolution,omitempty"`
+}
+
+// Resolution is an operator's answer to a repair hold.
+type Resolution struct {
+	Outcome  string    `json:"outcome"`  // e.g. copied_back, discarded, escalated
+	Evidence string    `json:"evidence"` // what the operator checked
+	Operator string    `json:"operator"` // the token's label, filled in by the server
+	Time     time.Time `json:"time"`
+}
+
+// Event is one change, as the service reports it. The server numbers it
+// and sends it to every event stream.
+type Event struct {
+	Type      string `json:"type"` // recovery_state, operation, process, repair_hold (and receipt, from the lifecycle)
+	Workspace string `json:"workspace,omitempty"`
+	Data      any    `json:"data"`
+}
+
+// Errors a RecoveryService returns (wrapped); each has a stable API code.
+var (
+	ErrNotFound             = errors.New("not found")
+	ErrNotLost              = errors.New("the workspace is not lost: nothing to recover")
+	ErrCheckpointMismatch   = errors.New("the approval names a checkpoint that is not the one offered")
+	ErrRecovering           = errors.New("the workspace is being recovered")
+	ErrStaleGeneration      = errors.New("the request was issued for an older generation of the workspace")
+	ErrIdempotencyKeyReused = errors.New("the idempotency key was already used for a different request")
+	ErrHoldResolved         = errors.New("the repair hold is already resolved")
+	// ErrRecoveryUnavailable: the server runs without a recovery service (NoRecovery).
+	ErrRecoveryUnavailable = errors.New("recovery is not available in this server: it was started without a recovery service")
+)

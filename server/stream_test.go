@@ -1,0 +1,132 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"lifeboat/recovery"
+)
+
+// TestTwoStreamsSeeTheSameState: an inbox and a settings page (two event
+// streams) receive the same events, with the same ids and bytes, in the
+// same order: a lifecycle receipt, a loss, an approval's operation and
+// state, a hold resolution.
+func TestTwoStreamsSeeTheSameState(t *testing.T) {
+	e := newEnv(t)
+	e.workspace("w1", map[string]string{"a.txt": "a"})
+	inbox := e.stream(userToken, "")
+	settings := e.stream(operatorToken, "")
+	h1, h2 := inbox.must(t, "hello"), settings.must(t, "hello")
+	if h1.Data != h2.Data {
+		t.Fatalf("hello: %s vs %s", h1.Data, h2.Data)
+	}
+
+	var rec recovery.Receipt
+	e.ok(http.StatusOK, "POST", "/v1/workspaces/w1/checkpoints", userToken, nil, &rec)
+	e.rec.set(lostState("w1", 1, rec.Snapshot, time.Now()))
+	e.ok(http.StatusAccepted, "POST", "/v1/workspaces/w1/recovery/approve", userToken, approveRequest{rec.Snapshot}, nil, "Idempotency-Key", "k")
+	e.rec.mu.Lock()
+	e.rec.holds["h1"] = RepairHold{ID: "h1", Workspace: "w1"}
+	e.rec.mu.Unlock()
+	e.ok(http.StatusOK, "POST", "/v1/repair-holds/h1/resolve", operatorToken, resolveRequest{"discarded", "checked"}, nil)
+
+	want := []string{"receipt", "recovery_state", "operation", "recovery_state", "repair_hold"}
+	var prev uint64
+	for i, typ := range want {
+		a, b := inbox.must(t, typ), settings.must(t, typ)
+		if a != b {
+			t.Fatalf("event %d differs:\n%+v\n%+v", i, a, b)
+		}
+		id, err := strconv.ParseUint(a.ID, 10, 64)
+		if err != nil || id <= prev {
+			t.Fatalf("event %d: id %q after %d", i, a.ID, prev)
+		}
+		prev = id
+		var m Message
+		must(t, json.Unmarshal([]byte(a.Data), &m))
+		if m.Seq != id || m.Type != typ || m.Workspace != "w1" {
+			t.Fatalf("event %d: %+v", i, m)
+		}
+		if typ == "receipt" {
+			var r recovery.Receipt
+			raw, _ := json.Marshal(m.Data)
+			must(t, json.Unmarshal(raw, &r))
+			if r.Snapshot != rec.Snapshot || r.Outcome != recovery.Captured {
+				t.Fatalf("receipt event: %+v", r)
+			}
+		}
+	}
+	var st RecoveryState
+	e.ok(http.StatusOK, "GET", "/v1/workspaces/w1/recovery", userToken, nil, &st)
+	if st.State != StateRecovering {
+		t.Fatalf("state after approval: %+v", st)
+	}
+}
+
+// TestStreamReplayAndResync: a stream that reconnects with Last-Event-ID
+// gets what it missed; one that missed more than is kept gets "resync".
+func TestStreamReplayAndResync(t *testing.T) {
+	e := newEnv(t)
+	for i := range 3 {
+		e.srv.Events().Publish("test", "w1", i)
+	}
+	if h := e.stream(userToken, "").must(t, "hello"); h.ID != "3" || h.Data != `{"seq":3}` {
+		t.Fatalf("hello: %+v", h)
+	}
+	s := e.stream(userToken, "1")
+	s.must(t, "hello")
+	for _, id := range []string{"2", "3"} {
+		if ev := s.must(t, "test"); ev.ID != id {
+			t.Fatalf("replayed %s, want %s", ev.ID, id)
+		}
+	}
+	for i := range ringSize {
+		e.srv.Events().Publish("test", "w1", i)
+	}
+	e.stream(userToken, "1").must(t, "resync")
+	e.stream(userToken, "99999").must(t, "resync") // ids of an earlier server run
+	e.fails(http.StatusBadRequest, "bad_request", "GET", "/v1/events", userToken, nil, "Last-Event-ID", "x")
+}
+
+// TestSlowSubscriberDropped: a subscriber a full buffer behind is dropped
+// (its stream ends and it reconnects); the others keep every event.
+func TestSlowSubscriberDropped(t *testing.T) {
+	ev := NewEvents()
+	slow, _, _, _ := ev.subscribe(0, false)
+	fast, _, _, _ := ev.subscribe(0, false)
+	for i := range subsBuffer + 1 {
+		ev.Publish("test", "", i)
+		if m := <-fast.ch; m.Data != i { // the fast one keeps up
+			t.Fatalf("fast subscriber: got %v, want %d", m.Data, i)
+		}
+	}
+	n := 0
+	for range slow.ch {
+		n++
+	}
+	if n != subsBuffer {
+		t.Fatalf("the slow subscriber got %d before being dropped, want %d", n, subsBuffer)
+	}
+	ev.Close()
+	if _, open := <-fast.ch; open {
+		t.Fatal("Close left a subscriber open")
+	}
+	ev.Publish("after", "", nil) // dropped, no panic
+}
+
+// TestCloseEndsStreams: closing the server ends every event stream, so a
+// graceful shutdown does not wait for them.
+func TestCloseEndsStreams(t *testing.T) {
+	e := newEnv(t)
+	s := e.stream(userToken, "")
+	s.must(t, "hello")
+	e.srv.Close()
+	if _, err := s.next(); !errors.Is(err, io.EOF) {
+		t.Fatalf("the stream did not end: %v", err)
+	}
+}
