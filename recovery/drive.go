@@ -113,10 +113,20 @@ func (s *Service) create(ctx context.Context, op Operation, p providers.Provider
 // its directory for the local provider, a name under the state directory
 // for the others.
 func (s *Service) target(p providers.Provider, id providers.InstanceID) string {
-	if lp, ok := p.(*local.Provider); ok {
-		return filepath.Join(lp.Root(), string(id))
+	if root, ok := localRoot(p); ok {
+		return filepath.Join(root, string(id))
 	}
 	return filepath.Join(s.cfg.StateDir, "targets", p.Name(), string(id))
+}
+
+// localRoot is the root directory of a local provider (local.Provider, or
+// a wrapper of one): its instances and staging trees are readable here.
+func localRoot(p providers.Provider) (string, bool) {
+	lp, ok := p.(interface{ Root() string })
+	if !ok || p.Name() != local.Name {
+		return "", false
+	}
+	return lp.Root(), true
 }
 
 // restore rebuilds the checkpoint into the local staging tree, then copies
@@ -180,7 +190,7 @@ func (s *Service) restoreLocal(ctx context.Context, op Operation) (RestoreInfo, 
 // verified locally (content ids, profile validation) before WriteFiles.
 func (s *Service) validate(op Operation, p providers.Provider) error {
 	how := "restored tree verified here (every file against its content ids, browser profiles validated) before WriteFiles"
-	if _, ok := p.(*local.Provider); ok {
+	if _, ok := localRoot(p); ok {
 		d, err := treeDigest(op.Staging)
 		if err != nil {
 			return err

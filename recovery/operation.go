@@ -51,7 +51,7 @@ type Operation struct {
 	Problems    []string             `json:"problems,omitempty"`   // profile validation findings
 	// NewGeneration is the workspace generation after the switch.
 	NewGeneration uint64          `json:"new_generation,omitempty"`
-	Processes     []ProcessRecord `json:"processes"` // recorded with the checkpoint: reported lost
+	Processes     []ProcessRecord `json:"processes"`      // recorded with the checkpoint: reported lost
 	Hold          string          `json:"hold,omitempty"` // repair hold recorded when it failed
 	Error         string          `json:"error,omitempty"`
 	// LastError and RetryAt: the step is waiting on a provider error and

@@ -63,14 +63,14 @@ func (s *Service) publish(e Event) {
 
 // Offer is what a user sees before approving a recovery.
 type Offer struct {
-	Workspace   string               `json:"workspace"`
+	Workspace    string               `json:"workspace"`
 	LostInstance providers.InstanceID `json:"lost_instance"`
-	Checkpoint  string               `json:"checkpoint"` // snapshot id to name in the approval
-	Time        time.Time            `json:"time"`
-	Age         time.Duration        `json:"age_ns"`
-	AgeText     string               `json:"age"`
-	Files       uint64               `json:"files"`
-	Bytes       uint64               `json:"bytes"`
+	Checkpoint   string               `json:"checkpoint"` // snapshot id to name in the approval
+	Time         time.Time            `json:"time"`
+	Age          time.Duration        `json:"age_ns"`
+	AgeText      string               `json:"age"`
+	Files        uint64               `json:"files"`
+	Bytes        uint64               `json:"bytes"`
 	// BrowserProfile: the checkpoint holds browser profiles (Profiles).
 	BrowserProfile bool     `json:"browser_profile"`
 	Profiles       []string `json:"profiles"`
