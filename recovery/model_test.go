@@ -90,7 +90,9 @@ func (m *modelProv) DeleteCheckpoint(context.Context, providers.CheckpointID) er
 // nopRestorer describes every checkpoint as files only.
 type nopRestorer struct{}
 
-func (nopRestorer) Describe(context.Context, string) (SnapshotInfo, error) { return SnapshotInfo{}, nil }
+func (nopRestorer) Describe(context.Context, string) (SnapshotInfo, error) {
+	return SnapshotInfo{}, nil
+}
 func (nopRestorer) Restore(context.Context, string, string) (RestoreInfo, error) {
 	return RestoreInfo{}, errors.New("not in the model")
 }

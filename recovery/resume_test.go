@@ -77,7 +77,9 @@ type failRestorer struct {
 	err error
 }
 
-func (f failRestorer) Restore(context.Context, string, string) (RestoreInfo, error) { return RestoreInfo{}, f.err }
+func (f failRestorer) Restore(context.Context, string, string) (RestoreInfo, error) {
+	return RestoreInfo{}, f.err
+}
 
 // TestBadCheckpointRollsBack: a restore that fails (a damaged checkpoint)
 // ends the operation failed, destroys the replacement, keeps the last good

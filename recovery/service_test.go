@@ -223,7 +223,9 @@ func TestHealthStates(t *testing.T) {
 	e := newREnv(t, botFiles)
 	e.capture()
 	var answer error
-	e.p.inspect = func(providers.InstanceID) (providers.Status, error, bool) { return providers.Status{}, answer, answer != nil }
+	e.p.inspect = func(providers.InstanceID) (providers.Status, error, bool) {
+		return providers.Status{}, answer, answer != nil
+	}
 	cases := []struct {
 		err  error
 		want HealthState
