@@ -77,6 +77,7 @@ type renv struct {
 	lc       *Lifecycle
 	svc      *Service
 	restorer Restorer
+	capturer Capturer // default a RepoCapturer over r
 	hooks    serviceHooks
 }
 
@@ -85,6 +86,7 @@ func newREnv(t *testing.T, files map[string]string) *renv {
 	e := &renv{t: t, ctx: context.Background(), clock: newFakeClock(), p: &wrapProv{Provider: local.New(t.TempDir())},
 		r: newTestRepo(t), stateDir: t.TempDir()}
 	e.restorer = &RepoRestorer{Repo: e.r}
+	e.capturer = &RepoCapturer{Repo: e.r}
 	writeFiles(t, e.dir("bot1"), files)
 	e.open()
 	if err := e.store.AddWorkspace(Workspace{ID: "bot1", Provider: local.Name, Instance: "bot1", Created: e.clock.Now()}); err != nil {
@@ -102,7 +104,7 @@ func (e *renv) open() {
 	if e.store, err = OpenStore(e.stateDir); err != nil {
 		e.t.Fatal(err)
 	}
-	e.lc, err = New(Config{Store: e.store, Capturer: &RepoCapturer{Repo: e.r}, Providers: []providers.Provider{e.p}, Clock: e.clock})
+	e.lc, err = New(Config{Store: e.store, Capturer: e.capturer, Providers: []providers.Provider{e.p}, Clock: e.clock})
 	if err != nil {
 		e.t.Fatal(err)
 	}
