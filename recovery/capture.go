@@ -175,6 +175,10 @@ func (l *Lifecycle) Park(ctx context.Context, ws string) Receipt {
 			r.fail(Failed, err)
 			return r, true
 		}
+		if err := captureFence(w); err != nil {
+			r.fail(Refused, err)
+			return r, true
+		}
 		if w.LastGood != nil && now.Sub(w.LastGood.Time) < l.cfg.ParkInterval {
 			r.Outcome, r.LastGood = Throttled, w.LastGood.Snapshot
 			return r, true
