@@ -72,6 +72,7 @@ type renv struct {
 	clock    *fakeClock
 	p        *wrapProv
 	r        *repo.Repository
+	repoDir  string
 	stateDir string
 	store    *Store
 	lc       *Lifecycle
@@ -84,7 +85,8 @@ type renv struct {
 func newREnv(t *testing.T, files map[string]string) *renv {
 	t.Helper()
 	e := &renv{t: t, ctx: context.Background(), clock: newFakeClock(), p: &wrapProv{Provider: local.New(t.TempDir())},
-		r: newTestRepo(t), stateDir: t.TempDir()}
+		stateDir: t.TempDir()}
+	e.r, e.repoDir = newTestRepoDir(t)
 	e.restorer = &RepoRestorer{Repo: e.r}
 	e.capturer = &RepoCapturer{Repo: e.r}
 	writeFiles(t, e.dir("bot1"), files)
