@@ -1,17 +1,21 @@
 package recovery
 
 import (
-	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"lifeboat/backend"
+	backendlocal "lifeboat/backend/local"
 	"lifeboat/providers"
 	"lifeboat/recovery/dirlock"
+	"lifeboat/repo"
 )
 
 // TestResumeAtEveryStep stops the operation at every point of the state
@@ -71,25 +75,61 @@ func TestResumeAtEveryStep(t *testing.T) {
 	}
 }
 
-// failRestorer fails every restore: a corrupt or unreadable checkpoint.
-type failRestorer struct {
-	Restorer
-	err error
+// damagePacks flips every byte of every pack file of the
+// repository at dir and returns a function that puts them back.
+func damagePacks(t *testing.T, dir string) (undo func()) {
+	t.Helper()
+	saved := map[string][]byte{}
+	err := filepath.WalkDir(filepath.Join(dir, string(backend.Pack)), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		saved[p] = b
+		bad := slices.Clone(b)
+		for i := range bad {
+			bad[i] ^= 0x5a
+		}
+		return os.WriteFile(p, bad, 0o644)
+	})
+	if err != nil || len(saved) == 0 {
+		t.Fatalf("damaging packs: %v (%d files)", err, len(saved))
+	}
+	return func() {
+		for p, b := range saved {
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 }
 
-func (f failRestorer) Restore(context.Context, string, string) (RestoreInfo, error) {
-	return RestoreInfo{}, f.err
-}
-
-// TestBadCheckpointRollsBack: a restore that fails (a damaged checkpoint)
-// ends the operation failed, destroys the replacement, keeps the last good
-// checkpoint and leaves the workspace lost, ready for another approval.
+// TestBadCheckpointRollsBack: a checkpoint whose packs are damaged does
+// not restore; the operation ends failed through rolling_back, the
+// replacement is destroyed, the last good checkpoint is kept and the
+// workspace stays lost, ready for another approval, which succeeds once
+// the data is repaired.
 func TestBadCheckpointRollsBack(t *testing.T) {
 	e := newREnv(t, botFiles)
-	e.restorer = failRestorer{Restorer: &RepoRestorer{Repo: e.r}, err: errors.New("pack 1234: checksum mismatch")}
-	e.reopen()
 	cp := e.capture()
 	e.lose()
+	undo := damagePacks(t, e.repoDir)
+	// A fresh handle with an empty cache: the capture's handle holds
+	// the data it wrote in its cache, which is good data.
+	be, err := backendlocal.Open(e.repoDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := repo.Open(e.ctx, be, testPassword, repo.Options{CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close(e.ctx)
+	e.restorer = &RepoRestorer{Repo: fresh}
+	e.reopen()
 	op, err := e.svc.Approve(e.ctx, "bot1", cp.Snapshot, "k1")
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +139,7 @@ func TestBadCheckpointRollsBack(t *testing.T) {
 	for _, tr := range op.History {
 		states = append(states, tr.State)
 	}
-	if op.State != OpFailed || !slices.Contains(states, OpRollingBack) {
+	if op.State != OpFailed || !slices.Contains(states, OpRollingBack) || !strings.Contains(op.Error, cp.Snapshot) {
 		t.Fatalf("operation: %+v", op)
 	}
 	if got := e.instances(); len(got) != 0 {
@@ -109,13 +149,15 @@ func TestBadCheckpointRollsBack(t *testing.T) {
 	if w.LastGood.Snapshot != cp.Snapshot || w.Health.State != HealthLost || w.Operation != "" || w.Instance != "bot1" || w.Generation != 0 {
 		t.Fatalf("workspace after the failure: %+v", w)
 	}
-	e.restorer = &RepoRestorer{Repo: e.r}
-	e.reopen()
+	if _, err := os.Stat(op.LocalTree); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("local tree of the failed restore left: %v", err)
+	}
+	undo()
 	op2, err := e.svc.Approve(e.ctx, "bot1", cp.Snapshot, "k2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if op2 = e.wait(op2.ID); op2.State != OpRecovered {
+	if op2 = e.wait(op2.ID); op2.State != OpRecovered || op2.Replacement == op.Replacement {
 		t.Fatalf("second attempt: %+v", op2)
 	}
 }
