@@ -221,12 +221,17 @@ func (s *Service) switchIn(ctx context.Context, op Operation, p providers.Provid
 	if herr := s.hook(op, "after:switching"); herr != nil {
 		return herr
 	}
-	if err != nil {
-		// Switched already before a restart? Then the replacement holds
-		// the restored tree and the staging directory is gone.
-		if ok, _ := s.holdsTree(ctx, p, op); !ok {
-			return fmt.Errorf("switching the restored tree into %s: %w", op.Replacement, err)
-		}
+	// Whether the switch worked now or before a restart (then the staging
+	// directory is gone and Switch fails), the replacement must hold the
+	// restored tree before it becomes the workspace's instance.
+	ok, herr := s.holdsTree(ctx, p, op)
+	switch {
+	case !ok && err != nil:
+		return fmt.Errorf("switching the restored tree into %s: %w", op.Replacement, err)
+	case herr != nil:
+		return fmt.Errorf("reading replacement %s after the switch: %w", op.Replacement, herr)
+	case !ok:
+		return fmt.Errorf("replacement %s does not hold the restored checkpoint after the switch", op.Replacement)
 	}
 	err = s.advance(op.ID, func(op *Operation, w *Workspace) error {
 		if w.Operation != op.ID || w.Generation != op.Generation {
