@@ -272,3 +272,52 @@ func TestCopyBackRetriesAndRepairHold(t *testing.T) {
 		t.Fatalf("resolved hold not kept as a record: %+v", all)
 	}
 }
+
+// TestBusyTargetWaits: a step that finds its target's directory-merge lock
+// held by someone else waits (the error names the holder) and goes on,
+// on the schedule, once the lock is free.
+func TestBusyTargetWaits(t *testing.T) {
+	e := newREnv(t, botFiles)
+	cp := e.capture()
+	e.lose()
+	e.close()
+	other, err := dirlock.New(e.stateDir, dirlock.Options{Wait: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held *dirlock.Lock
+	e.hooks.step = func(op Operation, at string) error {
+		if at == "before:restoring" && held == nil {
+			if held, err = other.TryLock(op.LocalTree, "test holder"); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	e.open()
+	e.svc.cfg.LockWait = -1 // one attempt: the fake clock does not move
+	e.svc.locks, err = dirlock.New(e.stateDir, dirlock.Options{Wait: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := e.svc.Approve(e.ctx, "bot1", cp.Snapshot, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	op = e.wait(op.ID)
+	if op.State != OpRestoring || !strings.Contains(op.LastError, "test holder") || !op.RetryAt.Equal(e.clock.Now().Add(time.Minute)) {
+		t.Fatalf("while the target is locked: %+v", op)
+	}
+	if err := held.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	e.svc.CheckDue(e.ctx) // not due yet
+	if op = e.wait(op.ID); op.State != OpRestoring {
+		t.Fatalf("resumed before its retry time: %+v", op)
+	}
+	e.clock.Advance(time.Minute)
+	e.svc.CheckDue(e.ctx)
+	if op = e.wait(op.ID); op.State != OpRecovered || op.LastError != "" {
+		t.Fatalf("after the lock was freed: %+v", op)
+	}
+}

@@ -28,7 +28,9 @@ type ServiceConfig struct {
 	// CheckInterval is how often Run inspects each workspace, and how long
 	// a step waiting on a provider error waits; default 1 min.
 	CheckInterval time.Duration
-	// LockWait bounds waiting for a busy target's lock; default 30 s.
+	// LockWait bounds waiting for a busy target's lock; default 30 s,
+	// negative: one attempt. A step that still finds the lock busy waits
+	// like one that met a provider outage (retried after CheckInterval).
 	LockWait time.Duration
 	// CopyBack is the retry policy of writing the restored tree into the
 	// replacement; default dirlock.DefaultRetryPolicy.
@@ -75,7 +77,9 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 		return nil, errors.New("recovery: a Lifecycle, a Restorer and a StateDir are required")
 	}
 	setDefault(&cfg.CheckInterval, time.Minute)
-	setDefault(&cfg.LockWait, dirlock.DefaultWait)
+	if cfg.LockWait == 0 {
+		cfg.LockWait = dirlock.DefaultWait
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
