@@ -288,9 +288,11 @@ func TestBusyTargetWaits(t *testing.T) {
 	var held *dirlock.Lock
 	e.hooks.step = func(op Operation, at string) error {
 		if at == "before:restoring" && held == nil {
-			if held, err = other.TryLock(op.LocalTree, "test holder"); err != nil {
-				return err
+			lk, lerr := other.TryLock(op.LocalTree, "test holder")
+			if lerr != nil {
+				return lerr
 			}
+			held = lk
 		}
 		return nil
 	}
