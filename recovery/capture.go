@@ -40,6 +40,10 @@ func (l *Lifecycle) run(ctx context.Context, ws string, rec *Receipt) {
 	if w.LastGood != nil {
 		rec.LastGood = w.LastGood.Snapshot
 	}
+	if err := captureFence(w); err != nil {
+		rec.fail(Refused, err) // not a failed capture: nothing was tried
+		return
+	}
 	p, err := l.provider(w)
 	if err != nil {
 		l.failed(ws, rec, Failed, err)
@@ -109,8 +113,12 @@ func (l *Lifecycle) captureQuiesced(ctx context.Context, w Workspace, p provider
 	cp := &Checkpoint{Snapshot: res.Snapshot, Time: rec.Started, Reason: rec.Reason, Instance: w.Instance,
 		Generation: w.Generation, Files: res.Files, Bytes: res.Bytes, Processes: procRecs}
 	err = l.store.update(w.ID, func(tx *boltTx, cur *Workspace) error {
-		if cur.Generation != w.Generation {
-			return fmt.Errorf("%w (%d -> %d)", ErrFenced, w.Generation, cur.Generation)
+		if cur.Generation != w.Generation || cur.Instance != w.Instance {
+			return fmt.Errorf("%w (instance %s generation %d -> instance %s generation %d); the capture of the old instance is not promoted",
+				ErrFenced, w.Instance, w.Generation, cur.Instance, cur.Generation)
+		}
+		if err := captureFence(*cur); err != nil {
+			return err
 		}
 		cur.LastGood, cur.Fingerprint, cur.Failures, cur.InFlight = cp, fp, 0, nil
 		w = *cur
@@ -165,6 +173,10 @@ func (l *Lifecycle) Park(ctx context.Context, ws string) Receipt {
 		w, err := l.store.Workspace(ws)
 		if err != nil {
 			r.fail(Failed, err)
+			return r, true
+		}
+		if err := captureFence(w); err != nil {
+			r.fail(Refused, err)
 			return r, true
 		}
 		if w.LastGood != nil && now.Sub(w.LastGood.Time) < l.cfg.ParkInterval {

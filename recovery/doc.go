@@ -16,4 +16,20 @@
 //     measured from the last successful capture.
 //   - All state lives in one bbolt file (Store), written in single
 //     transactions, so a crash at any point leaves the previous record.
+//
+// Recovery (Service, docs/recovery.md):
+//   - Only a provider's confirmed Missing makes a workspace lost; an
+//     outage, an auth failure, a rate limit or any other error records a
+//     health state and never creates, destroys or replaces anything.
+//   - Nothing is created before an approval that names the offered
+//     checkpoint, and the old instance is inspected again (still Missing)
+//     right before Create. One idempotency key, one operation.
+//   - An operation's intent is stored before each external call, and each
+//     call is safe to repeat, so a restart resumes it (Resume); Create is
+//     keyed, so an interrupted create is found again, never doubled.
+//   - The workspace id never changes; its instance and generation change
+//     together, in the transaction that ends the operation. Captures and
+//     requests for an older instance or generation are refused.
+//   - A failed copy-back keeps the replacement and the source and records
+//     a repair hold in the same transaction; only an operator clears it.
 package recovery

@@ -272,6 +272,14 @@ var testPassword = []byte("lifecycle test password")
 // newTestRepo makes and opens a repository for the test.
 func newTestRepo(t *testing.T) *repo.Repository {
 	t.Helper()
+	r, _ := newTestRepoDir(t)
+	return r
+}
+
+// newTestRepoDir is newTestRepo that also returns the repository's
+// directory, for a child process to open.
+func newTestRepoDir(t *testing.T) (*repo.Repository, string) {
+	t.Helper()
 	dir, cache := t.TempDir(), t.TempDir()
 	be, err := local.Create(dir)
 	if err != nil {
@@ -286,7 +294,7 @@ func newTestRepo(t *testing.T) *repo.Repository {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = r.Close(ctx); _ = be.Close() })
-	return r
+	return r, dir
 }
 
 func countSnapshots(t *testing.T, r *repo.Repository, ws string) int {

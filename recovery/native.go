@@ -125,6 +125,9 @@ func (l *Lifecycle) Restart(ctx context.Context, ws string) (RestartReceipt, err
 	if err != nil {
 		return RestartReceipt{}, err
 	}
+	if err := captureFence(w); err != nil {
+		return RestartReceipt{}, fmt.Errorf("restart %s: %w", ws, err)
+	}
 	if w.Native == nil {
 		return RestartReceipt{}, fmt.Errorf("restart %s: %w; nothing was changed (a native checkpoint is taken after a successful capture on a provider that has them)", ws, ErrNoNativeCheckpoint)
 	}

@@ -9,7 +9,10 @@ import (
 	"lifeboat/snapshot"
 )
 
-func TestMain(m *testing.M) { profiletest.Main(m) }
+func TestMain(m *testing.M) {
+	runKillChildIfSet()
+	profiletest.Main(m)
+}
 
 // A browser paused by a writer (its process stopped) passes the quiesce
 // step and its profile is captured into the sensitive tier.

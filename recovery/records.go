@@ -42,6 +42,16 @@ type Workspace struct {
 	InFlight *InFlight `json:"in_flight,omitempty"`
 	// LastRestart records the last rollback to a native checkpoint.
 	LastRestart *RestartRecord `json:"last_restart,omitempty"`
+	// Health is what the last inspection of Instance found (health.go);
+	// nil before the first.
+	Health *Health `json:"health,omitempty"`
+	// Operation is the id of the recovery operation running for the
+	// workspace; while it is set, bot operations and captures are refused
+	// with ErrRecovering.
+	Operation string `json:"operation,omitempty"`
+	// Lost are the processes of the checkpoint the workspace was last
+	// recovered from, reported lost (lost.go).
+	Lost *LostSet `json:"lost,omitempty"`
 }
 
 // Checkpoint is a promoted portable checkpoint: a snapshot in the

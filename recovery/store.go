@@ -42,6 +42,10 @@ var (
 	bucketWorkspaces  = []byte("workspaces")
 	bucketCheckpoints = []byte("checkpoints") // one nested bucket per workspace
 	bucketPending     = []byte("pending")
+	bucketOps         = []byte("operations")       // recovery operations by id
+	bucketOpKeys      = []byte("operation-keys")   // approval idempotency key -> operation id
+	bucketHolds       = []byte("repair-holds")     // repair holds by id
+	bucketRestarts    = []byte("process-restarts") // restart idempotency key -> ProcessRestart
 	keySchema         = []byte("schema")
 	keySalt           = []byte("salt")
 )
@@ -94,7 +98,7 @@ func OpenStore(dir string) (*Store, error) {
 			}
 		}
 		s.salt = append([]byte(nil), s.salt...)
-		for _, b := range [][]byte{bucketWorkspaces, bucketCheckpoints, bucketPending} {
+		for _, b := range [][]byte{bucketWorkspaces, bucketCheckpoints, bucketPending, bucketOps, bucketOpKeys, bucketHolds, bucketRestarts} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}

@@ -32,6 +32,7 @@ const (
 	exitBrowserRun  = 18  // a browser is using a profile to capture; retry when it stopped
 	exitProfileBad  = 19  // a restore finished, but profile validation flagged files
 	exitQuiesce     = 20  // the workspace could not be quiesced in time; retryable
+	exitRecovering  = 21  // the workspace is lost or being recovered; capture or restart refused
 	exitInterrupted = 130 // interrupted by a signal
 	_               = exitPartial
 )
@@ -70,6 +71,8 @@ func exitCode(err error) int {
 		return exitUsage
 	case errors.Is(err, context.Canceled):
 		return exitInterrupted
+	case errors.Is(err, recovery.ErrRecovering), errors.Is(err, recovery.ErrLost):
+		return exitRecovering
 	case errors.Is(err, recovery.ErrQuiesceTimeout):
 		return exitQuiesce
 	case errors.Is(err, profile.ErrBrowserRunning):

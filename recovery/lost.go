@@ -1,0 +1,204 @@
+package recovery
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"lifeboat/providers"
+)
+
+// LostSet is the processes recorded with the checkpoint a workspace was
+// recovered from. None of them kept running: a recovery restores files,
+// not processes.
+type LostSet struct {
+	Operation  string          `json:"operation"`
+	Generation uint64          `json:"generation"` // the workspace generation the recovery made
+	Checkpoint string          `json:"checkpoint"`
+	Processes  []ProcessRecord `json:"processes"`
+}
+
+// LostProcess is one process reported after a recovery.
+type LostProcess struct {
+	Index int `json:"index"` // names it in RestartProcess
+	ProcessRecord
+	// State is "lost" until a restart ran, then "restarted".
+	State string `json:"state"`
+	// Restart is the action that restarts it: RestartProcess with this
+	// index and a new idempotency key.
+	Restart  string           `json:"restart"`
+	Restarts []ProcessRestart `json:"restarts"`
+}
+
+// ProcessRestart is one restart request of a lost process.
+type ProcessRestart struct {
+	Key        string               `json:"key"`
+	Workspace  string               `json:"workspace"`
+	Index      int                  `json:"index"`
+	Command    []string             `json:"command"`
+	Instance   providers.InstanceID `json:"instance"`
+	Generation uint64               `json:"generation"`
+	// State: running (the command was started), done (it returned),
+	// failed (it could not be run), interrupted (this lifeboat stopped
+	// while it ran; it is not run again for this key).
+	State    string    `json:"state"`
+	ExitCode int       `json:"exit_code"`
+	Output   string    `json:"output"` // the last output, bounded and redacted
+	Error    string    `json:"error,omitempty"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished,omitzero"`
+}
+
+// LostProcesses returns the processes reported lost by the last recovery
+// of workspace ws (none before one).
+func (s *Service) LostProcesses(ws string) ([]LostProcess, error) {
+	w, err := s.store.Workspace(ws)
+	if err != nil || w.Lost == nil {
+		return []LostProcess{}, err
+	}
+	restarts, err := s.restarts(ws, w.Lost.Generation)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]LostProcess, 0, len(w.Lost.Processes))
+	for i, p := range w.Lost.Processes {
+		lp := LostProcess{Index: i, ProcessRecord: p, State: "lost", Restart: "restart", Restarts: []ProcessRestart{}}
+		for _, r := range restarts {
+			if r.Index == i {
+				lp.Restarts = append(lp.Restarts, r)
+				lp.State = "restarted"
+			}
+		}
+		out = append(out, lp)
+	}
+	return out, nil
+}
+
+func (s *Service) restarts(ws string, gen uint64) ([]ProcessRestart, error) {
+	var out []ProcessRestart
+	err := s.store.db.View(func(tx *boltTx) error {
+		return tx.Bucket(bucketRestarts).ForEach(func(k, v []byte) error {
+			var r ProcessRestart
+			if err := json.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("state store: process restart %q does not decode: %w", k, err)
+			}
+			if r.Workspace == ws && r.Generation == gen {
+				out = append(out, r)
+			}
+			return nil
+		})
+	})
+	return out, err
+}
+
+// RestartProcess runs lost process index of workspace ws again in the
+// workspace's current instance (provider Exec, the instance directory as
+// working directory), on this explicit request only. key is the request's
+// idempotency key: a repeated or concurrent request with the same key
+// returns the first one's record and never runs the command twice, even
+// across restarts (the record is stored before the command starts).
+func (s *Service) RestartProcess(ctx context.Context, ws string, index int, key string) (ProcessRestart, error) {
+	if key == "" || len(key) > 200 {
+		return ProcessRestart{}, fmt.Errorf("restart process %d of %s: an idempotency key of 1 to 200 bytes is required", index, ws)
+	}
+	unlock := s.keyLock(key)
+	defer unlock()
+	var rec ProcessRestart
+	started := false
+	err := s.store.db.Update(func(tx *boltTx) error {
+		got, err := getJSON[ProcessRestart](tx, bucketRestarts, key, "process restart")
+		if err != nil {
+			return err
+		}
+		if got != nil {
+			if got.Workspace != ws || got.Index != index {
+				return fmt.Errorf("%w: key %q restarted process %d of %s", ErrKeyReused, key, got.Index, got.Workspace)
+			}
+			rec = *got
+			return nil
+		}
+		w, err := getWS(tx, ws)
+		if err != nil {
+			return err
+		}
+		if err := guard(*w); err != nil {
+			return err
+		}
+		if w.Lost == nil || index < 0 || index >= len(w.Lost.Processes) {
+			return fmt.Errorf("restart process %d of %s: no such lost process (see the lost processes of the workspace)", index, ws)
+		}
+		if w.Lost.Generation != w.Generation {
+			return fmt.Errorf("%w: process %d was lost by generation %d, the workspace is at %d", ErrStaleGeneration, index, w.Lost.Generation, w.Generation)
+		}
+		rec = ProcessRestart{Key: key, Workspace: ws, Index: index, Command: w.Lost.Processes[index].Command,
+			Instance: w.Instance, Generation: w.Generation, State: "running", Started: s.clock.Now()}
+		started = true
+		return putJSON(tx, bucketRestarts, key, &rec)
+	})
+	if err != nil || !started {
+		return rec, err
+	}
+	w, err := s.store.Workspace(ws)
+	var p providers.Provider
+	if err == nil {
+		p, err = s.lc.provider(w)
+	}
+	var res providers.ExecResult
+	if err == nil {
+		res, err = p.Exec(ctx, rec.Instance, rec.Command, nil)
+	}
+	rec.Finished, rec.State, rec.ExitCode = s.clock.Now(), "done", res.ExitCode
+	if err != nil {
+		rec.State, rec.Error = "failed", err.Error()
+	}
+	rec.Output = s.tail(append(append([]byte(nil), res.Stdout...), res.Stderr...))
+	if perr := s.store.db.Update(func(tx *boltTx) error { return putJSON(tx, bucketRestarts, key, &rec) }); perr != nil {
+		return rec, perr
+	}
+	s.publish(Event{Workspace: ws, Kind: EventProcess})
+	return rec, nil
+}
+
+// tail keeps the last TailBytes of out, redacted.
+func (s *Service) tail(out []byte) string {
+	p := &Process{max: s.lc.cfg.TailBytes}
+	_, _ = p.Write(out)
+	return p.record(s.lc.cfg.Redact).Tail
+}
+
+func (s *Service) keyLock(key string) func() {
+	s.mu.Lock()
+	m, ok := s.restart[key]
+	if !ok {
+		m = new(sync.Mutex)
+		s.restart[key] = m
+	}
+	s.mu.Unlock()
+	m.Lock()
+	return m.Unlock
+}
+
+// markInterruptedRestarts records restarts a dead process left running:
+// their commands may have run, so they are never run again for that key.
+func (s *Service) markInterruptedRestarts() error {
+	return s.store.db.Update(func(tx *boltTx) error {
+		b := tx.Bucket(bucketRestarts)
+		var fix []ProcessRestart
+		err := b.ForEach(func(_, v []byte) error {
+			var r ProcessRestart
+			if err := json.Unmarshal(v, &r); err == nil && r.State == "running" {
+				r.State, r.Error = "interrupted", "the lifeboat process running it stopped before it returned; it was not run again"
+				fix = append(fix, r)
+			}
+			return nil
+		})
+		for _, r := range fix {
+			if err == nil {
+				err = putJSON(tx, bucketRestarts, r.Key, &r)
+			}
+		}
+		return err
+	})
+}

@@ -1,0 +1,183 @@
+package recovery
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"lifeboat/providers"
+)
+
+// OpState is a step of a recovery operation. The operation is persisted
+// at every step, with the intent written before the external call it
+// names, so a restart resumes it from there (Service.Resume).
+type OpState string
+
+const (
+	OpApproved    OpState = "approved"     // approved; nothing external done yet
+	OpCreating    OpState = "creating"     // Create with the operation's key (safe to repeat)
+	OpRestoring   OpState = "restoring"    // restore into local staging, then WriteFiles into the replacement
+	OpValidating  OpState = "validating"   // the replacement's staging tree is compared with the restored one
+	OpSwitching   OpState = "switching"    // Switch, then one transaction records the new instance and generation
+	OpRollingBack OpState = "rolling_back" // the replacement is being destroyed after a failure
+	OpRecovered   OpState = "recovered"    // terminal: the workspace runs on the replacement
+	OpFailed      OpState = "failed"       // terminal: nothing switched; the workspace is lost again
+)
+
+// Terminal reports whether the state is final.
+func (s OpState) Terminal() bool { return s == OpRecovered || s == OpFailed }
+
+// Operation is one approved recovery of a workspace.
+type Operation struct {
+	ID             string               `json:"id"`
+	Workspace      string               `json:"workspace"`
+	IdempotencyKey string               `json:"idempotency_key"`
+	Checkpoint     string               `json:"checkpoint"` // the snapshot approved
+	CheckpointTime time.Time            `json:"checkpoint_time"`
+	Provider       string               `json:"provider"`
+	OldInstance    providers.InstanceID `json:"old_instance"`
+	Generation     uint64               `json:"generation"` // the generation it was issued for
+	State          OpState              `json:"state"`
+	// CreateKey is the idempotency key of the replacement's Create: an
+	// orphan from an interrupted create is found again by it.
+	CreateKey   string               `json:"create_key"`
+	Replacement providers.InstanceID `json:"replacement,omitempty"`
+	LocalTree   string               `json:"local_tree,omitempty"` // the restore's local staging tree
+	Digest      string               `json:"digest,omitempty"`     // content digest of LocalTree
+	Staging     string               `json:"staging,omitempty"`    // the staging directory in the replacement
+	Validated   string               `json:"validated,omitempty"`  // how the replacement's tree was checked
+	Profiles    []string             `json:"profiles,omitempty"`   // browser profiles restored
+	Problems    []string             `json:"problems,omitempty"`   // profile validation findings
+	// NewGeneration is the workspace generation after the switch.
+	NewGeneration uint64          `json:"new_generation,omitempty"`
+	Processes     []ProcessRecord `json:"processes"`      // recorded with the checkpoint: reported lost
+	Hold          string          `json:"hold,omitempty"` // repair hold recorded when it failed
+	Error         string          `json:"error,omitempty"`
+	// LastError and RetryAt: the step is waiting on a provider error and
+	// is tried again by the schedule (or Resume) after RetryAt.
+	LastError string       `json:"last_error,omitempty"`
+	RetryAt   time.Time    `json:"retry_at,omitzero"`
+	Created   time.Time    `json:"created"`
+	Updated   time.Time    `json:"updated"`
+	History   []Transition `json:"history"`
+}
+
+// Transition is one state change of an operation.
+type Transition struct {
+	State OpState   `json:"state"`
+	Time  time.Time `json:"time"`
+	Note  string    `json:"note,omitempty"`
+}
+
+var (
+	// ErrRecovering: a recovery operation is running for the workspace;
+	// bot operations and captures wait for it to end.
+	ErrRecovering = errors.New("workspace is being recovered")
+	// ErrNotLost: recovery is offered only for a workspace whose instance
+	// the provider confirmed missing.
+	ErrNotLost = errors.New("workspace is not lost")
+	// ErrNoCheckpoint: the workspace has no good checkpoint to recover.
+	ErrNoCheckpoint = errors.New("workspace has no good checkpoint")
+	// ErrStaleOffer: the approval names a checkpoint that is not the one
+	// the current offer shows.
+	ErrStaleOffer = errors.New("approval names a checkpoint the offer no longer shows")
+	// ErrKeyReused: an idempotency key was reused for another request.
+	ErrKeyReused = errors.New("idempotency key already used for a different request")
+	// ErrUnknownOperation: no operation with that id.
+	ErrUnknownOperation = errors.New("unknown recovery operation")
+	// ErrStaleGeneration: an operation issued for an older generation or
+	// instance of the workspace.
+	ErrStaleGeneration = errors.New("operation issued for an older instance of the workspace")
+)
+
+func getJSON[T any](tx *boltTx, bucket []byte, key string, what string) (*T, error) {
+	v := tx.Bucket(bucket).Get([]byte(key))
+	if v == nil {
+		return nil, nil
+	}
+	var out T
+	if err := json.Unmarshal(v, &out); err != nil {
+		return nil, fmt.Errorf("state store: %s %s does not decode: %w", what, key, err)
+	}
+	return &out, nil
+}
+
+func putJSON(tx *boltTx, bucket []byte, key string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(bucket).Put([]byte(key), b)
+}
+
+func getOp(tx *boltTx, id string) (*Operation, error) {
+	op, err := getJSON[Operation](tx, bucketOps, id, "operation")
+	if err == nil && op == nil {
+		err = fmt.Errorf("%w %q", ErrUnknownOperation, id)
+	}
+	return op, err
+}
+
+// Operation returns one recovery operation.
+func (s *Store) Operation(id string) (Operation, error) {
+	var op Operation
+	err := s.db.View(func(tx *boltTx) error {
+		got, err := getOp(tx, id)
+		if err == nil {
+			op = *got
+		}
+		return err
+	})
+	return op, err
+}
+
+// Operations returns the recovery operations of workspace ws (all when
+// ws is empty), oldest first.
+func (s *Store) Operations(ws string) ([]Operation, error) {
+	var out []Operation
+	err := s.db.View(func(tx *boltTx) error {
+		return tx.Bucket(bucketOps).ForEach(func(k, v []byte) error {
+			var op Operation
+			if err := json.Unmarshal(v, &op); err != nil {
+				return fmt.Errorf("state store: operation %s does not decode: %w", k, err)
+			}
+			if ws == "" || op.Workspace == ws {
+				out = append(out, op)
+			}
+			return nil
+		})
+	})
+	sortOps(out)
+	return out, err
+}
+
+// updateOp changes an operation and, when fn returns a workspace change,
+// its workspace, in one transaction.
+func (s *Store) updateOp(id string, now time.Time, fn func(tx *boltTx, op *Operation, w *Workspace) error) (Operation, error) {
+	var out Operation
+	err := s.db.Update(func(tx *boltTx) error {
+		op, err := getOp(tx, id)
+		if err != nil {
+			return err
+		}
+		w, err := getWS(tx, op.Workspace)
+		if err != nil {
+			return err
+		}
+		before := op.State
+		if err := fn(tx, op, w); err != nil {
+			return err
+		}
+		op.Updated = now
+		if op.State != before {
+			op.History = append(op.History, Transition{State: op.State, Time: now, Note: op.Error})
+		}
+		out = *op
+		if err := putJSON(tx, bucketOps, op.ID, op); err != nil {
+			return err
+		}
+		return putWS(tx, w)
+	})
+	return out, err
+}

@@ -1,0 +1,309 @@
+package recovery
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"lifeboat/recovery/dirlock"
+)
+
+// ServiceConfig sets up a recovery Service. Lifecycle, Restorer and
+// StateDir are required.
+type ServiceConfig struct {
+	Lifecycle *Lifecycle // its store, providers and clock are used
+	Restorer  Restorer   // RepoRestorer is the real one
+	// StateDir holds the restore's local staging trees
+	// (<StateDir>/recovery/<operation>) and the directory-merge locks
+	// (<StateDir>/locks/directory-merge).
+	StateDir string
+	// CheckInterval is how often Run inspects each workspace, and how long
+	// a step waiting on a provider error waits; default 1 min.
+	CheckInterval time.Duration
+	// LockWait bounds waiting for a busy target's lock; default 30 s,
+	// negative: one attempt. A step that still finds the lock busy waits
+	// like one that met a provider outage (retried after CheckInterval).
+	LockWait time.Duration
+	// CopyBack is the retry policy of writing the restored tree into the
+	// replacement; default dirlock.DefaultRetryPolicy.
+	CopyBack dirlock.RetryPolicy
+	Logger   *slog.Logger
+}
+
+// Service is the recovery half of the lifecycle: loss detection, the
+// offer, approved recovery operations, fencing, lost processes and repair
+// holds. One Service per Lifecycle; its methods are safe for concurrent
+// use. Create it with NewService, then call Resume to continue operations
+// a previous process left unfinished.
+type Service struct {
+	cfg   ServiceConfig
+	lc    *Lifecycle
+	store *Store
+	clock Clock
+	log   *slog.Logger
+	locks *dirlock.Locker
+
+	base context.Context
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+
+	mu      sync.Mutex
+	running map[string]chan struct{} // operation id -> closed when its driver stops
+	subs    map[chan Event]struct{}
+	restart map[string]*sync.Mutex // per restart key
+	hooks   serviceHooks
+}
+
+// serviceHooks let tests stop an operation at a step, as a crash would.
+type serviceHooks struct {
+	// step is called with the operation and a point ("before:<state>"
+	// once the intent is stored, "after:<state>" once its external call
+	// returned, before that is recorded); a non-nil error stops the driver
+	// there without writing anything more.
+	step func(op Operation, point string) error
+}
+
+// NewService returns a Service over the lifecycle's store.
+func NewService(cfg ServiceConfig) (*Service, error) {
+	if cfg.Lifecycle == nil || cfg.Restorer == nil || cfg.StateDir == "" {
+		return nil, errors.New("recovery: a Lifecycle, a Restorer and a StateDir are required")
+	}
+	setDefault(&cfg.CheckInterval, time.Minute)
+	if cfg.LockWait == 0 {
+		cfg.LockWait = dirlock.DefaultWait
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	lk, err := dirlock.New(cfg.StateDir, dirlock.Options{Wait: cfg.LockWait, Clock: cfg.Lifecycle.clock})
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{cfg: cfg, lc: cfg.Lifecycle, store: cfg.Lifecycle.store, clock: cfg.Lifecycle.clock, log: cfg.Logger,
+		locks: lk, running: map[string]chan struct{}{}, subs: map[chan Event]struct{}{}, restart: map[string]*sync.Mutex{}}
+	s.base, s.stop = context.WithCancel(context.Background())
+	if err := s.markInterruptedRestarts(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close stops the running operations (each stays at its persisted step,
+// resumed by the next Resume) and waits for them.
+func (s *Service) Close() {
+	s.stop()
+	s.wg.Wait()
+}
+
+// Resume starts a driver for every unfinished operation that has none;
+// call it once the service is open, to continue what a previous process
+// left (the store is held by one process, so none of them runs). It does
+// not wait for them; Wait does.
+func (s *Service) Resume(ctx context.Context) { s.resume(false) }
+
+// resume starts the unfinished operations; with due, only those whose
+// wait after a provider error is over.
+func (s *Service) resume(due bool) {
+	ops, err := s.store.Operations("")
+	if err != nil {
+		s.log.Error("resuming recovery operations", "err", err)
+		return
+	}
+	now := s.clock.Now()
+	for _, op := range ops {
+		if !op.State.Terminal() && (!due || !now.Before(op.RetryAt)) {
+			s.start(op.ID)
+		}
+	}
+}
+
+// start runs the driver of operation id unless one runs already.
+func (s *Service) start(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.running[id]; ok || s.base.Err() != nil {
+		return
+	}
+	done := make(chan struct{})
+	s.running[id] = done
+	s.wg.Go(func() {
+		defer func() {
+			s.mu.Lock()
+			delete(s.running, id)
+			s.mu.Unlock()
+			close(done)
+		}()
+		s.drive(s.base, id)
+	})
+}
+
+// Wait waits until operation id's driver stops (it ended, or waits on a
+// provider error until RetryAt) and returns the operation as stored.
+func (s *Service) Wait(ctx context.Context, id string) (Operation, error) {
+	s.mu.Lock()
+	done := s.running[id]
+	s.mu.Unlock()
+	if done != nil {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return Operation{}, ctx.Err()
+		}
+	}
+	return s.store.Operation(id)
+}
+
+// Operation returns one recovery operation.
+func (s *Service) Operation(id string) (Operation, error) { return s.store.Operation(id) }
+
+// Operations returns the recovery operations of a workspace, oldest first.
+func (s *Service) Operations(ws string) ([]Operation, error) { return s.store.Operations(ws) }
+
+// Approve starts recovering workspace ws from checkpoint, the snapshot id
+// its offer showed. key is the client's idempotency key: a repeated or
+// concurrent approval with the same key returns the same operation and
+// never starts a second one. The workspace must be lost (the provider
+// confirmed its instance missing), and checkpoint must still be its last
+// good checkpoint (else ErrStaleOffer: fetch the offer again).
+func (s *Service) Approve(ctx context.Context, ws, checkpoint, key string) (Operation, error) {
+	if key == "" || len(key) > 200 {
+		return Operation{}, fmt.Errorf("approve %s: an idempotency key of 1 to 200 bytes is required", ws)
+	}
+	if checkpoint == "" {
+		return Operation{}, fmt.Errorf("approve %s: name the checkpoint the offer showed", ws)
+	}
+	now := s.clock.Now()
+	var op Operation
+	fresh := false
+	err := s.store.db.Update(func(tx *boltTx) error {
+		if id := tx.Bucket(bucketOpKeys).Get([]byte(key)); id != nil {
+			got, err := getOp(tx, string(id))
+			if err != nil {
+				return err
+			}
+			if got.Workspace != ws || got.Checkpoint != checkpoint {
+				return fmt.Errorf("%w: key %q approved checkpoint %s of workspace %s", ErrKeyReused, key, got.Checkpoint, got.Workspace)
+			}
+			op = *got
+			return nil
+		}
+		w, err := getWS(tx, ws)
+		if err != nil {
+			return err
+		}
+		if err := offerable(w); err != nil {
+			return err
+		}
+		if w.LastGood.Snapshot != checkpoint {
+			return fmt.Errorf("%w: approved %s, the last good checkpoint of %s is %s (taken %s); review the offer again",
+				ErrStaleOffer, checkpoint, ws, w.LastGood.Snapshot, w.LastGood.Time.UTC().Format(time.RFC3339))
+		}
+		id := "op-" + randomHex(8)
+		op = Operation{ID: id, Workspace: ws, IdempotencyKey: key, Checkpoint: checkpoint, CheckpointTime: w.LastGood.Time,
+			Provider: w.Provider, OldInstance: w.Instance, Generation: w.Generation, State: OpApproved,
+			CreateKey: "lifeboat-recovery/" + ws + "/" + id, Processes: w.LastGood.Processes, Created: now, Updated: now,
+			History: []Transition{{State: OpApproved, Time: now}}}
+		op.LocalTree = filepath.Join(s.cfg.StateDir, "recovery", id)
+		w.Operation = id
+		h := *w.Health
+		h.State, h.Since, h.Action = HealthRecovering, now, "recovery operation "+id+" is running; bot operations wait for it"
+		w.Health = &h
+		fresh = true
+		if err := tx.Bucket(bucketOpKeys).Put([]byte(key), []byte(id)); err != nil {
+			return err
+		}
+		if err := putJSON(tx, bucketOps, id, &op); err != nil {
+			return err
+		}
+		return putWS(tx, w)
+	})
+	if err != nil {
+		return Operation{}, fmt.Errorf("approve recovery of %s: %w", ws, err)
+	}
+	if fresh {
+		s.publish(Event{Workspace: ws, Kind: EventOperation, Operation: op.ID, State: HealthRecovering, OpState: op.State})
+	}
+	if !op.State.Terminal() {
+		s.start(op.ID)
+	}
+	return op, nil
+}
+
+// offerable says why workspace w cannot be offered recovery, if it cannot.
+func offerable(w *Workspace) error {
+	switch {
+	case w.Operation != "":
+		return fmt.Errorf("%w: operation %s is running for %s", ErrRecovering, w.Operation, w.ID)
+	case w.Health == nil || w.Health.State != HealthLost:
+		state := "never inspected"
+		if w.Health != nil {
+			state = string(w.Health.State)
+		}
+		return fmt.Errorf("%w: %s is %s; recovery is offered only once the provider confirms the instance %s missing", ErrNotLost, w.ID, state, w.Instance)
+	case w.LastGood == nil:
+		return fmt.Errorf("%w: %s was lost before its first checkpoint; nothing can be recovered", ErrNoCheckpoint, w.ID)
+	}
+	return nil
+}
+
+// Guard is what a bot operation on workspace ws asks first: ErrRecovering
+// while a recovery runs, nil otherwise.
+func (s *Service) Guard(ws string) error {
+	w, err := s.store.Workspace(ws)
+	if err != nil {
+		return err
+	}
+	return guard(w)
+}
+
+func guard(w Workspace) error {
+	if w.Operation != "" {
+		return fmt.Errorf("%w: operation %s is restoring %s into a replacement; try again when it ends", ErrRecovering, w.Operation, w.ID)
+	}
+	return nil
+}
+
+// Fence checks a request issued for generation gen and instance inst of
+// workspace ws: ErrRecovering while a recovery runs, ErrStaleGeneration
+// when the workspace has moved on to another instance or generation.
+func (s *Service) Fence(ws string, gen uint64, inst string) error {
+	w, err := s.store.Workspace(ws)
+	if err != nil {
+		return err
+	}
+	return fence(w, gen, inst)
+}
+
+func fence(w Workspace, gen uint64, inst string) error {
+	if err := guard(w); err != nil {
+		return err
+	}
+	if gen != w.Generation || inst != string(w.Instance) {
+		return fmt.Errorf("%w: %s issued for instance %s generation %d, the workspace is now instance %s generation %d; refused",
+			ErrStaleGeneration, w.ID, inst, gen, w.Instance, w.Generation)
+	}
+	return nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func sortOps(ops []Operation) {
+	slices.SortFunc(ops, func(a, b Operation) int {
+		if c := a.Created.Compare(b.Created); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+}

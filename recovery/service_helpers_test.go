@@ -1,0 +1,191 @@
+package recovery
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"lifeboat/providers"
+	"lifeboat/providers/local"
+	"lifeboat/repo"
+)
+
+// wrapProv is the local provider with test hooks on some methods. It
+// embeds *local.Provider, so Root is promoted and the service treats it as
+// local (staging trees readable here).
+type wrapProv struct {
+	*local.Provider
+	mu         sync.Mutex
+	creates    int
+	execs      int
+	inspect    func(id providers.InstanceID) (providers.Status, error, bool) // handled when the bool is true
+	writeFiles func(id providers.InstanceID, src string) (string, error, bool)
+}
+
+func (w *wrapProv) Inspect(ctx context.Context, id providers.InstanceID) (providers.Status, error) {
+	if w.inspect != nil {
+		if st, err, ok := w.inspect(id); ok {
+			return st, err
+		}
+	}
+	return w.Provider.Inspect(ctx, id)
+}
+
+func (w *wrapProv) Create(ctx context.Context, spec providers.CreateSpec) (providers.InstanceID, error) {
+	w.mu.Lock()
+	w.creates++
+	w.mu.Unlock()
+	return w.Provider.Create(ctx, spec)
+}
+
+func (w *wrapProv) WriteFiles(ctx context.Context, id providers.InstanceID, src string) (string, error) {
+	if w.writeFiles != nil {
+		if st, err, ok := w.writeFiles(id, src); ok {
+			return st, err
+		}
+	}
+	return w.Provider.WriteFiles(ctx, id, src)
+}
+
+func (w *wrapProv) Exec(ctx context.Context, id providers.InstanceID, argv []string, stdin io.Reader) (providers.ExecResult, error) {
+	w.mu.Lock()
+	w.execs++
+	w.mu.Unlock()
+	return w.Provider.Exec(ctx, id, argv, stdin)
+}
+
+func (w *wrapProv) count() (creates, execs int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.creates, w.execs
+}
+
+// renv is a lifecycle and a recovery service over the local provider, a
+// real repository and a fake clock, that can be closed and reopened on the
+// same state directory as a restarted server would.
+type renv struct {
+	t        *testing.T
+	ctx      context.Context
+	clock    *fakeClock
+	p        *wrapProv
+	r        *repo.Repository
+	repoDir  string
+	stateDir string
+	store    *Store
+	lc       *Lifecycle
+	svc      *Service
+	restorer Restorer
+	capturer Capturer // default a RepoCapturer over r
+	hooks    serviceHooks
+}
+
+func newREnv(t *testing.T, files map[string]string) *renv {
+	t.Helper()
+	e := &renv{t: t, ctx: context.Background(), clock: newFakeClock(), p: &wrapProv{Provider: local.New(t.TempDir())},
+		stateDir: t.TempDir()}
+	e.r, e.repoDir = newTestRepoDir(t)
+	e.restorer = &RepoRestorer{Repo: e.r}
+	e.capturer = &RepoCapturer{Repo: e.r}
+	writeFiles(t, e.dir("bot1"), files)
+	e.open()
+	if err := e.store.AddWorkspace(Workspace{ID: "bot1", Provider: local.Name, Instance: "bot1", Created: e.clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.close)
+	return e
+}
+
+func (e *renv) dir(id providers.InstanceID) string { return filepath.Join(e.p.Root(), string(id)) }
+
+func (e *renv) open() {
+	e.t.Helper()
+	var err error
+	if e.store, err = OpenStore(e.stateDir); err != nil {
+		e.t.Fatal(err)
+	}
+	e.lc, err = New(Config{Store: e.store, Capturer: e.capturer, Providers: []providers.Provider{e.p}, Clock: e.clock})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.svc, err = NewService(ServiceConfig{Lifecycle: e.lc, Restorer: e.restorer, StateDir: e.stateDir})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.svc.hooks = e.hooks
+}
+
+func (e *renv) close() {
+	if e.svc == nil {
+		return
+	}
+	e.svc.Close()
+	e.lc.Close()
+	_ = e.store.Close()
+	e.svc = nil
+}
+
+// reopen is a server restart: everything closed, the store reopened and
+// unfinished operations resumed.
+func (e *renv) reopen() {
+	e.close()
+	e.open()
+	e.svc.Resume(e.ctx)
+}
+
+func (e *renv) capture() Receipt {
+	e.t.Helper()
+	r := e.lc.Capture(e.ctx, "bot1", ReasonManual)
+	if r.Outcome != Captured {
+		e.t.Fatalf("capture: %+v", r)
+	}
+	return r
+}
+
+// lose destroys the test sandbox and has the service detect it.
+func (e *renv) lose() {
+	e.t.Helper()
+	if err := e.p.Destroy(e.ctx, "bot1"); err != nil {
+		e.t.Fatal(err)
+	}
+	h, err := e.svc.Check(e.ctx, "bot1")
+	if err != nil || h.State != HealthLost {
+		e.t.Fatalf("check after destroy: %+v %v", h, err)
+	}
+}
+
+func (e *renv) wait(id string) Operation {
+	e.t.Helper()
+	op, err := e.svc.Wait(e.ctx, id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return op
+}
+
+// instances lists the instance directories under the provider's root.
+func (e *renv) instances() []string {
+	e.t.Helper()
+	ents, err := os.ReadDir(e.p.Root())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []string
+	for _, d := range ents {
+		if d.Name() != ".lifeboat" {
+			out = append(out, d.Name())
+		}
+	}
+	return out
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
