@@ -14,14 +14,30 @@ import (
 // one side only, and differing type, permission bits (with setuid, setgid,
 // sticky), owner, mtime (files and dirs), size, content or symlink target.
 // ownership is compared only when both trees were written by root.
-func Compare(want, got string) ([]string, error) {
+func Compare(want, got string) ([]string, error) { return CompareSkip(want, got, nil) }
+
+// CompareSkip is Compare leaving out the paths (relative, with their
+// subtrees) for which skip, if not nil, is true.
+func CompareSkip(want, got string, skip func(rel string) bool) ([]string, error) {
 	var diffs []string
 	seen := map[string]bool{}
+	skipped := func(rel string, d fs.DirEntry) (bool, error) {
+		if skip == nil || rel == "." || !skip(rel) {
+			return false, nil
+		}
+		if d.IsDir() {
+			return true, filepath.SkipDir
+		}
+		return true, nil
+	}
 	err := filepath.WalkDir(want, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		rel, _ := filepath.Rel(want, p)
+		if out, err := skipped(rel, d); out {
+			return err
+		}
 		seen[rel] = true
 		if rel == "." {
 			return nil
@@ -36,7 +52,11 @@ func Compare(want, got string) ([]string, error) {
 		if err != nil {
 			return err
 		}
-		if rel, _ := filepath.Rel(got, p); !seen[rel] {
+		rel, _ := filepath.Rel(got, p)
+		if out, err := skipped(rel, d); out {
+			return err
+		}
+		if !seen[rel] {
 			diffs = append(diffs, fmt.Sprintf("%s: only in %s", rel, got))
 		}
 		return nil

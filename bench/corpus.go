@@ -85,7 +85,7 @@ func Generate(dir string, seed uint64, s Scale) error {
 	if err := os.Symlink("src/pkg00", filepath.Join(dir, "latest-src")); err != nil {
 		return err
 	}
-	if err := generateMix(dir, rng, s, write); err != nil {
+	if err := generateMix(dir, seed, rng, s, write); err != nil {
 		return err
 	}
 	return stampAll(dir)

@@ -29,7 +29,7 @@ type writeFunc func(rel string, data []byte, mode os.FileMode) error
 // corpus: the git-like pack, the blobs, the record file, the databases
 // and the browser profile. Every byte comes from rng (or, for SQLite and
 // the profile, from statements driven by it), so a seed fixes the result.
-func generateMix(dir string, rng *rand.Rand, s Scale, write writeFunc) error {
+func generateMix(dir string, seed uint64, rng *rand.Rand, s Scale, write writeFunc) error {
 	if s.GitPackMiB > 0 {
 		if err := write(GitPackRel, gitPack(rng, s.GitPackMiB<<20), 0o444); err != nil {
 			return err
@@ -59,7 +59,7 @@ func generateMix(dir string, rng *rand.Rand, s Scale, write writeFunc) error {
 		}
 		// No WAL: its header holds random salts, and the same seed must
 		// give the same bytes.
-		if err := profile.NewFixture(rng.Uint64()).Write(ctx, udd, profile.FixtureOptions{}); err != nil {
+		if err := profile.NewFixture(profileSeed(seed)).Write(ctx, udd, profile.FixtureOptions{}); err != nil {
 			return fmt.Errorf("browser profile: %w", err)
 		}
 		// leveldb's info log holds wall-clock times: give it fixed text.
@@ -70,6 +70,10 @@ func generateMix(dir string, rng *rand.Rand, s Scale, write writeFunc) error {
 	}
 	return nil
 }
+
+// profileSeed is the seed of the browser profile fixture in the corpus of
+// seed.
+func profileSeed(seed uint64) uint64 { return seed ^ 0x9e3779b97f4a7c15 }
 
 // randomBytes returns n incompressible bytes.
 func randomBytes(rng *rand.Rand, n int) []byte {
