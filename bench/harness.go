@@ -24,7 +24,7 @@ type Options struct {
 	// Trampoline is a binary that calls bench.Trampoline first thing
 	// (lifeboat does); default: this process's executable.
 	Trampoline string
-	Compare   []string
+	Compare    []string
 	// CPUProfile and MemProfile, when set, are base names of profiles
 	// that every measured Lifeboat child writes (see profileFile).
 	CPUProfile, MemProfile string

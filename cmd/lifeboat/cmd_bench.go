@@ -46,7 +46,7 @@ func newBenchCommand(g *globalOptions) *cobra.Command {
 		// profile the harness.
 		PersistentPreRunE:  func(*cobra.Command, []string) error { g.out.json = g.json; return nil },
 		PersistentPostRunE: func(*cobra.Command, []string) error { return nil },
-		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd, g, o) },
+		RunE:               func(cmd *cobra.Command, _ []string) error { return runBench(cmd, g, o) },
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.scale, "scale", "full", "corpus size: small (seconds), medium or full (about 100,000 files, 800 MB)")
