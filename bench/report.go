@@ -104,7 +104,7 @@ func median(xs []float64) float64 {
 
 // summarize fills Medians and Ratios from Results.
 func (r *Report) summarize() {
-	r.Medians, r.Ratios = nil, nil
+	r.Medians, r.Ratios = nil, []Ratio{}
 	for _, t := range r.Tools {
 		for _, sc := range Scenarios {
 			var rs []Result
