@@ -32,8 +32,9 @@ func TestMain(m *testing.M) {
 var sink []byte
 
 // The harness's own peak RSS must not show up in a child's: a small
-// command measured while the harness holds 256 MiB reports a few MiB,
-// and a child that touches 96 MiB reports at least that.
+// command measured while the harness holds 256 MiB reports a few MiB
+// (/bin/true would report 256 if the child were started directly), and a
+// child that touches 96 MiB reports at least that.
 func TestMeasure(t *testing.T) {
 	sink = make([]byte, 256<<20)
 	for i := 0; i < len(sink); i += 4096 {
@@ -55,7 +56,7 @@ func TestMeasure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u.MaxRSS < 96<<20 || u.MaxRSS > 200<<20 || u.CPU() <= 0 {
+	if u.MaxRSS < 96<<20 || u.CPU() <= 0 { // no upper bound: -race adds shadow memory
 		t.Fatalf("child touching 96 MiB: %+v", u)
 	}
 	sub := filepath.Join(dir, "made", "by", "measure")
