@@ -234,3 +234,51 @@ func checkSVG(t *testing.T, rep *Report) {
 		}
 	}
 }
+
+// Medians, ratios and the target checks on made-up results: three rounds
+// where restic takes 3x Lifeboat's time in every scenario, with twice its
+// memory, except one outlier round the median must ignore.
+func TestSummarizeAndTargets(t *testing.T) {
+	r := &Report{Tools: []Tool{{Name: "lifeboat"}, {Name: "restic"}}}
+	for round := 1; round <= 3; round++ {
+		for _, sc := range Scenarios {
+			lb := Result{Round: round, Tool: "lifeboat", Scenario: sc, Seconds: 1, CPU: 1, Usage: Usage{MaxRSS: 100}, RepoBytes: 104}
+			rs := Result{Round: round, Tool: "restic", Scenario: sc, Seconds: 3, CPU: 2, Usage: Usage{MaxRSS: 200}, RepoBytes: 100}
+			if round == 2 {
+				lb.Seconds, lb.MaxRSS = 50, 900 // an outlier
+			}
+			r.Results = append(r.Results, lb, rs)
+		}
+	}
+	r.summarize()
+	if m, ok := r.Median("lifeboat", ScenarioFirst); !ok || m.Seconds != 1 || m.MaxRSS != 100 {
+		t.Fatalf("median %+v", m)
+	}
+	if len(r.Ratios) != len(Scenarios) {
+		t.Fatalf("ratios %+v", r.Ratios)
+	}
+	for _, x := range r.Ratios {
+		if x.Speedup != 3 || x.CPU != 2 || x.RSS != 0.5 || x.Repo != 1.04 {
+			t.Fatalf("ratio %+v", x)
+		}
+	}
+	met := map[string]bool{}
+	for _, x := range r.TargetChecks {
+		met[x.Name] = x.Met
+	}
+	for name, want := range map[string]bool{
+		"first-capture speed-up over restic":                   true,
+		"unchanged-capture speed-up over restic":               false, // 3x of the 10x asked
+		"churn-capture speed-up over restic":                   true,
+		"restore peak RSS / restic's":                          true,
+		"repository size / restic's (after the churn capture)": true,
+	} {
+		if got, ok := met[name]; !ok || got != want {
+			t.Errorf("target %q: met %v (present %v), want %v", name, got, ok, want)
+		}
+	}
+	var b bytes.Buffer
+	if err := r.WriteText(&b); err != nil || !strings.Contains(b.String(), "MISSED") {
+		t.Fatalf("text: %v\n%s", err, b.String())
+	}
+}

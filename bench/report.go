@@ -27,6 +27,9 @@ type Report struct {
 	Results       []Result          `json:"results"`
 	Medians       []Result          `json:"medians"` // per tool and scenario, each field the median over rounds
 	Ratios        []Ratio           `json:"ratios"`  // Lifeboat against each peer, from the medians
+	// TargetChecks are issue 6's targets checked on the medians (empty
+	// without restic).
+	TargetChecks []Target `json:"targets"`
 }
 
 // Ratio compares Lifeboat's medians with a peer's in one scenario.
@@ -129,6 +132,7 @@ func (r *Report) summarize() {
 				CPU: div(p.CPU, lb.CPU), RSS: div(float64(lb.MaxRSS), float64(p.MaxRSS)), Repo: div(float64(lb.RepoBytes), float64(p.RepoBytes))})
 		}
 	}
+	r.TargetChecks = r.Targets()
 }
 
 func div(a, b float64) float64 {
@@ -218,7 +222,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			return err
 		}
 	}
-	return nil
+	return r.writeTargets(w)
 }
 
 func sortedKeys(m map[string]string) []string {
