@@ -157,109 +157,56 @@ func prepareDir(dir string) (string, error) {
 	return abs, nil
 }
 
+// toolRound is one tool in one round.
+type toolRound struct {
+	o    Options
+	d    driver
+	name string
+	dir  string // the run's work directory
+	s    *site
+	logs string
+}
+
 // runTool runs every scenario for one tool in one round, from a fresh
 // repository and a fresh copy of the pristine corpus, and removes both
 // after.
 func runTool(ctx context.Context, o Options, d driver, dir, pristine string, round int) ([]Result, error) {
 	name := d.tool().Name
 	home := filepath.Join(dir, fmt.Sprintf("r%d-%s", round, name))
-	logs := filepath.Join(dir, "logs")
-	s := &site{round: round, work: filepath.Join(dir, "work", "corpus"), repo: filepath.Join(home, "repo"),
-		cache: filepath.Join(home, "cache"), base: filepath.Join(home, "base"), target: filepath.Join(home, "restore"),
-		password: "lifeboat-bench-password"}
-	for _, p := range []string{filepath.Dir(s.work), home, logs} {
-		if err := os.RemoveAll(p); err != nil && p != logs {
+	t := &toolRound{o: o, d: d, name: name, dir: dir, logs: filepath.Join(dir, "logs"),
+		s: &site{round: round, work: filepath.Join(dir, "work", "corpus"), repo: filepath.Join(home, "repo"),
+			cache: filepath.Join(home, "cache"), base: filepath.Join(home, "base"), target: filepath.Join(home, "restore"),
+			password: "lifeboat-bench-password"}}
+	for _, p := range []string{filepath.Dir(t.s.work), home} {
+		if err := os.RemoveAll(p); err != nil {
 			return nil, err
 		}
+	}
+	for _, p := range []string{filepath.Dir(t.s.work), home, t.logs} {
 		if err := os.MkdirAll(p, 0o700); err != nil {
 			return nil, err
 		}
 	}
 	defer os.RemoveAll(home)
-	defer os.RemoveAll(filepath.Dir(s.work))
-	if err := CopyTree(pristine, s.work); err != nil {
+	defer os.RemoveAll(filepath.Dir(t.s.work))
+	if err := CopyTree(pristine, t.s.work); err != nil {
 		return nil, fmt.Errorf("copy the corpus: %w", err)
 	}
 	if _, err := syncFS(dir); err != nil {
 		return nil, err
 	}
-	logf := func(step string) string { return filepath.Join(logs, fmt.Sprintf("r%d.%s.%s.log", round, name, step)) }
-	if _, err := measure(ctx, o.Trampoline, d.init(s), logf("init")); err != nil {
+	if _, err := measure(ctx, o.Trampoline, d.init(t.s), t.log("init")); err != nil {
 		return nil, err
 	}
 	var out []Result
-	tree, err := Stat(s.work)
-	if err != nil {
-		return nil, err
-	}
 	for _, sc := range Scenarios {
-		switch sc {
-		case ScenarioChurn:
-			if _, err := ChurnFraction(s.work, o.Seed+1, o.Churn); err != nil {
+		if sc == ScenarioChurn {
+			if _, err := ChurnFraction(t.s.work, o.Seed+1, o.Churn); err != nil {
 				return nil, fmt.Errorf("churn: %w", err)
 			}
-			if tree, err = Stat(s.work); err != nil {
-				return nil, err
-			}
 		}
-		res := Result{Round: round, Tool: name, Scenario: sc, Bytes: tree.Bytes, Files: tree.Files}
-		if sc == ScenarioPrune {
-			res.Files = 0
-			if res.Bytes, err = duBytes(s.repo); err != nil {
-				return nil, err
-			}
-		}
-		s.profiles = nil
-		if name == "lifeboat" {
-			for _, base := range []string{o.CPUProfile, o.MemProfile} {
-				if base != "" {
-					s.profiles = append(s.profiles, profileFile(base, sc, round))
-				} else {
-					s.profiles = append(s.profiles, "")
-				}
-			}
-		}
-		before, c := d.step(s, sc)
-		for i, b := range before {
-			if _, err := measure(ctx, o.Trampoline, b, logf(fmt.Sprintf("%s-before%d", sc, i))); err != nil {
-				return nil, err
-			}
-		}
-		warmed := s.work
-		if sc == ScenarioRestore || sc == ScenarioPrune {
-			warmed = s.repo
-		}
-		if _, err := syncFS(dir); err != nil {
-			return nil, err
-		}
-		if err := warm(warmed); err != nil {
-			return nil, err
-		}
-		if res.Usage, err = measure(ctx, o.Trampoline, c, logf(sc)); err != nil {
-			return nil, err
-		}
-		for _, p := range s.profiles {
-			if p != "" {
-				res.Profiles = append(res.Profiles, p)
-			}
-		}
-		if sc == ScenarioRestore {
-			if res.Sync, err = syncFS(s.target); err != nil {
-				return nil, err
-			}
-			if round <= o.VerifyRounds {
-				if err := verifyRestore(ctx, o.Seed, name, s.work, d.restored(s)); err != nil {
-					return nil, err
-				}
-			}
-		}
-		res.CPU = res.Usage.CPU()
-		res.Seconds = res.Wall + res.Sync
-		if res.Seconds > 0 {
-			res.MBps = float64(res.Bytes) / 1e6 / res.Seconds
-			res.FilesPerS = float64(res.Files) / res.Seconds
-		}
-		if res.RepoBytes, err = duBytes(s.repo); err != nil {
+		res, err := t.scenario(ctx, sc)
+		if err != nil {
 			return nil, err
 		}
 		if o.Progress != nil {
@@ -268,6 +215,75 @@ func runTool(ctx context.Context, o Options, d driver, dir, pristine string, rou
 		out = append(out, res)
 	}
 	return out, nil
+}
+
+func (t *toolRound) log(step string) string {
+	return filepath.Join(t.logs, fmt.Sprintf("r%d.%s.%s.log", t.s.round, t.name, step))
+}
+
+// scenario measures one scenario: its unmeasured commands first, then a
+// flushed file system and a warm page cache, then the measured command;
+// after a restore, the sync and the verification.
+func (t *toolRound) scenario(ctx context.Context, sc string) (Result, error) {
+	s, o := t.s, t.o
+	res := Result{Round: s.round, Tool: t.name, Scenario: sc}
+	tree, err := Stat(s.work)
+	if err != nil {
+		return res, err
+	}
+	res.Bytes, res.Files = tree.Bytes, tree.Files
+	warmed := s.work
+	if sc == ScenarioRestore || sc == ScenarioPrune {
+		warmed = s.repo
+	}
+	if sc == ScenarioPrune {
+		res.Files = 0
+		if res.Bytes, err = duBytes(s.repo); err != nil {
+			return res, err
+		}
+	}
+	s.profiles = []string{"", ""}
+	if t.name == "lifeboat" {
+		for i, base := range []string{o.CPUProfile, o.MemProfile} {
+			if base != "" {
+				s.profiles[i] = profileFile(base, sc, s.round)
+				res.Profiles = append(res.Profiles, s.profiles[i])
+			}
+		}
+	}
+	before, c := t.d.step(s, sc)
+	for i, b := range before {
+		if _, err := measure(ctx, o.Trampoline, b, t.log(fmt.Sprintf("%s-before%d", sc, i))); err != nil {
+			return res, err
+		}
+	}
+	if _, err := syncFS(t.dir); err != nil {
+		return res, err
+	}
+	if err := warm(warmed); err != nil {
+		return res, err
+	}
+	if res.Usage, err = measure(ctx, o.Trampoline, c, t.log(sc)); err != nil {
+		return res, err
+	}
+	if sc == ScenarioRestore {
+		if res.Sync, err = syncFS(s.target); err != nil {
+			return res, err
+		}
+		if s.round <= o.VerifyRounds {
+			if err := verifyRestore(ctx, o.Seed, t.name, s.work, t.d.restored(s)); err != nil {
+				return res, err
+			}
+		}
+	}
+	res.CPU = res.Usage.CPU()
+	res.Seconds = res.Wall + res.Sync
+	if res.Seconds > 0 {
+		res.MBps = float64(res.Bytes) / 1e6 / res.Seconds
+		res.FilesPerS = float64(res.Files) / res.Seconds
+	}
+	res.RepoBytes, err = duBytes(s.repo)
+	return res, err
 }
 
 // verifyRestore compares a restored tree with the tree that was
