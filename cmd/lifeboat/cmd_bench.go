@@ -54,7 +54,7 @@ func newBenchCommand(g *globalOptions) *cobra.Command {
 	f.IntVar(&o.rounds, "rounds", 3, "rounds; each runs every tool once, the order rotated")
 	f.Float64Var(&o.churn, "churn", 0.05, "fraction of the corpus the churn step changes")
 	f.Uint64Var(&o.seed, "seed", 1, "corpus seed: the same seed gives the same corpus")
-	f.StringVar(&o.dir, "dir", "", "empty work directory (default: a new temporary directory, removed after)")
+	f.StringVar(&o.dir, "dir", "", "empty work directory, removed after unless --keep (default: a new temporary directory)")
 	f.BoolVar(&o.keep, "keep", false, "keep the work directory (corpus and the tools' logs)")
 	f.StringVar(&o.svg, "svg", "", "write a chart of throughput and peak memory by scenario and tool to this SVG `FILE`")
 	f.StringVar(&o.lifeboat, "lifeboat", "", "lifeboat binary to measure (default: this one)")
