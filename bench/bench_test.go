@@ -3,6 +3,7 @@ package bench
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -37,5 +38,76 @@ func TestGenerateIsDeterministicAndCompareSeesChurn(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("mode change not seen: %v", d)
+	}
+}
+
+func TestScaleSmallIsDeterministicWithChurn(t *testing.T) {
+	s, err := ScaleNamed("small")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+	for _, d := range []string{a, b} {
+		if err := Generate(d, 42, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d, err := Compare(a, b); err != nil || len(d) != 0 {
+		t.Fatalf("same seed differs: %v %v", d, err)
+	}
+	c := filepath.Join(t.TempDir(), "c")
+	if err := Generate(c, 43, s); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := Compare(a, c); len(d) == 0 {
+		t.Fatal("another seed gives the same corpus")
+	}
+	st, err := Stat(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rel := range []string{GitPackRel, RecordRel, "data/db/app0.sqlite", "blobs/archive-1.tar.zst", ProfileRel + "/Default/Network/Cookies"} {
+		if _, err := os.Stat(filepath.Join(a, rel)); err != nil {
+			t.Errorf("mix part missing: %v", err)
+		}
+	}
+	if st.Files < s.SourceFiles+s.DepFiles {
+		t.Fatalf("corpus has %d files, want at least %d", st.Files, s.SourceFiles+s.DepFiles)
+	}
+	pristine := filepath.Join(t.TempDir(), "pristine")
+	if err := CopyTree(a, pristine); err != nil {
+		t.Fatal(err)
+	}
+	var reps [2]ChurnReport
+	for i, d := range []string{a, b} {
+		if reps[i], err = ChurnFraction(d, 9, 0.05); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if reps[0] != reps[1] {
+		t.Fatalf("churn reports differ: %+v %+v", reps[0], reps[1])
+	}
+	r := reps[0]
+	if r.Edited != 15 || r.Deleted != 20 || r.Added != 20+1 || r.DBUpdates != 2*25 || r.Appended < 2*4096 {
+		t.Fatalf("churn of 5%% of the small corpus: %+v", r)
+	}
+	if d, err := Compare(a, b); err != nil || len(d) != 0 {
+		t.Fatalf("same churn of the same corpus differs: %v %v", d, err)
+	}
+	st2, err := Stat(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st2.Files != st.Files+r.Added-r.Deleted || st2.Bytes <= st.Bytes {
+		t.Fatalf("after churn %+v, before %+v, report %+v", st2, st, r)
+	}
+	if d, err := Compare(pristine, a); err != nil || len(d) < r.Paths() {
+		t.Fatalf("churn touched %d paths, compare found %d: %v", r.Paths(), len(d), err)
+	}
+	for _, rel := range []string{"data/db/app0.sqlite", "data/db/app0.sqlite-journal"} {
+		_, err := os.Stat(filepath.Join(a, rel))
+		if want := strings.HasSuffix(rel, "journal"); os.IsNotExist(err) != want {
+			t.Errorf("%s: %v", rel, err)
+		}
 	}
 }

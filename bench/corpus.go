@@ -10,12 +10,19 @@ import (
 	"time"
 )
 
-// Scale sizes a corpus.
+// Scale sizes a corpus. Zero fields leave their part out.
 type Scale struct {
 	SourceFiles int // small text files in a source tree
 	DepFiles    int // tiny files in a dependency folder
-	BinaryMiB   int // one incompressible file
+	BinaryMiB   int // one incompressible file (model weights)
 	LogKiB      int // an append-only log
+
+	GitPackMiB int   // a git-like pack of compressible binary objects
+	BlobsMiB   []int // more incompressible blobs (archives, weights), one per entry
+	RecordMiB  int   // a large append-only file of compressible records
+	Databases  int   // SQLite databases (real ones, modernc.org/sqlite)
+	DBRows     int   // rows per database, about 2 KiB each
+	Profile    bool  // a Chromium profile (profile.Fixture) at ProfileRel
 }
 
 // SmallScale is a corpus of a few MiB for demos and tests.
@@ -51,7 +58,7 @@ func Generate(dir string, seed uint64, s Scale) error {
 		}
 	}
 	for i := range s.DepFiles {
-		rel := fmt.Sprintf("node_modules/dep%03d/index%d.js", i%50, i)
+		rel := depPath(i, s.DepFiles)
 		if err := write(rel, sourceText(rng, 64+rng.IntN(512)), 0o644); err != nil {
 			return err
 		}
@@ -78,13 +85,24 @@ func Generate(dir string, seed uint64, s Scale) error {
 	if err := os.Symlink("src/pkg00", filepath.Join(dir, "latest-src")); err != nil {
 		return err
 	}
-	return stampDirs(dir)
+	if err := generateMix(dir, seed, rng, s, write); err != nil {
+		return err
+	}
+	return stampAll(dir)
 }
 
-// stampDirs gives every directory under dir the fixed epoch mtime.
-func stampDirs(dir string) error {
+// depPath names the i-th of n dependency files: packages of about 25
+// files each, as in a node_modules folder.
+func depPath(i, n int) string {
+	pkgs := max(50, n/25)
+	return fmt.Sprintf("node_modules/dep%04d/lib/index%d.js", i%pkgs, i)
+}
+
+// stampAll gives every file and directory under dir (not symlinks) the
+// fixed epoch mtime, so parts written by libraries are identical too.
+func stampAll(dir string) error {
 	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.IsDir() {
+		if err != nil || d.Type()&fs.ModeSymlink != 0 {
 			return err
 		}
 		return os.Chtimes(p, epoch, epoch)
@@ -146,4 +164,28 @@ func Churn(dir string, seed uint64) (int, error) {
 		}
 	}
 	return touched + 3, nil
+}
+
+// TreeStats counts a tree's regular files and their bytes.
+type TreeStats struct {
+	Files int   `json:"files"`
+	Bytes int64 `json:"bytes"`
+}
+
+// Stat counts the regular files under dir and their sizes.
+func Stat(dir string) (TreeStats, error) {
+	var s TreeStats
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		s.Files++
+		s.Bytes += info.Size()
+		return nil
+	})
+	return s, err
 }

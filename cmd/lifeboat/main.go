@@ -7,6 +7,8 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+
+	"lifeboat/bench"
 )
 
 // Garbage collector settings unless GOGC and GOMEMLIMIT say otherwise.
@@ -21,6 +23,7 @@ const (
 )
 
 func main() {
+	bench.Trampoline() // when started by `lifeboat bench` to measure a tool
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(defaultGCPercent)
 	}

@@ -12,8 +12,6 @@ import (
 	"lifeboat/profile/profiletest"
 )
 
-func TestMain(m *testing.M) { profiletest.Main(m) }
-
 // pausedWorkspace writes a workspace with a Chromium fixture profile
 // whose SingletonLock names a browser stand-in stopped in the middle of
 // write transactions (profiletest), with a child process that is stopped

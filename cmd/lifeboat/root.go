@@ -57,7 +57,7 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 	f.StringVar(&g.prof.memPath, "memprofile", "", "write an allocation profile to this file")
 	root.AddCommand(newInitCommand(g), newExportCommand(g), newKeyCommand(g), newRepairCommand(g), newCatCommand(g), newCheckCommand(g),
 		newSnapshotsCommand(g), newLsCommand(g), newDiffCommand(g),
-		newCaptureCommand(g), newWorkspaceCommand(g), newParkCommand(g), newRestoreCommand(g), newDemoCommand(g),
+		newCaptureCommand(g), newWorkspaceCommand(g), newParkCommand(g), newRestoreCommand(g), newDemoCommand(g), newBenchCommand(g),
 		newForgetCommand(g), newPolicyCommand(g), newPruneCommand(g), newUnlockCommand(g), newServeCommand(g))
 	return root
 }

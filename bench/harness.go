@@ -1,0 +1,317 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"lifeboat/profile"
+)
+
+// Options configure Run.
+type Options struct {
+	Dir       string  // work directory: made if missing, must be empty
+	ScaleName string  // a key of Scales
+	Seed      uint64  // corpus seed
+	Churn     float64 // fraction the churn step changes (0.05 for 5%)
+	Rounds    int     // rounds; each runs every tool once, order rotated
+	Lifeboat  string  // the lifeboat binary to measure
+	// Trampoline is a binary that calls bench.Trampoline first thing
+	// (lifeboat does); default: this process's executable.
+	Trampoline string
+	Compare    []string
+	// CPUProfile and MemProfile, when set, are base names of profiles
+	// that every measured Lifeboat child writes (see profileFile).
+	CPUProfile, MemProfile string
+	// VerifyRounds is how many rounds check each restore against the
+	// captured tree, file by file (the first ones).
+	VerifyRounds int
+	// Progress, if set, sees each result as it is measured.
+	Progress func(Result)
+}
+
+// ErrOption marks errors in Options (wrapped with the detail).
+var ErrOption = errors.New("bench option")
+
+// Result is one measured step: one scenario of one tool in one round.
+type Result struct {
+	Round    int    `json:"round"`
+	Tool     string `json:"tool"`
+	Scenario string `json:"scenario"`
+	Usage
+	CPU float64 `json:"cpu_seconds"`
+	// Sync is the time to flush the file system after a restore (what
+	// the tool left unwritten); Seconds is Wall plus Sync, the time
+	// throughput and ratios use.
+	Sync      float64  `json:"sync_seconds"`
+	Seconds   float64  `json:"seconds"`
+	Bytes     int64    `json:"bytes"` // the workspace's bytes (prune: the repository's before it)
+	Files     int      `json:"files"` // the workspace's files (prune: 0)
+	MBps      float64  `json:"mb_per_s"`
+	FilesPerS float64  `json:"files_per_s"`
+	RepoBytes int64    `json:"repo_bytes"` // repository size after the step
+	Profiles  []string `json:"profiles,omitempty"`
+}
+
+// Run generates the corpus once and runs every scenario for Lifeboat and
+// the peers in o.Compare, o.Rounds times, rotating the order of the
+// tools each round. Peers that are not installed are skipped, with the
+// reason in the report.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	scale, err := ScaleNamed(o.ScaleName)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrOption, err)
+	}
+	if !(o.Churn > 0 && o.Churn <= 1) {
+		return nil, fmt.Errorf("%w: churn %v: want a fraction more than 0 and at most 1 (0.05 is 5%%)", ErrOption, o.Churn)
+	}
+	if o.Rounds < 1 {
+		return nil, fmt.Errorf("%w: rounds %d: want at least 1", ErrOption, o.Rounds)
+	}
+	lb, err := newLifeboat(o.Lifeboat)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrOption, err)
+	}
+	if o.Trampoline == "" {
+		if o.Trampoline, err = os.Executable(); err != nil {
+			return nil, err
+		}
+	}
+	rep := &Report{Scale: o.ScaleName, Seed: o.Seed, Churn: o.Churn, Rounds: o.Rounds, Skipped: map[string]string{}}
+	drivers := []driver{lb}
+	for _, name := range o.Compare {
+		if !slices.Contains(Peers, name) {
+			return nil, fmt.Errorf("%w: unknown tool %q to compare with: use %s", ErrOption, name, strings.Join(Peers, ","))
+		}
+		d, err := newPeer(ctx, name)
+		if err != nil {
+			rep.Skipped[name] = err.Error()
+			continue
+		}
+		drivers = append(drivers, d)
+	}
+	for _, d := range drivers {
+		rep.Tools = append(rep.Tools, d.tool())
+	}
+	dir, err := prepareDir(o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range []string{o.CPUProfile, o.MemProfile} {
+		if p != "" {
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				return nil, fmt.Errorf("profile directory: %w", err)
+			}
+		}
+	}
+	rep.Machine = machineInfo()
+	pristine := filepath.Join(dir, "corpus")
+	start := time.Now()
+	if err := Generate(pristine, o.Seed, scale); err != nil {
+		return nil, fmt.Errorf("generate the corpus: %w", err)
+	}
+	if rep.Corpus, err = Stat(pristine); err != nil {
+		return nil, err
+	}
+	rep.CorpusSeconds = time.Since(start).Seconds()
+	for r := 1; r <= o.Rounds; r++ {
+		k := (r - 1) % len(drivers)
+		for _, d := range append(drivers[k:len(drivers):len(drivers)], drivers[:k]...) {
+			res, err := runTool(ctx, o, d, dir, pristine, r)
+			if err != nil {
+				return nil, fmt.Errorf("round %d, %s: %w", r, d.tool().Name, err)
+			}
+			rep.Results = append(rep.Results, res...)
+		}
+	}
+	rep.Machine.LoadEnd = loadAvg()
+	rep.summarize()
+	return rep, nil
+}
+
+// prepareDir makes dir absolute and checks it is empty (peers store
+// absolute paths, and the harness deletes what it makes there).
+func prepareDir(dir string) (string, error) {
+	if dir == "" {
+		return "", fmt.Errorf("no work directory given")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(abs, 0o700); err != nil {
+		return "", err
+	}
+	ents, err := os.ReadDir(abs)
+	if err != nil {
+		return "", err
+	}
+	if len(ents) > 0 {
+		return "", fmt.Errorf("%w: work directory %s is not empty: give an empty or new directory", ErrOption, abs)
+	}
+	return abs, nil
+}
+
+// toolRound is one tool in one round.
+type toolRound struct {
+	o    Options
+	d    driver
+	name string
+	dir  string // the run's work directory
+	s    *site
+	logs string
+}
+
+// runTool runs every scenario for one tool in one round, from a fresh
+// repository and a fresh copy of the pristine corpus, and removes both
+// after.
+func runTool(ctx context.Context, o Options, d driver, dir, pristine string, round int) ([]Result, error) {
+	name := d.tool().Name
+	home := filepath.Join(dir, fmt.Sprintf("r%d-%s", round, name))
+	t := &toolRound{o: o, d: d, name: name, dir: dir, logs: filepath.Join(dir, "logs"),
+		s: &site{round: round, work: filepath.Join(dir, "work", "corpus"), repo: filepath.Join(home, "repo"),
+			cache: filepath.Join(home, "cache"), base: filepath.Join(home, "base"), target: filepath.Join(home, "restore"),
+			password: "lifeboat-bench-password"}}
+	for _, p := range []string{filepath.Dir(t.s.work), home} {
+		if err := os.RemoveAll(p); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range []string{filepath.Dir(t.s.work), home, t.logs} {
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	defer os.RemoveAll(home)
+	defer os.RemoveAll(filepath.Dir(t.s.work))
+	if err := CopyTree(pristine, t.s.work); err != nil {
+		return nil, fmt.Errorf("copy the corpus: %w", err)
+	}
+	if _, err := syncFS(dir); err != nil {
+		return nil, err
+	}
+	if _, err := measure(ctx, o.Trampoline, d.init(t.s), t.log("init")); err != nil {
+		return nil, err
+	}
+	var out []Result
+	for _, sc := range Scenarios {
+		if sc == ScenarioChurn {
+			if _, err := ChurnFraction(t.s.work, o.Seed+1, o.Churn); err != nil {
+				return nil, fmt.Errorf("churn: %w", err)
+			}
+		}
+		res, err := t.scenario(ctx, sc)
+		if err != nil {
+			return nil, err
+		}
+		if o.Progress != nil {
+			o.Progress(res)
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+func (t *toolRound) log(step string) string {
+	return filepath.Join(t.logs, fmt.Sprintf("r%d.%s.%s.log", t.s.round, t.name, step))
+}
+
+// scenario measures one scenario: its unmeasured commands first, then a
+// flushed file system and a warm page cache, then the measured command;
+// after a restore, the sync and the verification.
+func (t *toolRound) scenario(ctx context.Context, sc string) (Result, error) {
+	s, o := t.s, t.o
+	res := Result{Round: s.round, Tool: t.name, Scenario: sc}
+	tree, err := Stat(s.work)
+	if err != nil {
+		return res, err
+	}
+	res.Bytes, res.Files = tree.Bytes, tree.Files
+	warmed := s.work
+	if sc == ScenarioRestore || sc == ScenarioPrune {
+		warmed = s.repo
+	}
+	if sc == ScenarioPrune {
+		res.Files = 0
+		if res.Bytes, err = duBytes(s.repo); err != nil {
+			return res, err
+		}
+	}
+	s.profiles = []string{"", ""}
+	if t.name == "lifeboat" {
+		for i, base := range []string{o.CPUProfile, o.MemProfile} {
+			if base != "" {
+				s.profiles[i] = profileFile(base, sc, s.round)
+				res.Profiles = append(res.Profiles, s.profiles[i])
+			}
+		}
+	}
+	before, c := t.d.step(s, sc)
+	for i, b := range before {
+		if _, err := measure(ctx, o.Trampoline, b, t.log(fmt.Sprintf("%s-before%d", sc, i))); err != nil {
+			return res, err
+		}
+	}
+	if _, err := syncFS(t.dir); err != nil {
+		return res, err
+	}
+	if err := warm(warmed); err != nil {
+		return res, err
+	}
+	if res.Usage, err = measure(ctx, o.Trampoline, c, t.log(sc)); err != nil {
+		return res, err
+	}
+	if sc == ScenarioRestore {
+		if res.Sync, err = syncFS(s.target); err != nil {
+			return res, err
+		}
+		if s.round <= o.VerifyRounds {
+			if err := verifyRestore(ctx, o.Seed, t.name, s.work, t.d.restored(s)); err != nil {
+				return res, err
+			}
+		}
+	}
+	res.CPU = res.Usage.CPU()
+	res.Seconds = res.Wall + res.Sync
+	if res.Seconds > 0 {
+		res.MBps = float64(res.Bytes) / 1e6 / res.Seconds
+		res.FilesPerS = float64(res.Files) / res.Seconds
+	}
+	res.RepoBytes, err = duBytes(s.repo)
+	return res, err
+}
+
+// verifyRestore compares a restored tree with the tree that was
+// captured. Lifeboat restores browser profiles through its own path
+// (caches and lock files left out, Preferences marked as a clean exit),
+// so for it the profile is checked with the fixture's own checker.
+func verifyRestore(ctx context.Context, seed uint64, tool, want, got string) error {
+	var skip func(rel string) bool
+	if tool == "lifeboat" {
+		prof := filepath.FromSlash(ProfileRel)
+		skip = func(rel string) bool { return rel == prof || strings.HasPrefix(rel, prof+string(filepath.Separator)) }
+		udd := filepath.Join(got, prof)
+		if _, err := os.Stat(filepath.Join(want, prof)); err == nil {
+			if err := profile.NewFixture(profileSeed(seed)).Check(ctx, udd, false); err != nil {
+				return fmt.Errorf("restored browser profile %s: %w", udd, err)
+			}
+		}
+	}
+	d, err := CompareSkip(want, got, skip)
+	if err != nil {
+		return fmt.Errorf("verify the restore: %w", err)
+	}
+	if len(d) > 0 {
+		more := ""
+		if len(d) > 10 {
+			d, more = d[:10], fmt.Sprintf(" (and %d more)", len(d)-10)
+		}
+		return fmt.Errorf("the restored tree %s differs from the captured tree %s: %s%s", got, want, strings.Join(d, "; "), more)
+	}
+	return nil
+}

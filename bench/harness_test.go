@@ -1,0 +1,284 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const allocEnv = "BENCH_TEST_ALLOC_MIB"
+
+func TestMain(m *testing.M) {
+	Trampoline()
+	if n, err := strconv.Atoi(os.Getenv(allocEnv)); err == nil {
+		// A child for TestMeasure: touch n MiB, then exit.
+		b := make([]byte, n<<20)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		os.Exit(int(b[0]) - 1)
+	}
+	os.Exit(m.Run())
+}
+
+// sink keeps the harness's big buffer alive across the measurement.
+var sink []byte
+
+// The harness's own peak RSS must not show up in a child's: a small
+// command measured while the harness holds 256 MiB reports a few MiB
+// (/bin/true would report 256 if the child were started directly), and a
+// child that touches 96 MiB reports at least that.
+func TestMeasure(t *testing.T) {
+	sink = make([]byte, 256<<20)
+	for i := 0; i < len(sink); i += 4096 {
+		sink[i] = 1
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, dir := context.Background(), t.TempDir()
+	u, err := measure(ctx, self, command{path: "/bin/true"}, filepath.Join(dir, "true.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.MaxRSS > 32<<20 || u.Wall <= 0 {
+		t.Fatalf("/bin/true: %+v: the harness's RSS leaked into the child's", u)
+	}
+	u, err = measure(ctx, self, command{path: self, env: []string{allocEnv + "=96"}}, filepath.Join(dir, "alloc.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.MaxRSS < 96<<20 || u.CPU() <= 0 { // no upper bound: -race adds shadow memory
+		t.Fatalf("child touching 96 MiB: %+v", u)
+	}
+	sub := filepath.Join(dir, "made", "by", "measure")
+	_, err = measure(ctx, self, command{path: "/bin/sh", args: []string{"-c", "pwd; echo oops; exit 3"}, dir: sub}, filepath.Join(dir, "fail.log"))
+	if err == nil || !strings.Contains(err.Error(), "exit status 3") || !strings.Contains(err.Error(), "fail.log") {
+		t.Fatalf("failing command: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "fail.log")); string(b) != sub+"\noops\n" {
+		t.Fatalf("log of the failing command: %q", b)
+	}
+	if _, err := measure(ctx, self, command{path: filepath.Join(dir, "missing")}, filepath.Join(dir, "missing.log")); err == nil {
+		t.Fatal("a missing binary measured without error")
+	}
+	sink = nil
+}
+
+func TestRunOptionErrors(t *testing.T) {
+	ctx := context.Background()
+	full := t.TempDir()
+	if err := os.WriteFile(filepath.Join(full, "x"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ok := Options{Dir: t.TempDir(), ScaleName: "small", Churn: 0.05, Rounds: 1, Lifeboat: "/bin/true"}
+	for name, mut := range map[string]func(*Options){
+		"scale":   func(o *Options) { o.ScaleName = "huge" },
+		"churn":   func(o *Options) { o.Churn = 0 },
+		"rounds":  func(o *Options) { o.Rounds = 0 },
+		"compare": func(o *Options) { o.Compare = []string{"kopia"} },
+		"dir":     func(o *Options) { o.Dir = full },
+		"binary":  func(o *Options) { o.Lifeboat = filepath.Join(full, "nope") },
+	} {
+		o := ok
+		mut(&o)
+		if _, err := Run(ctx, o); !errors.Is(err, ErrOption) {
+			t.Errorf("%s: %v, want an ErrOption", name, err)
+		}
+	}
+}
+
+func TestMedianAndNames(t *testing.T) {
+	for _, c := range []struct {
+		xs   []float64
+		want float64
+	}{{nil, 0}, {[]float64{3}, 3}, {[]float64{5, 1, 3}, 3}, {[]float64{4, 1, 3, 2}, 2.5}} {
+		if got := median(c.xs); got != c.want {
+			t.Errorf("median(%v) = %v, want %v", c.xs, got, c.want)
+		}
+	}
+	if got := profileFile("/p/cpu.out", ScenarioFirst, 2); got != "/p/cpu.first-capture.r2.out" {
+		t.Errorf("profileFile: %s", got)
+	}
+	for x, want := range map[float64]float64{0: 1, 0.3: 0.5, 7: 10, 12: 20, 180: 200, 5: 5} {
+		if got := niceStep(x); got != want {
+			t.Errorf("niceStep(%v) = %v, want %v", x, got, want)
+		}
+	}
+}
+
+// lifeboatBinary builds the CLI for the harness to measure.
+func lifeboatBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "lifeboat")
+	if out, err := exec.Command("go", "build", "-o", bin, "lifeboat/cmd/lifeboat").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// A real run at the small scale: Lifeboat and restic (skipped with the
+// reason when not installed), two rounds, profiles of every Lifeboat
+// scenario, restores verified; then the text and the chart.
+func TestRunSmall(t *testing.T) {
+	bin := lifeboatBinary(t)
+	profDir := t.TempDir()
+	var seen []Result
+	rep, err := Run(context.Background(), Options{Dir: filepath.Join(t.TempDir(), "work"), ScaleName: "small", Seed: 3, Churn: 0.05,
+		Rounds: 2, Lifeboat: bin, Compare: []string{"restic"}, CPUProfile: filepath.Join(profDir, "cpu.pprof"),
+		VerifyRounds: 2, Progress: func(r Result) { seen = append(seen, r) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := len(rep.Tools)
+	if why, skipped := rep.Skipped["restic"]; skipped {
+		t.Logf("restic skipped: %s", why)
+	} else if tools != 2 {
+		t.Fatalf("tools %+v", rep.Tools)
+	}
+	if len(rep.Results) != tools*2*len(Scenarios) || len(seen) != len(rep.Results) {
+		t.Fatalf("%d results, %d reported, want %d", len(rep.Results), len(seen), tools*2*len(Scenarios))
+	}
+	if tools == 2 && rep.Results[0].Tool == rep.Results[len(Scenarios)*tools].Tool {
+		t.Fatalf("round 2 starts with %s again: order not rotated", rep.Results[0].Tool)
+	}
+	repo := map[string]int64{}
+	for _, r := range rep.Results {
+		if r.Wall <= 0 || r.CPU <= 0 || r.MaxRSS < 4<<20 || r.RepoBytes <= 0 || r.MBps <= 0 || r.Bytes <= 0 {
+			t.Errorf("implausible result %+v", r)
+		}
+		if (r.Scenario == ScenarioPrune) != (r.Files == 0) {
+			t.Errorf("files %d in %s", r.Files, r.Scenario)
+		}
+		if r.Tool == "lifeboat" {
+			if len(r.Profiles) != 1 {
+				t.Fatalf("profiles %v", r.Profiles)
+			}
+			if fi, err := os.Stat(r.Profiles[0]); err != nil || fi.Size() == 0 {
+				t.Errorf("profile of %s: %v", r.Scenario, err)
+			}
+		}
+		switch r.Scenario {
+		case ScenarioChurn:
+			repo[r.Tool] = r.RepoBytes
+		case ScenarioPrune:
+			if r.RepoBytes >= repo[r.Tool] {
+				t.Errorf("%s: repository %d after prune, %d before", r.Tool, r.RepoBytes, repo[r.Tool])
+			}
+		}
+	}
+	if len(rep.Medians) != tools*len(Scenarios) || len(rep.Ratios) != (tools-1)*len(Scenarios) {
+		t.Fatalf("%d medians, %d ratios", len(rep.Medians), len(rep.Ratios))
+	}
+	for _, x := range rep.Ratios {
+		if x.Speedup <= 0 || x.RSS <= 0 || x.Repo <= 0 || x.CPU <= 0 {
+			t.Errorf("ratio %+v", x)
+		}
+	}
+	var text bytes.Buffer
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range append([]string{"machine:", "corpus: scale small", "speed-up"}, Scenarios...) {
+		if tools > 1 || want != "speed-up" {
+			if !strings.Contains(text.String(), want) {
+				t.Errorf("text output lacks %q:\n%s", want, text.String())
+			}
+		}
+	}
+	t.Log("\n" + text.String())
+	checkSVG(t, rep)
+}
+
+// checkSVG parses the chart and counts its bars: one per tool and
+// scenario in each of the two panels.
+func checkSVG(t *testing.T, rep *Report) {
+	t.Helper()
+	var b bytes.Buffer
+	if err := WriteSVG(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	dec := xml.NewDecoder(&b)
+	bars, labels := 0, map[string]bool{}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			if err.Error() != "EOF" {
+				t.Fatalf("chart is not XML: %v", err)
+			}
+			break
+		}
+		switch e := tok.(type) {
+		case xml.StartElement:
+			if e.Name.Local == "title" {
+				bars++
+			}
+		case xml.CharData:
+			labels[string(e)] = true
+		}
+	}
+	if want := 2 * len(rep.Tools) * len(Scenarios); bars != want {
+		t.Fatalf("chart has %d bars, want %d", bars, want)
+	}
+	for _, s := range append([]string{"lifeboat"}, Scenarios...) {
+		if !labels[s] {
+			t.Errorf("chart lacks the label %q", s)
+		}
+	}
+}
+
+// Medians, ratios and the target checks on made-up results: three rounds
+// where restic takes 3x Lifeboat's time in every scenario, with twice its
+// memory, except one outlier round the median must ignore.
+func TestSummarizeAndTargets(t *testing.T) {
+	r := &Report{Tools: []Tool{{Name: "lifeboat"}, {Name: "restic"}}}
+	for round := 1; round <= 3; round++ {
+		for _, sc := range Scenarios {
+			lb := Result{Round: round, Tool: "lifeboat", Scenario: sc, Seconds: 1, CPU: 1, Usage: Usage{MaxRSS: 100}, RepoBytes: 104}
+			rs := Result{Round: round, Tool: "restic", Scenario: sc, Seconds: 3, CPU: 2, Usage: Usage{MaxRSS: 200}, RepoBytes: 100}
+			if round == 2 {
+				lb.Seconds, lb.MaxRSS = 50, 900 // an outlier
+			}
+			r.Results = append(r.Results, lb, rs)
+		}
+	}
+	r.summarize()
+	if m, ok := r.Median("lifeboat", ScenarioFirst); !ok || m.Seconds != 1 || m.MaxRSS != 100 {
+		t.Fatalf("median %+v", m)
+	}
+	if len(r.Ratios) != len(Scenarios) {
+		t.Fatalf("ratios %+v", r.Ratios)
+	}
+	for _, x := range r.Ratios {
+		if x.Speedup != 3 || x.CPU != 2 || x.RSS != 0.5 || x.Repo != 1.04 {
+			t.Fatalf("ratio %+v", x)
+		}
+	}
+	met := map[string]bool{}
+	for _, x := range r.TargetChecks {
+		met[x.Name] = x.Met
+	}
+	for name, want := range map[string]bool{
+		"first-capture speed-up over restic":                   true,
+		"unchanged-capture speed-up over restic":               false, // 3x of the 10x asked
+		"churn-capture speed-up over restic":                   true,
+		"restore peak RSS / restic's":                          true,
+		"repository size / restic's (after the churn capture)": true,
+	} {
+		if got, ok := met[name]; !ok || got != want {
+			t.Errorf("target %q: met %v (present %v), want %v", name, got, ok, want)
+		}
+	}
+	var b bytes.Buffer
+	if err := r.WriteText(&b); err != nil || !strings.Contains(b.String(), "MISSED") {
+		t.Fatalf("text: %v\n%s", err, b.String())
+	}
+}

@@ -1,0 +1,78 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// Target is one of issue 6's targets against restic, checked on a run's
+// medians. The targets are fixed: a miss is reported, never loosened.
+type Target struct {
+	Name   string  `json:"name"`
+	Want   string  `json:"want"`
+	Got    float64 `json:"got"`
+	Met    bool    `json:"met"`
+	Detail string  `json:"detail,omitempty"`
+}
+
+// speedTargets are the speed-ups over restic issue 6 asks for.
+var speedTargets = []struct {
+	scenario string
+	min      float64
+}{
+	{ScenarioFirst, 2}, {ScenarioUnchanged, 10}, {ScenarioChurn, 3}, {ScenarioRestore, 2}, {ScenarioPrune, 2},
+}
+
+// Targets checks the run against issue 6's targets (all relative to
+// restic); none when restic did not run. The first-capture target
+// against the slowest pipeline stage needs the stage benchmarks and is
+// not checked here (see docs/performance.md).
+func (r *Report) Targets() []Target {
+	out := []Target{}
+	ratio := func(sc string) (Ratio, bool) {
+		for _, x := range r.Ratios {
+			if x.Peer == "restic" && x.Scenario == sc {
+				return x, true
+			}
+		}
+		return Ratio{}, false
+	}
+	for _, t := range speedTargets {
+		if x, ok := ratio(t.scenario); ok {
+			out = append(out, Target{Name: t.scenario + " speed-up over restic", Want: fmt.Sprintf(">= %gx", t.min), Got: x.Speedup, Met: x.Speedup >= t.min})
+		}
+	}
+	for _, sc := range Scenarios {
+		if x, ok := ratio(sc); ok {
+			out = append(out, Target{Name: sc + " peak RSS / restic's", Want: "<= 1", Got: x.RSS, Met: x.RSS <= 1})
+		}
+	}
+	if x, ok := ratio(ScenarioChurn); ok {
+		out = append(out, Target{Name: "repository size / restic's (after the churn capture)", Want: "<= 1.05", Got: x.Repo, Met: x.Repo <= 1.05})
+	}
+	return out
+}
+
+// writeTargets prints the targets table, if restic ran.
+func (r *Report) writeTargets(w io.Writer) error {
+	ts := r.Targets()
+	if len(ts) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\ntargets of issue 6 (against restic, on the medians)\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	met := 0
+	for _, t := range ts {
+		verdict := "MISSED"
+		if t.Met {
+			verdict, met = "met", met+1
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.2f\t%s\n", t.Name, t.Want, t.Got, verdict)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%d of %d met\n", met, len(ts))
+	return err
+}

@@ -1,0 +1,69 @@
+package pack
+
+import (
+	"testing"
+)
+
+// BenchmarkCompress measures the zstd stage alone (EncodeAll of one
+// 768 KiB chunk at each level, one goroutine), without the encryption
+// and verification SealBlob adds around it. "random/fastest" includes the
+// sample test that lets incompressible chunks skip the full pass.
+func BenchmarkCompress(b *testing.B) {
+	for _, in := range benchInputs {
+		if in.c == CompressOff {
+			continue
+		}
+		b.Run(in.name, func(b *testing.B) {
+			resetCodecs()
+			enc, err := encoderFor(in.c)
+			if err != nil {
+				b.Fatal(err)
+			}
+			chunks := benchChunks(in)
+			dst := make([]byte, 0, benchChunk+benchChunk/8)
+			b.SetBytes(benchChunk)
+			b.ReportAllocs()
+			i, out := 0, 0
+			for b.Loop() {
+				c := chunks[i%len(chunks)]
+				i++
+				if !worthCompressing(enc, c) {
+					continue
+				}
+				out += len(enc.EncodeAll(c, dst[:0]))
+			}
+			if i > 0 && out > 0 {
+				b.ReportMetric(float64(out)/float64(i*benchChunk), "ratio")
+			}
+		})
+	}
+}
+
+// BenchmarkDecompress measures zstd decoding of one 768 KiB chunk, the
+// stage restore and the verification of each new blob pay.
+func BenchmarkDecompress(b *testing.B) {
+	in := benchInputs[0] // text, fastest: the repository default
+	resetCodecs()
+	enc, err := encoderFor(in.c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dec, err := getDecoder()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var zs [][]byte
+	for _, c := range benchChunks(in) {
+		zs = append(zs, enc.EncodeAll(c, nil))
+	}
+	dst := make([]byte, 0, benchChunk)
+	b.SetBytes(benchChunk)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := dec.DecodeAll(zs[i%len(zs)], dst[:0]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
