@@ -41,6 +41,7 @@ type env struct {
 	logs *syncBuffer
 	repo *repo.Repository
 	dir  string // the state store's directory
+	rdir string // the repository's directory
 }
 
 type syncBuffer struct {
@@ -77,7 +78,7 @@ func newEnvWith(t *testing.T, rec func(e *env) RecoveryService) *env {
 	must(t, err)
 	t.Cleanup(func() { _ = r.Close(ctx); _ = be.Close() })
 
-	e := &env{t: t, rec: newFakeRecovery(), root: t.TempDir(), logs: &syncBuffer{}, repo: r, dir: t.TempDir()}
+	e := &env{t: t, rec: newFakeRecovery(), root: t.TempDir(), logs: &syncBuffer{}, repo: r, dir: t.TempDir(), rdir: dir}
 	st, err := recovery.OpenStore(e.dir)
 	must(t, err)
 	t.Cleanup(func() { _ = st.Close() })

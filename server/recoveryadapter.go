@@ -119,14 +119,12 @@ func (a *RecoveryAdapter) state(ctx context.Context, ws string, check bool) (Rec
 	if op := st.Operation; op != nil && op.State == recovery.OpFailed && !h.Since.Before(op.Updated) {
 		out.State = StateFailed
 	}
-	if st.LastGood != nil {
-		o, err := a.Offer(ctx, ws)
-		if err != nil && !errors.Is(err, ErrNotLost) && !errors.Is(err, ErrRecovering) {
-			return RecoveryState{}, err
-		}
-		if err == nil {
-			out.Offer = &o
-		}
+	// The offer needs the checkpoint's manifest: a repository that cannot
+	// read it does not hide the state.
+	if o, err := a.Offer(ctx, ws); err == nil {
+		out.Offer = &o
+	} else {
+		out.Action += "; no offer can be shown: " + err.Error()
 	}
 	return out, nil
 }

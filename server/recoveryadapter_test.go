@@ -185,3 +185,43 @@ func TestRecoveryAdapterMapping(t *testing.T) {
 		}
 	}
 }
+
+// TestRecoveryFailedState: an approved recovery whose checkpoint cannot be
+// restored (its data packs are gone) ends failed; the workspace is then
+// shown failed, the operation failed with the reason.
+func TestRecoveryFailedState(t *testing.T) {
+	e, svc := newRecoveryEnv(t)
+	ctx := context.Background()
+	e.workspace("w1", map[string]string{"a.txt": "alpha"})
+	var rec recovery.Receipt
+	e.ok(http.StatusOK, "POST", "/v1/workspaces/w1/checkpoints", userToken, nil, &rec)
+	must(t, os.RemoveAll(filepath.Join(e.root, "inst-w1")))
+	if h, err := svc.Check(ctx, "w1"); err != nil || h.State != recovery.HealthLost {
+		t.Fatalf("check: %+v %v", h, err)
+	}
+	var offer Offer
+	e.ok(http.StatusOK, "GET", "/v1/workspaces/w1/recovery/offer", userToken, nil, &offer)
+	packs, err := filepath.Glob(filepath.Join(e.rdir, "data", "*", "*"))
+	must(t, err)
+	if len(packs) == 0 {
+		t.Fatal("no data packs in the repository")
+	}
+	for _, p := range packs {
+		must(t, os.Remove(p))
+	}
+	var op Operation
+	e.ok(http.StatusAccepted, "POST", "/v1/workspaces/w1/recovery/approve", userToken, approveRequest{Checkpoint: offer.Checkpoint}, &op,
+		"Idempotency-Key", "k-fail")
+	if got, err := svc.Wait(ctx, op.ID); err != nil || got.State != recovery.OpFailed {
+		t.Fatalf("wait: %+v %v", got, err)
+	}
+	e.ok(http.StatusOK, "GET", "/v1/operations/"+op.ID, userToken, nil, &op)
+	if op.Step != "failed" || op.Error == "" {
+		t.Fatalf("operation: %+v", op)
+	}
+	var st RecoveryState
+	e.ok(http.StatusOK, "GET", "/v1/workspaces/w1/recovery", userToken, nil, &st)
+	if st.State != StateFailed || st.Operation != op.ID || st.Action == "" {
+		t.Fatalf("state after a failed recovery: %+v", st)
+	}
+}
