@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -256,8 +255,8 @@ var holdOutcomes = map[string]recovery.HoldOutcome{
 func (a *RecoveryAdapter) ResolveHold(_ context.Context, id string, r Resolution) (RepairHold, error) {
 	outcome, ok := holdOutcomes[r.Outcome]
 	if !ok {
-		return RepairHold{}, &apiError{http.StatusBadRequest, "bad_outcome", fmt.Sprintf(
-			"repair hold %s: outcome %q: use destroyed (or discarded), repaired (or copied_back), or kept (or escalated)", id, r.Outcome)}
+		return RepairHold{}, badRequest(fmt.Sprintf(
+			"repair hold %s: outcome %q: use destroyed (or discarded), repaired (or copied_back), or kept (or escalated)", id, r.Outcome))
 	}
 	h, err := a.svc.ResolveHold(id, outcome, "[by "+r.Operator+"] "+r.Evidence)
 	if err != nil {

@@ -140,7 +140,7 @@ func TestRecoveryEndToEnd(t *testing.T) {
 	e.fails(http.StatusNotFound, "not_found", "GET", "/v1/operations/op-nope", userToken, nil)
 	e.fails(http.StatusNotFound, "not_found", "POST", "/v1/repair-holds/hold-nope/resolve", operatorToken,
 		resolveRequest{Outcome: "discarded", Evidence: "checked"})
-	e.fails(http.StatusBadRequest, "bad_outcome", "POST", "/v1/repair-holds/hold-nope/resolve", operatorToken,
+	e.fails(http.StatusBadRequest, "bad_request", "POST", "/v1/repair-holds/hold-nope/resolve", operatorToken,
 		resolveRequest{Outcome: "burnt", Evidence: "checked"})
 }
 
