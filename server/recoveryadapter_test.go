@@ -49,6 +49,9 @@ func TestRecoveryEndToEnd(t *testing.T) {
 	ctx := context.Background()
 	files := map[string]string{"a.txt": "alpha", "dir/b.txt": "beta"}
 	e.workspace("w1", files)
+	if _, err := e.life.StartProcess("w1", []string{"sh", "-c", "echo again > restarted.txt"}, "."); err != nil {
+		t.Fatal(err)
+	}
 
 	var st RecoveryState
 	e.ok(http.StatusOK, "GET", "/v1/workspaces/w1/recovery", userToken, nil, &st)
@@ -80,7 +83,8 @@ func TestRecoveryEndToEnd(t *testing.T) {
 	}
 	var offer Offer
 	e.ok(http.StatusOK, "GET", "/v1/workspaces/w1/recovery/offer", userToken, nil, &offer)
-	if offer.Checkpoint != rec.Snapshot || offer.Workspace != "w1" || len(offer.NotRecoverable) == 0 || offer.LostProcesses == nil {
+	if offer.Checkpoint != rec.Snapshot || offer.Workspace != "w1" || len(offer.NotRecoverable) == 0 || len(offer.LostProcesses) != 1 ||
+		offer.LostProcesses[0].ID != "0" || offer.LostProcesses[0].State != "lost" {
 		t.Fatalf("offer: %+v", offer)
 	}
 	e.fails(http.StatusConflict, "checkpoint_mismatch", "POST", "/v1/workspaces/w1/recovery/approve", userToken,
@@ -133,10 +137,36 @@ func TestRecoveryEndToEnd(t *testing.T) {
 	}
 	var ps []LostProcess
 	e.ok(http.StatusOK, "GET", "/v1/workspaces/w1/processes", userToken, nil, &ps)
-	if len(ps) != 0 {
-		t.Fatalf("lost processes (none were recorded): %+v", ps)
+	if len(ps) != 1 || ps[0].ID != "0" || ps[0].State != "lost" || ps[0].Command[0] != "sh" {
+		t.Fatalf("lost processes: %+v", ps)
 	}
-	e.fails(http.StatusNotFound, "not_found", "POST", "/v1/workspaces/w1/processes/0/restart", userToken, nil, "Idempotency-Key", "k-r")
+	var r1, r2 ProcessRestart
+	e.ok(http.StatusAccepted, "POST", "/v1/workspaces/w1/processes/0/restart", userToken, nil, &r1, "Idempotency-Key", "k-r")
+	e.ok(http.StatusAccepted, "POST", "/v1/workspaces/w1/processes/0/restart", userToken, nil, &r2, "Idempotency-Key", "k-r")
+	if r1.Process != "0" || r1.State != "restarted" || r1.IdempotencyKey != "k-r" || r2 != r1 {
+		t.Fatalf("two restarts with one key: %+v %+v", r1, r2)
+	}
+	if b, err := os.ReadFile(filepath.Join(e.root, op.NewInstance, "restarted.txt")); err != nil || string(b) != "again\n" {
+		t.Fatalf("the restarted process's output file: %q %v", b, err)
+	}
+	e.ok(http.StatusOK, "GET", "/v1/workspaces/w1/processes", userToken, nil, &ps)
+	if len(ps) != 1 || ps[0].State != "restarted" {
+		t.Fatalf("lost processes after the restart: %+v", ps)
+	}
+	for {
+		ev, err := stream.next()
+		if err != nil {
+			t.Fatalf("event stream: waiting for the process event: %v", err)
+		}
+		if ev.Type == "process" {
+			streamData(t, ev, &ps)
+			if len(ps) != 1 || ps[0].State != "restarted" {
+				t.Fatalf("process event: %+v", ps)
+			}
+			break
+		}
+	}
+	e.fails(http.StatusNotFound, "not_found", "POST", "/v1/workspaces/w1/processes/1/restart", userToken, nil, "Idempotency-Key", "k-r1")
 	e.fails(http.StatusNotFound, "not_found", "GET", "/v1/operations/op-nope", userToken, nil)
 	e.fails(http.StatusNotFound, "not_found", "POST", "/v1/repair-holds/hold-nope/resolve", operatorToken,
 		resolveRequest{Outcome: "discarded", Evidence: "checked"})
