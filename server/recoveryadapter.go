@@ -289,7 +289,8 @@ func repairHold(h recovery.Hold) RepairHold {
 // carrying what it names as read now: the workspace's recovery_state (for
 // every kind), the operation, the repair hold, or the workspace's lost
 // processes (a process event's data is the list: the recovery event does
-// not say which one changed).
+// not say which one changed). The channel closes on cancel (the server
+// cancels in Close, before the caller closes the Service).
 func (a *RecoveryAdapter) Subscribe() (<-chan Event, func()) {
 	in, stopIn := a.svc.Subscribe()
 	out := make(chan Event, 16)
