@@ -39,6 +39,9 @@ type env struct {
 	life *recovery.Lifecycle
 	root string // the local provider's root
 	logs *syncBuffer
+	repo *repo.Repository
+	dir  string // the state store's directory
+	rdir string // the repository's directory
 }
 
 type syncBuffer struct {
@@ -58,7 +61,11 @@ func (b *syncBuffer) String() string {
 	return b.b.String()
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { t.Helper(); return newEnvWith(t, nil) }
+
+// newEnvWith is newEnv whose server uses the recovery service rec makes
+// (nil: the fake).
+func newEnvWith(t *testing.T, rec func(e *env) RecoveryService) *env {
 	t.Helper()
 	ctx := context.Background()
 	dir, cache := t.TempDir(), t.TempDir()
@@ -71,8 +78,8 @@ func newEnv(t *testing.T) *env {
 	must(t, err)
 	t.Cleanup(func() { _ = r.Close(ctx); _ = be.Close() })
 
-	e := &env{t: t, rec: newFakeRecovery(), root: t.TempDir(), logs: &syncBuffer{}}
-	st, err := recovery.OpenStore(t.TempDir())
+	e := &env{t: t, rec: newFakeRecovery(), root: t.TempDir(), logs: &syncBuffer{}, repo: r, dir: t.TempDir(), rdir: dir}
+	st, err := recovery.OpenStore(e.dir)
 	must(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	events := NewEvents()
@@ -82,7 +89,11 @@ func newEnv(t *testing.T) *env {
 	t.Cleanup(e.life.Close)
 	tokens, err := ParseTokens("test tokens", []byte("user "+HashToken(userToken)+" inbox\noperator "+HashToken(operatorToken)+" ops-alice\n"))
 	must(t, err)
-	e.srv, err = New(Config{Lifecycle: e.life, Recovery: e.rec, Tokens: tokens, Events: events,
+	var rs RecoveryService = e.rec
+	if rec != nil {
+		rs = rec(e)
+	}
+	e.srv, err = New(Config{Lifecycle: e.life, Recovery: rs, Tokens: tokens, Events: events,
 		Logger: slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	must(t, err)
 	e.http = httptest.NewServer(e.srv.Handler())

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"lifeboat/recovery"
+	"lifeboat/repo"
 	"lifeboat/server"
 )
 
@@ -58,20 +59,27 @@ func (g *globalOptions) serve(ctx context.Context, o *serveOptions) error {
 		return usageError{err.Error()}
 	}
 	events := server.NewEvents()
-	// The repository and the lifecycle outlive ctx: they are closed after
-	// the HTTP server has shut down.
-	return g.withLifecycleConfig(context.WithoutCancel(ctx), "serve", func(c *recovery.Config) { c.OnReceipt = events.Receipt },
-		func(l *recovery.Lifecycle) error {
-			srv, err := server.New(server.Config{Lifecycle: l, Recovery: &server.NoRecovery{Store: l.Store()}, Tokens: tokens,
-				Events: events, Logger: slog.New(slog.NewTextHandler(g.out.errw, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	logger := slog.New(slog.NewTextHandler(g.out.errw, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// The repository, the lifecycle and the recovery service outlive ctx:
+	// they are closed after the HTTP server has shut down.
+	return g.withLifecycleRepo(context.WithoutCancel(ctx), "serve", func(c *recovery.Config) { c.OnReceipt = events.Receipt },
+		func(l *recovery.Lifecycle, r *repo.Repository) error {
+			svc, err := recovery.NewService(recovery.ServiceConfig{Lifecycle: l, Restorer: &recovery.RepoRestorer{Repo: r},
+				StateDir: g.stateDir, Logger: logger})
 			if err != nil {
 				return err
 			}
-			return g.listenAndServe(ctx, o, srv, l)
+			defer svc.Close()
+			srv, err := server.New(server.Config{Lifecycle: l, Recovery: server.NewRecoveryAdapter(svc), Tokens: tokens,
+				Events: events, Logger: logger})
+			if err != nil {
+				return err
+			}
+			return g.listenAndServe(ctx, o, srv, l, svc)
 		})
 }
 
-func (g *globalOptions) listenAndServe(ctx context.Context, o *serveOptions, srv *server.Server, l *recovery.Lifecycle) error {
+func (g *globalOptions) listenAndServe(ctx context.Context, o *serveOptions, srv *server.Server, l *recovery.Lifecycle, svc *recovery.Service) error {
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return usageError{fmt.Sprintf("cannot listen on --listen %s: %v", o.listen, err)}
@@ -84,6 +92,14 @@ func (g *globalOptions) listenAndServe(ctx context.Context, o *serveOptions, srv
 	})
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
+	// Recovery: continue the operations a previous serve left, inspect
+	// every workspace once now, then on the schedule until shutdown.
+	svc.Resume(ctx)
+	checks := make(chan error, 1)
+	go func() {
+		svc.CheckDue(ctx)
+		checks <- svc.Run(ctx)
+	}()
 	periodic := make(chan error, 1)
 	if o.periodic {
 		go func() { periodic <- l.Run(ctx) }()
@@ -98,8 +114,10 @@ func (g *globalOptions) listenAndServe(ctx context.Context, o *serveOptions, srv
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err = hs.Shutdown(sctx)
-	if perr := <-periodic; perr != nil && !errors.Is(perr, context.Canceled) {
-		err = errors.Join(err, perr)
+	for _, ch := range []chan error{periodic, checks} {
+		if perr := <-ch; perr != nil && !errors.Is(perr, context.Canceled) {
+			err = errors.Join(err, perr)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("shutting down: %w", err)

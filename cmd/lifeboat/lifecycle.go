@@ -52,6 +52,12 @@ func (g *globalOptions) withLifecycle(ctx context.Context, command string, fn fu
 // withLifecycleConfig is withLifecycle with a hook that may change the
 // Lifecycle's Config before it is made (the server sets OnReceipt).
 func (g *globalOptions) withLifecycleConfig(ctx context.Context, command string, tune func(*recovery.Config), fn func(l *recovery.Lifecycle) error) error {
+	return g.withLifecycleRepo(ctx, command, tune, func(l *recovery.Lifecycle, _ *repo.Repository) error { return fn(l) })
+}
+
+// withLifecycleRepo is withLifecycleConfig that also hands fn the
+// repository the lifecycle captures into (serve restores from it).
+func (g *globalOptions) withLifecycleRepo(ctx context.Context, command string, tune func(*recovery.Config), fn func(l *recovery.Lifecycle, r *repo.Repository) error) error {
 	st, err := g.openState()
 	if err != nil {
 		return err
@@ -68,7 +74,7 @@ func (g *globalOptions) withLifecycleConfig(ctx context.Context, command string,
 			return err
 		}
 		defer l.Close()
-		return fn(l)
+		return fn(l, r)
 	})
 }
 

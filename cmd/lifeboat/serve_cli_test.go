@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"lifeboat/bench"
 	"lifeboat/server"
 )
 
@@ -129,5 +130,91 @@ func TestServeGracefulShutdown(t *testing.T) {
 	// The store and the repository were released: the CLI can use them.
 	if w := e.showWorkspace(flags, "bot1"); w.LastGood == nil {
 		t.Fatalf("the capture made through the server is not recorded: %+v", w)
+	}
+}
+
+// TestServeRecovery: a real `lifeboat serve` runs the recovery service. A
+// workspace captured by the CLI whose instance directory is then removed
+// is found lost (at start, or when the state is read); an approval sent
+// twice with one key is one operation, followed on the event stream to
+// recovered; the replacement holds the captured tree, the workspace id is
+// unchanged, and after SIGTERM the CLI sees the new instance.
+func TestServeRecovery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the lifeboat binary")
+	}
+	e, flags := lifecycleEnv(t)
+	inst := filepath.Join(e.dir, "root", "bot1")
+	writeTree(t, inst, 7)
+	e.ok(append(flags, "workspace", "add", "bot1")...)
+	e.ok(append(flags, "capture", "--workspace", "bot1")...)
+	// The sandbox is lost: its directory leaves the provider's root (kept
+	// aside, times and all, to compare the replacement with).
+	want := filepath.Join(e.dir, "want")
+	must(t, os.Rename(inst, want))
+	tokFile := filepath.Join(e.dir, "tokens")
+	const tok = "serve-recovery-token-8"
+	must(t, os.WriteFile(tokFile, []byte("user "+server.HashToken(tok)+" inbox\n"), 0o600))
+	cmd, url, stderr := e.serveProcess(lifeboatBinary(t), flags, tokFile)
+
+	var st server.RecoveryState
+	code, body := request(t, "GET", url+"/v1/workspaces/bot1/recovery", tok)
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &st) != nil || st.State != server.StateLost || st.Offer == nil {
+		t.Fatalf("recovery state: %d %s", code, body)
+	}
+	req, err := http.NewRequest("GET", url+"/v1/events", nil)
+	must(t, err)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	res, err := http.DefaultClient.Do(req)
+	must(t, err)
+	defer res.Body.Close()
+	rd := bufio.NewReader(res.Body)
+
+	approve := func() server.Operation {
+		req, err := http.NewRequest("POST", url+"/v1/workspaces/bot1/recovery/approve", strings.NewReader(`{"checkpoint":"`+st.Offer.Checkpoint+`"}`))
+		must(t, err)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Idempotency-Key", "serve-approve-1")
+		res, err := http.DefaultClient.Do(req)
+		must(t, err)
+		defer res.Body.Close()
+		var op server.Operation
+		if res.StatusCode != http.StatusAccepted || json.NewDecoder(res.Body).Decode(&op) != nil || op.ID == "" {
+			t.Fatalf("approve: %d %+v", res.StatusCode, op)
+		}
+		return op
+	}
+	op := approve()
+	if again := approve(); again.ID != op.ID {
+		t.Fatalf("the second approval with the same key made operation %s, the first %s", again.ID, op.ID)
+	}
+	for {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatalf("event stream ended before the operation did: %v\n%s", err, stderr)
+		}
+		if strings.HasPrefix(line, "data: ") && strings.Contains(line, `"type":"operation"`) && strings.Contains(line, op.ID) {
+			if strings.Contains(line, `"step":"failed"`) {
+				t.Fatalf("operation failed: %s", line)
+			}
+			if strings.Contains(line, `"step":"recovered"`) {
+				break
+			}
+		}
+	}
+	code, body = request(t, "GET", url+"/v1/operations/"+op.ID, tok)
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &op) != nil || op.Step != "recovered" || op.NewInstance == "" {
+		t.Fatalf("operation: %d %s", code, body)
+	}
+	if d, err := bench.Compare(want, filepath.Join(e.dir, "root", op.NewInstance)); err != nil || len(d) > 0 {
+		t.Fatalf("the replacement differs from the captured tree: %v %v", d, err)
+	}
+
+	must(t, cmd.Process.Signal(syscall.SIGTERM))
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("serve after SIGTERM: %v\n%s", err, stderr)
+	}
+	if w := e.showWorkspace(flags, "bot1"); w.ID != "bot1" || string(w.Instance) != op.NewInstance || w.Generation == 0 {
+		t.Fatalf("workspace after recovery: %+v", w)
 	}
 }

@@ -112,7 +112,7 @@ function render(list) {
       ["What to do", st.action || ""],
       ["Next check", st.next_check ? new Date(st.next_check).toLocaleString() : ""],
     ]));
-    if (st.state === "lost" && st.offer) card.append(renderOffer(w.id, st.offer));
+    if ((st.state === "lost" || st.state === "failed") && st.offer) card.append(renderOffer(w.id, st.offer));
     main.append(card);
   }
   document.body.dataset.loaded = "true";
