@@ -274,4 +274,3 @@ func short(id string) string {
 	}
 	return id
 }
-

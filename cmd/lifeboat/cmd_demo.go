@@ -19,10 +19,12 @@ func newDemoCommand(g *globalOptions) *cobra.Command {
 	var keep bool
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Show the whole job on a sample workspace, in a temporary directory",
-		Long: "Make a repository and a sample workspace in a temporary directory, capture it, change it, capture again, delete it, " +
-			"restore the latest snapshot through staging and verify it file by file, printing each step and how fast it ran. " +
-			"Needs no repository, password or setup.",
+		Short: "Show the whole job, from a sandbox to its recovery, in a temporary directory",
+		Long: "In a temporary directory, with built-in defaults and the local provider: make a repository, a state store and a sandbox " +
+			"holding a sample workspace and a signed-in browser profile, checkpoint it, change it, checkpoint again, destroy the sandbox, " +
+			"detect the loss, show the recovery offer, approve it with an idempotency key, restore into a replacement sandbox through " +
+			"staging, and confirm the files, the browser session and the unchanged workspace id on a new instance and generation, " +
+			"printing each step and how fast it ran. Needs no repository, password or setup.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dir, err := os.MkdirTemp("", "lifeboat-demo-")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,8 @@ import (
 	"testing"
 
 	"lifeboat/bench"
+	"lifeboat/profile"
+	"lifeboat/recovery"
 )
 
 func TestCaptureRestoreCycle(t *testing.T) {
@@ -95,17 +98,50 @@ func TestCaptureRestoreCycle(t *testing.T) {
 	}
 }
 
+// TestDemo runs the first command of the README with --keep and checks
+// its steps and what it left: the workspace on the replacement sandbox,
+// its files as captured, the browser session and its unchanged id.
 func TestDemo(t *testing.T) {
 	e := newEnv(t)
-	steps := jsonLines(t, e.ok("demo", "--json").stdout)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	steps := jsonLines(t, e.ok("demo", "--json", "--keep").stdout)
 	var names []string
 	for _, s := range steps {
+		if s["message_type"] != "demo_step" {
+			t.Fatalf("message %v", s)
+		}
 		names = append(names, fmt.Sprint(s["step"]))
 	}
-	want := "init workspace capture change capture again lose restore verify"
+	want := "init workspace capture change capture again lose detect offer approve restore verify"
 	if strings.Join(names, " ") != want {
 		t.Fatalf("demo steps %q, want %q", strings.Join(names, " "), want)
 	}
+	kept, err := filepath.Glob(filepath.Join(tmp, "lifeboat-demo-*"))
+	if err != nil || len(kept) != 1 {
+		t.Fatalf("kept directories %v %v", kept, err)
+	}
+	st, err := recovery.OpenStore(filepath.Join(kept[0], bench.DemoState))
+	must(t, err)
+	defer st.Close()
+	w, err := st.Workspace(bench.DemoWorkspace)
+	must(t, err)
+	ops, err := st.Operations(bench.DemoWorkspace)
+	must(t, err)
+	if len(ops) != 1 || ops[0].State != recovery.OpRecovered || ops[0].OldInstance == w.Instance || ops[0].Replacement != w.Instance || w.Generation != 1 {
+		t.Fatalf("workspace %+v after operations %+v", w, ops)
+	}
+	for _, s := range steps[len(steps)-4:] { // offer, approve, restore and verify name what they did
+		if !strings.Contains(fmt.Sprint(s["detail"]), short(w.LastGood.Snapshot)) && !strings.Contains(fmt.Sprint(s["detail"]), string(w.Instance)) {
+			t.Fatalf("step %v names neither the checkpoint nor the replacement", s)
+		}
+	}
+	sandbox := filepath.Join(kept[0], bench.DemoSandboxes, string(w.Instance))
+	d, err := bench.Compare(filepath.Join(kept[0], bench.DemoExpected), filepath.Join(sandbox, "project"))
+	if err != nil || len(d) > 0 {
+		t.Fatalf("replacement differs from what was captured: %v %v", d, err)
+	}
+	must(t, profile.NewFixture(bench.DemoSeed).Check(context.Background(), filepath.Join(sandbox, filepath.FromSlash(bench.ProfileRel)), true))
 }
 
 func TestPartialExitCode(t *testing.T) {
