@@ -36,6 +36,12 @@ type ServiceConfig struct {
 	// replacement; default dirlock.DefaultRetryPolicy.
 	CopyBack dirlock.RetryPolicy
 	Logger   *slog.Logger
+	// TestStep is for tests only (leave it nil): it is called at every
+	// crash point of an operation with the point, "before:<state>" once
+	// the step's intent is stored and "after:<state>" once its external
+	// call returned, before that is recorded, so a test can stop or kill
+	// the process there.
+	TestStep func(point string)
 }
 
 // Service is the recovery half of the lifecycle: loss detection, the
@@ -89,6 +95,9 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 	}
 	s := &Service{cfg: cfg, lc: cfg.Lifecycle, store: cfg.Lifecycle.store, clock: cfg.Lifecycle.clock, log: cfg.Logger,
 		locks: lk, running: map[string]chan struct{}{}, subs: map[chan Event]struct{}{}, restart: map[string]*sync.Mutex{}}
+	if cfg.TestStep != nil {
+		s.hooks.step = func(_ Operation, point string) error { cfg.TestStep(point); return nil }
+	}
 	s.base, s.stop = context.WithCancel(context.Background())
 	if err := s.markInterruptedRestarts(); err != nil {
 		return nil, err

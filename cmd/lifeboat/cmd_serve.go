@@ -65,7 +65,7 @@ func (g *globalOptions) serve(ctx context.Context, o *serveOptions) error {
 	return g.withLifecycleRepo(context.WithoutCancel(ctx), "serve", func(c *recovery.Config) { c.OnReceipt = events.Receipt },
 		func(l *recovery.Lifecycle, r *repo.Repository) error {
 			svc, err := recovery.NewService(recovery.ServiceConfig{Lifecycle: l, Restorer: &recovery.RepoRestorer{Repo: r},
-				StateDir: g.stateDir, Logger: logger})
+				StateDir: g.stateDir, Logger: logger, TestStep: recoveryStopHook()})
 			if err != nil {
 				return err
 			}

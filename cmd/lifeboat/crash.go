@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strconv"
 	"sync/atomic"
@@ -59,4 +60,25 @@ func (c *crashingBackend) Remove(ctx context.Context, h backend.Handle) error {
 		crashAt(&c.removes)
 	}
 	return err
+}
+
+// recoveryStopEnv names a testing hook of `lifeboat serve`: when set to a
+// recovery crash point ("before:creating", "after:switching", ...), the
+// recovery operation that reaches it prints "at <point>" to stderr and
+// blocks there, so a test can kill the server at every step.
+const recoveryStopEnv = "LIFEBOAT_TEST_RECOVERY_STOP_AT"
+
+// recoveryStopHook returns the recovery.ServiceConfig.TestStep behind
+// recoveryStopEnv, or nil when it is not set.
+func recoveryStopHook() func(point string) {
+	at := os.Getenv(recoveryStopEnv)
+	if at == "" {
+		return nil
+	}
+	return func(point string) {
+		if point == at {
+			fmt.Fprintln(os.Stderr, "at", point)
+			select {} // until the test kills the process
+		}
+	}
 }

@@ -21,11 +21,21 @@ import (
 // it with its base URL.
 func (e *env) serveProcess(bin string, flags []string, tokens string) (*exec.Cmd, string, *strings.Builder) {
 	e.t.Helper()
-	cmd := exec.Command(bin, append(append([]string{"--repo", e.repo, "--cache-dir", e.cache, "--password-file", e.passwdFile, "--json"},
-		flags...), "serve", "--listen", "127.0.0.1:0", "--tokens", tokens)...)
+	stderr := &strings.Builder{}
+	cmd, url := e.startServe(bin, flags, tokens, nil, stderr)
+	return cmd, url, stderr
+}
+
+// startServe starts a real `lifeboat serve` with the global flags, extra
+// environment env and serve flags serveFlags, its stderr going to stderr,
+// and returns it with its base URL.
+func (e *env) startServe(bin string, flags []string, tokens string, env []string, stderr io.Writer, serveFlags ...string) (*exec.Cmd, string) {
+	e.t.Helper()
+	cmd := exec.Command(bin, append(append(append([]string{"--repo", e.repo, "--cache-dir", e.cache, "--password-file", e.passwdFile, "--json"},
+		flags...), "serve", "--listen", "127.0.0.1:0", "--tokens", tokens), serveFlags...)...)
+	cmd.Env = append(os.Environ(), env...)
 	stdout, err := cmd.StdoutPipe()
 	must(e.t, err)
-	stderr := &strings.Builder{}
 	cmd.Stderr = stderr
 	must(e.t, cmd.Start())
 	e.t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
@@ -38,7 +48,7 @@ func (e *env) serveProcess(bin string, flags []string, tokens string) (*exec.Cmd
 	if m["message_type"] != "serving" {
 		e.t.Fatalf("first line: %s", line)
 	}
-	return cmd, strings.TrimSuffix(m["url"].(string), "/"), stderr
+	return cmd, strings.TrimSuffix(m["url"].(string), "/")
 }
 
 func request(t *testing.T, method, url, tok string) (int, string) {
