@@ -21,21 +21,11 @@ import (
 // they are; quiesce first for a consistent checkpoint.
 func (p *Provider) Checkpoint(ctx context.Context, id providers.InstanceID) (providers.CheckpointID, error) {
 	const op = "checkpoint"
-	if err := checkID(op, id); err != nil {
-		return "", err
-	}
-	r, err := p.openRoot(ctx, op, id)
+	r, err := p.openExisting(ctx, op, id)
 	if err != nil {
 		return "", err
 	}
 	defer r.Close()
-	fi, err := statInstance(r, op, id)
-	if err != nil {
-		return "", err
-	}
-	if fi == nil {
-		return "", notThere(op, id)
-	}
 	cp := providers.CheckpointID(string(id) + "~" + randHex(8))
 	if err := r.MkdirAll(checkpointsDir, 0o700); err != nil {
 		return "", wrap(op, id, err)

@@ -20,6 +20,17 @@ func (d dirFiles) Close() error { return nil }
 // not a symlink, so the path handed to capture is inside the root.
 func (p *Provider) ReadFiles(ctx context.Context, id providers.InstanceID) (providers.Files, error) {
 	const op = "read files"
+	r, err := p.openExisting(ctx, op, id)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return dirFiles(filepath.Join(p.root, string(id))), nil
+}
+
+// openExisting checks id, opens the root and confirms the instance
+// directory exists (notThere otherwise). The caller closes the root.
+func (p *Provider) openExisting(ctx context.Context, op string, id providers.InstanceID) (*os.Root, error) {
 	if err := checkID(op, id); err != nil {
 		return nil, err
 	}
@@ -27,15 +38,15 @@ func (p *Provider) ReadFiles(ctx context.Context, id providers.InstanceID) (prov
 	if err != nil {
 		return nil, err
 	}
-	defer r.Close()
 	fi, err := statInstance(r, op, id)
+	if err == nil && fi == nil {
+		err = notThere(op, id)
+	}
 	if err != nil {
+		r.Close()
 		return nil, err
 	}
-	if fi == nil {
-		return nil, notThere(op, id)
-	}
-	return dirFiles(filepath.Join(p.root, string(id))), nil
+	return r, nil
 }
 
 // notThere is a data-plane "no such instance": a conflict for the caller
@@ -52,21 +63,11 @@ func notThere(op string, id providers.InstanceID) error {
 // (syncfs) before WriteFiles returns.
 func (p *Provider) WriteFiles(ctx context.Context, id providers.InstanceID, src string) (string, error) {
 	const op = "write files"
-	if err := checkID(op, id); err != nil {
-		return "", err
-	}
-	r, err := p.openRoot(ctx, op, id)
+	r, err := p.openExisting(ctx, op, id)
 	if err != nil {
 		return "", err
 	}
 	defer r.Close()
-	fi, err := statInstance(r, op, id)
-	if err != nil {
-		return "", err
-	}
-	if fi == nil {
-		return "", notThere(op, id)
-	}
 	sr, err := os.OpenRoot(src)
 	if err != nil {
 		return "", invalid(op, id, "source directory %s cannot be opened: %v", src, err)
