@@ -105,9 +105,6 @@ func runExport(ctx context.Context, g *globalOptions, src *repo.Repository, refs
 			case m.Sensitive != nil:
 				msg.Sensitive = "left_out"
 			}
-			if err := dst.Flush(ctx); err != nil {
-				return err
-			}
 			g.out.emit(msg, func(w io.Writer) {
 				fmt.Fprintf(w, "snapshot %s exported to %s as %s", m.ID.Short(), o.to, nm.ID.Short())
 				switch msg.Sensitive {
