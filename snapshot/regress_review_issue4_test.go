@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"lifeboat/blob"
@@ -50,29 +48,7 @@ func TestRegressionGraftSubtreeBomb(t *testing.T) {
 // TestRegressionGraftReadOnlyParent as user nobody (when the tests run as
 // root, which writes into read-only directories anyway).
 func TestRegressionGraftReadOnlyParentNonRoot(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("already unprivileged: TestRegressionGraftReadOnlyParent runs directly")
-	}
-	dir, err := os.MkdirTemp("", "lifeboat-nonroot-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "snapshot.test")
-	if err := rsCopyFile(os.Args[0], bin); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-test.run", "^TestRegressionGraftReadOnlyParent$", "-test.v")
-	cmd.Env = append(os.Environ(), rsUnprivilegedEnv+"="+dir, "TMPDIR="+dir, "HOME="+dir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	out, err := cmd.CombinedOutput()
-	t.Logf("as uid 65534:\n%s", out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rsRunAsNobody(t, "TestRegressionGraftReadOnlyParent")
 }
 
 // TestRegressionGraftReadOnlyParent: a profile whose parent directory is

@@ -20,8 +20,17 @@ const rsUnprivilegedEnv = "LIFEBOAT_TEST_UNPRIVILEGED_DIR"
 // no chown, permission denied on the target's parent, and cleanup of a
 // staged tree holding read-only directories.
 func TestRestoreNonRoot(t *testing.T) {
+	rsRunAsNobody(t, "TestRestoreUnprivileged")
+}
+
+// rsRunAsNobody runs the test named test from a copy of this test binary
+// as uid/gid 65534, in a fresh world-writable directory it passes in
+// rsUnprivilegedEnv, and fails t if that run fails. It skips when the
+// tests do not run as root (the named test then runs directly).
+func rsRunAsNobody(t *testing.T, test string) {
+	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("already unprivileged: TestRestoreUnprivileged runs directly")
+		t.Skipf("already unprivileged: %s runs directly", test)
 	}
 	dir, err := os.MkdirTemp("", "lifeboat-nonroot-")
 	if err != nil {
@@ -35,7 +44,7 @@ func TestRestoreNonRoot(t *testing.T) {
 	if err := rsCopyFile(os.Args[0], bin); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-test.run", "^TestRestoreUnprivileged$", "-test.v")
+	cmd := exec.Command(bin, "-test.run", "^"+test+"$", "-test.v")
 	cmd.Env = append(os.Environ(), rsUnprivilegedEnv+"="+dir, "TMPDIR="+dir, "HOME="+dir)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	out, err := cmd.CombinedOutput()
