@@ -162,7 +162,12 @@ func (p *Plan) Execute(ctx context.Context, r *repo.Repository, src Source, o Ex
 
 // repackAll copies the live blobs of the packs to repack into new packs.
 func (p *Plan) repackAll(ctx context.Context, r *repo.Repository, st *Stats) error {
-	rw := &rewriter{r: r, st: st, writers: map[blob.Tier]*pack.Writer{}, objects: map[blob.Tier]*index.Object{}}
+	rw := &rewriter{r: r, st: st, writers: map[blob.Tier]*repo.Pack{}, objects: map[blob.Tier]*index.Object{}}
+	defer func() { // packs left open by an error: their temp files go
+		for _, w := range rw.writers {
+			r.DiscardPack(w)
+		}
+	}()
 	for start := 0; start < len(p.Repack); {
 		batch := map[blob.ID][]pack.Entry{}
 		n := 0
@@ -195,7 +200,7 @@ func (p *Plan) repackAll(ctx context.Context, r *repo.Repository, st *Stats) err
 type rewriter struct {
 	r       *repo.Repository
 	st      *Stats
-	writers map[blob.Tier]*pack.Writer
+	writers map[blob.Tier]*repo.Pack
 	objects map[blob.Tier]*index.Object
 	buf     []byte
 }
@@ -258,10 +263,16 @@ func (rw *rewriter) copyBlob(ctx context.Context, k *crypt.TierKeys, h backend.H
 		w = nil
 	}
 	if w == nil {
-		w = pack.NewWriter(k, rw.r.Config().PackSize)
+		if w, err = rw.r.NewPack(k.Tier); err != nil {
+			return err
+		}
 		rw.writers[k.Tier] = w
 	}
-	w.Add(pack.SealedBlob{Type: e.Type, ID: e.ID, Flags: e.Flags, PlainLen: e.PlainLen, Data: sealed})
+	if err := w.Add(pack.SealedBlob{Type: e.Type, ID: e.ID, Flags: e.Flags, PlainLen: e.PlainLen, Data: sealed}); err != nil {
+		delete(rw.writers, k.Tier)
+		rw.r.DiscardPack(w)
+		return fmt.Errorf("repacking (nothing was deleted): %w", err)
+	}
 	rw.st.BlobsCopied++
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -166,6 +168,10 @@ func (e *env) prune(r *repo.Repository, o Options) (*Plan, Stats) {
 	st, err := p.Execute(e.t.Context(), r, e.src, ExecOptions{Lock: lockFor(r), ForgetDamaged: o.ForgetDamaged})
 	if err != nil {
 		e.t.Fatal(err)
+	}
+	// Repacked packs stream through temp files; none may stay behind.
+	if left, _ := os.ReadDir(filepath.Join(e.dir, "tmp")); len(left) != 0 {
+		e.t.Fatalf("%d temp files left in tmp/ after prune", len(left))
 	}
 	return p, st
 }

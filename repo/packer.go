@@ -149,20 +149,9 @@ func (r *Repository) upload(t blob.Tier, p *openPack) {
 // savePack writes one pack and records its blobs as uploaded. Once enough
 // packs wait for an index object, it writes one.
 func (r *Repository) savePack(ctx context.Context, t blob.Tier, p *openPack) error {
-	data, size, id, entries, err := p.Finish()
+	size, id, entries, err := r.storePack(ctx, p)
 	if err != nil {
-		r.discard(p)
-		return fmt.Errorf("writing a pack: %w", err)
-	}
-	h := backend.Handle{Type: backend.Pack, Name: id.String()}
-	if p.temp != nil {
-		err = r.be.(backend.TempSaver).SaveTemp(ctx, h, p.temp)
-	} else {
-		err = r.be.Save(ctx, h, data)
-		pack.ReleasePack(data)
-	}
-	if err != nil {
-		return fmt.Errorf("saving %s: %w", h, err)
+		return err
 	}
 	r.mu.Lock()
 	for _, e := range entries {
@@ -181,6 +170,27 @@ func (r *Repository) savePack(ctx context.Context, t blob.Tier, p *openPack) err
 		return r.writeIndex(ctx, t)
 	}
 	return nil
+}
+
+// storePack finishes p and stores it: its temp file through SaveTemp, or
+// its bytes through Save. Either way p is consumed.
+func (r *Repository) storePack(ctx context.Context, p *openPack) (size int64, id blob.ID, entries []pack.Entry, err error) {
+	data, size, id, entries, err := p.Finish()
+	if err != nil {
+		r.discard(p)
+		return 0, id, nil, fmt.Errorf("writing a pack: %w", err)
+	}
+	h := backend.Handle{Type: backend.Pack, Name: id.String()}
+	if p.temp != nil {
+		err = r.be.(backend.TempSaver).SaveTemp(ctx, h, p.temp)
+	} else {
+		err = r.be.Save(ctx, h, data)
+		pack.ReleasePack(data)
+	}
+	if err != nil {
+		return 0, id, nil, fmt.Errorf("saving %s: %w", h, err)
+	}
+	return size, id, entries, nil
 }
 
 // waitUploads returns once every upload started before the call is done.

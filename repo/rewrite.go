@@ -16,18 +16,43 @@ import (
 // keep the format's write order only if the caller does: packs, then
 // index objects that list them, and deletions last.
 
-// SavePack finishes w, a pack built in memory (pack.NewWriter), and
-// stores it, synchronously. The pack is not
-// indexed: the caller lists it in an index object (SaveIndex) afterwards.
-func (r *Repository) SavePack(ctx context.Context, w *pack.Writer) (index.PackInfo, error) {
-	data, size, id, entries, err := w.Finish()
+// Pack is a pack the caller fills itself with sealed blobs (prune copies
+// live blobs into new packs). It is built like the packer's: streamed to a
+// backend temp file where the backend takes them, so it holds no memory.
+type Pack struct{ p *openPack }
+
+// NewPack starts an empty pack of tier t. Hand it to SavePack, or to
+// DiscardPack if it will not be saved.
+func (r *Repository) NewPack(t blob.Tier) (*Pack, error) {
+	k, err := r.keys.Tier(t)
 	if err != nil {
-		return index.PackInfo{}, fmt.Errorf("writing a pack: %w", err)
+		return nil, err
 	}
-	defer pack.ReleasePack(data)
-	h := backend.Handle{Type: backend.Pack, Name: id.String()}
-	if err := r.be.Save(ctx, h, data); err != nil {
-		return index.PackInfo{}, fmt.Errorf("saving %s: %w", h, err)
+	p, err := r.newPack(k)
+	if err != nil {
+		return nil, fmt.Errorf("starting a pack: %w", err)
+	}
+	return &Pack{p}, nil
+}
+
+// Fits reports whether a sealed blob of n bytes can join the pack.
+func (p *Pack) Fits(n int) bool { return p.p.Fits(n) }
+
+// Count is the number of blobs added so far.
+func (p *Pack) Count() int { return p.p.Count() }
+
+// Add appends a blob sealed with the pack's tier keys.
+func (p *Pack) Add(sb pack.SealedBlob) error { return p.p.Add(sb) }
+
+// DiscardPack drops a pack that will not be saved.
+func (r *Repository) DiscardPack(p *Pack) { r.discard(p.p) }
+
+// SavePack finishes p and stores it, synchronously. The pack is not
+// indexed: the caller lists it in an index object (SaveIndex) afterwards.
+func (r *Repository) SavePack(ctx context.Context, p *Pack) (index.PackInfo, error) {
+	size, id, entries, err := r.storePack(ctx, p.p)
+	if err != nil {
+		return index.PackInfo{}, err
 	}
 	return index.PackInfo{ID: id, Size: uint32(size), Entries: entries}, nil
 }
