@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"lifeboat/backend"
 	"slices"
 
 	bolt "go.etcd.io/bbolt"
@@ -19,7 +20,8 @@ type Source interface {
 	ListIndex(ctx context.Context, fn func(id blob.ID) error) error
 	// LoadIndex loads and opens one index object. An object of a tier the
 	// caller's key lacks fails with an error wrapping crypt.ErrTierLocked;
-	// a damaged one with an error wrapping ErrObjectDamaged.
+	// a damaged one with an error wrapping ErrObjectDamaged; one removed
+	// since it was listed with an error wrapping backend.ErrNotFound.
 	LoadIndex(ctx context.Context, id blob.ID) (*Object, error)
 }
 
@@ -96,6 +98,11 @@ func (d *DB) Sync(ctx context.Context, src Source) (SyncStats, error) {
 			err = d.markLocked(id)
 		case errors.Is(err, ErrObjectDamaged):
 			st.Damaged = append(st.Damaged, id)
+			err = nil
+		case errors.Is(err, backend.ErrNotFound):
+			// Removed since it was listed (a prune's delete phase, which
+			// writes its replacement objects first): as if never listed.
+			// A caller that must see every object syncs under a lock.
 			err = nil
 		case err != nil:
 			return st, fmt.Errorf("index object %s: %w", id, err)

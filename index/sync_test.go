@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"lifeboat/backend"
 	"lifeboat/blob"
 	"lifeboat/crypt"
 	"lifeboat/index"
@@ -327,4 +328,26 @@ func TestSyncWithSealedObjects(t *testing.T) {
 	checkDB(t, d, locations(objs[0], objs[2]))
 	mustSync(t, d, &sealedSource{m, sealed}, index.SyncStats{Applied: 2})
 	checkDB(t, d, locations(objs...))
+}
+
+// An object listed and then removed before Sync loads it (a prune's delete
+// phase runs meanwhile) is skipped, not an error; the rest is applied.
+func TestSyncObjectRemovedWhileSyncing(t *testing.T) {
+	r := newRand(t)
+	d := mustOpenDB(t, t.TempDir(), testRepo)
+	defer d.Close()
+	src := newFakeSource()
+	for range 3 {
+		src.objs[randID(r)] = randObject(r, blob.Workspace, 2, 10)
+	}
+	goneID := randID(r)
+	src.objs[goneID] = randObject(r, blob.Workspace, 2, 10)
+	src.failing[goneID] = fmt.Errorf("load index/%s: %w", goneID.Short(), backend.ErrNotFound)
+	st, err := d.Sync(context.Background(), src)
+	if err != nil || st.Applied != 3 {
+		t.Fatalf("Sync with an object removed meanwhile = %+v, %v; want 3 applied, no error", st, err)
+	}
+	delete(src.objs, goneID)
+	delete(src.failing, goneID)
+	checkDB(t, d, locations(src.all()...))
 }
