@@ -59,14 +59,20 @@ func TestRecoveryEndToEnd(t *testing.T) {
 		t.Fatalf("state on first use (inspected): %+v", st)
 	}
 	e.fails(http.StatusConflict, "not_lost", "GET", "/v1/workspaces/w1/recovery/offer", userToken, nil)
+	// The stream opens before the capture: the capture's receipt reaches
+	// the stream after the HTTP answer, so it is read here, in order.
+	stream := e.stream(userToken, "")
+	stream.must(t, "hello")
 	var rec recovery.Receipt
 	e.ok(http.StatusOK, "POST", "/v1/workspaces/w1/checkpoints", userToken, nil, &rec)
 	if rec.Outcome != recovery.Captured {
 		t.Fatalf("capture: %+v", rec)
 	}
-
-	stream := e.stream(userToken, "")
-	stream.must(t, "hello")
+	var evRec recovery.Receipt
+	streamData(t, stream.must(t, "receipt"), &evRec)
+	if evRec.Snapshot != rec.Snapshot {
+		t.Fatalf("receipt event %+v, capture answered %+v", evRec, rec)
+	}
 	must(t, os.RemoveAll(filepath.Join(e.root, "inst-w1")))
 	if h, err := svc.Check(ctx, "w1"); err != nil || h.State != recovery.HealthLost {
 		t.Fatalf("check after the instance was removed: %+v %v", h, err)
