@@ -28,6 +28,7 @@ var (
 	bucketObjects = []byte("objects") // index object id -> tier|state
 	keyVersion    = []byte("version")
 	keyRepo       = []byte("repo")
+	keyRemovals   = []byte("removals") // the removal generation, u64 LE (filecache.go)
 )
 
 // States of an index object in the objects bucket.
@@ -187,7 +188,9 @@ func checkDBFileSize(path string) error {
 }
 
 // resetTx empties every bucket and stamps the DB with its version and repo.
+// The file cache stays, so the removal generation moves on (filecache.go).
 func resetTx(tx *bolt.Tx, repoID blob.ID) error {
+	gen := removalGen(tx) + 1
 	for _, name := range [][]byte{bucketMeta, bucketBlobs, bucketPacks, bucketObjects} {
 		if tx.Bucket(name) != nil {
 			if err := tx.DeleteBucket(name); err != nil {
@@ -200,6 +203,9 @@ func resetTx(tx *bolt.Tx, repoID blob.ID) error {
 	}
 	m := tx.Bucket(bucketMeta)
 	if err := m.Put(keyVersion, binary.LittleEndian.AppendUint32(nil, dbVersion)); err != nil {
+		return err
+	}
+	if err := m.Put(keyRemovals, binary.LittleEndian.AppendUint64(nil, gen)); err != nil {
 		return err
 	}
 	return m.Put(keyRepo, repoID[:])

@@ -116,6 +116,9 @@ func (d *DB) Drop(objs []blob.ID, packs map[blob.ID]bool) error {
 						return err
 					}
 				}
+				if len(del) > 0 {
+					return bumpRemovalGen(tx)
+				}
 				return nil
 			})
 			if err != nil {

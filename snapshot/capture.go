@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"path/filepath"
 	"runtime"
@@ -63,9 +64,12 @@ type CaptureOptions struct {
 // repository index before reusing one. Implementations must be safe for
 // concurrent use. *index.DB implements it in the local index DB.
 type FileCache interface {
-	// FileCacheGetIndexed returns a file's entry only when its chunks are
-	// all indexed data blobs of tier t adding up to its size.
-	FileCacheGetIndexed(ws string, path []byte, t blob.Tier) (index.FileEntry, bool, error)
+	// FileCacheGen returns the index's removal generation, which moves on
+	// whenever blobs leave the index.
+	FileCacheGen() (uint64, error)
+	// FileCacheLookup finds many files' entries at once, each only when
+	// its chunks are all indexed data blobs of tier t.
+	FileCacheLookup(ws string, t blob.Tier, q []index.FileCacheQuery) error
 	// FileCachePut stores many entries at once (one transaction).
 	FileCachePut(ws string, recs []index.FileCacheRecord) error
 	// FileCachePrune drops the workspace's entries keep rejects.
@@ -81,8 +85,9 @@ type captureHooks struct {
 	bytesRead  *atomic.Int64                  // file content bytes read
 	// settled treats every file as settled for the file cache, as if the
 	// capture ran long after the test made its files (ctimes cannot be
-	// set back).
+	// set back); start, when set, is the capture's start for that check.
 	settled bool
+	start   time.Time
 }
 
 // maxCaptureErrors caps the errors listed in a manifest; the rest are
@@ -115,8 +120,9 @@ const maxCaptureErrors = 1000
 // its cache entry, and whose chunks are all still in the repository
 // index, is not read. Cache entries are written only after the manifest is
 // saved, in batches, and only for files read without change whose mtime
-// is at least 2 s older than the start of the capture (by the real clock,
-// not o.Now): a younger file could still change within the filesystem's
+// and ctime are older than the start of the capture (by the real clock,
+// not o.Now) by 100 ms on a local filesystem with nanosecond timestamps,
+// else by 2 s: a younger file could still change within the filesystem's
 // timestamp granularity without its mtime moving. Entries of files the
 // capture did not keep are dropped.
 //
@@ -160,16 +166,24 @@ func Capture(ctx context.Context, r *repo.Repository, root string, o CaptureOpti
 	c := &capturer{r: r, o: o, rootPath: abs, excl: excl, keys: keys,
 		jobs:  make(chan *capJob, 2*o.Readers),
 		users: newCapNames(), links: map[capInode]*capLink{}, onStack: map[capInode]bool{},
-		// A file whose mtime is this recent may still change within the
-		// filesystem's timestamp granularity without its mtime moving:
-		// such files are read but not cached (git's "racily clean").
-		racyNs: time.Now().Add(-capRacyWindow).UnixNano(),
 	}
-	if o.hooks != nil && o.hooks.settled {
-		c.racyNs = math.MaxInt64
+	// Files changed this recently are read but not cached (settled).
+	now := time.Now()
+	if !o.hooks.start.IsZero() {
+		now = o.hooks.start
+	}
+	c.racyNs, c.racyFineNs = now.Add(-capRacyWindow).UnixNano(), now.Add(-capFineRacyWindow).UnixNano()
+	if o.hooks.settled {
+		c.racyNs, c.racyFineNs = math.MaxInt64, math.MaxInt64
 	}
 	if o.Cache != nil {
 		c.wsKey, c.rootKey = capCacheKeys(keys, o.Workspace)
+		// Read before any chunk is looked up or saved: the entries this
+		// capture writes are stamped with it.
+		if c.cacheGen, err = o.Cache.FileCacheGen(); err != nil {
+			slog.Warn("capture: the file cache failed; every file is read", "err", err)
+			c.o.Cache = nil
+		}
 	}
 	c.ctx, c.cancel = context.WithCancelCause(ctx)
 	defer c.cancel(nil)
@@ -181,22 +195,27 @@ func Capture(ctx context.Context, r *repo.Repository, root string, o CaptureOpti
 	return m, nil
 }
 
-// capRacyWindow: files modified less than this before the capture started
-// are not put in the file cache (see Capture).
-const capRacyWindow = 2 * time.Second
+// Files changed less than this before the capture started are not put in
+// the file cache (see capturer.settled): capFineRacyWindow on a local
+// filesystem with nanosecond timestamps, capRacyWindow elsewhere.
+const (
+	capRacyWindow     = 2 * time.Second
+	capFineRacyWindow = 100 * time.Millisecond
+)
 
 // capturer is the state of one Capture.
 type capturer struct {
-	r        *repo.Repository
-	o        CaptureOptions
-	ctx      context.Context
-	cancel   context.CancelCauseFunc
-	rootPath string
-	excl     *capExcludes
-	keys     *crypt.TierKeys
-	jobs     chan *capJob
-	users    *capNames
-	racyNs   int64
+	r          *repo.Repository
+	o          CaptureOptions
+	ctx        context.Context
+	cancel     context.CancelCauseFunc
+	rootPath   string
+	excl       *capExcludes
+	keys       *crypt.TierKeys
+	jobs       chan *capJob
+	users      *capNames
+	racyNs     int64 // see settled
+	racyFineNs int64
 
 	// Walker-only state.
 	links    map[capInode]*capLink // files with more than one name, by first name
@@ -204,8 +223,9 @@ type capturer struct {
 	onStack  map[capInode]bool     // their device and inode numbers
 	heldFrom int                   // stack[heldFrom:] hold an open descriptor
 
-	wsKey   string  // file cache: workspace key
-	rootKey blob.ID // file cache: the root directory's key
+	wsKey    string  // file cache: workspace key
+	rootKey  blob.ID // file cache: the root directory's key
+	cacheGen uint64  // file cache: the index's removal generation at the start
 
 	files, dirs, bytes, newBytes atomic.Uint64
 
@@ -274,7 +294,7 @@ func (c *capturer) run() (*Manifest, error) {
 		m.Root.Name = []byte(base)
 	}
 	c.setMeta(&m.Root, &st)
-	root := &capDir{node: &m.Root, dev: st.Dev, ino: st.Ino, h: newCapHandle(fd), key: c.rootKey}
+	root := &capDir{node: &m.Root, dev: st.Dev, ino: st.Ino, h: newCapHandle(fd), key: c.rootKey, fineTimes: capFineTimes(fd)}
 	if m.Root.Xattrs, err = capXattrsFd(fd); err != nil {
 		c.record(".", err)
 	}

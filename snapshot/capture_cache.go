@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"bytes"
+	"encoding/binary"
 	"log/slog"
 	"slices"
 
@@ -15,8 +16,13 @@ import (
 // File cache keys are keyed digests (the workspace tier's blob id key), so
 // the cache holds no workspace ids or names: the workspace's key is the
 // digest of its id, a directory's key chains its parent's key with its
-// name, and a file's key is its directory's key chained with its name.
-// Chaining keeps the cost per entry constant however deep the tree.
+// name, and a file's key is the first half of its directory's key followed
+// by half of the digest of its directory's key chained with its name.
+// Chaining keeps the cost per entry constant however deep the tree, and
+// the shared first half keeps one directory's entries together in the
+// cache, so a directory's lookups are one sweep. Each entry is sealed with
+// a keyed digest of its key and contents (capSeal): an entry the capture
+// did not write, or one damaged on disk, is not used.
 
 // capCacheKeys returns the workspace key and the root directory's key.
 func capCacheKeys(k *crypt.TierKeys, ws string) (string, blob.ID) {
@@ -24,37 +30,151 @@ func capCacheKeys(k *crypt.TierKeys, ws string) (string, blob.ID) {
 	return wsID.String(), k.BlobID(append([]byte("lifeboat file cache root\x00"), wsID[:]...))
 }
 
-// capChildKey is the key of entry name in the directory of key parent.
+// capChildKey is the key of subdirectory name in the directory of key
+// parent.
 func capChildKey(k *crypt.TierKeys, parent blob.ID, name string) blob.ID {
 	b := make([]byte, 0, blob.IDSize+len(name))
 	b = append(append(b, parent[:]...), name...)
 	return k.BlobID(b)
 }
 
-// cacheHit returns the cache entry of j's file when its device, inode,
-// size, mtime and ctime are those cached and every chunk is still in the
-// repository's index (checked by the cache, in one transaction).
-func (c *capturer) cacheHit(j *capJob) (index.FileEntry, bool) {
-	e, ok, err := c.o.Cache.FileCacheGetIndexed(c.wsKey, j.key[:], c.o.tier())
-	if err != nil || !ok {
-		return e, false
-	}
-	st := &j.st
-	return e, e.Dev == st.Dev && e.Inode == st.Ino && e.Size == uint64(st.Size) &&
-		e.MtimeNs == st.Mtim.Nano() && e.CtimeNs == st.Ctim.Nano()
+// capFileKey is the cache key of file name in the directory of key dir.
+func capFileKey(k *crypt.TierKeys, dir blob.ID, name string) blob.ID {
+	h := capChildKey(k, dir, name)
+	var key blob.ID
+	copy(key[:blob.IDSize/2], dir[:])
+	copy(key[blob.IDSize/2:], h[:])
+	return key
 }
 
-// cacheKeep notes that file key stays in the cache, with a new entry from
-// st when st is set. Written by updateCache once the manifest is saved.
-func (c *capturer) cacheKeep(key blob.ID, st *unix.Stat_t, xattrs bool, ids ...blob.ID) {
+// capSeal is the keyed digest sealing file cache entry e under key.
+func capSeal(k *crypt.TierKeys, key blob.ID, e *index.FileEntry) blob.ID {
+	b := make([]byte, 0, 64+2*blob.IDSize+len(e.Content)*blob.IDSize)
+	b = append(b, "lifeboat file cache entry\x00"...)
+	b = append(b, key[:]...)
+	for _, v := range []uint64{e.Dev, e.Inode, e.Size, uint64(e.MtimeNs), uint64(e.CtimeNs), e.Gen} {
+		b = binary.LittleEndian.AppendUint64(b, v)
+	}
+	if e.Xattrs {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
+	}
+	for _, id := range e.Content {
+		b = append(b, id[:]...)
+	}
+	return k.BlobID(b)
+}
+
+// cacheLookup returns, for the entries of one part of d that sts says are
+// regular files with content, their file keys and the cache entries that
+// can stand in for reading them: sealed by this workspace's key, chunks
+// still indexed, and device, inode, size, mtime and ctime as stat'ed now.
+// One read transaction serves the whole part.
+func (c *capturer) cacheLookup(d *capDir, names []string, sts []unix.Stat_t) (keys []blob.ID, hits []*index.FileEntry) {
+	keys = make([]blob.ID, len(names))
+	var q []index.FileCacheQuery
+	var at []int
+	for i, name := range names {
+		if sts[i].Mode&unix.S_IFMT != unix.S_IFREG || sts[i].Size == 0 {
+			continue
+		}
+		keys[i] = capFileKey(c.keys, d.key, name)
+		q = append(q, index.FileCacheQuery{Key: keys[i][:]})
+		at = append(at, i)
+	}
+	if len(q) == 0 {
+		return keys, nil
+	}
+	if err := c.o.Cache.FileCacheLookup(c.wsKey, c.o.tier(), q); err != nil {
+		slog.Warn("capture: the file cache failed; files are read instead", "err", err)
+		return keys, nil
+	}
+	hits = make([]*index.FileEntry, len(names))
+	for j := range q {
+		e, st := &q[j].Entry, &sts[at[j]]
+		if q[j].Found && e.Seal == capSeal(c.keys, keys[at[j]], e) &&
+			e.Dev == st.Dev && e.Inode == st.Ino && e.Size == uint64(st.Size) &&
+			e.MtimeNs == st.Mtim.Nano() && e.CtimeNs == st.Ctim.Nano() {
+			hits[at[j]] = e
+		}
+	}
+	return keys, hits
+}
+
+// cacheKeep notes that file key stays in the cache, with a new entry when
+// e is set (stamped and sealed here). Written by updateCache once the
+// manifest is saved.
+func (c *capturer) cacheKeep(key blob.ID, e *index.FileEntry) {
+	if e != nil {
+		e.Gen = c.cacheGen
+		e.Seal = capSeal(c.keys, key, e)
+	}
 	c.cacheMu.Lock()
 	defer c.cacheMu.Unlock()
 	c.cacheSeen = append(c.cacheSeen, key)
-	if st != nil {
-		c.cachePuts = append(c.cachePuts, index.FileCacheRecord{Path: key[:], Entry: index.FileEntry{
-			Dev: st.Dev, Inode: st.Ino, Size: uint64(st.Size),
-			MtimeNs: st.Mtim.Nano(), CtimeNs: st.Ctim.Nano(), Xattrs: xattrs, Content: ids}})
+	if e != nil {
+		c.cachePuts = append(c.cachePuts, index.FileCacheRecord{Path: key[:], Entry: *e})
 	}
+}
+
+// cached fills n, file name of d, from its cache entry f.hit instead of
+// reading the file.
+func (c *capturer) cached(d *capDir, n *Node, name string, f capFile) {
+	e := f.hit
+	n.Content = e.Content
+	if e.Xattrs { // else none: adding one would have moved the ctime
+		var err error
+		if n.Xattrs, err = capXattrsAt(d.h.fd, name); err != nil {
+			c.record(d.errPath(name), err)
+		}
+	}
+	if e.Gen == c.cacheGen {
+		c.cacheKeep(f.key, nil)
+	} else {
+		c.cacheKeep(f.key, e) // its chunks were looked up one by one: stamp it anew
+	}
+	c.bytes.Add(n.Size)
+	c.o.Progress.Done(1, n.Size)
+}
+
+// settled reports whether a file whose last change (of content, mtime, or
+// of inode, ctime) stat st shows is old enough to cache: a file changed
+// again within the timestamps' granularity would otherwise look unchanged
+// (git's "racily clean"). On a local filesystem whose ctimes have a
+// sub-second part the granularity is a kernel clock tick (at most 10 ms),
+// so capFineRacyWindow is ample; elsewhere timestamps may be whole seconds
+// or set by another machine's clock, and capRacyWindow applies.
+func (c *capturer) settled(d *capDir, st *unix.Stat_t) bool {
+	last := max(st.Mtim.Nano(), st.Ctim.Nano())
+	if d.fineTimes && st.Ctim.Nsec != 0 {
+		return last < c.racyFineNs
+	}
+	return last < c.racyNs
+}
+
+// capFineTimes reports whether the directory open as fd is on a local
+// filesystem that keeps nanosecond timestamps.
+func capFineTimes(fd int) bool {
+	var fs unix.Statfs_t
+	if unix.Fstatfs(fd, &fs) != nil {
+		return false
+	}
+	switch uint32(fs.Type) {
+	case unix.EXT4_SUPER_MAGIC, unix.XFS_SUPER_MAGIC, unix.BTRFS_SUPER_MAGIC, unix.TMPFS_MAGIC,
+		unix.OVERLAYFS_SUPER_MAGIC, unix.F2FS_SUPER_MAGIC, unix.BCACHEFS_SUPER_MAGIC, capZFSMagic:
+		return true
+	}
+	return false
+}
+
+// capZFSMagic is OpenZFS's statfs type (not in x/sys/unix).
+const capZFSMagic = 0x2fc12fc1
+
+// capCacheEntry is the cache entry of a file read with stat st into ids.
+func capCacheEntry(st *unix.Stat_t, xattrs bool, ids []blob.ID) *index.FileEntry {
+	return &index.FileEntry{Dev: st.Dev, Inode: st.Ino, Size: uint64(st.Size),
+		MtimeNs: st.Mtim.Nano(), CtimeNs: st.Ctim.Nano(), Xattrs: xattrs, Content: ids}
 }
 
 // capCacheBatch is the number of entries written per transaction.
@@ -78,11 +198,16 @@ func (c *capturer) updateCache() {
 		}
 		puts = puts[n:]
 	}
-	seen := c.cacheSeen
-	slices.SortFunc(seen, func(a, b blob.ID) int { return bytes.Compare(a[:], b[:]) })
+	seen := make(map[blob.ID]struct{}, len(c.cacheSeen))
+	for _, k := range c.cacheSeen {
+		seen[k] = struct{}{}
+	}
 	_, err := c.o.Cache.FileCachePrune(c.wsKey, func(k []byte) bool {
-		_, found := slices.BinarySearchFunc(seen, k, func(id blob.ID, k []byte) int { return bytes.Compare(id[:], k) })
-		return found
+		if len(k) != blob.IDSize {
+			return false // not a key this version makes
+		}
+		_, ok := seen[blob.ID(k)]
+		return ok
 	})
 	if err != nil {
 		slog.Warn("capture: pruning the file cache failed", "err", err)

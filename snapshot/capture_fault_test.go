@@ -5,10 +5,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -218,22 +220,23 @@ func TestCaptureFatal(t *testing.T) {
 	capTestCheck(t, r)
 }
 
-// capTestBadCache rewrites each entry to point at a chunk the index lacks
-// before the capture looks it up.
+// capTestBadCache hands the capture file cache entries changed by tamper,
+// as a damaged or forged cache DB would.
 type capTestBadCache struct {
 	*index.DB
-	gets atomic.Int64
+	tamper func(e *index.FileEntry)
+	found  atomic.Int64
 }
 
-func (c *capTestBadCache) FileCacheGetIndexed(ws string, path []byte, t blob.Tier) (index.FileEntry, bool, error) {
-	c.gets.Add(1)
-	if e, ok, err := c.FileCacheGet(ws, path); ok && err == nil {
-		e.Content = []blob.ID{{1, 2, 3}}
-		if err := c.FileCachePut(ws, []index.FileCacheRecord{{Path: path, Entry: e}}); err != nil {
-			return e, false, err
+func (c *capTestBadCache) FileCacheLookup(ws string, t blob.Tier, q []index.FileCacheQuery) error {
+	err := c.DB.FileCacheLookup(ws, t, q)
+	for i := range q {
+		if q[i].Found {
+			c.found.Add(1)
+			c.tamper(&q[i].Entry)
 		}
 	}
-	return c.DB.FileCacheGetIndexed(ws, path, t)
+	return err
 }
 
 func TestCaptureCacheNotTrustedBlindly(t *testing.T) {
@@ -244,28 +247,69 @@ func TestCaptureCacheNotTrustedBlindly(t *testing.T) {
 	var read atomic.Int64
 	o := capTestOptions(&read)
 	o.Cache = r.Index()
-	capTestCapture(t, r, root, o)
-
-	// Entries pointing at chunks the index lacks: everything is read.
-	read.Store(0)
-	bad := &capTestBadCache{DB: r.Index()}
-	o.Cache = bad
 	m := capTestCapture(t, r, root, o)
-	if read.Load() != 8 || bad.gets.Load() != 2 {
-		t.Errorf("read %d bytes after %d cache lookups; want 8 after 2", read.Load(), bad.gets.Load())
-	}
-	capTestCompare(t, r, root, m)
+	nodes := capTestFlatten(t, r, m.Root.Subtree)
+	a, c := nodes["a"].Content, nodes["b/c"].Content
 
-	// Just-modified files are read but not cached ("racily clean").
-	root2 := t.TempDir()
-	capTestWrite(t, root2, map[string]string{"fresh": "ffff"})
-	o.Cache = r.Index()
-	o.hooks.settled = false // the real racy window
-	capTestCapture(t, r, root2, o)
-	read.Store(0)
-	capTestCapture(t, r, root2, o)
-	if read.Load() != 4 {
-		t.Errorf("a just-written file was trusted from the cache (read %d bytes)", read.Load())
+	// Entries pointing at chunks the index lacks, or swapped between two
+	// files of the same size (chunks indexed, sizes adding up): their
+	// seals do not match, so everything is read.
+	for name, tamper := range map[string]func(e *index.FileEntry){
+		"missing chunk": func(e *index.FileEntry) { e.Content = []blob.ID{{1, 2, 3}} },
+		"swapped": func(e *index.FileEntry) {
+			if slices.Equal(e.Content, a) {
+				e.Content = c
+			} else {
+				e.Content = a
+			}
+		},
+		"other inode": func(e *index.FileEntry) { e.Inode++ },
+	} {
+		read.Store(0)
+		bad := &capTestBadCache{DB: r.Index(), tamper: tamper}
+		o.Cache = bad
+		m := capTestCapture(t, r, root, o)
+		if read.Load() != 8 || bad.found.Load() != 2 {
+			t.Errorf("%s: read %d bytes after %d cache entries found; want 8 after 2", name, read.Load(), bad.found.Load())
+		}
+		capTestCompare(t, r, root, m)
+	}
+
+}
+
+// A file changed shortly before the capture began is read but not cached
+// ("racily clean"): within 100 ms on a local filesystem with nanosecond
+// timestamps, within 2 s elsewhere.
+func TestCaptureRacyWindow(t *testing.T) {
+	root := t.TempDir()
+	capTestWrite(t, root, map[string]string{"fresh": "ffff"})
+	var st unix.Stat_t
+	if err := unix.Stat(filepath.Join(root, "fresh"), &st); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fine := capFineTimes(fd) && st.Ctim.Nsec != 0
+	_ = unix.Close(fd)
+	changed := time.Unix(0, max(st.Mtim.Nano(), st.Ctim.Nano()))
+	for _, c := range []struct {
+		after  time.Duration
+		cached bool
+	}{{50 * time.Millisecond, false}, {150 * time.Millisecond, fine}, {3 * time.Second, true}} {
+		r := capTestOpenRepo(t)
+		var read atomic.Int64
+		o := capTestOptions(&read)
+		o.Cache = r.Index()
+		o.hooks.settled = false
+		o.hooks.start = changed.Add(c.after)
+		capTestCapture(t, r, root, o)
+		read.Store(0)
+		capTestCapture(t, r, root, o)
+		if got := read.Load() == 0; got != c.cached {
+			t.Errorf("capture %v after the change (fine timestamps: %v): cached %v, want %v", c.after, fine, got, c.cached)
+		}
 	}
 }
 

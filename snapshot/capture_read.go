@@ -13,15 +13,14 @@ import (
 	"lifeboat/repo"
 )
 
-// capJob is a regular file for a reader: part.nodes[i], name in dir,
-// stat'ed as st when listed. h is dir's descriptor, held for the job.
+// capJob is a regular file for a reader: part.nodes[i], name in dir. h is
+// dir's descriptor, held for the job.
 type capJob struct {
 	part *capPart
 	i    int
 	dir  *capDir
 	h    *capHandle
 	name string
-	st   unix.Stat_t
 	key  blob.ID  // file cache key
 	link *capLink // set when the file has more names still to come
 }
@@ -46,21 +45,6 @@ func (c *capturer) reader(ch *chunk.Chunker) {
 // and reports whether the file is in the snapshot.
 func (c *capturer) readJob(ch *chunk.Chunker, j *capJob) bool {
 	n := &j.part.nodes[j.i]
-	if c.o.Cache != nil {
-		if e, ok := c.cacheHit(j); ok {
-			n.Content = e.Content
-			if e.Xattrs { // else none: adding one would have moved the ctime
-				var err error
-				if n.Xattrs, err = capXattrsAt(j.h.fd, j.name); err != nil {
-					c.record(j.dir.errPath(j.name), err)
-				}
-			}
-			c.cacheKeep(j.key, nil, false)
-			c.bytes.Add(n.Size)
-			c.o.Progress.Done(1, n.Size)
-			return true
-		}
-	}
 	if c.o.hooks.beforeOpen != nil {
 		c.o.hooks.beforeOpen(j.dir.errPath(j.name))
 	}
@@ -131,11 +115,10 @@ func (c *capturer) readJob(ch *chunk.Chunker, j *capJob) bool {
 	// Cache only files whose last change, of content (mtime) or inode
 	// (ctime), is well before the capture began: a file changed again
 	// within the timestamps' granularity would otherwise look unchanged.
-	settled := max(after.Mtim.Nano(), after.Ctim.Nano()) < c.racyNs
 	if changed {
 		c.record(j.dir.errPath(j.name), errors.New("changed while being read; the snapshot holds its second read"))
-	} else if c.o.Cache != nil && xerr == nil && settled && len(ids) > 0 && n.Size == uint64(after.Size) {
-		c.cacheKeep(j.key, &after, len(n.Xattrs) > 0, ids...)
+	} else if c.o.Cache != nil && xerr == nil && c.settled(j.dir, &after) && len(ids) > 0 && n.Size == uint64(after.Size) {
+		c.cacheKeep(j.key, capCacheEntry(&after, len(n.Xattrs) > 0, ids))
 	}
 	c.bytes.Add(n.Size)
 	c.o.Progress.Done(1, n.Size)

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"lifeboat/blob"
+	"lifeboat/index"
 )
 
 // The walker runs in Capture's goroutine: it lists one directory at a time
@@ -55,6 +56,8 @@ type capDir struct {
 	key      blob.ID // file cache key
 	h        *capHandle
 	broken   bool // moved during the walk: the rest of it is skipped
+
+	fineTimes bool // on a local filesystem with nanosecond timestamps (capFineTimes)
 
 	ids     []blob.ID    // tree blob per part; zero for an empty part
 	pending atomic.Int64 // parts not saved, +1 while the walker lists
@@ -109,11 +112,32 @@ func (c *capturer) walk(d *capDir) error {
 		chunk := names[p*MaxNodesPerBlob : min(len(names), (p+1)*MaxNodesPerBlob)]
 		part := &capPart{dir: d, idx: p, nodes: make([]Node, len(chunk))}
 		part.pending.Store(1)
+		// Stat the part's entries, then look its files up in the cache in
+		// one transaction, then capture the entries in name order.
+		sts := make([]unix.Stat_t, len(chunk))
 		for i, name := range chunk {
 			if err := c.ctx.Err(); err != nil {
 				return c.fatal()
 			}
-			if err := c.entry(d, part, i, name); err != nil {
+			c.stat(d, part, i, name, &sts[i])
+		}
+		var keys []blob.ID
+		var hits []*index.FileEntry
+		if c.o.Cache != nil {
+			keys, hits = c.cacheLookup(d, chunk, sts)
+		}
+		for i, name := range chunk {
+			if err := c.ctx.Err(); err != nil {
+				return c.fatal()
+			}
+			f := capFile{st: &sts[i]}
+			if keys != nil {
+				f.key = keys[i]
+			}
+			if hits != nil {
+				f.hit = hits[i]
+			}
+			if err := c.entry(d, part, i, name, f); err != nil {
 				return err
 			}
 			chunk[i] = "" // let the name go
@@ -124,26 +148,43 @@ func (c *capturer) walk(d *capDir) error {
 	return nil
 }
 
-// entry captures name in d as part.nodes[i].
-func (c *capturer) entry(d *capDir, part *capPart, i int, name string) error {
+// stat names part.nodes[i] and lstats it into st; when that fails the
+// entry is left out and st's mode stays 0.
+func (c *capturer) stat(d *capDir, part *capPart, i int, name string, st *unix.Stat_t) {
 	n := &part.nodes[i]
 	n.Name = []byte(name)
 	if d.broken {
+		return
+	}
+	fd := d.h.fd
+	if err := capRetry(func() error { return unix.Fstatat(fd, name, st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
+		*st = unix.Stat_t{}
+		c.omit(d, name, n, capVanished(err))
+	}
+}
+
+// capFile is what the walker knows of an entry before capturing it.
+type capFile struct {
+	st  *unix.Stat_t     // mode 0: could not be stat'ed (already recorded)
+	key blob.ID          // file cache key of a regular file
+	hit *index.FileEntry // its file cache entry, when it can be used
+}
+
+// entry captures name in d, stat'ed into f.st, as part.nodes[i].
+func (c *capturer) entry(d *capDir, part *capPart, i int, name string, f capFile) error {
+	n := &part.nodes[i]
+	st := f.st
+	if d.broken || st.Mode == 0 {
 		n.Type = ""
 		return nil
 	}
 	fd := d.h.fd
-	var st unix.Stat_t
-	if err := capRetry(func() error { return unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
-		c.omit(d, name, n, capVanished(err))
-		return nil
-	}
-	c.setMeta(n, &st)
+	c.setMeta(n, st)
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
 		return c.descend(d, part, n, name)
 	case unix.S_IFREG:
-		return c.file(d, part, i, name, &st)
+		return c.file(d, part, i, name, f)
 	case unix.S_IFLNK:
 		target, err := capReadlink(fd, name)
 		if err != nil {
@@ -204,7 +245,10 @@ func (c *capturer) descend(d *capDir, part *capPart, n *Node, name string) error
 		return nil
 	}
 	child := &capDir{parent: d, name: name, part: part, node: n, dev: st.Dev, ino: st.Ino,
-		depth: d.depth + 1, h: newCapHandle(cfd)}
+		depth: d.depth + 1, h: newCapHandle(cfd), fineTimes: d.fineTimes}
+	if st.Dev != d.dev { // a mount point
+		child.fineTimes = capFineTimes(cfd)
+	}
 	if c.o.Cache != nil {
 		child.key = capChildKey(c.keys, d.key, name)
 	}
@@ -296,10 +340,10 @@ func capSameDir(fd int, d *capDir) bool {
 }
 
 // file captures regular file name of d as part.nodes[i]: a hard link when
-// an earlier name of the same inode was captured, else a job for the
-// readers (or nothing to read when empty).
-func (c *capturer) file(d *capDir, part *capPart, i int, name string, st *unix.Stat_t) error {
-	n := &part.nodes[i]
+// an earlier name of the same inode was captured, else its cache entry's
+// chunks, else a job for the readers (or nothing to read when empty).
+func (c *capturer) file(d *capDir, part *capPart, i int, name string, f capFile) error {
+	n, st := &part.nodes[i], f.st
 	n.Type = TypeFile
 	n.Size = uint64(st.Size)
 	var link *capLink
@@ -325,10 +369,14 @@ func (c *capturer) file(d *capDir, part *capPart, i int, name string, st *unix.S
 		c.o.Progress.Done(1, 0)
 		return nil
 	}
-	j := &capJob{part: part, i: i, dir: d, h: d.h, name: name, st: *st, link: link}
-	if c.o.Cache != nil {
-		j.key = capChildKey(c.keys, d.key, name)
+	if f.hit != nil {
+		c.cached(d, n, name, f)
+		if link != nil {
+			link.resolve(c, true)
+		}
+		return nil
 	}
+	j := &capJob{part: part, i: i, dir: d, h: d.h, name: name, key: f.key, link: link}
 	part.pending.Add(1)
 	d.h.acquire()
 	select {
