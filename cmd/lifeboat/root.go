@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -90,6 +91,6 @@ type kdfFlags struct {
 func (k *kdfFlags) params() crypt.KDFParams { return crypt.NewKDFParams(k.time, k.memoryKiB, 0) }
 
 func (k *kdfFlags) add(f *pflag.FlagSet) {
-	f.Uint32Var(&k.memoryKiB, "kdf-memory-kib", 0, "argon2id memory in KiB for the new key (default 65536)")
-	f.Uint32Var(&k.time, "kdf-time", 0, "argon2id passes for the new key (default 3)")
+	f.Uint32Var(&k.memoryKiB, "kdf-memory-kib", 0, fmt.Sprintf("argon2id memory in KiB for the new key (default %d)", crypt.DefaultKDFMemoryKiB))
+	f.Uint32Var(&k.time, "kdf-time", 0, fmt.Sprintf("argon2id passes for the new key (default %d)", crypt.DefaultKDFTime))
 }
