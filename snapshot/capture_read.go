@@ -14,8 +14,9 @@ import (
 )
 
 // capJob is a regular file for a reader: part.nodes[i], name in dir. h is
-// dir's descriptor, held for the job.
+// dir's descriptor, held for the job. Or, with save set, part to save.
 type capJob struct {
+	save bool
 	part *capPart
 	i    int
 	dir  *capDir
@@ -29,6 +30,10 @@ type capJob struct {
 // chunker. After a fatal error jobs are only released, not run.
 func (c *capturer) reader(ch *chunk.Chunker) {
 	for j := range c.jobs {
+		if j.save {
+			c.savePart(j.part)
+			continue
+		}
 		ok := false
 		if c.ctx.Err() == nil {
 			ok = c.readJob(ch, j)

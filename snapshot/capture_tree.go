@@ -32,6 +32,28 @@ func (c *capturer) partDone(p *capPart) {
 	if p.pending.Add(-1) > 0 {
 		return
 	}
+	c.savePart(p)
+}
+
+// walkerPartDone is partDone for the walker, which hands the save to a
+// reader rather than doing it itself: the walker's listing and stat'ing
+// is the one serial stage, and in an unchanged tree, where nothing is
+// read, it would otherwise encode and hash every tree too.
+func (c *capturer) walkerPartDone(p *capPart) error {
+	if p.pending.Add(-1) > 0 {
+		return nil
+	}
+	select {
+	case c.jobs <- &capJob{part: p, save: true}:
+		return nil
+	case <-c.ctx.Done():
+		c.savePart(p) // only lets go of p: nothing is saved after a failure
+		return c.fatal()
+	}
+}
+
+// savePart saves p, all of whose entries are done, as a tree blob.
+func (c *capturer) savePart(p *capPart) {
 	nodes := p.nodes[:0]
 	for i := range p.nodes {
 		if p.nodes[i].Type != "" {

@@ -142,7 +142,9 @@ func (c *capturer) walk(d *capDir) error {
 			}
 			chunk[i] = "" // let the name go
 		}
-		c.partDone(part)
+		if err := c.walkerPartDone(part); err != nil {
+			return err
+		}
 	}
 	c.dirDone(d)
 	return nil
