@@ -100,7 +100,7 @@ func Restore(ctx context.Context, r *repo.Repository, m *Manifest, o RestoreOpti
 	res.Staging = st.path()
 	entries := plan.entries
 	w := &rsWriter{plan: plan, keys: keys, be: r.Backend(), workers: o.Workers, progress: o.Progress,
-		chown: os.Geteuid() == 0, zeroIDs: map[int64]blob.ID{}}
+		chown: os.Geteuid() == 0, umask: rsUmask(), zeroIDs: map[int64]blob.ID{}}
 	w.dirs = newSafeDirs(st.fd, func(d int32) (int32, string) { return entries[d].parent, entries[d].name }, 256)
 	o.Progress.Start(uint64(len(plan.files)), plan.bytes)
 	err = w.build(ctx)

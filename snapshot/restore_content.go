@@ -84,7 +84,8 @@ func (w *rsWriter) place(u rsUse, plain []byte) error {
 	if err != nil {
 		return err
 	}
-	return w.release(f, e, rsWriteSparse(fd, plain, u.off))
+	holes, werr := rsWriteSparse(fd, plain, u.off)
+	return w.release(f, e, holes, werr)
 }
 
 // acquire opens f for writing (creating it the first time) and holds it.
@@ -96,22 +97,17 @@ func (w *rsWriter) acquire(f *rsFile, e *rsEntry) (int, error) {
 		if err != nil {
 			return -1, &RestoreError{Paths: []string{e.path}, Err: err}
 		}
-		flags := unix.O_RDWR
+		flags, mode := unix.O_RDWR, uint32(0)
 		if !f.created {
 			flags |= unix.O_CREAT | unix.O_EXCL
+			mode, f.modeSet = w.createMode(e.node)
 		}
-		fd, err := safeOpenAt(pfd, e.name, flags, 0o600)
+		fd, err := safeOpenAt(pfd, e.name, flags, mode)
 		w.dirs.put(e.parent)
 		if err != nil {
 			return -1, &RestoreError{Paths: []string{e.path}, Err: fmt.Errorf("creating file: %w", err)}
 		}
-		if !f.created {
-			if err := unix.Ftruncate(fd, f.size); err != nil {
-				_ = unix.Close(fd)
-				return -1, &RestoreError{Paths: []string{e.path}, Err: fmt.Errorf("setting size %d: %w", f.size, err)}
-			}
-			f.created = true
-		}
+		f.created = true
 		f.fd = fd
 		w.open.Add(1)
 	}
@@ -119,12 +115,14 @@ func (w *rsWriter) acquire(f *rsFile, e *rsEntry) (int, error) {
 	return f.fd, nil
 }
 
-// release ends a write of f; werr is its result. After the last chunk
-// the file is handed, still open, to a finisher.
-func (w *rsWriter) release(f *rsFile, e *rsEntry, werr error) error {
+// release ends a write of f; werr is its result, holes whether it left
+// a hole. After the last chunk the file is handed, still open, to a
+// finisher.
+func (w *rsWriter) release(f *rsFile, e *rsEntry, holes bool, werr error) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.active--
+	f.holes = f.holes || holes
 	if werr != nil {
 		return &RestoreError{Paths: []string{e.path}, Err: fmt.Errorf("writing: %w", werr)}
 	}
@@ -151,10 +149,15 @@ func (w *rsWriter) release(f *rsFile, e *rsEntry, werr error) error {
 // finishFile verifies a written file and applies its metadata. The whole
 // staging tree is made durable at once, by one syncfs, before the switch.
 func (w *rsWriter) finishFile(fd int, f *rsFile, e *rsEntry) error {
-	if err := w.verify(fd, e); err != nil {
+	if f.holes { // a hole at the end is not written: the size is set here
+		if err := unix.Ftruncate(fd, f.size); err != nil {
+			return &RestoreError{Paths: []string{e.path}, Err: fmt.Errorf("setting size %d: %w", f.size, err)}
+		}
+	}
+	if err := w.verify(fd, e, f.holes); err != nil {
 		return err
 	}
-	if err := w.metaFD(fd, e); err != nil {
+	if err := w.metaFD(fd, e, f.modeSet); err != nil {
 		return err
 	}
 	w.progress.Done(1, uint64(f.size))
@@ -208,8 +211,9 @@ func (f *rsFinishers) wait() error {
 
 // verify reads the file back and checks every chunk range against its
 // id, so a fault between decryption and the disk cannot go unnoticed.
-// A range that is a hole reads as zeros without being read.
-func (w *rsWriter) verify(fd int, e *rsEntry) error {
+// In a file with holes, a range that is a hole reads as zeros without
+// being read.
+func (w *rsWriter) verify(fd int, e *rsEntry, holes bool) error {
 	h, err := w.hasher()
 	if err != nil {
 		return err
@@ -222,7 +226,7 @@ func (w *rsWriter) verify(fd int, e *rsEntry) error {
 	for _, id := range e.node.Content {
 		n := int64(w.plan.chunks[id].loc.PlainLen)
 		var got blob.ID
-		if rsIsHole(fd, off, n) {
+		if holes && rsIsHole(fd, off, n) {
 			got = w.zeroID(n)
 		} else {
 			h.Reset()
@@ -273,15 +277,16 @@ const rsBlock = 4096
 
 // rsWriteSparse writes b at off in fd, skipping every block-aligned run
 // of zeros (aligned to file offsets, so a skipped block is a whole file
-// system block and stays a hole).
-func rsWriteSparse(fd int, b []byte, off int64) error {
+// system block and stays a hole), and reports whether it skipped any.
+func rsWriteSparse(fd int, b []byte, off int64) (holes bool, err error) {
 	run := -1 // start of the pending run of data blocks
 	for i := 0; i < len(b); {
 		end := min(len(b), int((off+int64(i))/rsBlock*rsBlock+rsBlock-off))
 		if bytes.Equal(b[i:end], rsZeros[:end-i]) {
+			holes = true
 			if run >= 0 {
 				if err := rsPwrite(fd, b[run:i], off+int64(run)); err != nil {
-					return err
+					return holes, err
 				}
 				run = -1
 			}
@@ -291,9 +296,9 @@ func rsWriteSparse(fd int, b []byte, off int64) error {
 		i = end
 	}
 	if run >= 0 {
-		return rsPwrite(fd, b[run:], off+int64(run))
+		return holes, rsPwrite(fd, b[run:], off+int64(run))
 	}
-	return nil
+	return holes, nil
 }
 
 // rsIsHole reports whether bytes [off, off+n) of fd are a hole (no data

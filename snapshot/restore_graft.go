@@ -96,7 +96,7 @@ func (w *rsWriter) graftOne(ctx context.Context, r *repo.Repository, st *stage, 
 	defer unix.Close(fd)
 	entries := plan.entries
 	gw := &rsWriter{plan: plan, keys: keys, be: r.Backend(), workers: w.workers, progress: w.progress,
-		chown: w.chown, zeroIDs: map[int64]blob.ID{}}
+		chown: w.chown, umask: w.umask, zeroIDs: map[int64]blob.ID{}}
 	gw.dirs = newSafeDirs(fd, func(d int32) (int32, string) { return entries[d].parent, entries[d].name }, 256)
 	err = gw.build(ctx)
 	gw.closeFiles()
@@ -107,7 +107,7 @@ func (w *rsWriter) graftOne(ctx context.Context, r *repo.Repository, st *stage, 
 	// Creating the graft moved its parent's times (and maybe its mode);
 	// put them back.
 	if pe != nil {
-		if err := w.metaFD(parent, pe); err != nil {
+		if err := w.metaFD(parent, pe, false); err != nil {
 			return nil, err
 		}
 	}

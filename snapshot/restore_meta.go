@@ -3,6 +3,9 @@ package snapshot
 import (
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -15,8 +18,9 @@ import (
 // after all their entries, so creating children does not move their mtime
 // and a read-only directory is finished before it turns read-only.
 
-// metaFD applies e's metadata to an open file, FIFO or directory.
-func (w *rsWriter) metaFD(fd int, e *rsEntry) error {
+// metaFD applies e's metadata to an open file, FIFO or directory;
+// modeSet skips the permission bits, which the file was created with.
+func (w *rsWriter) metaFD(fd int, e *rsEntry, modeSet bool) error {
 	n := e.node
 	fail := func(what string, err error) error {
 		return &RestoreError{Paths: []string{e.path}, Err: fmt.Errorf("%s: %w", what, err)}
@@ -42,10 +46,42 @@ func (w *rsWriter) metaFD(fd int, e *rsEntry) error {
 	if err := rsFutimens(fd, n.MtimeNs); err != nil {
 		return fail("setting times", err)
 	}
+	if modeSet {
+		return nil
+	}
 	if err := unix.Fchmod(fd, n.Mode); err != nil {
 		return fail(fmt.Sprintf("setting mode %04o", n.Mode), err)
 	}
 	return nil
+}
+
+// createMode is the mode to create regular file n with, and whether that
+// is its final mode, so no fchmod is needed after. It is when n's mode
+// has no setuid, setgid or sticky bit (chown would clear the first two),
+// lets the owner read and write (a file closed between chunks is opened
+// again), and survives the umask. Otherwise files start as 0600.
+func (w *rsWriter) createMode(n *Node) (uint32, bool) {
+	if w.umask < 0 || n.Mode&^0o777 != 0 || n.Mode&0o600 != 0o600 || n.Mode&uint32(w.umask) != 0 {
+		return 0o600, false
+	}
+	return n.Mode, true
+}
+
+// rsUmask returns the process's umask, from /proc (Linux 4.7 and later),
+// or -1 when it cannot be read.
+func rsUmask() int {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return -1
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "Umask:"); ok {
+			if m, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32); err == nil {
+				return int(m)
+			}
+		}
+	}
+	return -1
 }
 
 // metaSymlink applies a symlink's ownership and times without following

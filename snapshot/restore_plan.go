@@ -33,8 +33,10 @@ type rsFile struct {
 	mu      sync.Mutex
 	fd      int // -1 when not open
 	created bool
-	active  int // writers holding fd
-	left    int // placements not yet written
+	modeSet bool // created with its final mode (createMode)
+	holes   bool // a run of zeros was left as a hole
+	active  int  // writers holding fd
+	left    int  // placements not yet written
 }
 
 // rsPlan is everything a restore will do, decided before the first write.

@@ -23,6 +23,7 @@ type rsWriter struct {
 	workers  int
 	progress Progress
 	chown    bool // running as root: restore owners
+	umask    int  // the process's, or -1 (createMode)
 
 	fin     *rsFinishers
 	open    atomic.Int64 // restored files open between writes
@@ -119,6 +120,7 @@ func (w *rsWriter) leaf(e *rsEntry) error {
 	}
 	defer w.dirs.put(e.parent)
 	var fd int
+	modeSet := false
 	if e.node.Type == TypeFIFO {
 		if err := unix.Mkfifoat(pfd, e.name, 0o600); err != nil {
 			return &RestoreError{Paths: []string{e.path}, Err: fmt.Errorf("creating FIFO: %w", err)}
@@ -126,13 +128,15 @@ func (w *rsWriter) leaf(e *rsEntry) error {
 		// O_NONBLOCK: opening a FIFO for reading must not wait for a writer.
 		fd, err = safeOpenAt(pfd, e.name, unix.O_RDONLY|unix.O_NONBLOCK, 0)
 	} else {
-		fd, err = safeOpenAt(pfd, e.name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, 0o600)
+		var mode uint32
+		mode, modeSet = w.createMode(e.node)
+		fd, err = safeOpenAt(pfd, e.name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, mode)
 	}
 	if err != nil {
 		return &RestoreError{Paths: []string{e.path}, Err: fmt.Errorf("creating: %w", err)}
 	}
 	defer unix.Close(fd)
-	if err := w.metaFD(fd, e); err != nil {
+	if err := w.metaFD(fd, e, modeSet); err != nil {
 		return err
 	}
 	if e.file >= 0 {
@@ -185,7 +189,7 @@ func (w *rsWriter) finishDir(idx int32) error {
 		return &RestoreError{Paths: []string{e.path}, Err: err}
 	}
 	defer w.dirs.put(idx)
-	if err := w.metaFD(fd, e); err != nil {
+	if err := w.metaFD(fd, e, false); err != nil {
 		return err
 	}
 	return nil

@@ -86,7 +86,7 @@ func BenchmarkRestoreWrite(b *testing.B) {
 					b.Fatal(err)
 				}
 				for c := range chunks {
-					if err := rsWriteSparse(int(f.Fd()), data, int64(c*chunk)); err != nil {
+					if _, err := rsWriteSparse(int(f.Fd()), data, int64(c*chunk)); err != nil {
 						b.Fatal(err)
 					}
 				}
