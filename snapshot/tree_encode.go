@@ -34,17 +34,44 @@ func appendTree(dst []byte, nodes []Node) []byte {
 	return append(dst, `]}`...)
 }
 
-// treeSizeHint returns about the encoded size of nodes, a little more
-// when no string needs escaping, so appendTree rarely grows its buffer.
+// treeSizeHint returns the encoded size of nodes when no string needs
+// escaping, or a little more (numbers are counted at their widest), so
+// appendTree writes into one allocation.
 func treeSizeHint(nodes []Node) int {
 	b64 := base64.StdEncoding.EncodedLen
-	n := 32
+	const idLen = 2*blob.IDSize + 3 // quoted hex and a comma
+	n := len(`{"version":1,"nodes":null}`)
 	for i := range nodes {
 		nd := &nodes[i]
-		n += 150 + b64(len(nd.Name)) + b64(len(nd.LinkTarget)) + b64(len(nd.LinkPath)) +
-			len(nd.Type) + len(nd.User) + len(nd.Group) + (2*blob.IDSize+3)*(len(nd.Content)+len(nd.Subtree))
-		for _, x := range nd.Xattrs {
-			n += 24 + len(x.Name) + b64(len(x.Value))
+		// Always present: punctuation, keys and the widest numbers.
+		n += len(`{"name":"","type":"","mode":,"uid":,"gid":,"mtime_ns":},`) + 3*10 + 20
+		n += b64(len(nd.Name)) + len(nd.Type)
+		if nd.User != "" {
+			n += len(`,"user":""`) + len(nd.User)
+		}
+		if nd.Group != "" {
+			n += len(`,"group":""`) + len(nd.Group)
+		}
+		if nd.Size != 0 {
+			n += len(`,"size":`) + 20
+		}
+		if len(nd.LinkTarget) > 0 {
+			n += len(`,"link_target":""`) + b64(len(nd.LinkTarget))
+		}
+		if len(nd.LinkPath) > 0 {
+			n += len(`,"link_path":""`) + b64(len(nd.LinkPath))
+		}
+		if len(nd.Xattrs) > 0 {
+			n += len(`,"xattrs":[]`)
+			for _, x := range nd.Xattrs {
+				n += len(`{"name":"","value":""},`) + len(x.Name) + b64(len(x.Value))
+			}
+		}
+		if len(nd.Content) > 0 {
+			n += len(`,"content":[]`) + idLen*len(nd.Content)
+		}
+		if len(nd.Subtree) > 0 {
+			n += len(`,"subtree":[]`) + idLen*len(nd.Subtree)
 		}
 	}
 	return n

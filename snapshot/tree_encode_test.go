@@ -405,3 +405,22 @@ func TestEncodeTreeRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestTreeSizeHint checks the hint is enough for one allocation when no
+// string needs escaping, even with the widest numbers, and not far above
+// for the typical file nodes of the benchmark.
+func TestTreeSizeHint(t *testing.T) {
+	widest := Node{Name: []byte("n"), Type: TypeFile, Mode: math.MaxUint32, UID: math.MaxUint32, GID: math.MaxUint32,
+		User: "u", Group: "g", MtimeNs: math.MinInt64, Size: math.MaxUint64, LinkTarget: []byte("t"), LinkPath: []byte("p"),
+		Xattrs: []Xattr{{Name: "user.a"}, {Name: "user.b", Value: []byte("v")}}, Content: genIDs(rand.New(rand.NewPCG(1, 1))),
+		Subtree: []blob.ID{{}}}
+	for _, nodes := range [][]Node{nil, {}, {{}}, {widest}, benchNodes(1000)} {
+		enc, err := EncodeTree(nodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hint := treeSizeHint(nodes); hint < len(enc) || len(nodes) > 100 && hint > len(enc)+len(enc)/5 {
+			t.Errorf("%d nodes: hint %d for %d bytes", len(nodes), hint, len(enc))
+		}
+	}
+}
