@@ -26,7 +26,10 @@ type Tree struct {
 }
 
 // EncodeTree returns the deterministic encoding of nodes, which must be
-// sorted by name with no duplicates.
+// sorted by name with no duplicates: the bytes json.Marshal writes for
+// Tree{Version: TreeVersion, Nodes: nodes} (see appendTree), so nil nodes
+// give "nodes":null and an empty slice "nodes":[]. It sorts each node's
+// xattrs by name in place.
 func EncodeTree(nodes []Node) ([]byte, error) {
 	for i := range nodes {
 		if i > 0 && bytes.Compare(nodes[i-1].Name, nodes[i].Name) >= 0 {
@@ -34,7 +37,7 @@ func EncodeTree(nodes []Node) ([]byte, error) {
 		}
 		slices.SortFunc(nodes[i].Xattrs, func(a, b Xattr) int { return cmpString(a.Name, b.Name) })
 	}
-	return json.Marshal(Tree{Version: TreeVersion, Nodes: nodes})
+	return appendTree(make([]byte, 0, treeSizeHint(nodes)), nodes), nil
 }
 
 // DecodeTree parses a tree blob and checks every entry: names valid,
