@@ -66,13 +66,12 @@ func capSeal(k *crypt.TierKeys, key blob.ID, e *index.FileEntry) blob.ID {
 	return k.BlobID(b)
 }
 
-// cacheLookup returns, for the entries of one part of d that sts says are
-// regular files with content, their file keys and the cache entries that
-// can stand in for reading them: sealed by this workspace's key, chunks
-// still indexed, and device, inode, size, mtime and ctime as stat'ed now.
-// One read transaction serves the whole part.
-func (c *capturer) cacheLookup(d *capDir, names []string, sts []unix.Stat_t) (keys []blob.ID, hits []*index.FileEntry) {
-	keys = make([]blob.ID, len(names))
+// cacheLookup sets, for the entries names of d that sts says are regular
+// files with content, their file keys and the cache entries that can
+// stand in for reading them: sealed by this workspace's key, chunks still
+// indexed, and device, inode, size, mtime and ctime as stat'ed now. One
+// read transaction serves them all.
+func (c *capturer) cacheLookup(d *capDir, names []string, sts []unix.Stat_t, keys []blob.ID, hits []*index.FileEntry) {
 	var q []index.FileCacheQuery
 	var at []int
 	for i, name := range names {
@@ -84,13 +83,12 @@ func (c *capturer) cacheLookup(d *capDir, names []string, sts []unix.Stat_t) (ke
 		at = append(at, i)
 	}
 	if len(q) == 0 {
-		return keys, nil
+		return
 	}
 	if err := c.o.Cache.FileCacheLookup(c.wsKey, c.o.tier(), q); err != nil {
 		slog.Warn("capture: the file cache failed; files are read instead", "err", err)
-		return keys, nil
+		return
 	}
-	hits = make([]*index.FileEntry, len(names))
 	for j := range q {
 		e, st := &q[j].Entry, &sts[at[j]]
 		if q[j].Found && e.Seal == capSeal(c.keys, keys[at[j]], e) &&
@@ -99,7 +97,6 @@ func (c *capturer) cacheLookup(d *capDir, names []string, sts []unix.Stat_t) (ke
 			hits[at[j]] = e
 		}
 	}
-	return keys, hits
 }
 
 // cacheKeep notes that file key stays in the cache, with a new entry when

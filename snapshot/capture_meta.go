@@ -83,10 +83,16 @@ func capOpenat(dirfd int, name string, flags int) (int, error) {
 	panic("unreachable")
 }
 
+// capDirentBufs holds getdents buffers (*[]byte of 64 KiB), one per
+// directory being listed, reused from directory to directory.
+var capDirentBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
+
 // capReadNames lists every entry of the directory open as fd, but "." and
 // "..". The names are raw bytes in strings.
 func capReadNames(fd int) ([]string, error) {
-	buf := make([]byte, 64<<10)
+	bp := capDirentBufs.Get().(*[]byte)
+	defer capDirentBufs.Put(bp)
+	buf := *bp
 	var names []string
 	for {
 		var n int

@@ -3,7 +3,9 @@ package snapshot
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -112,30 +114,14 @@ func (c *capturer) walk(d *capDir) error {
 		chunk := names[p*MaxNodesPerBlob : min(len(names), (p+1)*MaxNodesPerBlob)]
 		part := &capPart{dir: d, idx: p, nodes: make([]Node, len(chunk))}
 		part.pending.Store(1)
-		// Stat the part's entries, then look its files up in the cache in
-		// one transaction, then capture the entries in name order.
-		sts := make([]unix.Stat_t, len(chunk))
-		for i, name := range chunk {
-			if err := c.ctx.Err(); err != nil {
-				return c.fatal()
-			}
-			c.stat(d, part, i, name, &sts[i])
-		}
-		var keys []blob.ID
-		var hits []*index.FileEntry
-		if c.o.Cache != nil {
-			keys, hits = c.cacheLookup(d, chunk, sts)
-		}
+		sts, keys, hits := c.prepare(d, part, chunk)
 		for i, name := range chunk {
 			if err := c.ctx.Err(); err != nil {
 				return c.fatal()
 			}
 			f := capFile{st: &sts[i]}
 			if keys != nil {
-				f.key = keys[i]
-			}
-			if hits != nil {
-				f.hit = hits[i]
+				f.key, f.hit = keys[i], hits[i]
 			}
 			if err := c.entry(d, part, i, name, f); err != nil {
 				return err
@@ -148,6 +134,43 @@ func (c *capturer) walk(d *capDir) error {
 	}
 	c.dirDone(d)
 	return nil
+}
+
+// capFanOut is the smallest run of entries prepare gives a goroutine of
+// its own.
+const capFanOut = 64
+
+// prepare stats the entries names of part of d and, with a file cache,
+// finds their file keys and the cache entries that can stand in for
+// reading them (one read transaction per run of entries). Entries that
+// cannot be stat'ed are left out (mode 0). A large part is split among
+// GOMAXPROCS goroutines: lstat and the cache's keyed digests are most of
+// the cost of an unchanged tree, and the rest of the walk is serial.
+func (c *capturer) prepare(d *capDir, part *capPart, names []string) (sts []unix.Stat_t, keys []blob.ID, hits []*index.FileEntry) {
+	sts = make([]unix.Stat_t, len(names))
+	if c.o.Cache != nil {
+		keys, hits = make([]blob.ID, len(names)), make([]*index.FileEntry, len(names))
+	}
+	run := func(lo, hi int) {
+		for i := lo; i < hi && c.ctx.Err() == nil; i++ {
+			c.stat(d, part, i, names[i], &sts[i])
+		}
+		if keys != nil && c.ctx.Err() == nil {
+			c.cacheLookup(d, names[lo:hi], sts[lo:hi], keys[lo:hi], hits[lo:hi])
+		}
+	}
+	n := min(runtime.GOMAXPROCS(0), len(names)/capFanOut)
+	if n <= 1 {
+		run(0, len(names))
+		return sts, keys, hits
+	}
+	var wg sync.WaitGroup
+	for k := 1; k < n; k++ {
+		wg.Go(func() { run(k*len(names)/n, (k+1)*len(names)/n) })
+	}
+	run(0, len(names)/n)
+	wg.Wait()
+	return sts, keys, hits
 }
 
 // stat names part.nodes[i] and lstats it into st; when that fails the
