@@ -127,9 +127,16 @@ func openDBFile(path string, repoID blob.ID) (d *DB, err error) {
 			d = nil
 		}
 	}()
-	err = bdb.Update(func(tx *bolt.Tx) error {
+	current := func(tx *bolt.Tx) bool {
 		m := tx.Bucket(bucketMeta)
-		if m != nil && bytes.Equal(m.Get(keyVersion), binary.LittleEndian.AppendUint32(nil, dbVersion)) && bytes.Equal(m.Get(keyRepo), repoID[:]) {
+		return m != nil && bytes.Equal(m.Get(keyVersion), binary.LittleEndian.AppendUint32(nil, dbVersion)) && bytes.Equal(m.Get(keyRepo), repoID[:])
+	}
+	ok := false
+	if err := bdb.View(func(tx *bolt.Tx) error { ok = current(tx); return nil }); err != nil || ok {
+		return d, err // the usual case, without a write transaction's sync
+	}
+	err = bdb.Update(func(tx *bolt.Tx) error {
+		if current(tx) {
 			return nil
 		}
 		return resetTx(tx, repoID)

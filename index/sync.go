@@ -44,6 +44,9 @@ func (d *DB) Sync(ctx context.Context, src Source) (SyncStats, error) {
 	if err := src.ListIndex(ctx, func(id blob.ID) error { present[id] = true; return nil }); err != nil {
 		return st, fmt.Errorf("listing index objects: %w", err)
 	}
+	if synced, err := d.synced(present); err != nil || synced {
+		return st, err
+	}
 	var todo []blob.ID
 	err := d.db.Update(func(tx *bolt.Tx) error {
 		objs := tx.Bucket(bucketObjects)
@@ -115,6 +118,24 @@ func (d *DB) Sync(ctx context.Context, src Source) (SyncStats, error) {
 		}
 	}
 	return st, nil
+}
+
+// synced reports whether the DB has applied exactly the index objects
+// present, and nothing else: then Sync has nothing to do, and does it in a
+// read transaction (a write one would commit and sync the file).
+func (d *DB) synced(present map[blob.ID]bool) (bool, error) {
+	ok := true
+	err := d.db.View(func(tx *bolt.Tx) error {
+		n := 0
+		c := tx.Bucket(bucketObjects).Cursor()
+		for k, v := c.First(); k != nil && ok; k, v = c.Next() {
+			n++
+			ok = len(k) == blob.IDSize && present[blob.ID(k)] && len(v) == 2 && v[1] == objApplied
+		}
+		ok = ok && n == len(present)
+		return nil
+	})
+	return ok, err
 }
 
 func (d *DB) markLocked(id blob.ID) error {
