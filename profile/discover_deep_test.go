@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -108,5 +109,31 @@ func TestReopenParent(t *testing.T) {
 	}
 	if fd := reopenParent(&searchDir{parent: a, fd: -1}); fd != -1 {
 		t.Fatalf("reopened the parent of a closed directory: fd %d", fd)
+	}
+}
+
+// TestDiscoverLargeDirectory: the files of a directory cost no memory
+// (only subdirectory names are kept): searching one of 20,000 files
+// allocates less than 100 KiB in all, where keeping their names alone
+// would take megabytes.
+func TestDiscoverLargeDirectory(t *testing.T) {
+	ws := t.TempDir()
+	writeTree(t, ws, map[string]string{"big/sub/profiles.ini": ""})
+	dir, err := unix.Open(filepath.Join(ws, "big"), unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	must(t, err)
+	defer unix.Close(dir)
+	for i := range 20_000 {
+		fd, err := unix.Openat(dir, fmt.Sprintf("file-with-a-longish-name-%06d", i), unix.O_CREAT|unix.O_WRONLY|unix.O_EXCL, 0o644)
+		must(t, err)
+		must(t, unix.Close(fd))
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	checkDiscover(t, ws, "big/sub firefox")
+	runtime.ReadMemStats(&after)
+	n := after.TotalAlloc - before.TotalAlloc
+	t.Logf("Discover allocated %d bytes", n)
+	if n > 100<<10 {
+		t.Fatalf("Discover allocated %d bytes for a directory of 20,000 files", n)
 	}
 }

@@ -56,7 +56,7 @@ func (s *searcher) visit(d *searchDir, name string) {
 		return
 	}
 	c := &searchDir{parent: d, name: name, fd: fd}
-	defer func() { closeDir(c) }()
+	defer closeDir(c)
 	var ok bool
 	if c.id, ok = statDir(fd); !ok || s.onStack[c.id] {
 		return // the same as one of its parents (a bind mount): not searched again
