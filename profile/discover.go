@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // Profile is a browser profile inside a workspace: a Chromium
@@ -29,65 +31,54 @@ var ErrNotProfile = errors.New("not a browser profile inside the workspace")
 // Discover walks the workspace at root and returns the profiles in it,
 // in path order. Symlinks are never followed, and a found profile is not
 // searched further. Directories that cannot be listed are passed over:
-// the capture reports them.
+// the capture reports them. The walk goes by directory descriptors and
+// lists each directory once (see discover_walk.go).
 func Discover(root string) ([]Profile, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, err
 	}
-	// The root itself may be a symlink to the workspace (capture allows
-	// that); nothing below it is followed.
-	walkRoot := abs
-	if fi, err := os.Lstat(abs); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-		if walkRoot, err = filepath.EvalSymlinks(abs); err != nil {
-			return nil, fmt.Errorf("searching %s for browser profiles: %w", abs, err)
-		}
-	}
-	var out []Profile
-	err = filepath.WalkDir(walkRoot, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == walkRoot {
-				return err
-			}
-			return nil // unreadable: not searched
-		}
-		if !d.IsDir() || p == walkRoot {
-			return nil // the workspace itself is never a profile
-		}
-		if k, ok := detect(p); ok {
-			rel, _ := filepath.Rel(walkRoot, p)
-			out = append(out, Profile{Dir: filepath.Join(abs, rel), Rel: filepath.ToSlash(rel), Kind: k})
-			return filepath.SkipDir
-		}
-		return nil
-	})
-	if err != nil {
+	fail := func(err error) ([]Profile, error) {
 		return nil, fmt.Errorf("searching %s for browser profiles: %w", abs, err)
 	}
-	return out, nil
+	// The root itself may be a symlink to the workspace (capture allows
+	// that); nothing below it is followed.
+	fd, err := openat(unix.AT_FDCWD, abs, unix.O_RDONLY|unix.O_DIRECTORY)
+	if err != nil {
+		if fi, serr := os.Stat(abs); serr == nil && !fi.IsDir() {
+			return nil, nil // a file holds no profiles
+		}
+		return fail(err)
+	}
+	s := &searcher{abs: abs, buf: make([]byte, 32<<10), heldFrom: 1, onStack: map[dirID]bool{}}
+	rootDir := &searchDir{fd: fd}
+	defer closeDir(rootDir)
+	var ok bool
+	if rootDir.id, ok = statDir(fd); !ok {
+		return fail(errors.New("cannot stat the directory"))
+	}
+	l, err := list(fd, s.buf)
+	if err != nil {
+		return fail(err)
+	}
+	s.stack = []*searchDir{rootDir}
+	s.onStack[rootDir.id] = true
+	s.search(rootDir, l.subdirs) // the workspace itself is never a profile
+	return s.found, nil
 }
 
-// detect tells whether dir is a profile root and of which kind.
-func detect(dir string) (Kind, bool) {
-	if regular(filepath.Join(dir, "Local State")) {
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			return "", false
-		}
-		for _, e := range ents {
-			if e.IsDir() && regular(filepath.Join(dir, e.Name(), "Preferences")) {
-				return Chromium, true
-			}
-		}
+// detectDir is detect for the directory at path (not a symlink).
+func detectDir(path string) (Kind, bool) {
+	fd, readable, err := openDir(unix.AT_FDCWD, path)
+	if err != nil {
 		return "", false
 	}
-	if regular(filepath.Join(dir, "profiles.ini")) {
-		return Firefox, true
+	defer unix.Close(fd)
+	var l listing
+	if readable {
+		l, _ = list(fd, make([]byte, 8<<10))
 	}
-	if regular(filepath.Join(dir, "prefs.js")) && (regular(filepath.Join(dir, "cookies.sqlite")) || regular(filepath.Join(dir, "key4.db"))) {
-		return Firefox, true
-	}
-	return "", false
+	return detect(fd, &l)
 }
 
 // regular reports whether p is a regular file (not through a symlink).
@@ -128,7 +119,7 @@ func Resolve(root, dir string) (Profile, error) {
 			return Profile{}, fmt.Errorf("%w: %s is not a directory", ErrNotProfile, p)
 		}
 	}
-	k, ok := detect(abs)
+	k, ok := detectDir(abs)
 	if !ok {
 		if regular(filepath.Join(abs, "Preferences")) && regular(filepath.Join(filepath.Dir(abs), "Local State")) {
 			return Profile{}, fmt.Errorf("%w: %s is a Chromium profile folder; give its user-data-dir %s, which holds Local State", ErrNotProfile, abs, filepath.Dir(abs))
