@@ -146,6 +146,13 @@ func openDBFile(path string, repoID blob.ID) (d *DB, err error) {
 
 const lockTimeout = 250 * time.Millisecond
 
+// fillPercent is how full bbolt leaves a page it splits while inserting
+// (its default is half). Inserts come in key-sorted batches, so fuller
+// pages make the file smaller; that matters because opening the file
+// touches every page in use (bbolt rebuilds its free list, which is not
+// stored), and those pages count in every command's memory.
+const fillPercent = 0.9
+
 // openBolt is bolt.Open with its failures mapped to errBusy or ErrCorrupt.
 // A read-write open walks every page to rebuild the freelist (the DB does
 // not store it), and bbolt panics, or faults in the mapping, on some

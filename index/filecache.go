@@ -251,6 +251,7 @@ func (d *DB) FileCachePut(ws string, recs []FileCacheRecord) error {
 		if err != nil {
 			return err
 		}
+		b.FillPercent = fillPercent
 		for i := range recs {
 			if err := b.Put(recs[i].Path, encodeFileEntry(&recs[i].Entry)); err != nil {
 				return fmt.Errorf("file cache: %w", err)

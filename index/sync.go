@@ -174,6 +174,7 @@ func (d *DB) apply(id blob.ID, o *Object, stopAfter int) error {
 		last := len(kvs) == 0
 		err := d.db.Update(func(tx *bolt.Tx) error {
 			blobs := tx.Bucket(bucketBlobs)
+			blobs.FillPercent = fillPercent
 			for _, e := range batch {
 				if err := blobs.Put(e.k, e.v); err != nil {
 					return err
