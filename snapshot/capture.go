@@ -235,8 +235,8 @@ type capturer struct {
 	failed error // the first fatal error
 
 	cacheMu   sync.Mutex
-	cachePuts []index.FileCacheRecord
-	cacheSeen []blob.ID // file keys of this capture, kept by the prune
+	cachePuts capChunked[capPut]
+	cacheSeen capChunked[blob.ID] // file keys of this capture, kept by the prune
 
 	rootDone chan struct{}
 }

@@ -100,20 +100,57 @@ func (c *capturer) cacheLookup(d *capDir, names []string, sts []unix.Stat_t, key
 }
 
 // cacheKeep notes that file key stays in the cache, with a new entry when
-// e is set (stamped and sealed here). Written by updateCache once the
-// manifest is saved.
+// e is set (stamped and sealed by updateCache, which writes it once the
+// manifest is saved).
 func (c *capturer) cacheKeep(key blob.ID, e *index.FileEntry) {
-	if e != nil {
-		e.Gen = c.cacheGen
-		e.Seal = capSeal(c.keys, key, e)
-	}
 	c.cacheMu.Lock()
 	defer c.cacheMu.Unlock()
-	c.cacheSeen = append(c.cacheSeen, key)
+	c.cacheSeen.add(key)
 	if e != nil {
-		c.cachePuts = append(c.cachePuts, index.FileCacheRecord{Path: key[:], Entry: *e})
+		c.cachePuts.add(capPut{key: key, dev: e.Dev, ino: e.Inode, size: e.Size,
+			mtime: e.MtimeNs, ctime: e.CtimeNs, xattrs: e.Xattrs, content: e.Content})
 	}
 }
+
+// capPut is a file cache entry to write, as small as it can be kept: a
+// capture of 100,000 new files holds 100,000 of them until it ends.
+type capPut struct {
+	key            blob.ID
+	dev, ino, size uint64
+	mtime, ctime   int64
+	xattrs         bool
+	content        []blob.ID
+}
+
+// putEntry returns p's entry, stamped with the capture's removal generation
+// and sealed.
+func (c *capturer) putEntry(p *capPut) index.FileEntry {
+	e := index.FileEntry{Dev: p.dev, Inode: p.ino, Size: p.size, MtimeNs: p.mtime, CtimeNs: p.ctime,
+		Xattrs: p.xattrs, Gen: c.cacheGen, Content: p.content}
+	e.Seal = capSeal(c.keys, p.key, &e)
+	return e
+}
+
+// capChunked is an append-only list kept in chunks of fixed size, so that
+// growing it neither copies it nor briefly needs twice its memory (a
+// capture of 100,000 files notes 100,000 cache entries).
+type capChunked[T any] struct {
+	chunks [][]T
+	n      int
+}
+
+const capChunk = 4096
+
+func (l *capChunked[T]) add(v T) {
+	if l.n%capChunk == 0 {
+		l.chunks = append(l.chunks, make([]T, 0, capChunk))
+	}
+	last := &l.chunks[len(l.chunks)-1]
+	*last = append(*last, v)
+	l.n++
+}
+
+func (l *capChunked[T]) at(i int) *T { return &l.chunks[i/capChunk][i%capChunk] }
 
 // cached fills n, file name of d, from its cache entry f.hit instead of
 // reading the file.
@@ -185,26 +222,36 @@ func (c *capturer) updateCache() {
 	if c.o.Cache == nil {
 		return
 	}
-	puts := c.cachePuts
-	slices.SortFunc(puts, func(a, b index.FileCacheRecord) int { return bytes.Compare(a.Path, b.Path) })
-	for len(puts) > 0 {
-		n := min(len(puts), capCacheBatch)
-		if err := c.o.Cache.FileCachePut(c.wsKey, puts[:n]); err != nil {
+	puts := &c.cachePuts
+	order := make([]int32, puts.n)
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return bytes.Compare(puts.at(int(a)).key[:], puts.at(int(b)).key[:]) })
+	recs := make([]index.FileCacheRecord, 0, min(len(order), capCacheBatch))
+	for len(order) > 0 {
+		n := min(len(order), capCacheBatch)
+		recs = recs[:0]
+		for _, i := range order[:n] {
+			p := puts.at(int(i))
+			recs = append(recs, index.FileCacheRecord{Path: p.key[:], Entry: c.putEntry(p)})
+		}
+		if err := c.o.Cache.FileCachePut(c.wsKey, recs); err != nil {
 			slog.Warn("capture: updating the file cache failed; the next capture reads more", "err", err)
 			return
 		}
-		puts = puts[n:]
+		order = order[n:]
 	}
-	seen := make(map[blob.ID]struct{}, len(c.cacheSeen))
-	for _, k := range c.cacheSeen {
-		seen[k] = struct{}{}
+	c.cachePuts = capChunked[capPut]{}
+	seen := make([]blob.ID, c.cacheSeen.n)
+	for i := range seen {
+		seen[i] = *c.cacheSeen.at(i)
 	}
+	c.cacheSeen = capChunked[blob.ID]{}
+	slices.SortFunc(seen, func(a, b blob.ID) int { return bytes.Compare(a[:], b[:]) })
 	_, err := c.o.Cache.FileCachePrune(c.wsKey, func(k []byte) bool {
-		if len(k) != blob.IDSize {
-			return false // not a key this version makes
-		}
-		_, ok := seen[blob.ID(k)]
-		return ok
+		_, found := slices.BinarySearchFunc(seen, k, func(id blob.ID, k []byte) int { return bytes.Compare(id[:], k) })
+		return found
 	})
 	if err != nil {
 		slog.Warn("capture: pruning the file cache failed", "err", err)
