@@ -13,6 +13,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+	"golang.org/x/sys/unix"
 
 	"lifeboat/blob"
 	"lifeboat/pack"
@@ -133,6 +134,7 @@ func openDBFile(path string, repoID blob.ID) (d *DB, err error) {
 	}
 	ok := false
 	if err := bdb.View(func(tx *bolt.Tx) error { ok = current(tx); return nil }); err != nil || ok {
+		d.dropResident()
 		return d, err // the usual case, without a write transaction's sync
 	}
 	err = bdb.Update(func(tx *bolt.Tx) error {
@@ -142,6 +144,21 @@ func openDBFile(path string, repoID blob.ID) (d *DB, err error) {
 		return resetTx(tx, repoID)
 	})
 	return d, err
+}
+
+// dropResident lets go of the pages of the file this process has touched.
+// bbolt's read-write open reads every page in use to rebuild its free list
+// (the file does not store it); on a large index that is tens of MiB,
+// which would otherwise count in this process's memory for as long as it
+// runs although most of it is never read again. bbolt maps the file
+// shared and read-only, so the pages stay in the page cache, and an
+// access brings one back.
+func (d *DB) dropResident() {
+	var size int64
+	_ = d.db.View(func(tx *bolt.Tx) error { size = tx.Size(); return nil })
+	if size > 0 {
+		_, _, _ = unix.Syscall(unix.SYS_MADVISE, d.db.Info().Data, uintptr(size), unix.MADV_DONTNEED)
+	}
 }
 
 const lockTimeout = 250 * time.Millisecond
