@@ -3,7 +3,6 @@ package snapshot
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/hex"
 	"math"
 	"sync"
 	"unicode/utf16"
@@ -173,11 +172,12 @@ func (p *treeParser) tree() *Tree {
 	return p.build(nodes)
 }
 
-// countNodes returns the number of nodes the input holds if it is
-// canonical (a `,"type":` cannot occur inside a canonical string, where
-// every quote is escaped), never more than its length allows.
+// countNodes returns at least the number of nodes the input holds if it
+// is canonical, and never more than its length allows: every node and
+// xattr starts with '{', which base64 and hex never hold, though a string
+// may.
 func (p *treeParser) countNodes() int {
-	return min(bytes.Count(p.b, []byte(`,"type":`)), len(p.b)/len(minNodeJSON), MaxNodesPerBlob)
+	return min(bytes.Count(p.b, []byte("{"))-1, len(p.b)/len(minNodeJSON), MaxNodesPerBlob)
 }
 
 // node parses one node into n, recording its slice and string fields in
@@ -291,36 +291,66 @@ func (p *treeParser) idList() span {
 	return span{int32(off), int32(len(p.ids)), true}
 }
 
-// id parses a blob id as 64 hex characters in quotes (as encoding/json
-// passes them to blob.ID.UnmarshalText, which decodes with hex.Decode).
+// id parses a blob id as 64 hex characters in quotes: what encoding/json
+// passes to blob.ID.UnmarshalText, which takes exactly the bytes
+// hex.Decode takes (either case).
 func (p *treeParser) id() {
 	const n = 2 * blob.IDSize
 	if len(p.b)-p.i < n+2 || p.b[p.i] != '"' || p.b[p.i+n+1] != '"' {
 		p.fail()
 	}
 	p.ids = append(p.ids, blob.ID{})
-	if _, err := hex.Decode(p.ids[len(p.ids)-1][:], p.b[p.i+1:p.i+n+1]); err != nil {
+	id, src := &p.ids[len(p.ids)-1], (*[n]byte)(p.b[p.i+1:p.i+n+1])
+	var bad byte
+	for i := range id {
+		hi, lo := hexValue[src[2*i]], hexValue[src[2*i+1]]
+		bad |= hi | lo
+		id[i] = hi<<4 | lo
+	}
+	if bad > 0xf {
 		p.fail()
 	}
 	p.i += n + 2
 }
 
-// digits parses a JSON integer without sign: 0 or digits not starting
-// with 0, at most limit (encoding/json refuses a number its field cannot
-// hold).
+// hexValue maps hex digits to their value and all other bytes to 0xff.
+var hexValue = func() (t [256]byte) {
+	for c := range t {
+		switch {
+		case '0' <= c && c <= '9':
+			t[c] = byte(c - '0')
+		case 'a' <= c && c <= 'f':
+			t[c] = byte(c - 'a' + 10)
+		case 'A' <= c && c <= 'F':
+			t[c] = byte(c - 'A' + 10)
+		default:
+			t[c] = 0xff
+		}
+	}
+	return t
+}()
+
+// digits parses a JSON integer without sign, 0 or digits not starting
+// with 0, of at most limit (encoding/json refuses a number its field
+// cannot hold).
 func (p *treeParser) digits(limit uint64) uint64 {
-	start := p.i
+	b := p.b[p.i:]
 	var v uint64
-	for ; p.i < len(p.b) && '0' <= p.b[p.i] && p.b[p.i] <= '9'; p.i++ {
-		d := uint64(p.b[p.i] - '0')
-		if v > (limit-d)/10 {
+	n := 0
+	for ; n < len(b) && n < 19 && b[n]-'0' <= 9; n++ { // below 10^19: no overflow
+		v = v*10 + uint64(b[n]-'0')
+	}
+	if n < len(b) && b[n]-'0' <= 9 { // a 20th digit; a 21st never fits
+		d := uint64(b[n] - '0')
+		if n++; v > (math.MaxUint64-d)/10 || n < len(b) && b[n]-'0' <= 9 {
 			p.fail()
 		}
 		v = v*10 + d
 	}
-	if p.i == start || p.b[start] == '0' && p.i-start > 1 {
+	if n == 0 || b[0] == '0' && n > 1 || v > limit {
 		p.fail()
 	}
+	p.i += n
 	return v
 }
 
@@ -333,32 +363,39 @@ func (p *treeParser) int64() int64 {
 
 // base64 parses a []byte field as encoding/json does: null as nil, a
 // string as padded standard base64 decoded with base64.StdEncoding.Decode
-// into raw. Strings with escapes are left to encoding/json; so are raw
-// CR and LF, which JSON forbids in strings but Decode would skip.
+// into raw. A string with other bytes than base64's (escapes; CR and LF,
+// which Decode would skip but JSON forbids raw) is left to encoding/json.
 func (p *treeParser) base64() span {
 	if p.accept("null") {
 		return span{}
 	}
 	p.expect(`"`)
-	n := bytes.IndexByte(p.b[p.i:], '"')
-	if n < 0 {
+	end := p.i
+	for end < len(p.b) && base64Char[p.b[end]] {
+		end++
+	}
+	if end == len(p.b) || p.b[end] != '"' {
 		p.fail()
 	}
-	src := p.b[p.i : p.i+n]
-	if bytes.IndexByte(src, '\n') >= 0 || bytes.IndexByte(src, '\r') >= 0 {
-		p.fail()
-	}
+	src := p.b[p.i:end]
 	off := len(p.raw)
-	size := base64.StdEncoding.DecodedLen(len(src))
-	p.raw = append(p.raw, make([]byte, size)...)
-	got, err := base64.StdEncoding.Decode(p.raw[off:], src)
+	p.raw = append(p.raw, make([]byte, base64.StdEncoding.DecodedLen(len(src)))...)
+	n, err := base64.StdEncoding.Decode(p.raw[off:], src)
 	if err != nil {
 		p.fail()
 	}
-	p.raw = p.raw[:off+got]
-	p.i += n + 1
+	p.raw = p.raw[:off+n]
+	p.i = end + 1
 	return span{int32(off), int32(len(p.raw)), true}
 }
+
+// base64Char lists the bytes of padded standard base64.
+var base64Char = func() (t [256]bool) {
+	for _, c := range "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=" {
+		t[c] = true
+	}
+	return t
+}()
 
 // plainJSON lists the bytes a JSON string holds as themselves: ASCII from
 // 0x20 except '"' and '\\'.
