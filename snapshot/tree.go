@@ -41,33 +41,68 @@ func EncodeTree(nodes []Node) ([]byte, error) {
 }
 
 // DecodeTree parses a tree blob and checks every entry: names valid,
-// sorted and unique, node fields consistent.
+// sorted and unique, node fields consistent. The canonical form appendTree
+// writes is parsed by decodeCanonicalTree; anything else goes through
+// encoding/json (decodeTreeJSON), so every input decodes, or is refused,
+// exactly as encoding/json decodes it.
 func DecodeTree(b []byte) (*Tree, error) {
+	t, ok := decodeCanonicalTree(b)
+	if !ok {
+		return decodeTreeJSON(b)
+	}
+	if err := checkTree(t); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// decodeTreeJSON is DecodeTree with encoding/json alone: the reference the
+// canonical parser is tested against, and its fallback.
+func decodeTreeJSON(b []byte) (*Tree, error) {
+	t, err := unmarshalTreeJSON(b)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkTree(t); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// unmarshalTreeJSON decodes the first JSON value of b into a Tree, refusing
+// unknown fields, and checks nothing else.
+func unmarshalTreeJSON(b []byte) (*Tree, error) {
 	var t Tree
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&t); err != nil {
 		return nil, fmt.Errorf("tree does not decode: %w", err)
 	}
+	return &t, nil
+}
+
+// checkTree applies DecodeTree's checks to a decoded tree: version, entry
+// count, names valid, sorted and unique, node fields consistent.
+func checkTree(t *Tree) error {
 	if t.Version != TreeVersion {
-		return nil, fmt.Errorf("tree version %d, this lifeboat reads version %d", t.Version, TreeVersion)
+		return fmt.Errorf("tree version %d, this lifeboat reads version %d", t.Version, TreeVersion)
 	}
 	if len(t.Nodes) > MaxNodesPerBlob {
-		return nil, fmt.Errorf("tree lists %d entries, more than %d", len(t.Nodes), MaxNodesPerBlob)
+		return fmt.Errorf("tree lists %d entries, more than %d", len(t.Nodes), MaxNodesPerBlob)
 	}
 	for i := range t.Nodes {
 		n := &t.Nodes[i]
 		if err := ValidName(n.Name); err != nil {
-			return nil, err
+			return err
 		}
 		if i > 0 && bytes.Compare(t.Nodes[i-1].Name, n.Name) >= 0 {
-			return nil, fmt.Errorf("tree entries not sorted or duplicated at %q", n.Name)
+			return fmt.Errorf("tree entries not sorted or duplicated at %q", n.Name)
 		}
 		if err := n.Valid(); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return &t, nil
+	return nil
 }
 
 func cmpString(a, b string) int {
