@@ -352,9 +352,10 @@ func allocatedBy(runs int, fn func()) uint64 {
 
 // TestDecodeTreeHostileMemory decodes blobs built to make the parser
 // allocate the most per input byte (the smallest nodes, xattrs, ids and
-// strings it takes): it allocates at most 6 times the input's size,
-// counting its scratch space (pooled, but dropped at every GC), and less
-// than encoding/json does for the same blob.
+// strings it takes): it allocates at most 6 times the input's size (10
+// under the race detector), counting its scratch space (pooled, but
+// dropped at every GC), and less than encoding/json does for the same
+// blob.
 func TestDecodeTreeHostileMemory(t *testing.T) {
 	const minNode = `{"name":"","type":"","mode":0,"uid":0,"gid":0,"mtime_ns":0}`
 	blobs := map[string]string{
@@ -373,7 +374,13 @@ func TestDecodeTreeHostileMemory(t *testing.T) {
 		json := allocatedBy(5, func() { _, _ = unmarshalTreeJSON(b) })
 		t.Logf("%s: %d bytes in; allocated %d bytes (%.2fx), encoding/json %d (%.2fx)",
 			name, len(b), parser, float64(parser)/float64(len(b)), json, float64(json)/float64(len(b)))
-		if parser > 6*uint64(len(b))+64<<10 || parser > json {
+		// The race detector drops pooled scratch buffers at random, so
+		// there every call may rebuild them: 10 times then.
+		limit := uint64(6)
+		if capRaceEnabled {
+			limit = 10
+		}
+		if parser > limit*uint64(len(b))+64<<10 || parser > json {
 			t.Errorf("%s: %d bytes allocated for %d bytes of input (encoding/json: %d)", name, parser, len(b), json)
 		}
 	}
