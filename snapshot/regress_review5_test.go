@@ -15,7 +15,7 @@ import (
 // has no ACLs.
 func rsDefaultACL(t *testing.T, dir string) {
 	t.Helper()
-	acl := binary.LittleEndian.AppendUint32(nil, 2) // POSIX_ACL_XATTR_VERSION
+	acl := binary.LittleEndian.AppendUint32(nil, 2)                  // POSIX_ACL_XATTR_VERSION
 	for _, e := range [][2]uint16{{0x01, 7}, {0x04, 7}, {0x20, 0}} { // USER_OBJ, GROUP_OBJ, OTHER
 		acl = binary.LittleEndian.AppendUint16(acl, e[0])
 		acl = binary.LittleEndian.AppendUint16(acl, e[1])
