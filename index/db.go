@@ -221,7 +221,7 @@ func checkDBFileSize(path string) error {
 // resetTx empties every bucket and stamps the DB with its version and repo.
 // The file cache stays, so the removal generation moves on (filecache.go).
 func resetTx(tx *bolt.Tx, repoID blob.ID) error {
-	gen := removalGen(tx) + 1
+	gen := nextRemovalGen(tx)
 	for _, name := range [][]byte{bucketMeta, bucketBlobs, bucketPacks, bucketObjects} {
 		if tx.Bucket(name) != nil {
 			if err := tx.DeleteBucket(name); err != nil {
