@@ -91,6 +91,10 @@ func TestRegressionRemovalGenAfterOldRebuild(t *testing.T) {
 		}
 	}
 	lookup("after the old rebuild")
+	// Opening it started a new count, unlike any stamp made before.
+	if g, err := d.FileCacheGen(); err != nil || g == 0 || g == gen {
+		t.Errorf("generation after reopening: %d (%v), was %d", g, err, gen)
+	}
 	// This version now removes blobs (a prune here drops p2).
 	if err := d.Drop(nil, map[blob.ID]bool{p2.ID: true}); err != nil {
 		t.Fatal(err)
