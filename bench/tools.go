@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"lifeboat/crypt"
 )
 
 // Scenario names, in the order each round runs them.
@@ -94,7 +96,7 @@ func binaryVersion(path string) string {
 
 func (d *lifeboatDriver) tool() Tool {
 	return Tool{Name: "lifeboat", Path: d.path, Version: d.version,
-		Config: "defaults: argon2id 64 MiB key, zstd fastest, 16 MiB packs; restore --profiles; prune --max-unused 0%"}
+		Config: fmt.Sprintf("defaults: argon2id %d MiB key, zstd fastest, 16 MiB packs; restore --profiles; prune --max-unused 0%%", crypt.DefaultKDFMemoryKiB>>10)}
 }
 
 // cmd is a lifeboat command line; measured ones write the scenario's

@@ -65,7 +65,7 @@ func BenchmarkOpen(b *testing.B) {
 }
 
 // BenchmarkKDFDefault is the cost of opening a key file with the default
-// argon2id parameters (64 MiB, 3 passes, 4 lanes).
+// argon2id parameters (48 MiB, 4 passes, 4 lanes).
 func BenchmarkKDFDefault(b *testing.B) {
 	m := crypt.NewMasterKeys()
 	data, err := crypt.NewKeyFile(m, blob.Tiers, []byte("pw"), crypt.NewKDFParams(0, 0, 0), blob.ID{}, crypt.KeyFileMeta{})

@@ -133,15 +133,18 @@ func openDBFile(path string, repoID blob.ID) (d *DB, err error) {
 		return m != nil && bytes.Equal(m.Get(keyVersion), binary.LittleEndian.AppendUint32(nil, dbVersion)) && bytes.Equal(m.Get(keyRepo), repoID[:])
 	}
 	ok := false
-	if err := bdb.View(func(tx *bolt.Tx) error { ok = current(tx); return nil }); err != nil || ok {
+	if err := bdb.View(func(tx *bolt.Tx) error { _, known := removalGen(tx); ok = current(tx) && known; return nil }); err != nil || ok {
 		d.dropResident()
 		return d, err // the usual case, without a write transaction's sync
 	}
 	err = bdb.Update(func(tx *bolt.Tx) error {
-		if current(tx) {
-			return nil
+		if !current(tx) {
+			return resetTx(tx, repoID)
 		}
-		return resetTx(tx, repoID)
+		if _, known := removalGen(tx); !known { // an older version's DB: start the count
+			return bumpRemovalGen(tx)
+		}
+		return nil
 	})
 	return d, err
 }
@@ -221,7 +224,7 @@ func checkDBFileSize(path string) error {
 // resetTx empties every bucket and stamps the DB with its version and repo.
 // The file cache stays, so the removal generation moves on (filecache.go).
 func resetTx(tx *bolt.Tx, repoID blob.ID) error {
-	gen := removalGen(tx) + 1
+	gen := nextRemovalGen(tx)
 	for _, name := range [][]byte{bucketMeta, bucketBlobs, bucketPacks, bucketObjects} {
 		if tx.Bucket(name) != nil {
 			if err := tx.DeleteBucket(name); err != nil {

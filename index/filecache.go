@@ -2,6 +2,7 @@ package index
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -102,27 +103,41 @@ func decodeFileEntry(v []byte) (FileEntry, error) {
 	return e, nil
 }
 
-// removalGen is the DB's removal generation (0 before the first).
-func removalGen(tx *bolt.Tx) uint64 {
+// removalGen is the DB's removal generation; known is false (and gen 0)
+// when the DB has none: a new file, or one an older lifeboat, which kept
+// no count, rebuilt. Then no entry is trusted by its generation.
+func removalGen(tx *bolt.Tx) (gen uint64, known bool) {
 	if m := tx.Bucket(bucketMeta); m != nil {
 		if v := m.Get(keyRemovals); len(v) == 8 {
-			return binary.LittleEndian.Uint64(v)
+			return binary.LittleEndian.Uint64(v), true
 		}
 	}
-	return 0
+	return 0, false
+}
+
+// nextRemovalGen is the generation after the DB's. Where it has none, the
+// count starts again at a random value, so no entry stamped before it was
+// lost (which may name blobs gone since) matches a later one.
+func nextRemovalGen(tx *bolt.Tx) uint64 {
+	if gen, ok := removalGen(tx); ok {
+		return gen + 1
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return binary.LittleEndian.Uint64(b[:])>>1 | 1
 }
 
 // bumpRemovalGen moves the removal generation on; called in every
 // transaction that deletes blob entries.
 func bumpRemovalGen(tx *bolt.Tx) error {
-	return tx.Bucket(bucketMeta).Put(keyRemovals, binary.LittleEndian.AppendUint64(nil, removalGen(tx)+1))
+	return tx.Bucket(bucketMeta).Put(keyRemovals, binary.LittleEndian.AppendUint64(nil, nextRemovalGen(tx)))
 }
 
 // FileCacheGen returns the removal generation. A capture reads it before
 // it looks up or saves any chunk and stamps the entries it writes with it.
 func (d *DB) FileCacheGen() (gen uint64, err error) {
 	err = d.db.View(func(tx *bolt.Tx) error {
-		gen = removalGen(tx)
+		gen, _ = removalGen(tx)
 		return nil
 	})
 	return gen, err
@@ -159,7 +174,7 @@ func (d *DB) FileCacheLookup(ws string, t blob.Tier, q []FileCacheQuery) error {
 		if b == nil {
 			return nil
 		}
-		gen := removalGen(tx)
+		gen, known := removalGen(tx)
 		blobs := tx.Bucket(bucketBlobs)
 		c := b.Cursor()
 		k, v := c.Seek(q[order[0]].Key)
@@ -179,7 +194,7 @@ func (d *DB) FileCacheLookup(ws string, t blob.Tier, q []FileCacheQuery) error {
 			if err != nil || len(e.Content) == 0 {
 				continue
 			}
-			if e.Gen != gen && !chunksIndexed(blobs, t, &e) {
+			if (!known || e.Gen != gen) && !chunksIndexed(blobs, t, &e) {
 				continue
 			}
 			q[i].Entry, q[i].Found = e, true

@@ -37,7 +37,7 @@ type InitOptions struct {
 	PackSize    int // default 16 MiB
 	Compression pack.Compression
 	Chunker     chunk.Params
-	KDF         crypt.KDFParams // default argon2id 3 passes, 64 MiB
+	KDF         crypt.KDFParams // default argon2id 4 passes, 48 MiB (crypt.DefaultKDF*)
 }
 
 // DefaultPackSize is the target pack size of new repositories.
@@ -149,7 +149,7 @@ func Open(ctx context.Context, be backend.Backend, password []byte, o Options) (
 	if err != nil {
 		return nil, err
 	}
-	// argon2id just used 64 MiB; collect it now, or the heap goal stays
+	// argon2id just used 48 MiB (by default); collect it now, or the heap goal stays
 	// twice that for the rest of the command.
 	runtime.GC()
 	pols, err := cfg.openSections(keys)

@@ -74,8 +74,8 @@ func (w *rsWriter) writeRun(ctx context.Context, run *rsRun) error {
 	return nil
 }
 
-// place writes one chunk into one file. The file was truncated to its
-// size when created, so blocks of zeros are not written and stay holes.
+// place writes one chunk into one file. Blocks of zeros are not written
+// and stay holes; finishFile sets the size of a file that has any.
 // The writer that places a file's last chunk verifies and finishes it.
 func (w *rsWriter) place(u rsUse, plain []byte) error {
 	f := w.plan.files[u.file]

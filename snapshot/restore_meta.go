@@ -19,7 +19,8 @@ import (
 // and a read-only directory is finished before it turns read-only.
 
 // metaFD applies e's metadata to an open file, FIFO or directory;
-// modeSet skips the permission bits, which the file was created with.
+// modeSet: the file was created with its permission bits (createMode), so
+// they are set only if it did not get them.
 func (w *rsWriter) metaFD(fd int, e *rsEntry, modeSet bool) error {
 	n := e.node
 	fail := func(what string, err error) error {
@@ -47,7 +48,13 @@ func (w *rsWriter) metaFD(fd int, e *rsEntry, modeSet bool) error {
 		return fail("setting times", err)
 	}
 	if modeSet {
-		return nil
+		// Created with its mode; but a default ACL on the directory, not
+		// the umask, masks a new file's mode where there is one (as may
+		// other filesystems' own rules), so check it came out as asked.
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) == nil && st.Mode&0o7777 == n.Mode {
+			return nil
+		}
 	}
 	if err := unix.Fchmod(fd, n.Mode); err != nil {
 		return fail(fmt.Sprintf("setting mode %04o", n.Mode), err)

@@ -35,7 +35,7 @@ var (
 	trials   = flag.Int("trials", 3, "prune trials per tool")
 	binMiB   = flag.Int("binary-mib", 64, "size of the corpus's binary file")
 	srcFiles = flag.Int("source-files", 4000, "source files in the corpus")
-	kdfKiB   = flag.Int("kdf-memory-kib", 0, "argon2id memory of lifeboat's key (0: lifeboat's default, 64 MiB; restic's scrypt key uses 32 MiB)")
+	kdfKiB   = flag.Int("kdf-memory-kib", 0, "argon2id memory of lifeboat's key (0: lifeboat's default, 48 MiB; restic's scrypt key uses 32 MiB)")
 )
 
 const password = "prunecmp-password"

@@ -1,0 +1,103 @@
+package index_test
+
+import (
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+
+	"lifeboat/blob"
+	"lifeboat/index"
+)
+
+// A DB rebuilt by a lifeboat that kept no removal generation (one from
+// before it: its rebuild recreates the meta bucket without it) has lost
+// the count. When this version next removes blobs, the generation must
+// not come back to a value an older entry was stamped with: that entry's
+// chunks left the DB in the rebuild, and a match would let a capture
+// reuse them unchecked.
+func TestRegressionRemovalGenAfterOldRebuild(t *testing.T) {
+	r := newRand(t)
+	dir := t.TempDir()
+	d := mustOpenDB(t, dir, testRepo)
+	dataPack := func() index.PackInfo {
+		p := randPack(r, 4)
+		for i := range p.Entries {
+			p.Entries[i].Type = blob.Data
+		}
+		return p
+	}
+	p1, p2 := dataPack(), dataPack()
+	for _, p := range []index.PackInfo{p1, p2} {
+		if err := d.Apply(randID(r), &index.Object{Tier: blob.Workspace, Packs: []index.PackInfo{p}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gen, err := d.FileCacheGen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := index.FileEntry{Gen: gen, Seal: randID(r)}
+	for _, x := range p1.Entries {
+		e.Content = append(e.Content, x.ID)
+		e.Size += uint64(x.PlainLen)
+	}
+	if err := d.FileCachePut("ws", []index.FileCacheRecord{{Path: []byte("f"), Entry: e}}); err != nil {
+		t.Fatal(err)
+	}
+	path := d.Path()
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The older version's rebuild, after a prune elsewhere removed p1:
+	// meta without the generation, p1's blobs gone, the file cache kept.
+	bdb, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = bdb.Update(func(tx *bolt.Tx) error {
+		if err := tx.Bucket([]byte("meta")).Delete([]byte("removals")); err != nil {
+			return err
+		}
+		blobs := tx.Bucket([]byte("blobs"))
+		for _, x := range p1.Entries {
+			k := append([]byte{byte(blob.Workspace), byte(blob.Data)}, x.ID[:]...)
+			if blobs.Get(k) == nil {
+				t.Fatalf("blob key layout: %x not found", k)
+			}
+			if err := blobs.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bdb.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	d = mustOpenDB(t, dir, testRepo)
+	defer d.Close()
+	lookup := func(when string) {
+		t.Helper()
+		q := []index.FileCacheQuery{{Key: []byte("f")}}
+		if err := d.FileCacheLookup("ws", blob.Workspace, q); err != nil {
+			t.Fatal(err)
+		}
+		if q[0].Found {
+			t.Errorf("%s: an entry whose chunks are not indexed was found (its generation %d)", when, gen)
+		}
+	}
+	lookup("after the old rebuild")
+	// Opening it started a new count, unlike any stamp made before.
+	if g, err := d.FileCacheGen(); err != nil || g == 0 || g == gen {
+		t.Errorf("generation after reopening: %d (%v), was %d", g, err, gen)
+	}
+	// This version now removes blobs (a prune here drops p2).
+	if err := d.Drop(nil, map[blob.ID]bool{p2.ID: true}); err != nil {
+		t.Fatal(err)
+	}
+	lookup("after a later Drop")
+}
