@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -132,11 +133,34 @@ func TestRunSmall(t *testing.T) {
 	bin := lifeboatBinary(t)
 	profDir := t.TempDir()
 	var seen []Result
-	rep, err := Run(context.Background(), Options{Dir: filepath.Join(t.TempDir(), "work"), ScaleName: "small", Seed: 3, Churn: 0.05,
+	work := filepath.Join(t.TempDir(), "work")
+	var during []int // entries in the work directory when each result came in
+	rep, err := Run(context.Background(), Options{Dir: work, ScaleName: "small", Seed: 3, Churn: 0.05,
 		Rounds: 2, Lifeboat: bin, Compare: []string{"restic"}, CPUProfile: filepath.Join(profDir, "cpu.pprof"),
-		VerifyRounds: 2, Progress: func(r Result) { seen = append(seen, r) }})
+		VerifyRounds: 2, Progress: func(r Result) {
+			seen = append(seen, r)
+			ents, _ := os.ReadDir(work)
+			during = append(during, len(ents))
+		}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Nothing a tool round made is deleted before the last round ends
+	// (removeLeftovers); then only the corpus and the logs remain.
+	ents, err := os.ReadDir(work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, e := range ents {
+		left = append(left, e.Name())
+	}
+	if !slices.Equal(left, []string{"corpus", "logs"}) {
+		t.Errorf("after the run the work directory holds %v, want [corpus logs]", left)
+	}
+	// At the last result: corpus, logs, work, trash and every round's home.
+	if last := during[len(during)-1]; last < 4+len(rep.Tools)*2 {
+		t.Errorf("entries in the work directory as results came in: %v; the homes of earlier rounds were removed early", during)
 	}
 	tools := len(rep.Tools)
 	if why, skipped := rep.Skipped["restic"]; skipped {
