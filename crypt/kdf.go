@@ -3,7 +3,7 @@ package crypt
 import (
 	"crypto/rand"
 	"fmt"
-	"runtime"
+	"runtime/debug"
 
 	"golang.org/x/crypto/argon2"
 )
@@ -88,9 +88,13 @@ func (p KDFParams) derive(password []byte) Key {
 	}
 	out := argon2.IDKey(password, p.Salt, p.Time, p.MemoryKiB, p.Threads, KeySize)
 	if p.MemoryKiB >= prefaultMinKiB {
-		// Free argon2's memory now, so what the command allocates next
-		// reuses those pages instead of adding to the process's peak.
-		runtime.GC()
+		// Give argon2's memory back to the system now, not when the
+		// runtime's scavenger gets to it: what the command touches next
+		// (its heap, the pages of the local index it opens) would
+		// otherwise add to those still-resident pages, and the process's
+		// peak memory, measured 63-92 MiB for the same unchanged
+		// re-capture, with it.
+		debug.FreeOSMemory()
 	}
 	copy(k[:], out)
 	clear(out)
