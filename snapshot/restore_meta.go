@@ -26,7 +26,11 @@ func (w *rsWriter) metaFD(fd int, e *rsEntry, modeSet bool) error {
 	fail := func(what string, err error) error {
 		return &RestoreError{Paths: []string{e.path}, Err: fmt.Errorf("%s: %w", what, err)}
 	}
-	if w.chown {
+	// One fstat tells whether ownership and mode already are as asked (a
+	// root restore's files are mostly created with the right owner).
+	var st unix.Stat_t
+	stated := (w.chown || modeSet) && unix.Fstat(fd, &st) == nil
+	if w.chown && !(stated && st.Uid == n.UID && st.Gid == n.GID) {
 		if err := unix.Fchown(fd, int(n.UID), int(n.GID)); err != nil {
 			return fail(fmt.Sprintf("setting owner %d:%d", n.UID, n.GID), err)
 		}
@@ -47,14 +51,12 @@ func (w *rsWriter) metaFD(fd int, e *rsEntry, modeSet bool) error {
 	if err := rsFutimens(fd, n.MtimeNs); err != nil {
 		return fail("setting times", err)
 	}
-	if modeSet {
-		// Created with its mode; but a default ACL on the directory, not
-		// the umask, masks a new file's mode where there is one (as may
-		// other filesystems' own rules), so check it came out as asked.
-		var st unix.Stat_t
-		if unix.Fstat(fd, &st) == nil && st.Mode&0o7777 == n.Mode {
-			return nil
-		}
+	// Created with its mode; but a default ACL on the directory, not the
+	// umask, masks a new file's mode where there is one (as may other
+	// filesystems' own rules), so check it came out as asked. (modeSet
+	// means no setuid or setgid bit, which a chown above would clear.)
+	if modeSet && stated && st.Mode&0o7777 == n.Mode {
+		return nil
 	}
 	if err := unix.Fchmod(fd, n.Mode); err != nil {
 		return fail(fmt.Sprintf("setting mode %04o", n.Mode), err)
