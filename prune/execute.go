@@ -6,7 +6,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"lifeboat/backend"
 	"lifeboat/blob"
@@ -202,7 +205,7 @@ type rewriter struct {
 	st      *Stats
 	writers map[blob.Tier]*repo.Pack
 	objects map[blob.Tier]*index.Object
-	buf     []byte
+	bufs    [][]byte // verifyAll's plaintext buffers, one per goroutine
 }
 
 // Ranges of a pack read at once: live blobs closer than rangeGap are read
@@ -238,8 +241,14 @@ func (rw *rewriter) copyPack(ctx context.Context, pi PackInfo, entries []pack.En
 		case err != nil:
 			return fmt.Errorf("loading %s: %w", h, err)
 		}
+		sealed := func(e pack.Entry) []byte {
+			return data[uint64(e.Offset)-off : uint64(e.Offset)-off+uint64(e.Length)]
+		}
+		if err := rw.verifyAll(k, h, run, sealed); err != nil {
+			return err
+		}
 		for _, e := range run {
-			if err := rw.copyBlob(ctx, k, h, e, data[uint64(e.Offset)-off:uint64(e.Offset)-off+uint64(e.Length)]); err != nil {
+			if err := rw.addBlob(ctx, k, e, sealed(e)); err != nil {
 				return err
 			}
 		}
@@ -247,14 +256,45 @@ func (rw *rewriter) copyPack(ctx context.Context, pi PackInfo, entries []pack.En
 	return nil
 }
 
-// copyBlob verifies one sealed blob and adds its bytes, as they are, to
-// the tier's open pack.
-func (rw *rewriter) copyBlob(ctx context.Context, k *crypt.TierKeys, h backend.Handle, e pack.Entry, sealed []byte) error {
-	plain, err := pack.OpenVerified(k, e, sealed, rw.buf)
-	if err != nil {
-		return fmt.Errorf("%w: %s: live blob %s does not verify (%w); nothing was deleted, run `lifeboat check --read-data`", repo.ErrCorrupt, h, e.ID.Short(), err)
+// verifyAll checks every blob of run (decrypted, decompressed, re-hashed)
+// on up to GOMAXPROCS goroutines: the check is most of a repack's work,
+// and the copying that follows it is cheap and stays in order. The error
+// names the first blob, in pack order, that does not verify.
+func (rw *rewriter) verifyAll(k *crypt.TierKeys, h backend.Handle, run []pack.Entry, sealed func(pack.Entry) []byte) error {
+	workers := min(runtime.GOMAXPROCS(0), len(run))
+	for len(rw.bufs) < workers {
+		rw.bufs = append(rw.bufs, nil)
 	}
-	rw.buf = plain[:0]
+	errs := make([]error, len(run))
+	var next atomic.Int64
+	work := func(w int) {
+		for i := int(next.Add(1)) - 1; i < len(run); i = int(next.Add(1)) - 1 {
+			plain, err := pack.OpenVerified(k, run[i], sealed(run[i]), rw.bufs[w])
+			if err != nil {
+				errs[i] = err
+				continue
+			}
+			rw.bufs[w] = plain[:0]
+		}
+	}
+	var wg sync.WaitGroup
+	for w := 1; w < workers; w++ {
+		wg.Go(func() { work(w) })
+	}
+	work(0)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return fmt.Errorf("%w: %s: live blob %s does not verify (%w); nothing was deleted, run `lifeboat check --read-data`", repo.ErrCorrupt, h, run[i].ID.Short(), err)
+		}
+	}
+	return nil
+}
+
+// addBlob adds a verified blob's sealed bytes, as they are, to the tier's
+// open pack.
+func (rw *rewriter) addBlob(ctx context.Context, k *crypt.TierKeys, e pack.Entry, sealed []byte) error {
+	var err error
 	w := rw.writers[k.Tier]
 	if w != nil && !w.Fits(len(sealed)) {
 		if err := rw.flushPack(ctx, k.Tier); err != nil {
