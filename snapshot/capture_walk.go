@@ -3,9 +3,7 @@ package snapshot
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
-	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -136,40 +134,19 @@ func (c *capturer) walk(d *capDir) error {
 	return nil
 }
 
-// capFanOut is the smallest run of entries prepare gives a goroutine of
-// its own.
-const capFanOut = 64
-
 // prepare stats the entries names of part of d and, with a file cache,
 // finds their file keys and the cache entries that can stand in for
-// reading them (one read transaction per run of entries). Entries that
-// cannot be stat'ed are left out (mode 0). A large part is split among
-// GOMAXPROCS goroutines: lstat and the cache's keyed digests are most of
-// the cost of an unchanged tree, and the rest of the walk is serial.
+// reading them, in one read transaction. Entries that cannot be stat'ed
+// are left out (mode 0).
 func (c *capturer) prepare(d *capDir, part *capPart, names []string) (sts []unix.Stat_t, keys []blob.ID, hits []*index.FileEntry) {
 	sts = make([]unix.Stat_t, len(names))
+	for i := range names {
+		c.stat(d, part, i, names[i], &sts[i])
+	}
 	if c.o.Cache != nil {
 		keys, hits = make([]blob.ID, len(names)), make([]*index.FileEntry, len(names))
+		c.cacheLookup(d, names, sts, keys, hits)
 	}
-	run := func(lo, hi int) {
-		for i := lo; i < hi && c.ctx.Err() == nil; i++ {
-			c.stat(d, part, i, names[i], &sts[i])
-		}
-		if keys != nil && c.ctx.Err() == nil {
-			c.cacheLookup(d, names[lo:hi], sts[lo:hi], keys[lo:hi], hits[lo:hi])
-		}
-	}
-	n := min(runtime.GOMAXPROCS(0), len(names)/capFanOut)
-	if n <= 1 {
-		run(0, len(names))
-		return sts, keys, hits
-	}
-	var wg sync.WaitGroup
-	for k := 1; k < n; k++ {
-		wg.Go(func() { run(k*len(names)/n, (k+1)*len(names)/n) })
-	}
-	run(0, len(names)/n)
-	wg.Wait()
 	return sts, keys, hits
 }
 
