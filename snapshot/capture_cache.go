@@ -107,28 +107,14 @@ func (c *capturer) cacheKeep(key blob.ID, e *index.FileEntry) {
 	defer c.cacheMu.Unlock()
 	c.cacheSeen.add(key)
 	if e != nil {
-		c.cachePuts.add(capPut{key: key, dev: e.Dev, ino: e.Inode, size: e.Size,
-			mtime: e.MtimeNs, ctime: e.CtimeNs, xattrs: e.Xattrs, content: e.Content})
+		c.cachePuts.add(capPut{key, *e})
 	}
 }
 
-// capPut is a file cache entry to write, as small as it can be kept: a
-// capture of 100,000 new files holds 100,000 of them until it ends.
+// capPut is a file cache entry to write under key.
 type capPut struct {
-	key            blob.ID
-	dev, ino, size uint64
-	mtime, ctime   int64
-	xattrs         bool
-	content        []blob.ID
-}
-
-// putEntry returns p's entry, stamped with the capture's removal generation
-// and sealed.
-func (c *capturer) putEntry(p *capPut) index.FileEntry {
-	e := index.FileEntry{Dev: p.dev, Inode: p.ino, Size: p.size, MtimeNs: p.mtime, CtimeNs: p.ctime,
-		Xattrs: p.xattrs, Gen: c.cacheGen, Content: p.content}
-	e.Seal = capSeal(c.keys, p.key, &e)
-	return e
+	key blob.ID
+	e   index.FileEntry
 }
 
 // capChunked is an append-only list kept in chunks of fixed size, so that
@@ -234,7 +220,9 @@ func (c *capturer) updateCache() {
 		recs = recs[:0]
 		for _, i := range order[:n] {
 			p := puts.at(int(i))
-			recs = append(recs, index.FileCacheRecord{Path: p.key[:], Entry: c.putEntry(p)})
+			p.e.Gen = c.cacheGen
+			p.e.Seal = capSeal(c.keys, p.key, &p.e)
+			recs = append(recs, index.FileCacheRecord{Path: p.key[:], Entry: p.e})
 		}
 		if err := c.o.Cache.FileCachePut(c.wsKey, recs); err != nil {
 			slog.Warn("capture: updating the file cache failed; the next capture reads more", "err", err)
