@@ -100,7 +100,7 @@ func (w *rsWriter) acquire(f *rsFile, e *rsEntry) (int, error) {
 		flags, mode := unix.O_RDWR, uint32(0)
 		if !f.created {
 			flags |= unix.O_CREAT | unix.O_EXCL
-			mode, f.modeSet = w.createMode(e.node)
+			mode = w.createMode(e.node)
 		}
 		fd, err := safeOpenAt(pfd, e.name, flags, mode)
 		w.dirs.put(e.parent)
@@ -157,7 +157,7 @@ func (w *rsWriter) finishFile(fd int, f *rsFile, e *rsEntry) error {
 	if err := w.verify(fd, e, f.holes); err != nil {
 		return err
 	}
-	if err := w.metaFD(fd, e, f.modeSet); err != nil {
+	if err := w.metaFD(fd, e); err != nil {
 		return err
 	}
 	w.progress.Done(1, uint64(f.size))

@@ -107,7 +107,7 @@ func (w *rsWriter) graftOne(ctx context.Context, r *repo.Repository, st *stage, 
 	// Creating the graft moved its parent's times (and maybe its mode);
 	// put them back.
 	if pe != nil {
-		if err := w.metaFD(parent, pe, false); err != nil {
+		if err := w.metaFD(parent, pe); err != nil {
 			return nil, err
 		}
 	}

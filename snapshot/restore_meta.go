@@ -18,19 +18,20 @@ import (
 // after all their entries, so creating children does not move their mtime
 // and a read-only directory is finished before it turns read-only.
 
-// metaFD applies e's metadata to an open file, FIFO or directory;
-// modeSet: the file was created with its permission bits (createMode), so
-// they are set only if it did not get them.
-func (w *rsWriter) metaFD(fd int, e *rsEntry, modeSet bool) error {
+// metaFD applies e's metadata to an open file, FIFO or directory. One
+// fstat tells which of ownership and mode already are as asked: a root
+// restore's files are mostly created with the right owner, and a file
+// created with its final mode (createMode) mostly has it.
+func (w *rsWriter) metaFD(fd int, e *rsEntry) error {
 	n := e.node
 	fail := func(what string, err error) error {
 		return &RestoreError{Paths: []string{e.path}, Err: fmt.Errorf("%s: %w", what, err)}
 	}
-	// One fstat tells whether ownership and mode already are as asked (a
-	// root restore's files are mostly created with the right owner).
 	var st unix.Stat_t
-	stated := (w.chown || modeSet) && unix.Fstat(fd, &st) == nil
+	stated := unix.Fstat(fd, &st) == nil
+	chowned := false
 	if w.chown && !(stated && st.Uid == n.UID && st.Gid == n.GID) {
+		chowned = true
 		if err := unix.Fchown(fd, int(n.UID), int(n.GID)); err != nil {
 			return fail(fmt.Sprintf("setting owner %d:%d", n.UID, n.GID), err)
 		}
@@ -51,11 +52,11 @@ func (w *rsWriter) metaFD(fd int, e *rsEntry, modeSet bool) error {
 	if err := rsFutimens(fd, n.MtimeNs); err != nil {
 		return fail("setting times", err)
 	}
-	// Created with its mode; but a default ACL on the directory, not the
-	// umask, masks a new file's mode where there is one (as may other
-	// filesystems' own rules), so check it came out as asked. (modeSet
-	// means no setuid or setgid bit, which a chown above would clear.)
-	if modeSet && stated && st.Mode&0o7777 == n.Mode {
+	// The mode as created may differ from the one asked: a default ACL
+	// on the directory, not the umask, masks a new file's mode where there
+	// is one (as may other filesystems' own rules). A chown above cleared
+	// setuid and setgid, which the fstat before it still shows.
+	if stated && st.Mode&0o7777 == n.Mode && !(chowned && n.Mode&0o6000 != 0) {
 		return nil
 	}
 	if err := unix.Fchmod(fd, n.Mode); err != nil {
@@ -64,16 +65,16 @@ func (w *rsWriter) metaFD(fd int, e *rsEntry, modeSet bool) error {
 	return nil
 }
 
-// createMode is the mode to create regular file n with, and whether that
-// is its final mode, so no fchmod is needed after. It is when n's mode
-// has no setuid, setgid or sticky bit (chown would clear the first two),
-// lets the owner read and write (a file closed between chunks is opened
-// again), and survives the umask. Otherwise files start as 0600.
-func (w *rsWriter) createMode(n *Node) (uint32, bool) {
+// createMode is the mode to create regular file n with: its final mode
+// when that has no setuid, setgid or sticky bit (chown would clear the
+// first two), lets the owner read and write (a file closed between chunks
+// is opened again), and survives the umask, so metaFD need not chmod it;
+// otherwise 0600.
+func (w *rsWriter) createMode(n *Node) uint32 {
 	if w.umask < 0 || n.Mode&^0o777 != 0 || n.Mode&0o600 != 0o600 || n.Mode&uint32(w.umask) != 0 {
-		return 0o600, false
+		return 0o600
 	}
-	return n.Mode, true
+	return n.Mode
 }
 
 // rsUmask returns the process's umask, from /proc (Linux 4.7 and later),

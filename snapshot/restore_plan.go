@@ -33,7 +33,6 @@ type rsFile struct {
 	mu      sync.Mutex
 	fd      int // -1 when not open
 	created bool
-	modeSet bool // created with its final mode (createMode)
 	holes   bool // a run of zeros was left as a hole
 	active  int  // writers holding fd
 	left    int  // placements not yet written

@@ -120,7 +120,6 @@ func (w *rsWriter) leaf(e *rsEntry) error {
 	}
 	defer w.dirs.put(e.parent)
 	var fd int
-	modeSet := false
 	if e.node.Type == TypeFIFO {
 		if err := unix.Mkfifoat(pfd, e.name, 0o600); err != nil {
 			return &RestoreError{Paths: []string{e.path}, Err: fmt.Errorf("creating FIFO: %w", err)}
@@ -128,15 +127,13 @@ func (w *rsWriter) leaf(e *rsEntry) error {
 		// O_NONBLOCK: opening a FIFO for reading must not wait for a writer.
 		fd, err = safeOpenAt(pfd, e.name, unix.O_RDONLY|unix.O_NONBLOCK, 0)
 	} else {
-		var mode uint32
-		mode, modeSet = w.createMode(e.node)
-		fd, err = safeOpenAt(pfd, e.name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, mode)
+		fd, err = safeOpenAt(pfd, e.name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, w.createMode(e.node))
 	}
 	if err != nil {
 		return &RestoreError{Paths: []string{e.path}, Err: fmt.Errorf("creating: %w", err)}
 	}
 	defer unix.Close(fd)
-	if err := w.metaFD(fd, e, modeSet); err != nil {
+	if err := w.metaFD(fd, e); err != nil {
 		return err
 	}
 	if e.file >= 0 {
@@ -189,7 +186,7 @@ func (w *rsWriter) finishDir(idx int32) error {
 		return &RestoreError{Paths: []string{e.path}, Err: err}
 	}
 	defer w.dirs.put(idx)
-	if err := w.metaFD(fd, e, false); err != nil {
+	if err := w.metaFD(fd, e); err != nil {
 		return err
 	}
 	return nil
