@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -233,14 +234,8 @@ func TestSyncLoadError(t *testing.T) {
 	r := newRand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()
-	src := newFakeSource()
-	for range 3 {
-		src.objs[randID(r)] = randObject(r, blob.Workspace, 2, 10)
-	}
-	badID := randID(r)
-	src.objs[badID] = randObject(r, blob.Workspace, 2, 10)
 	boom := errors.New("backend unreachable")
-	src.failing[badID] = fmt.Errorf("load: %w", boom)
+	src, badID := sourceWithFailing(r, func(blob.ID) error { return fmt.Errorf("load: %w", boom) })
 	_, err := d.Sync(context.Background(), src)
 	if !errors.Is(err, boom) {
 		t.Fatalf("Sync with a failing object = %v, want an error wrapping %v", err, boom)
@@ -336,13 +331,9 @@ func TestSyncObjectRemovedWhileSyncing(t *testing.T) {
 	r := newRand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()
-	src := newFakeSource()
-	for range 3 {
-		src.objs[randID(r)] = randObject(r, blob.Workspace, 2, 10)
-	}
-	goneID := randID(r)
-	src.objs[goneID] = randObject(r, blob.Workspace, 2, 10)
-	src.failing[goneID] = fmt.Errorf("load index/%s: %w", goneID.Short(), backend.ErrNotFound)
+	src, goneID := sourceWithFailing(r, func(id blob.ID) error {
+		return fmt.Errorf("load index/%s: %w", id.Short(), backend.ErrNotFound)
+	})
 	st, err := d.Sync(context.Background(), src)
 	if err != nil || st.Applied != 3 {
 		t.Fatalf("Sync with an object removed meanwhile = %+v, %v; want 3 applied, no error", st, err)
@@ -350,4 +341,17 @@ func TestSyncObjectRemovedWhileSyncing(t *testing.T) {
 	delete(src.objs, goneID)
 	delete(src.failing, goneID)
 	checkDB(t, d, locations(src.all()...))
+}
+
+// sourceWithFailing is a source of three good index objects and a fourth,
+// returned, whose load fails with fail's error.
+func sourceWithFailing(r *rand.Rand, fail func(blob.ID) error) (*fakeSource, blob.ID) {
+	src := newFakeSource()
+	for range 3 {
+		src.objs[randID(r)] = randObject(r, blob.Workspace, 2, 10)
+	}
+	id := randID(r)
+	src.objs[id] = randObject(r, blob.Workspace, 2, 10)
+	src.failing[id] = fail(id)
+	return src, id
 }
