@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,30 +11,21 @@ import (
 	"time"
 )
 
-func (s *Server) recoveryState(w http.ResponseWriter, r *http.Request) error {
-	ws, err := s.workspace(r)
-	if err != nil {
-		return err
+// forWorkspace is the handler of a GET that answers with what get returns
+// for the request's workspace.
+func forWorkspace[T any](s *Server, get func(ctx context.Context, ws string) (T, error)) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		ws, err := s.workspace(r)
+		if err != nil {
+			return err
+		}
+		v, err := get(r.Context(), ws.ID)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, v)
+		return nil
 	}
-	st, err := s.rec.State(r.Context(), ws.ID)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, st)
-	return nil
-}
-
-func (s *Server) offer(w http.ResponseWriter, r *http.Request) error {
-	ws, err := s.workspace(r)
-	if err != nil {
-		return err
-	}
-	o, err := s.rec.Offer(r.Context(), ws.ID)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, o)
-	return nil
 }
 
 // idempotencyKey returns the request's Idempotency-Key header: required,
