@@ -133,19 +133,21 @@ func openDBFile(path string, repoID blob.ID) (d *DB, err error) {
 		return m != nil && bytes.Equal(m.Get(keyVersion), binary.LittleEndian.AppendUint32(nil, dbVersion)) && bytes.Equal(m.Get(keyRepo), repoID[:])
 	}
 	ok := false
-	if err := bdb.View(func(tx *bolt.Tx) error { _, known := removalGen(tx); ok = current(tx) && known; return nil }); err != nil || ok {
-		d.dropResident()
-		return d, err // the usual case, without a write transaction's sync
+	err = bdb.View(func(tx *bolt.Tx) error { _, known := removalGen(tx); ok = current(tx) && known; return nil })
+	if err == nil && !ok { // a new, older or foreign DB; else no write transaction's sync
+		err = bdb.Update(func(tx *bolt.Tx) error {
+			if !current(tx) {
+				return resetTx(tx, repoID)
+			}
+			if _, known := removalGen(tx); !known { // an older version's DB: start the count
+				return bumpRemovalGen(tx)
+			}
+			return nil
+		})
 	}
-	err = bdb.Update(func(tx *bolt.Tx) error {
-		if !current(tx) {
-			return resetTx(tx, repoID)
-		}
-		if _, known := removalGen(tx); !known { // an older version's DB: start the count
-			return bumpRemovalGen(tx)
-		}
-		return nil
-	})
+	if err == nil {
+		d.dropResident()
+	}
 	return d, err
 }
 
