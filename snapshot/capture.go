@@ -47,7 +47,8 @@ type CaptureOptions struct {
 	Tier blob.Tier
 	// Filter, when set, is asked about every entry below the root by its
 	// slash path relative to the root; false leaves the entry out, and a
-	// directory with everything under it (capture_filter.go).
+	// directory with everything under it (capture_filter.go). It is
+	// called from several goroutines at once.
 	Filter func(rel string) bool
 	// Sensitive lists subtrees of the root captured into the sensitive
 	// tier as the snapshot's sensitive part, and left out of its
@@ -81,6 +82,7 @@ type captureHooks struct {
 	beforeOpen func(path string)              // a reader is about to open a file
 	afterRead  func(path string, attempt int) // a read finished, before the second fstat
 	walked     func()                         // the walker is done listing
+	listed     func(dir string)               // a directory was listed and its first part stat'ed (any goroutine)
 	flushed    func()                         // Flush returned, the manifest is next
 	bytesRead  *atomic.Int64                  // file content bytes read
 	// settled treats every file as settled for the file cache, as if the
@@ -239,6 +241,7 @@ type capturer struct {
 	cacheSeen capChunked[blob.ID] // file keys of this capture, kept by the prune
 
 	rootDone chan struct{}
+	ahead    capAheadQueue
 }
 
 // fail records a fatal error and stops the capture.
@@ -317,7 +320,9 @@ func (c *capturer) run() (*Manifest, error) {
 	}
 	c.stack = []*capDir{root}
 	c.onStack[capInode{root.dev, root.ino}] = true
-	werr := c.walk(root)
+	c.startAhead()
+	werr := c.walk(root, c.list(root, 0))
+	c.stopAhead()
 	if c.o.hooks.walked != nil {
 		c.o.hooks.walked()
 	}

@@ -120,6 +120,47 @@ func TestCaptureChangedWhileRead(t *testing.T) {
 	}
 }
 
+// A directory that goes between the stat of its parent's entries and its
+// own listing, whether a worker lists it ahead of the walker or the walker
+// does, is recorded as vanished and the rest is captured.
+func TestCaptureVanishedDirectory(t *testing.T) {
+	root := t.TempDir()
+	files := map[string]string{"keep": "kept"}
+	for _, d := range []string{"a", "b", "c", "d", "e", "f"} {
+		files[d+"/gone/file"] = "soon gone"
+		files[d+"/stays/file"] = "here"
+		files[d+"/z/deeper/file"] = "deep"
+	}
+	capTestWrite(t, root, files)
+	r := capTestOpenRepo(t)
+	o := capTestOptions(nil)
+	var hit atomic.Int32
+	o.hooks.listed = func(dir string) {
+		if len(dir) == 1 && dir != "." {
+			hit.Add(1)
+			if err := os.RemoveAll(filepath.Join(root, dir, "gone")); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	m := capTestCapture(t, r, root, o)
+	if hit.Load() != 6 {
+		t.Fatalf("hook hit %d times, want 6", hit.Load())
+	}
+	errs := capTestErrors(m)
+	for _, d := range []string{"a", "b", "c", "d", "e", "f"} {
+		if !strings.Contains(errs[d+"/gone"], "vanished") {
+			t.Errorf("%s/gone: error %q", d, errs[d+"/gone"])
+		}
+	}
+	if len(errs) != 6 || m.Complete {
+		t.Errorf("complete %v, errors %q", m.Complete, errs)
+	}
+	// (The removals moved the directories' mtimes.)
+	capTestCompare(t, r, root, m, "a", "b", "c", "d", "e", "f")
+	capTestCheck(t, r)
+}
+
 func TestCaptureUnreadable(t *testing.T) {
 	if os.Geteuid() == 0 {
 		t.Skip("root reads any file; TestCaptureUnreadableAsNobody covers this as root")
@@ -186,11 +227,13 @@ func TestCaptureFatal(t *testing.T) {
 		t.Errorf("capture into a closed repository: %v", err)
 	}
 
-	// Cancelled half way: an error, and no manifest.
+	// Cancelled half way: an error, and no manifest. The files are spread
+	// over nested directories, so some are being listed ahead of the
+	// walker when it stops, and their descriptors must be let go.
 	root := t.TempDir()
 	files := map[string]string{}
 	for i := range 50 {
-		files[filepath.Join("d", string(rune('a'+i%26))+string(rune('a'+i/26)))] = strings.Repeat("z", i+1)
+		files[filepath.Join("d", string(rune('a'+i%3)), string(rune('a'+i%5)), string(rune('a'+i%26))+string(rune('a'+i/26)))] = strings.Repeat("z", i+1)
 	}
 	capTestWrite(t, root, files)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -3,7 +3,7 @@ package snapshot
 import (
 	"errors"
 	"fmt"
-	"slices"
+	"io"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -92,41 +92,38 @@ func (d *capDir) errPath(name string) string {
 	return capEscape(p)
 }
 
-// walk lists d and captures its entries. It returns only fatal errors.
-func (c *capturer) walk(d *capDir) error {
-	names, err := capReadNames(d.h.fd)
-	if err != nil {
-		if d.parent == nil {
-			return fmt.Errorf("capture %s: listing: %w", c.rootPath, err)
+// walk captures the entries of d, listed in l. It returns only fatal
+// errors.
+func (c *capturer) walk(d *capDir, l capListing) error {
+	if l.later { // read once already: list it again from the start
+		if _, err := unix.Seek(d.h.fd, 0, io.SeekStart); err != nil {
+			l = capListing{err: err}
+		} else {
+			l = c.list(d, 0)
 		}
-		c.record(d.errPath(""), fmt.Errorf("listing the directory: %w", err))
+	}
+	if l.err != nil {
+		if d.parent == nil {
+			return fmt.Errorf("capture %s: listing: %w", c.rootPath, l.err)
+		}
+		c.record(d.errPath(""), fmt.Errorf("listing the directory: %w", l.err))
 		d.node.Type = "" // left out
 	}
-	names = c.excl.filter(d, names)
-	names = c.filter(d, names)
-	slices.Sort(names)
+	names := l.names
 	nparts := (len(names) + MaxNodesPerBlob - 1) / MaxNodesPerBlob
 	d.ids = make([]blob.ID, nparts)
 	d.pending.Store(int64(nparts) + 1)
 	for p := range nparts {
 		chunk := names[p*MaxNodesPerBlob : min(len(names), (p+1)*MaxNodesPerBlob)]
-		part := &capPart{dir: d, idx: p, nodes: make([]Node, len(chunk))}
-		part.pending.Store(1)
-		sts, keys, hits := c.prepare(d, part, chunk)
-		for i, name := range chunk {
-			if err := c.ctx.Err(); err != nil {
-				return c.fatal()
-			}
-			f := capFile{st: &sts[i]}
-			if keys != nil {
-				f.key, f.hit = keys[i], hits[i]
-			}
-			if err := c.entry(d, part, i, name, f); err != nil {
-				return err
-			}
-			chunk[i] = "" // let the name go
+		prep, ahead := l.first, l.ahead
+		if p > 0 {
+			prep, ahead = c.prepare(d, chunk), nil
 		}
-		if err := c.walkerPartDone(part); err != nil {
+		if ahead == nil {
+			ahead = &capAheadPart{}
+		}
+		l.first, l.ahead = capPrep{}, nil
+		if err := c.walkPart(d, p, chunk, prep, ahead); err != nil {
 			return err
 		}
 	}
@@ -134,35 +131,66 @@ func (c *capturer) walk(d *capDir) error {
 	return nil
 }
 
-// prepare stats the entries names of part of d and, with a file cache,
-// finds their file keys and the cache entries that can stand in for
-// reading them, in one read transaction. Entries that cannot be stat'ed
-// are left out (mode 0).
-func (c *capturer) prepare(d *capDir, part *capPart, names []string) (sts []unix.Stat_t, keys []blob.ID, hits []*index.FileEntry) {
-	sts = make([]unix.Stat_t, len(names))
-	for i := range names {
-		c.stat(d, part, i, names[i], &sts[i])
+// walkPart captures names, part p of d, stat'ed in prep, queuing its
+// subdirectories to list ahead (ahead: those queued so far).
+func (c *capturer) walkPart(d *capDir, p int, names []string, prep capPrep, ahead *capAheadPart) error {
+	part := &capPart{dir: d, idx: p, nodes: make([]Node, len(names))}
+	part.pending.Store(1)
+	for i, name := range names {
+		part.nodes[i].Name = []byte(name)
+		if prep.errs[i] != nil {
+			c.omit(d, name, &part.nodes[i], capVanished(prep.errs[i]))
+		}
 	}
-	if c.o.Cache != nil {
-		keys, hits = make([]blob.ID, len(names)), make([]*index.FileEntry, len(names))
-		c.cacheLookup(d, names, sts, keys, hits)
+	for i, name := range names {
+		if ahead.next < len(names) {
+			c.queueAhead(ahead, d, names, prep.sts)
+		}
+		err := c.ctx.Err()
+		if err == nil {
+			f := capFile{st: &prep.sts[i], ahead: ahead.task(i)}
+			if prep.keys != nil {
+				f.key, f.hit = prep.keys[i], prep.hits[i]
+			}
+			err = c.entry(d, part, i, name, f)
+		} else {
+			err = c.fatal()
+		}
+		if err != nil {
+			c.dropAhead(ahead)
+			return err
+		}
+		if ahead.tasks != nil {
+			c.drop(ahead.tasks[i]) // when not descended into
+			ahead.tasks[i] = nil
+		}
+		names[i] = "" // let the name go
 	}
-	return sts, keys, hits
+	return c.walkerPartDone(part)
 }
 
-// stat names part.nodes[i] and lstats it into st; when that fails the
-// entry is left out and st's mode stays 0.
-func (c *capturer) stat(d *capDir, part *capPart, i int, name string, st *unix.Stat_t) {
-	n := &part.nodes[i]
-	n.Name = []byte(name)
+// prepare stats names, entries of d, and, with a file cache, finds their
+// file keys and the cache entries that can stand in for reading them, in
+// one read transaction. It records nothing, so it is safe off the
+// walker's goroutine.
+func (c *capturer) prepare(d *capDir, names []string) capPrep {
+	p := capPrep{sts: make([]unix.Stat_t, len(names)), errs: make([]error, len(names))}
 	if d.broken {
-		return
+		return p
 	}
 	fd := d.h.fd
-	if err := capRetry(func() error { return unix.Fstatat(fd, name, st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
-		*st = unix.Stat_t{}
-		c.omit(d, name, n, capVanished(err))
+	for i, name := range names {
+		st := &p.sts[i]
+		if err := capRetry(func() error { return unix.Fstatat(fd, name, st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
+			*st = unix.Stat_t{}
+			p.errs[i] = err
+		}
 	}
+	if c.o.Cache != nil {
+		p.keys, p.hits = make([]blob.ID, len(names)), make([]*index.FileEntry, len(names))
+		c.cacheLookup(d, names, p.sts, p.keys, p.hits)
+	}
+	return p
 }
 
 // capFile is what the walker knows of an entry before capturing it.
@@ -170,6 +198,8 @@ type capFile struct {
 	st  *unix.Stat_t     // mode 0: could not be stat'ed (already recorded)
 	key blob.ID          // file cache key of a regular file
 	hit *index.FileEntry // its file cache entry, when it can be used
+
+	ahead *capAhead // a directory queued for listing ahead
 }
 
 // entry captures name in d, stat'ed into f.st, as part.nodes[i].
@@ -184,7 +214,7 @@ func (c *capturer) entry(d *capDir, part *capPart, i int, name string, f capFile
 	c.setMeta(n, st)
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
-		return c.descend(d, part, n, name)
+		return c.descend(d, part, n, name, f.ahead)
 	case unix.S_IFREG:
 		return c.file(d, part, i, name, f)
 	case unix.S_IFLNK:
@@ -223,10 +253,15 @@ func capVanished(err error) error {
 	return err
 }
 
-// descend opens subdirectory name of d and walks it.
-func (c *capturer) descend(d *capDir, part *capPart, n *Node, name string) error {
+// descend opens subdirectory name of d (or takes it as listed ahead in
+// a) and walks it.
+func (c *capturer) descend(d *capDir, part *capPart, n *Node, name string, a *capAhead) error {
 	n.Type = TypeDir
-	cfd, err := capOpenat(d.h.fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW)
+	if a == nil {
+		a = newCapAhead(d, name, c)
+	}
+	c.take(a)
+	err := a.err
 	if err != nil {
 		if errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
 			err = errors.New("replaced by a non-directory during the capture")
@@ -234,32 +269,24 @@ func (c *capturer) descend(d *capDir, part *capPart, n *Node, name string) error
 		c.omit(d, name, n, capVanished(err))
 		return nil
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(cfd, &st); err != nil {
-		_ = unix.Close(cfd)
-		c.omit(d, name, n, err)
-		return nil
-	}
-	c.setMeta(n, &st) // the directory opened, should it differ from the one stat'ed
-	if c.onStack[capInode{st.Dev, st.Ino}] {
-		_ = unix.Close(cfd)
+	child := a.child
+	c.setMeta(n, &a.st) // the directory opened, should it differ from the one stat'ed
+	if c.onStack[capInode{child.dev, child.ino}] {
+		c.dropAhead(a.list.ahead)
+		child.h.release()
+		child.h = nil
 		c.omit(d, name, n, errors.New("the same directory as one of its parents (a bind mount?); not descending"))
 		return nil
 	}
-	child := &capDir{parent: d, name: name, part: part, node: n, dev: st.Dev, ino: st.Ino,
-		depth: d.depth + 1, h: newCapHandle(cfd), fineTimes: d.fineTimes}
-	if st.Dev != d.dev { // a mount point
-		child.fineTimes = capFineTimes(cfd)
-	}
-	if c.o.Cache != nil {
-		child.key = capChildKey(c.keys, d.key, name)
-	}
-	if n.Xattrs, err = capXattrsFd(cfd); err != nil {
+	child.part, child.node = part, n
+	if n.Xattrs, err = a.xattrs, a.xattrEr; err != nil {
 		c.record(child.errPath(""), err)
 	}
+	l := a.list
+	a.list = capListing{}
 	part.pending.Add(1)
 	c.push(child)
-	err = c.walk(child)
+	err = c.walk(child, l)
 	c.pop(child)
 	if n.Type == TypeDir {
 		c.dirs.Add(1)
