@@ -61,8 +61,19 @@ func newCaptureCommand(g *globalOptions) *cobra.Command {
 			if o.host == "" {
 				o.host, _ = os.Hostname()
 			}
+			// Profile discovery walks the tree while the key is derived and
+			// the repository opened; its result is used only once they are.
+			found := make(chan profileSelection, 1)
+			go func() {
+				profs, err := profile.Select(args[0], o.profiles, !o.noDiscover)
+				found <- profileSelection{profs, err}
+			}()
 			return g.withLockedRepo(cmd.Context(), repo.LockShared, "capture", func(r *repo.Repository, _ *repo.Lock) error {
-				return runCapture(cmd, g, r, args[0], o)
+				sel := <-found
+				if sel.err != nil {
+					return sel.err
+				}
+				return runCapture(cmd, g, r, args[0], sel.profs, o)
 			})
 		},
 	}
@@ -79,12 +90,15 @@ func newCaptureCommand(g *globalOptions) *cobra.Command {
 	return cmd
 }
 
-func runCapture(cmd *cobra.Command, g *globalOptions, r *repo.Repository, root string, o captureOptions) error {
+// profileSelection is what profile.Select returned.
+type profileSelection struct {
+	profs []profile.Profile
+	err   error
+}
+
+// runCapture captures root, with the browser profiles profs found in it.
+func runCapture(cmd *cobra.Command, g *globalOptions, r *repo.Repository, root string, profs []profile.Profile, o captureOptions) error {
 	ctx := cmd.Context()
-	profs, err := profile.Select(root, o.profiles, !o.noDiscover)
-	if err != nil {
-		return err
-	}
 	if err := needSensitive(r, profs); err != nil {
 		return err
 	}
