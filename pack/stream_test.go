@@ -58,11 +58,11 @@ func (f *failAfter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// A write error loses the pack: Add and Finish report it, and nothing
-// claims the blob is in the pack.
+// A write error loses the pack: Add (once the blob reaches the output)
+// and Finish report it, and nothing claims the blob is in the pack.
 func TestStreamWriterError(t *testing.T) {
-	w := NewStreamWriter(wsKeys, 1<<20, &failAfter{n: 3000})
-	sb := sealBlob(t, wsKeys, blob.Data, bytes.Repeat([]byte("a"), 2000), CompressOff)
+	w := NewStreamWriter(wsKeys, 1<<20, &failAfter{n: streamBuffer + 100<<10})
+	sb := sealBlob(t, wsKeys, blob.Data, bytes.Repeat([]byte("a"), streamBuffer+50<<10), CompressOff)
 	if err := w.Add(sb); err != nil {
 		t.Fatalf("first blob fits: %v", err)
 	}
@@ -74,5 +74,17 @@ func TestStreamWriterError(t *testing.T) {
 	}
 	if _, _, _, _, err := w.Finish(); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("Finish after a write error: %v", err)
+	}
+
+	// Small blobs wait in the buffer: the failure shows at Finish.
+	w = NewStreamWriter(wsKeys, 1<<20, &failAfter{n: 3000})
+	sb = sealBlob(t, wsKeys, blob.Data, bytes.Repeat([]byte("a"), 2000), CompressOff)
+	for range 2 {
+		if err := w.Add(sb); err != nil {
+			t.Fatalf("buffered Add: %v", err)
+		}
+	}
+	if _, _, _, _, err := w.Finish(); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("Finish with buffered blobs past the failure: %v, want ENOSPC", err)
 	}
 }

@@ -1,6 +1,7 @@
 package pack
 
 import (
+	"bufio"
 	"crypto/rand"
 	"io"
 	mrand "math/rand/v2"
@@ -18,7 +19,8 @@ type Writer struct {
 	keys    *crypt.TierKeys
 	limit   int
 	out     io.Writer
-	mem     *memSink // out, for a pack built in memory
+	buf     *bufio.Writer // out, for a streamed pack
+	mem     *memSink      // out, for a pack built in memory
 	hash    *blake3.Hasher
 	n       int // bytes written
 	entries []Entry
@@ -30,14 +32,27 @@ type Writer struct {
 // bytes.
 func NewWriter(k *crypt.TierKeys, limit int) *Writer {
 	m := &memSink{b: getBuf(limit)}
-	w := NewStreamWriter(k, limit, m)
+	w := newWriter(k, limit, m)
 	w.mem = m
 	return w
 }
 
 // NewStreamWriter is NewWriter for a pack whose bytes go to out as blobs
-// are added, so the pack is never held in memory.
+// are added, so the pack is never held in memory. Small blobs are gathered
+// into writes of streamBuffer bytes.
 func NewStreamWriter(k *crypt.TierKeys, limit int, out io.Writer) *Writer {
+	w := newWriter(k, limit, out)
+	w.buf = bufio.NewWriterSize(out, streamBuffer)
+	w.out = w.buf
+	return w
+}
+
+// streamBuffer is the write size of a streamed pack: a pack of small blobs
+// (a source tree, a dependency folder) takes hundreds of writes instead of
+// one per blob.
+const streamBuffer = 256 << 10
+
+func newWriter(k *crypt.TierKeys, limit int, out io.Writer) *Writer {
 	return &Writer{keys: k, limit: limit, out: out, hash: blake3.New()}
 }
 
@@ -72,8 +87,8 @@ func (w *Writer) write(p []byte) {
 }
 
 // Add appends a sealed blob. The blob must have been sealed with the
-// writer's tier keys. An error writing it loses the whole pack; Add and
-// Finish then return it.
+// writer's tier keys. An error writing it, or an earlier blob still
+// buffered, loses the whole pack; Add and Finish then return it.
 func (w *Writer) Add(sb SealedBlob) error {
 	off := w.n
 	w.write(sb.Data)
@@ -117,6 +132,9 @@ func (w *Writer) Finish() (data []byte, size int64, id blob.ID, entries []Entry,
 	}
 	w.write(w.keys.Seal(nil, plainHeader, headerAAD(w.keys.Tier)))
 	w.write(encodeTrailer(Trailer{HeaderLen: uint32(sealedLen), Tier: w.keys.Tier}))
+	if w.buf != nil && w.err == nil {
+		w.err = w.buf.Flush()
+	}
 	if w.err != nil {
 		if w.mem != nil {
 			putBuf(w.mem.b)
@@ -128,7 +146,7 @@ func (w *Writer) Finish() (data []byte, size int64, id blob.ID, entries []Entry,
 	}
 	var sum blob.ID
 	w.hash.Sum(sum[:0])
-	entries, w.entries, w.mem, w.out = w.entries, nil, nil, nil
+	entries, w.entries, w.mem, w.out, w.buf = w.entries, nil, nil, nil, nil
 	return data, int64(w.n), sum, entries, nil
 }
 
