@@ -244,48 +244,62 @@ func (rw *rewriter) copyPack(ctx context.Context, pi PackInfo, entries []pack.En
 		sealed := func(e pack.Entry) []byte {
 			return data[uint64(e.Offset)-off : uint64(e.Offset)-off+uint64(e.Length)]
 		}
-		if err := rw.verifyAll(k, h, run, sealed); err != nil {
+		if err := rw.copyRun(ctx, k, h, run, sealed); err != nil {
 			return err
-		}
-		for _, e := range run {
-			if err := rw.addBlob(ctx, k, e, sealed(e)); err != nil {
-				return err
-			}
 		}
 	}
 	return nil
 }
 
-// verifyAll checks every blob of run (decrypted, decompressed, re-hashed)
-// on up to GOMAXPROCS goroutines: the check is most of a repack's work,
-// and the copying that follows it is cheap and stays in order. The error
-// names the first blob, in pack order, that does not verify.
-func (rw *rewriter) verifyAll(k *crypt.TierKeys, h backend.Handle, run []pack.Entry, sealed func(pack.Entry) []byte) error {
+// copyRunGroup is how many blobs of a run copyRun adds at a time, once
+// all of them are verified.
+const copyRunGroup = 64
+
+// copyRun verifies every blob of run (decrypted, decompressed, re-hashed)
+// and adds it to the new packs. The check is most of a repack's work, so
+// it runs on GOMAXPROCS goroutines, while this one adds the blobs, in
+// pack order, a group at a time as soon as the group is verified. The
+// error names the first blob, in pack order, that does not verify; the
+// blobs added before it only went to new packs that are then discarded.
+func (rw *rewriter) copyRun(ctx context.Context, k *crypt.TierKeys, h backend.Handle, run []pack.Entry, sealed func(pack.Entry) []byte) error {
 	workers := min(runtime.GOMAXPROCS(0), len(run))
 	for len(rw.bufs) < workers {
 		rw.bufs = append(rw.bufs, nil)
 	}
 	errs := make([]error, len(run))
+	groups := make([]sync.WaitGroup, (len(run)+copyRunGroup-1)/copyRunGroup)
+	for g := range groups {
+		groups[g].Add(min(copyRunGroup, len(run)-g*copyRunGroup))
+	}
 	var next atomic.Int64
-	work := func(w int) {
-		for i := int(next.Add(1)) - 1; i < len(run); i = int(next.Add(1)) - 1 {
-			plain, err := pack.OpenVerified(k, run[i], sealed(run[i]), rw.bufs[w])
-			if err != nil {
-				errs[i] = err
-				continue
-			}
-			rw.bufs[w] = plain[:0]
-		}
-	}
+	var stop atomic.Bool // the adding failed: verify nothing more
 	var wg sync.WaitGroup
-	for w := 1; w < workers; w++ {
-		wg.Go(func() { work(w) })
+	for w := range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < len(run); i = int(next.Add(1)) - 1 {
+				if !stop.Load() {
+					plain, err := pack.OpenVerified(k, run[i], sealed(run[i]), rw.bufs[w])
+					if err == nil {
+						rw.bufs[w] = plain[:0]
+					}
+					errs[i] = err
+				}
+				groups[i/copyRunGroup].Done()
+			}
+		})
 	}
-	work(0)
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			return fmt.Errorf("%w: %s: live blob %s does not verify (%w); nothing was deleted, run `lifeboat check --read-data`", repo.ErrCorrupt, h, run[i].ID.Short(), err)
+	defer wg.Wait()
+	for g := range groups {
+		groups[g].Wait()
+		for i := g * copyRunGroup; i < min(len(run), (g+1)*copyRunGroup); i++ {
+			if errs[i] != nil {
+				stop.Store(true)
+				return fmt.Errorf("%w: %s: live blob %s does not verify (%w); nothing was deleted, run `lifeboat check --read-data`", repo.ErrCorrupt, h, run[i].ID.Short(), errs[i])
+			}
+			if err := rw.addBlob(ctx, k, run[i], sealed(run[i])); err != nil {
+				stop.Store(true)
+				return err
+			}
 		}
 	}
 	return nil
