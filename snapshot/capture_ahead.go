@@ -87,8 +87,9 @@ func newCapAhead(d *capDir, name string, c *capturer) *capAhead {
 }
 
 // open opens, lists and prepares a's directory, once: the caller must
-// have taken a. It closes done.
-func (a *capAhead) open(c *capturer) {
+// have taken a. A directory of more than limit entries (> 0) is left for
+// later. It closes done.
+func (a *capAhead) open(c *capturer, limit int) {
 	defer close(a.done)
 	defer a.h.release()
 	d := a.child
@@ -107,18 +108,18 @@ func (a *capAhead) open(c *capturer) {
 		d.fineTimes = capFineTimes(cfd)
 	}
 	a.xattrs, a.xattrEr = capXattrsFd(cfd)
-	a.list = c.list(d, capAheadNames)
+	a.list = c.list(d, limit)
 	if !a.list.later && a.list.err == nil {
 		a.list.ahead = &capAheadPart{}
 		c.queueAhead(a.list.ahead, d, a.list.names[:len(a.list.first.sts)], a.list.first.sts)
 	}
 }
 
-// take returns a, open, for the walker to descend into: opened here when
-// no worker has taken it.
+// take returns a, open, for the walker to descend into: opened here, and
+// listed whole, when no worker has taken it.
 func (c *capturer) take(a *capAhead) {
 	if a.taken.CompareAndSwap(false, true) {
-		a.open(c)
+		a.open(c, 0)
 	} else {
 		<-a.done
 	}
@@ -168,7 +169,7 @@ func (c *capturer) dropAhead(p *capAheadPart) {
 // more than limit entries is left for later. It is safe off the walker's
 // goroutine: it records nothing.
 func (c *capturer) list(d *capDir, limit int) capListing {
-	names, err := capReadNames(d.h.fd)
+	names, err := capReadNames(d.h.fd, limit)
 	if err != nil {
 		return capListing{err: err}
 	}
@@ -205,7 +206,7 @@ func (c *capturer) startAhead() {
 		q.wg.Go(func() {
 			for a := q.next(); a != nil; a = q.next() {
 				if a.taken.CompareAndSwap(false, true) {
-					a.open(c)
+					a.open(c, capAheadNames)
 				}
 			}
 		})

@@ -88,8 +88,9 @@ func capOpenat(dirfd int, name string, flags int) (int, error) {
 var capDirentBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
 
 // capReadNames lists every entry of the directory open as fd, but "." and
-// "..". The names are raw bytes in strings.
-func capReadNames(fd int) ([]string, error) {
+// "..". The names are raw bytes in strings. With limit > 0 it stops at
+// limit+1 names, the listing then incomplete.
+func capReadNames(fd, limit int) ([]string, error) {
 	bp := capDirentBufs.Get().(*[]byte)
 	defer capDirentBufs.Put(bp)
 	buf := *bp
@@ -102,7 +103,14 @@ func capReadNames(fd int) ([]string, error) {
 		if n <= 0 {
 			return names, nil
 		}
-		_, _, names = unix.ParseDirent(buf[:n], -1, names)
+		most := -1 // names to parse: all
+		if limit > 0 {
+			most = limit + 1 - len(names)
+		}
+		_, _, names = unix.ParseDirent(buf[:n], most, names)
+		if limit > 0 && len(names) > limit {
+			return names, nil
+		}
 	}
 }
 
