@@ -143,7 +143,9 @@ func (c *capturer) walkPart(d *capDir, p int, names []string, prep capPrep, ahea
 		}
 	}
 	for i, name := range names {
-		if ahead.next < len(names) {
+		// Queue only entries ahead of this one: the walker does this one
+		// itself, and one it has passed would never be taken.
+		if ahead.next = max(ahead.next, i+1); ahead.next < len(names) {
 			c.queueAhead(ahead, d, names, prep.sts)
 		}
 		err := c.ctx.Err()
