@@ -1,0 +1,130 @@
+package repo
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"lifeboat/backend"
+	"lifeboat/backend/local"
+	"lifeboat/blob"
+)
+
+// tempFullBackend is the local backend whose pack temp files fill up after
+// budget bytes in all: a full disk without root's tmpfs.
+type tempFullBackend struct {
+	*local.Backend
+	budget atomic.Int64
+}
+
+func (b *tempFullBackend) CreateTemp() (backend.TempFile, error) {
+	f, err := b.Backend.CreateTemp()
+	if err != nil {
+		return nil, err
+	}
+	return &tempFullFile{TempFile: f, b: b}, nil
+}
+
+type tempFullFile struct {
+	backend.TempFile
+	b *tempFullBackend
+}
+
+func (f *tempFullFile) Write(p []byte) (int, error) {
+	if left := f.b.budget.Add(-int64(len(p))); left < 0 {
+		n := max(0, len(p)+int(left))
+		if _, err := f.TempFile.Write(p[:n]); err != nil {
+			return 0, err
+		}
+		return n, fmt.Errorf("writing %s: %w: %w", f.Name(), backend.ErrNoSpace, syscall.ENOSPC)
+	}
+	return f.TempFile.Write(p)
+}
+
+// Streamed packs buffer their writes, so a full disk shows at a later
+// SaveBlob (pack larger than the buffer) or only when the pack is
+// finished in its upload (pack smaller): either way the error is sticky,
+// carries ErrNoSpace, no temp file stays, and after reopening every blob
+// a successful Flush covered loads while no blob of a lost pack is
+// indexed (check --read-data is clean).
+func TestPackStreamWriteFails(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		packSize int
+		budget   int64
+		batch    int  // blobs saved between flushes
+		atAdd    bool // the error shows at a SaveBlob, not at Flush
+	}{
+		{"at finish", 256 << 10, 600 << 10, 10, false}, // a pack never outgrows the buffer
+		{"at add", 1 << 20, 600 << 10, 100, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := newTestRepo(t)
+			fb := &tempFullBackend{Backend: tr.be.(*local.Backend)}
+			fb.budget.Store(tc.budget)
+			r, err := Open(context.Background(), fb, testPassword, Options{CacheDir: tr.cache, PackSize: tc.packSize, Packers: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			blobs := randomBlobs(t, 51, 300, 16<<10)
+			var durable []blob.ID
+			var durableData [][]byte
+			var saveErr error
+			atAdd := false
+			for i := 0; i < len(blobs) && saveErr == nil; i += tc.batch {
+				var ids []blob.ID
+				for _, b := range blobs[i : i+tc.batch] {
+					id, _, err := r.SaveBlob(context.Background(), blob.Workspace, blob.Data, b)
+					if err != nil {
+						saveErr, atAdd = err, true
+						break
+					}
+					ids = append(ids, id)
+				}
+				if saveErr == nil {
+					if saveErr = r.Flush(context.Background()); saveErr == nil {
+						durable, durableData = append(durable, ids...), append(durableData, blobs[i:i+tc.batch]...)
+					}
+				}
+			}
+			if !errors.Is(saveErr, backend.ErrNoSpace) {
+				t.Fatalf("saving past the budget: %v, want ErrNoSpace", saveErr)
+			}
+			t.Logf("error: %v", saveErr)
+			if atAdd != tc.atAdd {
+				t.Fatalf("the error showed at SaveBlob: %v, want %v", atAdd, tc.atAdd)
+			}
+			if len(durable) == 0 {
+				t.Fatal("not one flush fitted")
+			}
+			if _, _, err := r.SaveBlob(context.Background(), blob.Workspace, blob.Data, []byte("after the failure")); !errors.Is(err, backend.ErrNoSpace) {
+				t.Fatalf("save after a lost pack: %v, want the sticky ErrNoSpace", err)
+			}
+			if err := r.Close(context.Background()); !errors.Is(err, backend.ErrNoSpace) {
+				t.Fatalf("close after a lost pack: %v, want the sticky ErrNoSpace", err)
+			}
+			if left, _ := os.ReadDir(filepath.Join(tr.dir, "tmp")); len(left) != 0 {
+				t.Fatalf("%d temp files left", len(left))
+			}
+			r2 := tr.open(t, nil, testPassword)
+			checkAll(t, r2, blob.Workspace, durable, durableData)
+			k, err := r2.TierKeys(blob.Workspace)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, b := range blobs {
+				got, err := r2.LoadBlob(context.Background(), blob.Workspace, blob.Data, k.BlobID(b), nil)
+				if err != nil && !errors.Is(err, ErrBlobNotFound) || err == nil && !bytes.Equal(got, b) {
+					t.Fatalf("blob %d after reopening: %v", i, err)
+				}
+			}
+			checkRepo(t, r2)
+		})
+	}
+}
