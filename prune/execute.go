@@ -325,7 +325,7 @@ func (rw *rewriter) addBlob(ctx context.Context, k *crypt.TierKeys, e pack.Entry
 	if err := w.Add(pack.SealedBlob{Type: e.Type, ID: e.ID, Flags: e.Flags, PlainLen: e.PlainLen, Data: sealed}); err != nil {
 		delete(rw.writers, k.Tier)
 		rw.r.DiscardPack(w)
-		return fmt.Errorf("repacking (nothing was deleted): %w", err)
+		return fmt.Errorf("adding live blob %s to a new pack: %w", e.ID.Short(), err)
 	}
 	rw.st.BlobsCopied++
 	return nil
