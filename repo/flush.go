@@ -43,15 +43,17 @@ func (r *Repository) flush(ctx context.Context) error {
 	for _, ps := range sets {
 		ps.mu.Lock()
 		var full []*openPack
+		var seqs []uint64
 		for i, p := range ps.packs {
 			if p != nil && p.Count() > 0 {
 				full = append(full, p)
+				seqs = append(seqs, r.handOff())
 				ps.packs[i] = nil
 			}
 		}
 		ps.mu.Unlock()
-		for _, p := range full {
-			r.upload(ps.keys.Tier, p)
+		for i, p := range full {
+			r.upload(ps.keys.Tier, p, seqs[i])
 		}
 	}
 	r.waitUploads()

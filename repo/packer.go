@@ -70,14 +70,16 @@ func (r *Repository) pack(k *crypt.TierKeys, typ blob.Type, id blob.ID, data []b
 	ps.mu.Lock()
 	i := rand.IntN(len(ps.packs))
 	var full *openPack
+	var seq uint64
 	if p := ps.packs[i]; p != nil && !p.Fits(len(sb.Data)) {
 		full, ps.packs[i] = p, nil
+		seq = r.handOff()
 	}
 	if ps.packs[i] == nil {
 		if ps.packs[i], err = r.newPack(k); err != nil {
 			ps.mu.Unlock()
 			if full != nil {
-				r.upload(k.Tier, full)
+				r.upload(k.Tier, full, seq)
 			}
 			return fmt.Errorf("starting a pack: %w", err)
 		}
@@ -89,7 +91,7 @@ func (r *Repository) pack(k *crypt.TierKeys, typ blob.Type, id blob.ID, data []b
 	}
 	ps.mu.Unlock()
 	if full != nil {
-		r.upload(k.Tier, full)
+		r.upload(k.Tier, full, seq)
 	}
 	if lost != nil {
 		r.discard(lost)
@@ -121,18 +123,29 @@ func (r *Repository) packerSet(k *crypt.TierKeys, typ blob.Type) *packerSet {
 	return ps
 }
 
-// upload finishes p and saves it in the background, at most Options.Uploads
-// at a time; it blocks while that many are in flight. Uploads run under the
-// repository's own context, not a caller's, so a caller that gives up
-// cannot drop a pack holding other callers' blobs. Failures are sticky and
-// surface from the next SaveBlob or Flush.
-func (r *Repository) upload(t blob.Tier, p *openPack) {
-	r.uploads <- struct{}{}
+// handOff numbers a full pack just taken out of its slot and counts it as
+// in flight from then on. It must be called with the pack set's lock held:
+// a Flush that finds the slot empty must also find the pack in flight, or
+// it could return before a pack holding blobs saved before it is stored
+// (captures running side by side in `lifeboat serve` share packs).
+func (r *Repository) handOff() uint64 {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.uploadSeq++
-	seq := r.uploadSeq
-	r.inflight[seq] = true
-	r.mu.Unlock()
+	r.inflight[r.uploadSeq] = true
+	return r.uploadSeq
+}
+
+// upload finishes p, handed off as seq, and saves it in the background, at
+// most Options.Uploads at a time; it blocks while that many are in flight.
+// Uploads run under the repository's own context, not a caller's, so a
+// caller that gives up cannot drop a pack holding other callers' blobs.
+// Failures are sticky and surface from the next SaveBlob or Flush.
+func (r *Repository) upload(t blob.Tier, p *openPack, seq uint64) {
+	if r.testBeforeUpload != nil {
+		r.testBeforeUpload()
+	}
+	r.uploads <- struct{}{}
 	go func() {
 		err := r.savePack(r.bg, t, p)
 		<-r.uploads
@@ -200,6 +213,9 @@ func (r *Repository) waitUploads() {
 	defer r.mu.Unlock()
 	target := r.uploadSeq
 	for r.uploadsBefore(target) {
+		if r.testFlushWaits != nil {
+			r.testFlushWaits()
+		}
 		r.cond.Wait()
 	}
 }

@@ -64,9 +64,12 @@ type Repository struct {
 	packers   map[packerKey]*packerSet
 	err       error           // first upload failure; sticky
 	busy      int             // SaveBlob calls packing a new blob, and Flush calls under way
-	uploadSeq uint64          // number of the last upload started
-	inflight  map[uint64]bool // uploads not yet finished, by number
-	closing   bool
+	uploadSeq uint64          // number of the last pack handed off for upload (handOff)
+	inflight  map[uint64]bool // uploads not yet finished, by number, from hand-off on
+
+	testBeforeUpload func() // called by upload before it waits for a slot
+	testFlushWaits   func() // called, r.mu held, when waitUploads waits
+	closing          bool
 	// damagedIndex lists index objects the last sync skipped as damaged.
 	damagedIndex []blob.ID
 
