@@ -237,7 +237,7 @@ func (rw *rewriter) copyPack(ctx context.Context, pi PackInfo, entries []pack.En
 		data, err := rw.r.Backend().Load(ctx, h, int64(off), int(end-off))
 		switch {
 		case errors.Is(err, backend.ErrShortRead):
-			return fmt.Errorf("%w: %s is truncated (live blob %s lies past its end); nothing was deleted, run `lifeboat check --read-data`", repo.ErrCorrupt, h, run[len(run)-1].ID.Short())
+			return fmt.Errorf("%w: %s is truncated (live blob %s lies past its end); run `lifeboat check --read-data`", repo.ErrCorrupt, h, run[len(run)-1].ID.Short())
 		case err != nil:
 			return fmt.Errorf("loading %s: %w", h, err)
 		}
@@ -294,7 +294,7 @@ func (rw *rewriter) copyRun(ctx context.Context, k *crypt.TierKeys, h backend.Ha
 		for i := g * copyRunGroup; i < min(len(run), (g+1)*copyRunGroup); i++ {
 			if errs[i] != nil {
 				stop.Store(true)
-				return fmt.Errorf("%w: %s: live blob %s does not verify (%w); nothing was deleted, run `lifeboat check --read-data`", repo.ErrCorrupt, h, run[i].ID.Short(), errs[i])
+				return fmt.Errorf("%w: %s: live blob %s does not verify (%w); run `lifeboat check --read-data`", repo.ErrCorrupt, h, run[i].ID.Short(), errs[i])
 			}
 			if err := rw.addBlob(ctx, k, run[i], sealed(run[i])); err != nil {
 				stop.Store(true)

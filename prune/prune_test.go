@@ -318,7 +318,7 @@ func TestPruneStopsOnDamagedLiveBlob(t *testing.T) {
 	}
 	packs = count()
 	_, err = p.Execute(t.Context(), rf, e.src, ExecOptions{Lock: lockFor(rf)})
-	if !errors.Is(err, repo.ErrCorrupt) || !strings.Contains(err.Error(), "nothing was deleted") {
+	if !errors.Is(err, repo.ErrCorrupt) || strings.Count(err.Error(), "nothing was deleted") != 1 {
 		t.Fatalf("want a corruption error, got %v", err)
 	}
 	if count() < packs {
