@@ -3,17 +3,15 @@ package prune
 import (
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"testing"
 
 	"lifeboat/backend"
+	"lifeboat/backend/fault"
 	"lifeboat/backend/local"
 	"lifeboat/blob"
 	"lifeboat/index"
@@ -133,39 +131,6 @@ func TestCopyRunGroups(t *testing.T) {
 	}
 }
 
-// noSpaceBackend is the local backend whose pack temp files fill up after
-// budget bytes in all, like a disk that fills while prune repacks.
-type noSpaceBackend struct {
-	*local.Backend
-	budget atomic.Int64
-}
-
-func (b *noSpaceBackend) CreateTemp() (backend.TempFile, error) {
-	f, err := b.Backend.CreateTemp()
-	if err != nil {
-		return nil, err
-	}
-	return &noSpaceFile{TempFile: f, b: b}, nil
-}
-
-type noSpaceFile struct {
-	backend.TempFile
-	b *noSpaceBackend
-}
-
-func (f *noSpaceFile) Write(p []byte) (int, error) {
-	if left := f.b.budget.Add(-int64(len(p))); left < 0 {
-		n := max(0, len(p)+int(left))
-		if _, err := f.TempFile.Write(p[:n]); err != nil {
-			return 0, err
-		}
-		return n, fmt.Errorf("writing %s: %w: %w", f.Name(), backend.ErrNoSpace, syscall.ENOSPC)
-	}
-	return f.TempFile.Write(p)
-}
-
-var _ io.Writer = (*noSpaceFile)(nil)
-
 // A disk that fills while prune streams its new packs to temp files (the
 // write error shows at a later Add or only when the pack is finished,
 // since writes are buffered): prune fails with ErrNoSpace, deletes
@@ -199,8 +164,8 @@ func TestPruneRepackDiskFull(t *testing.T) {
 			if !ok {
 				t.Fatalf("backend is %T", e.be)
 			}
-			nb := &noSpaceBackend{Backend: lb}
-			nb.budget.Store(tc.budget)
+			nb := &fault.TempFull{TempBackend: lb}
+			nb.Budget.Store(tc.budget)
 			rf, err := repo.Open(t.Context(), nb, testPassword, repo.Options{CacheDir: e.cache, PackSize: tc.packSize})
 			if err != nil {
 				t.Fatal(err)

@@ -4,48 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
-	"sync/atomic"
-	"syscall"
 	"testing"
 
 	"lifeboat/backend"
+	"lifeboat/backend/fault"
 	"lifeboat/backend/local"
 	"lifeboat/blob"
 )
-
-// tempFullBackend is the local backend whose pack temp files fill up after
-// budget bytes in all: a full disk without root's tmpfs.
-type tempFullBackend struct {
-	*local.Backend
-	budget atomic.Int64
-}
-
-func (b *tempFullBackend) CreateTemp() (backend.TempFile, error) {
-	f, err := b.Backend.CreateTemp()
-	if err != nil {
-		return nil, err
-	}
-	return &tempFullFile{TempFile: f, b: b}, nil
-}
-
-type tempFullFile struct {
-	backend.TempFile
-	b *tempFullBackend
-}
-
-func (f *tempFullFile) Write(p []byte) (int, error) {
-	if left := f.b.budget.Add(-int64(len(p))); left < 0 {
-		n := max(0, len(p)+int(left))
-		if _, err := f.TempFile.Write(p[:n]); err != nil {
-			return 0, err
-		}
-		return n, fmt.Errorf("writing %s: %w: %w", f.Name(), backend.ErrNoSpace, syscall.ENOSPC)
-	}
-	return f.TempFile.Write(p)
-}
 
 // Streamed packs buffer their writes, so a full disk shows at a later
 // SaveBlob (pack larger than the buffer) or only when the pack is
@@ -66,8 +33,8 @@ func TestPackStreamWriteFails(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := newTestRepo(t)
-			fb := &tempFullBackend{Backend: tr.be.(*local.Backend)}
-			fb.budget.Store(tc.budget)
+			fb := &fault.TempFull{TempBackend: tr.be.(*local.Backend)}
+			fb.Budget.Store(tc.budget)
 			r, err := Open(context.Background(), fb, testPassword, Options{CacheDir: tr.cache, PackSize: tc.packSize, Packers: 1})
 			if err != nil {
 				t.Fatal(err)

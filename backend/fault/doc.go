@@ -13,4 +13,6 @@
 // backendtest.Run); faults are counted under one lock, so "the Nth call"
 // is well defined under concurrency. Truncate and FlipBit deliberately
 // break the Backend contract, to test that callers detect corruption.
+// TempFull makes the temp files of a backend that streams them fill up
+// like a full disk.
 package fault
