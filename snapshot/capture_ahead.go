@@ -147,12 +147,18 @@ func (c *capturer) drop(a *capAhead) {
 		close(a.done)
 	}
 	<-a.done
+	c.closeOpened(a)
+	c.unqueue(a)
+}
+
+// closeOpened lets go of what open left in a once nothing will walk it:
+// the subdirectories it queued and its descriptor.
+func (c *capturer) closeOpened(a *capAhead) {
 	c.dropAhead(a.list.ahead)
 	if a.child.h != nil {
 		a.child.h.release()
 		a.child.h = nil
 	}
-	c.unqueue(a)
 }
 
 // dropAhead drops every task of p (nil: none).

@@ -274,9 +274,7 @@ func (c *capturer) descend(d *capDir, part *capPart, n *Node, name string, a *ca
 	child := a.child
 	c.setMeta(n, &a.st) // the directory opened, should it differ from the one stat'ed
 	if c.onStack[capInode{child.dev, child.ino}] {
-		c.dropAhead(a.list.ahead)
-		child.h.release()
-		child.h = nil
+		c.closeOpened(a)
 		c.omit(d, name, n, errors.New("the same directory as one of its parents (a bind mount?); not descending"))
 		return nil
 	}
