@@ -44,25 +44,7 @@ func TestPackStreamDiskFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	blobs := randomBlobs(t, 7, 400, 64<<10)
-	var durable []blob.ID
-	var durableData [][]byte
-	var saveErr error
-	for i := 0; i < len(blobs) && saveErr == nil; i += 20 {
-		var ids []blob.ID
-		for _, b := range blobs[i : i+20] {
-			id, _, err := r.SaveBlob(context.Background(), blob.Workspace, blob.Data, b)
-			if err != nil {
-				saveErr = err
-				break
-			}
-			ids = append(ids, id)
-		}
-		if saveErr == nil {
-			if saveErr = r.Flush(context.Background()); saveErr == nil {
-				durable, durableData = append(durable, ids...), append(durableData, blobs[i:i+20]...)
-			}
-		}
-	}
+	durable, durableData, _, saveErr := saveUntilFull(r, blobs, 20)
 	if !errors.Is(saveErr, backend.ErrNoSpace) {
 		t.Fatalf("saving 12 MiB into a 3 MiB disk: %v, want ErrNoSpace", saveErr)
 	}

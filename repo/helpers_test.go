@@ -99,6 +99,29 @@ func checkAll(t *testing.T, r *Repository, tier blob.Tier, ids []blob.ID, blobs 
 	}
 }
 
+// saveUntilFull saves blobs as workspace data blobs, batch at a time with
+// a Flush after each, until an error. It returns the blobs a successful
+// Flush covered, whether the error came from a SaveBlob (else a Flush),
+// and the error.
+func saveUntilFull(r *Repository, blobs [][]byte, batch int) (durable []blob.ID, durableData [][]byte, atSave bool, err error) {
+	for i := 0; i < len(blobs); i += batch {
+		next := blobs[i:min(len(blobs), i+batch)]
+		var ids []blob.ID
+		for _, b := range next {
+			id, _, err := r.SaveBlob(context.Background(), blob.Workspace, blob.Data, b)
+			if err != nil {
+				return durable, durableData, true, err
+			}
+			ids = append(ids, id)
+		}
+		if err := r.Flush(context.Background()); err != nil {
+			return durable, durableData, false, err
+		}
+		durable, durableData = append(durable, ids...), append(durableData, next...)
+	}
+	return durable, durableData, false, nil
+}
+
 // checkRepo runs a full check with --read-data and fails on any problem.
 func checkRepo(t *testing.T, r *Repository) {
 	t.Helper()

@@ -40,26 +40,7 @@ func TestPackStreamWriteFails(t *testing.T) {
 				t.Fatal(err)
 			}
 			blobs := randomBlobs(t, 51, 300, 16<<10)
-			var durable []blob.ID
-			var durableData [][]byte
-			var saveErr error
-			atAdd := false
-			for i := 0; i < len(blobs) && saveErr == nil; i += tc.batch {
-				var ids []blob.ID
-				for _, b := range blobs[i : i+tc.batch] {
-					id, _, err := r.SaveBlob(context.Background(), blob.Workspace, blob.Data, b)
-					if err != nil {
-						saveErr, atAdd = err, true
-						break
-					}
-					ids = append(ids, id)
-				}
-				if saveErr == nil {
-					if saveErr = r.Flush(context.Background()); saveErr == nil {
-						durable, durableData = append(durable, ids...), append(durableData, blobs[i:i+tc.batch]...)
-					}
-				}
-			}
+			durable, durableData, atAdd, saveErr := saveUntilFull(r, blobs, tc.batch)
 			if !errors.Is(saveErr, backend.ErrNoSpace) {
 				t.Fatalf("saving past the budget: %v, want ErrNoSpace", saveErr)
 			}
