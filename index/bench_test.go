@@ -20,10 +20,9 @@ func BenchmarkLookup(b *testing.B) {
 	for len(ids) < n {
 		o := &index.Object{Tier: blob.Workspace}
 		for range 10_000 / 20 {
-			p := randPack(r, 20)
-			for i := range p.Entries {
-				p.Entries[i].Type = blob.Data
-				ids = append(ids, p.Entries[i].ID)
+			p := randDataPack(r, 20)
+			for _, e := range p.Entries {
+				ids = append(ids, e.ID)
 			}
 			o.Packs = append(o.Packs, p)
 		}

@@ -115,12 +115,8 @@ func TestFileCacheCorruptEntry(t *testing.T) {
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	bdb, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	bad := map[string][]byte{"short": make([]byte, 80), "ragged": make([]byte, 81+31), "flags": append(append(make([]byte, 48), 0x80), make([]byte, 32)...)}
-	err = bdb.Update(func(tx *bolt.Tx) error {
+	editClosedDB(t, path, func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte("filecache")).Bucket([]byte("ws"))
 		for k, v := range bad {
 			if err := b.Put([]byte(k), v); err != nil {
@@ -129,12 +125,6 @@ func TestFileCacheCorruptEntry(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bdb.Close(); err != nil {
-		t.Fatal(err)
-	}
 	d = mustOpenDB(t, dir, testRepo)
 	defer d.Close()
 	for k := range bad {

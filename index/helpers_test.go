@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"lifeboat/blob"
 	"lifeboat/crypt"
 	"lifeboat/index"
@@ -167,5 +169,30 @@ func checkDB(t testing.TB, d *index.DB, want map[blobKey]index.Location) {
 	}
 	if blobs != len(want) {
 		t.Errorf("Count = %d blobs, want %d", blobs, len(want))
+	}
+}
+
+// randDataPack is randPack with every entry a data blob.
+func randDataPack(r *rand.Rand, n int) index.PackInfo {
+	p := randPack(r, n)
+	for i := range p.Entries {
+		p.Entries[i].Type = blob.Data
+	}
+	return p
+}
+
+// editClosedDB changes the closed DB file at path in one bbolt write
+// transaction, as another program (or an older lifeboat) would.
+func editClosedDB(t *testing.T, path string, fn func(tx *bolt.Tx) error) {
+	t.Helper()
+	bdb, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bdb.Update(fn); err != nil {
+		t.Fatal(err)
+	}
+	if err := bdb.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -19,14 +19,7 @@ func TestRegressionRemovalGenAfterOldRebuild(t *testing.T) {
 	r := newRand(t)
 	dir := t.TempDir()
 	d := mustOpenDB(t, dir, testRepo)
-	dataPack := func() index.PackInfo {
-		p := randPack(r, 4)
-		for i := range p.Entries {
-			p.Entries[i].Type = blob.Data
-		}
-		return p
-	}
-	p1, p2 := dataPack(), dataPack()
+	p1, p2 := randDataPack(r, 4), randDataPack(r, 4)
 	for _, p := range []index.PackInfo{p1, p2} {
 		if err := d.Apply(randID(r), &index.Object{Tier: blob.Workspace, Packs: []index.PackInfo{p}}); err != nil {
 			t.Fatal(err)
@@ -51,11 +44,7 @@ func TestRegressionRemovalGenAfterOldRebuild(t *testing.T) {
 
 	// The older version's rebuild, after a prune elsewhere removed p1:
 	// meta without the generation, p1's blobs gone, the file cache kept.
-	bdb, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = bdb.Update(func(tx *bolt.Tx) error {
+	editClosedDB(t, path, func(tx *bolt.Tx) error {
 		if err := tx.Bucket([]byte("meta")).Delete([]byte("removals")); err != nil {
 			return err
 		}
@@ -71,12 +60,6 @@ func TestRegressionRemovalGenAfterOldRebuild(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bdb.Close(); err != nil {
-		t.Fatal(err)
-	}
 
 	d = mustOpenDB(t, dir, testRepo)
 	defer d.Close()
