@@ -62,12 +62,12 @@ type capPrep struct {
 // capAhead is a subdirectory to open and list, ahead of the walker or by
 // it.
 type capAhead struct {
-	taken  atomic.Bool   // by a worker or the walker; the other one waits
-	queued *capAheadPart // holds a slot and a place in its part's window until taken or dropped
-	walked bool          // taken or dropped (walker-only)
-	done   chan struct{}
-	h      *capHandle // the parent's, held until the open
-	child  *capDir    // parent, name, depth and key set; dev, ino, h by open
+	taken    atomic.Bool   // by a worker or the walker; the other one waits
+	queued   *capAheadPart // holds a slot and a place in its part's window until taken or dropped
+	resolved bool          // taken or dropped (walker-only)
+	done     chan struct{}
+	h        *capHandle // the parent's, held until the open
+	child    *capDir    // parent, name, depth and key set; dev, ino, h by open
 
 	st      unix.Stat_t
 	err     error // opening or stat'ing the directory failed
@@ -128,7 +128,7 @@ func (c *capturer) take(a *capAhead) {
 
 // unqueue marks a taken or dropped: its slot and window place go back.
 func (c *capturer) unqueue(a *capAhead) {
-	a.walked = true
+	a.resolved = true
 	if a.queued != nil {
 		a.queued.inflight--
 		a.queued = nil
@@ -139,7 +139,7 @@ func (c *capturer) unqueue(a *capAhead) {
 // drop lets go of a, which the walker will not descend into, and of the
 // subdirectories queued with it.
 func (c *capturer) drop(a *capAhead) {
-	if a == nil || a.walked {
+	if a == nil || a.resolved {
 		return
 	}
 	if a.taken.CompareAndSwap(false, true) {
