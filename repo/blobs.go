@@ -19,13 +19,17 @@ type pendingKey struct {
 }
 
 // pendingBlob is a blob saved this session and not yet in the local index.
-// ready closes once the blob sits in an open pack (or its save failed, with
-// err set); loc is set once its pack is uploaded.
+// saving is set until the blob sits in an open pack (or its save failed,
+// with err set); ready is made only when another save of the same blob
+// waits for that, and closed then. pack and entry locate the blob once its
+// pack is uploaded. A capture of many small files has about 100,000 of
+// these at once, hence no channel for each and no copy of the pack entry.
 type pendingBlob struct {
-	ready    chan struct{}
-	err      error
-	loc      index.Location
-	uploaded bool
+	ready  chan struct{}
+	err    error
+	pack   *index.PackInfo
+	entry  int32 // in pack.Entries
+	saving bool
 }
 
 // SaveBlob stores data as a blob of type typ in tier t, unless a blob with
@@ -54,7 +58,7 @@ func (r *Repository) SaveBlob(ctx context.Context, t blob.Tier, typ blob.Type, d
 		}
 		p, ok := r.pending[key]
 		if !ok {
-			p = &pendingBlob{ready: make(chan struct{})}
+			p = &pendingBlob{saving: true}
 			r.pending[key] = p
 			r.busy++
 			r.mu.Unlock()
@@ -64,17 +68,28 @@ func (r *Repository) SaveBlob(ctx context.Context, t blob.Tier, typ blob.Type, d
 				delete(r.pending, key)
 				p.err = err
 			}
-			close(p.ready)
+			p.saving = false
+			if p.ready != nil {
+				close(p.ready)
+			}
 			r.busy--
 			r.cond.Broadcast()
 			r.mu.Unlock()
 			return id, known, err
 		}
-		r.mu.Unlock()
+		if !p.saving { // saved: a failed save leaves pending at once
+			r.mu.Unlock()
+			return id, true, nil
+		}
 		// Another goroutine is saving the same blob: it is known once that
 		// save has put it in a pack; if that save failed, try ourselves.
+		if p.ready == nil {
+			p.ready = make(chan struct{})
+		}
+		ready := p.ready
+		r.mu.Unlock()
 		select {
-		case <-p.ready:
+		case <-ready:
 		case <-ctx.Done():
 			return id, false, ctx.Err()
 		}
@@ -115,8 +130,8 @@ func (r *Repository) usable() error {
 func (r *Repository) LookupBlob(t blob.Tier, typ blob.Type, id blob.ID) (index.Location, bool, error) {
 	r.mu.Lock()
 	p, ok := r.pending[pendingKey{t, typ, id}]
-	if ok && p.uploaded {
-		loc := p.loc
+	if ok && p.pack != nil {
+		loc := index.Location{Pack: p.pack.ID, Entry: p.pack.Entries[p.entry]}
 		r.mu.Unlock()
 		return loc, true, nil
 	}

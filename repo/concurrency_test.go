@@ -1,6 +1,7 @@
 package repo
 
 import (
+	"bytes"
 	"context"
 	"runtime"
 	"sync"
@@ -130,6 +131,56 @@ func TestConcurrentFlushAndClose(t *testing.T) {
 			if _, err := r2.LoadBlob(context.Background(), blob.Workspace, blob.Data, id, nil); err != nil {
 				t.Fatalf("trial %d: blob %d saved before Close but lost: %v", trial, i, err)
 			}
+		}
+	}
+}
+
+// A blob whose pack is uploaded but not yet indexed is found, at the
+// right place, by LookupBlob and loaded by LoadBlob; one still in an open
+// pack is reported as such.
+func TestLookupUploadedBeforeIndexed(t *testing.T) {
+	tr := newTestRepo(t)
+	r := tr.open(t, nil, testPassword) // 256 KiB packs
+	ctx := context.Background()
+	blobs := randomBlobs(t, 41, 200, 16<<10)
+	var ids []blob.ID
+	for _, b := range blobs {
+		id, _, err := r.SaveBlob(ctx, blob.Workspace, blob.Data, b)
+		must(t, err)
+		ids = append(ids, id)
+	}
+	r.waitUploads()
+	uploaded, open := 0, 0
+	for i, id := range ids {
+		r.mu.Lock()
+		p := r.pending[pendingKey{blob.Workspace, blob.Data, id}]
+		r.mu.Unlock()
+		loc, ok, err := r.LookupBlob(blob.Workspace, blob.Data, id)
+		switch {
+		case p != nil && p.pack == nil: // in an open pack
+			open++
+			if ok || err == nil {
+				t.Fatalf("blob %d in an open pack: LookupBlob = %v, %v", i, ok, err)
+			}
+		case p != nil:
+			uploaded++
+			if !ok || err != nil || loc.Pack != p.pack.ID || loc.ID != id {
+				t.Fatalf("blob %d uploaded: LookupBlob = %+v, %v, %v", i, loc, ok, err)
+			}
+			got, err := r.LoadBlob(ctx, blob.Workspace, blob.Data, id, nil)
+			must(t, err)
+			if !bytes.Equal(got, blobs[i]) {
+				t.Fatalf("blob %d: loaded bytes differ", i)
+			}
+		}
+	}
+	if uploaded == 0 || open == 0 {
+		t.Fatalf("want blobs both uploaded and in open packs before Flush: %d uploaded, %d open", uploaded, open)
+	}
+	must(t, r.Flush(ctx))
+	for i, id := range ids {
+		if _, ok, err := r.LookupBlob(blob.Workspace, blob.Data, id); !ok || err != nil {
+			t.Fatalf("blob %d after Flush: %v, %v", i, ok, err)
 		}
 	}
 }

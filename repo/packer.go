@@ -166,13 +166,14 @@ func (r *Repository) savePack(ctx context.Context, t blob.Tier, p *openPack) err
 	if err != nil {
 		return err
 	}
+	info := &index.PackInfo{ID: id, Size: uint32(size), Entries: entries}
 	r.mu.Lock()
-	for _, e := range entries {
+	for i, e := range entries {
 		if p := r.pending[pendingKey{t, e.Type, e.ID}]; p != nil {
-			p.loc, p.uploaded = index.Location{Pack: id, Entry: e}, true
+			p.pack, p.entry = info, int32(i)
 		}
 	}
-	r.unindexed[t] = append(r.unindexed[t], index.PackInfo{ID: id, Size: uint32(size), Entries: entries})
+	r.unindexed[t] = append(r.unindexed[t], *info)
 	n := 0
 	for _, p := range r.unindexed[t] {
 		n += len(p.Entries)

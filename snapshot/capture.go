@@ -75,6 +75,8 @@ type FileCache interface {
 	FileCachePut(ws string, recs []index.FileCacheRecord) error
 	// FileCachePrune drops the workspace's entries keep rejects.
 	FileCachePrune(ws string, keep func(path []byte) bool) (int, error)
+	// FileCacheCount returns the number of the workspace's entries.
+	FileCacheCount(ws string) (int, error)
 }
 
 // captureHooks let tests act at chosen points of a capture.

@@ -49,7 +49,8 @@ func capFileKey(k *crypt.TierKeys, dir blob.ID, name string) blob.ID {
 
 // capSeal is the keyed digest sealing file cache entry e under key.
 func capSeal(k *crypt.TierKeys, key blob.ID, e *index.FileEntry) blob.ID {
-	b := make([]byte, 0, 64+2*blob.IDSize+len(e.Content)*blob.IDSize)
+	var buf [256]byte // a file of up to 4 chunks: no allocation
+	b := buf[:0]
 	b = append(b, "lifeboat file cache entry\x00"...)
 	b = append(b, key[:]...)
 	for _, v := range []uint64{e.Dev, e.Inode, e.Size, uint64(e.MtimeNs), uint64(e.CtimeNs), e.Gen} {
@@ -72,8 +73,8 @@ func capSeal(k *crypt.TierKeys, key blob.ID, e *index.FileEntry) blob.ID {
 // indexed, and device, inode, size, mtime and ctime as stat'ed now. One
 // read transaction serves them all.
 func (c *capturer) cacheLookup(d *capDir, names []string, sts []unix.Stat_t, keys []blob.ID, hits []*index.FileEntry) {
-	var q []index.FileCacheQuery
-	var at []int
+	q := make([]index.FileCacheQuery, 0, len(names))
+	at := make([]int, 0, len(names))
 	for i, name := range names {
 		if sts[i].Mode&unix.S_IFMT != unix.S_IFREG || sts[i].Size == 0 {
 			continue
@@ -231,6 +232,13 @@ func (c *capturer) updateCache() {
 		order = order[n:]
 	}
 	c.cachePuts = capChunked[capPut]{}
+	// Every file key this capture kept is in the cache now (found by its
+	// lookup or just written), so a cache of no more entries than that
+	// holds none to drop: an unchanged tree's keys need no sorting.
+	if n, err := c.o.Cache.FileCacheCount(c.wsKey); err == nil && n <= c.cacheSeen.n {
+		c.cacheSeen = capChunked[blob.ID]{}
+		return
+	}
 	seen := make([]blob.ID, c.cacheSeen.n)
 	for i := range seen {
 		seen[i] = *c.cacheSeen.at(i)

@@ -99,9 +99,8 @@ func captureSensitive(ctx context.Context, r *repo.Repository, root string, o Ca
 	if err != nil {
 		return nil, fmt.Errorf("capture: saving the sensitive part: %w", err)
 	}
-	if err := r.Flush(ctx); err != nil {
-		return nil, fmt.Errorf("capture: flushing the sensitive part: %w", err)
-	}
+	// No flush here: the workspace capture below flushes every tier
+	// before it saves the manifest, the one object that refers to this.
 	wo := o
 	wo.Sensitive = nil
 	user := o.Filter
