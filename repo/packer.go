@@ -178,7 +178,7 @@ func (r *Repository) savePack(ctx context.Context, t blob.Tier, p *openPack) err
 	for _, p := range r.unindexed[t] {
 		n += len(p.Entries)
 	}
-	due := n >= index.MaxObjectEntries || len(r.unindexed[t]) >= indexEveryPacks
+	due := n >= indexEveryEntries || len(r.unindexed[t]) >= indexEveryPacks
 	r.mu.Unlock()
 	if due {
 		return r.writeIndex(ctx, t)
@@ -235,3 +235,8 @@ func (r *Repository) uploadsBefore(target uint64) bool {
 // indexEveryPacks bounds how many uploaded packs wait for an index object,
 // so an interrupted session leaves most of its uploads reusable.
 const indexEveryPacks = 64
+
+// indexEveryEntries is how many uploaded blobs make an index object due
+// too: a capture of small files puts about 30,000 in each pack, and until
+// indexed each waits in the pending set, and then for the final flush.
+const indexEveryEntries = 16384

@@ -238,9 +238,10 @@ type capturer struct {
 	nErrs  int
 	failed error // the first fatal error
 
-	cacheMu   sync.Mutex
-	cachePuts capChunked[capPut]
-	cacheSeen capChunked[blob.ID] // file keys of this capture, kept by the prune
+	cacheMu    sync.Mutex
+	cachePuts  capChunked[capPut]
+	cacheSeen  capChunked[blob.ID] // file keys of this capture, kept by the prune
+	cacheOrder chan []int32        // cachePuts in key order, sealed (sealCache)
 
 	rootDone chan struct{}
 	ahead    capAheadQueue
@@ -334,6 +335,10 @@ func (c *capturer) run() (*Manifest, error) {
 	}
 	close(c.jobs)
 	wg.Wait()
+	if c.o.Cache != nil {
+		c.cacheOrder = make(chan []int32, 1)
+		go c.sealCache()
+	}
 	if werr != nil {
 		c.fail(werr)
 	}

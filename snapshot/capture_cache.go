@@ -198,6 +198,22 @@ func capCacheEntry(st *unix.Stat_t, xattrs bool, ids []blob.ID) *index.FileEntry
 		MtimeNs: st.Mtim.Nano(), CtimeNs: st.Ctim.Nano(), Xattrs: xattrs, Content: ids}
 }
 
+// sealCache stamps and seals the new entries and sends their order by key
+// on c.cacheOrder. It runs once the readers are done, beside the final
+// flush, which it does not need: only writing them must wait for it.
+func (c *capturer) sealCache() {
+	puts := &c.cachePuts
+	order := make([]int32, puts.n)
+	for i := range order {
+		order[i] = int32(i)
+		p := puts.at(i)
+		p.e.Gen = c.cacheGen
+		p.e.Seal = capSeal(c.keys, p.key, &p.e)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return bytes.Compare(puts.at(int(a)).key[:], puts.at(int(b)).key[:]) })
+	c.cacheOrder <- order
+}
+
 // capCacheBatch is the number of entries written per transaction.
 const capCacheBatch = 20000
 
@@ -209,20 +225,14 @@ func (c *capturer) updateCache() {
 	if c.o.Cache == nil {
 		return
 	}
+	order := <-c.cacheOrder
 	puts := &c.cachePuts
-	order := make([]int32, puts.n)
-	for i := range order {
-		order[i] = int32(i)
-	}
-	slices.SortFunc(order, func(a, b int32) int { return bytes.Compare(puts.at(int(a)).key[:], puts.at(int(b)).key[:]) })
 	recs := make([]index.FileCacheRecord, 0, min(len(order), capCacheBatch))
 	for len(order) > 0 {
 		n := min(len(order), capCacheBatch)
 		recs = recs[:0]
 		for _, i := range order[:n] {
 			p := puts.at(int(i))
-			p.e.Gen = c.cacheGen
-			p.e.Seal = capSeal(c.keys, p.key, &p.e)
 			recs = append(recs, index.FileCacheRecord{Path: p.key[:], Entry: p.e})
 		}
 		if err := c.o.Cache.FileCachePut(c.wsKey, recs); err != nil {
