@@ -54,13 +54,13 @@ func (p *capturePart) apply(m *Manifest) bool {
 }
 
 // captureSensitive captures each o.Sensitive subtree into the sensitive
-// tier, saves the sensitive part that lists them, flushes, and then
-// captures the rest of root into the workspace tier with a manifest that
-// references the part by its id only.
+// tier, saves the sensitive part that lists them, and then captures the
+// rest of root into the workspace tier with a manifest that references
+// the part by its id only.
 //
-// Order keeps the promotion rule: the trees, then the part blob, are
-// durable and indexed (Flush) before the workspace capture starts, whose
-// own Flush precedes the manifest.
+// Order keeps the promotion rule: the trees and the part blob are saved
+// before the workspace capture starts, and its Flush, which makes every
+// tier's packs durable and indexed, precedes the manifest.
 func captureSensitive(ctx context.Context, r *repo.Repository, root string, o CaptureOptions) (*Manifest, error) {
 	if _, err := r.TierKeys(blob.Sensitive); err != nil {
 		return nil, fmt.Errorf("capture: %d browser profile(s) go into the sensitive tier: %w", len(o.Sensitive), err)
