@@ -305,6 +305,30 @@ func (d *DB) Lookup(t blob.Tier, typ blob.Type, id blob.ID) (loc Location, ok bo
 	return loc, ok, err
 }
 
+// LookupMany looks ids up in one read transaction and calls fn with each
+// in turn: its location and whether it was found. An error from fn stops
+// the lookups and is returned.
+func (d *DB) LookupMany(t blob.Tier, typ blob.Type, ids []blob.ID, fn func(i int, loc Location, ok bool) error) error {
+	return d.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketBlobs)
+		for i, id := range ids {
+			k := blobKey(t, typ, id)
+			var loc Location
+			v := b.Get(k)
+			if v != nil {
+				var err error
+				if loc, err = decodeLoc(k, v); err != nil {
+					return err
+				}
+			}
+			if err := fn(i, loc, v != nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // Count returns the number of blob entries and packs in the DB.
 func (d *DB) Count() (blobs, packs int, err error) {
 	err = d.db.View(func(tx *bolt.Tx) error {

@@ -128,21 +128,46 @@ func (r *Repository) usable() error {
 // LookupBlob returns where a blob is stored: pending uploads of this
 // session first, then the local index.
 func (r *Repository) LookupBlob(t blob.Tier, typ blob.Type, id blob.ID) (index.Location, bool, error) {
-	r.mu.Lock()
-	p, ok := r.pending[pendingKey{t, typ, id}]
-	if ok && p.pack != nil {
-		loc := index.Location{Pack: p.pack.ID, Entry: p.pack.Entries[p.entry]}
-		r.mu.Unlock()
-		return loc, true, nil
-	}
-	r.mu.Unlock()
-	if ok {
-		return index.Location{}, false, fmt.Errorf("blob %s is still in an open pack: call Flush before loading it", id.Short())
+	if loc, ok, err := r.lookupPending(t, typ, id); ok || err != nil {
+		return loc, ok, err
 	}
 	if r.idx == nil {
 		return index.Location{}, false, errNoIndex
 	}
 	return r.idx.Lookup(t, typ, id)
+}
+
+// LookupBlobs looks many blobs up like LookupBlob, the local index in
+// one read transaction, and calls fn with each in turn. A blob still in
+// an open pack is an error, as for LookupBlob.
+func (r *Repository) LookupBlobs(t blob.Tier, typ blob.Type, ids []blob.ID, fn func(i int, loc index.Location, ok bool) error) error {
+	if r.idx == nil {
+		return errNoIndex
+	}
+	return r.idx.LookupMany(t, typ, ids, func(i int, loc index.Location, ok bool) error {
+		if !ok { // saved this session and not yet indexed?
+			var err error
+			if loc, ok, err = r.lookupPending(t, typ, ids[i]); err != nil {
+				return err
+			}
+		}
+		return fn(i, loc, ok)
+	})
+}
+
+// lookupPending finds a blob saved this session whose pack is uploaded
+// but not yet indexed; a blob still in an open pack is an error.
+func (r *Repository) lookupPending(t blob.Tier, typ blob.Type, id blob.ID) (index.Location, bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p, ok := r.pending[pendingKey{t, typ, id}]
+	switch {
+	case !ok:
+		return index.Location{}, false, nil
+	case p.pack == nil:
+		return index.Location{}, false, fmt.Errorf("blob %s is still in an open pack: call Flush before loading it", id.Short())
+	}
+	return index.Location{Pack: p.pack.ID, Entry: p.pack.Entries[p.entry]}, true, nil
 }
 
 // LoadBlob loads, decrypts and verifies one blob, reusing buf when it can.

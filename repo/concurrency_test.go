@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 
 	"lifeboat/blob"
+	"lifeboat/index"
 )
 
 // A Flush with a cancelled context must not drop open packs: after a
@@ -177,10 +179,30 @@ func TestLookupUploadedBeforeIndexed(t *testing.T) {
 	if uploaded == 0 || open == 0 {
 		t.Fatalf("want blobs both uploaded and in open packs before Flush: %d uploaded, %d open", uploaded, open)
 	}
+	// LookupBlobs agrees, and fails on a blob still in an open pack.
+	lookupAll := func() (found int, err error) {
+		err = r.LookupBlobs(blob.Workspace, blob.Data, ids, func(i int, loc index.Location, ok bool) error {
+			want, wok, werr := r.LookupBlob(blob.Workspace, blob.Data, ids[i])
+			if werr != nil || ok != wok || loc != want {
+				t.Fatalf("LookupBlobs of blob %d = %+v, %v; LookupBlob = %+v, %v, %v", i, loc, ok, want, wok, werr)
+			}
+			if ok {
+				found++
+			}
+			return nil
+		})
+		return found, err
+	}
+	if _, err := lookupAll(); err == nil || !strings.Contains(err.Error(), "open pack") {
+		t.Fatalf("LookupBlobs with blobs in open packs: %v", err)
+	}
 	must(t, r.Flush(ctx))
 	for i, id := range ids {
 		if _, ok, err := r.LookupBlob(blob.Workspace, blob.Data, id); !ok || err != nil {
 			t.Fatalf("blob %d after Flush: %v, %v", i, ok, err)
 		}
+	}
+	if found, err := lookupAll(); err != nil || found != len(ids) {
+		t.Fatalf("LookupBlobs after Flush: %d of %d found, %v", found, len(ids), err)
 	}
 }

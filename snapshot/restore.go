@@ -103,7 +103,11 @@ func Restore(ctx context.Context, r *repo.Repository, m *Manifest, o RestoreOpti
 		chown: os.Geteuid() == 0, umask: rsUmask(), zeroIDs: map[int64]blob.ID{}}
 	w.dirs = newSafeDirs(st.fd, func(d int32) (int32, string) { return entries[d].parent, entries[d].name }, 256)
 	o.Progress.Start(uint64(len(plan.files)), plan.bytes)
+	w.flusher = newRsFlusher(st.fd)
 	err = w.build(ctx)
+	if ferr := w.flusher.stop(); err == nil && ferr != nil {
+		err = fmt.Errorf("syncing the staging tree in %s: %w", st.parent, ferr)
+	}
 	w.closeFiles()
 	w.dirs.close()
 	if err == nil {

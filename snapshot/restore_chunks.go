@@ -42,13 +42,39 @@ const (
 
 // rsLocator finds stored blobs: repo.Repository satisfies it.
 type rsLocator interface {
-	LookupBlob(t blob.Tier, typ blob.Type, id blob.ID) (index.Location, bool, error)
+	LookupBlobs(t blob.Tier, typ blob.Type, ids []blob.ID, fn func(i int, loc index.Location, ok bool) error) error
 }
 
-// planChunks looks up every chunk of every file and checks the chunks add
-// up to each file's size. A chunk that is not indexed fails the restore,
-// naming every file that needs it.
+// planChunks looks up every chunk of every file, all at once, and checks
+// the chunks add up to each file's size. A chunk that is not indexed fails
+// the restore, naming every file that needs it.
 func (p *rsPlan) planChunks(l rsLocator, tier blob.Tier) error {
+	var ids []blob.ID
+	var firstUser []int32 // the file that needs ids[i] first
+	for fi, f := range p.files {
+		for _, id := range p.entries[f.entry].node.Content {
+			if _, ok := p.chunks[id]; !ok {
+				p.chunks[id] = nil // not found, unless the lookup below finds it
+				ids = append(ids, id)
+				firstUser = append(firstUser, int32(fi))
+			}
+		}
+	}
+	done := 0 // chunks looked up: a failure is at ids[done]
+	var err error
+	if len(ids) > 0 {
+		err = l.LookupBlobs(tier, blob.Data, ids, func(i int, loc index.Location, ok bool) error {
+			if ok {
+				p.chunks[ids[i]] = &rsChunk{id: ids[i], loc: loc}
+			}
+			done = i + 1
+			return nil
+		})
+	}
+	if err != nil {
+		at := min(done, len(ids)-1)
+		return &RestoreError{Paths: []string{p.entries[p.files[firstUser[at]].entry].path}, Err: fmt.Errorf("looking up chunk %s: %w", ids[at].Short(), err)}
+	}
 	missing := map[blob.ID][]string{}
 	for fi, f := range p.files {
 		e := &p.entries[f.entry]
@@ -57,24 +83,11 @@ func (p *rsPlan) planChunks(l rsLocator, tier blob.Tier) error {
 		for _, id := range e.node.Content {
 			c := p.chunks[id]
 			if c == nil {
-				if paths, ok := missing[id]; ok {
-					if paths[len(paths)-1] != e.path {
-						missing[id] = append(paths, e.path)
-					}
-					broken = true
-					continue
+				if paths := missing[id]; len(paths) == 0 || paths[len(paths)-1] != e.path {
+					missing[id] = append(paths, e.path)
 				}
-				loc, ok, err := l.LookupBlob(tier, blob.Data, id)
-				if err != nil {
-					return &RestoreError{Paths: []string{e.path}, Err: fmt.Errorf("looking up chunk %s: %w", id.Short(), err)}
-				}
-				if !ok {
-					missing[id] = []string{e.path}
-					broken = true
-					continue
-				}
-				c = &rsChunk{id: id, loc: loc}
-				p.chunks[id] = c
+				broken = true
+				continue
 			}
 			c.uses = append(c.uses, rsUse{file: int32(fi), off: off})
 			off += int64(c.loc.PlainLen)
@@ -87,6 +100,9 @@ func (p *rsPlan) planChunks(l rsLocator, tier blob.Tier) error {
 		}
 		f.uses = len(e.node.Content)
 		f.left = f.uses
+	}
+	for id := range missing {
+		delete(p.chunks, id)
 	}
 	if len(missing) == 0 {
 		return nil

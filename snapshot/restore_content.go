@@ -85,6 +85,9 @@ func (w *rsWriter) place(u rsUse, plain []byte) error {
 		return err
 	}
 	holes, werr := rsWriteSparse(fd, plain, u.off)
+	if werr == nil {
+		w.flusher.wrote(len(plain))
+	}
 	return w.release(f, e, holes, werr)
 }
 

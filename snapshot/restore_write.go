@@ -26,6 +26,7 @@ type rsWriter struct {
 	umask    int  // the process's, or -1 (createMode)
 
 	fin     *rsFinishers
+	flusher *rsFlusher   // writeback of what is written so far
 	open    atomic.Int64 // restored files open between writes
 	hashers sync.Pool    // of *blake3.Hasher keyed with the tier's id key
 	zeroMu  sync.Mutex
