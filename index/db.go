@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"syscall"
 	"time"
 
@@ -305,23 +306,42 @@ func (d *DB) Lookup(t blob.Tier, typ blob.Type, id blob.ID) (loc Location, ok bo
 	return loc, ok, err
 }
 
-// LookupMany looks ids up in one read transaction and calls fn with each
-// in turn: its location and whether it was found. An error from fn stops
-// the lookups and is returned.
+// LookupMany looks ids up in one read transaction and calls fn once for
+// each, with its index in ids, its location and whether it was found. It
+// goes through them in key order, stepping a cursor from one to the next,
+// so fn sees them in no particular order. An error from fn stops the
+// lookups and is returned.
 func (d *DB) LookupMany(t blob.Tier, typ blob.Type, ids []blob.ID, fn func(i int, loc Location, ok bool) error) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	order := make([]int32, len(ids))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return bytes.Compare(ids[a][:], ids[b][:]) })
 	return d.db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketBlobs)
-		for i, id := range ids {
-			k := blobKey(t, typ, id)
+		c := tx.Bucket(bucketBlobs).Cursor()
+		want := blobKey(t, typ, ids[order[0]])
+		k, v := c.Seek(want)
+		for _, i := range order {
+			copy(want[2:], ids[i][:])
+			for n := 0; k != nil && bytes.Compare(k, want) < 0; n++ {
+				if n == lookupNextBeforeSeek {
+					k, v = c.Seek(want)
+					break
+				}
+				k, v = c.Next()
+			}
 			var loc Location
-			v := b.Get(k)
-			if v != nil {
+			found := k != nil && bytes.Equal(k, want)
+			if found {
 				var err error
 				if loc, err = decodeLoc(k, v); err != nil {
 					return err
 				}
 			}
-			if err := fn(i, loc, v != nil); err != nil {
+			if err := fn(int(i), loc, found); err != nil {
 				return err
 			}
 		}

@@ -138,8 +138,9 @@ func (r *Repository) LookupBlob(t blob.Tier, typ blob.Type, id blob.ID) (index.L
 }
 
 // LookupBlobs looks many blobs up like LookupBlob, the local index in
-// one read transaction, and calls fn with each in turn. A blob still in
-// an open pack is an error, as for LookupBlob.
+// one read transaction, and calls fn once for each, with its index in
+// ids, in no particular order. A blob still in an open pack is an error,
+// as for LookupBlob: a *LookupError naming it.
 func (r *Repository) LookupBlobs(t blob.Tier, typ blob.Type, ids []blob.ID, fn func(i int, loc index.Location, ok bool) error) error {
 	if r.idx == nil {
 		return errNoIndex
@@ -148,12 +149,21 @@ func (r *Repository) LookupBlobs(t blob.Tier, typ blob.Type, ids []blob.ID, fn f
 		if !ok { // saved this session and not yet indexed?
 			var err error
 			if loc, ok, err = r.lookupPending(t, typ, ids[i]); err != nil {
-				return err
+				return &LookupError{Index: i, Err: err}
 			}
 		}
 		return fn(i, loc, ok)
 	})
 }
+
+// LookupError is a blob LookupBlobs could not look up: ids[Index].
+type LookupError struct {
+	Index int
+	Err   error
+}
+
+func (e *LookupError) Error() string { return e.Err.Error() }
+func (e *LookupError) Unwrap() error { return e.Err }
 
 // lookupPending finds a blob saved this session whose pack is uploaded
 // but not yet indexed; a blob still in an open pack is an error.

@@ -3,6 +3,7 @@ package repo
 import (
 	"bytes"
 	"context"
+	"errors"
 	"runtime"
 	"strings"
 	"sync"
@@ -193,8 +194,13 @@ func TestLookupUploadedBeforeIndexed(t *testing.T) {
 		})
 		return found, err
 	}
-	if _, err := lookupAll(); err == nil || !strings.Contains(err.Error(), "open pack") {
+	_, err := lookupAll()
+	var le *LookupError
+	if !errors.As(err, &le) || !strings.Contains(err.Error(), "open pack") {
 		t.Fatalf("LookupBlobs with blobs in open packs: %v", err)
+	}
+	if p := r.pending[pendingKey{blob.Workspace, blob.Data, ids[le.Index]}]; p == nil || p.pack != nil {
+		t.Errorf("LookupBlobs names blob %d, which is not in an open pack", le.Index)
 	}
 	must(t, r.Flush(ctx))
 	for i, id := range ids {

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -60,20 +61,20 @@ func (p *rsPlan) planChunks(l rsLocator, tier blob.Tier) error {
 			}
 		}
 	}
-	done := 0 // chunks looked up: a failure is at ids[done]
 	var err error
 	if len(ids) > 0 {
 		err = l.LookupBlobs(tier, blob.Data, ids, func(i int, loc index.Location, ok bool) error {
 			if ok {
 				p.chunks[ids[i]] = &rsChunk{id: ids[i], loc: loc}
 			}
-			done = i + 1
 			return nil
 		})
 	}
+	if le := (*repo.LookupError)(nil); errors.As(err, &le) {
+		return &RestoreError{Paths: []string{p.entries[p.files[firstUser[le.Index]].entry].path}, Err: fmt.Errorf("looking up chunk %s: %w", ids[le.Index].Short(), le.Err)}
+	}
 	if err != nil {
-		at := min(done, len(ids)-1)
-		return &RestoreError{Paths: []string{p.entries[p.files[firstUser[at]].entry].path}, Err: fmt.Errorf("looking up chunk %s: %w", ids[at].Short(), err)}
+		return fmt.Errorf("looking up the %d chunks to restore in the local index: %w", len(ids), err)
 	}
 	missing := map[blob.ID][]string{}
 	for fi, f := range p.files {
