@@ -148,18 +148,34 @@ func Open(ctx context.Context, be backend.Backend, password []byte, o Options) (
 	if err != nil {
 		return nil, err
 	}
+	o = o.withDefaults(cfg)
+	// The local index needs no key: it opens while the key is derived.
+	idx := make(chan openedDB, 1)
+	if !o.NoIndexDB {
+		go func() {
+			db, err := index.OpenDB(filepath.Join(o.CacheDir, cfg.ID.String()), cfg.ID)
+			idx <- openedDB{db, err}
+		}()
+	}
+	fail := func(err error) (*Repository, error) {
+		if !o.NoIndexDB {
+			if db := <-idx; db.db != nil {
+				_ = db.db.Close()
+			}
+		}
+		return nil, err
+	}
 	keys, keyID, err := unlock(ctx, be, cfg.ID, password, o.KeyHint)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	// argon2id just used 48 MiB (by default); collect it now, or the heap goal stays
 	// twice that for the rest of the command.
 	runtime.GC()
 	pols, err := cfg.openSections(keys)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
-	o = o.withDefaults(cfg)
 	r := &Repository{be: be, cfg: cfg, keys: keys, keyID: keyID, pols: pols, opts: o, now: o.Now,
 		pending: map[pendingKey]*pendingBlob{}, unindexed: map[blob.Tier][]index.PackInfo{},
 		packers: map[packerKey]*packerSet{}, uploads: make(chan struct{}, o.Uploads), inflight: map[uint64]bool{},
@@ -169,14 +185,22 @@ func Open(ctx context.Context, be backend.Backend, password []byte, o Options) (
 	if o.NoIndexDB {
 		return r, nil
 	}
-	if r.idx, err = index.OpenDB(filepath.Join(o.CacheDir, cfg.ID.String()), cfg.ID); err != nil {
-		return nil, err
+	db := <-idx
+	if db.err != nil {
+		return nil, db.err
 	}
+	r.idx = db.db
 	if _, err := r.SyncIndex(ctx); err != nil {
 		_ = r.idx.Close()
 		return nil, err
 	}
 	return r, nil
+}
+
+// openedDB is what index.OpenDB returned.
+type openedDB struct {
+	db  *index.DB
+	err error
 }
 
 func (o Options) withDefaults(cfg *Config) Options {

@@ -37,6 +37,11 @@ func TestInitOpenErrors(t *testing.T) {
 	if got := r.Tiers(); len(got) != 2 {
 		t.Fatalf("first key unlocks %v, want both tiers", got)
 	}
+	// The local index opens while the key is derived; a failed unlock
+	// closed it, so the open above got the shared file, not a private one.
+	if got := filepath.Base(r.Index().Path()); got != "index.db" {
+		t.Errorf("after a wrong password, the next open uses index file %s, want index.db", got)
+	}
 }
 
 func TestSaveLoadReopen(t *testing.T) {
