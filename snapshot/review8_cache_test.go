@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 
 	"lifeboat/backend"
 	"lifeboat/backend/fault"
 	"lifeboat/backend/local"
+	"lifeboat/blob"
 	"lifeboat/repo"
 )
 
@@ -65,4 +68,92 @@ func TestFailedCaptureWritesNoFileCache(t *testing.T) {
 			capTestCheck(t, r)
 		})
 	}
+}
+
+// The sensitive part is stored and indexed before the manifest that names
+// it: a copy of the repository taken when the workspace capture's flush
+// returned (the manifest is saved next) holds no manifest yet but loads the
+// part and every sensitive tree, though no flush follows the part's save.
+func TestSensitivePartStoredBeforeManifest(t *testing.T) {
+	ctx := context.Background()
+	tr := newCapTestRepo(t)
+	r := tr.open(t)
+	src := sensTestTree(t)
+	o := capTestOptions(nil)
+	o.Sensitive = []SensitiveSpec{sensTestSpec()}
+	copyAt := filepath.Join(t.TempDir(), "copy")
+	o.hooks.flushed = func() { // after each sensitive tree's flush, and the workspace's last
+		if err := os.RemoveAll(copyAt); err != nil {
+			t.Fatal(err)
+		}
+		err := filepath.WalkDir(tr.dir, func(p string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(tr.dir, p)
+			to := filepath.Join(copyAt, rel)
+			if d.IsDir() {
+				return os.MkdirAll(to, 0o700)
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(to, b, 0o600)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := capTestCapture(t, r, src, o)
+	if m.Sensitive == nil {
+		t.Fatal("no sensitive part")
+	}
+	if left, _ := os.ReadDir(filepath.Join(copyAt, string(backend.Snapshot))); len(left) != 0 {
+		t.Fatalf("the copy taken before the manifest holds snapshots/%s", left[0].Name())
+	}
+	be, err := local.Open(copyAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2 := mustOpenCopy(t, be)
+	part, err := LoadSensitivePart(ctx, r2, m)
+	if err != nil {
+		t.Fatalf("the part was not stored and indexed when the flush returned: %v", err)
+	}
+	files := 0
+	var walk func(ids []blob.ID)
+	walk = func(ids []blob.ID) {
+		err := LoadDir(ctx, r2, blob.Sensitive, ids, func(n *Node) error {
+			for _, c := range n.Content {
+				if _, err := r2.LoadBlob(ctx, blob.Sensitive, blob.Data, c, nil); err != nil {
+					return err
+				}
+			}
+			if n.Type == TypeFile {
+				files++
+			}
+			walk(n.Subtree)
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("a sensitive tree in the copy: %v", err)
+		}
+	}
+	for _, tree := range part.Trees {
+		walk(tree.Root.Subtree)
+	}
+	if files == 0 {
+		t.Fatal("no sensitive file found")
+	}
+}
+
+func mustOpenCopy(t *testing.T, be backend.Backend) *repo.Repository {
+	t.Helper()
+	r, err := repo.Open(context.Background(), be, capTestPassword, repo.Options{CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
+	return r
 }
