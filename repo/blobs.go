@@ -145,15 +145,35 @@ func (r *Repository) LookupBlobs(t blob.Tier, typ blob.Type, ids []blob.ID, fn f
 	if r.idx == nil {
 		return errNoIndex
 	}
-	return r.idx.LookupMany(t, typ, ids, func(i int, loc index.Location, ok bool) error {
+	var missed []int
+	err := r.idx.LookupMany(t, typ, ids, func(i int, loc index.Location, ok bool) error {
 		if !ok { // saved this session and not yet indexed?
 			var err error
 			if loc, ok, err = r.lookupPending(t, typ, ids[i]); err != nil {
 				return &LookupError{Index: i, Err: err}
 			}
+			if !ok {
+				missed = append(missed, i)
+				return nil
+			}
 		}
 		return fn(i, loc, ok)
 	})
+	if err != nil {
+		return err
+	}
+	// A blob indexed since the transaction began has left the pending set
+	// too: look again, pending set first, as LookupBlob does.
+	for _, i := range missed {
+		loc, ok, err := r.LookupBlob(t, typ, ids[i])
+		if err != nil {
+			return &LookupError{Index: i, Err: err}
+		}
+		if err := fn(i, loc, ok); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // LookupError is a blob LookupBlobs could not look up: ids[Index].

@@ -22,14 +22,21 @@ import (
 // would put the heap goal below floor bytes, and keeps it so after every
 // collection until stop is called. Stop leaves GOGC at percent.
 func Start(percent int, floor uint64) (stop func()) {
-	t := &tuner{percent: percent, floor: floor,
-		sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/globals:bytes"}, {Name: "/gc/scan/stack:bytes"}}}
+	t := newTuner(percent, floor)
 	debug.SetGCPercent(Percent(0, 0, percent, floor))
 	t.arm()
-	return func() {
-		t.stopped.Store(true)
-		debug.SetGCPercent(percent)
-	}
+	return t.stop
+}
+
+func newTuner(percent int, floor uint64) *tuner {
+	return &tuner{percent: percent, floor: floor,
+		sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/globals:bytes"}, {Name: "/gc/scan/stack:bytes"}}}
+}
+
+// stop ends the retuning and sets GOGC to percent.
+func (t *tuner) stop() {
+	t.stopped.Store(true)
+	debug.SetGCPercent(t.percent)
 }
 
 // runtimeMinHeap is the heap goal before the first collection at GOGC 100
@@ -62,6 +69,9 @@ type tuner struct {
 	floor   uint64
 	sample  []metrics.Sample // used by the finalizer goroutine only
 	stopped atomic.Bool
+	// beforeSet, for tests, is called between reading the heap and
+	// setting GOGC.
+	beforeSet func()
 }
 
 // sentinel is garbage at once; its finalizer runs after the collection
@@ -76,17 +86,32 @@ type sentinel struct {
 // collection and arms the one after.
 func (t *tuner) arm() {
 	runtime.SetFinalizer(&sentinel{}, func(*sentinel) {
-		if t.stopped.Load() {
-			return
+		if t.retune() {
+			t.arm()
 		}
-		metrics.Read(t.sample)
-		var v [3]uint64 // live heap, globals, stacks
-		for i, s := range t.sample {
-			if s.Value.Kind() == metrics.KindUint64 {
-				v[i] = s.Value.Uint64()
-			}
-		}
-		debug.SetGCPercent(Percent(v[0], v[1]+v[2], t.percent, t.floor))
-		t.arm()
 	})
+}
+
+// retune sets GOGC for the live heap and roots of the last collection,
+// unless stopped; it reports whether to go on.
+func (t *tuner) retune() bool {
+	if t.stopped.Load() {
+		return false
+	}
+	metrics.Read(t.sample)
+	var v [3]uint64 // live heap, globals, stacks
+	for i, s := range t.sample {
+		if s.Value.Kind() == metrics.KindUint64 {
+			v[i] = s.Value.Uint64()
+		}
+	}
+	if t.beforeSet != nil {
+		t.beforeSet()
+	}
+	debug.SetGCPercent(Percent(v[0], v[1]+v[2], t.percent, t.floor))
+	if t.stopped.Load() { // stop set GOGC meanwhile, maybe before the line above
+		debug.SetGCPercent(t.percent)
+		return false
+	}
+	return true
 }

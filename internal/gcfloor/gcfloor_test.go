@@ -68,3 +68,26 @@ func TestFloorCutsCollections(t *testing.T) {
 		t.Errorf("with a 64 MiB floor: %d collections, want under a quarter of the %d without", floored, bare)
 	}
 }
+
+// A stop that runs while a retune is under way (between its check and its
+// setting GOGC) still leaves GOGC at the percent given, and ends the
+// retuning.
+func TestStopDuringRetune(t *testing.T) {
+	old := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(old)
+	tn := newTuner(25, 1<<40) // any retune would set maxPercent
+	tn.beforeSet = tn.stop
+	if tn.retune() {
+		t.Error("retune goes on after a stop")
+	}
+	if got := debug.SetGCPercent(100); got != 25 {
+		t.Errorf("after a stop during a retune, GOGC is %d, want 25", got)
+	}
+	tn.beforeSet = nil
+	if tn.retune() {
+		t.Error("retune goes on after a stop")
+	}
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("a retune after stop set GOGC to %d", got)
+	}
+}
