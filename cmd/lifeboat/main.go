@@ -9,7 +9,7 @@ import (
 	"syscall"
 
 	"lifeboat/bench"
-	"lifeboat/internal/gcfloor"
+	"lifeboat/cmd/lifeboat/internal/gcfloor"
 )
 
 // Garbage collector settings unless GOGC and GOMEMLIMIT say otherwise.
@@ -17,7 +17,7 @@ import (
 // collection is cheap and running one sooner costs little: with GOGC 25 a
 // first capture of the benchmark corpus peaks at 117 MiB RSS in the same
 // time as at 153 MiB with GOGC 50 and 190 MiB with 100. But a small heap
-// is not collected below the floor (internal/gcfloor): at GOGC 25 alone
+// is not collected below the floor (cmd/lifeboat/internal/gcfloor): at GOGC 25 alone
 // an unchanged re-capture of that corpus, about 12 MiB live, collected
 // every MiB or two and took 0.54 s; with the 16 MiB floor it takes 0.42 s
 // at the same peak RSS (64 MiB, the key derivation's). The soft limit caps
