@@ -148,34 +148,18 @@ func Open(ctx context.Context, be backend.Backend, password []byte, o Options) (
 	if err != nil {
 		return nil, err
 	}
-	o = o.withDefaults(cfg)
-	// The local index needs no key: it opens while the key is derived.
-	idx := make(chan openedDB, 1)
-	if !o.NoIndexDB {
-		go func() {
-			db, err := index.OpenDB(filepath.Join(o.CacheDir, cfg.ID.String()), cfg.ID)
-			idx <- openedDB{db, err}
-		}()
-	}
-	fail := func(err error) (*Repository, error) {
-		if !o.NoIndexDB {
-			if db := <-idx; db.db != nil {
-				_ = db.db.Close()
-			}
-		}
-		return nil, err
-	}
 	keys, keyID, err := unlock(ctx, be, cfg.ID, password, o.KeyHint)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	// argon2id just used 48 MiB (by default); collect it now, or the heap goal stays
 	// twice that for the rest of the command.
 	runtime.GC()
 	pols, err := cfg.openSections(keys)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
+	o = o.withDefaults(cfg)
 	r := &Repository{be: be, cfg: cfg, keys: keys, keyID: keyID, pols: pols, opts: o, now: o.Now,
 		pending: map[pendingKey]*pendingBlob{}, unindexed: map[blob.Tier][]index.PackInfo{},
 		packers: map[packerKey]*packerSet{}, uploads: make(chan struct{}, o.Uploads), inflight: map[uint64]bool{},
@@ -185,22 +169,17 @@ func Open(ctx context.Context, be backend.Backend, password []byte, o Options) (
 	if o.NoIndexDB {
 		return r, nil
 	}
-	db := <-idx
-	if db.err != nil {
-		return nil, db.err
+	// Opened only now, not while the key is derived (it needs no key): its
+	// open touches every page of the file, and beside argon2's memory that
+	// raised an unchanged re-capture's peak from 66 to 105 MiB to save 18 ms.
+	if r.idx, err = index.OpenDB(filepath.Join(o.CacheDir, cfg.ID.String()), cfg.ID); err != nil {
+		return nil, err
 	}
-	r.idx = db.db
 	if _, err := r.SyncIndex(ctx); err != nil {
 		_ = r.idx.Close()
 		return nil, err
 	}
 	return r, nil
-}
-
-// openedDB is what index.OpenDB returned.
-type openedDB struct {
-	db  *index.DB
-	err error
 }
 
 func (o Options) withDefaults(cfg *Config) Options {
