@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -235,4 +236,22 @@ func (c *sseClient) must(t *testing.T, typ string) sseEvent {
 		t.Fatalf("event stream: got %s (%s), want %s", ev.Type, ev.Data, typ)
 	}
 	return ev
+}
+
+// mustAfter is must, passing over events of the types skip first: events
+// published before the stream opened, relayed to it after, may come first.
+func (c *sseClient) mustAfter(t *testing.T, typ string, skip ...string) sseEvent {
+	t.Helper()
+	for {
+		ev, err := c.next()
+		if err != nil {
+			t.Fatalf("event stream: waiting for %s: %v", typ, err)
+		}
+		if ev.Type == typ {
+			return ev
+		}
+		if !slices.Contains(skip, ev.Type) {
+			t.Fatalf("event stream: got %s (%s), want %s", ev.Type, ev.Data, typ)
+		}
+	}
 }

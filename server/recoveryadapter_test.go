@@ -69,7 +69,9 @@ func TestRecoveryEndToEnd(t *testing.T) {
 		t.Fatalf("capture: %+v", rec)
 	}
 	var evRec recovery.Receipt
-	streamData(t, stream.must(t, "receipt"), &evRec)
+	// The first GET's recovery_state (healthy) is relayed asynchronously and
+	// may reach the stream, opened after it, before the receipt.
+	streamData(t, stream.mustAfter(t, "receipt", "recovery_state"), &evRec)
 	if evRec.Snapshot != rec.Snapshot {
 		t.Fatalf("receipt event %+v, capture answered %+v", evRec, rec)
 	}
