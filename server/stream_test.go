@@ -27,17 +27,11 @@ func TestTwoStreamsSeeTheSameState(t *testing.T) {
 	}
 
 	var rec recovery.Receipt
-	e.ok(http.StatusOK, "POST", "/v1/workspaces/w1/checkpoints", userToken, nil, &rec)
-	e.rec.set(lostState("w1", 1, rec.Snapshot, time.Now()))
-	e.ok(http.StatusAccepted, "POST", "/v1/workspaces/w1/recovery/approve", userToken, approveRequest{rec.Snapshot}, nil, "Idempotency-Key", "k")
-	e.rec.mu.Lock()
-	e.rec.holds["h1"] = RepairHold{ID: "h1", Workspace: "w1"}
-	e.rec.mu.Unlock()
-	e.ok(http.StatusOK, "POST", "/v1/repair-holds/h1/resolve", operatorToken, resolveRequest{"discarded", "checked"}, nil)
-
-	want := []string{"receipt", "recovery_state", "operation", "recovery_state", "repair_hold"}
 	var prev uint64
-	for i, typ := range want {
+	// expect reads the next event on both streams: the same, of type typ,
+	// with the next id.
+	expect := func(i int, typ string) Message {
+		t.Helper()
 		a, b := inbox.must(t, typ), settings.must(t, typ)
 		if a != b {
 			t.Fatalf("event %d differs:\n%+v\n%+v", i, a, b)
@@ -52,14 +46,26 @@ func TestTwoStreamsSeeTheSameState(t *testing.T) {
 		if m.Seq != id || m.Type != typ || m.Workspace != "w1" {
 			t.Fatalf("event %d: %+v", i, m)
 		}
-		if typ == "receipt" {
-			var r recovery.Receipt
-			raw, _ := json.Marshal(m.Data)
-			must(t, json.Unmarshal(raw, &r))
-			if r.Snapshot != rec.Snapshot || r.Outcome != recovery.Captured {
-				t.Fatalf("receipt event: %+v", r)
-			}
-		}
+		return m
+	}
+	e.ok(http.StatusOK, "POST", "/v1/workspaces/w1/checkpoints", userToken, nil, &rec)
+	// The receipt is relayed after the HTTP answer: read it before the
+	// next event is published, or the two may come in either order.
+	m := expect(0, "receipt")
+	var r recovery.Receipt
+	raw, _ := json.Marshal(m.Data)
+	must(t, json.Unmarshal(raw, &r))
+	if r.Snapshot != rec.Snapshot || r.Outcome != recovery.Captured {
+		t.Fatalf("receipt event: %+v", r)
+	}
+	e.rec.set(lostState("w1", 1, rec.Snapshot, time.Now()))
+	e.ok(http.StatusAccepted, "POST", "/v1/workspaces/w1/recovery/approve", userToken, approveRequest{rec.Snapshot}, nil, "Idempotency-Key", "k")
+	e.rec.mu.Lock()
+	e.rec.holds["h1"] = RepairHold{ID: "h1", Workspace: "w1"}
+	e.rec.mu.Unlock()
+	e.ok(http.StatusOK, "POST", "/v1/repair-holds/h1/resolve", operatorToken, resolveRequest{"discarded", "checked"}, nil)
+	for i, typ := range []string{"recovery_state", "operation", "recovery_state", "repair_hold"} {
+		expect(i+1, typ)
 	}
 	var st RecoveryState
 	e.ok(http.StatusOK, "GET", "/v1/workspaces/w1/recovery", userToken, nil, &st)
