@@ -1,12 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"lifeboat/backend"
 	"lifeboat/crypt"
 	"lifeboat/prune"
 	"lifeboat/repo"
@@ -129,7 +131,9 @@ func forgetOne(cmd *cobra.Command, g *globalOptions, r *repo.Repository, l *repo
 		if err := l.Err(); err != nil {
 			return err
 		}
-		if err := r.RemoveObject(cmd.Context(), crypt.KindSnapshot, s.ID); err != nil {
+		// Gone already is what was wanted: forget holds a shared lock, so
+		// another forget beside this one may have removed it first.
+		if err := r.RemoveObject(cmd.Context(), crypt.KindSnapshot, s.ID); err != nil && !errors.Is(err, backend.ErrNotFound) {
 			return fmt.Errorf("removing snapshot %s: %w", s.ID.Short(), err)
 		}
 	}

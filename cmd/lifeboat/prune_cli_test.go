@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"lifeboat/crypt"
+	"lifeboat/prune"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -13,6 +16,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/spf13/cobra"
 
 	"lifeboat/backend"
 	"lifeboat/backend/local"
@@ -508,5 +513,37 @@ func TestSnapshotSourceReach(t *testing.T) {
 	}
 	if err := s.Reach(t.Context(), blob.ID{1, 2, 3}, m); err != nil {
 		t.Fatalf("a forgotten snapshot: %v", err)
+	}
+}
+
+// A snapshot forget decided to remove that another forget (both hold
+// shared locks) removed first is gone, as wanted: not an error.
+func TestForgetSnapshotGoneMeanwhile(t *testing.T) {
+	e := newEnv(t)
+	e.ok("init", "--kdf-memory-kib", "64", "--kdf-time", "1", "--pack-size", "1")
+	_, _, ids := e.history("w", 2)
+	r := e.openRepo()
+	ctx := context.Background()
+	l, err := r.Lock(ctx, repo.LockShared, repo.LockOptions{Wait: -1, Refresh: -1, Command: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Unlock(ctx) }()
+	old, err := blob.ParseID(ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.RemoveObject(ctx, crypt.KindSnapshot, old); err != nil { // the other forget
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	g := &globalOptions{out: &printer{w: &out, errw: &out}}
+	cmd := &cobra.Command{}
+	cmd.SetContext(ctx)
+	if err := forgetOne(cmd, g, r, l, prune.Decision{Snapshot: prune.Snapshot{ID: old, Workspace: "w"}}, false); err != nil {
+		t.Fatalf("forgetting a snapshot removed meanwhile: %v", err)
+	}
+	if !strings.Contains(out.String(), "remove  "+old.Short()) {
+		t.Errorf("forget did not report the removal: %q", out.String())
 	}
 }
