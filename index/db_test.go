@@ -77,38 +77,6 @@ func TestApplyLookup(t *testing.T) {
 		}
 	}
 
-	// LookupMany finds the same, unknown ids too, each once; an error
-	// from its callback stops it.
-	var ids []blob.ID
-	for k := range want {
-		if k.tier == blob.Workspace && k.typ == blob.Data {
-			ids = append(ids, k.id, randID(r))
-		}
-	}
-	ids = append(ids, ids[0]) // asked twice: found twice
-	next := 0
-	called := make([]bool, len(ids))
-	err := d.LookupMany(blob.Workspace, blob.Data, ids, func(i int, loc index.Location, ok bool) error {
-		if called[i] {
-			t.Fatalf("LookupMany called back twice for %d", i)
-		}
-		called[i] = true
-		next++
-		w, known := want[blobKey{blob.Workspace, blob.Data, ids[i]}]
-		if ok != known || loc != w {
-			t.Errorf("LookupMany %s = %+v, %v; want %+v, %v", ids[i].Short(), loc, ok, w, known)
-		}
-		return nil
-	})
-	if err != nil || next != len(ids) || len(ids) == 0 {
-		t.Fatalf("LookupMany: %v after %d of %d", err, next, len(ids))
-	}
-	stop := errors.New("stop")
-	next = 0
-	if err := d.LookupMany(blob.Workspace, blob.Data, ids, func(int, index.Location, bool) error { next++; return stop }); err != stop || next != 1 {
-		t.Errorf("LookupMany with a failing callback: %v after %d calls", err, next)
-	}
-
 	// Count and ForEachPack see every pack with its tier and size.
 	_, packs, err := d.Count()
 	if err != nil || packs != len(ws.Packs)+len(sens.Packs) {

@@ -1,6 +1,7 @@
 package index_test
 
 import (
+	"errors"
 	"testing"
 
 	"lifeboat/blob"
@@ -83,6 +84,12 @@ func TestLookupManyAgreesWithLookup(t *testing.T) {
 		}
 		if found == 0 {
 			t.Fatalf("%s %s: none of %d ids found", q.tier, q.typ, len(ids))
+		}
+		// An error from the callback stops the lookups and is returned.
+		stop, calls := errors.New("stop"), 0
+		err = d.LookupMany(q.tier, q.typ, ids, func(int, index.Location, bool) error { calls++; return stop })
+		if err != stop || calls != 1 {
+			t.Errorf("%s %s: LookupMany with a failing callback: %v after %d calls", q.tier, q.typ, err, calls)
 		}
 	}
 }

@@ -147,23 +147,17 @@ func (r *Repository) LookupBlobs(t blob.Tier, typ blob.Type, ids []blob.ID, fn f
 	}
 	var missed []int
 	err := r.idx.LookupMany(t, typ, ids, func(i int, loc index.Location, ok bool) error {
-		if !ok { // saved this session and not yet indexed?
-			var err error
-			if loc, ok, err = r.lookupPending(t, typ, ids[i]); err != nil {
-				return &LookupError{Index: i, Err: err}
-			}
-			if !ok {
-				missed = append(missed, i)
-				return nil
-			}
+		if !ok {
+			missed = append(missed, i)
+			return nil
 		}
 		return fn(i, loc, ok)
 	})
 	if err != nil {
 		return err
 	}
-	// A blob indexed since the transaction began has left the pending set
-	// too: look again, pending set first, as LookupBlob does.
+	// Not indexed when the transaction began: saved this session (pending),
+	// indexed since, or not stored. LookupBlob tells, pending set first.
 	for _, i := range missed {
 		loc, ok, err := r.LookupBlob(t, typ, ids[i])
 		if err != nil {

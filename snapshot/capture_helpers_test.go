@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"lifeboat/backend"
 	"lifeboat/backend/local"
 	"lifeboat/blob"
 	"lifeboat/crypt"
@@ -63,7 +64,14 @@ func (tr *capTestRepo) open(t testing.TB) *repo.Repository {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := repo.Open(context.Background(), be, capTestPassword, repo.Options{CacheDir: tr.cache})
+	return capTestOpenBackend(t, be, capTestPassword, tr.cache)
+}
+
+// capTestOpenBackend opens the repository in be with pw and the local
+// cache in cache; the test closes it at cleanup.
+func capTestOpenBackend(t testing.TB, be backend.Backend, pw []byte, cache string) *repo.Repository {
+	t.Helper()
+	r, err := repo.Open(context.Background(), be, pw, repo.Options{CacheDir: cache})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -105,9 +105,7 @@ func Restore(ctx context.Context, r *repo.Repository, m *Manifest, o RestoreOpti
 	o.Progress.Start(uint64(len(plan.files)), plan.bytes)
 	w.flusher = newRsFlusher(st.fd)
 	err = w.build(ctx)
-	if ferr := w.flusher.stop(); err == nil && ferr != nil {
-		err = fmt.Errorf("syncing the staging tree in %s: %w", st.parent, ferr)
-	}
+	writeback := w.flusher.stop() // an early writeback's error: the final syncfs would not report it again
 	w.closeFiles()
 	w.dirs.close()
 	if err == nil {
@@ -123,8 +121,11 @@ func Restore(ctx context.Context, r *repo.Repository, m *Manifest, o RestoreOpti
 		// One syncfs makes every file and directory of the staging tree
 		// durable: far cheaper than an fsync per file, and it reports
 		// writeback errors of the whole filesystem (Linux 5.8+).
-		if err = unix.Syncfs(st.fd); err != nil {
-			err = fmt.Errorf("syncing the staging tree in %s: %w", st.parent, err)
+		if writeback == nil {
+			writeback = unix.Syncfs(st.fd)
+		}
+		if writeback != nil {
+			err = fmt.Errorf("syncing the staging tree in %s: %w", st.parent, writeback)
 		}
 	}
 	if err == nil {

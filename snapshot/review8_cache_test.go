@@ -13,7 +13,6 @@ import (
 	"lifeboat/backend/fault"
 	"lifeboat/backend/local"
 	"lifeboat/blob"
-	"lifeboat/repo"
 )
 
 // A capture that fails once its files are read, at its final flush (an
@@ -39,11 +38,7 @@ func TestFailedCaptureWritesNoFileCache(t *testing.T) {
 				t.Fatal(err)
 			}
 			fb := fault.Wrap(inner)
-			r, err := repo.Open(context.Background(), fb, capTestPassword, repo.Options{CacheDir: tr.cache})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = r.Close(context.Background()) })
+			r := capTestOpenBackend(t, fb, capTestPassword, tr.cache)
 			var read atomic.Int64
 			o := capTestOptions(&read)
 			o.Cache = r.Index()
@@ -116,7 +111,7 @@ func TestSensitivePartStoredBeforeManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2 := mustOpenCopy(t, be)
+	r2 := capTestOpenBackend(t, be, capTestPassword, t.TempDir())
 	part, err := LoadSensitivePart(ctx, r2, m)
 	if err != nil {
 		t.Fatalf("the part was not stored and indexed when the flush returned: %v", err)
@@ -146,14 +141,4 @@ func TestSensitivePartStoredBeforeManifest(t *testing.T) {
 	if files == 0 {
 		t.Fatal("no sensitive file found")
 	}
-}
-
-func mustOpenCopy(t *testing.T, be backend.Backend) *repo.Repository {
-	t.Helper()
-	r, err := repo.Open(context.Background(), be, capTestPassword, repo.Options{CacheDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Close(context.Background()) })
-	return r
 }

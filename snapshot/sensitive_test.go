@@ -49,12 +49,7 @@ func sensTestKeyRepo(t *testing.T, tr *capTestRepo, r *repo.Repository, tiers []
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2, err := repo.Open(ctx, be, pw, repo.Options{CacheDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r2.Close(context.Background()) })
-	return r2
+	return capTestOpenBackend(t, be, pw, t.TempDir())
 }
 
 func TestCaptureSensitiveTreeRoundTrip(t *testing.T) {
