@@ -15,7 +15,7 @@ func BenchmarkCompress(b *testing.B) {
 		}
 		b.Run(in.name, func(b *testing.B) {
 			resetCodecs()
-			enc, err := encoderFor(in.c)
+			enc, err := encoderFor(in.c, benchChunk)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -44,7 +44,7 @@ func BenchmarkCompress(b *testing.B) {
 func BenchmarkDecompress(b *testing.B) {
 	in := benchInputs[0] // text, fastest: the repository default
 	resetCodecs()
-	enc, err := encoderFor(in.c)
+	enc, err := encoderFor(in.c, benchChunk)
 	if err != nil {
 		b.Fatal(err)
 	}

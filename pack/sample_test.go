@@ -10,7 +10,7 @@ import (
 )
 
 func TestWorthCompressing(t *testing.T) {
-	enc, err := encoderFor(CompressFastest)
+	enc, err := encoderFor(CompressFastest, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,10 @@ const chunkBufStart = 2 << 20
 // SaveStream cuts rd into content-defined chunks with c and saves each as a
 // data blob in tier t, returning the chunk ids in order. Chunking runs in
 // the caller's goroutine while up to GOMAXPROCS chunks are sealed at once,
-// so one large file uses every core. c must come from r.Chunker(t).
+// so one large file uses every core. The last chunk, the only one of most
+// files, is sealed in the caller's goroutine: a new goroutine would grow
+// its stack for the sealing code again each time (3% of a first capture's
+// CPU). c must come from r.Chunker(t).
 func (r *Repository) SaveStream(ctx context.Context, t blob.Tier, c *chunk.Chunker, rd io.Reader) ([]blob.ID, StreamStats, error) {
 	var (
 		mu       sync.Mutex
@@ -47,6 +50,25 @@ func (r *Repository) SaveStream(ctx context.Context, t blob.Tier, c *chunk.Chunk
 		}
 		mu.Unlock()
 	}
+	// save seals chunk i, which holds a slot of sem.
+	save := func(i int, data []byte) {
+		defer func() { pack.PutBuffer(data); <-sem }()
+		id, known, err := r.SaveBlob(ctx, t, blob.Data, data)
+		if err != nil {
+			fail(err)
+			return
+		}
+		mu.Lock()
+		ids[i] = id
+		st.Bytes += int64(len(data))
+		st.Chunks++
+		if !known {
+			st.New++
+			st.NewBytes += int64(len(data))
+		}
+		mu.Unlock()
+	}
+	var last []byte // the chunk cut last, with its slot, not yet sealed
 	c.Reset(rd)
 	for i := 0; ; i++ {
 		buf := pack.GetBuffer(chunkBufStart)
@@ -59,6 +81,11 @@ func (r *Repository) SaveStream(ctx context.Context, t blob.Tier, c *chunk.Chunk
 				fail(err)
 			}
 			break
+		}
+		if last != nil { // not the last chunk after all: seal it beside the chunking
+			wg.Add(1)
+			go func(i int, data []byte) { defer wg.Done(); save(i, data) }(i-1, last)
+			last = nil
 		}
 		select {
 		case sem <- struct{}{}:
@@ -73,25 +100,18 @@ func (r *Repository) SaveStream(ctx context.Context, t blob.Tier, c *chunk.Chunk
 		if stop {
 			break
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { pack.PutBuffer(data); <-sem }()
-			id, known, err := r.SaveBlob(ctx, t, blob.Data, data)
-			if err != nil {
-				fail(err)
-				return
-			}
-			mu.Lock()
-			ids[i] = id
-			st.Bytes += int64(len(data))
-			st.Chunks++
-			if !known {
-				st.New++
-				st.NewBytes += int64(len(data))
-			}
-			mu.Unlock()
-		}()
+		last = data
+	}
+	if last != nil {
+		mu.Lock()
+		failed := firstErr != nil
+		mu.Unlock()
+		if failed {
+			pack.PutBuffer(last)
+			<-sem
+		} else {
+			save(len(ids)-1, last)
+		}
 	}
 	wg.Wait()
 	if firstErr != nil {

@@ -68,3 +68,36 @@ func TestSaveStreamReadError(t *testing.T) {
 		t.Fatal("read error not reported")
 	}
 }
+
+// Streams of no chunk and of one (sealed in the caller's goroutine), and
+// a stream whose context is cancelled.
+func TestSaveStreamShort(t *testing.T) {
+	tr := newTestRepo(t)
+	r := tr.open(t, nil, testPassword)
+	c, err := r.Chunker(blob.Workspace)
+	must(t, err)
+	ctx := context.Background()
+	ids, st, err := r.SaveStream(ctx, blob.Workspace, c, bytes.NewReader(nil))
+	must(t, err)
+	if len(ids) != 0 || st.Chunks != 0 {
+		t.Fatalf("empty stream: %d ids, stats %+v", len(ids), st)
+	}
+	small := bytes.Repeat([]byte("one chunk "), 100)
+	ids, st, err = r.SaveStream(ctx, blob.Workspace, c, bytes.NewReader(small))
+	must(t, err)
+	if len(ids) != 1 || st.Chunks != 1 || st.New != 1 || st.Bytes != int64(len(small)) {
+		t.Fatalf("small stream: %d ids, stats %+v", len(ids), st)
+	}
+	must(t, r.Flush(ctx))
+	var out bytes.Buffer
+	_, err = r.LoadStream(ctx, blob.Workspace, ids, &out)
+	must(t, err)
+	if !bytes.Equal(out.Bytes(), small) {
+		t.Fatal("small stream reads back different")
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, _, err := r.SaveStream(cancelled, blob.Workspace, c, bytes.NewReader(bytes.Repeat([]byte("x"), 4<<20))); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled stream: %v, want context.Canceled", err)
+	}
+}
