@@ -88,6 +88,28 @@ type Backend interface {
 	Close() error
 }
 
+// LoaderInto is implemented by backends that can read a range into a
+// caller's buffer (the local one). Readers of many ranges, such as
+// restore, use it through LoadRange to recycle their buffers.
+type LoaderInto interface {
+	// LoadInto reads len(dst) bytes of h from offset into dst, with the
+	// errors Load gives for the same range.
+	LoadInto(ctx context.Context, h Handle, offset int64, dst []byte) error
+}
+
+// LoadRange reads length (> 0) bytes of h from offset: into buf's storage
+// when be is a LoaderInto and buf has the capacity, else into a new buffer
+// from Load.
+func LoadRange(ctx context.Context, be Backend, h Handle, offset int64, length int, buf []byte) ([]byte, error) {
+	if li, ok := be.(LoaderInto); ok && length > 0 && cap(buf) >= length {
+		if err := li.LoadInto(ctx, h, offset, buf[:length]); err != nil {
+			return nil, err
+		}
+		return buf[:length], nil
+	}
+	return be.Load(ctx, h, offset, length)
+}
+
 // Valid reports whether h names a file this package can store.
 func (h Handle) Valid() error {
 	switch h.Type {

@@ -234,7 +234,7 @@ func (rw *rewriter) copyPack(ctx context.Context, pi PackInfo, entries []pack.En
 		run := entries[:n]
 		entries = entries[n:]
 		off := uint64(run[0].Offset)
-		data, err := rw.r.Backend().Load(ctx, h, int64(off), int(end-off))
+		data, err := backend.LoadRange(ctx, rw.r.Backend(), h, int64(off), int(end-off), pack.GetBuffer(int(end-off)))
 		switch {
 		case errors.Is(err, backend.ErrShortRead):
 			return fmt.Errorf("%w: %s is truncated (live blob %s lies past its end); run `lifeboat check --read-data`", repo.ErrCorrupt, h, run[len(run)-1].ID.Short())
@@ -244,7 +244,9 @@ func (rw *rewriter) copyPack(ctx context.Context, pi PackInfo, entries []pack.En
 		sealed := func(e pack.Entry) []byte {
 			return data[uint64(e.Offset)-off : uint64(e.Offset)-off+uint64(e.Length)]
 		}
-		if err := rw.copyRun(ctx, k, h, run, sealed); err != nil {
+		err = rw.copyRun(ctx, k, h, run, sealed)
+		pack.PutBuffer(data) // copyRun has copied what it keeps, and its goroutines are done
+		if err != nil {
 			return err
 		}
 	}

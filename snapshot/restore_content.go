@@ -40,7 +40,11 @@ func (w *rsWriter) hasher() (*blake3.Hasher, error) {
 // each chunk, and writes it wherever it goes.
 func (w *rsWriter) writeRun(ctx context.Context, run *rsRun) error {
 	h := backend.Handle{Type: backend.Pack, Name: run.pack.String()}
-	data, err := w.be.Load(ctx, h, run.start, int(run.end-run.start))
+	// The run's sealed bytes go into a recycled buffer: a restore reads
+	// the whole repository, and fresh buffers for it kept the garbage
+	// collector busy (a fifth of a restore's user CPU).
+	n := int(run.end - run.start)
+	data, err := backend.LoadRange(ctx, w.be, h, run.start, n, pack.GetBuffer(n))
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -53,6 +57,7 @@ func (w *rsWriter) writeRun(ctx context.Context, run *rsRun) error {
 		}
 		return &RestoreError{Paths: w.plan.filesOf(run.chunks...), Err: fmt.Errorf("reading %d chunks: %w; run `lifeboat check`", len(run.chunks), err)}
 	}
+	defer pack.PutBuffer(data)
 	bp := rsPlainBufs.Get().(*[]byte)
 	defer rsPlainBufs.Put(bp)
 	for _, c := range run.chunks {

@@ -27,6 +27,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) backend.Backend) {
 	t.Run("ConfigAlias", func(t *testing.T) { testConfigAlias(t, open(t)) })
 	t.Run("Ranges", func(t *testing.T) { testRanges(t, open(t)) })
 	t.Run("EmptyFileRanges", func(t *testing.T) { testEmptyRanges(t, open(t)) })
+	t.Run("LoadRange", func(t *testing.T) { testLoadRange(t, open(t)) })
 	t.Run("Missing", func(t *testing.T) { testMissing(t, open(t)) })
 	t.Run("List", func(t *testing.T) { testList(t, open(t)) })
 	t.Run("ListEmpty", func(t *testing.T) { testListEmpty(t, open(t)) })

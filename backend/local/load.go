@@ -14,24 +14,44 @@ import (
 // length is 0. It checks the range against the file size before reading
 // and reads with pread, never more than asked.
 func (b *Backend) Load(ctx context.Context, h backend.Handle, offset int64, length int) ([]byte, error) {
-	if err := check(ctx, "load", h); err != nil {
+	var buf []byte
+	err := b.load(ctx, h, offset, length, func(n int64) []byte { buf = make([]byte, n); return buf })
+	if err != nil {
 		return nil, err
 	}
+	return buf, nil
+}
+
+// LoadInto reads len(dst) bytes of h from offset into dst
+// (backend.LoaderInto), with Load's checks.
+func (b *Backend) LoadInto(ctx context.Context, h backend.Handle, offset int64, dst []byte) error {
+	if len(dst) == 0 {
+		return fmt.Errorf("local: load %s: empty range at offset %d", h, offset)
+	}
+	return b.load(ctx, h, offset, len(dst), func(int64) []byte { return dst })
+}
+
+// load reads length bytes of h from offset (the rest of the file for 0)
+// into the buffer alloc returns for the length it settled on.
+func (b *Backend) load(ctx context.Context, h backend.Handle, offset int64, length int, alloc func(n int64) []byte) error {
+	if err := check(ctx, "load", h); err != nil {
+		return err
+	}
 	if offset < 0 || length < 0 {
-		return nil, fmt.Errorf("local: load %s: invalid range offset %d length %d", h, offset, length)
+		return fmt.Errorf("local: load %s: invalid range offset %d length %d", h, offset, length)
 	}
 	p := b.path(h)
 	f, err := os.Open(p)
 	if err != nil {
-		return nil, b.fail("load", h, err)
+		return b.fail("load", h, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, b.fail("load", h, err)
+		return b.fail("load", h, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("local: load %s: %s is not a regular file", h, p)
+		return fmt.Errorf("local: load %s: %s is not a regular file", h, p)
 	}
 	size := fi.Size()
 	n := int64(length)
@@ -39,17 +59,17 @@ func (b *Backend) Load(ctx context.Context, h backend.Handle, offset int64, leng
 		n = size - offset
 	}
 	if offset > size || n > size-offset {
-		return nil, shortRead(h, p, offset, n, size)
+		return shortRead(h, p, offset, n, size)
 	}
-	buf := make([]byte, n)
+	buf := alloc(n)
 	got, err := f.ReadAt(buf, offset)
 	if int64(got) < n {
 		if err == nil || errors.Is(err, io.EOF) {
-			return nil, shortRead(h, p, offset, n, int64(got)+offset)
+			return shortRead(h, p, offset, n, int64(got)+offset)
 		}
-		return nil, b.fail("load", h, err)
+		return b.fail("load", h, err)
 	}
-	return buf, nil
+	return nil
 }
 
 func shortRead(h backend.Handle, p string, offset, n, size int64) error {
