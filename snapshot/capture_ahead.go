@@ -26,12 +26,20 @@ import (
 // else. A queued directory the walker reaches first it lists itself.
 
 // capAheadMax bounds the directories listed ahead and not yet walked
-// (each holds a descriptor), and capAheadNames the entries of each: a
-// larger directory is opened ahead but listed by the walker, so memory
-// stays bounded however wide the tree.
-const (
-	capAheadMax   = 64
-	capAheadNames = 1024
+// (each holds a descriptor), capAheadNames the entries of each, and
+// capAheadEntries the entries of them all (a few MiB: names, stats and
+// cache entries): a larger directory, or one that would go over the
+// total, is opened ahead but listed by the walker, so memory stays
+// bounded however wide the tree. (With 1,024 entries at most and no
+// total, the walker listed and stat'ed every source directory of the
+// bench corpus itself, about a quarter of its entries, while the workers
+// waited.)
+const capAheadMax = 64
+
+// (Variables so that tests can use small directories.)
+var (
+	capAheadNames         = MaxNodesPerBlob
+	capAheadEntries int64 = 16384
 )
 
 // capAheadWindow is how many subdirectories of one part are queued ahead
@@ -48,6 +56,7 @@ type capListing struct {
 	first capPrep
 	later bool          // too large to list ahead: the walker lists it
 	ahead *capAheadPart // first's subdirectories queued so far, or nil
+	held  int           // entries counted in capAheadQueue.entries until the walker takes it
 }
 
 // capPrep is a part's entries stat'ed and, with a file cache, their file
@@ -126,9 +135,12 @@ func (c *capturer) take(a *capAhead) {
 	c.unqueue(a)
 }
 
-// unqueue marks a taken or dropped: its slot and window place go back.
+// unqueue marks a taken or dropped: its slot, window place and the
+// entries it held go back.
 func (c *capturer) unqueue(a *capAhead) {
 	a.resolved = true
+	c.ahead.entries.Add(-int64(a.list.held))
+	a.list.held = 0
 	if a.queued != nil {
 		a.queued.inflight--
 		a.queued = nil
@@ -179,13 +191,17 @@ func (c *capturer) list(d *capDir, limit int) capListing {
 	if err != nil {
 		return capListing{err: err}
 	}
-	if limit > 0 && len(names) > limit {
-		return capListing{later: true}
+	held := 0
+	if limit > 0 {
+		if len(names) > limit || !c.ahead.hold(len(names)) {
+			return capListing{later: true}
+		}
+		held = len(names)
 	}
 	names = c.excl.filter(d, names)
 	names = c.filter(d, names)
 	slices.Sort(names)
-	l := capListing{names: names, first: c.prepare(d, names[:min(len(names), MaxNodesPerBlob)])}
+	l := capListing{names: names, first: c.prepare(d, names[:min(len(names), MaxNodesPerBlob)]), held: held}
 	if c.o.hooks.listed != nil {
 		c.o.hooks.listed(d.errPath(""))
 	}
@@ -202,6 +218,18 @@ type capAheadQueue struct {
 	closed bool
 	slots  chan struct{} // capAheadMax tokens: a task holds one until walked or dropped
 	wg     sync.WaitGroup
+
+	entries atomic.Int64 // entries of the directories listed ahead and not yet taken
+}
+
+// hold counts n entries listed ahead, if the total stays within
+// capAheadEntries.
+func (q *capAheadQueue) hold(n int) bool {
+	if q.entries.Add(int64(n)) > capAheadEntries {
+		q.entries.Add(-int64(n))
+		return false
+	}
+	return true
 }
 
 func (c *capturer) startAhead() {

@@ -40,11 +40,20 @@ func capTestAheadCapturer(t *testing.T) *capturer {
 	return &capturer{o: CaptureOptions{hooks: &captureHooks{}}, excl: excl}
 }
 
+// capTestAheadLimits sets smaller limits on listing ahead for one test,
+// so that it needs fewer files.
+func capTestAheadLimits(t *testing.T, names int, entries int64) {
+	oldNames, oldEntries := capAheadNames, capAheadEntries
+	capAheadNames, capAheadEntries = names, entries
+	t.Cleanup(func() { capAheadNames, capAheadEntries = oldNames, oldEntries })
+}
+
 // A worker listing ahead a directory too large to hold stops reading it
 // soon after capAheadNames entries: several workers meeting huge
 // directories side by side must not each hold a whole listing at once.
 func TestCaptureAheadListingBounded(t *testing.T) {
-	const n = 20 * capAheadNames
+	capTestAheadLimits(t, 1024, 4096)
+	n := 20 * capAheadNames
 	h := capTestBigDir(t, filepath.Join(t.TempDir(), "big"), n)
 	defer h.release()
 	c := capTestAheadCapturer(t)
@@ -56,7 +65,7 @@ func TestCaptureAheadListingBounded(t *testing.T) {
 	if !l.later || l.err != nil || l.names != nil {
 		t.Fatalf("listing of %d entries ahead: later %v, err %v, %d names", n, l.later, l.err, len(l.names))
 	}
-	if got := after.Mallocs - before.Mallocs; got > 4*capAheadNames {
+	if got := after.Mallocs - before.Mallocs; got > uint64(4*capAheadNames) {
 		t.Errorf("listing a directory of %d entries ahead made %d allocations; want at most %d", n, got, 4*capAheadNames)
 	}
 	// The walker lists it again from the start, whole.
@@ -71,7 +80,8 @@ func TestCaptureAheadListingBounded(t *testing.T) {
 // A directory the walker opens itself (no worker had started on it) is
 // listed once, whatever its size: left "for later", it would be read twice.
 func TestCaptureAheadWalkerListsOnce(t *testing.T) {
-	const n = 2 * capAheadNames
+	capTestAheadLimits(t, 1024, 4096)
+	n := 2 * capAheadNames
 	root := t.TempDir()
 	capTestBigDir(t, filepath.Join(root, "big"), n).release()
 	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY, 0)
@@ -102,7 +112,8 @@ func TestCaptureAheadWalkerListsOnce(t *testing.T) {
 // start on them and stop part way, are listed again whole by the walker:
 // every entry is captured.
 func TestCaptureAheadLargeDirectories(t *testing.T) {
-	const n = 3 * capAheadNames
+	capTestAheadLimits(t, 1024, 4096)
+	n := 3 * capAheadNames
 	root := t.TempDir()
 	for _, d := range []string{"a", "b", "c", "d"} {
 		capTestBigDir(t, filepath.Join(root, d), n).release()
@@ -110,8 +121,55 @@ func TestCaptureAheadLargeDirectories(t *testing.T) {
 	}
 	r := capTestOpenRepo(t)
 	m := capTestCapture(t, r, root, capTestOptions(nil))
-	if !m.Complete || m.Totals.Files != 4*(n+2) || m.Totals.Dirs != 9 {
+	if !m.Complete || m.Totals.Files != uint64(4*(n+2)) || m.Totals.Dirs != 9 {
 		t.Fatalf("complete %v, totals %+v, errors %v", m.Complete, m.Totals, m.Errors)
 	}
 	capTestCompare(t, r, root, m)
+}
+
+// Directories listed ahead count their entries until the walker takes
+// them; one that would take the total over capAheadEntries is left for
+// the walker, and taking them gives the entries back.
+func TestCaptureAheadEntriesBudget(t *testing.T) {
+	capTestAheadLimits(t, 100, 250)
+	root := t.TempDir()
+	names := []string{"a", "b", "c"}
+	for _, name := range names {
+		capTestBigDir(t, filepath.Join(root, name), 100).release()
+	}
+	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		t.Fatal(err)
+	}
+	d := &capDir{h: newCapHandle(fd), dev: st.Dev, ino: st.Ino}
+	defer d.h.release()
+	c := capTestAheadCapturer(t)
+	var as []*capAhead
+	for _, name := range names {
+		a := newCapAhead(d, name, c)
+		a.taken.Store(true) // as a worker does
+		a.open(c, capAheadNames)
+		if a.err != nil {
+			t.Fatal(a.err)
+		}
+		defer a.child.h.release()
+		as = append(as, a)
+	}
+	if as[0].list.later || as[1].list.later || !as[2].list.later {
+		t.Fatalf("listed ahead within a total of 250 entries: later = %v, %v, %v; want false, false, true",
+			as[0].list.later, as[1].list.later, as[2].list.later)
+	}
+	if got := c.ahead.entries.Load(); got != 200 {
+		t.Fatalf("%d entries held ahead, want 200", got)
+	}
+	for _, a := range as {
+		c.take(a)
+	}
+	if got := c.ahead.entries.Load(); got != 0 {
+		t.Fatalf("%d entries still held after the walker took every directory", got)
+	}
 }
