@@ -1,0 +1,249 @@
+package repo
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"lifeboat/backend"
+	"lifeboat/backend/fault"
+	"lifeboat/backend/local"
+	"lifeboat/blob"
+	"lifeboat/crypt"
+	"lifeboat/pack"
+)
+
+var errReview9Write = errors.New("review9: planned temp write failure")
+
+// review9FailSize is a temp-file backend whose pack temp files fail the
+// write of exactly size bytes: a sealed chunk of at least the stream
+// buffer goes to the file in one write of its own, so one chosen chunk of
+// a stream fails to save.
+type review9FailSize struct {
+	fault.TempBackend
+	size atomic.Int64
+	hits atomic.Int64
+}
+
+func (b *review9FailSize) CreateTemp() (backend.TempFile, error) {
+	f, err := b.TempBackend.CreateTemp()
+	if err != nil {
+		return nil, err
+	}
+	return review9FailFile{f, b}, nil
+}
+
+type review9FailFile struct {
+	backend.TempFile
+	b *review9FailSize
+}
+
+func (f review9FailFile) Write(p []byte) (int, error) {
+	if int64(len(p)) == f.b.size.Load() {
+		f.b.hits.Add(1)
+		return 0, errReview9Write
+	}
+	return f.TempFile.Write(p)
+}
+
+// review9Stream returns seeded random bytes that c cuts into at least
+// four chunks, the last at least 300 KiB (so its sealed bytes are written
+// to a pack file in one write), of distinct sizes; and those sizes.
+func review9Stream(t *testing.T, r *Repository, seed uint64) ([]byte, []int) {
+	t.Helper()
+	t.Logf("stream: seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 9))
+	more := func(data []byte, n int) []byte {
+		for range n {
+			data = append(data, byte(rng.Uint32()))
+		}
+		return data
+	}
+	data := more(nil, 3<<20)
+	for range 200 {
+		c, err := r.Chunker(blob.Workspace)
+		must(t, err)
+		c.Reset(bytes.NewReader(data))
+		var sizes []int
+		seen := map[int]bool{}
+		unique := true
+		for {
+			ch, err := c.Next(nil)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			must(t, err)
+			unique = unique && !seen[len(ch)]
+			seen[len(ch)] = true
+			sizes = append(sizes, len(ch))
+		}
+		if len(sizes) >= 4 && sizes[len(sizes)-1] >= 300<<10 && unique {
+			return data, sizes
+		}
+		data = more(data, 100<<10)
+	}
+	t.Fatal("no stream of the wanted shape")
+	return nil, nil
+}
+
+// review9Scribble fills pooled buffers of the chunk sizes with garbage
+// until stop closes, so a chunk buffer used after it went back to the
+// pool shows as different data.
+func review9Scribble(stop <-chan struct{}, done *sync.WaitGroup) {
+	done.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			n := 1 << (19 + i%4) // 512 KiB to 4 MiB
+			b := pack.GetBuffer(n)[:n]
+			for j := 0; j < n; j += 512 {
+				b[j] = byte(i)
+			}
+			pack.PutBuffer(b)
+			runtime.Gosched()
+		}
+	})
+}
+
+// SaveStream with GOMAXPROCS 1, 2 and 3 on a multi-chunk stream while
+// the chunk buffers are recycled with garbage: the ids come back in
+// order, the stats add up, and the stream reads back identical.
+func TestReview9SaveStreamProcs(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	stop := make(chan struct{})
+	var scribblers sync.WaitGroup
+	review9Scribble(stop, &scribblers)
+	defer func() { close(stop); scribblers.Wait() }()
+	for _, procs := range []int{1, 2, 3} {
+		t.Run(fmt.Sprintf("GOMAXPROCS=%d", procs), func(t *testing.T) {
+			runtime.GOMAXPROCS(procs)
+			tr := newTestRepo(t)
+			r := tr.open(t, nil, testPassword)
+			data, sizes := review9Stream(t, r, uint64(procs))
+			c, err := r.Chunker(blob.Workspace)
+			must(t, err)
+			ids, st, err := r.SaveStream(context.Background(), blob.Workspace, c, bytes.NewReader(data))
+			must(t, err)
+			if len(ids) != len(sizes) || st.Chunks != len(sizes) || st.New != len(sizes) ||
+				st.Bytes != int64(len(data)) || st.NewBytes != int64(len(data)) {
+				t.Fatalf("%d chunks of %d bytes: %d ids, stats %+v", len(sizes), len(data), len(ids), st)
+			}
+			k, err := r.TierKeys(blob.Workspace)
+			must(t, err)
+			off := 0
+			for i, n := range sizes {
+				if want := k.BlobID(data[off : off+n]); ids[i] != want {
+					t.Fatalf("id %d is %s, want %s", i, ids[i].Short(), want.Short())
+				}
+				off += n
+			}
+			must(t, r.Flush(context.Background()))
+			var out bytes.Buffer
+			_, err = r.LoadStream(context.Background(), blob.Workspace, ids, &out)
+			must(t, err)
+			if !bytes.Equal(out.Bytes(), data) {
+				t.Fatal("stream reads back different")
+			}
+		})
+	}
+}
+
+// SaveBlob fails on the first, a middle or the last chunk of a stream
+// (the last is sealed in the caller's goroutine), at GOMAXPROCS 1, 2 and
+// 4: SaveStream returns that error and no ids, and does not hang.
+func TestReview9SaveStreamChunkFails(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, procs := range []int{1, 2, 4} {
+		for _, which := range []string{"first", "middle", "last"} {
+			t.Run(fmt.Sprintf("GOMAXPROCS=%d/%s", procs, which), func(t *testing.T) {
+				runtime.GOMAXPROCS(procs)
+				tr := newTestRepo(t)
+				fb := &review9FailSize{TempBackend: tr.be.(*local.Backend)}
+				r, err := Open(context.Background(), fb, testPassword, Options{CacheDir: tr.cache, PackSize: 256 << 10, Packers: 1})
+				must(t, err)
+				defer func() { _ = r.Close(context.Background()) }()
+				data, sizes := review9Stream(t, r, 7)
+				target := map[string]int{"first": 0, "middle": len(sizes) / 2, "last": len(sizes) - 1}[which]
+				fb.size.Store(int64(sizes[target] + crypt.Overhead)) // random data is stored raw
+				c, err := r.Chunker(blob.Workspace)
+				must(t, err)
+				ids, _, err := r.SaveStream(context.Background(), blob.Workspace, c, bytes.NewReader(data))
+				if !errors.Is(err, errReview9Write) || ids != nil {
+					t.Fatalf("chunk %d of %d fails: SaveStream = %d ids, %v; want no ids and the write error", target, len(sizes), len(ids), err)
+				}
+				if fb.hits.Load() != 1 {
+					t.Fatalf("the planned failure fired %d times", fb.hits.Load())
+				}
+			})
+		}
+	}
+}
+
+// The context is cancelled while an early chunk's save is held up (its
+// pack hand-off waits in a hook) at GOMAXPROCS 1 and 2: SaveStream
+// returns context.Canceled once that save ends, and the repository is
+// not damaged: the same stream saves and reads back afterwards.
+func TestReview9SaveStreamCancelledWhileSaving(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, procs := range []int{1, 2} {
+		t.Run(fmt.Sprintf("GOMAXPROCS=%d", procs), func(t *testing.T) {
+			runtime.GOMAXPROCS(procs)
+			tr := newTestRepo(t)
+			r, err := Open(context.Background(), tr.be, testPassword, Options{CacheDir: tr.cache, PackSize: 256 << 10, Packers: 1})
+			must(t, err)
+			defer func() { _ = r.Close(context.Background()) }()
+			data, _ := review9Stream(t, r, 3)
+			held, release := make(chan struct{}), make(chan struct{})
+			var first atomic.Bool
+			r.testBeforeUpload = func() { // the second chunk's save hands the first's pack off
+				if first.CompareAndSwap(false, true) {
+					close(held)
+					<-release
+				}
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			c, err := r.Chunker(blob.Workspace)
+			must(t, err)
+			type result struct {
+				ids []blob.ID
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				ids, _, err := r.SaveStream(ctx, blob.Workspace, c, bytes.NewReader(data))
+				done <- result{ids, err}
+			}()
+			<-held
+			cancel()
+			close(release)
+			res := <-done
+			if !errors.Is(res.err, context.Canceled) || res.ids != nil {
+				t.Fatalf("cancelled stream: %d ids, %v; want no ids and context.Canceled", len(res.ids), res.err)
+			}
+			r.testBeforeUpload = nil
+			c2, err := r.Chunker(blob.Workspace)
+			must(t, err)
+			ids, _, err := r.SaveStream(context.Background(), blob.Workspace, c2, bytes.NewReader(data))
+			must(t, err)
+			must(t, r.Flush(context.Background()))
+			var out bytes.Buffer
+			_, err = r.LoadStream(context.Background(), blob.Workspace, ids, &out)
+			must(t, err)
+			if !bytes.Equal(out.Bytes(), data) {
+				t.Fatal("stream saved after the cancelled one reads back different")
+			}
+			checkRepo(t, r)
+		})
+	}
+}
