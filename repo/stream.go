@@ -91,6 +91,7 @@ func (r *Repository) SaveStream(ctx context.Context, t blob.Tier, c *chunk.Chunk
 		case sem <- struct{}{}:
 		case <-ctx.Done():
 			pack.PutBuffer(data)
+			data = nil
 			fail(ctx.Err())
 		}
 		mu.Lock()
@@ -98,6 +99,9 @@ func (r *Repository) SaveStream(ctx context.Context, t blob.Tier, c *chunk.Chunk
 		ids = append(ids, blob.ID{})
 		mu.Unlock()
 		if stop {
+			if data != nil { // it took a slot, but nothing will seal it
+				pack.PutBuffer(data)
+			}
 			break
 		}
 		last = data
