@@ -82,7 +82,7 @@ func (c *capturer) readJob(ch *chunk.Chunker, j *capJob) bool {
 	var rd *capFileReader
 	changed := false
 	for attempt := 1; ; attempt++ {
-		rd = &capFileReader{fd: fd, counter: c.o.hooks.bytesRead, sparse: before.Blocks*512 < before.Size}
+		rd = &capFileReader{fd: fd, counter: c.o.hooks.bytesRead, sparse: before.Blocks*512 < before.Size, size: before.Size}
 		var st repo.StreamStats
 		ids, st, err = c.r.SaveStream(c.ctx, c.o.tier(), ch, rd)
 		if err != nil {
@@ -149,9 +149,21 @@ type capFileReader struct {
 	sparse  bool  // look for holes
 	dataEnd int64 // [n, dataEnd) is data: pread it
 	holeEnd int64 // [n, holeEnd) is a hole: zeros
+	size    int64 // as fstat said before the read
+	eof     bool  // the end was found: later reads do not ask again
 }
 
+// Read reads the file from where the last read ended. Once it finds the
+// end, later reads return io.EOF without a system call: the chunker asks
+// again after the end, which cost every small file three more preads. A
+// short read that ends at the size fstat gave is the end too (one pread
+// for a small file, not two). The fstat after reading catches a file that
+// grew meanwhile, and a file whose size fstat does not know (some special
+// filesystems say 0) is read until a pread returns nothing.
 func (r *capFileReader) Read(p []byte) (int, error) {
+	if r.eof {
+		return 0, io.EOF
+	}
 	if len(p) == 0 {
 		return 0, nil
 	}
@@ -177,9 +189,11 @@ func (r *capFileReader) Read(p []byte) (int, error) {
 			return 0, err
 		}
 		if n == 0 {
+			r.eof = true
 			return 0, io.EOF
 		}
 		r.count(n)
+		r.eof = n < len(p) && r.n == r.size
 		return n, nil
 	}
 }
