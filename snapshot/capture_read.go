@@ -22,8 +22,9 @@ type capJob struct {
 	dir  *capDir
 	h    *capHandle
 	name string
-	key  blob.ID  // file cache key
-	link *capLink // set when the file has more names still to come
+	key  blob.ID     // file cache key
+	link *capLink    // set when the file has more names still to come
+	st   unix.Stat_t // the walk's lstat of name: a regular file then
 }
 
 // reader runs jobs until the walker closes the queue. Each reader owns one
@@ -69,15 +70,10 @@ func (c *capturer) readJob(ch *chunk.Chunker, j *capJob) bool {
 		return false
 	}
 	defer func() { _ = unix.Close(fd) }()
-	var before, after unix.Stat_t
-	if err := unix.Fstat(fd, &before); err != nil {
-		c.omit(j.dir, j.name, n, err)
-		return false
-	}
-	if before.Mode&unix.S_IFMT != unix.S_IFREG {
-		c.omit(j.dir, j.name, n, errors.New("replaced by a non-regular file during the capture"))
-		return false
-	}
+	// The walk's lstat stands for a stat before the first read (one system
+	// call less per file): if the name now holds another file, or the file
+	// changed since, the fstat after the read differs and it is read again.
+	before, after := j.st, unix.Stat_t{}
 	var ids []blob.ID
 	var rd *capFileReader
 	changed := false
@@ -87,7 +83,7 @@ func (c *capturer) readJob(ch *chunk.Chunker, j *capJob) bool {
 		ids, st, err = c.r.SaveStream(c.ctx, c.o.tier(), ch, rd)
 		if err != nil {
 			if rd.err != nil && c.ctx.Err() == nil {
-				c.omit(j.dir, j.name, n, fmt.Errorf("reading: %w", rd.err))
+				c.omit(j.dir, j.name, n, capReadError(fd, rd.err))
 				return false
 			}
 			c.fail(fmt.Errorf("capture: saving %s: %w", j.dir.errPath(j.name), err))
@@ -99,6 +95,10 @@ func (c *capturer) readJob(ch *chunk.Chunker, j *capJob) bool {
 		}
 		if err := unix.Fstat(fd, &after); err != nil {
 			c.omit(j.dir, j.name, n, err)
+			return false
+		}
+		if after.Mode&unix.S_IFMT != unix.S_IFREG {
+			c.omit(j.dir, j.name, n, errNotRegular)
 			return false
 		}
 		if capUnchanged(&before, &after) {
@@ -128,6 +128,21 @@ func (c *capturer) readJob(ch *chunk.Chunker, j *capJob) bool {
 	c.bytes.Add(n.Size)
 	c.o.Progress.Done(1, n.Size)
 	return true
+}
+
+// errNotRegular is recorded for a file whose name held something else
+// (a directory, a FIFO) by the time a reader opened it.
+var errNotRegular = errors.New("replaced by a non-regular file during the capture")
+
+// capReadError is the error to record for a file open as fd whose read
+// failed with err: errNotRegular when fd is no longer a regular file (a
+// directory fails with EISDIR, a FIFO with ESPIPE).
+func capReadError(fd int, err error) error {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return errNotRegular
+	}
+	return fmt.Errorf("reading: %w", err)
 }
 
 // capUnchanged reports whether a file's content may be taken as unchanged

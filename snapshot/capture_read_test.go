@@ -75,3 +75,46 @@ func TestCapFileReaderEnd(t *testing.T) {
 		t.Fatalf("read with a stale size: %q", got)
 	}
 }
+
+// A file whose name holds a directory, a FIFO or another regular file by
+// the time a reader opens it: the first two are recorded as replaced (the
+// reader stat'ed nothing before its read, the walk's lstat stood in), and
+// the new regular file is read whole, with its own metadata.
+func TestCaptureFileReplacedBeforeRead(t *testing.T) {
+	root := t.TempDir()
+	capTestWrite(t, root, map[string]string{"dir": "was a file", "fifo": "was a file", "other": "old content", "keep": "kept"})
+	r := capTestOpenRepo(t)
+	o := capTestOptions(nil)
+	o.hooks.beforeOpen = func(p string) {
+		full := filepath.Join(root, p)
+		if p == "keep" {
+			return
+		}
+		if err := os.Remove(full); err != nil {
+			t.Error(err)
+			return
+		}
+		var err error
+		switch p {
+		case "dir":
+			err = os.Mkdir(full, 0o755)
+		case "fifo":
+			err = unix.Mkfifo(full, 0o644)
+		case "other":
+			err = os.WriteFile(full, []byte("a new, longer content"), 0o600)
+		}
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	m := capTestCapture(t, r, root, o)
+	errs := capTestErrors(m)
+	if m.Complete || errs["dir"] != errNotRegular.Error() || errs["fifo"] != errNotRegular.Error() || len(errs) != 2 {
+		t.Fatalf("complete %v, errors %q", m.Complete, errs)
+	}
+	got := capTestFlatten(t, r, m.Root.Subtree)
+	if content := string(capTestContent(t, r, got["other"])); content != "a new, longer content" ||
+		got["other"].Size != uint64(len(content)) || got["other"].Mode&0o777 != 0o600 {
+		t.Fatalf("replaced file captured as %q, size %d, mode %o", content, got["other"].Size, got["other"].Mode)
+	}
+}

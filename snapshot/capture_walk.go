@@ -405,7 +405,7 @@ func (c *capturer) file(d *capDir, part *capPart, i int, name string, f capFile)
 		}
 		return nil
 	}
-	j := &capJob{part: part, i: i, dir: d, h: d.h, name: name, key: f.key, link: link}
+	j := &capJob{part: part, i: i, dir: d, h: d.h, name: name, key: f.key, link: link, st: *st}
 	part.pending.Add(1)
 	d.h.acquire()
 	select {
