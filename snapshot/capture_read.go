@@ -166,6 +166,7 @@ type capFileReader struct {
 	holeEnd int64 // [n, holeEnd) is a hole: zeros
 	size    int64 // as fstat said before the read
 	eof     bool  // the end was found: later reads do not ask again
+	past    bool  // read past size: fd was checked to be a regular file
 }
 
 // Read reads the file from where the last read ended. Once it finds the
@@ -208,6 +209,19 @@ func (r *capFileReader) Read(p []byte) (int, error) {
 			return 0, io.EOF
 		}
 		r.count(n)
+		if r.n > r.size && !r.past {
+			// No fstat came before the read (the walk's lstat stood in):
+			// a device in the file's place (/dev/zero) would never end.
+			r.past = true
+			var st unix.Stat_t
+			r.err = unix.Fstat(r.fd, &st)
+			if r.err == nil && st.Mode&unix.S_IFMT != unix.S_IFREG {
+				r.err = errNotRegular
+			}
+			if r.err != nil {
+				return 0, r.err
+			}
+		}
 		r.eof = n < len(p) && r.n == r.size
 		return n, nil
 	}
