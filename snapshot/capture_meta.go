@@ -150,7 +150,7 @@ func capXattrsAt(dirfd int, name string) ([]Xattr, error) {
 			func(attr string, b []byte) (int, error) { return unix.Lgetxattr(p, attr, b) })
 	} else {
 		var fd int
-		if fd, err = capOpenat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK); err == nil {
+		if fd, err = capOpenat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY); err == nil {
 			xs, err = capXattrsFd(fd)
 			_ = unix.Close(fd)
 		}

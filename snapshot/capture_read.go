@@ -55,8 +55,9 @@ func (c *capturer) readJob(ch *chunk.Chunker, j *capJob) bool {
 		c.o.hooks.beforeOpen(j.dir.errPath(j.name))
 	}
 	// O_NONBLOCK: should a FIFO have taken the file's place, opening it
-	// must not wait for a writer.
-	fd, err := capOpenat(j.h.fd, j.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK)
+	// must not wait for a writer; O_NOCTTY: nor may a terminal become
+	// this process's controlling terminal.
+	fd, err := capOpenat(j.h.fd, j.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY)
 	if err != nil {
 		switch {
 		case errors.Is(err, unix.ENOENT):
