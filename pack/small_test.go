@@ -2,7 +2,6 @@ package pack
 
 import (
 	"bytes"
-	"os/exec"
 	"testing"
 
 	"lifeboat/blob"
@@ -44,37 +43,6 @@ func TestSmallBlobRules(t *testing.T) {
 			if got := openBlob(t, wsKeys, sealBlob(t, wsKeys, blob.Data, plain, CompressFastest)); !bytes.Equal(got, plain) {
 				t.Fatalf("fastest, %d bytes: round trip differs", n)
 			}
-		}
-	}
-}
-
-// TestSmallFramesDecodeWithReferenceZstd decodes the frames of small
-// blobs (literals left raw) with the reference zstd tool, which the
-// format promises any reader can use. It runs where zstd is installed.
-func TestSmallFramesDecodeWithReferenceZstd(t *testing.T) {
-	zstdPath, err := exec.LookPath("zstd")
-	if err != nil {
-		t.Skip("the zstd tool is not installed")
-	}
-	r := newRand(t)
-	for _, n := range []int{fastRawBelow, 700, fastLiteralsBelow - 1, fastLiteralsBelow, 5000} {
-		plain := textBytes(r, n)
-		sb := sealBlob(t, wsKeys, blob.Data, plain, CompressFastest)
-		if sb.Flags != FlagZstd {
-			t.Fatalf("%d bytes of text stored raw", n)
-		}
-		frame, err := wsKeys.Open(nil, sb.Data, blobAAD(wsKeys.Tier, sb.Type, sb.Flags, sb.ID))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(zstdPath, "-d", "-c", "-q")
-		cmd.Stdin = bytes.NewReader(frame)
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("zstd -d on the frame of a %d-byte blob: %v", n, err)
-		}
-		if !bytes.Equal(out, plain) {
-			t.Fatalf("zstd -d on the frame of a %d-byte blob gave %d different bytes", n, len(out))
 		}
 	}
 }

@@ -33,18 +33,25 @@ func TestSaveLoadStream(t *testing.T) {
 	if st.Bytes != int64(len(data)) || st.Chunks != len(ids) || len(ids) < 10 {
 		t.Fatalf("stats %+v for %d bytes in %d chunks", st, len(data), len(ids))
 	}
-	must(t, r.Flush(context.Background()))
-	var out bytes.Buffer
-	n, err := r.LoadStream(context.Background(), blob.Workspace, ids, &out)
-	must(t, err)
-	if n != int64(len(data)) || !bytes.Equal(out.Bytes(), data) {
-		t.Fatal("stream reads back different")
-	}
+	wantStream(t, r, ids, data, "stream")
 	// The same stream again stores nothing new.
 	_, st2, err := r.SaveStream(context.Background(), blob.Workspace, c, bytes.NewReader(data))
 	must(t, err)
 	if st2.New != 0 {
 		t.Fatalf("resave stored %d new chunks", st2.New)
+	}
+}
+
+// wantStream flushes r and checks that the workspace data blobs ids read
+// back as want; what names the stream in the failure.
+func wantStream(t *testing.T, r *Repository, ids []blob.ID, want []byte, what string) {
+	t.Helper()
+	must(t, r.Flush(context.Background()))
+	var out bytes.Buffer
+	n, err := r.LoadStream(context.Background(), blob.Workspace, ids, &out)
+	must(t, err)
+	if n != int64(len(want)) || !bytes.Equal(out.Bytes(), want) {
+		t.Fatalf("%s reads back different", what)
 	}
 }
 
@@ -88,13 +95,7 @@ func TestSaveStreamShort(t *testing.T) {
 	if len(ids) != 1 || st.Chunks != 1 || st.New != 1 || st.Bytes != int64(len(small)) {
 		t.Fatalf("small stream: %d ids, stats %+v", len(ids), st)
 	}
-	must(t, r.Flush(ctx))
-	var out bytes.Buffer
-	_, err = r.LoadStream(ctx, blob.Workspace, ids, &out)
-	must(t, err)
-	if !bytes.Equal(out.Bytes(), small) {
-		t.Fatal("small stream reads back different")
-	}
+	wantStream(t, r, ids, small, "small stream")
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
 	if _, _, err := r.SaveStream(cancelled, blob.Workspace, c, bytes.NewReader(bytes.Repeat([]byte("x"), 4<<20))); !errors.Is(err, context.Canceled) {

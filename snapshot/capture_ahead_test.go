@@ -29,6 +29,21 @@ func capTestBigDir(t *testing.T, dir string, n int) *capHandle {
 	return newCapHandle(fd)
 }
 
+// capTestOpenDir opens dir as the walker does a directory it descends
+// into: a held descriptor, its device and inode.
+func capTestOpenDir(t *testing.T, dir string) *capDir {
+	t.Helper()
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		t.Fatal(err)
+	}
+	return &capDir{h: newCapHandle(fd), dev: st.Dev, ino: st.Ino}
+}
+
 // capTestAheadCapturer is a capturer enough for list and take, without a
 // file cache or workers.
 func capTestAheadCapturer(t *testing.T) *capturer {
@@ -84,15 +99,7 @@ func TestCaptureAheadWalkerListsOnce(t *testing.T) {
 	n := 2 * capAheadNames
 	root := t.TempDir()
 	capTestBigDir(t, filepath.Join(root, "big"), n).release()
-	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		t.Fatal(err)
-	}
-	d := &capDir{h: newCapHandle(fd), dev: st.Dev, ino: st.Ino}
+	d := capTestOpenDir(t, root)
 	defer d.h.release()
 	c := capTestAheadCapturer(t)
 	listed := 0
@@ -137,15 +144,7 @@ func TestCaptureAheadEntriesBudget(t *testing.T) {
 	for _, name := range names {
 		capTestBigDir(t, filepath.Join(root, name), 100).release()
 	}
-	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		t.Fatal(err)
-	}
-	d := &capDir{h: newCapHandle(fd), dev: st.Dev, ino: st.Ino}
+	d := capTestOpenDir(t, root)
 	defer d.h.release()
 	c := capTestAheadCapturer(t)
 	var as []*capAhead

@@ -139,11 +139,23 @@ var errNotRegular = errors.New("replaced by a non-regular file during the captur
 // failed with err: errNotRegular when fd is no longer a regular file (a
 // directory fails with EISDIR, a FIFO with ESPIPE).
 func capReadError(fd int, err error) error {
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT != unix.S_IFREG {
+	if capRegular(fd) == errNotRegular {
 		return errNotRegular
 	}
 	return fmt.Errorf("reading: %w", err)
+}
+
+// capRegular checks with fstat that fd is a regular file: errNotRegular
+// when it is not, fstat's error when that fails.
+func capRegular(fd int) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return errNotRegular
+	}
+	return nil
 }
 
 // capUnchanged reports whether a file's content may be taken as unchanged
@@ -165,7 +177,7 @@ type capFileReader struct {
 	sparse  bool  // look for holes
 	dataEnd int64 // [n, dataEnd) is data: pread it
 	holeEnd int64 // [n, holeEnd) is a hole: zeros
-	size    int64 // as fstat said before the read
+	size    int64 // as the walk's lstat said before the read
 	eof     bool  // the end was found: later reads do not ask again
 	past    bool  // read past size: fd was checked to be a regular file
 }
@@ -173,7 +185,7 @@ type capFileReader struct {
 // Read reads the file from where the last read ended. Once it finds the
 // end, later reads return io.EOF without a system call: the chunker asks
 // again after the end, which cost every small file three more preads. A
-// short read that ends at the size fstat gave is the end too (one pread
+// short read that ends at the size the walk's lstat gave is the end too (one pread
 // for a small file, not two). The fstat after reading catches a file that
 // grew meanwhile, and a file whose size fstat does not know (some special
 // filesystems say 0) is read until a pread returns nothing.
@@ -214,12 +226,7 @@ func (r *capFileReader) Read(p []byte) (int, error) {
 			// No fstat came before the read (the walk's lstat stood in):
 			// a device in the file's place (/dev/zero) would never end.
 			r.past = true
-			var st unix.Stat_t
-			r.err = unix.Fstat(r.fd, &st)
-			if r.err == nil && st.Mode&unix.S_IFMT != unix.S_IFREG {
-				r.err = errNotRegular
-			}
-			if r.err != nil {
+			if r.err = capRegular(r.fd); r.err != nil {
 				return 0, r.err
 			}
 		}
