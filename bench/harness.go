@@ -121,6 +121,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep.CorpusSeconds = time.Since(start).Seconds()
 	defer removeLeftovers(dir)
 	for r := 1; r <= o.Rounds; r++ {
+		if err := warm(pristine); err != nil {
+			return nil, err
+		}
+		c, err := MeasureCeiling(ctx, pristine)
+		if err != nil {
+			return nil, err
+		}
+		c.Round = r
+		rep.Ceilings = append(rep.Ceilings, c)
 		k := (r - 1) % len(drivers)
 		for _, d := range append(drivers[k:len(drivers):len(drivers)], drivers[:k]...) {
 			res, err := runTool(ctx, o, d, dir, pristine, r)

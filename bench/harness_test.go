@@ -207,11 +207,20 @@ func TestRunSmall(t *testing.T) {
 			t.Errorf("ratio %+v", x)
 		}
 	}
+	// The stage ceiling: measured once per round on the whole corpus.
+	if len(rep.Ceilings) != 2 {
+		t.Fatalf("%d ceilings, want one per round", len(rep.Ceilings))
+	}
+	for i, c := range append(rep.Ceilings, rep.Ceiling) {
+		if c.Files != rep.Corpus.Files || c.Bytes != rep.Corpus.Bytes || len(c.Stages) != len(Stages) || c.MBps <= 0 {
+			t.Errorf("ceiling %d: %+v, corpus %+v", i, c, rep.Corpus)
+		}
+	}
 	var text bytes.Buffer
 	if err := rep.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range append([]string{"machine:", "corpus: scale small", "speed-up"}, Scenarios...) {
+	for _, want := range append([]string{"machine:", "corpus: scale small", "speed-up", "all stages together", "of what the stages allow together"}, Scenarios...) {
 		if tools > 1 || want != "speed-up" {
 			if !strings.Contains(text.String(), want) {
 				t.Errorf("text output lacks %q:\n%s", want, text.String())
@@ -274,7 +283,23 @@ func TestSummarizeAndTargets(t *testing.T) {
 			r.Results = append(r.Results, lb, rs)
 		}
 	}
+	// The stage ceilings: the median is taken stage by stage (1, 2 and 9
+	// CPU seconds of reading give 2; 4, 4 and 5 of compressing give 4),
+	// so 6 CPU seconds on 2 cores: 3 s, 100 MB/s for 300 MB. The made-up
+	// first capture moves 300 MB in its median 1 s: 300 MB/s, 3x.
+	for round, secs := range [][2]float64{{1, 4}, {9, 5}, {2, 4}} {
+		r.Ceilings = append(r.Ceilings, Ceiling{Round: round + 1, Procs: 2, Bytes: 300e6, Files: 10, Blobs: 10,
+			Stages: []StageTime{{Name: StageRead, Seconds: secs[0]}, {Name: StageCompress, Seconds: secs[1]}}})
+	}
+	for i := range r.Results {
+		if x := &r.Results[i]; x.Tool == "lifeboat" && x.Scenario == ScenarioFirst {
+			x.MBps = 300 / x.Seconds
+		}
+	}
 	r.summarize()
+	if c := r.Ceiling; c.Seconds != 3 || c.MBps != 100 || c.Stages[0].Seconds != 2 || c.Stages[1].Seconds != 4 || c.Stages[1].MBps != 150 || c.Slowest().Name != StageCompress {
+		t.Fatalf("median ceiling %+v", c)
+	}
 	if m, ok := r.Median("lifeboat", ScenarioFirst); !ok || m.Seconds != 1 || m.MaxRSS != 100 {
 		t.Fatalf("median %+v", m)
 	}
@@ -291,11 +316,12 @@ func TestSummarizeAndTargets(t *testing.T) {
 		met[x.Name] = x.Met
 	}
 	for name, want := range map[string]bool{
-		"first-capture speed-up over restic":                   true,
-		"unchanged-capture speed-up over restic":               false, // 3x of the 10x asked
-		"churn-capture speed-up over restic":                   true,
-		"restore peak RSS / restic's":                          true,
-		"repository size / restic's (after the churn capture)": true,
+		"first-capture speed-up over restic":                                     true,
+		"first-capture throughput / what the stages allow together on all cores": true,  // 3x of the 0.7 asked
+		"unchanged-capture speed-up over restic":                                 false, // 3x of the 10x asked
+		"churn-capture speed-up over restic":                                     true,
+		"restore peak RSS / restic's":                                            true,
+		"repository size / restic's (after the churn capture)":                   true,
 	} {
 		if got, ok := met[name]; !ok || got != want {
 			t.Errorf("target %q: met %v (present %v), want %v", name, got, ok, want)

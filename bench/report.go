@@ -27,8 +27,12 @@ type Report struct {
 	Results       []Result          `json:"results"`
 	Medians       []Result          `json:"medians"` // per tool and scenario, each field the median over rounds
 	Ratios        []Ratio           `json:"ratios"`  // Lifeboat against each peer, from the medians
-	// TargetChecks are issue 6's targets checked on the medians (empty
-	// without restic).
+	// Ceilings are what the save path's stages allowed on this corpus,
+	// measured once per round before the tools; Ceiling is their median,
+	// stage by stage.
+	Ceilings []Ceiling `json:"ceilings"`
+	Ceiling  Ceiling   `json:"ceiling"`
+	// TargetChecks are issue 6's targets checked on the medians.
 	TargetChecks []Target `json:"targets"`
 }
 
@@ -132,7 +136,33 @@ func (r *Report) summarize() {
 				CPU: div(p.CPU, lb.CPU), RSS: div(float64(lb.MaxRSS), float64(p.MaxRSS)), Repo: div(float64(lb.RepoBytes), float64(p.RepoBytes))})
 		}
 	}
+	r.Ceiling = medianCeiling(r.Ceilings)
 	r.TargetChecks = r.Targets()
+}
+
+// medianCeiling takes the median of each stage's time over cs (and of
+// the bytes and counts, which differ only by the chunker's polynomial).
+func medianCeiling(cs []Ceiling) Ceiling {
+	if len(cs) == 0 {
+		return Ceiling{}
+	}
+	pick := func(f func(Ceiling) float64) float64 {
+		xs := make([]float64, len(cs))
+		for i, c := range cs {
+			xs[i] = f(c)
+		}
+		return median(xs)
+	}
+	m := Ceiling{Procs: cs[0].Procs, Files: cs[0].Files}
+	m.Bytes = int64(pick(func(c Ceiling) float64 { return float64(c.Bytes) }))
+	m.Blobs = int(pick(func(c Ceiling) float64 { return float64(c.Blobs) }))
+	for i, st := range cs[0].Stages {
+		sec := pick(func(c Ceiling) float64 { return c.Stages[i].Seconds })
+		m.Stages = append(m.Stages, StageTime{Name: st.Name, Seconds: sec, MBps: div(float64(m.Bytes)/1e6, sec/float64(m.Procs))})
+		m.Seconds += sec / float64(m.Procs)
+	}
+	m.MBps = div(float64(m.Bytes)/1e6, m.Seconds)
+	return m
 }
 
 func div(a, b float64) float64 {
@@ -222,7 +252,35 @@ func (r *Report) WriteText(w io.Writer) error {
 			return err
 		}
 	}
+	if err := r.writeCeiling(w); err != nil {
+		return err
+	}
 	return r.writeTargets(w)
+}
+
+// writeCeiling prints the stage ceiling, if it was measured.
+func (r *Report) writeCeiling(w io.Writer) error {
+	c := r.Ceiling
+	if len(c.Stages) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\nthe save path's stages on this corpus, one worker per core (%d), median of %d: %d files, %.1f MB, %d distinct chunks\n",
+		c.Procs, len(r.Ceilings), c.Files, float64(c.Bytes)/1e6, c.Blobs)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "stage\tCPU s\tMB/s alone on all cores\t")
+	for _, st := range c.Stages {
+		fmt.Fprintf(tw, "%s\t%.2f\t%.0f\t\n", st.Name, st.Seconds, st.MBps)
+	}
+	fmt.Fprintf(tw, "all stages together\t%.2f\t%.0f\t\n", c.Seconds*float64(c.Procs), c.MBps)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if lb, ok := r.Median("lifeboat", ScenarioFirst); ok {
+		_, err := fmt.Fprintf(w, "first capture: %.1f MB/s, %.0f%% of what the stages allow together (%.0f MB/s); the slowest stage alone (%s) allows %.0f MB/s\n",
+			lb.MBps, 100*div(lb.MBps, c.MBps), c.MBps, c.Slowest().Name, c.Slowest().MBps)
+		return err
+	}
+	return nil
 }
 
 func sortedKeys(m map[string]string) []string {

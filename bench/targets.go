@@ -24,12 +24,19 @@ var speedTargets = []struct {
 	{ScenarioFirst, 2}, {ScenarioUnchanged, 10}, {ScenarioChurn, 3}, {ScenarioRestore, 2}, {ScenarioPrune, 2},
 }
 
-// Targets checks the run against issue 6's targets (all relative to
-// restic); none when restic did not run. The first-capture target
-// against the slowest pipeline stage needs the stage benchmarks and is
-// not checked here (see docs/performance.md).
+// ceilingShare is the share of the stage ceiling a first capture must reach.
+const ceilingShare = 0.7
+
+// Targets checks the run against issue 6's targets: the first capture
+// against the stage ceiling measured in the same run, the rest against
+// restic (none when restic did not run).
 func (r *Report) Targets() []Target {
 	out := []Target{}
+	if lb, ok := r.Median("lifeboat", ScenarioFirst); ok && r.Ceiling.MBps > 0 {
+		got := lb.MBps / r.Ceiling.MBps
+		out = append(out, Target{Name: "first-capture throughput / what the stages allow together on all cores", Want: fmt.Sprintf(">= %.2f", ceilingShare),
+			Got: got, Met: got >= ceilingShare, Detail: fmt.Sprintf("%.1f of %.1f MB/s", lb.MBps, r.Ceiling.MBps)})
+	}
 	ratio := func(sc string) (Ratio, bool) {
 		for _, x := range r.Ratios {
 			if x.Peer == "restic" && x.Scenario == sc {

@@ -118,39 +118,70 @@ func (sb *SealedBlob) Release() {
 
 // SealBlob compresses plain (when that saves at least 1/32 of it), seals it
 // with the tier's key, then opens and decompresses the result and compares
-// it with plain before returning it.
+// it with plain before returning it: Compress, Seal and VerifySealed in
+// turn.
 func SealBlob(k *crypt.TierKeys, typ blob.Type, id blob.ID, plain []byte, c Compression) (SealedBlob, error) {
 	if len(plain) > MaxBlobSize {
 		return SealedBlob{}, fmt.Errorf("blob %s is %d bytes, above the %d-byte limit", id.Short(), len(plain), MaxBlobSize)
 	}
-	payload, flags := plain, uint8(0)
-	if c != CompressOff && len(plain) >= c.minCompress() {
-		enc, err := encoderFor(c, len(plain))
-		if err != nil {
-			return SealedBlob{}, err
-		}
-		if worthCompressing(enc, plain) {
-			z := enc.EncodeAll(plain, getBuf(len(plain)))
-			defer putBuf(z)
-			if len(z) <= len(plain)-len(plain)/32 {
-				payload, flags = z, FlagZstd
-			}
-		}
+	payload, flags, err := Compress(plain, c)
+	if err != nil {
+		return SealedBlob{}, err
+	}
+	if flags&FlagZstd != 0 {
+		defer putBuf(payload)
 	}
 	sb := SealedBlob{Type: typ, ID: id, Flags: flags, PlainLen: uint32(len(plain)),
-		Data: k.Seal(getBuf(len(payload)+crypt.Overhead), payload, blobAAD(k.Tier, typ, flags, id))}
-	// Verify once before the blob can reach storage.
-	got, err := OpenBlob(k, Entry{Type: typ, Flags: flags, ID: id, Length: uint32(len(sb.Data)), PlainLen: sb.PlainLen}, sb.Data, getBuf(len(plain)+decodeSlack))
-	if err != nil {
+		Data: Seal(getBuf(len(payload)+crypt.Overhead), k, typ, id, flags, payload)}
+	if err := VerifySealed(k, typ, id, flags, sb.Data, plain); err != nil {
 		sb.Release()
-		return SealedBlob{}, fmt.Errorf("verifying new blob %s before upload: %w", id.Short(), err)
+		return SealedBlob{}, err
+	}
+	return sb, nil
+}
+
+// Compress is SealBlob's first step. When zstd at c saves at least 1/32 of
+// plain, it returns the compressed payload, in a buffer from the pool
+// (PutBuffer gives it back), and FlagZstd; otherwise plain itself and no
+// flags.
+func Compress(plain []byte, c Compression) ([]byte, uint8, error) {
+	if c == CompressOff || len(plain) < c.minCompress() {
+		return plain, 0, nil
+	}
+	enc, err := encoderFor(c, len(plain))
+	if err != nil {
+		return nil, 0, err
+	}
+	if !worthCompressing(enc, plain) {
+		return plain, 0, nil
+	}
+	z := enc.EncodeAll(plain, getBuf(len(plain)))
+	if len(z) > len(plain)-len(plain)/32 {
+		putBuf(z)
+		return plain, 0, nil
+	}
+	return z, FlagZstd, nil
+}
+
+// Seal is SealBlob's second step: it appends the sealed payload (nonce,
+// ciphertext, tag) to dst, bound to the blob's tier, type, flags and id.
+func Seal(dst []byte, k *crypt.TierKeys, typ blob.Type, id blob.ID, flags uint8, payload []byte) []byte {
+	return k.Seal(dst, payload, blobAAD(k.Tier, typ, flags, id))
+}
+
+// VerifySealed is SealBlob's last step: it opens and decompresses sealed and
+// checks that the result is plain, once, before the blob can reach
+// storage.
+func VerifySealed(k *crypt.TierKeys, typ blob.Type, id blob.ID, flags uint8, sealed, plain []byte) error {
+	got, err := OpenBlob(k, Entry{Type: typ, Flags: flags, ID: id, Length: uint32(len(sealed)), PlainLen: uint32(len(plain))}, sealed, getBuf(len(plain)+decodeSlack))
+	if err != nil {
+		return fmt.Errorf("verifying new blob %s before upload: %w", id.Short(), err)
 	}
 	defer putBuf(got)
 	if !bytes.Equal(got, plain) {
-		sb.Release()
-		return SealedBlob{}, fmt.Errorf("verifying new blob %s before upload: round trip differs from input (compressor or cipher fault)", id.Short())
+		return fmt.Errorf("verifying new blob %s before upload: round trip differs from input (compressor or cipher fault)", id.Short())
 	}
-	return sb, nil
+	return nil
 }
 
 // sampleSize is the size of each of the three slices worthCompressing tries.
