@@ -240,8 +240,9 @@ type capturer struct {
 
 	cacheMu    sync.Mutex
 	cachePuts  capChunked[capPut]
+	cacheIDs   capIDs              // the content ids of cachePuts
 	cacheSeen  capChunked[blob.ID] // file keys of this capture, kept by the prune
-	cacheOrder chan []int32        // cachePuts in key order, sealed (sealCache)
+	cacheOrder chan []int32        // cachePuts in key order (sortCache)
 
 	rootDone chan struct{}
 	ahead    capAheadQueue
@@ -337,7 +338,7 @@ func (c *capturer) run() (*Manifest, error) {
 	wg.Wait()
 	if c.o.Cache != nil {
 		c.cacheOrder = make(chan []int32, 1)
-		go c.sealCache()
+		go c.sortCache()
 	}
 	if werr != nil {
 		c.fail(werr)

@@ -101,21 +101,61 @@ func (c *capturer) cacheLookup(d *capDir, names []string, sts []unix.Stat_t, key
 }
 
 // cacheKeep notes that file key stays in the cache, with a new entry when
-// e is set (stamped and sealed by updateCache, which writes it once the
-// manifest is saved).
+// e is set: stamped with the capture's removal generation and sealed
+// here, beside the other readers, and written by updateCache once the
+// manifest is saved.
 func (c *capturer) cacheKeep(key blob.ID, e *index.FileEntry) {
+	var put capPut
+	if e != nil {
+		put.key, put.e = key, *e
+		put.e.Gen = c.cacheGen
+		put.e.Seal = capSeal(c.keys, key, &put.e)
+		put.e.Content = nil // kept in cacheIDs instead
+	}
 	c.cacheMu.Lock()
 	defer c.cacheMu.Unlock()
 	c.cacheSeen.add(key)
 	if e != nil {
-		c.cachePuts.add(capPut{key, *e})
+		put.ids = c.cacheIDs.add(e.Content)
+		c.cachePuts.add(put)
 	}
 }
 
-// capPut is a file cache entry to write under key.
+// capPut is a file cache entry to write under key; its content ids are
+// ids in the capture's cacheIDs.
 type capPut struct {
 	key blob.ID
 	e   index.FileEntry
+	ids capIDRef
+}
+
+// capIDs holds the content ids of the entries a capture will write, in
+// chunks without pointers: with a slice of its own in each of 100,000
+// entries, every garbage collection of a first capture traced 100,000
+// more objects.
+type capIDs struct {
+	chunks [][]blob.ID
+}
+
+// capIDRef says where one entry's ids are in a capIDs.
+type capIDRef struct{ chunk, off, n int32 }
+
+// add copies ids in, contiguously, and returns where they are.
+func (a *capIDs) add(ids []blob.ID) capIDRef {
+	last := len(a.chunks) - 1
+	if last < 0 || cap(a.chunks[last])-len(a.chunks[last]) < len(ids) {
+		a.chunks = append(a.chunks, make([]blob.ID, 0, max(capChunk, len(ids))))
+		last++
+	}
+	ch := &a.chunks[last]
+	ref := capIDRef{chunk: int32(last), off: int32(len(*ch)), n: int32(len(ids))}
+	*ch = append(*ch, ids...)
+	return ref
+}
+
+// at returns the ids ref points to.
+func (a *capIDs) at(ref capIDRef) []blob.ID {
+	return a.chunks[ref.chunk][ref.off : ref.off+ref.n : ref.off+ref.n]
 }
 
 // capChunked is an append-only list kept in chunks of fixed size, so that
@@ -198,17 +238,14 @@ func capCacheEntry(st *unix.Stat_t, xattrs bool, ids []blob.ID) *index.FileEntry
 		MtimeNs: st.Mtim.Nano(), CtimeNs: st.Ctim.Nano(), Xattrs: xattrs, Content: ids}
 }
 
-// sealCache stamps and seals the new entries and sends their order by key
-// on c.cacheOrder. It runs once the readers are done, beside the final
-// flush, which it does not need: only writing them must wait for it.
-func (c *capturer) sealCache() {
+// sortCache sends the order by key of the new entries on c.cacheOrder.
+// It runs once the readers are done, beside the final flush, which it
+// does not need: only writing the entries must wait for it.
+func (c *capturer) sortCache() {
 	puts := &c.cachePuts
 	order := make([]int32, puts.n)
 	for i := range order {
 		order[i] = int32(i)
-		p := puts.at(i)
-		p.e.Gen = c.cacheGen
-		p.e.Seal = capSeal(c.keys, p.key, &p.e)
 	}
 	slices.SortFunc(order, func(a, b int32) int { return bytes.Compare(puts.at(int(a)).key[:], puts.at(int(b)).key[:]) })
 	c.cacheOrder <- order
@@ -233,7 +270,9 @@ func (c *capturer) updateCache() {
 		recs = recs[:0]
 		for _, i := range order[:n] {
 			p := puts.at(int(i))
-			recs = append(recs, index.FileCacheRecord{Path: p.key[:], Entry: p.e})
+			e := p.e
+			e.Content = c.cacheIDs.at(p.ids)
+			recs = append(recs, index.FileCacheRecord{Path: p.key[:], Entry: e})
 		}
 		if err := c.o.Cache.FileCachePut(c.wsKey, recs); err != nil {
 			slog.Warn("capture: updating the file cache failed; the next capture reads more", "err", err)
@@ -241,7 +280,7 @@ func (c *capturer) updateCache() {
 		}
 		order = order[n:]
 	}
-	c.cachePuts = capChunked[capPut]{}
+	c.cachePuts, c.cacheIDs = capChunked[capPut]{}, capIDs{}
 	// Every file key this capture kept is in the cache now (found by its
 	// lookup or just written), so a cache of no more entries than that
 	// holds none to drop: an unchanged tree's keys need no sorting.
