@@ -53,6 +53,10 @@ func (c *Chunker) Reset(r io.Reader) {
 	c.c.SetAverageBits(c.p.AverageBits)
 }
 
+// MinSize is the minimum chunk size: a stream no longer than it is one
+// chunk, whatever the polynomial.
+func (c *Chunker) MinSize() int { return int(c.p.Min) }
+
 // BufSize is the buffer size Next needs: the maximum chunk size.
 func (c *Chunker) BufSize() int { return int(c.p.Max) }
 

@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"math/rand/v2"
+	"slices"
 	"testing"
+	"testing/iotest"
 
 	"lifeboat/blob"
 )
@@ -71,8 +75,10 @@ func TestSaveStreamReadError(t *testing.T) {
 	r := tr.open(t, nil, testPassword)
 	c, err := r.Chunker(blob.Workspace)
 	must(t, err)
-	if _, _, err := r.SaveStream(context.Background(), blob.Workspace, c, &failingReader{n: 3 << 20}); err == nil {
-		t.Fatal("read error not reported")
+	for _, n := range []int{0, 100, 3 << 20} { // in the head SaveStream reads itself, and past it
+		if _, _, err := r.SaveStream(context.Background(), blob.Workspace, c, &failingReader{n: n}); err == nil || err.Error() != "disk read error" {
+			t.Fatalf("read error after %d bytes: %v", n, err)
+		}
 	}
 }
 
@@ -100,5 +106,55 @@ func TestSaveStreamShort(t *testing.T) {
 	cancel()
 	if _, _, err := r.SaveStream(cancelled, blob.Workspace, c, bytes.NewReader(bytes.Repeat([]byte("x"), 4<<20))); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled stream: %v, want context.Canceled", err)
+	}
+}
+
+// SaveStream reads a stream no longer than the minimum chunk size itself,
+// as one chunk: the ids must be the chunker's, for streams just below, at
+// and just above the minimum, however the reader hands out its bytes.
+func TestSaveStreamHeadMatchesChunker(t *testing.T) {
+	tr := newTestRepo(t)
+	r := tr.open(t, nil, testPassword)
+	c, err := r.Chunker(blob.Workspace)
+	must(t, err)
+	k, err := r.TierKeys(blob.Workspace)
+	must(t, err)
+	const seed = 41
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, seed))
+	data := make([]byte, 3*c.MinSize())
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	readers := map[string]func([]byte) io.Reader{
+		"whole":          func(b []byte) io.Reader { return bytes.NewReader(b) },
+		"one byte":       func(b []byte) io.Reader { return iotest.OneByteReader(bytes.NewReader(b)) },
+		"data with EOF":  func(b []byte) io.Reader { return iotest.DataErrReader(bytes.NewReader(b)) },
+		"half each time": func(b []byte) io.Reader { return iotest.HalfReader(bytes.NewReader(b)) },
+	}
+	for _, n := range []int{1, c.MinSize() - 1, c.MinSize(), c.MinSize() + 1, 2*c.MinSize() + 7} {
+		stream := data[:n]
+		var want []blob.ID
+		c.Reset(bytes.NewReader(stream))
+		buf := make([]byte, 0, c.BufSize())
+		for {
+			chunk, err := c.Next(buf)
+			if err == io.EOF {
+				break
+			}
+			must(t, err)
+			want = append(want, k.BlobID(chunk))
+		}
+		for name, rd := range readers {
+			if name == "one byte" && n > c.MinSize()+1 {
+				continue // slow, and the long path is the chunker's own
+			}
+			ids, st, err := r.SaveStream(context.Background(), blob.Workspace, c, rd(stream))
+			must(t, err)
+			if !slices.Equal(ids, want) || st.Bytes != int64(n) {
+				t.Fatalf("%d bytes, %s: %d ids, want the chunker's %d (stats %+v)", n, name, len(ids), len(want), st)
+			}
+			wantStream(t, r, ids, stream, fmt.Sprintf("%d bytes, %s", n, name))
+		}
 	}
 }
