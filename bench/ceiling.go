@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -25,7 +26,7 @@ import (
 // The save path's stages, in order, as the ceiling measures them.
 const (
 	StageRead     = "read"      // open, read and close each file
-	StageChunk    = "chunk"     // content-defined chunking (restic/chunker)
+	StageChunk    = "chunk"     // content-defined chunking (restic/chunker) of files above the minimum chunk size
 	StageID       = "id"        // keyed BLAKE3 id of each chunk
 	StageCompress = "compress"  // zstd at the default level, by SealBlob's rules
 	StageEncrypt  = "encrypt"   // XChaCha20-Poly1305
@@ -116,6 +117,7 @@ func MeasureCeiling(ctx context.Context, dir string) (Ceiling, error) {
 		w.keys, w.seen = keys, &seen
 		w.c = chunk.New(nil, pol, chunk.DefaultParams)
 		w.buf = make([]byte, w.c.BufSize())
+		w.head = make([]byte, w.c.MinSize())
 		w.hash = blake3.New()
 		wg.Add(1)
 		go func() {
@@ -179,6 +181,7 @@ type ceilingWorker struct {
 	seen  *sync.Map
 	c     *chunk.Chunker
 	buf   []byte
+	head  []byte // a file's first MinSize bytes
 	hash  *blake3.Hasher
 	t     [nStages]time.Duration
 	bytes int64
@@ -213,7 +216,24 @@ func (w *ceilingWorker) file(p string) (err error) {
 		}
 		w.t[iRead] += time.Since(start)
 	}()
-	w.c.Reset(timedReader{f, &w.t[iRead]})
+	// As repo.SaveStream does: a file no longer than the minimum chunk
+	// size is one chunk, read without the chunker.
+	rd := timedReader{f, &w.t[iRead]}
+	head := w.head[:w.c.MinSize()]
+	n, err := io.ReadFull(rd, head)
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		w.bytes += int64(n)
+		if err := w.chunk(head[:n], time.Now()); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		return nil
+	case errors.Is(err, io.EOF):
+		return nil
+	case err != nil:
+		return fmt.Errorf("%s: %w", p, err)
+	}
+	w.c.Reset(io.MultiReader(bytes.NewReader(head), rd))
 	for {
 		t0, read0 := time.Now(), w.t[iRead]
 		data, err := w.c.Next(w.buf)
