@@ -37,6 +37,7 @@ type pendingBlob struct {
 // whether it was already known. When it returns, the blob is in an open
 // pack or stored; it is durable once a later Flush returns nil. After a
 // pack upload fails, every call fails until the repository is reopened.
+// SaveBlob keeps no reference to data: the caller may reuse it at once.
 func (r *Repository) SaveBlob(ctx context.Context, t blob.Tier, typ blob.Type, data []byte) (blob.ID, bool, error) {
 	k, err := r.keys.Tier(t)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"lifeboat/blob"
+	"lifeboat/pack"
 )
 
 // TreeVersion is the tree blob encoding version.
@@ -30,14 +31,21 @@ type Tree struct {
 // Tree{Version: TreeVersion, Nodes: nodes} (see appendTree), so nil nodes
 // give "nodes":null and an empty slice "nodes":[]. It sorts each node's
 // xattrs by name in place.
-func EncodeTree(nodes []Node) ([]byte, error) {
+func EncodeTree(nodes []Node) ([]byte, error) { return appendTreeChecked(nil, nodes) }
+
+// appendTreeChecked appends EncodeTree's encoding of nodes to dst (a new
+// buffer of the expected size when dst is nil).
+func appendTreeChecked(dst []byte, nodes []Node) ([]byte, error) {
 	for i := range nodes {
 		if i > 0 && bytes.Compare(nodes[i-1].Name, nodes[i].Name) >= 0 {
 			return nil, fmt.Errorf("tree entries not sorted or duplicated at %q", nodes[i].Name)
 		}
 		slices.SortFunc(nodes[i].Xattrs, func(a, b Xattr) int { return cmpString(a.Name, b.Name) })
 	}
-	return appendTree(make([]byte, 0, treeSizeHint(nodes)), nodes), nil
+	if dst == nil {
+		dst = make([]byte, 0, treeSizeHint(nodes))
+	}
+	return appendTree(dst, nodes), nil
 }
 
 // DecodeTree parses a tree blob and checks every entry: names valid,
@@ -115,7 +123,8 @@ func cmpString(a, b string) int {
 	return 0
 }
 
-// BlobSaver stores blobs: repo.Repository satisfies it.
+// BlobSaver stores blobs: repo.Repository satisfies it. SaveBlob must
+// keep no reference to data once it returns.
 type BlobSaver interface {
 	SaveBlob(ctx context.Context, t blob.Tier, typ blob.Type, data []byte) (blob.ID, bool, error)
 }
@@ -133,11 +142,14 @@ func SaveDir(ctx context.Context, s BlobSaver, tier blob.Tier, nodes []Node) ([]
 	for first := true; first || len(nodes) > 0; first = false {
 		part := nodes[:min(len(nodes), MaxNodesPerBlob)]
 		nodes = nodes[len(part):]
-		b, err := EncodeTree(part)
+		// Encoded into a recycled buffer: an unchanged re-capture encodes
+		// every directory again to find its id (30 MB of 150 allocated).
+		b, err := appendTreeChecked(pack.GetBuffer(treeSizeHint(part)), part)
 		if err != nil {
 			return nil, err
 		}
 		id, _, err := s.SaveBlob(ctx, tier, blob.Tree, b)
+		pack.PutBuffer(b)
 		if err != nil {
 			return nil, err
 		}
