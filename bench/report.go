@@ -142,6 +142,10 @@ func (r *Report) summarize() {
 
 // medianCeiling takes the median of each stage's time over cs (and of
 // the bytes and counts, which differ only by the chunker's polynomial).
+// A stage's times are compared as the wall time it needs on its round's
+// cores (its CPU seconds over the round's Procs), so rounds run with
+// different GOMAXPROCS agree when they allowed the same; stages are
+// matched by name.
 func medianCeiling(cs []Ceiling) Ceiling {
 	if len(cs) == 0 {
 		return Ceiling{}
@@ -156,10 +160,26 @@ func medianCeiling(cs []Ceiling) Ceiling {
 	m := Ceiling{Procs: cs[0].Procs, Files: cs[0].Files}
 	m.Bytes = int64(pick(func(c Ceiling) float64 { return float64(c.Bytes) }))
 	m.Blobs = int(pick(func(c Ceiling) float64 { return float64(c.Blobs) }))
-	for i, st := range cs[0].Stages {
-		sec := pick(func(c Ceiling) float64 { return c.Stages[i].Seconds })
-		m.Stages = append(m.Stages, StageTime{Name: st.Name, Seconds: sec, MBps: div(float64(m.Bytes)/1e6, sec/float64(m.Procs))})
-		m.Seconds += sec / float64(m.Procs)
+	var names []string
+	for _, c := range cs {
+		for _, st := range c.Stages {
+			if !slices.Contains(names, st.Name) {
+				names = append(names, st.Name)
+			}
+		}
+	}
+	for _, name := range names {
+		var walls []float64
+		for _, c := range cs {
+			for _, st := range c.Stages {
+				if st.Name == name && c.Procs > 0 {
+					walls = append(walls, st.Seconds/float64(c.Procs))
+				}
+			}
+		}
+		wall := median(walls)
+		m.Stages = append(m.Stages, StageTime{Name: name, Seconds: wall * float64(m.Procs), MBps: div(float64(m.Bytes)/1e6, wall)})
+		m.Seconds += wall
 	}
 	m.MBps = div(float64(m.Bytes)/1e6, m.Seconds)
 	return m
