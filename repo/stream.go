@@ -73,7 +73,7 @@ func (r *Repository) SaveStream(ctx context.Context, t blob.Tier, c *chunk.Chunk
 	// files are: it is read straight into the chunk's buffer, without the
 	// chunker's copy and reset (about 1% of a first capture's CPU). A longer
 	// one goes through the chunker, which reads the head again.
-	head := pack.GetBuffer(max(chunkBufStart, c.MinSize()))
+	head := pack.GetBuffer(c.MinSize())
 	n, err := io.ReadFull(rd, head[:c.MinSize()])
 	switch {
 	case errors.Is(err, io.ErrUnexpectedEOF): // short: one chunk
