@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -57,6 +59,12 @@ type DB struct {
 	db      *bolt.DB
 	path    string
 	private bool // a per-process file, removed by Close
+
+	// The filter of blob keys that spares missing lookups a bbolt
+	// transaction (filter.go): nil until enough lookups have missed.
+	filterMu sync.Mutex // held by a build and by apply's batches
+	filter   atomic.Pointer[blobFilter]
+	misses   atomic.Int64
 }
 
 // OpenDB opens (or creates) the index cache for repository repoID under
@@ -293,8 +301,11 @@ func decodeLoc(k, v []byte) (Location, error) {
 
 // Lookup returns where the blob is stored, if the index knows it.
 func (d *DB) Lookup(t blob.Tier, typ blob.Type, id blob.ID) (loc Location, ok bool, err error) {
+	k := blobKey(t, typ, id)
+	if d.ruledOut(k) {
+		return Location{}, false, nil
+	}
 	err = d.db.View(func(tx *bolt.Tx) error {
-		k := blobKey(t, typ, id)
 		v := tx.Bucket(bucketBlobs).Get(k)
 		if v == nil {
 			return nil
@@ -303,6 +314,9 @@ func (d *DB) Lookup(t blob.Tier, typ blob.Type, id blob.ID) (loc Location, ok bo
 		loc, err = decodeLoc(k, v)
 		return err
 	})
+	if err == nil && !ok {
+		d.noteMiss()
+	}
 	return loc, ok, err
 }
 

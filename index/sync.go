@@ -172,6 +172,8 @@ func (d *DB) apply(id blob.ID, o *Object, stopAfter int) error {
 		batch := kvs[:min(applyBatch, len(kvs))]
 		kvs = kvs[len(batch):]
 		last := len(kvs) == 0
+		d.filterMu.Lock() // until the batch commits: see filter.go
+		d.filterAdding(len(batch), func(i int) []byte { return batch[i].k })
 		err := d.db.Update(func(tx *bolt.Tx) error {
 			blobs := tx.Bucket(bucketBlobs)
 			blobs.FillPercent = fillPercent
@@ -192,6 +194,7 @@ func (d *DB) apply(id blob.ID, o *Object, stopAfter int) error {
 			}
 			return tx.Bucket(bucketObjects).Put(id[:], []byte{byte(o.Tier), state})
 		})
+		d.filterMu.Unlock()
 		if err != nil || last {
 			return err
 		}
