@@ -1,0 +1,52 @@
+package index_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"lifeboat/blob"
+	"lifeboat/index"
+)
+
+// Review 12: the filter's build lets go of the pages its scan touched
+// (dropResident). It must not read bbolt's mapping outside a transaction:
+// a write transaction of another caller (here the file cache's, as a
+// capture's cache writer does beside its lookups) that grows the file
+// remaps it, and the old address may be unmapped or reused by then. Under
+// -race this test reports the unsynchronised read of the mapping.
+func TestReview12FilterBuildBesideRemap(t *testing.T) {
+	r := newRand(t)
+	d := mustOpenDB(t, t.TempDir(), testRepo)
+	defer d.Close()
+	if err := d.Apply(randID(r), randObject(r, blob.Workspace, 4, 50)); err != nil {
+		t.Fatal(err)
+	}
+	misses := make([]blob.ID, index.FilterAfterMisses)
+	for i := range misses {
+		misses[i] = randID(r)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		// Grow the file through several doublings of bbolt's mapping.
+		for i := range 256 {
+			recs := make([]index.FileCacheRecord, 64)
+			for j := range recs {
+				recs[j].Path = fmt.Appendf(nil, "file-%06d-%03d-%0100d", i, j, 0)
+			}
+			if err := d.FileCachePut("ws", recs); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	for _, id := range misses {
+		if _, ok, err := d.Lookup(blob.Workspace, blob.Data, id); ok || err != nil {
+			t.Fatalf("random id found: %v, %v", ok, err)
+		}
+	}
+	if !index.FilterBuilt(d) {
+		t.Fatalf("no filter after %d misses", index.FilterAfterMisses)
+	}
+	wg.Wait()
+}
