@@ -166,13 +166,16 @@ func openDBFile(path string, repoID blob.ID) (d *DB, err error) {
 // which would otherwise count in this process's memory for as long as it
 // runs although most of it is never read again. bbolt maps the file
 // shared and read-only, so the pages stay in the page cache, and an
-// access brings one back.
+// access brings one back. It runs inside a read transaction: that holds
+// off a writer's remap, which would unmap the range (and free its address
+// for any other mapping) between reading it and the madvise.
 func (d *DB) dropResident() {
-	var size int64
-	_ = d.db.View(func(tx *bolt.Tx) error { size = tx.Size(); return nil })
-	if size > 0 {
-		_, _, _ = unix.Syscall(unix.SYS_MADVISE, d.db.Info().Data, uintptr(size), unix.MADV_DONTNEED)
-	}
+	_ = d.db.View(func(tx *bolt.Tx) error {
+		if size := tx.Size(); size > 0 {
+			_, _, _ = unix.Syscall(unix.SYS_MADVISE, d.db.Info().Data, uintptr(size), unix.MADV_DONTNEED)
+		}
+		return nil
+	})
 }
 
 const lockTimeout = 250 * time.Millisecond
