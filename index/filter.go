@@ -102,6 +102,17 @@ func (d *DB) filterAdding(n int, key func(i int) []byte) {
 	}
 }
 
+// filterUpdate adds n keys to the filter (filterAdding) and runs fn, the
+// write transaction that stores them, holding d.filterMu until it has
+// committed; the mutex is released even if fn panics (bbolt panics on
+// some damaged pages, and rolls the transaction back).
+func (d *DB) filterUpdate(n int, key func(i int) []byte, fn func(tx *bolt.Tx) error) error {
+	d.filterMu.Lock()
+	defer d.filterMu.Unlock()
+	d.filterAdding(n, key)
+	return d.db.Update(fn)
+}
+
 // ruledOut reports whether blob key k is certainly not in the DB.
 func (d *DB) ruledOut(k []byte) bool {
 	f := d.filter.Load()

@@ -172,9 +172,8 @@ func (d *DB) apply(id blob.ID, o *Object, stopAfter int) error {
 		batch := kvs[:min(applyBatch, len(kvs))]
 		kvs = kvs[len(batch):]
 		last := len(kvs) == 0
-		d.filterMu.Lock() // until the batch commits: see filter.go
-		d.filterAdding(len(batch), func(i int) []byte { return batch[i].k })
-		err := d.db.Update(func(tx *bolt.Tx) error {
+		// The batch commits with its keys in the filter: see filter.go.
+		err := d.filterUpdate(len(batch), func(i int) []byte { return batch[i].k }, func(tx *bolt.Tx) error {
 			blobs := tx.Bucket(bucketBlobs)
 			blobs.FillPercent = fillPercent
 			for _, e := range batch {
@@ -194,7 +193,6 @@ func (d *DB) apply(id blob.ID, o *Object, stopAfter int) error {
 			}
 			return tx.Bucket(bucketObjects).Put(id[:], []byte{byte(o.Tier), state})
 		})
-		d.filterMu.Unlock()
 		if err != nil || last {
 			return err
 		}
