@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -153,13 +152,23 @@ func MeasureCeiling(ctx context.Context, dir string) (Ceiling, error) {
 		}
 	}
 	for s, name := range Stages {
-		st := StageTime{Name: name, Seconds: sum[s].Seconds()}
-		st.MBps = div(float64(c.Bytes)/1e6, st.Seconds/float64(procs))
-		c.Stages = append(c.Stages, st)
-		c.Seconds += st.Seconds / float64(procs)
+		c.Stages = append(c.Stages, StageTime{Name: name, Seconds: sum[s].Seconds()})
+	}
+	c.total()
+	return c, nil
+}
+
+// total sets each stage's MBps and the ceiling's Seconds and MBps from
+// the stages' Seconds, Bytes and Procs.
+func (c *Ceiling) total() {
+	c.Seconds = 0
+	for i := range c.Stages {
+		st := &c.Stages[i]
+		wall := st.Seconds / float64(max(c.Procs, 1))
+		st.MBps = div(float64(c.Bytes)/1e6, wall)
+		c.Seconds += wall
 	}
 	c.MBps = div(float64(c.Bytes)/1e6, c.Seconds)
-	return c, nil
 }
 
 const nStages = 7
@@ -218,22 +227,19 @@ func (w *ceilingWorker) file(p string) (err error) {
 	}()
 	// As repo.SaveStream does: a file no longer than the minimum chunk
 	// size is one chunk, read without the chunker.
-	rd := timedReader{f, &w.t[iRead]}
-	head := w.head[:w.c.MinSize()]
-	n, err := io.ReadFull(rd, head)
+	whole, done, err := w.c.Start(timedReader{f, &w.t[iRead]}, w.head)
 	switch {
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		w.bytes += int64(n)
-		if err := w.chunk(head[:n], time.Now()); err != nil {
+	case err != nil:
+		return fmt.Errorf("%s: %w", p, err)
+	case done && len(whole) == 0:
+		return nil
+	case done:
+		w.bytes += int64(len(whole))
+		if err := w.chunk(whole, time.Now()); err != nil {
 			return fmt.Errorf("%s: %w", p, err)
 		}
 		return nil
-	case errors.Is(err, io.EOF):
-		return nil
-	case err != nil:
-		return fmt.Errorf("%s: %w", p, err)
 	}
-	w.c.Reset(io.MultiReader(bytes.NewReader(head), rd))
 	for {
 		t0, read0 := time.Now(), w.t[iRead]
 		data, err := w.c.Next(w.buf)

@@ -150,13 +150,7 @@ func medianCeiling(cs []Ceiling) Ceiling {
 	if len(cs) == 0 {
 		return Ceiling{}
 	}
-	pick := func(f func(Ceiling) float64) float64 {
-		xs := make([]float64, len(cs))
-		for i, c := range cs {
-			xs[i] = f(c)
-		}
-		return median(xs)
-	}
+	pick := func(f func(Ceiling) float64) float64 { return medianOf(cs, f) }
 	m := Ceiling{Procs: cs[0].Procs, Files: cs[0].Files}
 	m.Bytes = int64(pick(func(c Ceiling) float64 { return float64(c.Bytes) }))
 	m.Blobs = int(pick(func(c Ceiling) float64 { return float64(c.Blobs) }))
@@ -177,12 +171,19 @@ func medianCeiling(cs []Ceiling) Ceiling {
 				}
 			}
 		}
-		wall := median(walls)
-		m.Stages = append(m.Stages, StageTime{Name: name, Seconds: wall * float64(m.Procs), MBps: div(float64(m.Bytes)/1e6, wall)})
-		m.Seconds += wall
+		m.Stages = append(m.Stages, StageTime{Name: name, Seconds: median(walls) * float64(m.Procs)})
 	}
-	m.MBps = div(float64(m.Bytes)/1e6, m.Seconds)
+	m.total()
 	return m
+}
+
+// medianOf is the median of f over xs.
+func medianOf[T any](xs []T, f func(T) float64) float64 {
+	vs := make([]float64, len(xs))
+	for i, x := range xs {
+		vs[i] = f(x)
+	}
+	return median(vs)
 }
 
 func div(a, b float64) float64 {
@@ -205,13 +206,7 @@ func (r *Report) Median(tool, scenario string) (Result, bool) {
 // medianResult takes the median of every measured field of rs (results
 // of one tool and scenario): each field on its own.
 func medianResult(rs []Result) Result {
-	pick := func(f func(Result) float64) float64 {
-		xs := make([]float64, len(rs))
-		for i, x := range rs {
-			xs[i] = f(x)
-		}
-		return median(xs)
-	}
+	pick := func(f func(Result) float64) float64 { return medianOf(rs, f) }
 	m := Result{Tool: rs[0].Tool, Scenario: rs[0].Scenario, Round: 0}
 	m.Wall = pick(func(x Result) float64 { return x.Wall })
 	m.User = pick(func(x Result) float64 { return x.User })

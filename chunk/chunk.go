@@ -1,6 +1,7 @@
 package chunk
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -56,6 +57,24 @@ func (c *Chunker) Reset(r io.Reader) {
 // MinSize is the minimum chunk size: a stream no longer than it is one
 // chunk, whatever the polynomial.
 func (c *Chunker) MinSize() int { return int(c.p.Min) }
+
+// Start begins cutting rd, reading its first MinSize bytes into head
+// (which must have room for them). A stream no longer than that is one
+// chunk whatever the polynomial, and most files are: Start returns it
+// (empty for an empty stream) with done set, and the chunker, with its
+// copy, is not used. Otherwise Next cuts the stream, head's bytes first,
+// and head must stay untouched until the stream is done.
+func (c *Chunker) Start(rd io.Reader, head []byte) (whole []byte, done bool, err error) {
+	n, err := io.ReadFull(rd, head[:c.MinSize()])
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return head[:n], true, nil
+	case err != nil:
+		return nil, false, err
+	}
+	c.Reset(io.MultiReader(bytes.NewReader(head[:n]), rd))
+	return nil, false, nil
+}
 
 // BufSize is the buffer size Next needs: the maximum chunk size.
 func (c *Chunker) BufSize() int { return int(c.p.Max) }

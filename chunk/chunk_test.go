@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"lifeboat/chunk"
 )
@@ -103,7 +104,7 @@ func (r *oneByteReader) Read(p []byte) (int, error) {
 	if len(r.b) == 0 {
 		return 0, io.EOF
 	}
-	n := min(len(p), 1+len(r.b)%4093)
+	n := min(len(p), len(r.b), 1+len(r.b)%4093)
 	n = copy(p, r.b[:n])
 	r.b = r.b[n:]
 	return n, nil
@@ -323,5 +324,38 @@ func TestSmallBufferGrows(t *testing.T) {
 	}
 	if !bytes.Equal(joined, data) || !slices.Equal(got, want) {
 		t.Fatalf("small buffers cut %v, full-size buffers %v (bytes equal: %v)", got, want, bytes.Equal(joined, data))
+	}
+}
+
+// Start hands back whole a stream no longer than the minimum, and
+// otherwise leaves Next to cut exactly what it cuts without Start: for
+// lengths below, at and above the minimum, an empty stream and one that
+// fails.
+func TestStart(t *testing.T) {
+	r, _ := newRand(t)
+	data := randBytes(r, 40*int(smallParams.Min))
+	c := chunk.New(nil, testPol, smallParams)
+	head := make([]byte, c.MinSize())
+	for _, n := range []int{0, 1, c.MinSize() - 1, c.MinSize(), c.MinSize() + 1, len(data)} {
+		want := cuts(t, chunk.New(bytes.NewReader(data[:n]), testPol, smallParams), data[:n])
+		whole, done, err := c.Start(&oneByteReader{data[:n]}, head)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n < c.MinSize() {
+			if !done || !bytes.Equal(whole, data[:n]) || len(want) > 1 {
+				t.Fatalf("%d bytes: done %v, %d bytes back, %d chunks by Next", n, done, len(whole), len(want))
+			}
+			continue
+		}
+		if done {
+			t.Fatalf("%d bytes: done at the minimum or above", n)
+		}
+		if got := cuts(t, c, data[:n]); !slices.Equal(got, want) {
+			t.Fatalf("%d bytes: cuts %v after Start, %v without", n, got, want)
+		}
+	}
+	if _, _, err := c.Start(iotest.ErrReader(io.ErrClosedPipe), head); !errors.Is(err, io.ErrClosedPipe) {
+		t.Fatalf("a failing stream: %v", err)
 	}
 }

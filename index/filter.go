@@ -85,31 +85,23 @@ func (f *blobFilter) mayContain(key []byte) bool {
 	return true
 }
 
-// filterAdding adds the keys of a batch about to be committed to the
-// filter, if there is one, and drops a filter that is over its room. The
-// caller holds d.filterMu until the batch has committed.
-func (d *DB) filterAdding(n int, key func(i int) []byte) {
-	f := d.filter.Load()
-	if f == nil {
-		return
-	}
-	for i := range n {
-		f.add(key(i))
-	}
-	if f.added.Load() > f.room {
-		d.filter.Store(nil)
-		d.misses.Store(0)
-	}
-}
-
-// filterUpdate adds n keys to the filter (filterAdding) and runs fn, the
-// write transaction that stores them, holding d.filterMu until it has
-// committed; the mutex is released even if fn panics (bbolt panics on
-// some damaged pages, and rolls the transaction back).
+// filterUpdate runs fn, the write transaction that stores n blob keys,
+// with the keys in the filter first (if there is one), holding d.filterMu
+// until it has committed; the mutex is released even if fn panics (bbolt
+// panics on some damaged pages, and rolls the transaction back). A filter
+// over its room is dropped.
 func (d *DB) filterUpdate(n int, key func(i int) []byte, fn func(tx *bolt.Tx) error) error {
 	d.filterMu.Lock()
 	defer d.filterMu.Unlock()
-	d.filterAdding(n, key)
+	if f := d.filter.Load(); f != nil {
+		for i := range n {
+			f.add(key(i))
+		}
+		if f.added.Load() > f.room {
+			d.filter.Store(nil)
+			d.misses.Store(0)
+		}
+	}
 	return d.db.Update(fn)
 }
 

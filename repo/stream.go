@@ -1,7 +1,6 @@
 package repo
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -69,31 +68,28 @@ func (r *Repository) SaveStream(ctx context.Context, t blob.Tier, c *chunk.Chunk
 		}
 		mu.Unlock()
 	}
-	// A stream no longer than the minimum chunk size is one chunk, and most
-	// files are: it is read straight into the chunk's buffer, without the
-	// chunker's copy and reset (about 1% of a first capture's CPU). A longer
-	// one goes through the chunker, which reads the head again.
+	// A stream no longer than the minimum chunk size (most files) comes
+	// back whole from Start, read straight into its chunk's buffer.
 	head := pack.GetBuffer(c.MinSize())
-	n, err := io.ReadFull(rd, head[:c.MinSize()])
+	whole, done, err := c.Start(rd, head)
 	switch {
-	case errors.Is(err, io.ErrUnexpectedEOF): // short: one chunk
+	case err != nil:
+		pack.PutBuffer(head)
+		return nil, st, err
+	case done && len(whole) == 0:
+		pack.PutBuffer(head)
+		return nil, st, nil
+	case done:
 		sem <- struct{}{}
 		ids = make([]blob.ID, 1)
-		save(0, head[:n])
+		save(0, whole)
 		if firstErr != nil {
 			return nil, st, firstErr
 		}
 		return ids, st, nil
-	case err != nil: // io.EOF (no data) or a read error
-		pack.PutBuffer(head)
-		if errors.Is(err, io.EOF) {
-			return nil, st, nil
-		}
-		return nil, st, err
 	}
 	defer pack.PutBuffer(head)
 	var last []byte // the chunk cut last, with its slot, not yet sealed
-	c.Reset(io.MultiReader(bytes.NewReader(head[:n]), rd))
 	for i := 0; ; i++ {
 		buf := pack.GetBuffer(chunkBufStart)
 		data, err := c.Next(buf)

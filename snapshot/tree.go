@@ -31,19 +31,17 @@ type Tree struct {
 // Tree{Version: TreeVersion, Nodes: nodes} (see appendTree), so nil nodes
 // give "nodes":null and an empty slice "nodes":[]. It sorts each node's
 // xattrs by name in place.
-func EncodeTree(nodes []Node) ([]byte, error) { return appendTreeChecked(nil, nodes) }
+func EncodeTree(nodes []Node) ([]byte, error) {
+	return appendTreeChecked(make([]byte, 0, treeSizeHint(nodes)), nodes)
+}
 
-// appendTreeChecked appends EncodeTree's encoding of nodes to dst (a new
-// buffer of the expected size when dst is nil).
+// appendTreeChecked appends EncodeTree's encoding of nodes to dst.
 func appendTreeChecked(dst []byte, nodes []Node) ([]byte, error) {
 	for i := range nodes {
 		if i > 0 && bytes.Compare(nodes[i-1].Name, nodes[i].Name) >= 0 {
 			return nil, fmt.Errorf("tree entries not sorted or duplicated at %q", nodes[i].Name)
 		}
 		slices.SortFunc(nodes[i].Xattrs, func(a, b Xattr) int { return cmpString(a.Name, b.Name) })
-	}
-	if dst == nil {
-		dst = make([]byte, 0, treeSizeHint(nodes))
 	}
 	return appendTree(dst, nodes), nil
 }
