@@ -102,8 +102,8 @@ func (c *capturer) cacheLookup(d *capDir, names []string, sts []unix.Stat_t, key
 
 // cacheKeep notes that file key stays in the cache, with a new entry when
 // e is set: stamped with the capture's removal generation and sealed
-// here, beside the other readers, and written by updateCache once the
-// manifest is saved.
+// here, beside the other readers, and written once its chunks are indexed
+// (writeCacheEarly, updateCache).
 func (c *capturer) cacheKeep(key blob.ID, e *index.FileEntry) {
 	var put capPut
 	if e != nil {
@@ -238,31 +238,53 @@ func capCacheEntry(st *unix.Stat_t, xattrs bool, ids []blob.ID) *index.FileEntry
 		MtimeNs: st.Mtim.Nano(), CtimeNs: st.Ctim.Nano(), Xattrs: xattrs, Content: ids}
 }
 
-// sortCache sends the order by key of the new entries on c.cacheOrder.
-// It runs once the readers are done, beside the final flush, which it
-// does not need: only writing the entries must wait for it.
-func (c *capturer) sortCache() {
+// writeCacheEarly runs once the readers are done, beside the final flush.
+// It sorts the new entries by key and writes those whose chunks are all
+// in the local index already (none is in the repository's unindexed set),
+// which on a large capture is all but the last index object's; the rest
+// wait for updateCache, after the manifest. Bbolt has one writer, so the
+// flush's last index apply may wait for one batch; the flush's packing
+// and uploads go on beside it. A failure is logged and leaves every entry
+// to updateCache.
+func (c *capturer) writeCacheEarly() {
+	defer close(c.cacheEarly)
 	puts := &c.cachePuts
 	order := make([]int32, puts.n)
 	for i := range order {
 		order[i] = int32(i)
 	}
 	slices.SortFunc(order, func(a, b int32) int { return bytes.Compare(puts.at(int(a)).key[:], puts.at(int(b)).key[:]) })
-	c.cacheOrder <- order
+	unindexed := c.r.Unindexed(c.o.tier(), blob.Data)
+	ready, later := make([]int32, 0, len(order)), []int32(nil)
+	for _, i := range order {
+		if capAnyIn(c.cacheIDs.at(puts.at(int(i)).ids), unindexed) {
+			later = append(later, i)
+		} else {
+			ready = append(ready, i)
+		}
+	}
+	c.cacheLater = later
+	if c.putCache(ready) != nil {
+		c.cacheLater = order // tried again, whole, after the manifest
+	}
+}
+
+// capAnyIn reports whether any of ids is in set.
+func capAnyIn(ids []blob.ID, set map[blob.ID]struct{}) bool {
+	for _, id := range ids {
+		if _, ok := set[id]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // capCacheBatch is the number of entries written per transaction.
 const capCacheBatch = 20000
 
-// updateCache writes the new entries in batches and drops those of files
-// this capture did not keep (gone, excluded, changed, or too recently
-// modified to trust). It runs after the manifest is saved; a failure only
-// makes the next capture read more, so it is logged, not returned.
-func (c *capturer) updateCache() {
-	if c.o.Cache == nil {
-		return
-	}
-	order := <-c.cacheOrder
+// putCache writes the new entries order (indexes into c.cachePuts, in key
+// order) in batches, logging a failure.
+func (c *capturer) putCache(order []int32) error {
 	puts := &c.cachePuts
 	recs := make([]index.FileCacheRecord, 0, min(len(order), capCacheBatch))
 	for len(order) > 0 {
@@ -276,9 +298,25 @@ func (c *capturer) updateCache() {
 		}
 		if err := c.o.Cache.FileCachePut(c.wsKey, recs); err != nil {
 			slog.Warn("capture: updating the file cache failed; the next capture reads more", "err", err)
-			return
+			return err
 		}
 		order = order[n:]
+	}
+	return nil
+}
+
+// updateCache writes the new entries writeCacheEarly left (their chunks
+// were indexed by the final flush) and drops those of files this capture
+// did not keep (gone, excluded, changed, or too recently modified to
+// trust). It runs after the manifest is saved; a failure only makes the
+// next capture read more, so it is logged, not returned.
+func (c *capturer) updateCache() {
+	if c.o.Cache == nil {
+		return
+	}
+	<-c.cacheEarly
+	if c.putCache(c.cacheLater) != nil {
+		return
 	}
 	c.cachePuts, c.cacheIDs = capChunked[capPut]{}, capIDs{}
 	// Every file key this capture kept is in the cache now (found by its
