@@ -180,24 +180,6 @@ type LookupError struct {
 func (e *LookupError) Error() string { return e.Err.Error() }
 func (e *LookupError) Unwrap() error { return e.Err }
 
-// Unindexed returns the ids of the blobs of type typ in tier t saved this
-// session and not yet in the local index: in an open pack, uploading, or
-// waiting for their index object (or their upload failed). Every other
-// blob this session saved or found stored is in the local index (until a
-// prune removes blobs: index.DB.FileCacheGen moves on). Blobs leave the
-// set once indexed; only new saves add to it.
-func (r *Repository) Unindexed(t blob.Tier, typ blob.Type) map[blob.ID]struct{} {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	ids := make(map[blob.ID]struct{}, len(r.pending))
-	for k := range r.pending {
-		if k.tier == t && k.typ == typ {
-			ids[k.id] = struct{}{}
-		}
-	}
-	return ids
-}
-
 // lookupPending finds a blob saved this session whose pack is uploaded
 // but not yet indexed; a blob still in an open pack is an error.
 func (r *Repository) lookupPending(t blob.Tier, typ blob.Type, id blob.ID) (index.Location, bool, error) {

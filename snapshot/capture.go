@@ -122,15 +122,13 @@ const maxCaptureErrors = 1000
 //
 // With o.Cache, a file whose device, inode, size, mtime and ctime match
 // its cache entry, and whose chunks are all still in the repository
-// index, is not read. Cache entries are written in batches, only for files
-// read without change whose mtime and ctime are older than the start of
-// the capture (by the real clock, not o.Now) by 100 ms on a local
-// filesystem with nanosecond timestamps, else by 2 s (a younger file could
-// still change within the filesystem's timestamp granularity without its
-// mtime moving), and only once all their chunks are in the local index:
-// those indexed before the final flush beside it, the rest after the
-// manifest is saved. Entries of files the capture did not keep are
-// dropped after the manifest.
+// index, is not read. Cache entries are written only after the manifest is
+// saved, in batches, and only for files read without change whose mtime
+// and ctime are older than the start of the capture (by the real clock,
+// not o.Now) by 100 ms on a local filesystem with nanosecond timestamps,
+// else by 2 s: a younger file could still change within the filesystem's
+// timestamp granularity without its mtime moving. Entries of files the
+// capture did not keep are dropped.
 //
 // Directories are walked by file descriptor (openat), never by full path,
 // so neither depth nor path length is limited, and at most a few hundred
@@ -195,9 +193,6 @@ func Capture(ctx context.Context, r *repo.Repository, root string, o CaptureOpti
 	defer c.cancel(nil)
 	m, err := c.run()
 	if err != nil {
-		if c.cacheEarly != nil {
-			<-c.cacheEarly // it uses the index, which the caller may close next
-		}
 		return nil, err
 	}
 	c.updateCache()
@@ -247,8 +242,7 @@ type capturer struct {
 	cachePuts  capChunked[capPut]
 	cacheIDs   capIDs              // the content ids of cachePuts
 	cacheSeen  capChunked[blob.ID] // file keys of this capture, kept by the prune
-	cacheEarly chan struct{}       // closed when writeCacheEarly is done
-	cacheLater []int32             // cachePuts it left to updateCache, in key order
+	cacheOrder chan []int32        // cachePuts in key order (sortCache)
 
 	rootDone chan struct{}
 	ahead    capAheadQueue
@@ -342,6 +336,10 @@ func (c *capturer) run() (*Manifest, error) {
 	}
 	close(c.jobs)
 	wg.Wait()
+	if c.o.Cache != nil {
+		c.cacheOrder = make(chan []int32, 1)
+		go c.sortCache()
+	}
 	if werr != nil {
 		c.fail(werr)
 	}
@@ -352,10 +350,6 @@ func (c *capturer) run() (*Manifest, error) {
 	case <-c.rootDone:
 	default:
 		return nil, errors.New("capture: internal error: the root directory was not finished")
-	}
-	if c.o.Cache != nil {
-		c.cacheEarly = make(chan struct{})
-		go c.writeCacheEarly()
 	}
 	c.dirs.Add(1)
 	if err := c.r.Flush(c.ctx); err != nil {

@@ -102,8 +102,8 @@ func (c *capturer) cacheLookup(d *capDir, names []string, sts []unix.Stat_t, key
 
 // cacheKeep notes that file key stays in the cache, with a new entry when
 // e is set: stamped with the capture's removal generation and sealed
-// here, beside the other readers, and written once its chunks are indexed
-// (writeCacheEarly, updateCache).
+// here, beside the other readers, and written by updateCache once the
+// manifest is saved.
 func (c *capturer) cacheKeep(key blob.ID, e *index.FileEntry) {
 	var put capPut
 	if e != nil {
@@ -238,53 +238,55 @@ func capCacheEntry(st *unix.Stat_t, xattrs bool, ids []blob.ID) *index.FileEntry
 		MtimeNs: st.Mtim.Nano(), CtimeNs: st.Ctim.Nano(), Xattrs: xattrs, Content: ids}
 }
 
-// writeCacheEarly runs once the readers are done, beside the final flush.
-// It sorts the new entries by key and writes those whose chunks are all
-// in the local index already (none is in the repository's unindexed set),
-// which on a large capture is all but the last index object's; the rest
-// wait for updateCache, after the manifest. Bbolt has one writer, so the
-// flush's last index apply may wait for one batch; the flush's packing
-// and uploads go on beside it. A failure is logged and leaves every entry
-// to updateCache.
-func (c *capturer) writeCacheEarly() {
-	defer close(c.cacheEarly)
-	puts := &c.cachePuts
-	order := make([]int32, puts.n)
-	for i := range order {
-		order[i] = int32(i)
-	}
-	slices.SortFunc(order, func(a, b int32) int { return bytes.Compare(puts.at(int(a)).key[:], puts.at(int(b)).key[:]) })
-	unindexed := c.r.Unindexed(c.o.tier(), blob.Data)
-	ready, later := make([]int32, 0, len(order)), []int32(nil)
-	for _, i := range order {
-		if capAnyIn(c.cacheIDs.at(puts.at(int(i)).ids), unindexed) {
-			later = append(later, i)
-		} else {
-			ready = append(ready, i)
-		}
-	}
-	c.cacheLater = later
-	if c.putCache(ready) != nil {
-		c.cacheLater = order // tried again, whole, after the manifest
-	}
+// sortCache sends the order by key of the new entries on c.cacheOrder.
+// It runs once the readers are done, beside the final flush, which it
+// does not need: only writing the entries must wait for it.
+func (c *capturer) sortCache() {
+	c.cacheOrder <- capSortByKey(&c.cachePuts)
 }
 
-// capAnyIn reports whether any of ids is in set.
-func capAnyIn(ids []blob.ID, set map[blob.ID]struct{}) bool {
-	for _, id := range ids {
-		if _, ok := set[id]; ok {
-			return true
+// capSortByKey returns the indexes of puts in key order. Keys are keyed
+// digests, the same first half for one directory's files and evenly
+// spread otherwise, so a counting sort on their first two bytes leaves
+// buckets of about one directory each for a comparison sort to finish:
+// 100,000 entries sort in a few milliseconds instead of 45 ms.
+func capSortByKey(puts *capChunked[capPut]) []int32 {
+	bucket := func(i int) int { k := &puts.at(i).key; return int(k[0])<<8 | int(k[1]) }
+	start := make([]int32, 1<<16+1)
+	for i := range puts.n {
+		start[bucket(i)+1]++
+	}
+	for b := 1; b < len(start); b++ {
+		start[b] += start[b-1]
+	}
+	order := make([]int32, puts.n)
+	next := slices.Clone(start[:1<<16])
+	for i := range puts.n {
+		b := bucket(i)
+		order[next[b]] = int32(i)
+		next[b]++
+	}
+	byKey := func(a, b int32) int { return bytes.Compare(puts.at(int(a)).key[:], puts.at(int(b)).key[:]) }
+	for b := range 1 << 16 {
+		if start[b+1]-start[b] > 1 {
+			slices.SortFunc(order[start[b]:start[b+1]], byKey)
 		}
 	}
-	return false
+	return order
 }
 
 // capCacheBatch is the number of entries written per transaction.
 const capCacheBatch = 20000
 
-// putCache writes the new entries order (indexes into c.cachePuts, in key
-// order) in batches, logging a failure.
-func (c *capturer) putCache(order []int32) error {
+// updateCache writes the new entries in batches and drops those of files
+// this capture did not keep (gone, excluded, changed, or too recently
+// modified to trust). It runs after the manifest is saved; a failure only
+// makes the next capture read more, so it is logged, not returned.
+func (c *capturer) updateCache() {
+	if c.o.Cache == nil {
+		return
+	}
+	order := <-c.cacheOrder
 	puts := &c.cachePuts
 	recs := make([]index.FileCacheRecord, 0, min(len(order), capCacheBatch))
 	for len(order) > 0 {
@@ -298,25 +300,9 @@ func (c *capturer) putCache(order []int32) error {
 		}
 		if err := c.o.Cache.FileCachePut(c.wsKey, recs); err != nil {
 			slog.Warn("capture: updating the file cache failed; the next capture reads more", "err", err)
-			return err
+			return
 		}
 		order = order[n:]
-	}
-	return nil
-}
-
-// updateCache writes the new entries writeCacheEarly left (their chunks
-// were indexed by the final flush) and drops those of files this capture
-// did not keep (gone, excluded, changed, or too recently modified to
-// trust). It runs after the manifest is saved; a failure only makes the
-// next capture read more, so it is logged, not returned.
-func (c *capturer) updateCache() {
-	if c.o.Cache == nil {
-		return
-	}
-	<-c.cacheEarly
-	if c.putCache(c.cacheLater) != nil {
-		return
 	}
 	c.cachePuts, c.cacheIDs = capChunked[capPut]{}, capIDs{}
 	// Every file key this capture kept is in the cache now (found by its

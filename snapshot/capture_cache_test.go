@@ -1,6 +1,8 @@
 package snapshot
 
 import (
+	"bytes"
+	"encoding/binary"
 	"testing"
 
 	"lifeboat/blob"
@@ -33,6 +35,42 @@ func TestCapIDs(t *testing.T) {
 		for j := range got {
 			if got[j] != want[i][j] {
 				t.Fatalf("list %d, id %d: %x, want %x", i, j, got[j][:4], want[i][j][:4])
+			}
+		}
+	}
+}
+
+// capSortByKey orders entries by key: random keys, keys sharing their
+// first half (one directory's files), equal leading bytes, none and one.
+func TestCapSortByKey(t *testing.T) {
+	rng := capTestRand(t)
+	for _, n := range []int{0, 1, 2, 1000, 3*capChunk + 17} {
+		var puts capChunked[capPut]
+		for i := range n {
+			var p capPut
+			for w := 0; w < len(p.key); w += 8 {
+				binary.LittleEndian.PutUint64(p.key[w:], rng.Uint64())
+			}
+			switch i % 4 {
+			case 1: // same directory as the entry before
+				copy(p.key[:16], puts.at(i - 1).key[:16])
+			case 2: // same first two bytes only
+				copy(p.key[:2], puts.at(i - 1).key[:2])
+			}
+			puts.add(p)
+		}
+		order := capSortByKey(&puts)
+		if len(order) != n {
+			t.Fatalf("n=%d: %d indexes", n, len(order))
+		}
+		seen := make([]bool, n)
+		for j, i := range order {
+			if seen[i] {
+				t.Fatalf("n=%d: index %d twice", n, i)
+			}
+			seen[i] = true
+			if j > 0 && bytes.Compare(puts.at(int(order[j-1])).key[:], puts.at(int(i)).key[:]) > 0 {
+				t.Fatalf("n=%d: keys out of order at %d", n, j)
 			}
 		}
 	}

@@ -17,10 +17,9 @@ import (
 
 // A capture that fails once its files are read, at its final flush (an
 // index object cannot be saved) or at its manifest, writes no file cache
-// entry when none of its chunks was indexed before that flush (an entry
-// is written only once its chunks are indexed: TestCacheEntriesWrittenOnceIndexed),
-// and the next capture, which succeeds, reads every file again and caches
-// them all.
+// entry (they are sealed beside the flush but written only after the
+// manifest), and the next capture, which succeeds, reads every file again
+// and caches them all.
 func TestFailedCaptureWritesNoFileCache(t *testing.T) {
 	for _, failing := range []backend.FileType{backend.Index, backend.Snapshot} {
 		t.Run(string(failing), func(t *testing.T) {
