@@ -81,6 +81,24 @@ func encodeFileEntry(e *FileEntry) []byte {
 }
 
 func decodeFileEntry(v []byte) (FileEntry, error) {
+	var ids idArena
+	return ids.decodeFileEntry(v)
+}
+
+// idArena hands out the content id slices of decoded entries from
+// shared arrays: one allocation for many entries instead of one each.
+type idArena struct{ free []blob.ID }
+
+func (a *idArena) take(n int) []blob.ID {
+	if len(a.free) < n {
+		a.free = make([]blob.ID, max(n, 256))
+	}
+	ids := a.free[:n:n]
+	a.free = a.free[n:]
+	return ids
+}
+
+func (a *idArena) decodeFileEntry(v []byte) (FileEntry, error) {
 	if len(v) < fileEntryFixed || (len(v)-fileEntryFixed)%blob.IDSize != 0 || v[48]&^fileEntryXattrs != 0 {
 		return FileEntry{}, fmt.Errorf("%w: file cache entry of %d bytes", ErrCorrupt, len(v))
 	}
@@ -95,7 +113,7 @@ func decodeFileEntry(v []byte) (FileEntry, error) {
 		Seal:    blob.ID(v[49:]),
 	}
 	if n := (len(v) - fileEntryFixed) / blob.IDSize; n > 0 {
-		e.Content = make([]blob.ID, n)
+		e.Content = a.take(n)
 		for i := range e.Content {
 			e.Content[i] = blob.ID(v[fileEntryFixed+i*blob.IDSize:])
 		}
@@ -176,6 +194,7 @@ func (d *DB) FileCacheLookup(ws string, t blob.Tier, q []FileCacheQuery) error {
 		}
 		gen, known := removalGen(tx)
 		blobs := tx.Bucket(bucketBlobs)
+		var ids idArena
 		c := b.Cursor()
 		k, v := c.Seek(q[order[0]].Key)
 		for _, i := range order {
@@ -190,7 +209,7 @@ func (d *DB) FileCacheLookup(ws string, t blob.Tier, q []FileCacheQuery) error {
 			if k == nil || !bytes.Equal(k, want) {
 				continue
 			}
-			e, err := decodeFileEntry(v)
+			e, err := ids.decodeFileEntry(v)
 			if err != nil || len(e.Content) == 0 {
 				continue
 			}

@@ -57,6 +57,7 @@ type CaptureOptions struct {
 
 	hooks *captureHooks // tests only
 	part  *capturePart  // set by captureSensitive: tree-only captures and the manifest's reference
+	omit  []string      // set by captureSensitive: slash paths below the root left out, with their subtrees
 }
 
 // FileCache remembers, per workspace key and file key (opaque bytes:

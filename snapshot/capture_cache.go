@@ -33,9 +33,8 @@ func capCacheKeys(k *crypt.TierKeys, ws string) (string, blob.ID) {
 // capChildKey is the key of subdirectory name in the directory of key
 // parent.
 func capChildKey(k *crypt.TierKeys, parent blob.ID, name string) blob.ID {
-	b := make([]byte, 0, blob.IDSize+len(name))
-	b = append(append(b, parent[:]...), name...)
-	return k.BlobID(b)
+	var buf [blob.IDSize + 224]byte // most names: no allocation
+	return k.BlobID(append(append(buf[:0], parent[:]...), name...))
 }
 
 // capFileKey is the cache key of file name in the directory of key dir.

@@ -1,6 +1,11 @@
 package snapshot
 
-import "lifeboat/blob"
+import (
+	"slices"
+	"strings"
+
+	"lifeboat/blob"
+)
 
 // tier is the tier a capture saves contents and trees in.
 func (o *CaptureOptions) tier() blob.Tier {
@@ -10,22 +15,38 @@ func (o *CaptureOptions) tier() blob.Tier {
 	return o.Tier
 }
 
-// filter drops the names of d that CaptureOptions.Filter rejects. Dropped
-// entries are not stat'ed, read or listed: nothing of them is captured.
+// filter drops the names of d that CaptureOptions.Filter rejects, and the
+// subtrees captureSensitive leaves out (omit). Dropped entries are not
+// stat'ed, read or listed: nothing of them is captured.
 func (c *capturer) filter(d *capDir, names []string) []string {
-	if c.o.Filter == nil {
+	if c.o.Filter == nil && len(c.o.omit) == 0 {
 		return names
 	}
 	dir := string(d.relPath(""))
+	var omit []string // names of d to leave out
+	for _, p := range c.o.omit {
+		if i := strings.LastIndexByte(p, '/'); i < 0 && dir == "" || i >= 0 && p[:i] == dir {
+			omit = append(omit, p[i+1:])
+		}
+	}
+	if c.o.Filter == nil && len(omit) == 0 {
+		return names // no slash path built per entry
+	}
 	out := names[:0]
 	for _, name := range names {
-		rel := name
-		if dir != "" {
-			rel = dir + "/" + name
+		if slices.Contains(omit, name) {
+			continue
 		}
-		if c.o.Filter(rel) {
-			out = append(out, name)
+		if c.o.Filter != nil {
+			rel := name
+			if dir != "" {
+				rel = dir + "/" + name
+			}
+			if !c.o.Filter(rel) {
+				continue
+			}
 		}
+		out = append(out, name)
 	}
 	return out
 }

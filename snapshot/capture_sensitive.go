@@ -103,14 +103,8 @@ func captureSensitive(ctx context.Context, r *repo.Repository, root string, o Ca
 	// before it saves the manifest, the one object that refers to this.
 	wo := o
 	wo.Sensitive = nil
-	user := o.Filter
-	wo.Filter = func(rel string) bool {
-		for _, s := range specs {
-			if rel == s.Path {
-				return false
-			}
-		}
-		return user == nil || user(rel)
+	for _, s := range specs {
+		wo.omit = append(wo.omit, s.Path)
 	}
 	wo.part = &capturePart{ref: &id, complete: complete}
 	return Capture(ctx, r, root, wo)

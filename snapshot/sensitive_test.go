@@ -307,3 +307,43 @@ func TestCheckSnapshotsSensitive(t *testing.T) {
 		t.Fatalf("check with a workspace-only key: %v %v", probs, err)
 	}
 }
+
+// Only the sensitive paths themselves leave the workspace tree: a
+// profile at the root and one nested, beside entries of the same names
+// elsewhere, and a user Filter still applies to the rest.
+func TestCaptureSensitiveOmitsExactPaths(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "ws")
+	capTestWrite(t, src, map[string]string{
+		"prof/Cookies":       "secret 1",
+		"a/b/prof/Cookies":   "secret 2",
+		"a/prof/kept.txt":    "same name, other place",
+		"a/b/prof2/kept.txt": "longer name",
+		"prof.txt":           "same prefix",
+		"a/b/skip.log":       "filtered by the user",
+		"keep.txt":           "kept",
+	})
+	capTestAge(t, src)
+	r := newCapTestRepo(t).open(t)
+	o := capTestOptions(nil)
+	o.Sensitive = []SensitiveSpec{{Path: "prof"}, {Path: "a/b/prof"}}
+	o.Filter = func(rel string) bool { return !strings.HasSuffix(rel, ".log") }
+	m := capTestCapture(t, r, src, o)
+	ws := capTestFlatten(t, r, m.Root.Subtree)
+	for _, p := range []string{"prof", "prof/Cookies", "a/b/prof", "a/b/prof/Cookies", "a/b/skip.log"} {
+		if ws[p] != nil {
+			t.Errorf("workspace tree lists %s", p)
+		}
+	}
+	for _, p := range []string{"a/prof/kept.txt", "a/b/prof2/kept.txt", "prof.txt", "keep.txt"} {
+		if ws[p] == nil {
+			t.Errorf("workspace tree lacks %s", p)
+		}
+	}
+	part, err := LoadSensitivePart(context.Background(), r, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(part.Trees) != 2 {
+		t.Errorf("sensitive part holds %d trees, want 2", len(part.Trees))
+	}
+}
