@@ -323,6 +323,10 @@ func (d *DB) Lookup(t blob.Tier, typ blob.Type, id blob.ID) (loc Location, ok bo
 	return loc, ok, err
 }
 
+// lookupNextBeforeSeek: LookupMany steps a cursor this many entries
+// towards the next key before it seeks from the root instead.
+const lookupNextBeforeSeek = 8
+
 // LookupMany looks ids up in one read transaction and calls fn once for
 // each, with its index in ids, its location and whether it was found. It
 // goes through them in key order, stepping a cursor from one to the next,

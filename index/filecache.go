@@ -1,124 +1,43 @@
 package index
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
-	"slices"
 
 	bolt "go.etcd.io/bbolt"
 
 	"lifeboat/blob"
 )
 
-// The file cache lets an incremental capture skip reading a file whose
+// The file cache lets an incremental capture skip reading files whose
 // metadata has not changed since the last capture. It lives in the bucket
-// "filecache" of the local index DB, with one nested bucket per workspace
-// key and one entry per file key; both keys are opaque to this package.
-// The snapshot package passes keyed digests of the workspace id and of the
-// file's path, so the cache, like the rest of the DB, holds no names; it
-// makes a file's key start with its directory's, so one directory's
-// entries sit together and FileCacheLookup reads them in one sweep.
+// "filecache2" of the local index DB, with one nested bucket per workspace
+// key and one record per key; keys and records are opaque to this
+// package. The snapshot package keeps one record per part of a directory
+// (up to 8,192 entries), keyed by a keyed digest of the directory's path
+// and the part's number, and seals it with the workspace tier's key, so
+// the DB holds no names in the clear.
 //
-// Entries are hints, never trusted alone. Each carries a seal, the
-// caller's keyed digest of the entry, which the caller checks; and
-// FileCacheLookup returns an entry only when its chunks are indexed. That
-// check is cheap through the removal generation: a counter in the meta
-// bucket that moves on whenever blob entries leave the DB (a rebuild, or
-// Drop after a prune). An entry is stamped with the generation at which
-// its chunks were known to be indexed; while the counter still has that
-// value none can have left, and otherwise each chunk is looked up. The
+// Records are hints, never trusted alone: the caller checks the seal, and
+// checks that the chunks a record names are indexed. That check is cheap
+// through the removal generation: a counter in the meta bucket that moves
+// on whenever blob entries leave the DB (a rebuild, or Drop after a
+// prune). A record is stamped with the generation at which its chunks were
+// known to be indexed; while the counter still has that value none can
+// have left, and otherwise each chunk is looked up (FileCacheIndexed). The
 // bucket is created on first use and is left alone by index rebuilds.
-var bucketFileCache = []byte("filecache")
+// ("filecache", version 1's bucket of one entry per file, is deleted by
+// the first write.)
+var (
+	bucketFileCache   = []byte("filecache2")
+	bucketFileCacheV1 = []byte("filecache")
+)
 
-// FileEntry is what the file cache remembers about one file.
-type FileEntry struct {
-	Dev, Inode, Size uint64
-	MtimeNs, CtimeNs int64
-	// Xattrs: the file had extended attributes the capture records (their
-	// values are not cached; setting one moves the ctime).
-	Xattrs bool
-	// Gen is the removal generation at which every chunk in Content was
-	// indexed (FileCacheGen, read before the chunks were looked up or saved).
-	Gen uint64
-	// Seal is the caller's keyed digest of the entry, stored and returned
-	// as it is: the cache cannot tell a forged entry, the caller can.
-	Seal    blob.ID
-	Content []blob.ID // the file's data blobs, in order
-}
-
-// FileCacheRecord is one file cache entry to store.
+// FileCacheRecord is one file cache record to store.
 type FileCacheRecord struct {
-	Path  []byte // opaque file key, at most bolt.MaxKeySize bytes
-	Entry FileEntry
-}
-
-// An entry is dev, inode, size, mtime, ctime, gen (u64 LE each), a flags
-// byte (1: Xattrs), the seal, then the content ids.
-const fileEntryFixed = 6*8 + 1 + blob.IDSize
-
-const fileEntryXattrs = 1
-
-func encodeFileEntry(e *FileEntry) []byte {
-	v := make([]byte, 0, fileEntryFixed+len(e.Content)*blob.IDSize)
-	v = binary.LittleEndian.AppendUint64(v, e.Dev)
-	v = binary.LittleEndian.AppendUint64(v, e.Inode)
-	v = binary.LittleEndian.AppendUint64(v, e.Size)
-	v = binary.LittleEndian.AppendUint64(v, uint64(e.MtimeNs))
-	v = binary.LittleEndian.AppendUint64(v, uint64(e.CtimeNs))
-	v = binary.LittleEndian.AppendUint64(v, e.Gen)
-	var flags byte
-	if e.Xattrs {
-		flags |= fileEntryXattrs
-	}
-	v = append(v, flags)
-	v = append(v, e.Seal[:]...)
-	for _, id := range e.Content {
-		v = append(v, id[:]...)
-	}
-	return v
-}
-
-func decodeFileEntry(v []byte) (FileEntry, error) {
-	var ids idArena
-	return ids.decodeFileEntry(v)
-}
-
-// idArena hands out the content id slices of decoded entries from
-// shared arrays: one allocation for many entries instead of one each.
-type idArena struct{ free []blob.ID }
-
-func (a *idArena) take(n int) []blob.ID {
-	if len(a.free) < n {
-		a.free = make([]blob.ID, max(n, 256))
-	}
-	ids := a.free[:n:n]
-	a.free = a.free[n:]
-	return ids
-}
-
-func (a *idArena) decodeFileEntry(v []byte) (FileEntry, error) {
-	if len(v) < fileEntryFixed || (len(v)-fileEntryFixed)%blob.IDSize != 0 || v[48]&^fileEntryXattrs != 0 {
-		return FileEntry{}, fmt.Errorf("%w: file cache entry of %d bytes", ErrCorrupt, len(v))
-	}
-	e := FileEntry{
-		Dev:     binary.LittleEndian.Uint64(v),
-		Inode:   binary.LittleEndian.Uint64(v[8:]),
-		Size:    binary.LittleEndian.Uint64(v[16:]),
-		MtimeNs: int64(binary.LittleEndian.Uint64(v[24:])),
-		CtimeNs: int64(binary.LittleEndian.Uint64(v[32:])),
-		Gen:     binary.LittleEndian.Uint64(v[40:]),
-		Xattrs:  v[48]&fileEntryXattrs != 0,
-		Seal:    blob.ID(v[49:]),
-	}
-	if n := (len(v) - fileEntryFixed) / blob.IDSize; n > 0 {
-		e.Content = a.take(n)
-		for i := range e.Content {
-			e.Content[i] = blob.ID(v[fileEntryFixed+i*blob.IDSize:])
-		}
-	}
-	return e, nil
+	Key   []byte // at most bolt.MaxKeySize bytes
+	Value []byte
 }
 
 // removalGen is the DB's removal generation; known is false (and gen 0)
@@ -161,72 +80,46 @@ func (d *DB) FileCacheGen() (gen uint64, err error) {
 	return gen, err
 }
 
-// FileCacheQuery is one file of a FileCacheLookup.
-type FileCacheQuery struct {
-	Key   []byte    // the file key
-	Entry FileEntry // set with Found
-	Found bool
+// FileCacheGet calls fn with the record stored under key for workspace
+// key ws, or nil when there is none, inside a read transaction: fn must
+// not keep v.
+func (d *DB) FileCacheGet(ws string, key []byte, fn func(v []byte)) error {
+	return d.db.View(func(tx *bolt.Tx) error {
+		var v []byte
+		if b := fileCacheBucket(tx, ws); b != nil {
+			v = b.Get(key)
+		}
+		fn(v)
+		return nil
+	})
 }
 
-// lookupNextBeforeSeek: FileCacheLookup steps a cursor this many entries
-// towards the next key before it seeks from the root instead.
-const lookupNextBeforeSeek = 8
+// FileChunks is one file of a FileCacheIndexed query.
+type FileChunks struct {
+	IDs     []blob.ID
+	Size    uint64
+	Indexed bool // set by FileCacheIndexed
+}
 
-// FileCacheLookup looks up the files q of workspace key ws in one read
-// transaction, in key order, and sets Found for each entry that exists,
-// decodes, and whose chunks are indexed as data blobs of tier t: its Gen
-// is the current removal generation, or every chunk is in the DB and their
-// plain lengths add up to the entry's size. An entry that does not decode
-// is passed over as not found. The caller still checks Seal.
-func (d *DB) FileCacheLookup(ws string, t blob.Tier, q []FileCacheQuery) error {
-	if len(q) == 0 {
-		return nil
-	}
-	order := make([]int32, len(q))
-	for i := range order {
-		order[i] = int32(i)
-	}
-	slices.SortFunc(order, func(a, b int32) int { return bytes.Compare(q[a].Key, q[b].Key) })
+// FileCacheIndexed sets Indexed for each file of q whose chunks are all
+// indexed data blobs of tier t with plain lengths adding up to its Size,
+// in one read transaction: the check for records stamped with an older
+// removal generation.
+func (d *DB) FileCacheIndexed(t blob.Tier, q []FileChunks) error {
 	return d.db.View(func(tx *bolt.Tx) error {
-		b := fileCacheBucket(tx, ws)
-		if b == nil {
-			return nil
-		}
-		gen, known := removalGen(tx)
 		blobs := tx.Bucket(bucketBlobs)
-		var ids idArena
-		c := b.Cursor()
-		k, v := c.Seek(q[order[0]].Key)
-		for _, i := range order {
-			want := q[i].Key
-			for n := 0; k != nil && bytes.Compare(k, want) < 0; n++ {
-				if n == lookupNextBeforeSeek {
-					k, v = c.Seek(want)
-					break
-				}
-				k, v = c.Next()
-			}
-			if k == nil || !bytes.Equal(k, want) {
-				continue
-			}
-			e, err := ids.decodeFileEntry(v)
-			if err != nil || len(e.Content) == 0 {
-				continue
-			}
-			if (!known || e.Gen != gen) && !chunksIndexed(blobs, t, &e) {
-				continue
-			}
-			q[i].Entry, q[i].Found = e, true
+		for i := range q {
+			q[i].Indexed = len(q[i].IDs) > 0 && chunksIndexed(blobs, t, q[i].IDs, q[i].Size)
 		}
 		return nil
 	})
 }
 
-// chunksIndexed reports whether every chunk of e is an indexed data blob
-// of tier t and their plain lengths add up to e's size.
-func chunksIndexed(blobs *bolt.Bucket, t blob.Tier, e *FileEntry) bool {
+// chunksIndexed reports whether every chunk of ids is an indexed data blob
+// of tier t and their plain lengths add up to size.
+func chunksIndexed(blobs *bolt.Bucket, t blob.Tier, ids []blob.ID, size uint64) bool {
 	var total uint64
-	for _, id := range e.Content {
+	for _, id := range ids {
 		k := blobKey(t, blob.Data, id)
 		loc := blobs.Get(k)
 		if loc == nil {
@@ -238,25 +131,7 @@ func chunksIndexed(blobs *bolt.Bucket, t blob.Tier, e *FileEntry) bool {
 		}
 		total += uint64(l.PlainLen)
 	}
-	return total == e.Size
-}
-
-// FileCacheGet returns the entry for file key path of workspace key ws.
-func (d *DB) FileCacheGet(ws string, path []byte) (e FileEntry, ok bool, err error) {
-	err = d.db.View(func(tx *bolt.Tx) error {
-		b := fileCacheBucket(tx, ws)
-		if b == nil {
-			return nil
-		}
-		v := b.Get(path)
-		if v == nil {
-			return nil
-		}
-		e, err = decodeFileEntry(v)
-		ok = err == nil
-		return err
-	})
-	return e, ok, err
+	return total == size
 }
 
 func fileCacheBucket(tx *bolt.Tx, ws string) *bolt.Bucket {
@@ -268,7 +143,7 @@ func fileCacheBucket(tx *bolt.Tx, ws string) *bolt.Bucket {
 }
 
 // FileCachePut stores recs under workspace key ws in one transaction (one
-// fsync); callers batch many files per call.
+// fsync); callers batch many records per call.
 func (d *DB) FileCachePut(ws string, recs []FileCacheRecord) error {
 	if len(recs) == 0 {
 		return nil
@@ -277,6 +152,11 @@ func (d *DB) FileCachePut(ws string, recs []FileCacheRecord) error {
 		return fmt.Errorf("file cache: workspace key of %d bytes", len(ws))
 	}
 	return d.db.Update(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketFileCacheV1) != nil {
+			if err := tx.DeleteBucket(bucketFileCacheV1); err != nil {
+				return err
+			}
+		}
 		top, err := tx.CreateBucketIfNotExists(bucketFileCache)
 		if err != nil {
 			return err
@@ -287,7 +167,7 @@ func (d *DB) FileCachePut(ws string, recs []FileCacheRecord) error {
 		}
 		b.FillPercent = fillPercent
 		for i := range recs {
-			if err := b.Put(recs[i].Path, encodeFileEntry(&recs[i].Entry)); err != nil {
+			if err := b.Put(recs[i].Key, recs[i].Value); err != nil {
 				return fmt.Errorf("file cache: %w", err)
 			}
 		}
@@ -295,8 +175,8 @@ func (d *DB) FileCachePut(ws string, recs []FileCacheRecord) error {
 	})
 }
 
-// FileCachePrune deletes every entry of workspace key ws whose file key
-// keep rejects, in one transaction, and returns how many it deleted. When
+// FileCachePrune deletes every record of workspace key ws whose key keep
+// rejects, in one transaction, and returns how many it deleted. When
 // keep accepts them all it writes nothing (no commit, no fsync).
 func (d *DB) FileCachePrune(ws string, keep func(path []byte) bool) (int, error) {
 	stale := false
@@ -339,7 +219,7 @@ func (d *DB) FileCachePrune(ws string, keep func(path []byte) bool) (int, error)
 	return n, err
 }
 
-// FileCacheCount returns the number of entries of workspace key ws.
+// FileCacheCount returns the number of records of workspace key ws.
 func (d *DB) FileCacheCount(ws string) (int, error) {
 	var n int
 	err := d.db.View(func(tx *bolt.Tx) error {

@@ -12,9 +12,10 @@ import (
 // A DB rebuilt by a lifeboat that kept no removal generation (one from
 // before it: its rebuild recreates the meta bucket without it) has lost
 // the count. When this version next removes blobs, the generation must
-// not come back to a value an older entry was stamped with: that entry's
-// chunks left the DB in the rebuild, and a match would let a capture
-// reuse them unchecked.
+// not come back to a value an older file cache record was stamped with:
+// that record's chunks left the DB in the rebuild, and a match would let
+// a capture reuse them unchecked (it looks chunks up, FileCacheIndexed,
+// only for records of another generation).
 func TestRegressionRemovalGenAfterOldRebuild(t *testing.T) {
 	r := newRand(t)
 	dir := t.TempDir()
@@ -29,13 +30,11 @@ func TestRegressionRemovalGenAfterOldRebuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := index.FileEntry{Gen: gen, Seal: randID(r)}
+	// A file cache record stamped with gen names p1's blobs as one file.
+	file := index.FileChunks{}
 	for _, x := range p1.Entries {
-		e.Content = append(e.Content, x.ID)
-		e.Size += uint64(x.PlainLen)
-	}
-	if err := d.FileCachePut("ws", []index.FileCacheRecord{{Path: []byte("f"), Entry: e}}); err != nil {
-		t.Fatal(err)
+		file.IDs = append(file.IDs, x.ID)
+		file.Size += uint64(x.PlainLen)
 	}
 	path := d.Path()
 	if err := d.Close(); err != nil {
@@ -65,12 +64,12 @@ func TestRegressionRemovalGenAfterOldRebuild(t *testing.T) {
 	defer d.Close()
 	lookup := func(when string) {
 		t.Helper()
-		q := []index.FileCacheQuery{{Key: []byte("f")}}
-		if err := d.FileCacheLookup("ws", blob.Workspace, q); err != nil {
-			t.Fatal(err)
+		if g, err := d.FileCacheGen(); err != nil || g == gen {
+			t.Errorf("%s: the generation is %d (%v), the stamp of a record whose chunks are gone", when, g, err)
 		}
-		if q[0].Found {
-			t.Errorf("%s: an entry whose chunks are not indexed was found (its generation %d)", when, gen)
+		q := []index.FileChunks{file}
+		if err := d.FileCacheIndexed(blob.Workspace, q); err != nil || q[0].Indexed {
+			t.Errorf("%s: the gone chunks look indexed (%v)", when, err)
 		}
 	}
 	lookup("after the old rebuild")

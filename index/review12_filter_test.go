@@ -98,7 +98,7 @@ func TestReview12FilterStress(t *testing.T) {
 			}
 			recs := make([]index.FileCacheRecord, 32)
 			for j := range recs {
-				recs[j].Path = fmt.Appendf(nil, "f-%06d-%03d-%080d", i, j, 0)
+				recs[j].Key, recs[j].Value = fmt.Appendf(nil, "f-%06d-%03d-%080d", i, j, 0), make([]byte, 81)
 			}
 			if err := d.FileCachePut("ws", recs); err != nil {
 				t.Error(err)

@@ -32,7 +32,7 @@ func TestReview12FilterBuildBesideRemap(t *testing.T) {
 		for i := range 256 {
 			recs := make([]index.FileCacheRecord, 64)
 			for j := range recs {
-				recs[j].Path = fmt.Appendf(nil, "file-%06d-%03d-%0100d", i, j, 0)
+				recs[j].Key, recs[j].Value = fmt.Appendf(nil, "file-%06d-%03d-%0100d", i, j, 0), make([]byte, 81)
 			}
 			if err := d.FileCachePut("ws", recs); err != nil {
 				t.Error(err)

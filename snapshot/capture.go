@@ -60,23 +60,27 @@ type CaptureOptions struct {
 	omit  []string      // set by captureSensitive: slash paths below the root left out, with their subtrees
 }
 
-// FileCache remembers, per workspace key and file key (opaque bytes:
-// Capture passes keyed digests, never names), a file's identity and chunk
-// ids. Entries are hints: Capture checks every chunk id against the
-// repository index before reusing one. Implementations must be safe for
-// concurrent use. *index.DB implements it in the local index DB.
+// FileCache stores, per workspace key and record key (opaque bytes:
+// Capture passes keyed digests, never names), sealed records of files'
+// identities and chunk ids (capture_cache.go). Records are hints: Capture
+// opens each with its key and checks that its chunks are indexed before
+// reusing one. Implementations must be safe for concurrent use.
+// *index.DB implements it in the local index DB.
 type FileCache interface {
 	// FileCacheGen returns the index's removal generation, which moves on
 	// whenever blobs leave the index.
 	FileCacheGen() (uint64, error)
-	// FileCacheLookup finds many files' entries at once, each only when
-	// its chunks are all indexed data blobs of tier t.
-	FileCacheLookup(ws string, t blob.Tier, q []index.FileCacheQuery) error
-	// FileCachePut stores many entries at once (one transaction).
+	// FileCacheGet calls fn with the record under key (nil when none);
+	// fn must not keep it.
+	FileCacheGet(ws string, key []byte, fn func(v []byte)) error
+	// FileCacheIndexed sets Indexed for each file whose chunks are all
+	// indexed data blobs of tier t adding up to its size.
+	FileCacheIndexed(t blob.Tier, q []index.FileChunks) error
+	// FileCachePut stores many records at once (one transaction).
 	FileCachePut(ws string, recs []index.FileCacheRecord) error
-	// FileCachePrune drops the workspace's entries keep rejects.
-	FileCachePrune(ws string, keep func(path []byte) bool) (int, error)
-	// FileCacheCount returns the number of the workspace's entries.
+	// FileCachePrune drops the workspace's records keep rejects.
+	FileCachePrune(ws string, keep func(key []byte) bool) (int, error)
+	// FileCacheCount returns the number of the workspace's records.
 	FileCacheCount(ws string) (int, error)
 }
 
@@ -240,10 +244,9 @@ type capturer struct {
 	failed error // the first fatal error
 
 	cacheMu    sync.Mutex
-	cachePuts  capChunked[capPut]
-	cacheIDs   capIDs              // the content ids of cachePuts
-	cacheSeen  capChunked[blob.ID] // file keys of this capture, kept by the prune
-	cacheOrder chan []int32        // cachePuts in key order (sortCache)
+	cachePuts  capChunked[capPut] // records to write after the manifest
+	cacheSeen  capChunked[capKey] // part keys of this capture, kept by the prune
+	cacheOrder chan []int32       // cachePuts in key order (sortCache)
 
 	rootDone chan struct{}
 	ahead    capAheadQueue

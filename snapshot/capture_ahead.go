@@ -7,9 +7,6 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
-
-	"lifeboat/blob"
-	"lifeboat/index"
 )
 
 // Listing ahead. In a tree that did not change, the walker's own system
@@ -64,8 +61,8 @@ type capListing struct {
 type capPrep struct {
 	sts  []unix.Stat_t // mode 0: the stat failed (errs) or was skipped
 	errs []error       // per entry, nil when stat'ed
-	keys []blob.ID
-	hits []*index.FileEntry
+	hits []*capEntry   // file cache entries that stand in for reading (with a cache)
+	old  capOld        // what the lookup found of the part's record
 }
 
 // capAhead is a subdirectory to open and list, ahead of the walker or by
@@ -201,7 +198,7 @@ func (c *capturer) list(d *capDir, limit int) capListing {
 	names = c.excl.filter(d, names)
 	names = c.filter(d, names)
 	slices.Sort(names)
-	l := capListing{names: names, first: c.prepare(d, names[:min(len(names), MaxNodesPerBlob)]), held: held}
+	l := capListing{names: names, first: c.prepare(d, 0, names[:min(len(names), MaxNodesPerBlob)]), held: held}
 	if c.o.hooks.listed != nil {
 		c.o.hooks.listed(d.errPath(""))
 	}

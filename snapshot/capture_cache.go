@@ -3,6 +3,7 @@ package snapshot
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"log/slog"
 	"slices"
 
@@ -11,18 +12,22 @@ import (
 	"lifeboat/blob"
 	"lifeboat/crypt"
 	"lifeboat/index"
+	"lifeboat/pack"
 )
 
-// File cache keys are keyed digests (the workspace tier's blob id key), so
-// the cache holds no workspace ids or names: the workspace's key is the
-// digest of its id, a directory's key chains its parent's key with its
-// name, and a file's key is the first half of its directory's key followed
-// by half of the digest of its directory's key chained with its name.
-// Chaining keeps the cost per entry constant however deep the tree, and
-// the shared first half keeps one directory's entries together in the
-// cache, so a directory's lookups are one sweep. Each entry is sealed with
-// a keyed digest of its key and contents (capSeal): an entry the capture
-// did not write, or one damaged on disk, is not used.
+// The file cache keeps one record per part of a directory (up to
+// MaxNodesPerBlob entries, the parts trees are saved in): the entries of
+// the part's regular files that can stand in for reading them, in name
+// order. A record's key is the directory's key (a keyed digest: the
+// workspace's key is the digest of its id, a directory's key chains its
+// parent's key with its name) followed by the part's number, so the cache
+// holds no names in its keys and one directory's parts sit together. A
+// record is sealed with the tier's key (AEAD), bound to the workspace and
+// its key: the names inside are encrypted, and a record the capture did
+// not write, or one damaged on disk, does not open and is not used. One
+// lookup per part, and a merge of its sorted names with the record's,
+// serves all its files; a part whose entries all come from its record
+// unchanged is not written again.
 
 // capCacheKeys returns the workspace key and the root directory's key.
 func capCacheKeys(k *crypt.TierKeys, ws string) (string, blob.ID) {
@@ -37,125 +42,259 @@ func capChildKey(k *crypt.TierKeys, parent blob.ID, name string) blob.ID {
 	return k.BlobID(append(append(buf[:0], parent[:]...), name...))
 }
 
-// capFileKey is the cache key of file name in the directory of key dir.
-func capFileKey(k *crypt.TierKeys, dir blob.ID, name string) blob.ID {
-	h := capChildKey(k, dir, name)
-	var key blob.ID
-	copy(key[:blob.IDSize/2], dir[:])
-	copy(key[blob.IDSize/2:], h[:])
-	return key
+// capKey is the key of one part's record: the directory's key, then the
+// part's number (u32 big-endian).
+type capKey [blob.IDSize + 4]byte
+
+func capPartKey(dir blob.ID, part int) capKey {
+	var k capKey
+	copy(k[:], dir[:])
+	binary.BigEndian.PutUint32(k[blob.IDSize:], uint32(part))
+	return k
 }
 
-// capSeal is the keyed digest sealing file cache entry e under key.
-func capSeal(k *crypt.TierKeys, key blob.ID, e *index.FileEntry) blob.ID {
-	var buf [256]byte // a file of up to 4 chunks: no allocation
-	b := buf[:0]
-	b = append(b, "lifeboat file cache entry\x00"...)
-	b = append(b, key[:]...)
-	for _, v := range []uint64{e.Dev, e.Inode, e.Size, uint64(e.MtimeNs), uint64(e.CtimeNs), e.Gen} {
-		b = binary.LittleEndian.AppendUint64(b, v)
-	}
-	if e.Xattrs {
-		b = append(b, 1)
-	} else {
-		b = append(b, 0)
-	}
-	for _, id := range e.Content {
-		b = append(b, id[:]...)
-	}
-	return k.BlobID(b)
+// capRecordAAD binds a record to workspace key ws and its own key.
+func capRecordAAD(ws string, key []byte) []byte {
+	aad := make([]byte, 0, 64+len(ws))
+	aad = append(aad, "lifeboat file cache part\x00"...)
+	aad = append(append(aad, ws...), 0)
+	return append(aad, key...)
 }
 
-// cacheLookup sets, for the entries names of d that sts says are regular
-// files with content, their file keys and the cache entries that can
-// stand in for reading them: sealed by this workspace's key, chunks still
-// indexed, and device, inode, size, mtime and ctime as stat'ed now. One
-// read transaction serves them all.
-func (c *capturer) cacheLookup(d *capDir, names []string, sts []unix.Stat_t, keys []blob.ID, hits []*index.FileEntry) {
-	q := make([]index.FileCacheQuery, 0, len(names))
-	at := make([]int, 0, len(names))
+// capEntry is what the file cache remembers about one file.
+type capEntry struct {
+	Dev, Inode, Size uint64
+	MtimeNs, CtimeNs int64
+	// Xattrs: the file had extended attributes the capture records (their
+	// values are not cached; setting one moves the ctime).
+	Xattrs  bool
+	Content []blob.ID // the file's data blobs, in order
+}
+
+// capOld is what a part's lookup found of its record.
+type capOld struct {
+	found bool
+	n     int    // entries in the record
+	gen   uint64 // the removal generation it was stamped with
+}
+
+// A record (the plaintext under the seal) is: a version byte (1), the
+// removal generation (u64 LE), the number of entries (uvarint), then per
+// entry in strictly increasing name order: the name's length (uvarint)
+// and bytes, device, inode, size, mtime ns, ctime ns (u64 LE each), a
+// flags byte (1: has xattrs), the number of chunks (uvarint, at least 1)
+// and their 32-byte ids.
+const (
+	capRecordVersion = 1
+	capEntryXattrs   = 1
+)
+
+// capNamed is an entry of a decoded record.
+type capNamed struct {
+	name []byte
+	e    capEntry
+}
+
+// appendRecord appends the record of entries (in name order) stamped with
+// gen to b.
+func appendRecord(b []byte, gen uint64, names [][]byte, entries []*capEntry) []byte {
+	b = append(b, capRecordVersion)
+	b = binary.LittleEndian.AppendUint64(b, gen)
+	b = binary.AppendUvarint(b, uint64(len(entries)))
+	for i, e := range entries {
+		b = binary.AppendUvarint(b, uint64(len(names[i])))
+		b = append(b, names[i]...)
+		for _, v := range []uint64{e.Dev, e.Inode, e.Size, uint64(e.MtimeNs), uint64(e.CtimeNs)} {
+			b = binary.LittleEndian.AppendUint64(b, v)
+		}
+		var flags byte
+		if e.Xattrs {
+			flags |= capEntryXattrs
+		}
+		b = append(b, flags)
+		b = binary.AppendUvarint(b, uint64(len(e.Content)))
+		for _, id := range e.Content {
+			b = append(b, id[:]...)
+		}
+	}
+	return b
+}
+
+var errCapRecord = errors.New("malformed file cache record")
+
+// decodeRecord decodes a record. Names and ids alias rec.
+func decodeRecord(rec []byte) (gen uint64, out []capNamed, err error) {
+	if len(rec) < 9 || rec[0] != capRecordVersion {
+		return 0, nil, errCapRecord
+	}
+	gen = binary.LittleEndian.Uint64(rec[1:])
+	b := rec[9:]
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)) { // every entry takes more than a byte
+		return 0, nil, errCapRecord
+	}
+	b = b[k:]
+	out = make([]capNamed, n)
+	ids := make([]blob.ID, 0, len(b)/blob.IDSize) // never grown: Content slices stay put
+	for i := range out {
+		l, k := binary.Uvarint(b)
+		if k <= 0 || l == 0 || l > uint64(len(b)-k) {
+			return 0, nil, errCapRecord
+		}
+		name := b[k : k+int(l)]
+		if i > 0 && bytes.Compare(out[i-1].name, name) >= 0 {
+			return 0, nil, errCapRecord
+		}
+		b = b[k+int(l):]
+		if len(b) < 5*8+1 || b[40]&^capEntryXattrs != 0 {
+			return 0, nil, errCapRecord
+		}
+		e := capEntry{Dev: binary.LittleEndian.Uint64(b), Inode: binary.LittleEndian.Uint64(b[8:]),
+			Size: binary.LittleEndian.Uint64(b[16:]), MtimeNs: int64(binary.LittleEndian.Uint64(b[24:])),
+			CtimeNs: int64(binary.LittleEndian.Uint64(b[32:])), Xattrs: b[40]&capEntryXattrs != 0}
+		b = b[41:]
+		nids, k := binary.Uvarint(b)
+		if k <= 0 || nids == 0 || nids > uint64(len(b)-k)/blob.IDSize {
+			return 0, nil, errCapRecord
+		}
+		b = b[k:]
+		start := len(ids)
+		for range nids {
+			ids = append(ids, blob.ID(b[:blob.IDSize]))
+			b = b[blob.IDSize:]
+		}
+		e.Content = ids[start:len(ids):len(ids)]
+		out[i] = capNamed{name: name, e: e}
+	}
+	if len(b) != 0 {
+		return 0, nil, errCapRecord
+	}
+	return gen, out, nil
+}
+
+// cacheLookup sets, for the entries names of part p of d that sts says
+// are regular files with content, the cache entries that can stand in for
+// reading them: in the part's record, which opens under this workspace's
+// key, with chunks still indexed, and device, inode, size, mtime and ctime
+// as stat'ed now. It returns what it found of the record.
+func (c *capturer) cacheLookup(d *capDir, p int, names []string, sts []unix.Stat_t, hits []*capEntry) capOld {
+	want := false
+	for i := range names {
+		want = want || sts[i].Mode&unix.S_IFMT == unix.S_IFREG && sts[i].Size > 0
+	}
+	if !want {
+		return capOld{}
+	}
+	key := capPartKey(d.key, p)
+	var plain []byte
+	var openErr error
+	err := c.o.Cache.FileCacheGet(c.wsKey, key[:], func(v []byte) {
+		if v != nil {
+			plain, openErr = c.keys.Open(nil, v, capRecordAAD(c.wsKey, key[:]))
+		}
+	})
+	if err != nil {
+		slog.Warn("capture: the file cache failed; files are read instead", "err", err)
+		return capOld{}
+	}
+	if plain == nil || openErr != nil {
+		return capOld{} // none, or not ours: its entries are not used, and it is replaced
+	}
+	gen, rec, err := decodeRecord(plain)
+	if err != nil {
+		return capOld{}
+	}
+	old := capOld{found: true, n: len(rec), gen: gen}
+	var stale []index.FileChunks // entries to check chunk by chunk
+	var staleAt []int
+	j := 0
 	for i, name := range names {
-		if sts[i].Mode&unix.S_IFMT != unix.S_IFREG || sts[i].Size == 0 {
+		st := &sts[i]
+		if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size == 0 {
 			continue
 		}
-		keys[i] = capFileKey(c.keys, d.key, name)
-		q = append(q, index.FileCacheQuery{Key: keys[i][:]})
-		at = append(at, i)
-	}
-	if len(q) == 0 {
-		return
-	}
-	if err := c.o.Cache.FileCacheLookup(c.wsKey, c.o.tier(), q); err != nil {
-		slog.Warn("capture: the file cache failed; files are read instead", "err", err)
-		return
-	}
-	for j := range q {
-		e, st := &q[j].Entry, &sts[at[j]]
-		if q[j].Found && e.Seal == capSeal(c.keys, keys[at[j]], e) &&
-			e.Dev == st.Dev && e.Inode == st.Ino && e.Size == uint64(st.Size) &&
-			e.MtimeNs == st.Mtim.Nano() && e.CtimeNs == st.Ctim.Nano() {
-			hits[at[j]] = e
+		for j < len(rec) && string(rec[j].name) < name {
+			j++
 		}
+		if j == len(rec) {
+			break
+		}
+		e := &rec[j].e
+		if string(rec[j].name) != name || e.Dev != st.Dev || e.Inode != st.Ino || e.Size != uint64(st.Size) ||
+			e.MtimeNs != st.Mtim.Nano() || e.CtimeNs != st.Ctim.Nano() {
+			continue
+		}
+		hits[i] = e
+		if c.cacheGen == 0 || gen != c.cacheGen {
+			stale = append(stale, index.FileChunks{IDs: e.Content, Size: e.Size})
+			staleAt = append(staleAt, i)
+		}
+	}
+	if len(stale) > 0 {
+		if err := c.o.Cache.FileCacheIndexed(c.o.tier(), stale); err != nil {
+			slog.Warn("capture: the file cache failed; files are read instead", "err", err)
+		}
+		for k, q := range stale {
+			if !q.Indexed {
+				hits[staleAt[k]] = nil
+			}
+		}
+	}
+	return old
+}
+
+// cacheNote records e, the cache entry of entry i of p: new, or a hit
+// (fresh false) from p's record.
+func (c *capturer) cacheNote(p *capPart, i int, e *capEntry, fresh bool) {
+	p.cache[i] = e
+	if fresh || p.old.gen != c.cacheGen || c.cacheGen == 0 {
+		p.fresh.Store(true) // (a hit from a record of an older generation is stamped anew)
 	}
 }
 
-// cacheKeep notes that file key stays in the cache, with a new entry when
-// e is set: stamped with the capture's removal generation and sealed
-// here, beside the other readers, and written by updateCache once the
-// manifest is saved.
-func (c *capturer) cacheKeep(key blob.ID, e *index.FileEntry) {
-	var put capPut
-	if e != nil {
-		put.key, put.e = key, *e
-		put.e.Gen = c.cacheGen
-		put.e.Seal = capSeal(c.keys, key, &put.e)
-		put.e.Content = nil // kept in cacheIDs instead
+// cachePart writes p's record (once the manifest is saved) unless its
+// entries are all those of its record unchanged, and keeps its key from
+// the prune. A part without entries keeps no record.
+func (c *capturer) cachePart(p *capPart) {
+	if p.cache == nil {
+		return
+	}
+	var names [][]byte
+	var entries []*capEntry
+	for i, e := range p.cache {
+		if e != nil && p.nodes[i].Type != "" {
+			names = append(names, p.nodes[i].Name)
+			entries = append(entries, e)
+		}
+	}
+	p.cache = nil
+	if len(entries) == 0 {
+		return
+	}
+	key := capPartKey(p.dir.key, p.idx)
+	var rec []byte
+	if p.fresh.Load() || !p.old.found || p.old.n != len(entries) {
+		plain := appendRecord(getCapBuf(), c.cacheGen, names, entries)
+		rec = c.keys.Seal(nil, plain, capRecordAAD(c.wsKey, key[:]))
+		putCapBuf(plain)
 	}
 	c.cacheMu.Lock()
 	defer c.cacheMu.Unlock()
 	c.cacheSeen.add(key)
-	if e != nil {
-		put.ids = c.cacheIDs.add(e.Content)
-		c.cachePuts.add(put)
+	if rec != nil {
+		c.cachePuts.add(capPut{key: key, rec: rec})
 	}
 }
 
-// capPut is a file cache entry to write under key; its content ids are
-// ids in the capture's cacheIDs.
+// capPut is a part's record to write under key.
 type capPut struct {
-	key blob.ID
-	e   index.FileEntry
-	ids capIDRef
+	key capKey
+	rec []byte
 }
 
-// capIDs holds the content ids of the entries a capture will write, in
-// chunks without pointers: with a slice of its own in each of 100,000
-// entries, every garbage collection of a first capture traced 100,000
-// more objects.
-type capIDs struct {
-	chunks [][]blob.ID
-}
-
-// capIDRef says where one entry's ids are in a capIDs.
-type capIDRef struct{ chunk, off, n int32 }
-
-// add copies ids in, contiguously, and returns where they are.
-func (a *capIDs) add(ids []blob.ID) capIDRef {
-	last := len(a.chunks) - 1
-	if last < 0 || cap(a.chunks[last])-len(a.chunks[last]) < len(ids) {
-		a.chunks = append(a.chunks, make([]blob.ID, 0, max(capChunk, len(ids))))
-		last++
-	}
-	ch := &a.chunks[last]
-	ref := capIDRef{chunk: int32(last), off: int32(len(*ch)), n: int32(len(ids))}
-	*ch = append(*ch, ids...)
-	return ref
-}
-
-// at returns the ids ref points to.
-func (a *capIDs) at(ref capIDRef) []blob.ID {
-	return a.chunks[ref.chunk][ref.off : ref.off+ref.n : ref.off+ref.n]
-}
+// getCapBuf and putCapBuf recycle the buffers records are encoded in.
+func getCapBuf() []byte  { return pack.GetBuffer(4 << 10) }
+func putCapBuf(b []byte) { pack.PutBuffer(b) }
 
 // capChunked is an append-only list kept in chunks of fixed size, so that
 // growing it neither copies it nor briefly needs twice its memory (a
@@ -178,9 +317,9 @@ func (l *capChunked[T]) add(v T) {
 
 func (l *capChunked[T]) at(i int) *T { return &l.chunks[i/capChunk][i%capChunk] }
 
-// cached fills n, file name of d, from its cache entry f.hit instead of
-// reading the file.
-func (c *capturer) cached(d *capDir, n *Node, name string, f capFile) {
+// cached fills n, entry i of part, file name of d, from its cache entry
+// f.hit instead of reading the file.
+func (c *capturer) cached(d *capDir, part *capPart, i int, n *Node, name string, f capFile) {
 	e := f.hit
 	n.Content = e.Content
 	if e.Xattrs { // else none: adding one would have moved the ctime
@@ -189,11 +328,7 @@ func (c *capturer) cached(d *capDir, n *Node, name string, f capFile) {
 			c.record(d.errPath(name), err)
 		}
 	}
-	if e.Gen == c.cacheGen {
-		c.cacheKeep(f.key, nil)
-	} else {
-		c.cacheKeep(f.key, e) // its chunks were looked up one by one: stamp it anew
-	}
+	c.cacheNote(part, i, e, false)
 	c.bytes.Add(n.Size)
 	c.o.Progress.Done(1, n.Size)
 }
@@ -232,23 +367,22 @@ func capFineTimes(fd int) bool {
 const capZFSMagic = 0x2fc12fc1
 
 // capCacheEntry is the cache entry of a file read with stat st into ids.
-func capCacheEntry(st *unix.Stat_t, xattrs bool, ids []blob.ID) *index.FileEntry {
-	return &index.FileEntry{Dev: st.Dev, Inode: st.Ino, Size: uint64(st.Size),
+func capCacheEntry(st *unix.Stat_t, xattrs bool, ids []blob.ID) *capEntry {
+	return &capEntry{Dev: st.Dev, Inode: st.Ino, Size: uint64(st.Size),
 		MtimeNs: st.Mtim.Nano(), CtimeNs: st.Ctim.Nano(), Xattrs: xattrs, Content: ids}
 }
 
-// sortCache sends the order by key of the new entries on c.cacheOrder.
+// sortCache sends the order by key of the new records on c.cacheOrder.
 // It runs once the readers are done, beside the final flush, which it
 // does not need: only writing the entries must wait for it.
 func (c *capturer) sortCache() {
 	c.cacheOrder <- capSortByKey(&c.cachePuts)
 }
 
-// capSortByKey returns the indexes of puts in key order. Keys are keyed
-// digests, the same first half for one directory's files and evenly
-// spread otherwise, so a counting sort on their first two bytes leaves
-// buckets of about one directory each for a comparison sort to finish:
-// 100,000 entries sort in a few milliseconds instead of 45 ms.
+// capSortByKey returns the indexes of puts in key order. Keys start with
+// a keyed digest, the same for one directory's parts and evenly spread
+// otherwise, so a counting sort on their first two bytes leaves buckets of
+// about one directory each for a comparison sort to finish.
 func capSortByKey(puts *capChunked[capPut]) []int32 {
 	bucket := func(i int) int { k := &puts.at(i).key; return int(k[0])<<8 | int(k[1]) }
 	start := make([]int32, 1<<16+1)
@@ -274,13 +408,14 @@ func capSortByKey(puts *capChunked[capPut]) []int32 {
 	return order
 }
 
-// capCacheBatch is the number of entries written per transaction.
-const capCacheBatch = 20000
+// capCacheBatch is the number of records written per transaction.
+const capCacheBatch = 4096
 
-// updateCache writes the new entries in batches and drops those of files
-// this capture did not keep (gone, excluded, changed, or too recently
-// modified to trust). It runs after the manifest is saved; a failure only
-// makes the next capture read more, so it is logged, not returned.
+// updateCache writes the new records in batches and drops those of parts
+// this capture did not keep (gone, or without a file to cache). It runs
+// after the manifest is saved, so no record names chunks that are not
+// durable and indexed; a failure only makes the next capture read more,
+// so it is logged, not returned.
 func (c *capturer) updateCache() {
 	if c.o.Cache == nil {
 		return
@@ -293,9 +428,7 @@ func (c *capturer) updateCache() {
 		recs = recs[:0]
 		for _, i := range order[:n] {
 			p := puts.at(int(i))
-			e := p.e
-			e.Content = c.cacheIDs.at(p.ids)
-			recs = append(recs, index.FileCacheRecord{Path: p.key[:], Entry: e})
+			recs = append(recs, index.FileCacheRecord{Key: p.key[:], Value: p.rec})
 		}
 		if err := c.o.Cache.FileCachePut(c.wsKey, recs); err != nil {
 			slog.Warn("capture: updating the file cache failed; the next capture reads more", "err", err)
@@ -303,22 +436,22 @@ func (c *capturer) updateCache() {
 		}
 		order = order[n:]
 	}
-	c.cachePuts, c.cacheIDs = capChunked[capPut]{}, capIDs{}
-	// Every file key this capture kept is in the cache now (found by its
-	// lookup or just written), so a cache of no more entries than that
+	c.cachePuts = capChunked[capPut]{}
+	// Every part key this capture kept is in the cache now (found by its
+	// lookup or just written), so a cache of no more records than that
 	// holds none to drop: an unchanged tree's keys need no sorting.
 	if n, err := c.o.Cache.FileCacheCount(c.wsKey); err == nil && n <= c.cacheSeen.n {
-		c.cacheSeen = capChunked[blob.ID]{}
+		c.cacheSeen = capChunked[capKey]{}
 		return
 	}
-	seen := make([]blob.ID, c.cacheSeen.n)
+	seen := make([]capKey, c.cacheSeen.n)
 	for i := range seen {
 		seen[i] = *c.cacheSeen.at(i)
 	}
-	c.cacheSeen = capChunked[blob.ID]{}
-	slices.SortFunc(seen, func(a, b blob.ID) int { return bytes.Compare(a[:], b[:]) })
+	c.cacheSeen = capChunked[capKey]{}
+	slices.SortFunc(seen, func(a, b capKey) int { return bytes.Compare(a[:], b[:]) })
 	_, err := c.o.Cache.FileCachePrune(c.wsKey, func(k []byte) bool {
-		_, found := slices.BinarySearchFunc(seen, k, func(id blob.ID, k []byte) int { return bytes.Compare(id[:], k) })
+		_, found := slices.BinarySearchFunc(seen, k, func(id capKey, k []byte) int { return bytes.Compare(id[:], k) })
 		return found
 	})
 	if err != nil {

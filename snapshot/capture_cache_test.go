@@ -3,52 +3,107 @@ package snapshot
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"lifeboat/blob"
+	"lifeboat/index"
+	"lifeboat/repo"
 )
 
-// capIDs keeps each entry's ids contiguous and intact: one id or many,
-// a list that does not fit in what is left of a chunk, a list longer
-// than a chunk, an empty one.
-func TestCapIDs(t *testing.T) {
-	var a capIDs
-	id := func(i int) blob.ID { return blob.ID{byte(i), byte(i >> 8), byte(i >> 16), 1} }
-	var refs []capIDRef
-	var want [][]blob.ID
-	n := 0
-	for _, size := range []int{1, 1, 3, capChunk - 4, 2, 1, 2 * capChunk, 1, 0, 5} {
-		ids := make([]blob.ID, size)
-		for i := range ids {
-			ids[i] = id(n)
-			n++
+// A record decodes to what was encoded: names, every field, one chunk
+// or many; and every truncation, a wrong version, names out of order or
+// repeated, an entry without chunks, unknown flags and trailing bytes
+// are refused without a panic.
+func TestCapRecord(t *testing.T) {
+	rng := capTestRand(t)
+	var names [][]byte
+	var entries []*capEntry
+	for i := range 50 {
+		e := &capEntry{Dev: rng.Uint64(), Inode: rng.Uint64(), Size: rng.Uint64(), MtimeNs: int64(rng.Uint64()),
+			CtimeNs: -int64(rng.Uint64() >> 1), Xattrs: i%3 == 0}
+		for range 1 + rng.IntN(4) {
+			var id blob.ID
+			binary.LittleEndian.PutUint64(id[:], rng.Uint64())
+			e.Content = append(e.Content, id)
 		}
-		refs = append(refs, a.add(ids))
-		want = append(want, append([]blob.ID(nil), ids...))
-		clear(ids) // add copied them
+		names = append(names, []byte(fmt.Sprintf("name %03d \xff", i)))
+		entries = append(entries, e)
 	}
-	for i, ref := range refs {
-		got := a.at(ref)
-		if len(got) != len(want[i]) || cap(got) != len(got) {
-			t.Fatalf("list %d: %d ids (cap %d), want %d", i, len(got), cap(got), len(want[i]))
+	rec := appendRecord(nil, 77, names, entries)
+	gen, got, err := decodeRecord(rec)
+	if err != nil || gen != 77 || len(got) != len(entries) {
+		t.Fatalf("decode: gen %d, %d entries, %v", gen, len(got), err)
+	}
+	for i := range got {
+		if !bytes.Equal(got[i].name, names[i]) || !reflect.DeepEqual(got[i].e, *entries[i]) {
+			t.Fatalf("entry %d: %q %+v, want %q %+v", i, got[i].name, got[i].e, names[i], *entries[i])
 		}
-		for j := range got {
-			if got[j] != want[i][j] {
-				t.Fatalf("list %d, id %d: %x, want %x", i, j, got[j][:4], want[i][j][:4])
-			}
+	}
+	if _, got, err := decodeRecord(appendRecord(nil, 1, nil, nil)); err != nil || len(got) != 0 {
+		t.Errorf("empty record: %d entries, %v", len(got), err)
+	}
+	for n := range len(rec) {
+		if _, _, err := decodeRecord(rec[:n]); err == nil {
+			t.Fatalf("record cut to %d of %d bytes decodes", n, len(rec))
+		}
+	}
+	bad := map[string][]byte{
+		"version":    append([]byte{2}, rec[1:]...),
+		"trailing":   append(slices.Clone(rec), 0),
+		"order":      appendRecord(nil, 1, [][]byte{names[1], names[0]}, entries[:2]),
+		"repeated":   appendRecord(nil, 1, [][]byte{names[0], names[0]}, entries[:2]),
+		"no chunk":   appendRecord(nil, 1, names[:1], []*capEntry{{Size: 1}}),
+		"empty name": appendRecord(nil, 1, [][]byte{{}}, entries[:1]),
+	}
+	flags := appendRecord(nil, 1, [][]byte{{'a'}}, entries[1:2]) // not Xattrs
+	flags[len(flags)-blob.IDSize*len(entries[1].Content)-2] = 4
+	bad["flags"] = flags
+	for name, b := range bad {
+		if _, _, err := decodeRecord(b); err == nil {
+			t.Errorf("%s: decodes", name)
 		}
 	}
 }
 
-// capSortByKey orders entries by key: random keys, keys sharing their
-// first half (one directory's files), equal leading bytes, none and one.
+// Arbitrary bytes never make decodeRecord panic, and a record it accepts
+// encodes back to the same bytes.
+func FuzzDecodeRecord(f *testing.F) {
+	f.Add(appendRecord(nil, 5, [][]byte{[]byte("a"), []byte("b")}, []*capEntry{
+		{Size: 3, Content: []blob.ID{{1}}}, {Xattrs: true, Content: []blob.ID{{2}, {3}}}}))
+	f.Add(appendRecord(nil, 0, nil, nil))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		gen, rec, err := decodeRecord(b)
+		if err != nil {
+			return
+		}
+		var names [][]byte
+		var entries []*capEntry
+		for i := range rec {
+			names, entries = append(names, rec[i].name), append(entries, &rec[i].e)
+		}
+		if again := appendRecord(nil, gen, names, entries); !bytes.Equal(again, b) {
+			t.Fatalf("re-encoded record differs:\n%x\n%x", again, b)
+		}
+	})
+}
+
+// capSortByKey orders records by key: random keys, keys sharing their
+// first half, equal leading bytes, none and one.
 func TestCapSortByKey(t *testing.T) {
 	rng := capTestRand(t)
 	for _, n := range []int{0, 1, 2, 1000, 3*capChunk + 17} {
 		var puts capChunked[capPut]
 		for i := range n {
 			var p capPut
-			for w := 0; w < len(p.key); w += 8 {
+			for w := 0; w+8 <= len(p.key); w += 8 {
 				binary.LittleEndian.PutUint64(p.key[w:], rng.Uint64())
 			}
 			switch i % 4 {
@@ -74,4 +129,143 @@ func TestCapSortByKey(t *testing.T) {
 			}
 		}
 	}
+}
+
+// capTestCacheEntry returns the file cache entry of file rel (a slash
+// path below the root) of workspace ws from its directory's records, with
+// the record's removal generation.
+func capTestCacheEntry(t testing.TB, r *repo.Repository, ws, rel string) (e capEntry, gen uint64, ok bool) {
+	t.Helper()
+	k, err := r.TierKeys(blob.Workspace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wsKey, dir := capCacheKeys(k, ws)
+	parts := strings.Split(rel, "/")
+	for _, p := range parts[:len(parts)-1] {
+		dir = capChildKey(k, dir, p)
+	}
+	name := parts[len(parts)-1]
+	for part := 0; ; part++ {
+		key := capPartKey(dir, part)
+		var sealed []byte
+		if err := r.Index().FileCacheGet(wsKey, key[:], func(v []byte) { sealed = slices.Clone(v) }); err != nil {
+			t.Fatal(err)
+		}
+		if sealed == nil {
+			return capEntry{}, 0, false
+		}
+		plain, err := k.Open(nil, sealed, capRecordAAD(wsKey, key[:]))
+		if err != nil {
+			t.Fatalf("%s: record %d does not open: %v", rel, part, err)
+		}
+		gen, rec, err := decodeRecord(plain)
+		if err != nil {
+			t.Fatalf("%s: record %d: %v", rel, part, err)
+		}
+		for _, n := range rec {
+			if string(n.name) == name {
+				return n.e, gen, true
+			}
+		}
+	}
+}
+
+// capTestCached returns how many of files (slash paths below the root)
+// have a file cache entry in workspace ws.
+func capTestCached(t testing.TB, r *repo.Repository, ws string, files map[string]string) int {
+	t.Helper()
+	n := 0
+	for p := range files {
+		if _, _, ok := capTestCacheEntry(t, r, ws, filepath.ToSlash(p)); ok {
+			n++
+		}
+	}
+	return n
+}
+
+// capTestCountingCache counts the records a capture writes.
+type capTestCountingCache struct {
+	*index.DB
+	puts atomic.Int64
+}
+
+func (c *capTestCountingCache) FileCachePut(ws string, recs []index.FileCacheRecord) error {
+	c.puts.Add(int64(len(recs)))
+	return c.DB.FileCachePut(ws, recs)
+}
+
+// The file cache keeps a record per part of a directory: a capture writes
+// those of new or changed parts only, a directory that is gone loses its
+// record, and a directory of more than MaxNodesPerBlob entries has one
+// record per part, whose files, shifted across a part boundary by a new
+// name, are read again (and only they).
+func TestCacheRecordsPerPart(t *testing.T) {
+	root := t.TempDir()
+	files := map[string]string{}
+	for i := range MaxNodesPerBlob + 10 {
+		files[fmt.Sprintf("big/f%05d", i)] = fmt.Sprintf("file %d\n", i)
+	}
+	for _, d := range []string{"a", "b", "c/d"} {
+		for i := range 3 {
+			files[fmt.Sprintf("%s/f%d", d, i)] = d + strconv.Itoa(i)
+		}
+	}
+	capTestWrite(t, root, files)
+	capTestAge(t, root)
+	r := capTestOpenRepo(t)
+	var read atomic.Int64
+	o := capTestOptions(&read)
+	cache := &capTestCountingCache{DB: r.Index()}
+	o.Cache = cache
+	ws := capTestWsKey(t, r, o.Workspace)
+	records := func() int {
+		t.Helper()
+		n, err := r.Index().FileCacheCount(ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	capture := func(step string, wantRead int64, wantPuts int64, wantRecords int) {
+		t.Helper()
+		read.Store(0)
+		cache.puts.Store(0)
+		m := capTestCapture(t, r, root, o)
+		if read.Load() != wantRead || cache.puts.Load() != wantPuts || records() != wantRecords {
+			t.Errorf("%s: read %d bytes, wrote %d records, holds %d; want %d, %d, %d", step,
+				read.Load(), cache.puts.Load(), records(), wantRead, wantPuts, wantRecords)
+		}
+		capTestCompare(t, r, root, m)
+	}
+	var total int64
+	for _, c := range files {
+		total += int64(len(c))
+	}
+	// big's two parts, a, b and c/d (c holds no file: no record).
+	capture("first capture", total, 5, 5)
+	capture("unchanged", 0, 0, 5)
+
+	capTestWrite(t, root, map[string]string{"a/f1": "changed"})
+	capture("a changed", int64(len("changed")), 1, 5)
+	capTestAge(t, root) // a/f1 is now old enough to cache, and every ctime moved
+	read.Store(0)
+	capTestCapture(t, r, root, o)
+
+	if err := os.RemoveAll(filepath.Join(root, "b")); err != nil {
+		t.Fatal(err)
+	}
+	capture("b removed", 0, 0, 4)
+
+	// A name sorting first: big's last name of part 0 moves to part 1.
+	capTestWrite(t, root, map[string]string{"big/e0": "new first"})
+	capTestAge(t, root)
+	read.Store(0)
+	capTestCapture(t, r, root, o) // capTestAge moved every ctime: all read
+	capture("settled", 0, 0, 4)
+	capTestWrite(t, root, map[string]string{"big/e1": "new second"})
+	shifted := files[fmt.Sprintf("big/f%05d", MaxNodesPerBlob-2)]
+	// e1 is read (new), and the old name it pushed from part 0 into part
+	// 1, which is not in part 1's record; both parts are written again.
+	capture("shifted", int64(len("new second")+len(shifted)), 2, 4)
 }

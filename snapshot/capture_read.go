@@ -22,7 +22,6 @@ type capJob struct {
 	dir  *capDir
 	h    *capHandle
 	name string
-	key  blob.ID     // file cache key
 	link *capLink    // set when the file has more names still to come
 	st   unix.Stat_t // the walk's lstat of name: a regular file then
 }
@@ -124,7 +123,7 @@ func (c *capturer) readJob(ch *chunk.Chunker, j *capJob) bool {
 	if changed {
 		c.record(j.dir.errPath(j.name), errors.New("changed while being read; the snapshot holds its second read"))
 	} else if c.o.Cache != nil && xerr == nil && c.settled(j.dir, &after) && len(ids) > 0 && n.Size == uint64(after.Size) {
-		c.cacheKeep(j.key, capCacheEntry(&after, len(n.Xattrs) > 0, ids))
+		c.cacheNote(j.part, j.i, capCacheEntry(&after, len(n.Xattrs) > 0, ids), true)
 	}
 	c.bytes.Add(n.Size)
 	c.o.Progress.Done(1, n.Size)

@@ -208,8 +208,8 @@ func TestCaptureIncremental(t *testing.T) {
 	if read.Load() != total {
 		t.Fatalf("first capture read %d bytes, want %d", read.Load(), total)
 	}
-	if n, err := r.Index().FileCacheCount(capTestWsKey(t, r, o.Workspace)); err != nil || n != len(files) {
-		t.Fatalf("file cache holds %d entries (%v), want %d", n, err, len(files))
+	if n := capTestCached(t, r, o.Workspace, files); n != len(files) {
+		t.Fatalf("file cache holds entries for %d files, want %d", n, len(files))
 	}
 	// Unchanged, in a later process (the repository reopened): nothing read.
 	if err := r.Close(context.Background()); err != nil {
@@ -263,8 +263,11 @@ func TestCaptureIncremental(t *testing.T) {
 		t.Errorf("after a removal, capture read %d bytes", read.Load())
 	}
 	capTestCompare(t, r, root, m4)
-	if n, err := r.Index().FileCacheCount(capTestWsKey(t, r, o.Workspace)); err != nil || n != len(files)-1 {
-		t.Errorf("file cache holds %d entries (%v), want %d", n, err, len(files)-1)
+	if _, _, ok := capTestCacheEntry(t, r, o.Workspace, filepath.ToSlash(changed)); ok {
+		t.Errorf("the removed file %s keeps its cache entry", changed)
+	}
+	if n := capTestCached(t, r, o.Workspace, files); n != len(files)-1 {
+		t.Errorf("file cache holds entries for %d files, want %d", n, len(files)-1)
 	}
 
 	// Another workspace of the same tree has its own cache.

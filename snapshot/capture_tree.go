@@ -24,6 +24,13 @@ type capPart struct {
 	idx     int
 	nodes   []Node       // Type "" marks an entry left out
 	pending atomic.Int64 // see above
+
+	// With a file cache: each entry's cache entry (set by whoever
+	// captures it), what its lookup found of the part's record, and
+	// whether any entry is not from that record as it was (cachePart).
+	cache []*capEntry
+	old   capOld
+	fresh atomic.Bool
 }
 
 // partDone counts one outstanding item of p as done, and saves p when it
@@ -70,6 +77,9 @@ func (c *capturer) savePart(p *capPart) {
 		default:
 			p.dir.ids[p.idx] = ids[0]
 		}
+	}
+	if c.ctx.Err() == nil && p.dir.node.Type == TypeDir {
+		c.cachePart(p)
 	}
 	p.nodes = nil
 	c.dirDone(p.dir)

@@ -9,7 +9,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"lifeboat/blob"
-	"lifeboat/index"
 )
 
 // The walker runs in Capture's goroutine: it lists one directory at a time
@@ -117,7 +116,7 @@ func (c *capturer) walk(d *capDir, l capListing) error {
 		chunk := names[p*MaxNodesPerBlob : min(len(names), (p+1)*MaxNodesPerBlob)]
 		prep, ahead := l.first, l.ahead
 		if p > 0 {
-			prep, ahead = c.prepare(d, chunk), nil
+			prep, ahead = c.prepare(d, p, chunk), nil
 		}
 		if ahead == nil {
 			ahead = &capAheadPart{}
@@ -135,6 +134,9 @@ func (c *capturer) walk(d *capDir, l capListing) error {
 // subdirectories to list ahead (ahead: those queued so far).
 func (c *capturer) walkPart(d *capDir, p int, names []string, prep capPrep, ahead *capAheadPart) error {
 	part := &capPart{dir: d, idx: p, nodes: make([]Node, len(names))}
+	if c.o.Cache != nil {
+		part.cache, part.old = make([]*capEntry, len(names)), prep.old
+	}
 	part.pending.Store(1)
 	for i, name := range names {
 		part.nodes[i].Name = []byte(name)
@@ -151,8 +153,8 @@ func (c *capturer) walkPart(d *capDir, p int, names []string, prep capPrep, ahea
 		err := c.ctx.Err()
 		if err == nil {
 			f := capFile{st: &prep.sts[i], ahead: ahead.task(i)}
-			if prep.keys != nil {
-				f.key, f.hit = prep.keys[i], prep.hits[i]
+			if prep.hits != nil {
+				f.hit = prep.hits[i]
 			}
 			err = c.entry(d, part, i, name, f)
 		} else {
@@ -171,35 +173,33 @@ func (c *capturer) walkPart(d *capDir, p int, names []string, prep capPrep, ahea
 	return c.walkerPartDone(part)
 }
 
-// prepare stats names, entries of d, and, with a file cache, finds their
-// file keys and the cache entries that can stand in for reading them, in
-// one read transaction. It records nothing, so it is safe off the
-// walker's goroutine.
-func (c *capturer) prepare(d *capDir, names []string) capPrep {
-	p := capPrep{sts: make([]unix.Stat_t, len(names)), errs: make([]error, len(names))}
+// prepare stats names, part p of d, and, with a file cache, finds the
+// cache entries that can stand in for reading them in the part's record.
+// It records nothing, so it is safe off the walker's goroutine.
+func (c *capturer) prepare(d *capDir, p int, names []string) capPrep {
+	prep := capPrep{sts: make([]unix.Stat_t, len(names)), errs: make([]error, len(names))}
 	if d.broken {
-		return p
+		return prep
 	}
 	fd := d.h.fd
 	for i, name := range names {
-		st := &p.sts[i]
+		st := &prep.sts[i]
 		if err := capRetry(func() error { return unix.Fstatat(fd, name, st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
 			*st = unix.Stat_t{}
-			p.errs[i] = err
+			prep.errs[i] = err
 		}
 	}
 	if c.o.Cache != nil {
-		p.keys, p.hits = make([]blob.ID, len(names)), make([]*index.FileEntry, len(names))
-		c.cacheLookup(d, names, p.sts, p.keys, p.hits)
+		prep.hits = make([]*capEntry, len(names))
+		prep.old = c.cacheLookup(d, p, names, prep.sts, prep.hits)
 	}
-	return p
+	return prep
 }
 
 // capFile is what the walker knows of an entry before capturing it.
 type capFile struct {
-	st  *unix.Stat_t     // mode 0: could not be stat'ed (already recorded)
-	key blob.ID          // file cache key of a regular file
-	hit *index.FileEntry // its file cache entry, when it can be used
+	st  *unix.Stat_t // mode 0: could not be stat'ed (already recorded)
+	hit *capEntry    // its file cache entry, when it can be used
 
 	ahead *capAhead // a directory queued for listing ahead
 }
@@ -399,13 +399,13 @@ func (c *capturer) file(d *capDir, part *capPart, i int, name string, f capFile)
 		return nil
 	}
 	if f.hit != nil {
-		c.cached(d, n, name, f)
+		c.cached(d, part, i, n, name, f)
 		if link != nil {
 			link.resolve(c, true)
 		}
 		return nil
 	}
-	j := &capJob{part: part, i: i, dir: d, h: d.h, name: name, key: f.key, link: link, st: *st}
+	j := &capJob{part: part, i: i, dir: d, h: d.h, name: name, link: link, st: *st}
 	part.pending.Add(1)
 	d.h.acquire()
 	select {

@@ -56,8 +56,8 @@ func TestFailedCaptureWritesNoFileCache(t *testing.T) {
 			if read.Load() != total {
 				t.Errorf("the capture after the failed one read %d bytes, want %d", read.Load(), total)
 			}
-			if n, err := r.Index().FileCacheCount(ws); err != nil || n != len(files) {
-				t.Errorf("file cache holds %d entries (%v), want %d", n, err, len(files))
+			if n := capTestCached(t, r, o.Workspace, files); n != len(files) {
+				t.Errorf("file cache holds entries for %d files, want %d", n, len(files))
 			}
 			capTestCompare(t, r, root, m)
 			capTestCheck(t, r)
