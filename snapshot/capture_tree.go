@@ -61,6 +61,9 @@ func (c *capturer) walkerPartDone(p *capPart) error {
 
 // savePart saves p, all of whose entries are done, as a tree blob.
 func (c *capturer) savePart(p *capPart) {
+	if c.ctx.Err() == nil && p.dir.node.Type == TypeDir {
+		c.cachePart(p) // first: it pairs p.cache[i] with p.nodes[i], which the packing below moves
+	}
 	nodes := p.nodes[:0]
 	for i := range p.nodes {
 		if p.nodes[i].Type != "" {
@@ -77,9 +80,6 @@ func (c *capturer) savePart(p *capPart) {
 		default:
 			p.dir.ids[p.idx] = ids[0]
 		}
-	}
-	if c.ctx.Err() == nil && p.dir.node.Type == TypeDir {
-		c.cachePart(p)
 	}
 	p.nodes = nil
 	c.dirDone(p.dir)
