@@ -122,6 +122,16 @@ func appendRecord(b []byte, gen uint64, names [][]byte, entries []*capEntry) []b
 
 var errCapRecord = errors.New("malformed file cache record")
 
+// capUvarint is binary.Uvarint refusing (k 0) a longer encoding than
+// needed, so a record has one encoding only.
+func capUvarint(b []byte) (uint64, int) {
+	v, k := binary.Uvarint(b)
+	if k > 1 && b[k-1] == 0 {
+		return 0, 0
+	}
+	return v, k
+}
+
 // decodeRecord decodes a record. Names and ids alias rec.
 func decodeRecord(rec []byte) (gen uint64, out []capNamed, err error) {
 	if len(rec) < 9 || rec[0] != capRecordVersion {
@@ -129,7 +139,7 @@ func decodeRecord(rec []byte) (gen uint64, out []capNamed, err error) {
 	}
 	gen = binary.LittleEndian.Uint64(rec[1:])
 	b := rec[9:]
-	n, k := binary.Uvarint(b)
+	n, k := capUvarint(b)
 	if k <= 0 || n > uint64(len(b)) { // every entry takes more than a byte
 		return 0, nil, errCapRecord
 	}
@@ -137,7 +147,7 @@ func decodeRecord(rec []byte) (gen uint64, out []capNamed, err error) {
 	out = make([]capNamed, n)
 	ids := make([]blob.ID, 0, len(b)/blob.IDSize) // never grown: Content slices stay put
 	for i := range out {
-		l, k := binary.Uvarint(b)
+		l, k := capUvarint(b)
 		if k <= 0 || l == 0 || l > uint64(len(b)-k) {
 			return 0, nil, errCapRecord
 		}
@@ -153,7 +163,7 @@ func decodeRecord(rec []byte) (gen uint64, out []capNamed, err error) {
 			Size: binary.LittleEndian.Uint64(b[16:]), MtimeNs: int64(binary.LittleEndian.Uint64(b[24:])),
 			CtimeNs: int64(binary.LittleEndian.Uint64(b[32:])), Xattrs: b[40]&capEntryXattrs != 0}
 		b = b[41:]
-		nids, k := binary.Uvarint(b)
+		nids, k := capUvarint(b)
 		if k <= 0 || nids == 0 || nids > uint64(len(b)-k)/blob.IDSize {
 			return 0, nil, errCapRecord
 		}
