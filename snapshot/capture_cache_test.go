@@ -222,15 +222,7 @@ func TestCacheRecordsPerPart(t *testing.T) {
 	o := capTestOptions(&read)
 	cache := &capTestCountingCache{DB: r.Index()}
 	o.Cache = cache
-	ws := capTestWsKey(t, r, o.Workspace)
-	records := func() int {
-		t.Helper()
-		n, err := r.Index().FileCacheCount(ws)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	records := func() int { t.Helper(); return capTestRecordCount(t, r, o.Workspace) }
 	capture := func(step string, wantRead int64, wantPuts int64, wantRecords int) {
 		t.Helper()
 		read.Store(0)
@@ -272,4 +264,15 @@ func TestCacheRecordsPerPart(t *testing.T) {
 	// e1 is read (new), and the old name it pushed from part 0 into part
 	// 1, which is not in part 1's record; both parts are written again.
 	capture("shifted", int64(len("new second")+len(shifted)), 2, 4)
+}
+
+// capTestRecordCount returns the number of file cache records of
+// workspace ws.
+func capTestRecordCount(t testing.TB, r *repo.Repository, ws string) int {
+	t.Helper()
+	n, err := r.Index().FileCacheCount(capTestWsKey(t, r, ws))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -138,15 +138,7 @@ func TestReview13PruneAndFailedCapture(t *testing.T) {
 	o := capTestOptions(&read)
 	cache := &capTestCountingCache{DB: r.Index()}
 	o.Cache = cache
-	ws := capTestWsKey(t, r, o.Workspace)
-	records := func() int {
-		t.Helper()
-		n, err := r.Index().FileCacheCount(ws)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	records := func() int { t.Helper(); return capTestRecordCount(t, r, o.Workspace) }
 	capTestCapture(t, r, root, o)
 	if n := records(); n != 4 { // big's two parts, e, k
 		t.Fatalf("first capture: %d records, want 4", n)
