@@ -132,7 +132,7 @@ func capUvarint(b []byte) (uint64, int) {
 	return v, k
 }
 
-// decodeRecord decodes a record. Names and ids alias rec.
+// decodeRecord decodes a record. Names alias rec.
 func decodeRecord(rec []byte) (gen uint64, out []capNamed, err error) {
 	if len(rec) < 9 || rec[0] != capRecordVersion {
 		return 0, nil, errCapRecord
@@ -308,7 +308,7 @@ func putCapBuf(b []byte) { pack.PutBuffer(b) }
 
 // capChunked is an append-only list kept in chunks of fixed size, so that
 // growing it neither copies it nor briefly needs twice its memory (a
-// capture of 100,000 files notes 100,000 cache entries).
+// capture notes a key per directory part, and a record per part to write).
 type capChunked[T any] struct {
 	chunks [][]T
 	n      int
