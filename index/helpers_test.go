@@ -2,6 +2,7 @@ package index_test
 
 import (
 	"flag"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -195,4 +196,14 @@ func editClosedDB(t *testing.T, path string, fn func(tx *bolt.Tx) error) {
 	if err := bdb.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// putFillerRecords writes batch i of n file cache records of about 200
+// bytes each into workspace "ws": write load that grows the file.
+func putFillerRecords(d *index.DB, i, n int) error {
+	recs := make([]index.FileCacheRecord, n)
+	for j := range recs {
+		recs[j].Key, recs[j].Value = fmt.Appendf(nil, "filler-%06d-%03d-%090d", i, j, 0), make([]byte, 81)
+	}
+	return d.FileCachePut("ws", recs)
 }

@@ -1,7 +1,6 @@
 package index_test
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -96,11 +95,7 @@ func TestReview12FilterStress(t *testing.T) {
 				return
 			default:
 			}
-			recs := make([]index.FileCacheRecord, 32)
-			for j := range recs {
-				recs[j].Key, recs[j].Value = fmt.Appendf(nil, "f-%06d-%03d-%080d", i, j, 0), make([]byte, 81)
-			}
-			if err := d.FileCachePut("ws", recs); err != nil {
+			if err := putFillerRecords(d, i, 32); err != nil {
 				t.Error(err)
 				return
 			}

@@ -1,7 +1,6 @@
 package index_test
 
 import (
-	"fmt"
 	"sync"
 	"testing"
 
@@ -30,11 +29,7 @@ func TestReview12FilterBuildBesideRemap(t *testing.T) {
 	wg.Go(func() {
 		// Grow the file through several doublings of bbolt's mapping.
 		for i := range 256 {
-			recs := make([]index.FileCacheRecord, 64)
-			for j := range recs {
-				recs[j].Key, recs[j].Value = fmt.Appendf(nil, "file-%06d-%03d-%0100d", i, j, 0), make([]byte, 81)
-			}
-			if err := d.FileCachePut("ws", recs); err != nil {
+			if err := putFillerRecords(d, i, 64); err != nil {
 				t.Error(err)
 				return
 			}

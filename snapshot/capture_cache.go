@@ -338,7 +338,7 @@ func (c *capturer) cached(d *capDir, part *capPart, i int, n *Node, name string,
 			c.record(d.errPath(name), err)
 		}
 	}
-	c.cacheNote(part, i, e, false)
+	c.cacheNote(part, i, e, false) // (part.cache[i] is e already)
 	c.bytes.Add(n.Size)
 	c.o.Progress.Done(1, n.Size)
 }

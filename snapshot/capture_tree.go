@@ -25,9 +25,10 @@ type capPart struct {
 	nodes   []Node       // Type "" marks an entry left out
 	pending atomic.Int64 // see above
 
-	// With a file cache: each entry's cache entry (set by whoever
-	// captures it), what its lookup found of the part's record, and
-	// whether any entry is not from that record as it was (cachePart).
+	// With a file cache: each entry's cache entry (its lookup's hit, or
+	// set by the reader that read it), what the lookup found of the part's
+	// record, and whether any entry is not from that record as it was
+	// (cachePart).
 	cache []*capEntry
 	old   capOld
 	fresh atomic.Bool

@@ -135,7 +135,7 @@ func (c *capturer) walk(d *capDir, l capListing) error {
 func (c *capturer) walkPart(d *capDir, p int, names []string, prep capPrep, ahead *capAheadPart) error {
 	part := &capPart{dir: d, idx: p, nodes: make([]Node, len(names))}
 	if c.o.Cache != nil {
-		part.cache, part.old = make([]*capEntry, len(names)), prep.old
+		part.cache, part.old = prep.hits, prep.old // a hit stays the entry of its file
 	}
 	part.pending.Store(1)
 	for i, name := range names {
@@ -178,6 +178,9 @@ func (c *capturer) walkPart(d *capDir, p int, names []string, prep capPrep, ahea
 // It records nothing, so it is safe off the walker's goroutine.
 func (c *capturer) prepare(d *capDir, p int, names []string) capPrep {
 	prep := capPrep{sts: make([]unix.Stat_t, len(names)), errs: make([]error, len(names))}
+	if c.o.Cache != nil {
+		prep.hits = make([]*capEntry, len(names))
+	}
 	if d.broken {
 		return prep
 	}
@@ -190,7 +193,6 @@ func (c *capturer) prepare(d *capDir, p int, names []string) capPrep {
 		}
 	}
 	if c.o.Cache != nil {
-		prep.hits = make([]*capEntry, len(names))
 		prep.old = c.cacheLookup(d, p, names, prep.sts, prep.hits)
 	}
 	return prep

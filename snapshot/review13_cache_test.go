@@ -15,8 +15,8 @@ import (
 // An entry left out of a part (here a file that vanished before a reader
 // opened it; as well one the user may not read) must not shift the names
 // the part's record pairs with its other files' entries: savePart packs
-// the part's nodes for the tree, and the record is built after it. Every
-// other file keeps its own entry, and the next capture reads nothing.
+// the part's nodes for the tree, so the record is built before that.
+// Every other file keeps its own entry, and the next capture reads nothing.
 func TestReview13LeftOutEntryKeepsRecordNames(t *testing.T) {
 	root := t.TempDir()
 	files := map[string]string{"d/a": "aaaa", "d/b": "bbbb", "d/c": "cccccc", "d/e": "eeeeeeee", "d/f": "ffffffffff"}
