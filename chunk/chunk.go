@@ -1,7 +1,6 @@
 package chunk
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -33,25 +32,41 @@ func (p Params) Validate() error {
 // RandomPol returns a fresh random irreducible polynomial of degree 53.
 func RandomPol() (Pol, error) { return chunker.RandomPolynomial() }
 
+// readSize is how much Next reads at a time. Bytes read past a cut are
+// copied out and into the next chunk's buffer, half a read on average, so
+// a smaller read copies less; 128 KiB keeps the reads few.
+const readSize = 128 << 10
+
 // Chunker cuts one stream at a time; Reset starts the next. Not safe for
 // concurrent use: make one per goroutine.
+//
+// Its cuts are restic/chunker's for the same polynomial and sizes (the
+// tests check them against it), found faster (see tables.cut), and it reads
+// the stream straight into the chunk's buffer instead of copying every
+// byte from a buffer of its own.
 type Chunker struct {
-	c   *chunker.Chunker
-	pol Pol
-	p   Params
+	rd   io.Reader
+	p    Params
+	mask uint64
+	tab  *tables
+	err  error // the polynomial's, returned by Next
+
+	carry []byte // bytes read past the last cut: the next chunk's first
+	spare []byte // the array carry is copied into (Start's carry is head)
+	eof   bool   // rd is done: the next chunk is the last
 }
 
 // New returns a Chunker for pol and p, reading from r.
 func New(r io.Reader, pol Pol, p Params) *Chunker {
-	c := &Chunker{c: chunker.NewWithBoundaries(r, pol, p.Min, p.Max), pol: pol, p: p}
-	c.c.SetAverageBits(p.AverageBits)
+	tab, err := tablesFor(pol)
+	c := &Chunker{p: p, mask: 1<<p.AverageBits - 1, tab: tab, err: err}
+	c.Reset(r)
 	return c
 }
 
 // Reset points the chunker at a new stream, keeping its tables.
 func (c *Chunker) Reset(r io.Reader) {
-	c.c.ResetWithBoundaries(r, c.pol, c.p.Min, c.p.Max)
-	c.c.SetAverageBits(c.p.AverageBits)
+	c.rd, c.carry, c.eof = r, nil, false
 }
 
 // MinSize is the minimum chunk size: a stream no longer than it is one
@@ -63,7 +78,7 @@ func (c *Chunker) MinSize() int { return int(c.p.Min) }
 // chunk whatever the polynomial, and most files are: Start returns it
 // (empty for an empty stream) with done set, and the chunker, with its
 // copy, is not used. Otherwise Next cuts the stream, head's bytes first,
-// and head must stay untouched until the stream is done.
+// and head must stay untouched until the first Next returns.
 func (c *Chunker) Start(rd io.Reader, head []byte) (whole []byte, done bool, err error) {
 	n, err := io.ReadFull(rd, head[:c.MinSize()])
 	switch {
@@ -72,7 +87,8 @@ func (c *Chunker) Start(rd io.Reader, head []byte) (whole []byte, done bool, err
 	case err != nil:
 		return nil, false, err
 	}
-	c.Reset(io.MultiReader(bytes.NewReader(head[:n]), rd))
+	c.Reset(rd)
+	c.carry = head[:n]
 	return nil, false, nil
 }
 
@@ -80,15 +96,62 @@ func (c *Chunker) Start(rd io.Reader, head []byte) (whole []byte, done bool, err
 func (c *Chunker) BufSize() int { return int(c.p.Max) }
 
 // Next returns the next chunk, or io.EOF after the last one. The chunk is
-// stored in buf when it fits; otherwise Next grows it by append, up to
-// BufSize bytes, and the chunk is in the new array.
+// stored in buf when it fits; otherwise Next grows it, up to BufSize
+// bytes, and the chunk is in the new array. The chunk's capacity is its
+// array's, so a caller can tell whether buf was used.
 func (c *Chunker) Next(buf []byte) ([]byte, error) {
-	ch, err := c.c.Next(buf)
-	if errors.Is(err, io.EOF) {
-		return nil, io.EOF
+	if c.err != nil {
+		return nil, c.err
 	}
-	if err != nil {
-		return nil, err
+	lo, hi := int(c.p.Min), int(c.p.Max)
+	data := append(buf[:0], c.carry...)
+	c.carry = nil
+	from := lo // the first end offset not yet looked at
+	for {
+		if to := min(len(data), hi); to >= from {
+			e, next := c.tab.cut(data, from, to, c.mask, c.eof || to == hi)
+			if e >= 0 {
+				return c.split(data, e), nil
+			}
+			if to == hi {
+				return c.split(data, hi), nil
+			}
+			from = next
+		}
+		if c.eof {
+			if len(data) == 0 {
+				return nil, io.EOF
+			}
+			return data, nil
+		}
+		n := min(readSize, hi-len(data))
+		data = grow(data, n, hi)
+		m, err := io.ReadFull(c.rd, data[len(data):len(data)+n])
+		data = data[:len(data)+m]
+		switch {
+		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+			c.eof = true
+		case err != nil:
+			return nil, err
+		}
 	}
-	return ch.Data, nil
+}
+
+// split keeps data's bytes after e for the next chunk and returns the
+// chunk before it.
+func (c *Chunker) split(data []byte, e int) []byte {
+	c.spare = append(c.spare[:0], data[e:]...)
+	c.carry = c.spare
+	return data[:e]
+}
+
+// grow returns data with room for n more bytes, in a new array of at most
+// limit bytes if it has too little.
+func grow(data []byte, n, limit int) []byte {
+	if len(data)+n <= cap(data) {
+		return data
+	}
+	g := make([]byte, len(data), min(max(2*cap(data), len(data)+n), limit))
+	copy(g, data)
+	return g
 }

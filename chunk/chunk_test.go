@@ -11,6 +11,8 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/restic/chunker"
+
 	"lifeboat/chunk"
 )
 
@@ -358,4 +360,105 @@ func TestStart(t *testing.T) {
 	if _, _, err := c.Start(iotest.ErrReader(io.ErrClosedPipe), head); !errors.Is(err, io.ErrClosedPipe) {
 		t.Fatalf("a failing stream: %v", err)
 	}
+}
+
+// resticCuts returns the chunk lengths restic/chunker cuts data into.
+func resticCuts(t testing.TB, data []byte, pol chunk.Pol, p chunk.Params) []int {
+	t.Helper()
+	c := chunker.NewWithBoundaries(bytes.NewReader(data), pol, p.Min, p.Max)
+	c.SetAverageBits(p.AverageBits)
+	buf := make([]byte, p.Max)
+	var lens []int
+	for {
+		ch, err := c.Next(buf)
+		if err == io.EOF {
+			return lens
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		lens = append(lens, int(ch.Length))
+	}
+}
+
+// The cuts are restic/chunker's, whatever the polynomial, sizes, data and
+// read sizes: on random bytes, on bytes of little entropy (many candidate
+// cuts), on zeros (a cut at every minimum) and on text, with parameters
+// from the smallest allowed to the defaults.
+func TestSameCutsAsRestic(t *testing.T) {
+	r, _ := newRand(t)
+	params := []chunk.Params{
+		chunk.DefaultParams,
+		smallParams,
+		{Min: 64, Max: 64, AverageBits: 10},
+		{Min: 64, Max: 300 << 10, AverageBits: 10},
+		{Min: 1000, Max: 9000, AverageBits: 11},
+		{Min: 100 << 10, Max: 200 << 10, AverageBits: 20},
+	}
+	kinds := map[string]func(n int) []byte{
+		"random": func(n int) []byte { return randBytes(r, n) },
+		"low-entropy": func(n int) []byte {
+			b := randBytes(r, n)
+			for i := range b {
+				b[i] &= 3
+			}
+			return b
+		},
+		"zeros": func(n int) []byte { return make([]byte, n) },
+		"text": func(n int) []byte {
+			return []byte(strings.Repeat("func (c *Chunker) Next(buf []byte) ([]byte, error) {\n", n/53+1)[:n])
+		},
+	}
+	for _, p := range params {
+		for kind, gen := range kinds {
+			pol := randPol(t, r)
+			data := gen(r.IntN(int(p.Max)*6 + 1))
+			want := resticCuts(t, data, pol, p)
+			readers := map[string]io.Reader{
+				"whole":    bytes.NewReader(data),
+				"one-byte": io.LimitReader(&oneByteReader{data}, int64(len(data))),
+				"half":     iotest.HalfReader(bytes.NewReader(data)),
+			}
+			for name, rd := range readers {
+				if got := cuts(t, chunk.New(rd, pol, p), data); !slices.Equal(got, want) {
+					t.Fatalf("%+v, %s data of %d bytes, %s reads: cuts %v, restic/chunker %v", p, kind, len(data), name, got, want)
+				}
+			}
+			c := chunk.New(nil, pol, p)
+			head := make([]byte, c.MinSize())
+			whole, done, err := c.Start(bytes.NewReader(data), head)
+			switch {
+			case err != nil:
+				t.Fatal(err)
+			case done && (len(want) > 1 || !bytes.Equal(whole, data)):
+				t.Fatalf("%+v, %s: Start took %d bytes whole, restic/chunker cuts %v", p, kind, len(whole), want)
+			case !done:
+				if got := cuts(t, c, data); !slices.Equal(got, want) {
+					t.Fatalf("%+v, %s after Start: cuts %v, restic/chunker %v", p, kind, got, want)
+				}
+			}
+		}
+	}
+}
+
+func FuzzSameCutsAsRestic(f *testing.F) {
+	f.Add([]byte("seed"), uint16(64), uint32(200), uint8(10), uint64(testPol))
+	f.Add(bytes.Repeat([]byte{0}, 5000), uint16(100), uint32(1000), uint8(12), uint64(testPol))
+	f.Add([]byte("a longer seed of text, which repeats"), uint16(1000), uint32(100_000), uint8(15), uint64(testPol))
+	f.Fuzz(func(t *testing.T, data []byte, lo uint16, span uint32, bits uint8, pol uint64) {
+		// Maximum sizes reach past four lanes (32 KiB), so lanes are used.
+		p := chunk.Params{Min: 64 + uint(lo)%4096, AverageBits: 10 + int(bits)%17}
+		p.Max = p.Min + uint(span)%(160<<10)
+		if chunk.Pol(pol).Deg() < 8 || chunk.Pol(pol).Deg() > 53 {
+			pol = uint64(testPol)
+		}
+		// A short input is stretched so that it has lanes to scan.
+		for len(data) > 0 && len(data) < 3*int(p.Max) {
+			data = append(data, data...)
+		}
+		want := resticCuts(t, data, chunk.Pol(pol), p)
+		if got := cuts(t, chunk.New(bytes.NewReader(data), chunk.Pol(pol), p), data); !slices.Equal(got, want) {
+			t.Fatalf("%+v pol %#x: cuts %v, restic/chunker %v", p, pol, got, want)
+		}
+	})
 }
