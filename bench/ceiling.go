@@ -25,7 +25,7 @@ import (
 // The save path's stages, in order, as the ceiling measures them.
 const (
 	StageRead     = "read"      // open, read and close each file
-	StageChunk    = "chunk"     // content-defined chunking (restic/chunker) of files above the minimum chunk size
+	StageChunk    = "chunk"     // content-defined chunking (package chunk, restic/chunker's cuts) of files above the minimum chunk size
 	StageID       = "id"        // keyed BLAKE3 id of each chunk
 	StageCompress = "compress"  // zstd at the default level, by SealBlob's rules
 	StageEncrypt  = "encrypt"   // XChaCha20-Poly1305

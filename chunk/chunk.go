@@ -45,6 +45,11 @@ const readSize = 128 << 10
 // the stream straight into the chunk's buffer instead of copying every
 // byte from a buffer of its own.
 type Chunker struct {
+	// Alloc, if set, returns an empty buffer of at least n bytes for a
+	// chunk that outgrows the buffer Next was given (a pool's, say);
+	// otherwise Next allocates one.
+	Alloc func(n int) []byte
+
 	rd   io.Reader
 	p    Params
 	mask uint64
@@ -125,7 +130,7 @@ func (c *Chunker) Next(buf []byte) ([]byte, error) {
 			return data, nil
 		}
 		n := min(readSize, hi-len(data))
-		data = grow(data, n, hi)
+		data = c.grow(data, n)
 		m, err := io.ReadFull(c.rd, data[len(data):len(data)+n])
 		data = data[:len(data)+m]
 		switch {
@@ -145,13 +150,19 @@ func (c *Chunker) split(data []byte, e int) []byte {
 	return data[:e]
 }
 
-// grow returns data with room for n more bytes, in a new array of at most
-// limit bytes if it has too little.
-func grow(data []byte, n, limit int) []byte {
+// grow returns data with room for n more bytes, moved to a larger buffer
+// (twice the size, at most the maximum chunk size) if it has too little.
+func (c *Chunker) grow(data []byte, n int) []byte {
 	if len(data)+n <= cap(data) {
 		return data
 	}
-	g := make([]byte, len(data), min(max(2*cap(data), len(data)+n), limit))
-	copy(g, data)
-	return g
+	size := min(max(2*cap(data), len(data)+n), int(c.p.Max))
+	var g []byte
+	if c.Alloc != nil {
+		g = c.Alloc(size)
+	}
+	if cap(g) < size {
+		g = make([]byte, 0, size)
+	}
+	return append(g[:0], data...)
 }

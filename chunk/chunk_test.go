@@ -462,3 +462,42 @@ func FuzzSameCutsAsRestic(f *testing.F) {
 		}
 	})
 }
+
+// A chunk that outgrows its buffer grows into one from Alloc when set, and
+// an Alloc that returns too small a buffer is not trusted.
+func TestAllocGrowsChunks(t *testing.T) {
+	r, _ := newRand(t)
+	data := randBytes(r, 12<<20)
+	pol := randPol(t, r)
+	want := cuts(t, chunk.New(bytes.NewReader(data), pol, chunk.DefaultParams), data)
+	for _, short := range []bool{false, true} {
+		c := chunk.New(bytes.NewReader(data), pol, chunk.DefaultParams)
+		var asked []int
+		c.Alloc = func(n int) []byte {
+			asked = append(asked, n)
+			if short {
+				return make([]byte, 0, n/2)
+			}
+			return make([]byte, 0, n)
+		}
+		var got []int
+		var joined []byte
+		for {
+			ch, err := c.Next(make([]byte, 0, 4096))
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, len(ch))
+			joined = append(joined, ch...)
+		}
+		if !bytes.Equal(joined, data) || !slices.Equal(got, want) {
+			t.Fatalf("short %v: cuts %v, want %v (bytes equal: %v)", short, got, want, bytes.Equal(joined, data))
+		}
+		if len(asked) == 0 || slices.Max(asked) > c.BufSize() {
+			t.Fatalf("short %v: Alloc asked for %v, want some sizes, none above %d", short, asked, c.BufSize())
+		}
+	}
+}

@@ -240,7 +240,9 @@ func (r *Repository) Chunker(t blob.Tier) (*chunk.Chunker, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s tier: %w", t, crypt.ErrTierLocked)
 	}
-	return chunk.New(nil, pol, r.cfg.Chunker), nil
+	c := chunk.New(nil, pol, r.cfg.Chunker)
+	c.Alloc = pack.GetBuffer // a chunk above the pooled buffer's size grows into another pooled one
+	return c, nil
 }
 
 // Index is the local index (nil when opened with NoIndexDB).
