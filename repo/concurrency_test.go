@@ -212,3 +212,60 @@ func TestLookupUploadedBeforeIndexed(t *testing.T) {
 		t.Fatalf("LookupBlobs after Flush: %d of %d found, %v", found, len(ids), err)
 	}
 }
+
+// Many savers share a set's two open packs while packs fill, are handed
+// off and are flushed: every blob saved must load afterwards, and the
+// repository must check clean (every pack's bytes and header match what
+// was added).
+func TestConcurrentSavesShareOpenPacks(t *testing.T) {
+	tr := newTestRepo(t)
+	r, err := Open(context.Background(), tr.be, testPassword, Options{CacheDir: tr.cache, PackSize: 64 << 10, Packers: 2, Uploads: 1})
+	must(t, err)
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
+	const savers = 8
+	blobs := make([][][]byte, savers)
+	ids := make([][]blob.ID, savers)
+	var wg sync.WaitGroup
+	for s := range savers {
+		blobs[s] = randomBlobs(t, uint64(100+s), 60, 12<<10)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, b := range blobs[s] {
+				id, _, err := r.SaveBlob(context.Background(), blob.Workspace, blob.Data, b)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				ids[s] = append(ids[s], id)
+			}
+		}()
+	}
+	flushes := make(chan error, 1)
+	stop := make(chan struct{})
+	go func() { // flushes while the savers run, taking part-filled packs
+		var err error
+		for err == nil {
+			select {
+			case <-stop:
+				flushes <- nil
+				return
+			default:
+				err = r.Flush(context.Background())
+			}
+		}
+		flushes <- err
+	}()
+	wg.Wait()
+	close(stop)
+	must(t, <-flushes)
+	must(t, r.Flush(context.Background()))
+	for s := range savers {
+		checkAll(t, r, blob.Workspace, ids[s], blobs[s])
+	}
+	res, err := r.Check(context.Background(), CheckOptions{ReadData: true})
+	must(t, err)
+	if len(res.Problems) > 0 || res.Blobs < savers*60 {
+		t.Fatalf("check after concurrent saves: %d blobs, problems %+v", res.Blobs, res.Problems)
+	}
+}
