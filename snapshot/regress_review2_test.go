@@ -9,7 +9,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// A file whose ctime is "now" (mtime forged old, as cp -p/tar/npm do) is cached.
+// A file whose ctime is "now" (mtime forged old, as cp -p/tar/npm do) is
+// not cached: its last change, the ctime, is inside the racy window.
 func TestRegressionRacyUsesMtimeOnly(t *testing.T) {
 	root := t.TempDir()
 	p := filepath.Join(root, "f")
