@@ -1,7 +1,6 @@
 package chunk
 
 import (
-	"errors"
 	"fmt"
 	"io"
 
@@ -85,12 +84,12 @@ func (c *Chunker) MinSize() int { return int(c.p.Min) }
 // copy, is not used. Otherwise Next cuts the stream, head's bytes first,
 // and head must stay untouched until the first Next returns.
 func (c *Chunker) Start(rd io.Reader, head []byte) (whole []byte, done bool, err error) {
-	n, err := io.ReadFull(rd, head[:c.MinSize()])
+	n, eof, err := readFull(rd, head[:c.MinSize()])
 	switch {
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return head[:n], true, nil
 	case err != nil:
 		return nil, false, err
+	case eof:
+		return head[:n], true, nil
 	}
 	c.Reset(rd)
 	c.carry = head[:n]
@@ -131,15 +130,32 @@ func (c *Chunker) Next(buf []byte) ([]byte, error) {
 		}
 		n := min(readSize, hi-len(data))
 		data = c.grow(data, n)
-		m, err := io.ReadFull(c.rd, data[len(data):len(data)+n])
-		data = data[:len(data)+m]
-		switch {
-		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-			c.eof = true
-		case err != nil:
+		m, eof, err := readFull(c.rd, data[len(data):len(data)+n])
+		if err != nil {
 			return nil, err
 		}
+		data = data[:len(data)+m]
+		c.eof = eof
 	}
+}
+
+// readFull reads into p until it is full or r ends. Only io.EOF itself, as
+// io.Reader's contract has it, ends it: io.ReadFull's io.ErrUnexpectedEOF
+// cannot be told apart from the same error returned by r (compress/flate on
+// a truncated stream, a pipe closed with a truncated pack's error), and a
+// wrapped io.EOF is some inner read's, both failures to pass on, not ends.
+func readFull(r io.Reader, p []byte) (n int, eof bool, err error) {
+	for n < len(p) {
+		m, err := r.Read(p[n:])
+		n += m
+		switch {
+		case err == io.EOF:
+			return n, true, nil
+		case err != nil:
+			return n, false, err
+		}
+	}
+	return n, false, nil
 }
 
 // split keeps data's bytes after e for the next chunk and returns the
