@@ -58,6 +58,7 @@ type Chunker struct {
 	carry []byte // bytes read past the last cut: the next chunk's first
 	spare []byte // the array carry is copied into (Start's carry is head)
 	eof   bool   // rd is done: the next chunk is the last
+	rerr  error  // rd's read error, returned by Next until Reset
 }
 
 // New returns a Chunker for pol and p, reading from r.
@@ -70,7 +71,7 @@ func New(r io.Reader, pol Pol, p Params) *Chunker {
 
 // Reset points the chunker at a new stream, keeping its tables.
 func (c *Chunker) Reset(r io.Reader) {
-	c.rd, c.carry, c.eof = r, nil, false
+	c.rd, c.carry, c.eof, c.rerr = r, nil, false, nil
 }
 
 // MinSize is the minimum chunk size: a stream no longer than it is one
@@ -99,13 +100,19 @@ func (c *Chunker) Start(rd io.Reader, head []byte) (whole []byte, done bool, err
 // BufSize is the buffer size Next needs: the maximum chunk size.
 func (c *Chunker) BufSize() int { return int(c.p.Max) }
 
-// Next returns the next chunk, or io.EOF after the last one. The chunk is
+// Next returns the next chunk, or io.EOF after the last one. After a read
+// error it returns that error until Reset or Start. The chunk is
 // stored in buf when it fits; otherwise Next grows it, up to BufSize
 // bytes, and the chunk is in the new array. The chunk's capacity is its
 // array's, so a caller can tell whether buf was used.
 func (c *Chunker) Next(buf []byte) ([]byte, error) {
 	if c.err != nil {
 		return nil, c.err
+	}
+	if c.rerr != nil {
+		// The carry and the bytes read with the error are gone: going on
+		// would cut chunks that silently miss them.
+		return nil, c.rerr
 	}
 	lo, hi := int(c.p.Min), int(c.p.Max)
 	data := append(buf[:0], c.carry...)
@@ -132,6 +139,7 @@ func (c *Chunker) Next(buf []byte) ([]byte, error) {
 		data = c.grow(data, n)
 		m, eof, err := readFull(c.rd, data[len(data):len(data)+n])
 		if err != nil {
+			c.rerr = err
 			return nil, err
 		}
 		data = data[:len(data)+m]
