@@ -103,8 +103,11 @@ func (c *Chunker) BufSize() int { return int(c.p.Max) }
 // Next returns the next chunk, or io.EOF after the last one. After a read
 // error it returns that error until Reset or Start. The chunk is
 // stored in buf when it fits; otherwise Next grows it, up to BufSize
-// bytes, and the chunk is in the new array. The chunk's capacity is its
-// array's, so a caller can tell whether buf was used.
+// bytes, and the chunk is in the new array. (Two exceptions move a chunk
+// that fits: a last chunk that fills buf exactly, as the stream's end is
+// seen only after buf grew for more, and a buf too small for the bytes
+// read past the previous cut, at most 160 KiB.) The chunk's capacity is
+// its array's, so a caller can tell whether buf was used.
 func (c *Chunker) Next(buf []byte) ([]byte, error) {
 	if c.err != nil {
 		return nil, c.err
@@ -120,7 +123,10 @@ func (c *Chunker) Next(buf []byte) ([]byte, error) {
 	from := lo // the first end offset not yet looked at
 	for {
 		if to := min(len(data), hi); to >= from {
-			e, next := c.tab.cut(data, from, to, c.mask, c.eof || to == hi)
+			// A full buffer is looked at to its end before it grows, so a
+			// chunk that fits it stays in it.
+			full := len(data) == cap(data)
+			e, next := c.tab.cut(data, from, to, c.mask, c.eof || to == hi || full)
 			if e >= 0 {
 				return c.split(data, e), nil
 			}
@@ -136,7 +142,10 @@ func (c *Chunker) Next(buf []byte) ([]byte, error) {
 			return data, nil
 		}
 		n := min(readSize, hi-len(data))
-		data = c.grow(data, n)
+		if len(data) == cap(data) {
+			data = c.grow(data, n)
+		}
+		n = min(n, cap(data)-len(data)) // the buffer grows only once full
 		m, eof, err := readFull(c.rd, data[len(data):len(data)+n])
 		if err != nil {
 			c.rerr = err
