@@ -147,19 +147,26 @@ func TestCutAtLaneBoundaries(t *testing.T) {
 	ends = append(ends, int(p.Max)-1, int(p.Max))
 	for _, e := range ends {
 		for _, n := range []int{e, e + 1, e + 100<<10} {
-			data := plantCut(r, n, e)
-			want := resticCuts(t, data, pol, p)
-			if want[0] != e && n > e {
+			// A cut in the random bytes before e is unlikely (a 26-bit
+			// mask) but possible: draw them again.
+			var data []byte
+			var want []int
+			for range 20 {
+				data = plantCut(r, n, e)
+				if want = resticCuts(t, data, pol, p); want[0] == e {
+					break
+				}
+			}
+			if want[0] != e {
 				t.Fatalf("planted a cut at %d, restic/chunker cut %v", e, want)
 			}
 			c := chunk.New(nil, pol, p)
-			for _, step := range []int{1 << 30, 1000, 8191, 32<<10 + 1} {
-				for _, start := range []bool{false, true} {
-					name := fmt.Sprintf("cut at %d of %d bytes, reads of %d, Start %v", e, n, step, start)
-					t.Run(name, func(t *testing.T) {
-						checkCuts(t, c, &stepReader{b: data, step: step, eofWithData: step == 1000}, data, 200<<10, start, want)
-					})
-				}
+			for _, step := range []int{1 << 30, 1000, 32<<10 + 1} {
+				start := step == 1000
+				name := fmt.Sprintf("cut at %d of %d bytes, reads of %d, Start %v", e, n, step, start)
+				t.Run(name, func(t *testing.T) {
+					checkCuts(t, c, &stepReader{b: data, step: step, eofWithData: start}, data, 200<<10, start, want)
+				})
 			}
 		}
 	}
@@ -186,12 +193,12 @@ func TestSameCutsAsResticAtTheLimits(t *testing.T) {
 	for _, deg := range []int{8, 8 + r.IntN(46), 53} {
 		pol := polOfDegree(t, r, deg)
 		for _, p := range params {
-			n := min(6*int(p.Max)+r.IntN(int(p.Max)), 1<<20+r.IntN(1<<20))
+			n := min(6*int(p.Max)+r.IntN(int(p.Max)), 300<<10+r.IntN(300<<10))
 			for kind, data := range map[string][]byte{"random": randBytes(r, n), "zeros": make([]byte, n), "low-entropy": lowEntropy(r, n)} {
 				want := resticCuts(t, data, pol, p)
 				c := chunk.New(nil, pol, p)
 				for _, step := range []int{1 << 30, 1, 128<<10 + 7} {
-					if step == 1 && n > 300<<10 {
+					if step == 1 && n > 64<<10 {
 						step = 4093
 					}
 					for _, bufCap := range []int{100, lookAhead, int(p.Max)} {
