@@ -1,7 +1,6 @@
 package chunk
 
 import (
-	"errors"
 	"fmt"
 	"io"
 
@@ -59,6 +58,7 @@ type Chunker struct {
 	carry []byte // bytes read past the last cut: the next chunk's first
 	spare []byte // the array carry is copied into (Start's carry is head)
 	eof   bool   // rd is done: the next chunk is the last
+	rerr  error  // rd's read error, returned by Next until Reset
 }
 
 // New returns a Chunker for pol and p, reading from r.
@@ -71,7 +71,7 @@ func New(r io.Reader, pol Pol, p Params) *Chunker {
 
 // Reset points the chunker at a new stream, keeping its tables.
 func (c *Chunker) Reset(r io.Reader) {
-	c.rd, c.carry, c.eof = r, nil, false
+	c.rd, c.carry, c.eof, c.rerr = r, nil, false, nil
 }
 
 // MinSize is the minimum chunk size: a stream no longer than it is one
@@ -85,12 +85,12 @@ func (c *Chunker) MinSize() int { return int(c.p.Min) }
 // copy, is not used. Otherwise Next cuts the stream, head's bytes first,
 // and head must stay untouched until the first Next returns.
 func (c *Chunker) Start(rd io.Reader, head []byte) (whole []byte, done bool, err error) {
-	n, err := io.ReadFull(rd, head[:c.MinSize()])
+	n, eof, err := readFull(rd, head[:c.MinSize()])
 	switch {
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return head[:n], true, nil
 	case err != nil:
 		return nil, false, err
+	case eof:
+		return head[:n], true, nil
 	}
 	c.Reset(rd)
 	c.carry = head[:n]
@@ -100,13 +100,22 @@ func (c *Chunker) Start(rd io.Reader, head []byte) (whole []byte, done bool, err
 // BufSize is the buffer size Next needs: the maximum chunk size.
 func (c *Chunker) BufSize() int { return int(c.p.Max) }
 
-// Next returns the next chunk, or io.EOF after the last one. The chunk is
+// Next returns the next chunk, or io.EOF after the last one. After a read
+// error it returns that error until Reset or Start. The chunk is
 // stored in buf when it fits; otherwise Next grows it, up to BufSize
-// bytes, and the chunk is in the new array. The chunk's capacity is its
-// array's, so a caller can tell whether buf was used.
+// bytes, and the chunk is in the new array. (Two exceptions move a chunk
+// that fits: a last chunk that fills buf exactly, as the stream's end is
+// seen only after buf grew for more, and a buf too small for the bytes
+// read past the previous cut, at most 160 KiB.) The chunk's capacity is
+// its array's, so a caller can tell whether buf was used.
 func (c *Chunker) Next(buf []byte) ([]byte, error) {
 	if c.err != nil {
 		return nil, c.err
+	}
+	if c.rerr != nil {
+		// The carry and the bytes read with the error are gone: going on
+		// would cut chunks that silently miss them.
+		return nil, c.rerr
 	}
 	lo, hi := int(c.p.Min), int(c.p.Max)
 	data := append(buf[:0], c.carry...)
@@ -114,7 +123,10 @@ func (c *Chunker) Next(buf []byte) ([]byte, error) {
 	from := lo // the first end offset not yet looked at
 	for {
 		if to := min(len(data), hi); to >= from {
-			e, next := c.tab.cut(data, from, to, c.mask, c.eof || to == hi)
+			// A full buffer is looked at to its end before it grows, so a
+			// chunk that fits it stays in it.
+			full := len(data) == cap(data)
+			e, next := c.tab.cut(data, from, to, c.mask, c.eof || to == hi || full)
 			if e >= 0 {
 				return c.split(data, e), nil
 			}
@@ -130,16 +142,37 @@ func (c *Chunker) Next(buf []byte) ([]byte, error) {
 			return data, nil
 		}
 		n := min(readSize, hi-len(data))
-		data = c.grow(data, n)
-		m, err := io.ReadFull(c.rd, data[len(data):len(data)+n])
-		data = data[:len(data)+m]
-		switch {
-		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-			c.eof = true
-		case err != nil:
+		if len(data) == cap(data) {
+			data = c.grow(data, n)
+		}
+		n = min(n, cap(data)-len(data)) // the buffer grows only once full
+		m, eof, err := readFull(c.rd, data[len(data):len(data)+n])
+		if err != nil {
+			c.rerr = err
 			return nil, err
 		}
+		data = data[:len(data)+m]
+		c.eof = eof
 	}
+}
+
+// readFull reads into p until it is full or r ends. Only io.EOF itself, as
+// io.Reader's contract has it, ends it: io.ReadFull's io.ErrUnexpectedEOF
+// cannot be told apart from the same error returned by r (compress/flate on
+// a truncated stream, a pipe closed with a truncated pack's error), and a
+// wrapped io.EOF is some inner read's, both failures to pass on, not ends.
+func readFull(r io.Reader, p []byte) (n int, eof bool, err error) {
+	for n < len(p) {
+		m, err := r.Read(p[n:])
+		n += m
+		switch {
+		case err == io.EOF:
+			return n, true, nil
+		case err != nil:
+			return n, false, err
+		}
+	}
+	return n, false, nil
 }
 
 // split keeps data's bytes after e for the next chunk and returns the

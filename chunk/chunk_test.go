@@ -441,25 +441,31 @@ func TestSameCutsAsRestic(t *testing.T) {
 	}
 }
 
+// FuzzSameCutsAsRestic compares the cuts with restic/chunker's for fuzzed
+// data, sizes, polynomials of every degree from 8 to 53, read sizes,
+// buffer sizes, with and without Start.
 func FuzzSameCutsAsRestic(f *testing.F) {
-	f.Add([]byte("seed"), uint16(64), uint32(200), uint8(10), uint64(testPol))
-	f.Add(bytes.Repeat([]byte{0}, 5000), uint16(100), uint32(1000), uint8(12), uint64(testPol))
-	f.Add([]byte("a longer seed of text, which repeats"), uint16(1000), uint32(100_000), uint8(15), uint64(testPol))
-	f.Fuzz(func(t *testing.T, data []byte, lo uint16, span uint32, bits uint8, pol uint64) {
+	f.Add([]byte("seed"), uint16(64), uint32(200), uint8(10), uint64(testPol), uint32(1<<20), uint32(4096), false)
+	f.Add(bytes.Repeat([]byte{0}, 5000), uint16(100), uint32(1000), uint8(12), uint64(testPol), uint32(1000), uint32(0), true)
+	f.Add([]byte("a longer seed of text, which repeats"), uint16(1000), uint32(100_000), uint8(15), uint64(testPol), uint32(8191), uint32(200<<10), false)
+	f.Add([]byte("degree eight"), uint16(0), uint32(50_000), uint8(16), uint64(0x11b), uint32(1), uint32(70_000), true)
+	f.Fuzz(func(t *testing.T, data []byte, lo uint16, span uint32, bits uint8, pol uint64, step, bufCap uint32, start bool) {
 		// Maximum sizes reach past four lanes (32 KiB), so lanes are used.
 		p := chunk.Params{Min: 64 + uint(lo)%4096, AverageBits: 10 + int(bits)%17}
 		p.Max = p.Min + uint(span)%(160<<10)
-		if chunk.Pol(pol).Deg() < 8 || chunk.Pol(pol).Deg() > 53 {
-			pol = uint64(testPol)
+		// Any value is made a polynomial of degree 8 to 53, so that every
+		// degree is reached, not only the few values of such a degree.
+		if d := chunk.Pol(pol).Deg(); d < 8 || d > 53 {
+			d = 8 + int(pol%46)
+			pol = pol>>6&(1<<d-1) | 1<<d
 		}
 		// A short input is stretched so that it has lanes to scan.
 		for len(data) > 0 && len(data) < 3*int(p.Max) {
 			data = append(data, data...)
 		}
 		want := resticCuts(t, data, chunk.Pol(pol), p)
-		if got := cuts(t, chunk.New(bytes.NewReader(data), chunk.Pol(pol), p), data); !slices.Equal(got, want) {
-			t.Fatalf("%+v pol %#x: cuts %v, restic/chunker %v", p, pol, got, want)
-		}
+		rd := &stepReader{b: data, step: 1 + int(step%(256<<10)), eofWithData: step%2 == 1}
+		checkCuts(t, chunk.New(nil, chunk.Pol(pol), p), rd, data, int(bufCap%(uint32(p.Max)+1)), start, want)
 	})
 }
 
