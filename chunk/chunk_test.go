@@ -304,28 +304,42 @@ func TestInvalidPolIsAnError(t *testing.T) {
 }
 
 // A buffer smaller than the chunks grows and gives the same cuts and bytes
-// as a maximum-size one: SaveStream starts chunks in small pooled buffers.
+// as a maximum-size one: SaveStream starts chunks in small pooled buffers,
+// and grows them into pooled ones through Alloc (TestAllocTooSmallOrNil
+// has Alloc's failures).
 func TestSmallBufferGrows(t *testing.T) {
 	r, _ := newRand(t)
 	data := randBytes(r, 12<<20)
 	pol := randPol(t, r)
 	want := cuts(t, chunk.New(bytes.NewReader(data), pol, chunk.DefaultParams), data)
-	c := chunk.New(bytes.NewReader(data), pol, chunk.DefaultParams)
-	var got []int
-	var joined []byte
-	for {
-		ch, err := c.Next(make([]byte, 0, 4096))
-		if err == io.EOF {
-			break
+	for _, withAlloc := range []bool{false, true} {
+		c := chunk.New(bytes.NewReader(data), pol, chunk.DefaultParams)
+		var asked []int
+		if withAlloc {
+			c.Alloc = func(n int) []byte {
+				asked = append(asked, n)
+				return make([]byte, 0, n)
+			}
 		}
-		if err != nil {
-			t.Fatal(err)
+		var got []int
+		var joined []byte
+		for {
+			ch, err := c.Next(make([]byte, 0, 4096))
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, len(ch))
+			joined = append(joined, ch...)
 		}
-		got = append(got, len(ch))
-		joined = append(joined, ch...)
-	}
-	if !bytes.Equal(joined, data) || !slices.Equal(got, want) {
-		t.Fatalf("small buffers cut %v, full-size buffers %v (bytes equal: %v)", got, want, bytes.Equal(joined, data))
+		if !bytes.Equal(joined, data) || !slices.Equal(got, want) {
+			t.Fatalf("Alloc %v: small buffers cut %v, full-size buffers %v (bytes equal: %v)", withAlloc, got, want, bytes.Equal(joined, data))
+		}
+		if withAlloc && (len(asked) == 0 || slices.Max(asked) > c.BufSize()) {
+			t.Fatalf("Alloc asked for %v, want some sizes, none above %d", asked, c.BufSize())
+		}
 	}
 }
 
@@ -467,43 +481,4 @@ func FuzzSameCutsAsRestic(f *testing.F) {
 		rd := &stepReader{b: data, step: 1 + int(step%(256<<10)), eofWithData: step%2 == 1}
 		checkCuts(t, chunk.New(nil, chunk.Pol(pol), p), rd, data, int(bufCap%(uint32(p.Max)+1)), start, want)
 	})
-}
-
-// A chunk that outgrows its buffer grows into one from Alloc when set, and
-// an Alloc that returns too small a buffer is not trusted.
-func TestAllocGrowsChunks(t *testing.T) {
-	r, _ := newRand(t)
-	data := randBytes(r, 12<<20)
-	pol := randPol(t, r)
-	want := cuts(t, chunk.New(bytes.NewReader(data), pol, chunk.DefaultParams), data)
-	for _, short := range []bool{false, true} {
-		c := chunk.New(bytes.NewReader(data), pol, chunk.DefaultParams)
-		var asked []int
-		c.Alloc = func(n int) []byte {
-			asked = append(asked, n)
-			if short {
-				return make([]byte, 0, n/2)
-			}
-			return make([]byte, 0, n)
-		}
-		var got []int
-		var joined []byte
-		for {
-			ch, err := c.Next(make([]byte, 0, 4096))
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, len(ch))
-			joined = append(joined, ch...)
-		}
-		if !bytes.Equal(joined, data) || !slices.Equal(got, want) {
-			t.Fatalf("short %v: cuts %v, want %v (bytes equal: %v)", short, got, want, bytes.Equal(joined, data))
-		}
-		if len(asked) == 0 || slices.Max(asked) > c.BufSize() {
-			t.Fatalf("short %v: Alloc asked for %v, want some sizes, none above %d", short, asked, c.BufSize())
-		}
-	}
 }
