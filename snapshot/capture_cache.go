@@ -235,7 +235,7 @@ func (c *capturer) cacheLookup(d *capDir, p int, names []string, sts []unix.Stat
 			continue
 		}
 		hits[i] = e
-		if c.cacheGen == 0 || gen != c.cacheGen {
+		if !c.genCurrent(gen) {
 			stale = append(stale, index.FileChunks{IDs: e.Content, Size: e.Size})
 			staleAt = append(staleAt, i)
 		}
@@ -253,11 +253,16 @@ func (c *capturer) cacheLookup(d *capDir, p int, names []string, sts []unix.Stat
 	return old
 }
 
+// genCurrent reports whether a record stamped with removal generation gen
+// names only chunks still indexed: no blob has left the index since (a
+// generation of 0 is unknown).
+func (c *capturer) genCurrent(gen uint64) bool { return c.cacheGen != 0 && gen == c.cacheGen }
+
 // cacheNote records e, the cache entry of entry i of p: new, or a hit
 // (fresh false) from p's record.
 func (c *capturer) cacheNote(p *capPart, i int, e *capEntry, fresh bool) {
 	p.cache[i] = e
-	if fresh || p.old.gen != c.cacheGen || c.cacheGen == 0 {
+	if fresh || !c.genCurrent(p.old.gen) {
 		p.fresh.Store(true) // (a hit from a record of an older generation is stamped anew)
 	}
 }
