@@ -22,3 +22,17 @@ func FilterRoom(d *DB) int64 {
 	}
 	return 0
 }
+
+// SetSyncGroupEntries sets how many entries Sync applies together and
+// returns a function that restores it.
+func SetSyncGroupEntries(n int) func() {
+	old := syncGroupEntries
+	syncGroupEntries = n
+	return func() { syncGroupEntries = old }
+}
+
+const ApplyBatch = applyBatch
+
+// ApplyAllStopAfter is ApplyAll ended after n transactions, as a crash
+// would.
+func ApplyAllStopAfter(d *DB, objs []Named, n int) error { return d.applyAll(objs, n) }

@@ -2,6 +2,7 @@ package index
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -90,6 +91,19 @@ func (d *DB) Sync(ctx context.Context, src Source) (SyncStats, error) {
 		return st, err
 	}
 	slices.SortFunc(todo, func(a, b blob.ID) int { return bytes.Compare(a[:], b[:]) })
+	// Loaded objects wait in group, up to syncGroupEntries entries, and are
+	// applied together: a rebuild rewrites the DB's leaves once per group,
+	// not once per object.
+	var group []Named
+	entries := 0
+	applyGroup := func() error {
+		err := d.ApplyAll(group)
+		if err == nil {
+			st.Applied += len(group)
+		}
+		group, entries = nil, 0
+		return err
+	}
 	for _, id := range todo {
 		if err := ctx.Err(); err != nil {
 			return st, err
@@ -110,10 +124,17 @@ func (d *DB) Sync(ctx context.Context, src Source) (SyncStats, error) {
 		case err != nil:
 			return st, fmt.Errorf("index object %s: %w", id, err)
 		default:
-			st.Applied++
-			err = d.Apply(id, o)
+			group = append(group, Named{id, o})
+			if entries += o.Entries(); entries >= syncGroupEntries {
+				err = applyGroup()
+			}
 		}
 		if err != nil {
+			return st, err
+		}
+	}
+	if len(group) > 0 {
+		if err := applyGroup(); err != nil {
 			return st, err
 		}
 	}
@@ -148,23 +169,65 @@ func (d *DB) markLocked(id blob.ID) error {
 // every leaf a transaction touches in memory, and random ids touch many.
 const applyBatch = 8192
 
-// Apply records the entries of index object id, in key order and in
-// transactions of applyBatch entries. The first transaction marks the
-// object partial and the last marks it applied, so an interrupted Apply is
-// redone by the next Sync, or undone by a rebuild if the object is gone.
-func (d *DB) Apply(id blob.ID, o *Object) error { return d.apply(id, o, -1) }
+// syncGroupEntries bounds the entries of the index objects Sync holds and
+// applies together (ApplyAll): about 20 MiB while they are applied. A
+// variable so that tests can make groups of small objects.
+var syncGroupEntries = 1 << 17
 
-// apply does Apply's work; a test passes stopAfter >= 0 to end it after
-// that many transactions, as a crash would.
-func (d *DB) apply(id blob.ID, o *Object, stopAfter int) error {
-	type kv struct{ k, v []byte }
-	kvs := make([]kv, 0, o.Entries())
-	for _, p := range o.Packs {
-		for _, e := range p.Entries {
-			kvs = append(kvs, kv{blobKey(o.Tier, e.Type, e.ID), encodeLoc(p.ID, e)})
+// Named is an index object with its id, for ApplyAll.
+type Named struct {
+	ID     blob.ID
+	Object *Object
+}
+
+// Apply records the entries of index object id: ApplyAll of that one.
+func (d *DB) Apply(id blob.ID, o *Object) error { return d.applyAll([]Named{{id, o}}, -1) }
+
+// ApplyAll records the entries of the index objects objs, all merged in
+// key order, in transactions of applyBatch entries. Blob ids are random,
+// so each object applied alone rewrites most of the blobs bucket's leaves;
+// merged, each transaction covers one stretch of keys and every leaf is
+// rewritten about once. A blob in several objects keeps its place in the
+// last. The first transaction marks every object partial and the last
+// marks them applied, so an interrupted ApplyAll is redone by the next
+// Sync, or undone by a rebuild if an object is gone.
+func (d *DB) ApplyAll(objs []Named) error { return d.applyAll(objs, -1) }
+
+// applyAll does ApplyAll's work; a test passes stopAfter >= 0 to end it
+// after that many transactions, as a crash would.
+func (d *DB) applyAll(objs []Named, stopAfter int) error {
+	type kv struct {
+		k, v []byte
+		seq  int
+	}
+	n := 0
+	for _, no := range objs {
+		n += no.Object.Entries()
+	}
+	kvs := make([]kv, 0, n)
+	for _, no := range objs {
+		o := no.Object
+		for _, p := range o.Packs {
+			for _, e := range p.Entries {
+				kvs = append(kvs, kv{blobKey(o.Tier, e.Type, e.ID), encodeLoc(p.ID, e), len(kvs)})
+			}
 		}
 	}
-	slices.SortFunc(kvs, func(a, b kv) int { return bytes.Compare(a.k, b.k) })
+	// Equal keys keep their order (seq): of a key's puts the last stays.
+	slices.SortFunc(kvs, func(a, b kv) int {
+		if c := bytes.Compare(a.k, b.k); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
+	mark := func(tx *bolt.Tx, state byte) error {
+		for _, no := range objs {
+			if err := tx.Bucket(bucketObjects).Put(no.ID[:], []byte{byte(no.Object.Tier), state}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	for n := 0; ; n++ {
 		if n == stopAfter {
 			return nil
@@ -181,17 +244,18 @@ func (d *DB) apply(id blob.ID, o *Object, stopAfter int) error {
 					return err
 				}
 			}
-			state := objPartial
-			if last {
-				state = objApplied
-				packs := tx.Bucket(bucketPacks)
-				for _, p := range o.Packs {
-					if err := packs.Put(p.ID[:], packValue(o.Tier, p)); err != nil {
+			if !last {
+				return mark(tx, objPartial)
+			}
+			packs := tx.Bucket(bucketPacks)
+			for _, no := range objs {
+				for _, p := range no.Object.Packs {
+					if err := packs.Put(p.ID[:], packValue(no.Object.Tier, p)); err != nil {
 						return err
 					}
 				}
 			}
-			return tx.Bucket(bucketObjects).Put(id[:], []byte{byte(o.Tier), state})
+			return mark(tx, objApplied)
 		})
 		if err != nil || last {
 			return err

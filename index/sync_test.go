@@ -29,6 +29,7 @@ type fakeSource struct {
 	failing map[blob.ID]error
 	listErr error
 	loads   map[blob.ID]int
+	onLoad  func() // called, unlocked, at the start of each LoadIndex
 }
 
 func newFakeSource() *fakeSource {
@@ -53,6 +54,9 @@ func (s *fakeSource) ListIndex(ctx context.Context, fn func(blob.ID) error) erro
 }
 
 func (s *fakeSource) LoadIndex(ctx context.Context, id blob.ID) (*index.Object, error) {
+	if s.onLoad != nil {
+		s.onLoad()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.loads[id]++

@@ -67,17 +67,22 @@ type Repository struct {
 	uploadSeq uint64          // number of the last pack handed off for upload (handOff)
 	inflight  map[uint64]bool // uploads not yet finished, by number, from hand-off on
 
-	testBeforeUpload func() // called by upload before it waits for a slot
-	testFlushWaits   func() // called, r.mu held, when waitUploads waits
+	testBeforeUpload func()       // called by upload before it waits for a slot
+	testFlushWaits   func()       // called, r.mu held, when waitUploads waits
+	testApplyErr     func() error // replaces the local index's answer to an application (indexMu held)
 	closing          bool
 	// damagedIndex lists index objects the last sync skipped as damaged.
 	damagedIndex []blob.ID
 
-	uploads   chan struct{} // one slot per pack upload in flight
-	seals     chan struct{} // one slot per blob being sealed: bounds the buffers in use
-	indexMu   sync.Mutex    // serialises index object writes
-	closeOnce sync.Once
-	closeErr  error
+	uploads chan struct{} // one slot per pack upload in flight
+	seals   chan struct{} // one slot per blob being sealed: bounds the buffers in use
+	indexMu sync.Mutex    // serialises index object writes and their application
+	// unapplied are index objects saved but not yet applied to the local
+	// index (their blobs are still pending); indexMu held.
+	unapplied        []index.Named
+	unappliedEntries int
+	closeOnce        sync.Once
+	closeErr         error
 }
 
 // DefaultCacheDir is the cache root used when none is given.

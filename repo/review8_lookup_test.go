@@ -2,6 +2,7 @@ package repo
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"testing"
 
@@ -41,7 +42,7 @@ func TestLookupBlobsWhileIndexing(t *testing.T) {
 			t.Fatal("no uploaded blob waits for its index object")
 		}
 		done := make(chan error, 1)
-		go func() { done <- r.writeIndex(ctx, blob.Workspace) }()
+		go func() { done <- errors.Join(r.writeIndex(ctx, blob.Workspace), r.applyIndex()) }()
 		calls, misses := 0, 0
 		for finished := false; !finished; calls++ {
 			select {

@@ -1,0 +1,144 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"lifeboat/backend"
+	"lifeboat/blob"
+	"lifeboat/index"
+)
+
+// indexObjects counts the repository's index objects.
+func indexObjects(t *testing.T, r *Repository) int {
+	t.Helper()
+	n := 0
+	if err := r.be.List(context.Background(), backend.Index, func(backend.FileInfo) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// inLocalIndex counts the ids the local index (not the pending set) has.
+func inLocalIndex(t *testing.T, r *Repository, ids []blob.ID) int {
+	t.Helper()
+	n := 0
+	for _, id := range ids {
+		_, ok, err := r.idx.Lookup(blob.Workspace, blob.Data, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			n++
+		}
+	}
+	return n
+}
+
+// saveOnly saves blobs as workspace data blobs, without a Flush.
+func saveOnly(t *testing.T, r *Repository, blobs [][]byte) []blob.ID {
+	t.Helper()
+	var ids []blob.ID
+	for _, b := range blobs {
+		id, _, err := r.SaveBlob(context.Background(), blob.Workspace, blob.Data, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// lookAll checks that LookupBlob finds every id.
+func lookAll(t *testing.T, r *Repository, ids []blob.ID) {
+	t.Helper()
+	for _, id := range ids {
+		if _, ok, err := r.LookupBlob(blob.Workspace, blob.Data, id); err != nil || !ok {
+			t.Fatalf("LookupBlob(%s) = %v, %v", id.Short(), ok, err)
+		}
+	}
+}
+
+// Saved index objects wait for the local index until applyEveryEntries of
+// their blobs do (or a Flush): their blobs stay pending and are found, and
+// all waiting objects are then applied together. An application that
+// fails keeps them waiting; the next Flush applies them without saving
+// the objects again.
+func TestIndexObjectsAppliedTogether(t *testing.T) {
+	defer func(n int) { applyEveryEntries = n }(applyEveryEntries)
+	applyEveryEntries = 50
+	ctx := context.Background()
+	tr := newTestRepo(t)
+	r := tr.open(t, nil, testPassword)
+
+	// 30 blobs: an index object saved, not applied.
+	first := saveOnly(t, r, randomBlobs(t, 1, 30, 4<<10))
+	r.uploadOpen()
+	if err := r.writeIndex(ctx, blob.Workspace); err != nil {
+		t.Fatal(err)
+	}
+	if n := indexObjects(t, r); n != 1 {
+		t.Fatalf("%d index objects saved, want 1", n)
+	}
+	if n := inLocalIndex(t, r, first); n != 0 {
+		t.Fatalf("%d of 30 blobs in the local index before 50 wait, want 0", n)
+	}
+	lookAll(t, r, first)
+	if n := len(r.pending); n != 30 {
+		t.Fatalf("%d blobs pending, want 30", n)
+	}
+
+	// 30 more: 60 wait, so both objects are applied, as one.
+	second := saveOnly(t, r, randomBlobs(t, 2, 30, 4<<10))
+	r.uploadOpen()
+	if err := r.writeIndex(ctx, blob.Workspace); err != nil {
+		t.Fatal(err)
+	}
+	all := append(first, second...)
+	if n := inLocalIndex(t, r, all); n != 60 {
+		t.Fatalf("%d of 60 blobs in the local index, want all", n)
+	}
+	if n := len(r.pending); n != 0 {
+		t.Fatalf("%d blobs still pending after the application", n)
+	}
+	states := map[blob.ID]index.ObjectState{}
+	if err := r.idx.ForEachObject(func(id blob.ID, _ blob.Tier, s index.ObjectState) error { states[id] = s; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(states) != 2 {
+		t.Fatalf("local index knows %d objects, want 2", len(states))
+	}
+	for id, s := range states {
+		if s != index.ObjectApplied {
+			t.Errorf("object %s: state %d, want applied", id.Short(), s)
+		}
+	}
+
+	// The local index fails: Flush says so, the blobs stay found.
+	third := saveOnly(t, r, randomBlobs(t, 3, 10, 4<<10))
+	r.testApplyErr = func() error { return errors.New("disk full") }
+	err := r.Flush(ctx)
+	if err == nil || !strings.Contains(err.Error(), "updating the local index failed") || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("Flush with the local index failing = %v", err)
+	}
+	if n := inLocalIndex(t, r, third); n != 0 {
+		t.Fatalf("%d blobs in the local index after a failed application", n)
+	}
+	lookAll(t, r, third)
+	r.testApplyErr = nil
+	if err := r.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := inLocalIndex(t, r, third); n != 10 {
+		t.Fatalf("%d of 10 blobs in the local index after the retry", n)
+	}
+	if n := indexObjects(t, r); n != 3 {
+		t.Errorf("%d index objects after the retry, want 3 (the retry applies, it does not save again)", n)
+	}
+	if n := len(r.pending); n != 0 {
+		t.Errorf("%d blobs still pending", n)
+	}
+	lookAll(t, r, all)
+}
