@@ -37,6 +37,33 @@ func queueObjects(t *testing.T, r *Repository, seed uint64, rounds, n int) ([][]
 	return data, ids
 }
 
+// lookupsUntil calls LookupBlobs for ids, then each (when set), over and
+// over until done yields (must be nil), and once more after; it returns
+// the number of rounds and of blobs LookupBlobs reported missing.
+func lookupsUntil(t *testing.T, r *Repository, ids []blob.ID, done <-chan error, each func(call int)) (calls, misses int) {
+	t.Helper()
+	for finished := false; !finished; calls++ {
+		select {
+		case err := <-done:
+			must(t, err)
+			finished = true // and look once more
+		default:
+		}
+		err := r.LookupBlobs(blob.Workspace, blob.Data, ids, func(i int, _ index.Location, ok bool) error {
+			if !ok {
+				misses++
+			}
+			runtime.Gosched() // let the indexing go on mid-lookup
+			return nil
+		})
+		must(t, err)
+		if each != nil {
+			each(calls)
+		}
+	}
+	return calls, misses
+}
+
 // While several saved index objects are applied together, in more than
 // one transaction, every one of their blobs stays found by LookupBlobs
 // and LookupBlob, and known to SaveBlob (which must not store it again):
@@ -52,32 +79,15 @@ func TestLookupsWhileMergedApplication(t *testing.T) {
 
 	done := make(chan error, 1)
 	go func() { done <- r.applyIndex() }()
-	calls, misses := 0, 0
-	for finished := false; !finished; calls++ {
-		select {
-		case err := <-done:
-			must(t, err)
-			finished = true // and look once more
-		default:
-		}
-		err := r.LookupBlobs(blob.Workspace, blob.Data, ids, func(i int, _ index.Location, ok bool) error {
-			if !ok {
-				misses++
-			}
-			if i%512 == 0 {
-				runtime.Gosched() // let the application go on mid-lookup
-			}
-			return nil
-		})
-		must(t, err)
-		k := calls * 97 % len(ids)
+	calls, misses := lookupsUntil(t, r, ids, done, func(call int) {
+		k := call * 97 % len(ids)
 		if _, ok, err := r.LookupBlob(blob.Workspace, blob.Data, ids[k]); err != nil || !ok {
 			t.Fatalf("LookupBlob(%s) during the application = %v, %v", ids[k].Short(), ok, err)
 		}
 		if id, known, err := r.SaveBlob(ctx, blob.Workspace, blob.Data, data[k]); err != nil || !known || id != ids[k] {
 			t.Fatalf("SaveBlob of a saved blob during the application = %s, known %v, %v", id.Short(), known, err)
 		}
-	}
+	})
 	if misses > 0 {
 		t.Fatalf("in %d LookupBlobs calls during the application, %d times a blob was reported missing", calls, misses)
 	}
