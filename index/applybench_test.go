@@ -10,19 +10,25 @@ import (
 	"lifeboat/index"
 )
 
+// benchObjects returns n workspace objects of packs packs of entries
+// blobs each.
+func benchObjects(r *rand.Rand, n, packs, entries int) []index.Named {
+	var objs []index.Named
+	for i := range n {
+		o := &index.Object{Tier: blob.Workspace}
+		for range packs {
+			o.Packs = append(o.Packs, randPack(r, entries))
+		}
+		objs = append(objs, index.Named{ID: blob.ID{byte(i + 1)}, Object: o})
+	}
+	return objs
+}
+
 // BenchmarkApplyCapture applies the index objects of a first capture of
 // the benchmark corpus (5 objects, 110,000 blobs) to an empty DB: one by
 // one, as each is saved, or merged as the repository does (ApplyAll).
 func BenchmarkApplyCapture(b *testing.B) {
-	r := rand.New(rand.NewPCG(1, 2))
-	var objs []index.Named
-	for i := range 5 {
-		o := &index.Object{Tier: blob.Workspace}
-		for range 22 {
-			o.Packs = append(o.Packs, randPack(r, 1000))
-		}
-		objs = append(objs, index.Named{ID: blob.ID{byte(i + 1)}, Object: o})
-	}
+	objs := benchObjects(rand.New(rand.NewPCG(1, 2)), 5, 22, 1000)
 	run := func(b *testing.B, groups [][]index.Named) {
 		for b.Loop() {
 			b.StopTimer()
@@ -56,15 +62,7 @@ func BenchmarkApplyCapture(b *testing.B) {
 // 655,360-blob repository, as a rebuild does): one by one, or in groups of
 // 131,072 blobs, as Sync does (syncGroupEntries).
 func BenchmarkApplyRebuild(b *testing.B) {
-	r := rand.New(rand.NewPCG(3, 4))
-	var objs []index.Named
-	for i := range 40 {
-		o := &index.Object{Tier: blob.Workspace}
-		for range 16 {
-			o.Packs = append(o.Packs, randPack(r, 1024))
-		}
-		objs = append(objs, index.Named{ID: blob.ID{byte(i + 1)}, Object: o})
-	}
+	objs := benchObjects(rand.New(rand.NewPCG(3, 4)), 40, 16, 1024)
 	for _, group := range []int{1, (1 << 17) / 16384} {
 		b.Run(fmt.Sprintf("group%d", group), func(b *testing.B) {
 			for b.Loop() {

@@ -65,6 +65,10 @@ type DB struct {
 	filterMu sync.Mutex // held by a build and by apply's batches
 	filter   atomic.Pointer[blobFilter]
 	misses   atomic.Int64
+
+	// syncMu is held by ApplyAll, and by Sync while it lists the objects
+	// and decides what to apply.
+	syncMu sync.Mutex
 }
 
 // OpenDB opens (or creates) the index cache for repository repoID under

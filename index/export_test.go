@@ -36,3 +36,10 @@ const ApplyBatch = applyBatch
 // ApplyAllStopAfter is ApplyAll ended after n transactions, as a crash
 // would.
 func ApplyAllStopAfter(d *DB, objs []Named, n int) error { return d.applyAll(objs, n) }
+
+// SetApplyWaits sets the function ApplyAll calls when it must wait for a
+// Sync, and returns a function that clears it.
+func SetApplyWaits(fn func()) func() {
+	testApplyWaits = fn
+	return func() { testApplyWaits = nil }
+}

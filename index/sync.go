@@ -41,52 +41,14 @@ type SyncStats struct {
 // Sync brings the DB up to date with the repository's index objects.
 func (d *DB) Sync(ctx context.Context, src Source) (SyncStats, error) {
 	var st SyncStats
-	present := map[blob.ID]bool{}
-	if err := src.ListIndex(ctx, func(id blob.ID) error { present[id] = true; return nil }); err != nil {
-		return st, fmt.Errorf("listing index objects: %w", err)
-	}
-	if synced, err := d.synced(present); err != nil || synced {
-		return st, err
-	}
-	var todo []blob.ID
-	err := d.db.Update(func(tx *bolt.Tx) error {
-		objs := tx.Bucket(bucketObjects)
-		seen := map[blob.ID]byte{}
-		err := objs.ForEach(func(k, v []byte) error {
-			if len(k) != blob.IDSize || len(v) != 2 {
-				return fmt.Errorf("%w: object entry of %d/%d bytes", ErrCorrupt, len(k), len(v))
-			}
-			seen[blob.ID(k)] = v[1]
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		for id, state := range seen {
-			switch {
-			case present[id]:
-			case state == objApplied || state == objPartial:
-				st.Rebuilt = true
-			default: // seen while its tier was locked, and gone since: forget it
-				if err := objs.Delete(id[:]); err != nil {
-					return err
-				}
-			}
-		}
-		if st.Rebuilt {
-			repo := bytes.Clone(tx.Bucket(bucketMeta).Get(keyRepo))
-			if err := resetTx(tx, blob.ID(repo)); err != nil {
-				return err
-			}
-			seen = nil
-		}
-		for id := range present {
-			if state, ok := seen[id]; !ok || state == objLocked || state == objPartial {
-				todo = append(todo, id)
-			}
-		}
-		return nil
-	})
+	// An ApplyAll waits while the objects are listed and compared with the
+	// DB's: one it recorded meanwhile, stored after the listing, would be
+	// taken for an object a prune removed, and the DB emptied without it
+	// (or, between its transactions, it marked applied with part of its
+	// entries). Once todo is known, ApplyAll and the loads below may mix.
+	d.syncMu.Lock()
+	todo, err := d.syncTodo(ctx, src, &st)
+	d.syncMu.Unlock()
 	if err != nil {
 		return st, err
 	}
@@ -141,6 +103,59 @@ func (d *DB) Sync(ctx context.Context, src Source) (SyncStats, error) {
 	return st, nil
 }
 
+// syncTodo lists the repository's index objects and returns those the DB
+// has yet to apply, emptying the DB first (st.Rebuilt) when an object it
+// applied is gone. d.syncMu held.
+func (d *DB) syncTodo(ctx context.Context, src Source, st *SyncStats) ([]blob.ID, error) {
+	present := map[blob.ID]bool{}
+	if err := src.ListIndex(ctx, func(id blob.ID) error { present[id] = true; return nil }); err != nil {
+		return nil, fmt.Errorf("listing index objects: %w", err)
+	}
+	if synced, err := d.synced(present); err != nil || synced {
+		return nil, err
+	}
+	var todo []blob.ID
+	err := d.db.Update(func(tx *bolt.Tx) error {
+		objs := tx.Bucket(bucketObjects)
+		seen := map[blob.ID]byte{}
+		err := objs.ForEach(func(k, v []byte) error {
+			if len(k) != blob.IDSize || len(v) != 2 {
+				return fmt.Errorf("%w: object entry of %d/%d bytes", ErrCorrupt, len(k), len(v))
+			}
+			seen[blob.ID(k)] = v[1]
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for id, state := range seen {
+			switch {
+			case present[id]:
+			case state == objApplied || state == objPartial:
+				st.Rebuilt = true
+			default: // seen while its tier was locked, and gone since: forget it
+				if err := objs.Delete(id[:]); err != nil {
+					return err
+				}
+			}
+		}
+		if st.Rebuilt {
+			repo := bytes.Clone(tx.Bucket(bucketMeta).Get(keyRepo))
+			if err := resetTx(tx, blob.ID(repo)); err != nil {
+				return err
+			}
+			seen = nil
+		}
+		for id := range present {
+			if state, ok := seen[id]; !ok || state == objLocked || state == objPartial {
+				todo = append(todo, id)
+			}
+		}
+		return nil
+	})
+	return todo, err
+}
+
 // synced reports whether the DB has applied exactly the index objects
 // present, and nothing else: then Sync has nothing to do, and does it in a
 // read transaction (a write one would commit and sync the file).
@@ -174,6 +189,10 @@ const applyBatch = 8192
 // variable so that tests can make groups of small objects.
 var syncGroupEntries = 1 << 17
 
+// testApplyWaits, when set, is called by an ApplyAll that must wait for a
+// Sync (or another ApplyAll).
+var testApplyWaits func()
+
 // Named is an index object with its id, for ApplyAll.
 type Named struct {
 	ID     blob.ID
@@ -181,7 +200,7 @@ type Named struct {
 }
 
 // Apply records the entries of index object id: ApplyAll of that one.
-func (d *DB) Apply(id blob.ID, o *Object) error { return d.applyAll([]Named{{id, o}}, -1) }
+func (d *DB) Apply(id blob.ID, o *Object) error { return d.ApplyAll([]Named{{id, o}}) }
 
 // ApplyAll records the entries of the index objects objs, all merged in
 // key order, in transactions of applyBatch entries. Blob ids are random,
@@ -191,7 +210,16 @@ func (d *DB) Apply(id blob.ID, o *Object) error { return d.applyAll([]Named{{id,
 // last. The first transaction marks every object partial and the last
 // marks them applied, so an interrupted ApplyAll is redone by the next
 // Sync, or undone by a rebuild if an object is gone.
-func (d *DB) ApplyAll(objs []Named) error { return d.applyAll(objs, -1) }
+func (d *DB) ApplyAll(objs []Named) error {
+	if !d.syncMu.TryLock() { // a Sync decides what to apply (see Sync), or another ApplyAll runs
+		if testApplyWaits != nil {
+			testApplyWaits()
+		}
+		d.syncMu.Lock()
+	}
+	defer d.syncMu.Unlock()
+	return d.applyAll(objs, -1)
+}
 
 // applyAll does ApplyAll's work; a test passes stopAfter >= 0 to end it
 // after that many transactions, as a crash would.

@@ -30,6 +30,7 @@ type fakeSource struct {
 	listErr error
 	loads   map[blob.ID]int
 	onLoad  func() // called, unlocked, at the start of each LoadIndex
+	onList  func() // called, unlocked, once ListIndex has listed every object
 }
 
 func newFakeSource() *fakeSource {
@@ -49,6 +50,9 @@ func (s *fakeSource) ListIndex(ctx context.Context, fn func(blob.ID) error) erro
 		if err := fn(id); err != nil {
 			return err
 		}
+	}
+	if s.onList != nil {
+		s.onList()
 	}
 	return nil
 }

@@ -3,11 +3,9 @@ package repo
 import (
 	"context"
 	"errors"
-	"runtime"
 	"testing"
 
 	"lifeboat/blob"
-	"lifeboat/index"
 )
 
 // LookupBlobs run while the uploaded blobs it asks for are being indexed
@@ -43,23 +41,7 @@ func TestLookupBlobsWhileIndexing(t *testing.T) {
 		}
 		done := make(chan error, 1)
 		go func() { done <- errors.Join(r.writeIndex(ctx, blob.Workspace), r.applyIndex()) }()
-		calls, misses := 0, 0
-		for finished := false; !finished; calls++ {
-			select {
-			case err := <-done:
-				must(t, err)
-				finished = true // and look once more
-			default:
-			}
-			err := r.LookupBlobs(blob.Workspace, blob.Data, uploaded, func(i int, _ index.Location, ok bool) error {
-				if !ok {
-					misses++
-				}
-				runtime.Gosched() // let the indexing go on mid-lookup
-				return nil
-			})
-			must(t, err)
-		}
+		calls, misses := lookupsUntil(t, r, uploaded, done, nil)
 		if misses > 0 {
 			t.Fatalf("round %d: in %d LookupBlobs calls while %d uploaded blobs were being indexed, %d times one was reported missing", round, calls, n, misses)
 		}
