@@ -115,9 +115,10 @@ func (r *Repository) writeIndex(ctx context.Context, t blob.Tier) error {
 // application to the local index due: 1, at once. Merging more objects per
 // application (index.DB.ApplyAll) saved little CPU in a first capture of
 // the benchmark corpus (applying fell from 3.5% to 3.1% of it at 65,536)
-// but moved the application of most of its 110,000 blobs, 0.3-0.9 s, to
-// the end of the capture, where nothing else runs beside it. Tests raise
-// it to hold saved objects queued, as a failed application does.
+// but moved the application of most of its 110,000 blobs (0.9-1.1 s on a
+// loaded machine) to the end of the capture, where nothing else runs
+// beside it. Tests raise it to hold saved objects queued, as a failed
+// application does.
 var applyEveryEntries = 1
 
 // applyIndex applies every saved but unapplied index object to the local
