@@ -116,9 +116,9 @@ func (r *Repository) writeIndex(ctx context.Context, t blob.Tier) error {
 // application (index.DB.ApplyAll) saved little CPU in a first capture of
 // the benchmark corpus (applying fell from 3.5% to 3.1% of it at 65,536)
 // but moved the application of most of its 110,000 blobs (0.9-1.1 s on a
-// loaded machine) to the end of the capture, where nothing else runs
-// beside it. Tests raise it to hold saved objects queued, as a failed
-// application does.
+// loaded machine) to the last second of the capture, when few files are
+// left to read beside it. Tests raise it to hold saved objects queued, as
+// a failed application does.
 var applyEveryEntries = 1
 
 // applyIndex applies every saved but unapplied index object to the local
