@@ -56,15 +56,21 @@ func randPol(t testing.TB, r *rand.Rand) chunk.Pol {
 	return 0
 }
 
-// cuts chunks data and returns the chunk lengths, checking that the chunks
-// concatenate to data.
+// cuts chunks data into one maximum-size buffer and returns the chunk
+// lengths, checking that the chunks concatenate to data.
 func cuts(t testing.TB, c *chunk.Chunker, data []byte) []int {
 	t.Helper()
 	buf := make([]byte, c.BufSize())
+	return cutsInto(t, c, data, func() []byte { return buf })
+}
+
+// cutsInto is cuts with each chunk in the buffer buf returns.
+func cutsInto(t testing.TB, c *chunk.Chunker, data []byte, buf func() []byte) []int {
+	t.Helper()
 	var lens []int
 	var joined []byte
 	for {
-		ch, err := c.Next(buf)
+		ch, err := c.Next(buf())
 		if err == io.EOF {
 			break
 		}
@@ -321,21 +327,9 @@ func TestSmallBufferGrows(t *testing.T) {
 				return make([]byte, 0, n)
 			}
 		}
-		var got []int
-		var joined []byte
-		for {
-			ch, err := c.Next(make([]byte, 0, 4096))
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, len(ch))
-			joined = append(joined, ch...)
-		}
-		if !bytes.Equal(joined, data) || !slices.Equal(got, want) {
-			t.Fatalf("Alloc %v: small buffers cut %v, full-size buffers %v (bytes equal: %v)", withAlloc, got, want, bytes.Equal(joined, data))
+		got := cutsInto(t, c, data, func() []byte { return make([]byte, 0, 4096) })
+		if !slices.Equal(got, want) {
+			t.Fatalf("Alloc %v: small buffers cut %v, full-size buffers %v", withAlloc, got, want)
 		}
 		if withAlloc && (len(asked) == 0 || slices.Max(asked) > c.BufSize()) {
 			t.Fatalf("Alloc asked for %v, want some sizes, none above %d", asked, c.BufSize())

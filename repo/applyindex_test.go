@@ -51,6 +51,23 @@ func saveOnly(t *testing.T, r *Repository, blobs [][]byte) []blob.ID {
 	return ids
 }
 
+// errHeld is the failure holdApplications gives the local index.
+var errHeld = errors.New("application held by the test")
+
+// holdApplications makes every application to r's local index fail with
+// errHeld, as a failing disk would, until the returned function is
+// called: index objects saved meanwhile wait in r.unapplied.
+func holdApplications(r *Repository) (release func()) {
+	r.indexMu.Lock()
+	r.testApplyErr = func() error { return errHeld }
+	r.indexMu.Unlock()
+	return func() {
+		r.indexMu.Lock()
+		r.testApplyErr = nil
+		r.indexMu.Unlock()
+	}
+}
+
 // lookAll checks that LookupBlob finds every id.
 func lookAll(t *testing.T, r *Repository, ids []blob.ID) {
 	t.Helper()
@@ -61,36 +78,35 @@ func lookAll(t *testing.T, r *Repository, ids []blob.ID) {
 	}
 }
 
-// Saved index objects wait for the local index until applyEveryEntries of
-// their blobs do (or a Flush): their blobs stay pending and are found, and
-// all waiting objects are then applied together. An application that
-// fails keeps them waiting; the next Flush applies them without saving
-// the objects again.
+// Index objects whose application failed wait, their blobs pending and
+// found; the next application (the next index object saved, or a Flush)
+// applies them with it, without saving them again. A failed application
+// is reported by Flush.
 func TestIndexObjectsAppliedTogether(t *testing.T) {
-	defer func(n int) { applyEveryEntries = n }(applyEveryEntries)
-	applyEveryEntries = 50
 	ctx := context.Background()
 	tr := newTestRepo(t)
 	r := tr.open(t, nil, testPassword)
 
-	// 30 blobs: an index object saved, not applied.
+	// 30 blobs: an index object saved, its application failed.
 	first := saveOnly(t, r, randomBlobs(t, 1, 30, 4<<10))
 	r.uploadOpen()
-	if err := r.writeIndex(ctx, blob.Workspace); err != nil {
-		t.Fatal(err)
+	release := holdApplications(r)
+	if err := r.writeIndex(ctx, blob.Workspace); !errors.Is(err, errHeld) || !strings.Contains(err.Error(), "updating the local index failed") {
+		t.Fatalf("writeIndex with the local index failing = %v", err)
 	}
+	release()
 	if n := indexObjects(t, r); n != 1 {
 		t.Fatalf("%d index objects saved, want 1", n)
 	}
 	if n := inLocalIndex(t, r, first); n != 0 {
-		t.Fatalf("%d of 30 blobs in the local index before 50 wait, want 0", n)
+		t.Fatalf("%d of 30 blobs in the local index after a failed application, want 0", n)
 	}
 	lookAll(t, r, first)
 	if n := len(r.pending); n != 30 {
 		t.Fatalf("%d blobs pending, want 30", n)
 	}
 
-	// 30 more: 60 wait, so both objects are applied, as one.
+	// 30 more: their object is applied with the waiting one, as one.
 	second := saveOnly(t, r, randomBlobs(t, 2, 30, 4<<10))
 	r.uploadOpen()
 	if err := r.writeIndex(ctx, blob.Workspace); err != nil {
@@ -118,16 +134,16 @@ func TestIndexObjectsAppliedTogether(t *testing.T) {
 
 	// The local index fails: Flush says so, the blobs stay found.
 	third := saveOnly(t, r, randomBlobs(t, 3, 10, 4<<10))
-	r.testApplyErr = func() error { return errors.New("disk full") }
+	release = holdApplications(r)
 	err := r.Flush(ctx)
-	if err == nil || !strings.Contains(err.Error(), "updating the local index failed") || !strings.Contains(err.Error(), "disk full") {
+	if !errors.Is(err, errHeld) || !strings.Contains(err.Error(), "updating the local index failed") {
 		t.Fatalf("Flush with the local index failing = %v", err)
 	}
 	if n := inLocalIndex(t, r, third); n != 0 {
 		t.Fatalf("%d blobs in the local index after a failed application", n)
 	}
 	lookAll(t, r, third)
-	r.testApplyErr = nil
+	release()
 	if err := r.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -76,8 +76,8 @@ func (r *Repository) uploadOpen() {
 }
 
 // writeIndex saves one index object per MaxObjectEntries for the tier's
-// uploaded but unindexed packs and applies the saved objects to the local
-// index (applyIndexLocked), together with any a failed application left
+// uploaded but unindexed packs and applies them to the local index at
+// once (applyIndexLocked), with any objects a failed application left
 // queued. Until applied, their blobs stay in the pending set, which
 // answers lookups for them.
 func (r *Repository) writeIndex(ctx context.Context, t blob.Tier) error {
@@ -103,23 +103,15 @@ func (r *Repository) writeIndex(ctx context.Context, t blob.Tier) error {
 			return err
 		}
 		r.unapplied = append(r.unapplied, index.Named{ID: id, Object: o})
-		r.unappliedEntries += n
 	}
-	if r.unappliedEntries >= applyEveryEntries {
-		return r.applyIndexLocked()
-	}
-	return nil
+	// Applied as soon as saved, not held back to merge more objects per
+	// application (index.DB.ApplyAll): holding them until 65,536 entries
+	// waited saved little CPU in a first capture of the benchmark corpus
+	// (applying fell from 3.5% to 3.1% of it) but moved the application of
+	// most of its 110,000 blobs (0.9-1.1 s on a loaded machine) to the
+	// capture's last second, when few files are left to read beside it.
+	return r.applyIndexLocked()
 }
-
-// applyEveryEntries is how many blobs of saved index objects make their
-// application to the local index due: 1, at once. Merging more objects per
-// application (index.DB.ApplyAll) saved little CPU in a first capture of
-// the benchmark corpus (applying fell from 3.5% to 3.1% of it at 65,536)
-// but moved the application of most of its 110,000 blobs (0.9-1.1 s on a
-// loaded machine) to the last second of the capture, when few files are
-// left to read beside it. Tests raise it to hold saved objects queued, as
-// a failed application does.
-var applyEveryEntries = 1
 
 // applyIndex applies every saved but unapplied index object to the local
 // index and drops their blobs from the pending set.
@@ -158,7 +150,7 @@ func (r *Repository) applyIndexLocked() error {
 		}
 	}
 	r.mu.Unlock()
-	r.unapplied, r.unappliedEntries = nil, 0
+	r.unapplied = nil
 	return nil
 }
 

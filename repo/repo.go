@@ -78,11 +78,11 @@ type Repository struct {
 	seals   chan struct{} // one slot per blob being sealed: bounds the buffers in use
 	indexMu sync.Mutex    // serialises index object writes and their application
 	// unapplied are index objects saved but not yet applied to the local
-	// index (their blobs are still pending); indexMu held.
-	unapplied        []index.Named
-	unappliedEntries int
-	closeOnce        sync.Once
-	closeErr         error
+	// index, because an application failed (their blobs are still
+	// pending); indexMu held.
+	unapplied []index.Named
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // DefaultCacheDir is the cache root used when none is given.

@@ -2,6 +2,7 @@ package repo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"testing"
@@ -12,10 +13,12 @@ import (
 )
 
 // queueObjects saves rounds of n small blobs, each round's in its own
-// index object, saved and queued but not applied; it returns the blobs
-// and their ids.
+// index object, saved and queued but not applied (their applications
+// fail); it returns the blobs and their ids.
 func queueObjects(t *testing.T, r *Repository, seed uint64, rounds, n int) ([][]byte, []blob.ID) {
 	t.Helper()
+	release := holdApplications(r)
+	defer release()
 	var data [][]byte
 	var ids []blob.ID
 	for i := range rounds {
@@ -26,7 +29,9 @@ func queueObjects(t *testing.T, r *Repository, seed uint64, rounds, n int) ([][]
 		ids = append(ids, saveOnly(t, r, bs)...)
 		data = append(data, bs...)
 		r.uploadOpen()
-		must(t, r.writeIndex(context.Background(), blob.Workspace))
+		if err := r.writeIndex(context.Background(), blob.Workspace); !errors.Is(err, errHeld) {
+			t.Fatalf("writeIndex with applications held = %v", err)
+		}
 	}
 	if got := len(r.unapplied); got != rounds {
 		t.Fatalf("%d index objects wait for the local index, want %d", got, rounds)
@@ -69,8 +74,6 @@ func lookupsUntil(t *testing.T, r *Repository, ids []blob.ID, done <-chan error,
 // and LookupBlob, and known to SaveBlob (which must not store it again):
 // a blob leaves the pending set only once its whole group is committed.
 func TestLookupsWhileMergedApplication(t *testing.T) {
-	defer func(n int) { applyEveryEntries = n }(applyEveryEntries)
-	applyEveryEntries = 1 << 30 // only applyIndex applies
 	tr := newTestRepo(t)
 	r := tr.open(t, nil, testPassword)
 	ctx := context.Background()
@@ -107,8 +110,6 @@ func TestLookupsWhileMergedApplication(t *testing.T) {
 // nothing: the objects are in the repository, and the next Open's Sync
 // applies them.
 func TestKilledBeforeApplication(t *testing.T) {
-	defer func(n int) { applyEveryEntries = n }(applyEveryEntries)
-	applyEveryEntries = 1 << 30
 	tr := newTestRepo(t)
 	r := tr.open(t, nil, testPassword)
 	_, ids := queueObjects(t, r, 1600, 2, 200)
@@ -138,8 +139,6 @@ func TestKilledBeforeApplication(t *testing.T) {
 // recorded by the application; the next Sync finds it gone and rebuilds
 // the local index without its blobs, which a later save then stores again.
 func TestQueuedObjectRemovedBeforeApplication(t *testing.T) {
-	defer func(n int) { applyEveryEntries = n }(applyEveryEntries)
-	applyEveryEntries = 1 << 30
 	tr := newTestRepo(t)
 	r := tr.open(t, nil, testPassword)
 	ctx := context.Background()
