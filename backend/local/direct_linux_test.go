@@ -1,0 +1,151 @@
+package local
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// directTestFile creates a temp file the way the backend does and skips
+// when the test's filesystem refuses O_DIRECT.
+func directTestFile(t *testing.T) *directFile {
+	t.Helper()
+	f, err := osCreateTemp(t.TempDir(), tempPrefix+"*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, ok := f.(*directFile)
+	if !ok {
+		f.Close()
+		t.Skip("the test directory's filesystem refuses O_DIRECT")
+	}
+	t.Cleanup(func() { d.Close() })
+	if !isDirect(t, d.File) {
+		t.Fatal("newDirectFile returned a directFile without O_DIRECT set")
+	}
+	return d
+}
+
+func isDirect(t *testing.T, f *os.File) bool {
+	t.Helper()
+	fl, err := unix.FcntlInt(f.Fd(), unix.F_GETFL, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fl&unix.O_DIRECT != 0
+}
+
+// TestDirectFileWrites writes random pieces (many smaller than a block,
+// some larger than the buffer) and checks the file holds exactly them
+// after Sync, for lengths that end on and off a block boundary.
+func TestDirectFileWrites(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	for _, total := range []int{0, 1, directAlign, directAlign + 1, directBuffer, directBuffer + 7, 3*directBuffer + directAlign*5 + 123} {
+		d := directTestFile(t)
+		want := make([]byte, total)
+		for i := range want {
+			want[i] = byte(rng.Uint32())
+		}
+		for p := want; len(p) > 0; {
+			n := min(len(p), 1+rng.IntN(directBuffer*3/2))
+			if rng.IntN(4) > 0 {
+				n = min(len(p), 1+rng.IntN(3*directAlign))
+			}
+			if m, err := d.Write(p[:n]); err != nil || m != n {
+				t.Fatalf("total %d: Write(%d bytes) = %d, %v", total, n, m, err)
+			}
+			p = p[n:]
+		}
+		if err := d.Sync(); err != nil {
+			t.Fatalf("total %d: Sync: %v", total, err)
+		}
+		got, err := os.ReadFile(d.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("total %d: the file holds %d bytes that differ from the %d written", total, len(got), len(want))
+		}
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Write([]byte{1}); err == nil {
+			t.Fatal("Write after Close succeeded")
+		}
+	}
+}
+
+// TestDirectFileRefusedWrite gives the file a buffer the kernel refuses
+// for direct I/O (misaligned in memory): the write fails with EINVAL and
+// the file goes on through the page cache with nothing lost.
+func TestDirectFileRefusedWrite(t *testing.T) {
+	d := directTestFile(t)
+	raw := make([]byte, directBuffer+directAlign+1)
+	misaligned := raw[1:1:directBuffer] // 4 KiB aligned plus one byte: never aligned
+	if uintptrOf(misaligned)%directAlign == 0 {
+		misaligned = raw[2:2:directBuffer]
+	}
+	good := d.buf
+	d.buf = &misaligned
+	defer func() { d.buf = good; *good = (*good)[:0] }()
+	want := bytes.Repeat([]byte("lifeboat"), directBuffer/8*2+3)
+	if _, err := d.Write(want); err != nil {
+		t.Fatalf("Write: %v (a refused direct write must fall back to the page cache)", err)
+	}
+	if d.direct || isDirect(t, d.File) {
+		t.Fatal("O_DIRECT still set after the kernel refused a direct write")
+	}
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(d.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("after the fallback the file holds %d bytes that differ from the %d written", len(got), len(want))
+	}
+}
+
+// TestSaveTempDirect stores a pack-sized temp file through the backend and
+// reads it back: the direct path end to end, rename and all.
+func TestSaveTempDirect(t *testing.T) {
+	b, err := Create(filepath.Join(t.TempDir(), "repo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := b.CreateTemp()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := f.(tempFile).file.(*directFile); !ok {
+		t.Skip("the test directory's filesystem refuses O_DIRECT")
+	}
+	h, data := packOf(5*directBuffer/2 + 99)
+	for p := data; len(p) > 0; p = p[min(len(p), 300<<10):] {
+		if _, err := f.Write(p[:min(len(p), 300<<10)]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.SaveTemp(t.Context(), h, f); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.Load(t.Context(), h, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatalf("stored pack differs from what was written (%d bytes, want %d)", len(got), len(data))
+	}
+}
+
+func uintptrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
