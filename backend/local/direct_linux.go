@@ -30,7 +30,7 @@ import (
 // (EINVAL), gets the remaining bytes through the page cache instead.
 const (
 	directAlign  = 4 << 10
-	directBuffer = 1 << 20
+	directBuffer = 256 << 10
 )
 
 // directBufs recycles aligned buffers: reused memory is already mapped.
@@ -41,12 +41,25 @@ var directBufs = sync.Pool{New: func() any {
 	return &b
 }}
 
+// putDirectBuf recycles a buffer that came from directBufs.
+func putDirectBuf(b *[]byte) {
+	if cap(*b) == directBuffer && uintptr(unsafe.Pointer(unsafe.SliceData(*b)))%directAlign == 0 {
+		*b = (*b)[:0]
+		directBufs.Put(b)
+	}
+}
+
 // directFile buffers writes to an O_DIRECT file in whole aligned blocks.
+// A full buffer is written by a goroutine while the next one fills, so
+// the caller (a pack being filled, under its lock) does not wait on the
+// device; one write is in flight at a time, which keeps them in order.
 type directFile struct {
 	*os.File
-	buf    *[]byte // nil once released
-	direct bool    // O_DIRECT is set on the descriptor
-	err    error   // first write error
+	buf    *[]byte    // filling; nil once closed
+	flying *[]byte    // being written; nil when no write is in flight
+	result chan error // the flying write's result
+	direct bool       // O_DIRECT is set; touched only between writes
+	err    error      // first write error
 }
 
 // newDirectFile sets O_DIRECT on f and returns a file that buffers for
@@ -55,7 +68,7 @@ func newDirectFile(f *os.File) file {
 	if setDirect(f, true) != nil {
 		return f
 	}
-	return &directFile{File: f, buf: directBufs.Get().(*[]byte), direct: true}
+	return &directFile{File: f, buf: directBufs.Get().(*[]byte), result: make(chan error, 1), direct: true}
 }
 
 // setDirect sets or clears O_DIRECT on f's descriptor.
@@ -80,86 +93,98 @@ func setDirect(f *os.File, on bool) error {
 	return errors.Join(err, serr)
 }
 
-// Write appends p, writing each full buffer to the file.
+// Write appends p, handing each full buffer to a writing goroutine. An
+// error of an earlier write is returned by a later Write or by Sync.
 func (d *directFile) Write(p []byte) (int, error) {
-	if d.err != nil {
-		return 0, d.err
-	}
 	if d.buf == nil {
 		return 0, os.ErrClosed
+	}
+	if d.err != nil {
+		return 0, d.err
 	}
 	n := 0
 	for len(p) > 0 {
 		b := *d.buf
 		c := copy(b[len(b):cap(b)], p)
 		*d.buf = b[:len(b)+c]
-		n += c
 		p = p[c:]
 		if len(*d.buf) == cap(*d.buf) {
-			if err := d.flush(len(*d.buf)); err != nil {
-				return n - c, err
+			if err := d.wait(); err != nil {
+				return n, err
 			}
+			d.flying, d.buf = d.buf, directBufs.Get().(*[]byte)
+			go func(b []byte) { d.result <- d.writeOut(b) }(*d.flying)
 		}
+		n += c
 	}
 	return n, nil
 }
 
-// flush writes the first n bytes of the buffer (a multiple of directAlign
-// while direct) and keeps the rest at its start.
-func (d *directFile) flush(n int) error {
-	b := *d.buf
-	_, err := d.File.Write(b[:n])
+// wait waits for the write in flight, if any, and recycles its buffer.
+func (d *directFile) wait() error {
+	if d.flying != nil {
+		err := <-d.result
+		putDirectBuf(d.flying)
+		d.flying = nil
+		if err != nil && d.err == nil {
+			d.err = err
+		}
+	}
+	return d.err
+}
+
+// writeOut writes b whole: directly while O_DIRECT is set (len(b) is then
+// a multiple of directAlign), else through the page cache.
+func (d *directFile) writeOut(b []byte) error {
+	_, err := d.File.Write(b)
 	if d.direct && errors.Is(err, syscall.EINVAL) {
 		// The filesystem or device refuses this direct write (an
 		// alignment it does not take): write through the page cache.
 		if err = setDirect(d.File, false); err == nil {
 			d.direct = false
-			_, err = d.File.Write(b[:n])
+			_, err = d.File.Write(b)
 		}
 	}
-	if err != nil {
-		d.err = err
-		return err
-	}
-	*d.buf = b[:copy(b, b[n:])]
-	return nil
+	return err
 }
 
 // Sync writes what is buffered, the partial last block through the page
 // cache, then fsyncs the file.
 func (d *directFile) Sync() error {
-	if d.err != nil {
-		return d.err
-	}
 	if d.buf == nil {
 		return os.ErrClosed
 	}
-	if whole := len(*d.buf) &^ (directAlign - 1); whole > 0 && d.direct {
-		if err := d.flush(whole); err != nil {
-			return err
-		}
+	if err := d.wait(); err != nil {
+		return err
 	}
-	if len(*d.buf) > 0 {
+	b := *d.buf
+	if whole := len(b) &^ (directAlign - 1); d.direct && whole > 0 {
+		if d.err = d.writeOut(b[:whole]); d.err != nil {
+			return d.err
+		}
+		b = b[:copy(b, b[whole:])]
+	}
+	if len(b) > 0 {
 		if d.direct {
-			if err := setDirect(d.File, false); err != nil {
-				d.err = err
-				return err
+			if d.err = setDirect(d.File, false); d.err != nil {
+				return d.err
 			}
 			d.direct = false
 		}
-		if err := d.flush(len(*d.buf)); err != nil {
-			return err
+		if d.err = d.writeOut(b); d.err != nil {
+			return d.err
 		}
 	}
+	*d.buf = b[:0]
 	return d.File.Sync()
 }
 
-// Close releases the buffer (what it held and was not synced is lost,
-// as with any unsynced write) and closes the file.
+// Close waits for a write in flight, releases the buffers (what was not
+// synced is lost, as with any unsynced write) and closes the file.
 func (d *directFile) Close() error {
 	if d.buf != nil {
-		*d.buf = (*d.buf)[:0]
-		directBufs.Put(d.buf)
+		_ = d.wait()
+		putDirectBuf(d.buf)
 		d.buf = nil
 	}
 	return d.File.Close()

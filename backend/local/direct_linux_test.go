@@ -94,12 +94,14 @@ func TestDirectFileRefusedWrite(t *testing.T) {
 	if uintptrOf(misaligned)%directAlign == 0 {
 		misaligned = raw[2:2:directBuffer]
 	}
-	good := d.buf
-	d.buf = &misaligned
-	defer func() { d.buf = good; *good = (*good)[:0] }()
+	putDirectBuf(d.buf)
+	d.buf = &misaligned // dropped, not pooled, once written
 	want := bytes.Repeat([]byte("lifeboat"), directBuffer/8*2+3)
 	if _, err := d.Write(want); err != nil {
 		t.Fatalf("Write: %v (a refused direct write must fall back to the page cache)", err)
+	}
+	if err := d.wait(); err != nil {
+		t.Fatal(err)
 	}
 	if d.direct || isDirect(t, d.File) {
 		t.Fatal("O_DIRECT still set after the kernel refused a direct write")
