@@ -28,21 +28,28 @@ import (
 // for all []byte fields, one string for all string fields, one array of
 // ids, one of xattrs. None of them alias b. Its scratch space comes from a
 // pool. A hostile b costs at most about 4 times its size, mostly nodes (224
-// bytes each for at least 60 bytes of input), 6 times when the scratch
-// space is allocated anew (encoding/json: up to 20 times).
+// bytes each for at least 60 bytes of input), and about 9 times when the
+// scratch space is allocated anew (100,000 empty xattrs, whose spans grow
+// by append); encoding/json: up to 20 times.
 func decodeCanonicalTree(b []byte) (t *Tree, ok bool) {
 	if len(b) > math.MaxInt32 { // spans are int32
 		return nil, false
 	}
 	p := treeParsers.Get().(*treeParser)
+	t, ok = p.decode(b)
+	if len(b) <= maxPooledTree {
+		p.reset(nil)
+		treeParsers.Put(p)
+	}
+	return t, ok
+}
+
+// decode parses b with p's scratch space (grown as needed).
+func (p *treeParser) decode(b []byte) (t *Tree, ok bool) {
 	p.reset(b)
 	defer func() {
 		if r := recover(); r != nil && r != errNotCanonical {
 			panic(r)
-		}
-		if len(b) <= maxPooledTree {
-			p.reset(nil)
-			treeParsers.Put(p)
 		}
 	}()
 	t = p.tree()
@@ -149,7 +156,13 @@ func (p *treeParser) tree() *Tree {
 	var nodes []Node
 	isSet := p.list(func() {
 		if nodes == nil {
-			nodes = make([]Node, 0, p.countNodes())
+			n := p.countNodes()
+			nodes = make([]Node, 0, n)
+			// Sized once: grown by append from empty scratch, the spans
+			// alone cost about 9 times the smallest nodes' input.
+			if cap(p.spans) < n {
+				p.spans = make([]nodeSpans, 0, n)
+			}
 		}
 		if len(nodes) == MaxNodesPerBlob {
 			p.fail() // encoding/json reports the count
