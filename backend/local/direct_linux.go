@@ -53,8 +53,13 @@ func putDirectBuf(b *[]byte) {
 // A full buffer is written by a goroutine while the next one fills, so
 // the caller (a pack being filled, under its lock) does not wait on the
 // device; one write is in flight at a time, which keeps them in order.
+//
+// The *os.File is a named field, not embedded: an embedded one would give
+// directFile the file's WriteString, ReadFrom and WriteAt, which io.Copy
+// and io.WriteString prefer to Write and which would bypass the buffer
+// (bytes out of order, or unaligned direct writes refused).
 type directFile struct {
-	*os.File
+	File   *os.File
 	buf    *[]byte    // filling; nil once closed
 	flying *[]byte    // being written; nil when no write is in flight
 	result chan error // the flying write's result
@@ -70,6 +75,9 @@ func newDirectFile(f *os.File) file {
 	}
 	return &directFile{File: f, buf: directBufs.Get().(*[]byte), result: make(chan error, 1), direct: true}
 }
+
+// Name returns the file's name.
+func (d *directFile) Name() string { return d.File.Name() }
 
 // setDirect sets or clears O_DIRECT on f's descriptor.
 func setDirect(f *os.File, on bool) error {

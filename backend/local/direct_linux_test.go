@@ -2,9 +2,11 @@ package local
 
 import (
 	"bytes"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -151,3 +153,34 @@ func TestSaveTempDirect(t *testing.T) {
 }
 
 func uintptrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
+
+// TestDirectFileWriterInterfaces writes through io.WriteString and
+// io.Copy, which use a writer's WriteString or ReadFrom when it has them:
+// every byte must still go through the buffer, in order.
+func TestDirectFileWriterInterfaces(t *testing.T) {
+	d := directTestFile(t)
+	var f file = d
+	want := bytes.Repeat([]byte("0123456789abcdef"), directBuffer/16+300)
+	if _, err := f.Write(want[:100]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(f, string(want[100:5000])); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(f, strings.NewReader(string(want[5000:directBuffer+1000]))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(f, io.MultiReader(bytes.NewReader(want[directBuffer+1000:]))); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("the file holds %d bytes that differ from the %d written", len(got), len(want))
+	}
+}
