@@ -60,11 +60,12 @@ func putDirectBuf(b *[]byte) {
 // (bytes out of order, or unaligned direct writes refused).
 type directFile struct {
 	File   *os.File
-	buf    *[]byte    // filling; nil once closed
-	flying *[]byte    // being written; nil when no write is in flight
-	result chan error // the flying write's result
-	direct bool       // O_DIRECT is set; touched only between writes
-	err    error      // first write error
+	write  func([]byte) (int, error) // File.Write; tests swap in one that fails
+	buf    *[]byte                   // filling; nil once closed
+	flying *[]byte                   // being written; nil when no write is in flight
+	result chan error                // the flying write's result
+	direct bool                      // O_DIRECT is set; touched only between writes
+	err    error                     // first write error
 }
 
 // newDirectFile sets O_DIRECT on f and returns a file that buffers for
@@ -73,7 +74,7 @@ func newDirectFile(f *os.File) file {
 	if setDirect(f, true) != nil {
 		return f
 	}
-	return &directFile{File: f, buf: directBufs.Get().(*[]byte), result: make(chan error, 1), direct: true}
+	return &directFile{File: f, write: f.Write, buf: directBufs.Get().(*[]byte), result: make(chan error, 1), direct: true}
 }
 
 // Name returns the file's name.
@@ -144,13 +145,14 @@ func (d *directFile) wait() error {
 // writeOut writes b whole: directly while O_DIRECT is set (len(b) is then
 // a multiple of directAlign), else through the page cache.
 func (d *directFile) writeOut(b []byte) error {
-	_, err := d.File.Write(b)
+	n, err := d.write(b)
 	if d.direct && errors.Is(err, syscall.EINVAL) {
 		// The filesystem or device refuses this direct write (an
-		// alignment it does not take): write through the page cache.
+		// alignment it does not take): write through the page cache
+		// what did not reach the file.
 		if err = setDirect(d.File, false); err == nil {
 			d.direct = false
-			_, err = d.File.Write(b)
+			_, err = d.write(b[n:])
 		}
 	}
 	return err

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -177,6 +178,42 @@ func TestDirectFileWriterInterfaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("the file holds %d bytes that differ from the %d written", len(got), len(want))
+	}
+}
+
+// TestDirectFileRefusedAfterShortWrite has the kernel take the first 64
+// KiB of a direct write and refuse the rest with EINVAL: the fallback
+// through the page cache writes only the rest, not the taken part again.
+func TestDirectFileRefusedAfterShortWrite(t *testing.T) {
+	d := directTestFile(t)
+	refused := false
+	d.write = func(b []byte) (int, error) {
+		if !refused && len(b) > 64<<10 {
+			refused = true
+			n, err := d.File.Write(b[:64<<10])
+			if err != nil {
+				return n, err
+			}
+			return n, &os.PathError{Op: "write", Path: d.Name(), Err: syscall.EINVAL}
+		}
+		return d.File.Write(b)
+	}
+	want := bytes.Repeat([]byte("lifeboat"), directBuffer/8*2+3)
+	if _, err := d.Write(want); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if !refused || d.direct || isDirect(t, d.File) {
+		t.Fatalf("refused %v, direct %v: the refusal did not clear O_DIRECT", refused, d.direct)
+	}
+	got, err := os.ReadFile(d.Name())
 	if err != nil {
 		t.Fatal(err)
 	}
