@@ -53,13 +53,19 @@ func putDirectBuf(b *[]byte) {
 // A full buffer is written by a goroutine while the next one fills, so
 // the caller (a pack being filled, under its lock) does not wait on the
 // device; one write is in flight at a time, which keeps them in order.
+//
+// The *os.File is a named field, not embedded: an embedded one would give
+// directFile the file's WriteString, ReadFrom and WriteAt, which io.Copy
+// and io.WriteString prefer to Write and which would bypass the buffer
+// (bytes out of order, or unaligned direct writes refused).
 type directFile struct {
-	*os.File
-	buf    *[]byte    // filling; nil once closed
-	flying *[]byte    // being written; nil when no write is in flight
-	result chan error // the flying write's result
-	direct bool       // O_DIRECT is set; touched only between writes
-	err    error      // first write error
+	File   *os.File
+	write  func([]byte) (int, error) // File.Write; tests swap in one that fails
+	buf    *[]byte                   // filling; nil once closed
+	flying *[]byte                   // being written; nil when no write is in flight
+	result chan error                // the flying write's result
+	direct bool                      // O_DIRECT is set; touched only between writes
+	err    error                     // first write error
 }
 
 // newDirectFile sets O_DIRECT on f and returns a file that buffers for
@@ -68,8 +74,11 @@ func newDirectFile(f *os.File) file {
 	if setDirect(f, true) != nil {
 		return f
 	}
-	return &directFile{File: f, buf: directBufs.Get().(*[]byte), result: make(chan error, 1), direct: true}
+	return &directFile{File: f, write: f.Write, buf: directBufs.Get().(*[]byte), result: make(chan error, 1), direct: true}
 }
+
+// Name returns the file's name.
+func (d *directFile) Name() string { return d.File.Name() }
 
 // setDirect sets or clears O_DIRECT on f's descriptor.
 func setDirect(f *os.File, on bool) error {
@@ -136,13 +145,14 @@ func (d *directFile) wait() error {
 // writeOut writes b whole: directly while O_DIRECT is set (len(b) is then
 // a multiple of directAlign), else through the page cache.
 func (d *directFile) writeOut(b []byte) error {
-	_, err := d.File.Write(b)
+	n, err := d.write(b)
 	if d.direct && errors.Is(err, syscall.EINVAL) {
 		// The filesystem or device refuses this direct write (an
-		// alignment it does not take): write through the page cache.
+		// alignment it does not take): write through the page cache
+		// what did not reach the file.
 		if err = setDirect(d.File, false); err == nil {
 			d.direct = false
-			_, err = d.File.Write(b)
+			_, err = d.write(b[n:])
 		}
 	}
 	return err

@@ -2,9 +2,13 @@ package local
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -151,3 +155,171 @@ func TestSaveTempDirect(t *testing.T) {
 }
 
 func uintptrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
+
+// TestDirectFileWriterInterfaces writes through io.WriteString and
+// io.Copy, which use a writer's WriteString or ReadFrom when it has them:
+// every byte must still go through the buffer, in order.
+func TestDirectFileWriterInterfaces(t *testing.T) {
+	d := directTestFile(t)
+	var f file = d
+	want := bytes.Repeat([]byte("0123456789abcdef"), directBuffer/16+300)
+	if _, err := f.Write(want[:100]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(f, string(want[100:5000])); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(f, strings.NewReader(string(want[5000:directBuffer+1000]))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(f, io.MultiReader(bytes.NewReader(want[directBuffer+1000:]))); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("the file holds %d bytes that differ from the %d written", len(got), len(want))
+	}
+}
+
+// TestDirectFileRefusedAfterShortWrite has the kernel take the first 64
+// KiB of a direct write and refuse the rest with EINVAL: the fallback
+// through the page cache writes only the rest, not the taken part again.
+func TestDirectFileRefusedAfterShortWrite(t *testing.T) {
+	d := directTestFile(t)
+	refused := false
+	d.write = func(b []byte) (int, error) {
+		if !refused && len(b) > 64<<10 {
+			refused = true
+			n, err := d.File.Write(b[:64<<10])
+			if err != nil {
+				return n, err
+			}
+			return n, &os.PathError{Op: "write", Path: d.Name(), Err: syscall.EINVAL}
+		}
+		return d.File.Write(b)
+	}
+	want := bytes.Repeat([]byte("lifeboat"), directBuffer/8*2+3)
+	if _, err := d.Write(want); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if !refused || d.direct || isDirect(t, d.File) {
+		t.Fatalf("refused %v, direct %v: the refusal did not clear O_DIRECT", refused, d.direct)
+	}
+	got, err := os.ReadFile(d.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("the file holds %d bytes that differ from the %d written", len(got), len(want))
+	}
+}
+
+// TestDirectFileBackgroundError fails the write of a full buffer made in
+// the background: the error comes back from the next Write that fills a
+// buffer, or from Sync, and sticks; Close after it releases everything.
+func TestDirectFileBackgroundError(t *testing.T) {
+	for _, at := range []string{"write", "sync"} {
+		d := directTestFile(t)
+		d.write = func(b []byte) (int, error) {
+			return 0, &os.PathError{Op: "write", Path: d.Name(), Err: syscall.ENOSPC}
+		}
+		if _, err := d.Write(make([]byte, directBuffer)); err != nil {
+			t.Fatalf("%s: the first full buffer's Write returned %v before its write ran", at, err)
+		}
+		var err error
+		if at == "write" {
+			_, err = d.Write(make([]byte, directBuffer))
+		} else {
+			err = d.Sync()
+		}
+		if !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("%s: the failed background write surfaced as %v", at, err)
+		}
+		if _, err := d.Write([]byte{1}); !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("%s: Write after the failure: %v", at, err)
+		}
+		if err := d.Sync(); !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("%s: Sync after the failure: %v", at, err)
+		}
+		if err := d.Close(); err != nil || d.flying != nil {
+			t.Fatalf("%s: Close: %v, a write still in flight: %v", at, err, d.flying != nil)
+		}
+	}
+}
+
+// TestDirectFileCloseInFlight closes a file (DiscardTemp) while a full
+// buffer is being written: Close waits for the write, so nothing runs on
+// the closed descriptor and no goroutine is left behind.
+func TestDirectFileCloseInFlight(t *testing.T) {
+	d := directTestFile(t)
+	release := make(chan struct{})
+	d.write = func(b []byte) (int, error) {
+		<-release
+		return d.File.Write(b)
+	}
+	if _, err := d.Write(make([]byte, directBuffer+10)); err != nil {
+		t.Fatal(err)
+	}
+	if d.flying == nil {
+		t.Fatal("no write in flight after a full buffer")
+	}
+	closed := make(chan error)
+	go func() { closed <- d.Close() }()
+	close(release)
+	if err := <-closed; err != nil {
+		t.Fatalf("Close with a write in flight: %v", err)
+	}
+	if d.flying != nil || len(d.result) != 0 {
+		t.Fatal("Close returned with the write in flight unaccounted for")
+	}
+	if err := d.Sync(); err == nil {
+		t.Fatal("Sync after Close succeeded")
+	}
+}
+
+// TestDirectFileWriteAfterSync syncs at block boundaries and off them, then
+// writes on: the file stays in order, whether O_DIRECT is kept (aligned
+// Sync) or cleared (a partial block), and a second Sync changes nothing.
+func TestDirectFileWriteAfterSync(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 2))
+	for _, cuts := range [][]int{
+		{directAlign, directBuffer, 2 * directBuffer},
+		{directBuffer + 5, directBuffer + 5, 3*directBuffer + 1},
+		{0, directBuffer - 1, directBuffer + directAlign},
+	} {
+		d := directTestFile(t)
+		want := make([]byte, cuts[len(cuts)-1]+directBuffer/2+17)
+		for i := range want {
+			want[i] = byte(rng.Uint32())
+		}
+		at := 0
+		for _, c := range append(cuts, len(want)) {
+			if _, err := d.Write(want[at:c]); err != nil {
+				t.Fatalf("cuts %v: Write: %v", cuts, err)
+			}
+			at = c
+			for range 2 {
+				if err := d.Sync(); err != nil {
+					t.Fatalf("cuts %v: Sync at %d: %v", cuts, c, err)
+				}
+			}
+			if got, err := os.ReadFile(d.Name()); err != nil || !bytes.Equal(got, want[:c]) {
+				t.Fatalf("cuts %v: after Sync at %d the file holds %d bytes (%v) that differ from those written", cuts, c, len(got), err)
+			}
+			if c%directAlign == 0 && d.direct != isDirect(t, d.File) {
+				t.Fatalf("cuts %v: direct %v disagrees with the descriptor", cuts, d.direct)
+			}
+		}
+	}
+}

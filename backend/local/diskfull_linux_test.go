@@ -90,3 +90,51 @@ func TestRealDiskFull(t *testing.T) {
 		t.Errorf("Save after freeing space: %v", err)
 	}
 }
+
+// TestRealDiskFullTemp streams a 1 MiB temp file (a pack) into a 256 KiB
+// tmpfs through CreateTemp and SaveTemp: whether the kernel's ENOSPC comes
+// back from a Write (a buffer written in the background) or from SaveTemp,
+// it is ErrNoSpace, nothing is stored and no temp file is left.
+func TestRealDiskFullTemp(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipping real full-disk test: mounting a tmpfs needs root")
+	}
+	mnt := t.TempDir()
+	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=256k,mode=0700"); err != nil {
+		t.Skipf("skipping real full-disk test: mount -t tmpfs -o size=256k refused: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(mnt, 0); err != nil {
+			t.Errorf("unmount %s: %v", mnt, err)
+		}
+	})
+	b, err := Create(filepath.Join(mnt, "repo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := b.CreateTemp()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, direct := f.(tempFile).file.(*directFile)
+	t.Logf("direct I/O: %v", direct)
+	h, data := packOf(1 << 20)
+	for p := data; len(p) > 0 && err == nil; p = p[min(len(p), 64<<10):] {
+		_, err = f.Write(p[:min(len(p), 64<<10)])
+	}
+	if err != nil {
+		b.DiscardTemp(f)
+	} else {
+		err = b.SaveTemp(t.Context(), h, f)
+	}
+	if !errors.Is(err, backend.ErrNoSpace) {
+		t.Fatalf("a 1 MiB temp file on a 256 KiB disk: %v, want ErrNoSpace", err)
+	}
+	t.Logf("full-disk error: %v", err)
+	if _, err := b.Stat(t.Context(), h); !errors.Is(err, backend.ErrNotFound) {
+		t.Errorf("Stat of the failed save: %v, want ErrNotFound", err)
+	}
+	if left := tmpEntries(t, b); len(left) != 0 {
+		t.Errorf("temp files left on the full disk: %v", left)
+	}
+}
