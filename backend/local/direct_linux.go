@@ -11,7 +11,7 @@ import (
 )
 
 // Temp files are written with direct I/O (O_DIRECT) where the filesystem
-// takes it: their bytes go from one reused, aligned buffer to the disk
+// takes it: their bytes go from reused, aligned buffers to the disk
 // instead of being copied into newly allocated page-cache pages.
 //
 // A repository's packs are written once and read rarely, so caching them
