@@ -3,6 +3,7 @@ package local
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -72,13 +73,7 @@ func TestDirectFileWrites(t *testing.T) {
 		if err := d.Sync(); err != nil {
 			t.Fatalf("total %d: Sync: %v", total, err)
 		}
-		got, err := os.ReadFile(d.Name())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Fatalf("total %d: the file holds %d bytes that differ from the %d written", total, len(got), len(want))
-		}
+		fileHolds(t, d.Name(), want, fmt.Sprintf("total %d:", total))
 		if err := d.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -113,13 +108,7 @@ func TestDirectFileRefusedWrite(t *testing.T) {
 	if err := d.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	got, err := os.ReadFile(d.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("after the fallback the file holds %d bytes that differ from the %d written", len(got), len(want))
-	}
+	fileHolds(t, d.Name(), want, "after the fallback:")
 }
 
 // TestSaveTempDirect stores a pack-sized temp file through the backend and
@@ -179,13 +168,7 @@ func TestDirectFileWriterInterfaces(t *testing.T) {
 	if err := f.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	got, err := os.ReadFile(f.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("the file holds %d bytes that differ from the %d written", len(got), len(want))
-	}
+	fileHolds(t, f.Name(), want, "")
 }
 
 // TestDirectFileRefusedAfterShortWrite has the kernel take the first 64
@@ -215,13 +198,7 @@ func TestDirectFileRefusedAfterShortWrite(t *testing.T) {
 	if !refused || d.direct || isDirect(t, d.File) {
 		t.Fatalf("refused %v, direct %v: the refusal did not clear O_DIRECT", refused, d.direct)
 	}
-	got, err := os.ReadFile(d.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("the file holds %d bytes that differ from the %d written", len(got), len(want))
-	}
+	fileHolds(t, d.Name(), want, "")
 }
 
 // TestDirectFileBackgroundError fails the write of a full buffer made in
@@ -322,5 +299,18 @@ func TestDirectFileWriteAfterSync(t *testing.T) {
 				t.Fatalf("cuts %v: direct %v disagrees with the descriptor", cuts, d.direct)
 			}
 		}
+	}
+}
+
+// fileHolds fails the test unless the file at path holds exactly want;
+// what prefixes the message.
+func fileHolds(t *testing.T, path string, want []byte, what string) {
+	t.Helper()
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s the file holds %d bytes that differ from the %d written", what, len(got), len(want))
 	}
 }

@@ -12,8 +12,10 @@ import (
 	"lifeboat/backend"
 )
 
-// TestRealDiskFull fills a 256 KiB tmpfs until the kernel says ENOSPC.
-func TestRealDiskFull(t *testing.T) {
+// smallTmpfs mounts a 256 KiB tmpfs for the test, or skips it when this
+// process may not mount one.
+func smallTmpfs(t *testing.T) string {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("skipping real full-disk test: mounting a tmpfs needs root")
 	}
@@ -26,6 +28,12 @@ func TestRealDiskFull(t *testing.T) {
 			t.Errorf("unmount %s: %v", mnt, err)
 		}
 	})
+	return mnt
+}
+
+// TestRealDiskFull fills a 256 KiB tmpfs until the kernel says ENOSPC.
+func TestRealDiskFull(t *testing.T) {
+	mnt := smallTmpfs(t)
 	b, err := Create(filepath.Join(mnt, "repo"))
 	if err != nil {
 		t.Fatal(err)
@@ -96,18 +104,7 @@ func TestRealDiskFull(t *testing.T) {
 // back from a Write (a buffer written in the background) or from SaveTemp,
 // it is ErrNoSpace, nothing is stored and no temp file is left.
 func TestRealDiskFullTemp(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("skipping real full-disk test: mounting a tmpfs needs root")
-	}
-	mnt := t.TempDir()
-	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=256k,mode=0700"); err != nil {
-		t.Skipf("skipping real full-disk test: mount -t tmpfs -o size=256k refused: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(mnt, 0); err != nil {
-			t.Errorf("unmount %s: %v", mnt, err)
-		}
-	})
+	mnt := smallTmpfs(t)
 	b, err := Create(filepath.Join(mnt, "repo"))
 	if err != nil {
 		t.Fatal(err)
