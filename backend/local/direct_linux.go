@@ -36,14 +36,17 @@ const (
 // directBufs recycles aligned buffers: reused memory is already mapped.
 var directBufs = sync.Pool{New: func() any {
 	b := make([]byte, directBuffer+directAlign)
-	off := int(directAlign-uintptr(unsafe.Pointer(&b[0]))%directAlign) % directAlign
+	off := int(directAlign-addr(b)%directAlign) % directAlign
 	b = b[off : off : off+directBuffer]
 	return &b
 }}
 
+// addr is the address of b's first byte, for alignment checks.
+func addr(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
+
 // putDirectBuf recycles a buffer that came from directBufs.
 func putDirectBuf(b *[]byte) {
-	if cap(*b) == directBuffer && uintptr(unsafe.Pointer(unsafe.SliceData(*b)))%directAlign == 0 {
+	if cap(*b) == directBuffer && addr(*b)%directAlign == 0 {
 		*b = (*b)[:0]
 		directBufs.Put(b)
 	}

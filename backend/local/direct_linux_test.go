@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -90,7 +89,7 @@ func TestDirectFileRefusedWrite(t *testing.T) {
 	d := directTestFile(t)
 	raw := make([]byte, directBuffer+directAlign+1)
 	misaligned := raw[1:1:directBuffer] // 4 KiB aligned plus one byte: never aligned
-	if uintptrOf(misaligned)%directAlign == 0 {
+	if addr(misaligned)%directAlign == 0 {
 		misaligned = raw[2:2:directBuffer]
 	}
 	putDirectBuf(d.buf)
@@ -142,8 +141,6 @@ func TestSaveTempDirect(t *testing.T) {
 		t.Fatalf("stored pack differs from what was written (%d bytes, want %d)", len(got), len(data))
 	}
 }
-
-func uintptrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
 
 // TestDirectFileWriterInterfaces writes through io.WriteString and
 // io.Copy, which use a writer's WriteString or ReadFrom when it has them:
