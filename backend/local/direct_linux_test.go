@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-
 	"golang.org/x/sys/unix"
 )
 
