@@ -35,19 +35,13 @@ func WriteProfileWorkspace(ctx context.Context, dir string, seed uint64, s Scale
 // it with the profiles into target, validated in staging: the library path
 // that `lifeboat capture` and `lifeboat restore --profiles` take.
 func ProfileRoundTrip(ctx context.Context, r *repo.Repository, src, target string) (*snapshot.Manifest, []profile.Problem, error) {
-	profs, err := profile.Select(src, nil, true)
+	abs, err := filepath.Abs(src)
 	if err != nil {
 		return nil, nil, err
 	}
-	probs, err := profile.PrepareAll(ctx, profs)
-	if err != nil {
-		return nil, probs, err
-	}
-	var specs []snapshot.SensitiveSpec
-	for _, p := range profs {
-		specs = append(specs, snapshot.SensitiveSpec{Path: p.Rel, Kind: string(p.Kind), Filter: p.CaptureFilter()})
-	}
-	m, err := snapshot.Capture(ctx, r, src, snapshot.CaptureOptions{Workspace: "bench-profile", Sensitive: specs})
+	finder := &profile.Finder{Root: abs}
+	m, err := snapshot.Capture(ctx, r, src, snapshot.CaptureOptions{Workspace: "bench-profile", Discover: finder})
+	probs := finder.Problems
 	if err != nil {
 		return nil, probs, err
 	}

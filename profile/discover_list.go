@@ -154,3 +154,27 @@ func retry(fn func() error) error {
 		}
 	}
 }
+
+// DetectNames is detect for a directory another walk has listed: names
+// are all its entries (complete), dirfd the directory open. A marker is
+// matched by name and then stat'ed as detect does; every name counts as a
+// possible profile folder, so a directory with a regular Local State costs
+// at most one stat per entry to find the folder with Preferences. It only
+// looks (fstatat on dirfd) and is safe for concurrent use.
+func DetectNames(dirfd int, names []string) (Kind, bool) {
+	l := listing{complete: true}
+	for _, name := range names {
+		for i, m := range markerNames {
+			if name == m {
+				l.markers |= 1 << i
+			}
+		}
+	}
+	if l.markers == 0 {
+		return "", false // nothing to stat
+	}
+	if l.markers&(1<<localState) != 0 {
+		l.subdirs = names
+	}
+	return detect(dirfd, &l)
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"lifeboat/blob"
 	"lifeboat/crypt"
@@ -28,17 +29,6 @@ type RepoCapturer struct {
 
 // Capture saves req.Dir as a snapshot of the workspace and verifies it.
 func (c *RepoCapturer) Capture(ctx context.Context, req CaptureRequest) (Result, error) {
-	profs, err := profile.Select(req.Dir, nil, !c.NoProfileDiscovery)
-	if err != nil {
-		return Result{}, err
-	}
-	if len(profs) > 0 && !hasTier(c.Repo, blob.Sensitive) {
-		return Result{}, fmt.Errorf("workspace %s holds %d browser profile(s) (first: %s), captured only into the sensitive tier: %w",
-			req.Workspace.ID, len(profs), profs[0].Rel, crypt.ErrTierLocked)
-	}
-	if _, err := profile.PrepareAll(ctx, profs); err != nil {
-		return Result{}, err
-	}
 	parent, err := snapshot.Find(ctx, c.Repo, "latest", req.Workspace.ID)
 	if err != nil && !errors.Is(err, snapshot.ErrNoSnapshot) {
 		return Result{}, err
@@ -47,8 +37,18 @@ func (c *RepoCapturer) Capture(ctx context.Context, req CaptureRequest) (Result,
 	o := snapshot.CaptureOptions{Workspace: req.Workspace.ID, Host: host, Instance: string(req.Workspace.Instance),
 		Tags: []string{"reason:" + string(req.Reason)}, Excludes: c.Excludes, Readers: c.Readers, Parent: parent,
 		Progress: c.Progress}
-	for _, p := range profs {
-		o.Sensitive = append(o.Sensitive, snapshot.SensitiveSpec{Path: p.Rel, Kind: string(p.Kind), Filter: p.CaptureFilter()})
+	if !c.NoProfileDiscovery { // found by the capture's walk
+		abs, err := filepath.Abs(req.Dir)
+		if err != nil {
+			return Result{}, err
+		}
+		o.Discover = &profile.Finder{Root: abs, Check: func(p profile.Profile) error {
+			if !hasTier(c.Repo, blob.Sensitive) {
+				return fmt.Errorf("workspace %s holds a browser profile (%s), captured only into the sensitive tier: %w",
+					req.Workspace.ID, p.Rel, crypt.ErrTierLocked)
+			}
+			return nil
+		}}
 	}
 	if !c.NoCache {
 		o.Cache = c.Repo.Index()

@@ -54,6 +54,12 @@ type CaptureOptions struct {
 	// tier as the snapshot's sensitive part, and left out of its
 	// workspace tree (capture_sensitive.go). Needs a key with that tier.
 	Sensitive []SensitiveSpec
+	// Discover, when set, finds more such subtrees during the walk: it is
+	// asked about every directory below the root as it is listed, and a
+	// directory it detects is left out of the workspace tree, prepared on
+	// the walker's goroutine and captured into the sensitive tier after
+	// the walk (capture_sensitive.go).
+	Discover Discoverer
 
 	hooks *captureHooks // tests only
 	part  *capturePart  // set by captureSensitive: tree-only captures and the manifest's reference
@@ -142,7 +148,7 @@ func Capture(ctx context.Context, r *repo.Repository, root string, o CaptureOpti
 	if o.Workspace == "" {
 		return nil, errors.New("capture: no workspace id given")
 	}
-	if len(o.Sensitive) > 0 {
+	if o.part == nil && (len(o.Sensitive) > 0 || o.Discover != nil) {
 		return captureSensitive(ctx, r, root, o)
 	}
 	excl, err := newCapExcludes(o.Excludes)
@@ -231,6 +237,7 @@ type capturer struct {
 	stack    []*capDir             // the directories being walked, root first
 	onStack  map[capInode]bool     // their device and inode numbers
 	heldFrom int                   // stack[heldFrom:] hold an open descriptor
+	found    []SensitiveSpec       // subtrees Discover detected, prepared
 
 	wsKey    string  // file cache: workspace key
 	rootKey  blob.ID // file cache: the root directory's key
@@ -356,6 +363,11 @@ func (c *capturer) run() (*Manifest, error) {
 		return nil, errors.New("capture: internal error: the root directory was not finished")
 	}
 	c.dirs.Add(1)
+	if p := c.o.part; p != nil && p.tree == nil {
+		if err := c.captureTrees(p); err != nil {
+			return nil, err
+		}
+	}
 	if err := c.r.Flush(c.ctx); err != nil {
 		return nil, fmt.Errorf("capture: flushing the repository: %w", err)
 	}

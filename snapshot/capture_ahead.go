@@ -54,6 +54,9 @@ type capListing struct {
 	later bool          // too large to list ahead: the walker lists it
 	ahead *capAheadPart // first's subdirectories queued so far, or nil
 	held  int           // entries counted in capAheadQueue.entries until the walker takes it
+	// sensitive is the kind Discover detected the directory as; then
+	// names and first are empty: it is captured into the sensitive tier.
+	sensitive string
 }
 
 // capPrep is a part's entries stat'ed and, with a file cache, their file
@@ -115,7 +118,7 @@ func (a *capAhead) open(c *capturer, limit int) {
 	}
 	a.xattrs, a.xattrEr = capXattrsFd(cfd)
 	a.list = c.list(d, limit)
-	if !a.list.later && a.list.err == nil {
+	if !a.list.later && a.list.err == nil && a.list.sensitive == "" {
 		a.list.ahead = &capAheadPart{}
 		c.queueAhead(a.list.ahead, d, a.list.names[:len(a.list.first.sts)], a.list.first.sts)
 	}
@@ -194,6 +197,11 @@ func (c *capturer) list(d *capDir, limit int) capListing {
 			return capListing{later: true}
 		}
 		held = len(names)
+	}
+	if c.o.Discover != nil && d.parent != nil { // all names, excluded ones too
+		if kind, ok := c.o.Discover.Detect(d.h.fd, names); ok {
+			return capListing{sensitive: kind, held: held}
+		}
 	}
 	names = c.excl.filter(d, names)
 	names = c.filter(d, names)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"lifeboat/blob"
 	"lifeboat/repo"
@@ -29,16 +30,31 @@ type SensitiveSpec struct {
 	Filter func(rel string) bool
 }
 
+// Discoverer finds sensitive subtrees (browser profiles) during a
+// capture's walk (CaptureOptions.Discover); profile.Finder is one.
+type Discoverer interface {
+	// Detect reports whether the directory open as dirfd, whose entries
+	// are names (all of them, excluded ones too), is a sensitive subtree,
+	// and of which kind. It is asked about every directory below the
+	// capture root, from several goroutines at once, and must only look.
+	Detect(dirfd int, names []string) (kind string, ok bool)
+	// Prepare readies a subtree Detect found, by its slash path from the
+	// capture root, and returns its SensitiveSpec.Filter. It is called on
+	// the walker's goroutine, in walk order; an error ends the capture.
+	Prepare(ctx context.Context, path, kind string) (filter func(rel string) bool, err error)
+}
+
 // ErrSensitivePath: a SensitiveSpec path is not a real directory inside the
 // capture root.
 var ErrSensitivePath = errors.New("sensitive tree path is not a directory inside the capture root")
 
 // capturePart links a tree-only capture, or the workspace capture that
-// follows them, to the sensitive part (see Capture: o.part).
+// holds the sensitive trees, to the sensitive part (see Capture: o.part).
 type capturePart struct {
-	tree     *SensitiveTree // a tree-only capture fills it and saves no manifest
-	ref      *blob.ID       // the workspace manifest's reference to the part
-	complete bool           // every sensitive tree was captured without errors
+	tree     *SensitiveTree  // a tree-only capture fills it and saves no manifest
+	specs    []SensitiveSpec // the workspace capture's given subtrees, checked
+	ref      *blob.ID        // the workspace manifest's reference to the part
+	complete bool            // every sensitive tree was captured without errors
 }
 
 // apply hands a finished capture to the part. It reports true for a
@@ -53,18 +69,16 @@ func (p *capturePart) apply(m *Manifest) bool {
 	return false
 }
 
-// captureSensitive captures each o.Sensitive subtree into the sensitive
-// tier, saves the sensitive part that lists them, and then captures the
-// rest of root into the workspace tier with a manifest that references
-// the part by its id only.
+// captureSensitive captures root into the workspace tier, leaving out each
+// o.Sensitive subtree and each one o.Discover finds during the walk. After
+// the walk (captureTrees) it captures those subtrees into the sensitive
+// tier and saves the sensitive part that lists them; the workspace
+// manifest references the part by its id only.
 //
 // Order keeps the promotion rule: the trees and the part blob are saved
-// before the workspace capture starts, and its Flush, which makes every
-// tier's packs durable and indexed, precedes the manifest.
+// before the workspace capture's Flush, which makes every tier's packs
+// durable and indexed and precedes the manifest.
 func captureSensitive(ctx context.Context, r *repo.Repository, root string, o CaptureOptions) (*Manifest, error) {
-	if _, err := r.TierKeys(blob.Sensitive); err != nil {
-		return nil, fmt.Errorf("capture: %d browser profile(s) go into the sensitive tier: %w", len(o.Sensitive), err)
-	}
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, fmt.Errorf("capture %s: %w", root, err)
@@ -73,41 +87,80 @@ func captureSensitive(ctx context.Context, r *repo.Repository, root string, o Ca
 	if err != nil {
 		return nil, err
 	}
-	part := SensitivePart{Version: SensitivePartVersion, Salt: make([]byte, 16)}
-	_, _ = rand.Read(part.Salt) // crypto/rand.Read does not fail on Linux
-	if o.Progress == nil {
-		o.Progress = NoProgress{}
-	}
-	complete := true
-	for _, s := range specs {
-		t := &SensitiveTree{Path: s.Path, Kind: s.Kind}
-		so := o
-		so.Sensitive, so.Tier, so.Filter, so.Cache, so.Excludes, so.Parent = nil, blob.Sensitive, s.Filter, nil, nil, nil
-		so.Progress = prefixProgress{o.Progress, s.Path}
-		so.part = &capturePart{tree: t}
-		if _, err := Capture(ctx, r, filepath.Join(abs, filepath.FromSlash(s.Path)), so); err != nil {
-			return nil, fmt.Errorf("capture of sensitive tree %s: %w", s.Path, err)
+	if len(specs) > 0 { // refused before anything is read
+		if _, err := r.TierKeys(blob.Sensitive); err != nil {
+			return nil, fmt.Errorf("capture: %d browser profile(s) go into the sensitive tier: %w", len(specs), err)
 		}
-		complete = complete && t.Complete
-		part.Trees = append(part.Trees, *t)
 	}
-	b, err := json.Marshal(&part)
-	if err != nil {
-		return nil, err
-	}
-	id, _, err := r.SaveBlob(ctx, blob.Sensitive, blob.Tree, b)
-	if err != nil {
-		return nil, fmt.Errorf("capture: saving the sensitive part: %w", err)
-	}
-	// No flush here: the workspace capture below flushes every tier
-	// before it saves the manifest, the one object that refers to this.
 	wo := o
 	wo.Sensitive = nil
 	for _, s := range specs {
 		wo.omit = append(wo.omit, s.Path)
 	}
-	wo.part = &capturePart{ref: &id, complete: complete}
+	wo.part = &capturePart{specs: specs, complete: true}
 	return Capture(ctx, r, root, wo)
+}
+
+// discovered takes directory name of d, which Discover detected as a
+// sensitive subtree of kind: a given subtree inside it is refused, and
+// Prepare readies it for captureTrees.
+func (c *capturer) discovered(d *capDir, name, kind string) error {
+	rel := string(d.relPath(name))
+	if !utf8.ValidString(rel) {
+		c.record(d.errPath(name), fmt.Errorf("a %s found here is left out: its path is not valid UTF-8, which the sensitive part cannot record; rename the directory", kind))
+		return nil
+	}
+	for _, s := range c.o.part.specs {
+		if strings.HasPrefix(s.Path, rel+"/") {
+			return fmt.Errorf("%w: %s lies inside %s, a %s found in the walk; give one of them", ErrSensitivePath, s.Path, rel, kind)
+		}
+	}
+	filter, err := c.o.Discover.Prepare(c.ctx, rel, kind)
+	if err != nil {
+		return err
+	}
+	c.found = append(c.found, SensitiveSpec{Path: rel, Kind: kind, Filter: filter})
+	return nil
+}
+
+// captureTrees captures the given and the discovered subtrees of the
+// workspace capture into the sensitive tier, once its walk is done, and
+// saves the sensitive part that lists them in p. With none, the manifest
+// gets no part.
+func (c *capturer) captureTrees(p *capturePart) error {
+	specs, err := checkSensitiveSpecs(c.rootPath, append(slices.Clip(p.specs), c.found...))
+	if err != nil || len(specs) == 0 {
+		return err
+	}
+	if _, err := c.r.TierKeys(blob.Sensitive); err != nil {
+		return fmt.Errorf("capture: %d browser profile(s) go into the sensitive tier: %w", len(specs), err)
+	}
+	part := SensitivePart{Version: SensitivePartVersion, Salt: make([]byte, 16)}
+	_, _ = rand.Read(part.Salt) // crypto/rand.Read does not fail on Linux
+	for _, s := range specs {
+		t := &SensitiveTree{Path: s.Path, Kind: s.Kind}
+		so := c.o
+		so.Sensitive, so.Discover, so.Tier, so.Filter, so.Cache, so.Excludes, so.Parent, so.omit = nil, nil, blob.Sensitive, s.Filter, nil, nil, nil, nil
+		so.Progress = prefixProgress{c.o.Progress, s.Path}
+		so.part = &capturePart{tree: t}
+		if _, err := Capture(c.ctx, c.r, filepath.Join(c.rootPath, filepath.FromSlash(s.Path)), so); err != nil {
+			return fmt.Errorf("capture of sensitive tree %s: %w", s.Path, err)
+		}
+		p.complete = p.complete && t.Complete
+		part.Trees = append(part.Trees, *t)
+	}
+	b, err := json.Marshal(&part)
+	if err != nil {
+		return err
+	}
+	id, _, err := c.r.SaveBlob(c.ctx, blob.Sensitive, blob.Tree, b)
+	if err != nil {
+		return fmt.Errorf("capture: saving the sensitive part: %w", err)
+	}
+	// No flush here: the workspace capture flushes every tier before it
+	// saves the manifest, the one object that refers to this.
+	p.ref = &id
+	return nil
 }
 
 // checkSensitiveSpecs cleans the paths and refuses empty, escaping,
@@ -119,6 +172,9 @@ func checkSensitiveSpecs(root string, in []SensitiveSpec) ([]SensitiveSpec, erro
 		comps, err := safeSplitInclude(filepath.ToSlash(s.Path))
 		if err != nil || len(comps) == 0 {
 			return nil, fmt.Errorf("%w: %q (give a directory below %s)", ErrSensitivePath, s.Path, root)
+		}
+		if !utf8.ValidString(s.Path) {
+			return nil, fmt.Errorf("%w: %q is not valid UTF-8, which the sensitive part cannot record; rename the directory", ErrSensitivePath, s.Path)
 		}
 		s.Path = strings.Join(comps, "/")
 		p := root

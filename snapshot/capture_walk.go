@@ -94,13 +94,6 @@ func (d *capDir) errPath(name string) string {
 // walk captures the entries of d, listed in l. It returns only fatal
 // errors.
 func (c *capturer) walk(d *capDir, l capListing) error {
-	if l.later { // read once already: list it again from the start
-		if _, err := unix.Seek(d.h.fd, 0, io.SeekStart); err != nil {
-			l = capListing{err: err}
-		} else {
-			l = c.list(d, 0)
-		}
-	}
 	if l.err != nil {
 		if d.parent == nil {
 			return fmt.Errorf("capture %s: listing: %w", c.rootPath, l.err)
@@ -280,12 +273,24 @@ func (c *capturer) descend(d *capDir, part *capPart, n *Node, name string, a *ca
 		c.omit(d, name, n, errors.New("the same directory as one of its parents (a bind mount?); not descending"))
 		return nil
 	}
+	l := a.list
+	a.list = capListing{}
+	if l.later { // read once already: list it again from the start
+		if _, err := unix.Seek(child.h.fd, 0, io.SeekStart); err != nil {
+			l = capListing{err: err}
+		} else {
+			l = c.list(child, 0)
+		}
+	}
+	if l.sensitive != "" {
+		c.closeOpened(a)
+		n.Type = "" // not in the workspace tree: captured after the walk
+		return c.discovered(d, name, l.sensitive)
+	}
 	child.part, child.node = part, n
 	if n.Xattrs, err = a.xattrs, a.xattrEr; err != nil {
 		c.record(child.errPath(""), err)
 	}
-	l := a.list
-	a.list = capListing{}
 	part.pending.Add(1)
 	c.push(child)
 	err = c.walk(child, l)

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -61,19 +64,14 @@ func newCaptureCommand(g *globalOptions) *cobra.Command {
 			if o.host == "" {
 				o.host, _ = os.Hostname()
 			}
-			// Profile discovery walks the tree while the key is derived and
-			// the repository opened; its result is used only once they are.
-			found := make(chan profileSelection, 1)
-			go func() {
-				profs, err := profile.Select(args[0], o.profiles, !o.noDiscover)
-				found <- profileSelection{profs, err}
-			}()
+			// --profile directories are checked before the key is derived;
+			// the others are found by the capture's own walk.
+			explicit, err := profile.Select(args[0], o.profiles, false)
+			if err != nil {
+				return err
+			}
 			return g.withLockedRepo(cmd.Context(), repo.LockShared, "capture", func(r *repo.Repository, _ *repo.Lock) error {
-				sel := <-found
-				if sel.err != nil {
-					return sel.err
-				}
-				return runCapture(cmd, g, r, args[0], sel.profs, o)
+				return runCapture(cmd, g, r, args[0], explicit, o)
 			})
 		},
 	}
@@ -90,22 +88,25 @@ func newCaptureCommand(g *globalOptions) *cobra.Command {
 	return cmd
 }
 
-// profileSelection is what profile.Select returned.
-type profileSelection struct {
-	profs []profile.Profile
-	err   error
-}
-
-// runCapture captures root, with the browser profiles profs found in it.
-func runCapture(cmd *cobra.Command, g *globalOptions, r *repo.Repository, root string, profs []profile.Profile, o captureOptions) error {
+// runCapture captures root, with the browser profiles given (explicit,
+// resolved) and, unless --no-profile-discovery, those its walk finds.
+func runCapture(cmd *cobra.Command, g *globalOptions, r *repo.Repository, root string, explicit []profile.Profile, o captureOptions) error {
 	ctx := cmd.Context()
-	if err := needSensitive(r, profs); err != nil {
+	if err := needSensitive(r, explicit); err != nil {
 		return err
 	}
-	probs, err := profile.PrepareAll(ctx, profs)
+	probs, err := profile.PrepareAll(ctx, explicit)
 	g.profileProblems(probs)
 	if err != nil {
 		return err
+	}
+	var finder *profile.Finder
+	if !o.noDiscover {
+		abs, err := filepath.Abs(root)
+		if err != nil {
+			return err
+		}
+		finder = &profile.Finder{Root: abs, Check: func(p profile.Profile) error { return needSensitive(r, []profile.Profile{p}) }}
 	}
 	parent, err := snapshot.Find(ctx, r, "latest", o.workspace)
 	switch {
@@ -120,16 +121,27 @@ func runCapture(cmd *cobra.Command, g *globalOptions, r *repo.Repository, root s
 	}
 	start := time.Now()
 	copts := snapshot.CaptureOptions{Workspace: o.workspace, Host: o.host, Instance: o.instance, Tags: o.tags,
-		Excludes: o.excludes, Readers: o.readers, Parent: parent, Progress: prog, Sensitive: sensitiveSpecs(profs)}
+		Excludes: o.excludes, Readers: o.readers, Parent: parent, Progress: prog, Sensitive: sensitiveSpecs(explicit)}
+	if finder != nil {
+		copts.Discover = finder
+	}
 	if !o.noCache {
 		copts.Cache = r.Index()
 	}
 	m, err := snapshot.Capture(ctx, r, root, copts)
 	prog.finish()
+	if finder != nil {
+		g.profileProblems(finder.Problems)
+	}
 	if err != nil {
 		return err
 	}
 	msg := summaryMessage{"summary", m.ID.String(), m.Workspace, m.Complete, m.Totals, len(m.Errors), time.Since(start).Seconds(), []profileRef{}}
+	profs := explicit
+	if finder != nil {
+		profs = append(slices.Clip(profs), finder.Found...)
+		slices.SortFunc(profs, func(a, b profile.Profile) int { return strings.Compare(a.Rel, b.Rel) })
+	}
 	for _, p := range profs {
 		msg.Profiles = append(msg.Profiles, profileRef{p.Rel, string(p.Kind)})
 	}
