@@ -5,16 +5,28 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 )
 
-// profiler writes the CPU and heap profiles asked for with --cpuprofile
-// and --memprofile, so a reader can see which stage bounds a command.
+// profiler writes the CPU and heap profiles and the execution trace asked
+// for with --cpuprofile, --memprofile and --trace, so a reader can see
+// which stage bounds a command and when its cores wait.
 type profiler struct {
-	cpuPath, memPath string
-	cpuFile          *os.File
+	cpuPath, memPath, tracePath string
+	cpuFile, traceFile          *os.File
 }
 
 func (p *profiler) start() error {
+	if p.tracePath != "" {
+		f, err := os.Create(p.tracePath)
+		if err != nil {
+			return usageError{fmt.Sprintf("--trace: %v", err)}
+		}
+		p.traceFile = f
+		if err := trace.Start(f); err != nil {
+			return err
+		}
+	}
 	if p.cpuPath == "" {
 		return nil
 	}
@@ -27,6 +39,12 @@ func (p *profiler) start() error {
 }
 
 func (p *profiler) stop() error {
+	if p.traceFile != nil {
+		trace.Stop()
+		if err := p.traceFile.Close(); err != nil {
+			return err
+		}
+	}
 	if p.cpuFile != nil {
 		pprof.StopCPUProfile()
 		if err := p.cpuFile.Close(); err != nil {
