@@ -159,8 +159,10 @@ func retry(fn func() error) error {
 // are all its entries (complete), dirfd the directory open. A marker is
 // matched by name and then stat'ed as detect does; every name counts as a
 // possible profile folder, so a directory with a regular Local State costs
-// at most one stat per entry to find the folder with Preferences. It only
-// looks (fstatat on dirfd) and is safe for concurrent use.
+// a stat per entry to find the folder with Preferences (and one more for
+// that folder, which must be a directory, not a symlink to one, as list
+// keeps only directories). It only looks (fstatat on dirfd) and is safe
+// for concurrent use.
 func DetectNames(dirfd int, names []string) (Kind, bool) {
 	l := listing{complete: true}
 	for _, name := range names {
@@ -173,8 +175,16 @@ func DetectNames(dirfd int, names []string) (Kind, bool) {
 	if l.markers == 0 {
 		return "", false // nothing to stat
 	}
-	if l.markers&(1<<localState) != 0 {
-		l.subdirs = names
+	if l.markers&(1<<localState) != 0 && regularAt(dirfd, markerNames[localState]) {
+		for _, name := range names {
+			// Preferences first: it fails fast for the many entries that
+			// are files; the folder itself must not be a symlink, which
+			// fstatat follows in "name/Preferences".
+			if regularAt(dirfd, name+"/Preferences") && typeAt(dirfd, name) == unix.DT_DIR {
+				return Chromium, true
+			}
+		}
+		return "", false
 	}
 	return detect(dirfd, &l)
 }

@@ -13,7 +13,10 @@ import (
 // capture's walk gives it: symlinks are never followed, a profile is not
 // searched further, the workspace root is never a profile, and a
 // directory that cannot be listed is reported by the capture and not
-// searched.
+// searched. Unlike Discover, it sees only what the capture walks: a
+// directory the capture's excludes leave out, or one below it, is never
+// a profile, and one that may be searched but not listed is reported by
+// the capture (it cannot open it) instead of recognised by its markers.
 type Finder struct {
 	// Root is the workspace root, absolute.
 	Root string

@@ -177,3 +177,25 @@ func TestFinderFixtures(t *testing.T) {
 		t.Fatalf("a running browser's profile: %v (found %v)", err, f.Found)
 	}
 }
+
+// TestFinderProfileFolderSymlink: a Local State beside a symlink to a
+// directory holding Preferences makes no profile, for the capture's walk
+// as for Discover: the symlink is not followed.
+func TestFinderProfileFolderSymlink(t *testing.T) {
+	r := finderTestRepo(t)
+	ws := t.TempDir()
+	writeTree(t, ws, map[string]string{
+		"realdir/Preferences":     "{}",
+		"link/Local State":        "{}",
+		"link/Default":            "->../realdir",
+		"link/notes.txt":          "workspace file",
+		"chrome/Local State":      "{}",
+		"chrome/Prof/Preferences": "{}",
+	})
+	checkDiscover(t, ws, "chrome chromium")
+	found, trees, _ := finderCapture(t, r, ws)
+	want := []string{"chrome chromium"}
+	if !slices.Equal(found, want) || !slices.Equal(trees, want) {
+		t.Fatalf("the capture's walk found %q (sensitive trees %q), Discover %q", found, trees, want)
+	}
+}
