@@ -124,11 +124,12 @@ func TestFinderMatchesDiscover(t *testing.T) {
 					t.Fatalf("tree %d (%s): a profile at %q is not reported: errors %v", i, root, rel, m.Errors)
 				}
 			}
+			// Found and the part list the profiles sorted by path ("a b"
+			// before "a/b"), Discover in walk order.
+			want = slices.Sorted(slices.Values(want))
 			if !slices.Equal(found, want) {
 				t.Fatalf("tree %d (%s): the capture's walk found %q, Discover %q", i, root, found, want)
 			}
-			// The part lists its trees sorted by path ("a b" before "a/b").
-			want = slices.Sorted(slices.Values(want))
 			if !slices.Equal(trees, want) {
 				t.Fatalf("tree %d (%s): the snapshot's sensitive trees are %q, Discover found %q", i, root, trees, want)
 			}
@@ -158,7 +159,7 @@ func TestFinderFixtures(t *testing.T) {
 		t.Fatalf("found %q, trees %q, want %q", found, trees, want)
 	}
 
-	f := &Finder{Root: ws, Check: func(p Profile) error {
+	f := &Finder{Root: ws, Allow: func(p Profile) error {
 		if p.Kind == Firefox {
 			return ErrNotProfile
 		}
@@ -197,5 +198,41 @@ func TestFinderProfileFolderSymlink(t *testing.T) {
 	want := []string{"chrome chromium"}
 	if !slices.Equal(found, want) || !slices.Equal(trees, want) {
 		t.Fatalf("the capture's walk found %q (sensitive trees %q), Discover %q", found, trees, want)
+	}
+}
+
+// lateBrowser is a Finder whose browser starts after the capture's walk
+// checked the profile, before the profile is read: Prepare makes
+// SingletonLock name this live process first.
+type lateBrowser struct{ *Finder }
+
+func (l lateBrowser) Prepare(ctx context.Context, rel, kind string) (func(string) bool, error) {
+	lock := filepath.Join(l.Root, filepath.FromSlash(rel), "SingletonLock")
+	host, _ := os.Hostname()
+	if err := os.Remove(lock); err != nil {
+		return nil, err
+	}
+	if err := os.Symlink(fmt.Sprintf("%s-%d", host, os.Getpid()), lock); err != nil {
+		return nil, err
+	}
+	return l.Finder.Prepare(ctx, rel, kind)
+}
+
+// TestFinderBrowserStartsDuringCapture: a browser that starts while the
+// rest of the workspace is read is refused when its profile is prepared,
+// right before it is read, and no snapshot is saved.
+func TestFinderBrowserStartsDuringCapture(t *testing.T) {
+	ctx := context.Background()
+	r := finderTestRepo(t)
+	ws := t.TempDir()
+	must(t, NewFixture(4).Write(ctx, filepath.Join(ws, "chrome"), FixtureOptions{}))
+	must(t, os.WriteFile(filepath.Join(ws, "z.txt"), []byte("read after the profile was found"), 0o600))
+	f := &Finder{Root: ws}
+	_, err := snapshot.Capture(ctx, r, ws, snapshot.CaptureOptions{Workspace: "w", Discover: lateBrowser{f}})
+	if !errors.Is(err, ErrBrowserRunning) || len(f.Found) != 0 {
+		t.Fatalf("a browser started during the capture: %v (found %v)", err, f.Found)
+	}
+	if _, err := snapshot.Find(ctx, r, "latest", "w"); !errors.Is(err, snapshot.ErrNoSnapshot) {
+		t.Fatalf("a snapshot was saved: %v", err)
 	}
 }

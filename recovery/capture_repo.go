@@ -42,7 +42,7 @@ func (c *RepoCapturer) Capture(ctx context.Context, req CaptureRequest) (Result,
 		if err != nil {
 			return Result{}, err
 		}
-		o.Discover = &profile.Finder{Root: abs, Check: func(p profile.Profile) error {
+		o.Discover = &profile.Finder{Root: abs, Allow: func(p profile.Profile) error {
 			if !hasTier(c.Repo, blob.Sensitive) {
 				return fmt.Errorf("workspace %s holds a browser profile (%s), captured only into the sensitive tier: %w",
 					req.Workspace.ID, p.Rel, crypt.ErrTierLocked)

@@ -129,8 +129,9 @@ const maxCaptureErrors = 1000
 // the capture goes on and the manifest is saved with Complete=false.
 //
 // Capture returns an error, and saves no manifest, only when root cannot
-// be read, the repository fails, ctx is cancelled, or o.Discover's
-// Prepare refuses a subtree (a running browser, say).
+// be read, the repository fails, ctx is cancelled, or a sensitive
+// subtree is refused (o.Discover's Check or a Prepare: a running browser,
+// say).
 //
 // With o.Cache, a file whose device, inode, size, mtime and ctime match
 // its cache entry, and whose chunks are all still in the repository

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -23,8 +24,11 @@ import (
 type capTestDiscoverer struct {
 	mu       sync.Mutex
 	asked    map[uint64]bool // inodes of the directories Detect was asked about
+	checked  []string        // Check's paths, in call order
 	prepared []string        // Prepare's paths, in call order
-	refuse   string          // Prepare of this path fails with errCapTestRefused
+	refuse   string          // Check of this path fails with errCapTestRefused
+	unready  string          // Prepare of this path fails with errCapTestRefused
+	walked   func() bool     // reports whether the walk is over (at Prepare)
 }
 
 var errCapTestRefused = errors.New("refused by the test's discoverer")
@@ -47,12 +51,26 @@ func (d *capTestDiscoverer) Detect(dirfd int, names []string) (string, bool) {
 	return "marked", err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG
 }
 
+func (d *capTestDiscoverer) Check(_ context.Context, path, kind string) error {
+	if kind != "marked" {
+		panic("kind " + kind)
+	}
+	d.checked = append(d.checked, path) // the walker's goroutine only
+	if path == d.refuse {
+		return fmt.Errorf("%s: %w", path, errCapTestRefused)
+	}
+	return nil
+}
+
 func (d *capTestDiscoverer) Prepare(_ context.Context, path, kind string) (func(string) bool, error) {
 	if kind != "marked" {
 		panic("kind " + kind)
 	}
-	d.prepared = append(d.prepared, path) // the walker's goroutine only
-	if path == d.refuse {
+	if d.walked != nil && !d.walked() {
+		panic("Prepare before the walk is over")
+	}
+	d.prepared = append(d.prepared, path)
+	if path == d.unready {
 		return nil, fmt.Errorf("%s: %w", path, errCapTestRefused)
 	}
 	return func(rel string) bool { return filepath.Base(rel) != "Cache" }, nil
@@ -90,7 +108,8 @@ func capTestDiscoverTree(t *testing.T) string {
 
 // TestCaptureDiscover: the directories Discover detects are left out of
 // the workspace tree and captured into the sensitive tier with the given
-// subtrees, prepared in walk order; the root is never asked about; an
+// subtrees, checked in walk order and prepared after the walk, right
+// before each is captured; the root is never asked about; an
 // exclude pattern hides neither a marker nor a sensitive file; a
 // directory too large to list ahead is detected when the walker lists it.
 func TestCaptureDiscover(t *testing.T) {
@@ -98,17 +117,26 @@ func TestCaptureDiscover(t *testing.T) {
 	ctx := context.Background()
 	r := capTestOpenRepo(t)
 	src := capTestDiscoverTree(t)
-	d := &capTestDiscoverer{}
+	var walked atomic.Bool
+	d := &capTestDiscoverer{walked: walked.Load}
 	o := capTestOptions(nil)
+	o.hooks.walked = func() { walked.Store(true) }
 	o.Discover = d
 	o.Excludes = []string{"MARK", "secret*"}
-	o.Sensitive = []SensitiveSpec{{Path: "e/prof", Kind: "given"}}
+	givenPrepared := false
+	o.Sensitive = []SensitiveSpec{{Path: "e/prof", Kind: "given", Prepare: func(context.Context) (func(string) bool, error) {
+		if !walked.Load() {
+			t.Error("a given subtree was prepared before the walk was over")
+		}
+		givenPrepared = true
+		return nil, nil
+	}}}
 	m := capTestCapture(t, r, src, o)
 	if !m.Complete || m.Sensitive == nil {
 		t.Fatalf("complete %v, sensitive part %v, errors %v", m.Complete, m.Sensitive, m.Errors)
 	}
-	if want := []string{"a", "b/c", "big", "x"}; !slices.Equal(d.prepared, want) {
-		t.Fatalf("prepared %q, want %q in walk order", d.prepared, want)
+	if want := []string{"a", "b/c", "big", "x"}; !slices.Equal(d.checked, want) || !slices.Equal(d.prepared, want) || !givenPrepared {
+		t.Fatalf("checked %q in walk order, prepared %q after it (and the given one: %v), want %q", d.checked, d.prepared, givenPrepared, want)
 	}
 	var st unix.Stat_t
 	if err := unix.Stat(src, &st); err != nil {
@@ -195,11 +223,12 @@ func capTestNoSnapshots(t *testing.T, r *repo.Repository) {
 }
 
 // TestCaptureDiscoverRefused: a capture ends, with no manifest, when
-// Prepare refuses a directory (a running browser), when a given subtree
+// Check (during the walk) or Prepare (after it) refuses a directory (a
+// running browser), when a given subtree
 // lies inside a detected one, and when the key lacks the sensitive tier.
 func TestCaptureDiscoverRefused(t *testing.T) {
 	ctx := context.Background()
-	t.Run("prepare", func(t *testing.T) {
+	t.Run("check", func(t *testing.T) {
 		r := capTestOpenRepo(t)
 		d := &capTestDiscoverer{refuse: "b/c"}
 		o := capTestOptions(nil)
@@ -208,8 +237,22 @@ func TestCaptureDiscoverRefused(t *testing.T) {
 		if !errors.Is(err, errCapTestRefused) || !strings.Contains(err.Error(), "b/c") {
 			t.Fatalf("Capture: %v", err)
 		}
-		if want := []string{"a", "b/c"}; !slices.Equal(d.prepared, want) {
-			t.Errorf("prepared %q, want %q: the walk goes no further", d.prepared, want)
+		if want := []string{"a", "b/c"}; !slices.Equal(d.checked, want) || len(d.prepared) != 0 {
+			t.Errorf("checked %q, want %q: the walk goes no further; prepared %q", d.checked, want, d.prepared)
+		}
+		capTestNoSnapshots(t, r)
+	})
+	t.Run("prepare", func(t *testing.T) {
+		r := capTestOpenRepo(t)
+		d := &capTestDiscoverer{unready: "big"}
+		o := capTestOptions(nil)
+		o.Discover = d
+		_, err := Capture(ctx, r, capTestDiscoverTree(t), o)
+		if !errors.Is(err, errCapTestRefused) || !strings.Contains(err.Error(), "big") {
+			t.Fatalf("Capture: %v", err)
+		}
+		if want := []string{"a", "b/c", "big"}; !slices.Equal(d.prepared, want) {
+			t.Errorf("prepared %q, want %q", d.prepared, want)
 		}
 		capTestNoSnapshots(t, r)
 	})

@@ -28,6 +28,11 @@ type SensitiveSpec struct {
 	// Filter, when set, decides which entries of the subtree are kept, by
 	// their slash path relative to Path (CaptureOptions.Filter).
 	Filter func(rel string) bool
+	// Prepare, when set, is called right before the subtree is captured
+	// (after the workspace walk) and returns the Filter to use; an error
+	// ends the capture. A browser profile's databases are checkpointed
+	// there, so nothing the browser could do in between is missed.
+	Prepare func(ctx context.Context) (filter func(rel string) bool, err error)
 }
 
 // Discoverer finds sensitive subtrees (browser profiles) during a
@@ -38,9 +43,13 @@ type Discoverer interface {
 	// and of which kind. It is asked about every directory below the
 	// capture root, from several goroutines at once, and must only look.
 	Detect(dirfd int, names []string) (kind string, ok bool)
-	// Prepare readies a subtree Detect found, by its slash path from the
-	// capture root, and returns its SensitiveSpec.Filter. It is called on
-	// the walker's goroutine, in walk order; an error ends the capture.
+	// Check is called for each subtree Detect found, by its slash path
+	// from the capture root, on the walker's goroutine in walk order; an
+	// error ends the capture there (a running browser is refused before
+	// the rest of the workspace is read).
+	Check(ctx context.Context, path, kind string) error
+	// Prepare readies a found subtree right before it is captured, after
+	// the walk (SensitiveSpec.Prepare), and returns its filter.
 	Prepare(ctx context.Context, path, kind string) (filter func(rel string) bool, err error)
 }
 
@@ -102,8 +111,8 @@ func captureSensitive(ctx context.Context, r *repo.Repository, root string, o Ca
 }
 
 // discovered takes directory name of d, which Discover detected as a
-// sensitive subtree of kind: a given subtree inside it is refused, and
-// Prepare readies it for captureTrees.
+// sensitive subtree of kind, for captureTrees: a given subtree inside it
+// is refused, and so is whatever Check refuses.
 func (c *capturer) discovered(d *capDir, name, kind string) error {
 	rel := string(d.relPath(name))
 	if !utf8.ValidString(rel) {
@@ -115,11 +124,13 @@ func (c *capturer) discovered(d *capDir, name, kind string) error {
 			return fmt.Errorf("%w: %s lies inside %s, a %s found in the walk; give one of them", ErrSensitivePath, s.Path, rel, kind)
 		}
 	}
-	filter, err := c.o.Discover.Prepare(c.ctx, rel, kind)
-	if err != nil {
+	disc := c.o.Discover
+	if err := disc.Check(c.ctx, rel, kind); err != nil {
 		return err
 	}
-	c.found = append(c.found, SensitiveSpec{Path: rel, Kind: kind, Filter: filter})
+	c.found = append(c.found, SensitiveSpec{Path: rel, Kind: kind, Prepare: func(ctx context.Context) (func(string) bool, error) {
+		return disc.Prepare(ctx, rel, kind)
+	}})
 	return nil
 }
 
@@ -138,6 +149,11 @@ func (c *capturer) captureTrees(p *capturePart) error {
 	part := SensitivePart{Version: SensitivePartVersion, Salt: make([]byte, 16)}
 	_, _ = rand.Read(part.Salt) // crypto/rand.Read does not fail on Linux
 	for _, s := range specs {
+		if s.Prepare != nil {
+			if s.Filter, err = s.Prepare(c.ctx); err != nil {
+				return err
+			}
+		}
 		t := &SensitiveTree{Path: s.Path, Kind: s.Kind}
 		so := c.o
 		so.Sensitive, so.Discover, so.Tier, so.Filter, so.Cache, so.Excludes, so.Parent, so.omit = nil, nil, blob.Sensitive, s.Filter, nil, nil, nil, nil

@@ -6,8 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -92,21 +90,19 @@ func newCaptureCommand(g *globalOptions) *cobra.Command {
 // resolved) and, unless --no-profile-discovery, those its walk finds.
 func runCapture(cmd *cobra.Command, g *globalOptions, r *repo.Repository, root string, explicit []profile.Profile, o captureOptions) error {
 	ctx := cmd.Context()
-	if err := needSensitive(r, explicit); err != nil {
-		return err
-	}
-	probs, err := profile.PrepareAll(ctx, explicit)
-	g.profileProblems(probs)
+	abs, err := filepath.Abs(root)
 	if err != nil {
 		return err
 	}
-	var finder *profile.Finder
-	if !o.noDiscover {
-		abs, err := filepath.Abs(root)
-		if err != nil {
+	// Every profile, given or found, is checked early (the key's tiers, a
+	// running browser) and prepared right before it is read.
+	finder := &profile.Finder{Root: abs, Allow: func(p profile.Profile) error { return needSensitive(r, []profile.Profile{p}) }}
+	specs := make([]snapshot.SensitiveSpec, len(explicit))
+	for i, p := range explicit {
+		if err := finder.Check(ctx, p.Rel, string(p.Kind)); err != nil {
 			return err
 		}
-		finder = &profile.Finder{Root: abs, Check: func(p profile.Profile) error { return needSensitive(r, []profile.Profile{p}) }}
+		specs[i] = finderSpec(finder, p)
 	}
 	parent, err := snapshot.Find(ctx, r, "latest", o.workspace)
 	switch {
@@ -121,8 +117,8 @@ func runCapture(cmd *cobra.Command, g *globalOptions, r *repo.Repository, root s
 	}
 	start := time.Now()
 	copts := snapshot.CaptureOptions{Workspace: o.workspace, Host: o.host, Instance: o.instance, Tags: o.tags,
-		Excludes: o.excludes, Readers: o.readers, Parent: parent, Progress: prog, Sensitive: sensitiveSpecs(explicit)}
-	if finder != nil {
+		Excludes: o.excludes, Readers: o.readers, Parent: parent, Progress: prog, Sensitive: specs}
+	if !o.noDiscover {
 		copts.Discover = finder
 	}
 	if !o.noCache {
@@ -130,19 +126,12 @@ func runCapture(cmd *cobra.Command, g *globalOptions, r *repo.Repository, root s
 	}
 	m, err := snapshot.Capture(ctx, r, root, copts)
 	prog.finish()
-	if finder != nil {
-		g.profileProblems(finder.Problems)
-	}
+	g.profileProblems(finder.Problems)
 	if err != nil {
 		return err
 	}
 	msg := summaryMessage{"summary", m.ID.String(), m.Workspace, m.Complete, m.Totals, len(m.Errors), time.Since(start).Seconds(), []profileRef{}}
-	profs := explicit
-	if finder != nil {
-		profs = append(slices.Clip(profs), finder.Found...)
-		slices.SortFunc(profs, func(a, b profile.Profile) int { return strings.Compare(a.Rel, b.Rel) })
-	}
-	for _, p := range profs {
+	for _, p := range finder.Found {
 		msg.Profiles = append(msg.Profiles, profileRef{p.Rel, string(p.Kind)})
 	}
 	g.out.emit(msg, func(w io.Writer) {

@@ -38,14 +38,13 @@ func (g *globalOptions) profileProblems(probs []profile.Problem) {
 	}
 }
 
-// sensitiveSpecs turns profiles into the capture's sensitive trees, each
-// filtered by the rule table.
-func sensitiveSpecs(ps []profile.Profile) []snapshot.SensitiveSpec {
-	specs := make([]snapshot.SensitiveSpec, len(ps))
-	for i, p := range ps {
-		specs[i] = snapshot.SensitiveSpec{Path: p.Rel, Kind: string(p.Kind), Filter: p.CaptureFilter()}
-	}
-	return specs
+// finderSpec is the capture's sensitive tree for profile p, given with
+// --profile: prepared by f right before it is read, like the profiles f
+// finds, and filtered by the rule table.
+func finderSpec(f *profile.Finder, p profile.Profile) snapshot.SensitiveSpec {
+	return snapshot.SensitiveSpec{Path: p.Rel, Kind: string(p.Kind), Prepare: func(ctx context.Context) (func(string) bool, error) {
+		return f.Prepare(ctx, p.Rel, string(p.Kind))
+	}}
 }
 
 // needSensitive refuses, before anything is touched, a capture of
