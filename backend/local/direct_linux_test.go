@@ -198,8 +198,9 @@ func TestDirectFileRefusedAfterShortWrite(t *testing.T) {
 }
 
 // TestDirectFileBackgroundError fails the write of a full buffer made in
-// the background: the error comes back from the next Write that fills a
-// buffer, or from Sync, and sticks; Close after it releases everything.
+// the background: the error comes back from a later Write once the writer
+// has met it, or from Sync, and sticks; Close after it releases
+// everything.
 func TestDirectFileBackgroundError(t *testing.T) {
 	for _, at := range []string{"write", "sync"} {
 		d := directTestFile(t)
@@ -211,7 +212,14 @@ func TestDirectFileBackgroundError(t *testing.T) {
 		}
 		var err error
 		if at == "write" {
-			_, err = d.Write(make([]byte, directBuffer))
+			// The writer may not have run yet: Writes fill the queue,
+			// then wait on it, until the writer's failure shows.
+			for i := 0; err == nil; i++ {
+				if i > 1000 {
+					t.Fatal("the failed background write never surfaced from Write")
+				}
+				_, err = d.Write(make([]byte, directBuffer))
+			}
 		} else {
 			err = d.Sync()
 		}
@@ -224,8 +232,8 @@ func TestDirectFileBackgroundError(t *testing.T) {
 		if err := d.Sync(); !errors.Is(err, syscall.ENOSPC) {
 			t.Fatalf("%s: Sync after the failure: %v", at, err)
 		}
-		if err := d.Close(); err != nil || d.flying != nil {
-			t.Fatalf("%s: Close: %v, a write still in flight: %v", at, err, d.flying != nil)
+		if err := d.Close(); err != nil || d.queue != nil {
+			t.Fatalf("%s: Close: %v, the writer still running: %v", at, err, d.queue != nil)
 		}
 	}
 }
@@ -243,8 +251,8 @@ func TestDirectFileCloseInFlight(t *testing.T) {
 	if _, err := d.Write(make([]byte, directBuffer+10)); err != nil {
 		t.Fatal(err)
 	}
-	if d.flying == nil {
-		t.Fatal("no write in flight after a full buffer")
+	if d.queue == nil {
+		t.Fatal("no writer running after a full buffer")
 	}
 	closed := make(chan error)
 	go func() { closed <- d.Close() }()
@@ -252,8 +260,8 @@ func TestDirectFileCloseInFlight(t *testing.T) {
 	if err := <-closed; err != nil {
 		t.Fatalf("Close with a write in flight: %v", err)
 	}
-	if d.flying != nil || len(d.result) != 0 {
-		t.Fatal("Close returned with the write in flight unaccounted for")
+	if d.queue != nil || d.ended != nil {
+		t.Fatal("Close returned with the writer unaccounted for")
 	}
 	if err := d.Sync(); err == nil {
 		t.Fatal("Sync after Close succeeded")
@@ -308,5 +316,46 @@ func fileHolds(t *testing.T, path string, want []byte, what string) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Fatalf("%s the file holds %d bytes that differ from the %d written", what, len(got), len(want))
+	}
+}
+
+// TestDirectFileQueue holds the device on the first full buffer's write:
+// directQueue more full buffers are still taken without waiting (a Write
+// that waited would hang the test), then everything reaches the file in
+// order once the device goes on.
+func TestDirectFileQueue(t *testing.T) {
+	d := directTestFile(t)
+	release, started := make(chan struct{}), make(chan struct{}, 1)
+	d.write = func(b []byte) (int, error) {
+		select {
+		case started <- struct{}{}:
+			<-release // the first write only
+		default:
+		}
+		return d.File.Write(b)
+	}
+	var want []byte
+	for i := range 1 + directQueue {
+		b := bytes.Repeat([]byte{byte('a' + i)}, directBuffer)
+		if i == 1 {
+			<-started // the writer holds the first buffer
+		}
+		if _, err := d.Write(b); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, b...)
+	}
+	tail := []byte("the partial last block")
+	if _, err := d.Write(tail); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, tail...)
+	close(release)
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	fileHolds(t, d.Name(), want, "after the queued writes,")
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
