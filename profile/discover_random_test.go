@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-var discoverSeed = flag.Uint64("discover-seed", 0, "seed of TestDiscoverMatchesOld's random trees (0: from the clock)")
+var discoverSeed = flag.Uint64("discover-seed", 0, "seed of the random trees of TestDiscoverMatchesOld and TestFinderMatchesDiscover (0: from the clock)")
 
 // TestDiscoverMatchesOld builds random trees with markers (regular files,
 // symlinks, directories, FIFOs) at random places, profiles nested in
@@ -19,12 +19,7 @@ var discoverSeed = flag.Uint64("discover-seed", 0, "seed of TestDiscoverMatchesO
 // that Discover finds exactly what the former algorithm finds, from the
 // root and through a symlink to it.
 func TestDiscoverMatchesOld(t *testing.T) {
-	seed := *discoverSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (replay with -discover-seed=%d)", seed, seed)
-	rng := rand.New(rand.NewPCG(seed, seed))
+	rng := discoverRand(t)
 	found := map[Kind]int{}
 	for i := range 100 {
 		ws := t.TempDir()
@@ -45,6 +40,17 @@ func TestDiscoverMatchesOld(t *testing.T) {
 	if found[Chromium] == 0 || found[Firefox] == 0 {
 		t.Fatalf("the random trees held too few profiles of a kind (%v): the comparison is too weak", found)
 	}
+}
+
+// discoverRand returns the random source of a test of random trees,
+// seeded from -discover-seed or the clock, and logs the seed.
+func discoverRand(t *testing.T) *rand.Rand {
+	seed := *discoverSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (replay with -discover-seed=%d)", seed, seed)
+	return rand.New(rand.NewPCG(seed, seed))
 }
 
 // randomNames sort around one another and around the markers.

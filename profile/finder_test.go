@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"lifeboat/backend/local"
@@ -87,12 +85,7 @@ func hasError(m *snapshot.Manifest, rel string) bool {
 // the sensitive trees its snapshot holds, are exactly those Discover
 // finds, from the root and through a symlink to it.
 func TestFinderMatchesDiscover(t *testing.T) {
-	seed := *discoverSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (replay with -discover-seed=%d)", seed, seed)
-	rng := rand.New(rand.NewPCG(seed, seed))
+	rng := discoverRand(t)
 	r := finderTestRepo(t)
 	total, invalid := 0, 0
 	for i := range 40 {
