@@ -175,16 +175,19 @@ func DetectNames(dirfd int, names []string) (Kind, bool) {
 	if l.markers == 0 {
 		return "", false // nothing to stat
 	}
-	if l.markers&(1<<localState) != 0 && regularAt(dirfd, markerNames[localState]) {
-		for _, name := range names {
-			// Preferences first: it fails fast for the many entries that
-			// are files; the folder itself must not be a symlink, which
-			// fstatat follows in "name/Preferences".
-			if regularAt(dirfd, name+"/Preferences") && typeAt(dirfd, name) == unix.DT_DIR {
-				return Chromium, true
-			}
-		}
-		return "", false
+	if l.markers&(1<<localState) != 0 && !regularAt(dirfd, markerNames[localState]) {
+		l.markers &^= 1 << localState // no marker: detect need not stat it again
 	}
-	return detect(dirfd, &l)
+	if l.markers&(1<<localState) == 0 {
+		return detect(dirfd, &l) // the Firefox markers
+	}
+	for _, name := range names {
+		// Preferences first: it fails fast for the many entries that are
+		// files; the folder itself must not be a symlink, which fstatat
+		// follows in "name/Preferences".
+		if regularAt(dirfd, name+"/Preferences") && typeAt(dirfd, name) == unix.DT_DIR {
+			return Chromium, true
+		}
+	}
+	return "", false
 }

@@ -56,9 +56,9 @@ type CaptureOptions struct {
 	Sensitive []SensitiveSpec
 	// Discover, when set, finds more such subtrees during the walk: it is
 	// asked about every directory below the root as it is listed, and a
-	// directory it detects is left out of the workspace tree, prepared on
-	// the walker's goroutine and captured into the sensitive tier after
-	// the walk (capture_sensitive.go).
+	// directory it detects is left out of the workspace tree, checked on
+	// the walker's goroutine, then prepared and captured into the
+	// sensitive tier after the walk (capture_sensitive.go).
 	Discover Discoverer
 
 	hooks *captureHooks // tests only
@@ -239,7 +239,7 @@ type capturer struct {
 	stack    []*capDir             // the directories being walked, root first
 	onStack  map[capInode]bool     // their device and inode numbers
 	heldFrom int                   // stack[heldFrom:] hold an open descriptor
-	found    []SensitiveSpec       // subtrees Discover detected, prepared
+	found    []SensitiveSpec       // subtrees Discover detected and Check let through
 
 	wsKey    string  // file cache: workspace key
 	rootKey  blob.ID // file cache: the root directory's key

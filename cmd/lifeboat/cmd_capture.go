@@ -62,7 +62,7 @@ func newCaptureCommand(g *globalOptions) *cobra.Command {
 			if o.host == "" {
 				o.host, _ = os.Hostname()
 			}
-			// --profile directories are checked before the key is derived;
+			// --profile directories are resolved before the key is derived;
 			// the others are found by the capture's own walk.
 			explicit, err := profile.Select(args[0], o.profiles, false)
 			if err != nil {
