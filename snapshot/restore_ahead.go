@@ -20,13 +20,22 @@ import (
 // trees queued, on a stack, so that they are loaded in about the order the
 // depth-first walk takes them. They are queued before the walk can reach
 // them, so every tree loaded ahead is taken. Loaders stop while
-// rsTreesAhead trees, or trees holding rsNodesAhead entries, are loaded
-// and not yet taken, so what waits for the walk stays bounded however
-// large the snapshot; the queue holds an id per subdirectory of the trees
-// loaded, whose entries the plan keeps anyway. A tree the walk wants that
-// no loader has started is loaded by the walk itself, and a tree listed
-// twice (identical directories share a blob) may be loaded again for its
-// second use, as the walk alone would.
+// rsTreesAhead trees, trees holding rsNodesAhead entries, or rsBytesAhead
+// bytes of tree blobs are loaded and not yet taken, so what waits for the
+// walk stays bounded however large the snapshot (or a forged one: a tree
+// of one entry can carry megabytes of extended attributes); the queue
+// holds an id per subdirectory of the trees loaded, whose entries the plan
+// keeps anyway. The bounds are checked before a load, so each loader
+// running may pass them by one tree. A tree the walk wants that no loader
+// has started is loaded by the walk itself, and a tree listed twice
+// (identical directories share a blob) may be loaded again for its second
+// use, as the walk alone would.
+//
+// Known limit: the stack is last in, first out, so while the walk loads a
+// tree itself, the loaders may fill the bounds with the subtrees of a
+// later sibling; the walk then loads the trees before that sibling itself,
+// as it did before there were loaders, until it reaches it. Never slower
+// than a walk alone, but the look-ahead is lost for that stretch.
 type rsTrees struct {
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -38,6 +47,7 @@ type rsTrees struct {
 	stack   []blob.ID               // queued, the next to load last
 	loaded  int                     // trees loaded and not taken
 	nodes   int                     // their entries
+	bytes   int                     // their blobs' sizes
 	workers int                     // loaders running
 	wg      sync.WaitGroup
 }
@@ -46,15 +56,17 @@ type rsTrees struct {
 type rsTreeLoad struct {
 	done   chan struct{} // closed once t and err are set
 	t      *Tree
+	size   int // the blob's size
 	err    error
 	queued bool // not started yet
 }
 
-// The bounds on what is loaded ahead and not yet taken: trees, and their
-// entries.
+// The bounds on what is loaded ahead and not yet taken: trees, their
+// entries, and the bytes of their blobs.
 var ( // variables for tests
 	rsTreesAhead = 4096
 	rsNodesAhead = 1 << 16
+	rsBytesAhead = 64 << 20
 )
 
 // rsBadTree is a tree blob that loaded but did not decode.
@@ -85,7 +97,7 @@ func (s *rsTrees) load(ctx context.Context, id blob.ID) (*Tree, error) {
 	}
 	s.mu.Unlock()
 	if tl == nil {
-		t, err := rsLoadTree(ctx, s.l, s.tier, id)
+		t, _, err := rsLoadTree(ctx, s.l, s.tier, id)
 		if err == nil {
 			s.mu.Lock()
 			s.queue(t)
@@ -102,6 +114,7 @@ func (s *rsTrees) load(ctx context.Context, id blob.ID) (*Tree, error) {
 		s.mu.Lock()
 		s.loaded--
 		s.nodes -= len(tl.t.Nodes)
+		s.bytes -= tl.size
 		s.start()
 		s.mu.Unlock()
 	}
@@ -130,12 +143,13 @@ func (s *rsTrees) queue(t *Tree) {
 // room reports whether the bounds allow loading another tree. s.mu is
 // held.
 func (s *rsTrees) room() bool {
-	return s.loaded < rsTreesAhead && s.nodes < rsNodesAhead && s.ctx.Err() == nil
+	return s.loaded < rsTreesAhead && s.nodes < rsNodesAhead && s.bytes < rsBytesAhead && s.ctx.Err() == nil
 }
 
-// start starts loaders while there is work and room for it. s.mu is held.
+// start starts loaders while there is work and room for it, no more than
+// there are trees queued. s.mu is held.
 func (s *rsTrees) start() {
-	for s.workers < runtime.GOMAXPROCS(0) && len(s.stack) > 0 && s.room() {
+	for s.workers < min(runtime.GOMAXPROCS(0), len(s.stack)) && s.room() {
 		s.workers++
 		s.wg.Add(1)
 		go s.work()
@@ -156,11 +170,12 @@ func (s *rsTrees) work() {
 		}
 		tl.queued = false
 		s.mu.Unlock()
-		tl.t, tl.err = rsLoadTree(s.ctx, s.l, s.tier, id)
+		tl.t, tl.size, tl.err = rsLoadTree(s.ctx, s.l, s.tier, id)
 		s.mu.Lock()
 		if tl.err == nil {
 			s.loaded++
 			s.nodes += len(tl.t.Nodes)
+			s.bytes += tl.size
 			s.queue(tl.t)
 		}
 		close(tl.done)
@@ -168,16 +183,16 @@ func (s *rsTrees) work() {
 	s.workers--
 }
 
-// rsLoadTree loads and decodes one tree blob; a decoding error is an
-// *rsBadTree.
-func rsLoadTree(ctx context.Context, l BlobLoader, tier blob.Tier, id blob.ID) (*Tree, error) {
+// rsLoadTree loads and decodes one tree blob, and returns the blob's size
+// with it; a decoding error is an *rsBadTree.
+func rsLoadTree(ctx context.Context, l BlobLoader, tier blob.Tier, id blob.ID) (*Tree, int, error) {
 	b, err := l.LoadBlob(ctx, tier, blob.Tree, id, nil)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	t, err := DecodeTree(b)
 	if err != nil {
-		return nil, &rsBadTree{err}
+		return nil, 0, &rsBadTree{err}
 	}
-	return t, nil
+	return t, len(b), nil
 }

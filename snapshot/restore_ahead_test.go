@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -277,4 +278,65 @@ func (h rsHookLoader) LoadBlob(ctx context.Context, t blob.Tier, typ blob.Type, 
 		return nil, err
 	}
 	return h.l.LoadBlob(ctx, t, typ, id, buf)
+}
+
+// TestRestoreTreesAheadBytes: trees of one entry each carrying a large
+// extended attribute (as a forged snapshot could) stop the loaders at the
+// byte bound, not at the tree or entry bounds: once the loaders have
+// stopped, what waits for the walk is at least the bound and at most one
+// tree per loader past it. Taking the trees in order then gives each back
+// and releases every counter.
+func TestRestoreTreesAheadBytes(t *testing.T) {
+	defer func(trees, nodes, bytes int) {
+		rsTreesAhead, rsNodesAhead, rsBytesAhead = trees, nodes, bytes
+	}(rsTreesAhead, rsNodesAhead, rsBytesAhead)
+	rsTreesAhead, rsNodesAhead, rsBytesAhead = 4096, 1<<16, 256<<10
+
+	l := rsFakeLoader{}
+	var rootNodes []Node
+	var ids []blob.ID
+	treeSize := 0
+	for i := range 200 {
+		var id blob.ID
+		id[0], id[1] = 1, byte(i)
+		l[id] = rsMustEncode(t, []Node{{Name: []byte("f"), Type: TypeFile, Mode: 0o644,
+			Xattrs: []Xattr{{Name: "user.big", Value: bytes.Repeat([]byte{byte(i)}, 32<<10)}}}})
+		treeSize = max(treeSize, len(l[id]))
+		ids = append(ids, id)
+		rootNodes = append(rootNodes, Node{Name: fmt.Appendf(nil, "d%03d", i), Type: TypeDir, Mode: 0o755, Subtree: []blob.ID{id}})
+	}
+	root, err := DecodeTree(rsMustEncode(t, rootNodes))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	s := newRsTrees(t.Context(), l, blob.Workspace)
+	defer s.stop()
+	s.mu.Lock()
+	s.queue(root)
+	s.mu.Unlock()
+	s.wg.Wait() // the loaders stop when the bound is reached: nothing takes
+	s.mu.Lock()
+	held, loaded := s.bytes, s.loaded
+	s.mu.Unlock()
+	limit := rsBytesAhead + runtime.GOMAXPROCS(0)*treeSize
+	if held < rsBytesAhead || held > limit || loaded >= len(ids) {
+		t.Fatalf("loaders stopped with %d bytes in %d trees held ahead; want %d..%d bytes and fewer than %d trees",
+			held, loaded, rsBytesAhead, limit, len(ids))
+	}
+	t.Logf("held ahead: %d bytes in %d trees (bound %d bytes, trees of %d bytes)", held, loaded, rsBytesAhead, treeSize)
+
+	for i, id := range ids {
+		tr, err := s.load(t.Context(), id)
+		if err != nil {
+			t.Fatalf("tree %d: %v", i, err)
+		}
+		if len(tr.Nodes) != 1 || len(tr.Nodes[0].Xattrs) != 1 || tr.Nodes[0].Xattrs[0].Value[0] != byte(i) {
+			t.Fatalf("tree %d: got %+v", i, tr.Nodes)
+		}
+	}
+	s.stop()
+	if s.bytes != 0 || s.loaded != 0 || s.nodes != 0 || len(s.loads) != 0 {
+		t.Errorf("after every tree was taken: %d bytes, %d trees, %d nodes, %d loads still counted", s.bytes, s.loaded, s.nodes, len(s.loads))
+	}
 }

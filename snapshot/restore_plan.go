@@ -75,7 +75,8 @@ type rsTreeLoader func(ctx context.Context, id blob.ID) (*Tree, error)
 
 // loadNow loads tree id on the calling goroutine.
 func (p *rsPlanner) loadNow(ctx context.Context, id blob.ID) (*Tree, error) {
-	return rsLoadTree(ctx, p.l, p.tier, id)
+	t, _, err := rsLoadTree(ctx, p.l, p.tier, id)
+	return t, err
 }
 
 // rsPlanTree builds the plan of a restore of m, limited to includes.
