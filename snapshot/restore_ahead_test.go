@@ -287,8 +287,8 @@ func (h rsHookLoader) LoadBlob(ctx context.Context, t blob.Tier, typ blob.Type, 
 // tree per loader past it. Taking the trees in order then gives each back
 // and releases every counter.
 func TestRestoreTreesAheadBytes(t *testing.T) {
-	defer func(trees, nodes, bytes int) {
-		rsTreesAhead, rsNodesAhead, rsBytesAhead = trees, nodes, bytes
+	defer func(trees, nodes, size int) {
+		rsTreesAhead, rsNodesAhead, rsBytesAhead = trees, nodes, size
 	}(rsTreesAhead, rsNodesAhead, rsBytesAhead)
 	rsTreesAhead, rsNodesAhead, rsBytesAhead = 4096, 1<<16, 256<<10
 
