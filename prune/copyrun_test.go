@@ -152,12 +152,7 @@ func TestPruneRepackDiskFull(t *testing.T) {
 			e := newEnv(t)
 			r := e.open(nil)
 			ids := saveBlobs(t, r, 21, 300)
-			var live []blob.ID // every third blob dies: every pack is repacked
-			for i, id := range ids {
-				if i%3 != 0 {
-					live = append(live, id)
-				}
-			}
+			live := survivors(ids, 3) // every third blob dies: every pack is repacked
 			e.src.add("b", live)
 			_ = r.Close(t.Context())
 			lb, ok := e.be.(*local.Backend)

@@ -77,6 +77,19 @@ func saveBlobs(t *testing.T, r *repo.Repository, seed uint64, n int) []blob.ID {
 	return ids
 }
 
+// survivors returns ids without every n-th one (those at 0, n, 2n, ...):
+// a live set that leaves dead blobs in every pack, however the blobs were
+// packed.
+func survivors(ids []blob.ID, n int) []blob.ID {
+	var live []blob.ID
+	for i, id := range ids {
+		if i%n != 0 {
+			live = append(live, id)
+		}
+	}
+	return live
+}
+
 // fakeSource stands in for snapshot/: a snapshot is a list of blob keys.
 type fakeSource struct {
 	mu      sync.Mutex

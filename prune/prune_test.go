@@ -195,12 +195,7 @@ func TestPruneBackendErrorThenRerun(t *testing.T) {
 			// Every third blob dies, so every pack is repacked whatever
 			// order the blobs were packed in (with the first 70 dead, the
 			// packs could split exactly there and leave no pack to load).
-			var live []blob.ID
-			for i, id := range ids {
-				if i%3 != 0 {
-					live = append(live, id)
-				}
-			}
+			live := survivors(ids, 3)
 			a := e.src.add("a", ids)
 			e.src.add("b", live)
 			e.src.forget(a)
@@ -307,10 +302,7 @@ func TestPruneStopsOnDamagedLiveBlob(t *testing.T) {
 	e := newEnv(t)
 	r := e.open(nil)
 	ids := saveBlobs(t, r, 8, 100)
-	var live []blob.ID
-	for i := 1; i < len(ids); i += 2 {
-		live = append(live, ids[i])
-	}
+	live := survivors(ids, 2)
 	a := e.src.add("a", ids)
 	e.src.add("b", live)
 	e.src.forget(a)
