@@ -171,6 +171,38 @@ func (c *Ceiling) total() {
 	c.MBps = div(float64(c.Bytes)/1e6, c.Seconds)
 }
 
+// meanCeiling averages ceilings measured on one corpus, stage by stage:
+// as medianCeiling does, it matches stages by name and compares each as
+// the wall time it needs on its ceiling's cores. Bytes and files are the
+// first's (the corpus's), blobs their mean (they vary with the chunker's
+// random polynomial).
+func meanCeiling(cs []Ceiling) Ceiling {
+	if len(cs) == 0 {
+		return Ceiling{}
+	}
+	m := Ceiling{Procs: cs[0].Procs, Bytes: cs[0].Bytes, Files: cs[0].Files}
+	blobs := 0
+	for _, c := range cs {
+		blobs += c.Blobs
+	}
+	m.Blobs = (blobs + len(cs)/2) / len(cs)
+	for _, st := range cs[0].Stages {
+		var sum float64
+		n := 0
+		for _, c := range cs {
+			for _, x := range c.Stages {
+				if x.Name == st.Name && c.Procs > 0 {
+					sum += x.Seconds / float64(c.Procs)
+					n++
+				}
+			}
+		}
+		m.Stages = append(m.Stages, StageTime{Name: st.Name, Seconds: sum / float64(n) * float64(m.Procs)})
+	}
+	m.total()
+	return m
+}
+
 const nStages = 7
 
 // Indexes into ceilingWorker.t, in the order of Stages.

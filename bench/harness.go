@@ -121,22 +121,16 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep.CorpusSeconds = time.Since(start).Seconds()
 	defer removeLeftovers(dir)
 	for r := 1; r <= o.Rounds; r++ {
-		if err := warm(pristine); err != nil {
-			return nil, err
-		}
-		c, err := MeasureCeiling(ctx, pristine)
-		if err != nil {
-			return nil, err
-		}
-		c.Round = r
-		rep.Ceilings = append(rep.Ceilings, c)
 		k := (r - 1) % len(drivers)
 		for _, d := range append(drivers[k:len(drivers):len(drivers)], drivers[:k]...) {
-			res, err := runTool(ctx, o, d, dir, pristine, r)
+			res, ceiling, err := runTool(ctx, o, d, dir, pristine, r)
 			if err != nil {
 				return nil, fmt.Errorf("round %d, %s: %w", r, d.tool().Name, err)
 			}
 			rep.Results = append(rep.Results, res...)
+			if ceiling != nil {
+				rep.Ceilings = append(rep.Ceilings, *ceiling)
+			}
 		}
 	}
 	rep.Machine.LoadEnd = loadAvg()
@@ -175,6 +169,9 @@ type toolRound struct {
 	dir  string // the run's work directory
 	s    *site
 	logs string
+	// ceiling is the stage ceiling measured around Lifeboat's first
+	// capture (see bracketCeiling); nil for the peers.
+	ceiling *Ceiling
 }
 
 // removeLeftovers removes what the tool rounds left in dir: their homes
@@ -198,8 +195,9 @@ func removeLeftovers(dir string) {
 
 // runTool runs every scenario for one tool in one round, from a fresh
 // repository and a fresh copy of the pristine corpus, and leaves both for
-// removeLeftovers (the copy moved out of the way under trash/).
-func runTool(ctx context.Context, o Options, d driver, dir, pristine string, round int) ([]Result, error) {
+// removeLeftovers (the copy moved out of the way under trash/). For
+// Lifeboat it also returns the round's stage ceiling.
+func runTool(ctx context.Context, o Options, d driver, dir, pristine string, round int) ([]Result, *Ceiling, error) {
 	name := d.tool().Name
 	home := filepath.Join(dir, fmt.Sprintf("r%d-%s", round, name))
 	t := &toolRound{o: o, d: d, name: name, dir: dir, logs: filepath.Join(dir, "logs"),
@@ -208,12 +206,12 @@ func runTool(ctx context.Context, o Options, d driver, dir, pristine string, rou
 			password: "lifeboat-bench-password"}}
 	for _, p := range []string{filepath.Dir(t.s.work), home} {
 		if err := os.RemoveAll(p); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	for _, p := range []string{filepath.Dir(t.s.work), home, t.logs} {
 		if err := os.MkdirAll(p, 0o700); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	defer func() {
@@ -223,31 +221,31 @@ func runTool(ctx context.Context, o Options, d driver, dir, pristine string, rou
 		}
 	}()
 	if err := CopyTree(pristine, t.s.work); err != nil {
-		return nil, fmt.Errorf("copy the corpus: %w", err)
+		return nil, nil, fmt.Errorf("copy the corpus: %w", err)
 	}
 	if _, err := syncFS(dir); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if _, err := measure(ctx, o.Trampoline, d.init(t.s), t.log("init")); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var out []Result
 	for _, sc := range Scenarios {
 		if sc == ScenarioChurn {
 			if _, err := ChurnFraction(t.s.work, o.Seed+1, o.Churn); err != nil {
-				return nil, fmt.Errorf("churn: %w", err)
+				return nil, nil, fmt.Errorf("churn: %w", err)
 			}
 		}
 		res, err := t.scenario(ctx, sc)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if o.Progress != nil {
 			o.Progress(res)
 		}
 		out = append(out, res)
 	}
-	return out, nil
+	return out, t.ceiling, nil
 }
 
 func (t *toolRound) log(step string) string {
@@ -296,8 +294,23 @@ func (t *toolRound) scenario(ctx context.Context, sc string) (Result, error) {
 	if err := warm(warmed); err != nil {
 		return res, err
 	}
+	bracket := t.name == "lifeboat" && sc == ScenarioFirst
+	var ceilings []Ceiling
+	if bracket {
+		if ceilings, err = t.measureCeiling(ctx, ceilings); err != nil {
+			return res, err
+		}
+	}
 	if res.Usage, err = measure(ctx, o.Trampoline, c, t.log(sc)); err != nil {
 		return res, err
+	}
+	if bracket {
+		if ceilings, err = t.measureCeiling(ctx, ceilings); err != nil {
+			return res, err
+		}
+		c := meanCeiling(ceilings)
+		c.Round = s.round
+		t.ceiling = &c
 	}
 	if sc == ScenarioRestore {
 		if res.Sync, err = syncFS(s.target); err != nil {
@@ -317,6 +330,21 @@ func (t *toolRound) scenario(ctx context.Context, sc string) (Result, error) {
 	}
 	res.RepoBytes, err = duBytes(s.repo)
 	return res, err
+}
+
+// measureCeiling appends to cs the stage ceiling of the tool's copy of
+// the corpus. Lifeboat's first capture is bracketed by two (see
+// meanCeiling): the machine's speed drifts by a fifth and more within
+// minutes, so a ceiling measured at the start of the round, a minute or
+// two before or after the capture it is compared with, said more about
+// that drift than about the capture. The copy is warm from the step
+// before, and the capture leaves it so.
+func (t *toolRound) measureCeiling(ctx context.Context, cs []Ceiling) ([]Ceiling, error) {
+	c, err := MeasureCeiling(ctx, t.s.work)
+	if err != nil {
+		return cs, err
+	}
+	return append(cs, c), nil
 }
 
 // verifyRestore compares a restored tree with the tree that was

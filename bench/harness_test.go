@@ -207,9 +207,15 @@ func TestRunSmall(t *testing.T) {
 			t.Errorf("ratio %+v", x)
 		}
 	}
-	// The stage ceiling: measured once per round on the whole corpus.
+	// The stage ceiling: measured around Lifeboat's first capture in each
+	// round, on the whole corpus.
 	if len(rep.Ceilings) != 2 {
 		t.Fatalf("%d ceilings, want one per round", len(rep.Ceilings))
+	}
+	for i, c := range rep.Ceilings {
+		if c.Round != i+1 {
+			t.Errorf("ceiling %d is of round %d", i, c.Round)
+		}
 	}
 	for i, c := range append(rep.Ceilings, rep.Ceiling) {
 		if c.Files != rep.Corpus.Files || c.Bytes != rep.Corpus.Bytes || len(c.Stages) != len(Stages) || c.MBps <= 0 {

@@ -28,7 +28,8 @@ type Report struct {
 	Medians       []Result          `json:"medians"` // per tool and scenario, each field the median over rounds
 	Ratios        []Ratio           `json:"ratios"`  // Lifeboat against each peer, from the medians
 	// Ceilings are what the save path's stages allowed on this corpus,
-	// measured once per round before the tools; Ceiling is their median,
+	// one per round: the mean of the measurements right before and
+	// right after Lifeboat's first capture. Ceiling is their median,
 	// stage by stage.
 	Ceilings []Ceiling `json:"ceilings"`
 	Ceiling  Ceiling   `json:"ceiling"`

@@ -34,3 +34,29 @@ func TestReview11MedianCeilingProcs(t *testing.T) {
 		t.Errorf("stages in other orders: %+v", m)
 	}
 }
+
+// A round's ceiling brackets Lifeboat's first capture: the mean of the
+// measurements before and after it, stage by stage (by name, as wall
+// time on each one's cores).
+func TestMeanCeiling(t *testing.T) {
+	before := Ceiling{Procs: 2, Bytes: 100e6, Files: 10, Blobs: 9,
+		Stages: []StageTime{{Name: StageRead, Seconds: 1}, {Name: StageCompress, Seconds: 3}}}
+	after := Ceiling{Procs: 4, Bytes: 100e6, Files: 10, Blobs: 10,
+		Stages: []StageTime{{Name: StageCompress, Seconds: 10}, {Name: StageRead, Seconds: 6}}}
+	m := meanCeiling([]Ceiling{before, after})
+	// Read: 0.5 and 1.5 s of wall time, 1 s on average, 2 CPU seconds on
+	// the first's 2 cores; compress: 1.5 and 2.5, so 2 s, 4 CPU seconds.
+	if len(m.Stages) != 2 || m.Stages[0].Name != StageRead || m.Stages[0].Seconds != 2 || m.Stages[0].MBps != 100 ||
+		m.Stages[1].Name != StageCompress || m.Stages[1].Seconds != 4 || m.Stages[1].MBps != 50 {
+		t.Errorf("stages %+v, want read 2 s (100 MB/s), compress 4 s (50 MB/s)", m.Stages)
+	}
+	if m.Procs != 2 || m.Bytes != 100e6 || m.Files != 10 || m.Blobs != 10 || m.Seconds != 3 || m.MBps != 100.0/3 {
+		t.Errorf("mean %+v", m)
+	}
+	if one := meanCeiling([]Ceiling{before}); one.Seconds != 2 || one.Blobs != 9 {
+		t.Errorf("the mean of one ceiling %+v is not itself", one)
+	}
+	if none := meanCeiling(nil); none.MBps != 0 || len(none.Stages) != 0 {
+		t.Errorf("the mean of none: %+v", none)
+	}
+}
