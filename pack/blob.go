@@ -189,9 +189,19 @@ const sampleSize = 16 << 10
 
 // worthCompressing guesses from three samples (start, middle, end) whether
 // a large blob compresses; incompressible data (model weights, archives,
-// media) then skips a full zstd pass. Small blobs are always tried.
+// media) then skips a full zstd pass. Small blobs are always tried. The
+// first slice alone settles most blobs of a workspace (source, text,
+// databases): when it saves a quarter, the blob is compressed without
+// trying the other two, a third of the sampling. Either way the blob is
+// stored compressed only if the whole saves 1/32 (Compress).
 func worthCompressing(enc *zstd.Encoder, plain []byte) bool {
 	if len(plain) < 16*sampleSize {
+		return true
+	}
+	first := enc.EncodeAll(plain[:sampleSize], getBuf(sampleSize))
+	clearly := len(first) <= sampleSize-sampleSize/4
+	putBuf(first)
+	if clearly {
 		return true
 	}
 	sample := getBuf(3 * sampleSize)

@@ -21,6 +21,17 @@ func TestWorthCompressing(t *testing.T) {
 	}
 	text := bytes.Repeat([]byte("func main() { fmt.Println(\"hello\") }\n"), 1<<20/38)
 	mixed := append(append([]byte{}, text[:len(text)/2]...), random[:len(random)/2]...)
+	// Only the first slice compresses: it settles the blob alone.
+	textHead := append(append([]byte{}, text[:sampleSize]...), random[sampleSize:]...)
+	// The first slice does not compress, the later ones do.
+	textTail := append(append([]byte{}, random[:len(random)/2]...), text[:len(random)/2]...)
+	// In every 8 KiB, 1 KiB of text and 7 of random bytes: the first slice
+	// saves about an eighth, too little to settle it alone; the three
+	// samples save as much, enough.
+	sparse := make([]byte, 0, 1<<20)
+	for len(sparse) < 1<<20 {
+		sparse = append(append(sparse, text[:1<<10]...), random[len(sparse):len(sparse)+7<<10]...)
+	}
 	cases := map[string]struct {
 		data []byte
 		want bool
@@ -28,6 +39,9 @@ func TestWorthCompressing(t *testing.T) {
 		"random":       {random, false},
 		"text":         {text, true},
 		"mixed":        {mixed, true},
+		"text head":    {textHead, true},
+		"text tail":    {textTail, true},
+		"sparse text":  {sparse, true},
 		"small random": {random[:1000], true}, // small blobs are always tried
 	}
 	for name, c := range cases {
