@@ -69,6 +69,9 @@ type Ceiling struct {
 	// the wall time the stages need together. MBps is Bytes over it.
 	Seconds float64 `json:"seconds"`
 	MBps    float64 `json:"mb_per_s"`
+	// Measured holds the MBps of each measurement a mean was taken of
+	// (meanCeiling), in order: before and after the capture.
+	Measured []float64 `json:"measured_mb_per_s,omitempty"`
 }
 
 // Slowest is the stage that allows the least on its own.
@@ -186,6 +189,9 @@ func meanCeiling(cs []Ceiling) Ceiling {
 		blobs += c.Blobs
 	}
 	m.Blobs = (blobs + len(cs)/2) / len(cs)
+	for _, c := range cs {
+		m.Measured = append(m.Measured, c.MBps)
+	}
 	for _, st := range cs[0].Stages {
 		var sum float64
 		n := 0

@@ -213,8 +213,8 @@ func TestRunSmall(t *testing.T) {
 		t.Fatalf("%d ceilings, want one per round", len(rep.Ceilings))
 	}
 	for i, c := range rep.Ceilings {
-		if c.Round != i+1 {
-			t.Errorf("ceiling %d is of round %d", i, c.Round)
+		if c.Round != i+1 || len(c.Measured) != 2 || c.Measured[0] <= 0 || c.Measured[1] <= 0 {
+			t.Errorf("ceiling %d: round %d, measured %v: want round %d, before and after the capture", i, c.Round, c.Measured, i+1)
 		}
 	}
 	for i, c := range append(rep.Ceilings, rep.Ceiling) {
@@ -226,7 +226,7 @@ func TestRunSmall(t *testing.T) {
 	if err := rep.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range append([]string{"machine:", "corpus: scale small", "speed-up", "all stages together", "of what the stages allow together"}, Scenarios...) {
+	for _, want := range append([]string{"machine:", "corpus: scale small", "speed-up", "all stages together", "of what the stages allow together", "round 2: the stages together"}, Scenarios...) {
 		if tools > 1 || want != "speed-up" {
 			if !strings.Contains(text.String(), want) {
 				t.Errorf("text output lacks %q:\n%s", want, text.String())

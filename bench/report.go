@@ -292,11 +292,38 @@ func (r *Report) writeCeiling(w io.Writer) error {
 		return err
 	}
 	if lb, ok := r.Median("lifeboat", ScenarioFirst); ok {
-		_, err := fmt.Fprintf(w, "first capture: %.1f MB/s, %.0f%% of what the stages allow together (%.0f MB/s); the slowest stage alone (%s) allows %.0f MB/s\n",
-			lb.MBps, 100*div(lb.MBps, c.MBps), c.MBps, c.Slowest().Name, c.Slowest().MBps)
-		return err
+		if _, err := fmt.Fprintf(w, "first capture: %.1f MB/s, %.0f%% of what the stages allow together (%.0f MB/s); the slowest stage alone (%s) allows %.0f MB/s\n",
+			lb.MBps, 100*div(lb.MBps, c.MBps), c.MBps, c.Slowest().Name, c.Slowest().MBps); err != nil {
+			return err
+		}
+	}
+	for _, rc := range r.Ceilings {
+		line := fmt.Sprintf("round %d: the stages together %.0f MB/s", rc.Round, rc.MBps)
+		if len(rc.Measured) > 0 {
+			line += " (mean of " + joinMBps(rc.Measured) + ")"
+		}
+		for _, res := range r.Results {
+			if res.Round == rc.Round && res.Tool == "lifeboat" && res.Scenario == ScenarioFirst {
+				line += fmt.Sprintf(", first capture %.1f MB/s (%.0f%%)", res.MBps, 100*div(res.MBps, rc.MBps))
+			}
+		}
+		if _, err := fmt.Fprintln(w, line); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// joinMBps prints rates as "a, b and c MB/s".
+func joinMBps(xs []float64) string {
+	var parts []string
+	for _, x := range xs {
+		parts = append(parts, fmt.Sprintf("%.0f", x))
+	}
+	if len(parts) > 1 {
+		return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1] + " MB/s"
+	}
+	return strings.Join(parts, "") + " MB/s"
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -43,12 +43,17 @@ func TestMeanCeiling(t *testing.T) {
 		Stages: []StageTime{{Name: StageRead, Seconds: 1}, {Name: StageCompress, Seconds: 3}}}
 	after := Ceiling{Procs: 4, Bytes: 100e6, Files: 10, Blobs: 10,
 		Stages: []StageTime{{Name: StageCompress, Seconds: 10}, {Name: StageRead, Seconds: 6}}}
+	before.total()
+	after.total()
 	m := meanCeiling([]Ceiling{before, after})
 	// Read: 0.5 and 1.5 s of wall time, 1 s on average, 2 CPU seconds on
 	// the first's 2 cores; compress: 1.5 and 2.5, so 2 s, 4 CPU seconds.
 	if len(m.Stages) != 2 || m.Stages[0].Name != StageRead || m.Stages[0].Seconds != 2 || m.Stages[0].MBps != 100 ||
 		m.Stages[1].Name != StageCompress || m.Stages[1].Seconds != 4 || m.Stages[1].MBps != 50 {
 		t.Errorf("stages %+v, want read 2 s (100 MB/s), compress 4 s (50 MB/s)", m.Stages)
+	}
+	if len(m.Measured) != 2 || m.Measured[0] != before.MBps || m.Measured[1] != after.MBps {
+		t.Errorf("measured %v, want %v and %v", m.Measured, before.MBps, after.MBps)
 	}
 	if m.Procs != 2 || m.Bytes != 100e6 || m.Files != 10 || m.Blobs != 10 || m.Seconds != 3 || m.MBps != 100.0/3 {
 		t.Errorf("mean %+v", m)
