@@ -69,8 +69,8 @@ type Ceiling struct {
 	// the wall time the stages need together. MBps is Bytes over it.
 	Seconds float64 `json:"seconds"`
 	MBps    float64 `json:"mb_per_s"`
-	// Measured holds the MBps of each measurement a mean was taken of
-	// (meanCeiling), in order: before and after the capture.
+	// Measured holds the MBps of the two measurements a round's ceiling
+	// is made of (bracketCeiling): before and after the capture.
 	Measured []float64 `json:"measured_mb_per_s,omitempty"`
 }
 
@@ -174,39 +174,14 @@ func (c *Ceiling) total() {
 	c.MBps = div(float64(c.Bytes)/1e6, c.Seconds)
 }
 
-// meanCeiling averages ceilings measured on one corpus, stage by stage:
-// as medianCeiling does, it matches stages by name and compares each as
-// the wall time it needs on its ceiling's cores. Bytes and files are the
-// first's (the corpus's), blobs their mean (they vary with the chunker's
-// random polynomial).
-func meanCeiling(cs []Ceiling) Ceiling {
-	if len(cs) == 0 {
-		return Ceiling{}
-	}
-	m := Ceiling{Procs: cs[0].Procs, Bytes: cs[0].Bytes, Files: cs[0].Files}
-	blobs := 0
-	for _, c := range cs {
-		blobs += c.Blobs
-	}
-	m.Blobs = (blobs + len(cs)/2) / len(cs)
-	for _, c := range cs {
-		m.Measured = append(m.Measured, c.MBps)
-	}
-	for _, st := range cs[0].Stages {
-		var sum float64
-		n := 0
-		for _, c := range cs {
-			for _, x := range c.Stages {
-				if x.Name == st.Name && c.Procs > 0 {
-					sum += x.Seconds / float64(c.Procs)
-					n++
-				}
-			}
-		}
-		m.Stages = append(m.Stages, StageTime{Name: st.Name, Seconds: sum / float64(n) * float64(m.Procs)})
-	}
-	m.total()
-	return m
+// bracketCeiling is a round's ceiling from the measurements right before
+// and right after Lifeboat's first capture: each stage's time is the mean
+// of the two (medianCeiling of two), so the ceiling's MB/s is the
+// harmonic mean of theirs. Measured keeps both MB/s.
+func bracketCeiling(before, after Ceiling) Ceiling {
+	c := medianCeiling([]Ceiling{before, after})
+	c.Measured = []float64{before.MBps, after.MBps}
+	return c
 }
 
 const nStages = 7

@@ -170,7 +170,10 @@ type toolRound struct {
 	s    *site
 	logs string
 	// ceiling is the stage ceiling measured around Lifeboat's first
-	// capture (see bracketCeiling); nil for the peers.
+	// capture (bracketCeiling): the machine's speed drifts by a fifth and
+	// more within minutes, so a ceiling measured at the start of the
+	// round, a minute or two from the capture, said as much about that
+	// drift as about the capture. nil for the peers.
 	ceiling *Ceiling
 }
 
@@ -295,22 +298,23 @@ func (t *toolRound) scenario(ctx context.Context, sc string) (Result, error) {
 		return res, err
 	}
 	bracket := t.name == "lifeboat" && sc == ScenarioFirst
-	var ceilings []Ceiling
+	var pre Ceiling // measured before the capture
 	if bracket {
-		if ceilings, err = t.measureCeiling(ctx, ceilings); err != nil {
-			return res, err
+		if pre, err = MeasureCeiling(ctx, s.work); err != nil {
+			return res, fmt.Errorf("the stage ceiling before the first capture: %w", err)
 		}
 	}
 	if res.Usage, err = measure(ctx, o.Trampoline, c, t.log(sc)); err != nil {
 		return res, err
 	}
 	if bracket {
-		if ceilings, err = t.measureCeiling(ctx, ceilings); err != nil {
-			return res, err
+		post, err := MeasureCeiling(ctx, s.work)
+		if err != nil {
+			return res, fmt.Errorf("the stage ceiling after the first capture: %w", err)
 		}
-		c := meanCeiling(ceilings)
-		c.Round = s.round
-		t.ceiling = &c
+		ceiling := bracketCeiling(pre, post)
+		ceiling.Round = s.round
+		t.ceiling = &ceiling
 	}
 	if sc == ScenarioRestore {
 		if res.Sync, err = syncFS(s.target); err != nil {
@@ -330,21 +334,6 @@ func (t *toolRound) scenario(ctx context.Context, sc string) (Result, error) {
 	}
 	res.RepoBytes, err = duBytes(s.repo)
 	return res, err
-}
-
-// measureCeiling appends to cs the stage ceiling of the tool's copy of
-// the corpus. Lifeboat's first capture is bracketed by two (see
-// meanCeiling): the machine's speed drifts by a fifth and more within
-// minutes, so a ceiling measured at the start of the round, a minute or
-// two before or after the capture it is compared with, said more about
-// that drift than about the capture. The copy is warm from the step
-// before, and the capture leaves it so.
-func (t *toolRound) measureCeiling(ctx context.Context, cs []Ceiling) ([]Ceiling, error) {
-	c, err := MeasureCeiling(ctx, t.s.work)
-	if err != nil {
-		return cs, err
-	}
-	return append(cs, c), nil
 }
 
 // verifyRestore compares a restored tree with the tree that was

@@ -292,15 +292,15 @@ func (r *Report) writeCeiling(w io.Writer) error {
 		return err
 	}
 	if lb, ok := r.Median("lifeboat", ScenarioFirst); ok {
-		if _, err := fmt.Fprintf(w, "first capture: %.1f MB/s, %.0f%% of what the stages allow together (%.0f MB/s); the slowest stage alone (%s) allows %.0f MB/s\n",
+		if _, err := fmt.Fprintf(w, "first capture: %.1f MB/s, %.0f%% of what the stages allow together (%.0f MB/s), medians of the rounds; the slowest stage alone (%s) allows %.0f MB/s\n",
 			lb.MBps, 100*div(lb.MBps, c.MBps), c.MBps, c.Slowest().Name, c.Slowest().MBps); err != nil {
 			return err
 		}
 	}
 	for _, rc := range r.Ceilings {
 		line := fmt.Sprintf("round %d: the stages together %.0f MB/s", rc.Round, rc.MBps)
-		if len(rc.Measured) > 0 {
-			line += " (mean of " + joinMBps(rc.Measured) + ")"
+		if len(rc.Measured) == 2 {
+			line += fmt.Sprintf(" (%.0f before the capture, %.0f after; their times averaged)", rc.Measured[0], rc.Measured[1])
 		}
 		for _, res := range r.Results {
 			if res.Round == rc.Round && res.Tool == "lifeboat" && res.Scenario == ScenarioFirst {
@@ -311,19 +311,11 @@ func (r *Report) writeCeiling(w io.Writer) error {
 			return err
 		}
 	}
+	if shares := r.CeilingShares(); len(shares) > 0 {
+		_, err := fmt.Fprintf(w, "the target takes the median of the rounds' shares: %.0f%%\n", 100*median(shares))
+		return err
+	}
 	return nil
-}
-
-// joinMBps prints rates as "a, b and c MB/s".
-func joinMBps(xs []float64) string {
-	var parts []string
-	for _, x := range xs {
-		parts = append(parts, fmt.Sprintf("%.0f", x))
-	}
-	if len(parts) > 1 {
-		return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1] + " MB/s"
-	}
-	return strings.Join(parts, "") + " MB/s"
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -3,11 +3,13 @@ package bench
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 )
 
-// Target is one of issue 6's targets against restic, checked on a run's
-// medians. The targets are fixed: a miss is reported, never loosened.
+// Target is one of issue 6's targets: against restic, checked on a run's
+// medians; the first capture against the stage ceiling, round by round
+// (Targets). The targets are fixed: a miss is reported, never loosened.
 type Target struct {
 	Name   string  `json:"name"`
 	Want   string  `json:"want"`
@@ -27,15 +29,41 @@ var speedTargets = []struct {
 // ceilingShare is the share of the stage ceiling a first capture must reach.
 const ceilingShare = 0.7
 
+// CeilingShares pairs each round's first capture by Lifeboat with the
+// stage ceiling measured around it (the two share the machine's state):
+// the capture's MB/s over the ceiling's, in the order of the rounds'
+// ceilings. Dividing the medians instead would pair a capture and a
+// ceiling from different rounds.
+func (r *Report) CeilingShares() []float64 {
+	var out []float64
+	for _, c := range r.Ceilings {
+		for _, x := range r.Results {
+			if x.Round == c.Round && x.Tool == "lifeboat" && x.Scenario == ScenarioFirst && c.MBps > 0 {
+				out = append(out, x.MBps/c.MBps)
+			}
+		}
+	}
+	return out
+}
+
 // Targets checks the run against issue 6's targets: the first capture
-// against the stage ceiling measured in the same run, the rest against
-// restic (none when restic did not run).
+// against the stage ceiling measured around it, the median of the
+// rounds' shares (CeilingShares); the rest against restic, on the
+// medians (none when restic did not run).
 func (r *Report) Targets() []Target {
 	out := []Target{}
-	if lb, ok := r.Median("lifeboat", ScenarioFirst); ok && r.Ceiling.MBps > 0 {
-		got := lb.MBps / r.Ceiling.MBps
+	if shares := r.CeilingShares(); len(shares) > 0 {
+		got := median(shares)
+		parts := make([]string, len(shares))
+		for i, x := range shares {
+			parts[i] = fmt.Sprintf("%.1f%%", 100*x)
+		}
+		detail := "per round " + strings.Join(parts, ", ")
+		if lb, ok := r.Median("lifeboat", ScenarioFirst); ok {
+			detail += fmt.Sprintf("; medians %.1f of %.1f MB/s", lb.MBps, r.Ceiling.MBps)
+		}
 		out = append(out, Target{Name: "first-capture throughput / what the stages allow together on all cores", Want: fmt.Sprintf(">= %.2f", ceilingShare),
-			Got: got, Met: got >= ceilingShare, Detail: fmt.Sprintf("%.1f of %.1f MB/s", lb.MBps, r.Ceiling.MBps)})
+			Got: got, Met: got >= ceilingShare, Detail: detail})
 	}
 	ratio := func(sc string) (Ratio, bool) {
 		for _, x := range r.Ratios {
@@ -67,7 +95,7 @@ func (r *Report) writeTargets(w io.Writer) error {
 	if len(ts) == 0 {
 		return nil
 	}
-	fmt.Fprintf(w, "\ntargets of issue 6 (against restic, on the medians)\n")
+	fmt.Fprintf(w, "\ntargets of issue 6 (against restic, on the medians; the first capture against the ceiling of its round)\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	met := 0
 	for _, t := range ts {

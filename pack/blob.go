@@ -187,32 +187,33 @@ func VerifySealed(k *crypt.TierKeys, typ blob.Type, id blob.ID, flags uint8, sea
 // sampleSize is the size of each of the three slices worthCompressing tries.
 const sampleSize = 16 << 10
 
-// worthCompressing guesses from three samples (start, middle, end) whether
-// a large blob compresses; incompressible data (model weights, archives,
-// media) then skips a full zstd pass. Small blobs are always tried. The
-// first slice alone settles most blobs of a workspace (source, text,
-// databases): when it saves a quarter, the blob is compressed without
-// trying the other two, a third of the sampling. Either way the blob is
-// stored compressed only if the whole saves 1/32 (Compress).
+// worthCompressing guesses from samples whether a large blob compresses;
+// incompressible data (model weights, archives, media) then skips a full
+// zstd pass. Small blobs are always tried. The first slice is compressed
+// alone: when it saves a quarter the blob is tried without the others,
+// which saves two thirds of the sampling of a compressible blob. Else the
+// middle and end slices are compressed too, and the blob is tried when
+// the three save 1/50 together. Either way the blob is stored compressed
+// only if the whole saves 1/32 (Compress).
 func worthCompressing(enc *zstd.Encoder, plain []byte) bool {
 	if len(plain) < 16*sampleSize {
 		return true
 	}
-	first := enc.EncodeAll(plain[:sampleSize], getBuf(sampleSize))
-	clearly := len(first) <= sampleSize-sampleSize/4
-	putBuf(first)
-	if clearly {
+	z := enc.EncodeAll(plain[:sampleSize], getBuf(sampleSize+sampleSize/8))
+	n := len(z)
+	if n <= sampleSize-sampleSize/4 {
+		putBuf(z)
 		return true
 	}
-	sample := getBuf(3 * sampleSize)
-	for _, off := range []int{0, len(plain)/2 - sampleSize/2, len(plain) - sampleSize} {
-		sample = append(sample, plain[off:off+sampleSize]...)
-	}
-	z := enc.EncodeAll(sample, getBuf(len(sample)))
-	worth := len(z) <= len(sample)-len(sample)/50
-	putBuf(sample)
+	rest := getBuf(2 * sampleSize)
+	mid := len(plain)/2 - sampleSize/2
+	rest = append(append(rest, plain[mid:mid+sampleSize]...), plain[len(plain)-sampleSize:]...)
 	putBuf(z)
-	return worth
+	z = enc.EncodeAll(rest, getBuf(2*sampleSize+sampleSize/8))
+	n += len(z)
+	putBuf(rest)
+	putBuf(z)
+	return n <= 3*sampleSize-3*sampleSize/50
 }
 
 // OpenVerified opens a stored blob like OpenBlob and also checks that its

@@ -67,3 +67,28 @@ func BenchmarkDecompress(b *testing.B) {
 		i++
 	}
 }
+
+// BenchmarkWorthCompressing measures the sample test alone on one 768 KiB
+// chunk: a compressible chunk is settled by its first 16 KiB slice, an
+// incompressible one compresses all three slices.
+func BenchmarkWorthCompressing(b *testing.B) {
+	for _, in := range benchInputs {
+		if in.c != CompressFastest {
+			continue
+		}
+		b.Run(in.name, func(b *testing.B) {
+			resetCodecs()
+			enc, err := encoderFor(in.c, benchChunk)
+			if err != nil {
+				b.Fatal(err)
+			}
+			chunks := benchChunks(in)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				worthCompressing(enc, chunks[i%len(chunks)])
+				i++
+			}
+		})
+	}
+}
