@@ -2,6 +2,8 @@ package pack
 
 import (
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // BenchmarkCompress measures the zstd stage alone (EncodeAll of one
@@ -14,12 +16,7 @@ func BenchmarkCompress(b *testing.B) {
 			continue
 		}
 		b.Run(in.name, func(b *testing.B) {
-			resetCodecs()
-			enc, err := encoderFor(in.c, benchChunk)
-			if err != nil {
-				b.Fatal(err)
-			}
-			chunks := benchChunks(in)
+			enc, chunks := benchEncoder(b, in)
 			dst := make([]byte, 0, benchChunk+benchChunk/8)
 			b.SetBytes(benchChunk)
 			b.ReportAllocs()
@@ -77,12 +74,7 @@ func BenchmarkWorthCompressing(b *testing.B) {
 			continue
 		}
 		b.Run(in.name, func(b *testing.B) {
-			resetCodecs()
-			enc, err := encoderFor(in.c, benchChunk)
-			if err != nil {
-				b.Fatal(err)
-			}
-			chunks := benchChunks(in)
+			enc, chunks := benchEncoder(b, in)
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
@@ -91,4 +83,15 @@ func BenchmarkWorthCompressing(b *testing.B) {
 			}
 		})
 	}
+}
+
+// benchEncoder resets the codecs and returns the encoder for in's level
+// and its chunks.
+func benchEncoder(b *testing.B, in benchInput) (*zstd.Encoder, [][]byte) {
+	resetCodecs()
+	enc, err := encoderFor(in.c, benchChunk)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return enc, benchChunks(in)
 }
