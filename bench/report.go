@@ -302,10 +302,8 @@ func (r *Report) writeCeiling(w io.Writer) error {
 		if len(rc.Measured) == 2 {
 			line += fmt.Sprintf(" (%.0f before the capture, %.0f after; their times averaged)", rc.Measured[0], rc.Measured[1])
 		}
-		for _, res := range r.Results {
-			if res.Round == rc.Round && res.Tool == "lifeboat" && res.Scenario == ScenarioFirst {
-				line += fmt.Sprintf(", first capture %.1f MB/s (%.0f%%)", res.MBps, 100*div(res.MBps, rc.MBps))
-			}
+		if res, ok := r.firstCapture(rc.Round); ok {
+			line += fmt.Sprintf(", first capture %.1f MB/s (%.0f%%)", res.MBps, 100*div(res.MBps, rc.MBps))
 		}
 		if _, err := fmt.Fprintln(w, line); err != nil {
 			return err

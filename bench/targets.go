@@ -37,13 +37,21 @@ const ceilingShare = 0.7
 func (r *Report) CeilingShares() []float64 {
 	var out []float64
 	for _, c := range r.Ceilings {
-		for _, x := range r.Results {
-			if x.Round == c.Round && x.Tool == "lifeboat" && x.Scenario == ScenarioFirst && c.MBps > 0 {
-				out = append(out, x.MBps/c.MBps)
-			}
+		if x, ok := r.firstCapture(c.Round); ok && c.MBps > 0 {
+			out = append(out, x.MBps/c.MBps)
 		}
 	}
 	return out
+}
+
+// firstCapture is Lifeboat's first capture in round.
+func (r *Report) firstCapture(round int) (Result, bool) {
+	for _, x := range r.Results {
+		if x.Round == round && x.Tool == "lifeboat" && x.Scenario == ScenarioFirst {
+			return x, true
+		}
+	}
+	return Result{}, false
 }
 
 // Targets checks the run against issue 6's targets: the first capture
