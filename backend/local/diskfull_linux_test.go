@@ -113,8 +113,8 @@ func TestRealDiskFullTemp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, direct := f.(tempFile).file.(*directFile)
-	t.Logf("direct I/O: %v", direct)
+	_, behind := f.(tempFile).file.(*behindFile)
+	t.Logf("write-behind: %v", behind)
 	h, data := packOf(1 << 20)
 	for p := data; len(p) > 0 && err == nil; p = p[min(len(p), 64<<10):] {
 		_, err = f.Write(p[:min(len(p), 64<<10)])

@@ -18,7 +18,7 @@ type file interface {
 
 // osCreateTemp creates a 0600 temp file and locks it, so CleanTemp in
 // another process can tell it is still being written. It is written with
-// direct I/O where the filesystem allows (direct_linux.go).
+// write-behind on Linux (behind_linux.go).
 func osCreateTemp(dir, pattern string) (file, error) {
 	f, err := os.CreateTemp(dir, pattern)
 	if err != nil {
@@ -29,5 +29,5 @@ func osCreateTemp(dir, pattern string) (file, error) {
 		os.Remove(f.Name())
 		return nil, err
 	}
-	return newDirectFile(f), nil
+	return newBehindFile(f), nil
 }

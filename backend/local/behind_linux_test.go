@@ -1,0 +1,404 @@
+package local
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// behindTestFile creates a temp file the way the backend does.
+func behindTestFile(t *testing.T) *behindFile {
+	t.Helper()
+	f, err := osCreateTemp(t.TempDir(), tempPrefix+"*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, ok := f.(*behindFile)
+	if !ok {
+		f.Close()
+		t.Fatalf("osCreateTemp returned a %T, want a *behindFile", f)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// TestBehindFileWrites writes random pieces (many small, some larger than
+// the buffer) and checks the file holds exactly them after Sync, for
+// lengths around the buffer and several write-behind steps.
+func TestBehindFileWrites(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	for _, total := range []int{0, 1, behindBuffer - 1, behindBuffer, behindBuffer + 7, behindStep, 3*behindStep + 5*behindBuffer/3} {
+		d := behindTestFile(t)
+		want := make([]byte, total)
+		for i := range want {
+			want[i] = byte(rng.Uint32())
+		}
+		for p := want; len(p) > 0; {
+			n := min(len(p), 1+rng.IntN(behindBuffer*3/2))
+			if rng.IntN(4) > 0 {
+				n = min(len(p), 1+rng.IntN(12<<10))
+			}
+			if m, err := d.Write(p[:n]); err != nil || m != n {
+				t.Fatalf("total %d: Write(%d bytes) = %d, %v", total, n, m, err)
+			}
+			p = p[n:]
+		}
+		if err := d.Sync(); err != nil {
+			t.Fatalf("total %d: Sync: %v", total, err)
+		}
+		fileHolds(t, d.Name(), want, fmt.Sprintf("total %d:", total))
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Write([]byte{1}); err == nil {
+			t.Fatal("Write after Close succeeded")
+		}
+	}
+}
+
+// residentPages counts the pages of the file at path, from byte 0 to
+// end, that are in the page cache.
+func residentPages(t *testing.T, path string, end int64) int {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if end == 0 {
+		return 0
+	}
+	m, err := unix.Mmap(int(f.Fd()), 0, int(end), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	page := os.Getpagesize()
+	vec := make([]byte, (len(m)+page-1)/page)
+	if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
+		t.Fatal("mincore:", e)
+	}
+	n := 0
+	for _, v := range vec {
+		n += int(v & 1)
+	}
+	return n
+}
+
+// TestBehindFileDropsWritten writes a pack of several steps and checks the
+// write-behind ran while it was written: all but the last two steps were
+// written back and are out of the page cache before Sync, and after Sync
+// none of the file is, while it holds what was written.
+func TestBehindFileDropsWritten(t *testing.T) {
+	d := behindTestFile(t)
+	var fs unix.Statfs_t
+	if err := unix.Fstatfs(d.fd, &fs); err != nil {
+		t.Fatal(err)
+	}
+	if fs.Type == unix.TMPFS_MAGIC || fs.Type == unix.RAMFS_MAGIC {
+		t.Skip("the test directory is in memory: its pages cannot be dropped")
+	}
+	want := bytes.Repeat([]byte("lifeboat write-behind "), (6*behindStep+behindBuffer/2)/22)
+	if _, err := d.Write(want); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.wait(); err != nil { // the queue written; the partial buffer is not
+		t.Fatal(err)
+	}
+	if d.off {
+		t.Skip("sync_file_range is not supported on the test directory's filesystem")
+	}
+	if d.dropped < d.written-2*behindStep-behindBuffer || d.started < d.written-behindStep {
+		t.Fatalf("written %d, writeback started to %d, dropped to %d: the write-behind fell behind", d.written, d.started, d.dropped)
+	}
+	if n := residentPages(t, d.Name(), d.dropped); n > 0 {
+		t.Fatalf("%d pages of the %d bytes dropped are still cached", n, d.dropped)
+	}
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if n := residentPages(t, d.Name(), int64(len(want))); n > 0 {
+		t.Fatalf("%d pages of the synced file are still cached", n)
+	}
+	fileHolds(t, d.Name(), want, "after the write-behind:")
+}
+
+// TestBehindFileWritebackError has the writeback of a range fail (EIO,
+// as sync_file_range reports a failed disk): it is a write error, from a
+// later Write or from Sync, since the fsync after it would not report it
+// again; nothing may be saved.
+func TestBehindFileWritebackError(t *testing.T) {
+	for _, failing := range []int{unix.SYNC_FILE_RANGE_WRITE, unix.SYNC_FILE_RANGE_WAIT_AFTER} {
+		d := behindTestFile(t)
+		d.syncRange = func(off, n int64, flags int) error {
+			if flags&failing != 0 && (failing != unix.SYNC_FILE_RANGE_WRITE || flags == failing) {
+				return unix.EIO
+			}
+			return unix.SyncFileRange(d.fd, off, n, flags)
+		}
+		_, err := d.Write(make([]byte, 3*behindStep))
+		if err == nil {
+			err = d.Sync()
+		}
+		if !errors.Is(err, unix.EIO) || !strings.Contains(err.Error(), "writing back") || !strings.Contains(err.Error(), d.Name()) {
+			t.Fatalf("flags %#x failing: %v, want the writeback's EIO naming the file", failing, err)
+		}
+		if err := d.Sync(); !errors.Is(err, unix.EIO) {
+			t.Fatalf("flags %#x failing: a second Sync returned %v", failing, err)
+		}
+	}
+}
+
+// TestBehindFileUnsupported has sync_file_range refused as unsupported:
+// the write-behind turns off and the fsync writes everything.
+func TestBehindFileUnsupported(t *testing.T) {
+	d := behindTestFile(t)
+	calls := 0
+	d.syncRange = func(off, n int64, flags int) error { calls++; return unix.ENOSYS }
+	want := bytes.Repeat([]byte("no write-behind here "), 4*behindStep/21)
+	if _, err := d.Write(want); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if !d.off || calls != 1 {
+		t.Fatalf("off %v after %d calls: the write-behind did not turn off at once", d.off, calls)
+	}
+	fileHolds(t, d.Name(), want, "without write-behind:")
+}
+
+// TestSaveTempBehind stores a pack-sized temp file through the backend and
+// reads it back: the write-behind end to end, rename and all.
+func TestSaveTempBehind(t *testing.T) {
+	b, err := Create(filepath.Join(t.TempDir(), "repo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := b.CreateTemp()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := f.(tempFile).file.(*behindFile); !ok {
+		t.Fatalf("CreateTemp returned a %T, want a *behindFile", f.(tempFile).file)
+	}
+	h, data := packOf(5*behindStep/2 + 99)
+	for p := data; len(p) > 0; p = p[min(len(p), 300<<10):] {
+		if _, err := f.Write(p[:min(len(p), 300<<10)]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.SaveTemp(t.Context(), h, f); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.Load(t.Context(), h, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatalf("stored pack differs from what was written (%d bytes, want %d)", len(got), len(data))
+	}
+}
+
+// TestBehindFileWriterInterfaces writes through io.WriteString and
+// io.Copy, which use a writer's WriteString or ReadFrom when it has them:
+// every byte must still go through the buffer, in order.
+func TestBehindFileWriterInterfaces(t *testing.T) {
+	d := behindTestFile(t)
+	var f file = d
+	want := bytes.Repeat([]byte("0123456789abcdef"), behindBuffer/16+300)
+	if _, err := f.Write(want[:100]); err != nil {
+		t.Fatal(err)
+	}
+	text := string(want[100:5000]) // through the writer's WriteString, if it had one
+	if _, err := io.WriteString(f, text); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(f, strings.NewReader(string(want[5000:behindBuffer+1000]))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(f, io.MultiReader(bytes.NewReader(want[behindBuffer+1000:]))); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	fileHolds(t, f.Name(), want, "")
+}
+
+// TestBehindFileBackgroundError fails the write of a full buffer made in
+// the background: the error comes back from a later Write once the writer
+// has met it, or from Sync, and sticks; Close after it releases
+// everything.
+func TestBehindFileBackgroundError(t *testing.T) {
+	for _, at := range []string{"write", "sync"} {
+		d := behindTestFile(t)
+		d.write = func(b []byte) (int, error) {
+			return 0, &os.PathError{Op: "write", Path: d.Name(), Err: syscall.ENOSPC}
+		}
+		if _, err := d.Write(make([]byte, behindBuffer)); err != nil {
+			t.Fatalf("%s: the first full buffer's Write returned %v before its write ran", at, err)
+		}
+		var err error
+		if at == "write" {
+			// The writer may not have run yet: Writes fill the queue,
+			// then wait on it, until the writer's failure shows.
+			for i := 0; err == nil; i++ {
+				if i > 1000 {
+					t.Fatal("the failed background write never surfaced from Write")
+				}
+				_, err = d.Write(make([]byte, behindBuffer))
+			}
+		} else {
+			err = d.Sync()
+		}
+		if !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("%s: the failed background write surfaced as %v", at, err)
+		}
+		if _, err := d.Write([]byte{1}); !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("%s: Write after the failure: %v", at, err)
+		}
+		if err := d.Sync(); !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("%s: Sync after the failure: %v", at, err)
+		}
+		if err := d.Close(); err != nil || d.queue != nil {
+			t.Fatalf("%s: Close: %v, the writer still running: %v", at, err, d.queue != nil)
+		}
+	}
+}
+
+// TestBehindFileCloseInFlight closes a file (DiscardTemp) while a full
+// buffer is being written: Close waits for the write, so nothing runs on
+// the closed descriptor and no goroutine is left behind.
+func TestBehindFileCloseInFlight(t *testing.T) {
+	d := behindTestFile(t)
+	release := make(chan struct{})
+	d.write = func(b []byte) (int, error) {
+		<-release
+		return d.File.Write(b)
+	}
+	if _, err := d.Write(make([]byte, behindBuffer+10)); err != nil {
+		t.Fatal(err)
+	}
+	if d.queue == nil {
+		t.Fatal("no writer running after a full buffer")
+	}
+	closed := make(chan error)
+	go func() { closed <- d.Close() }()
+	close(release)
+	if err := <-closed; err != nil {
+		t.Fatalf("Close with a write in flight: %v", err)
+	}
+	if d.queue != nil || d.ended != nil {
+		t.Fatal("Close returned with the writer unaccounted for")
+	}
+	if err := d.Sync(); err == nil {
+		t.Fatal("Sync after Close succeeded")
+	}
+}
+
+// TestBehindFileWriteAfterSync syncs within a step and on the boundaries
+// of buffers and steps, then writes on: the file stays in order, the
+// write-behind goes on from where it was, and a second Sync changes
+// nothing.
+func TestBehindFileWriteAfterSync(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 2))
+	for _, cuts := range [][]int{
+		{4 << 10, behindBuffer, 2 * behindBuffer},
+		{behindStep + 5, behindStep + 5, 3*behindStep + 1},
+		{0, behindBuffer - 1, 2*behindStep + behindBuffer},
+	} {
+		d := behindTestFile(t)
+		want := make([]byte, cuts[len(cuts)-1]+behindStep+17)
+		for i := range want {
+			want[i] = byte(rng.Uint32())
+		}
+		at := 0
+		for _, c := range append(cuts, len(want)) {
+			if _, err := d.Write(want[at:c]); err != nil {
+				t.Fatalf("cuts %v: Write: %v", cuts, err)
+			}
+			at = c
+			for range 2 {
+				if err := d.Sync(); err != nil {
+					t.Fatalf("cuts %v: Sync at %d: %v", cuts, c, err)
+				}
+			}
+			if got, err := os.ReadFile(d.Name()); err != nil || !bytes.Equal(got, want[:c]) {
+				t.Fatalf("cuts %v: after Sync at %d the file holds %d bytes (%v) that differ from those written", cuts, c, len(got), err)
+			}
+			if d.written != int64(c) || d.dropped != d.written {
+				t.Fatalf("cuts %v: after Sync at %d: written %d, dropped to %d", cuts, c, d.written, d.dropped)
+			}
+		}
+	}
+}
+
+// fileHolds fails the test unless the file at path holds exactly want;
+// what prefixes the message.
+func fileHolds(t *testing.T, path string, want []byte, what string) {
+	t.Helper()
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s the file holds %d bytes that differ from the %d written", what, len(got), len(want))
+	}
+}
+
+// TestBehindFileQueue holds the device on the first full buffer's write:
+// behindQueue more full buffers are still taken without waiting (a Write
+// that waited would hang the test), then everything reaches the file in
+// order once the device goes on.
+func TestBehindFileQueue(t *testing.T) {
+	d := behindTestFile(t)
+	release, started := make(chan struct{}), make(chan struct{}, 1)
+	d.write = func(b []byte) (int, error) {
+		select {
+		case started <- struct{}{}:
+			<-release // the first write only
+		default:
+		}
+		return d.File.Write(b)
+	}
+	var want []byte
+	for i := range 1 + behindQueue {
+		b := bytes.Repeat([]byte{byte('a' + i)}, behindBuffer)
+		if i == 1 {
+			<-started // the writer holds the first buffer
+		}
+		if _, err := d.Write(b); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, b...)
+	}
+	tail := []byte("the partial last block")
+	if _, err := d.Write(tail); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, tail...)
+	close(release)
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	fileHolds(t, d.Name(), want, "after the queued writes,")
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
