@@ -15,6 +15,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"lifeboat/backend"
 )
 
 // behindTestFile creates a temp file the way the backend does.
@@ -159,6 +161,37 @@ func TestBehindFileWritebackError(t *testing.T) {
 		if err := d.Sync(); !errors.Is(err, unix.EIO) {
 			t.Fatalf("flags %#x failing: a second Sync returned %v", failing, err)
 		}
+	}
+}
+
+// TestBehindFileWritebackNoSpace has the writeback find the disk full
+// (ext4 allocates blocks at writeback, so ENOSPC can come from there): the
+// backend reports ErrNoSpace, saves nothing and leaves no temp file.
+func TestBehindFileWritebackNoSpace(t *testing.T) {
+	b, err := Create(filepath.Join(t.TempDir(), "repo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := b.CreateTemp()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := f.(tempFile).file.(*behindFile)
+	d.syncRange = func(off, n int64, flags int) error { return unix.ENOSPC }
+	h, data := packOf(3 * behindStep)
+	if _, err = f.Write(data); err == nil {
+		err = b.SaveTemp(t.Context(), h, f)
+	} else {
+		b.DiscardTemp(f)
+	}
+	if !errors.Is(err, backend.ErrNoSpace) || !strings.Contains(err.Error(), "writing back") {
+		t.Fatalf("writeback without space: %v, want ErrNoSpace from the writeback", err)
+	}
+	if _, err := b.Load(t.Context(), h, 0, 0); err == nil {
+		t.Fatal("the pack was saved although its writeback failed")
+	}
+	if left, _ := os.ReadDir(filepath.Join(b.Location(), tmpDir)); len(left) > 0 {
+		t.Fatalf("temp files left behind: %v", left)
 	}
 }
 
