@@ -13,8 +13,9 @@ type TempFile interface {
 
 // TempSaver is implemented by backends that can store a file the caller
 // wrote beforehand into a temp file they provide. The repository builds
-// packs that way, so their bytes stay in the page cache, not in memory it
-// holds; backends without it get packs as byte slices through Save.
+// packs that way, so their bytes go to the disk as a pack fills, not into
+// memory it holds; backends without it get packs as byte slices through
+// Save.
 type TempSaver interface {
 	// CreateTemp returns a new, empty temp file.
 	CreateTemp() (TempFile, error)

@@ -1,7 +1,6 @@
 package local
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -82,9 +81,9 @@ type behindFile struct {
 	// The write-behind's progress, owned by the writer while it runs and
 	// by the caller once it has ended: bytes written, the writeback
 	// started for [0, started), and [0, dropped) written back and dropped
-	// from the cache. off: sync_file_range is not supported here.
+	// from the cache. noBehind: the write-behind is off for the file.
 	written, started, dropped int64
-	off                       bool
+	noBehind                  bool
 }
 
 // behindQueue is how many full buffers may wait for the writer.
@@ -170,47 +169,32 @@ func (d *behindFile) writeOut(b []byte) error {
 	if err != nil {
 		return err
 	}
-	if d.off || d.written-d.started < behindStep {
+	if d.noBehind || d.written-d.started < behindStep {
 		return nil
 	}
-	if err := d.sync(d.started, d.written, unix.SYNC_FILE_RANGE_WRITE); err != nil || d.off {
-		return err
+	// Start writing back what was written since the last start. This
+	// call reports no writeback error; any error it returns (not
+	// supported here, refused by a system call filter) turns the
+	// write-behind off, and the fsync then does all the writing.
+	if d.syncRange(d.started, d.written-d.started, unix.SYNC_FILE_RANGE_WRITE) != nil {
+		d.noBehind = true
+		return nil
 	}
 	d.started = d.written
 	if end := d.started - behindStep; end > d.dropped {
+		// Wait for the range a step older, then drop it. The wait reports
+		// a failed writeback anywhere in the file and moves this open
+		// file's error cursor past it, so the fsync would not report it
+		// again: every error here is a write error, and the file must not
+		// be saved.
 		const all = unix.SYNC_FILE_RANGE_WAIT_BEFORE | unix.SYNC_FILE_RANGE_WRITE | unix.SYNC_FILE_RANGE_WAIT_AFTER
-		if err := d.sync(d.dropped, end, all); err != nil || d.off {
-			return err
+		if err := d.syncRange(d.dropped, end-d.dropped, all); err != nil {
+			return &os.PathError{Op: "write", Path: d.File.Name(), Err: fmt.Errorf("writing back to the disk: %w", err)}
 		}
-		d.drop(end)
-	}
-	return nil
-}
-
-// sync runs sync_file_range on [from, to). Its errors are write errors:
-// a failed writeback it reports is not reported again by the fsync that
-// follows, so the file must not be saved. Where the call is not
-// supported the write-behind is turned off for the file (the fsync then
-// does all the writing).
-func (d *behindFile) sync(from, to int64, flags int) error {
-	err := d.syncRange(from, to-from, flags)
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.ESPIPE), errors.Is(err, unix.EINVAL):
-		d.off = true
-		return nil
-	}
-	return &os.PathError{Op: "write", Path: d.File.Name(), Err: fmt.Errorf("writing back to the disk: %w", err)}
-}
-
-// drop asks the kernel to drop the file's clean pages below end from the
-// page cache; it is only advice.
-func (d *behindFile) drop(end int64) {
-	if end > d.dropped {
-		_ = unix.Fadvise(d.fd, d.dropped, end-d.dropped, unix.FADV_DONTNEED)
+		_ = unix.Fadvise(d.fd, d.dropped, end-d.dropped, unix.FADV_DONTNEED) // only advice
 		d.dropped = end
 	}
+	return nil
 }
 
 // Sync writes what is buffered, fsyncs the file and drops its pages from
@@ -232,9 +216,13 @@ func (d *behindFile) Sync() error {
 		*d.buf = b[:0]
 	}
 	if err := d.File.Sync(); err != nil {
+		d.err = err // a second fsync would not report it again
 		return err
 	}
-	d.drop(d.written)
+	// All of it is clean now: drop the whole file, and with it any page
+	// an earlier drop left (advice the kernel may not take at once).
+	_ = unix.Fadvise(d.fd, 0, 0, unix.FADV_DONTNEED)
+	d.dropped = d.written
 	return nil
 }
 

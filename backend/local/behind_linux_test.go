@@ -101,17 +101,20 @@ func residentPages(t *testing.T, path string, end int64) int {
 }
 
 // TestBehindFileDropsWritten writes a pack of several steps and checks the
-// write-behind ran while it was written: all but the last two steps were
-// written back and are out of the page cache before Sync, and after Sync
-// none of the file is, while it holds what was written.
+// write-behind ran while it was written: all but the last step written
+// back and out of the page cache before Sync, and none of the file cached
+// after Sync, while it holds what was written.
 func TestBehindFileDropsWritten(t *testing.T) {
 	d := behindTestFile(t)
 	var fs unix.Statfs_t
 	if err := unix.Fstatfs(d.fd, &fs); err != nil {
 		t.Fatal(err)
 	}
-	if fs.Type == unix.TMPFS_MAGIC || fs.Type == unix.RAMFS_MAGIC {
+	switch fs.Type {
+	case unix.TMPFS_MAGIC, unix.RAMFS_MAGIC:
 		t.Skip("the test directory is in memory: its pages cannot be dropped")
+	case unix.OVERLAYFS_SUPER_MAGIC:
+		t.Skip("the test directory is on overlayfs, whose sync_file_range writes nothing back")
 	}
 	want := bytes.Repeat([]byte("lifeboat write-behind "), (6*behindStep+behindBuffer/2)/22)
 	if _, err := d.Write(want); err != nil {
@@ -120,11 +123,11 @@ func TestBehindFileDropsWritten(t *testing.T) {
 	if err := d.wait(); err != nil { // the queue written; the partial buffer is not
 		t.Fatal(err)
 	}
-	if d.off {
-		t.Skip("sync_file_range is not supported on the test directory's filesystem")
+	if d.noBehind {
+		t.Skip("sync_file_range is refused on the test directory's filesystem")
 	}
-	if d.dropped < d.written-2*behindStep-behindBuffer || d.started < d.written-behindStep {
-		t.Fatalf("written %d, writeback started to %d, dropped to %d: the write-behind fell behind", d.written, d.started, d.dropped)
+	if steps := d.written / behindStep * behindStep; d.started != steps || d.dropped != steps-behindStep {
+		t.Fatalf("written %d: writeback started to %d, dropped to %d; want %d and %d", d.written, d.started, d.dropped, steps, steps-behindStep)
 	}
 	if n := residentPages(t, d.Name(), d.dropped); n > 0 {
 		t.Fatalf("%d pages of the %d bytes dropped are still cached", n, d.dropped)
@@ -138,16 +141,60 @@ func TestBehindFileDropsWritten(t *testing.T) {
 	fileHolds(t, d.Name(), want, "after the write-behind:")
 }
 
-// TestBehindFileWritebackError has the writeback of a range fail (EIO,
-// as sync_file_range reports a failed disk): it is a write error, from a
-// later Write or from Sync, since the fsync after it would not report it
-// again; nothing may be saved.
+// TestBehindFileWritebackCalls records the write-behind's calls while a
+// file is written in pieces, synced halfway and written on: each step's
+// writeback is started once it is written, and the step before it waited
+// for and dropped, one step behind, with the right offsets and lengths.
+func TestBehindFileWritebackCalls(t *testing.T) {
+	d := behindTestFile(t)
+	const all = unix.SYNC_FILE_RANGE_WAIT_BEFORE | unix.SYNC_FILE_RANGE_WRITE | unix.SYNC_FILE_RANGE_WAIT_AFTER
+	var got []string
+	d.syncRange = func(off, n int64, flags int) error {
+		got = append(got, fmt.Sprintf("%#x %d+%d", flags, off, n))
+		return unix.SyncFileRange(d.fd, off, n, flags)
+	}
+	const step, buf = behindStep, behindBuffer
+	piece := bytes.Repeat([]byte{7}, 100<<10)
+	write := func(n int) {
+		for ; n > 0; n -= min(n, len(piece)) {
+			if _, err := d.Write(piece[:min(n, len(piece))]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	write(3*step + buf/2)
+	if err := d.Sync(); err != nil { // writes the half buffer, drops everything
+		t.Fatal(err)
+	}
+	write(2*step + buf/2) // 5 steps and a buffer in all
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	w := func(off, n int64) string { return fmt.Sprintf("%#x %d+%d", unix.SYNC_FILE_RANGE_WRITE, off, n) }
+	a := func(off, n int64) string { return fmt.Sprintf("%#x %d+%d", all, off, n) }
+	half := int64(buf / 2)
+	want := []string{
+		w(0, step), w(step, step), a(0, step), w(2*step, step), a(step, step),
+		// After the Sync at 3 steps and a half buffer, everything is
+		// dropped; the next start covers what was written since the last.
+		w(3*step, step+half), w(4*step+half, step), a(3*step+half, step),
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("sync_file_range calls:\n got %v\nwant %v", got, want)
+	}
+}
+
+// TestBehindFileWritebackError has a wait for the writeback fail. EIO is
+// how a failed disk shows; EINVAL or EOPNOTSUPP can come from a network or
+// FUSE filesystem's failed writeback. Either is a write error, from a later
+// Write or from Sync, since the fsync after it would not report it again:
+// nothing may be saved.
 func TestBehindFileWritebackError(t *testing.T) {
-	for _, failing := range []int{unix.SYNC_FILE_RANGE_WRITE, unix.SYNC_FILE_RANGE_WAIT_AFTER} {
+	for _, e := range []unix.Errno{unix.EIO, unix.EINVAL, unix.EOPNOTSUPP} {
 		d := behindTestFile(t)
 		d.syncRange = func(off, n int64, flags int) error {
-			if flags&failing != 0 && (failing != unix.SYNC_FILE_RANGE_WRITE || flags == failing) {
-				return unix.EIO
+			if flags&unix.SYNC_FILE_RANGE_WAIT_AFTER != 0 {
+				return e
 			}
 			return unix.SyncFileRange(d.fd, off, n, flags)
 		}
@@ -155,18 +202,19 @@ func TestBehindFileWritebackError(t *testing.T) {
 		if err == nil {
 			err = d.Sync()
 		}
-		if !errors.Is(err, unix.EIO) || !strings.Contains(err.Error(), "writing back") || !strings.Contains(err.Error(), d.Name()) {
-			t.Fatalf("flags %#x failing: %v, want the writeback's EIO naming the file", failing, err)
+		if !errors.Is(err, e) || !strings.Contains(err.Error(), "writing back") || !strings.Contains(err.Error(), d.Name()) {
+			t.Fatalf("the wait failing with %v: %v, want that error from the writeback, naming the file", e, err)
 		}
-		if err := d.Sync(); !errors.Is(err, unix.EIO) {
-			t.Fatalf("flags %#x failing: a second Sync returned %v", failing, err)
+		if err := d.Sync(); !errors.Is(err, e) {
+			t.Fatalf("the wait failing with %v: a second Sync returned %v", e, err)
 		}
 	}
 }
 
-// TestBehindFileWritebackNoSpace has the writeback find the disk full
-// (ext4 allocates blocks at writeback, so ENOSPC can come from there): the
-// backend reports ErrNoSpace, saves nothing and leaves no temp file.
+// TestBehindFileWritebackNoSpace has the wait for the writeback find the
+// disk full (a thin-provisioned disk, a network filesystem or a quota can
+// refuse blocks only then): the backend reports ErrNoSpace, saves nothing
+// and leaves no temp file.
 func TestBehindFileWritebackNoSpace(t *testing.T) {
 	b, err := Create(filepath.Join(t.TempDir(), "repo"))
 	if err != nil {
@@ -177,7 +225,12 @@ func TestBehindFileWritebackNoSpace(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := f.(tempFile).file.(*behindFile)
-	d.syncRange = func(off, n int64, flags int) error { return unix.ENOSPC }
+	d.syncRange = func(off, n int64, flags int) error {
+		if flags&unix.SYNC_FILE_RANGE_WAIT_AFTER != 0 {
+			return unix.ENOSPC
+		}
+		return nil
+	}
 	h, data := packOf(3 * behindStep)
 	if _, err = f.Write(data); err == nil {
 		err = b.SaveTemp(t.Context(), h, f)
@@ -195,23 +248,27 @@ func TestBehindFileWritebackNoSpace(t *testing.T) {
 	}
 }
 
-// TestBehindFileUnsupported has sync_file_range refused as unsupported:
-// the write-behind turns off and the fsync writes everything.
-func TestBehindFileUnsupported(t *testing.T) {
-	d := behindTestFile(t)
-	calls := 0
-	d.syncRange = func(off, n int64, flags int) error { calls++; return unix.ENOSYS }
-	want := bytes.Repeat([]byte("no write-behind here "), 4*behindStep/21)
-	if _, err := d.Write(want); err != nil {
-		t.Fatal(err)
+// TestBehindFileStartRefused has the call that starts a writeback refused
+// (not supported, a system call filter, even EIO, which only a wait would
+// report as the file's): the write-behind turns off at once and the fsync
+// writes everything.
+func TestBehindFileStartRefused(t *testing.T) {
+	for _, e := range []unix.Errno{unix.ENOSYS, unix.EPERM, unix.EIO} {
+		d := behindTestFile(t)
+		calls := 0
+		d.syncRange = func(off, n int64, flags int) error { calls++; return e }
+		want := bytes.Repeat([]byte("no write-behind here "), 4*behindStep/21)
+		if _, err := d.Write(want); err != nil {
+			t.Fatalf("%v: %v", e, err)
+		}
+		if err := d.Sync(); err != nil {
+			t.Fatalf("%v: %v", e, err)
+		}
+		if !d.noBehind || calls != 1 {
+			t.Fatalf("%v: write-behind off %v after %d calls, want off after 1", e, d.noBehind, calls)
+		}
+		fileHolds(t, d.Name(), want, "without write-behind:")
 	}
-	if err := d.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	if !d.off || calls != 1 {
-		t.Fatalf("off %v after %d calls: the write-behind did not turn off at once", d.off, calls)
-	}
-	fileHolds(t, d.Name(), want, "without write-behind:")
 }
 
 // TestSaveTempBehind stores a pack-sized temp file through the backend and
