@@ -35,6 +35,25 @@ func behindTestFile(t *testing.T) *behindFile {
 	return d
 }
 
+// behindTestTemp creates a repository in dir and a temp file in it
+// through the backend, with the file's write-behind.
+func behindTestTemp(t *testing.T, dir string) (*Backend, backend.TempFile, *behindFile) {
+	t.Helper()
+	b, err := Create(filepath.Join(dir, "repo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := b.CreateTemp()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, ok := f.(tempFile).file.(*behindFile)
+	if !ok {
+		t.Fatalf("CreateTemp returned a %T, want a *behindFile", f.(tempFile).file)
+	}
+	return b, f, d
+}
+
 // TestBehindFileWrites writes random pieces (many small, some larger than
 // the buffer) and checks the file holds exactly them after Sync, for
 // lengths around the buffer and several write-behind steps.
@@ -216,15 +235,7 @@ func TestBehindFileWritebackError(t *testing.T) {
 // refuse blocks only then): the backend reports ErrNoSpace, saves nothing
 // and leaves no temp file.
 func TestBehindFileWritebackNoSpace(t *testing.T) {
-	b, err := Create(filepath.Join(t.TempDir(), "repo"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := b.CreateTemp()
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := f.(tempFile).file.(*behindFile)
+	b, f, d := behindTestTemp(t, t.TempDir())
 	d.syncRange = func(off, n int64, flags int) error {
 		if flags&unix.SYNC_FILE_RANGE_WAIT_AFTER != 0 {
 			return unix.ENOSPC
@@ -232,7 +243,8 @@ func TestBehindFileWritebackNoSpace(t *testing.T) {
 		return nil
 	}
 	h, data := packOf(3 * behindStep)
-	if _, err = f.Write(data); err == nil {
+	_, err := f.Write(data)
+	if err == nil {
 		err = b.SaveTemp(t.Context(), h, f)
 	} else {
 		b.DiscardTemp(f)
@@ -274,17 +286,7 @@ func TestBehindFileStartRefused(t *testing.T) {
 // TestSaveTempBehind stores a pack-sized temp file through the backend and
 // reads it back: the write-behind end to end, rename and all.
 func TestSaveTempBehind(t *testing.T) {
-	b, err := Create(filepath.Join(t.TempDir(), "repo"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := b.CreateTemp()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := f.(tempFile).file.(*behindFile); !ok {
-		t.Fatalf("CreateTemp returned a %T, want a *behindFile", f.(tempFile).file)
-	}
+	b, f, _ := behindTestTemp(t, t.TempDir())
 	h, data := packOf(5*behindStep/2 + 99)
 	for p := data; len(p) > 0; p = p[min(len(p), 300<<10):] {
 		if _, err := f.Write(p[:min(len(p), 300<<10)]); err != nil {

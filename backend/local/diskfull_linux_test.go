@@ -104,18 +104,9 @@ func TestRealDiskFull(t *testing.T) {
 // back from a Write (a buffer written in the background) or from SaveTemp,
 // it is ErrNoSpace, nothing is stored and no temp file is left.
 func TestRealDiskFullTemp(t *testing.T) {
-	mnt := smallTmpfs(t)
-	b, err := Create(filepath.Join(mnt, "repo"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := b.CreateTemp()
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, behind := f.(tempFile).file.(*behindFile)
-	t.Logf("write-behind: %v", behind)
+	b, f, _ := behindTestTemp(t, smallTmpfs(t))
 	h, data := packOf(1 << 20)
+	var err error
 	for p := data; len(p) > 0 && err == nil; p = p[min(len(p), 64<<10):] {
 		_, err = f.Write(p[:min(len(p), 64<<10)])
 	}
