@@ -49,10 +49,8 @@ var behindBufs = sync.Pool{New: func() any {
 
 // putBehindBuf recycles a buffer that came from behindBufs.
 func putBehindBuf(b *[]byte) {
-	if cap(*b) == behindBuffer {
-		*b = (*b)[:0]
-		behindBufs.Put(b)
-	}
+	*b = (*b)[:0]
+	behindBufs.Put(b)
 }
 
 // behindFile buffers writes to a temp file in 256 KiB pieces. Full
@@ -207,11 +205,8 @@ func (d *behindFile) Sync() error {
 		return err
 	}
 	if b := *d.buf; len(b) > 0 {
-		n, err := d.write(b)
-		d.written += int64(n)
-		if err != nil {
-			d.err = err
-			return err
+		if d.err = d.writeOut(b); d.err != nil {
+			return d.err
 		}
 		*d.buf = b[:0]
 	}
