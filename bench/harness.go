@@ -19,7 +19,7 @@ type Options struct {
 	ScaleName string  // a key of Scales
 	Seed      uint64  // corpus seed
 	Churn     float64 // fraction the churn step changes (0.05 for 5%)
-	Rounds    int     // rounds; each runs every tool once, order rotated
+	Rounds    int     // rounds; each runs every scenario for every tool in turn, order rotated
 	Lifeboat  string  // the lifeboat binary to measure
 	// Trampoline is a binary that calls bench.Trampoline first thing
 	// (lifeboat does); default: this process's executable.
@@ -59,8 +59,9 @@ type Result struct {
 }
 
 // Run generates the corpus once and runs every scenario for Lifeboat and
-// the peers in o.Compare, o.Rounds times, rotating the order of the
-// tools each round. Peers that are not installed are skipped, with the
+// the peers in o.Compare, o.Rounds times (runRound): each scenario for
+// every tool before the next scenario, the tools' order rotated each
+// round. Peers that are not installed are skipped, with the
 // reason in the report.
 func Run(ctx context.Context, o Options) (*Report, error) {
 	scale, err := ScaleNamed(o.ScaleName)
@@ -121,16 +122,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep.CorpusSeconds = time.Since(start).Seconds()
 	defer removeLeftovers(dir)
 	for r := 1; r <= o.Rounds; r++ {
-		k := (r - 1) % len(drivers)
-		for _, d := range append(drivers[k:len(drivers):len(drivers)], drivers[:k]...) {
-			res, ceiling, err := runTool(ctx, o, d, dir, pristine, r)
-			if err != nil {
-				return nil, fmt.Errorf("round %d, %s: %w", r, d.tool().Name, err)
-			}
-			rep.Results = append(rep.Results, res...)
-			if ceiling != nil {
-				rep.Ceilings = append(rep.Ceilings, *ceiling)
-			}
+		res, ceiling, err := runRound(ctx, o, drivers, dir, pristine, r)
+		if err != nil {
+			return nil, err
+		}
+		rep.Results = append(rep.Results, res...)
+		if ceiling != nil {
+			rep.Ceilings = append(rep.Ceilings, *ceiling)
 		}
 	}
 	rep.Machine.LoadEnd = loadAvg()
@@ -196,59 +194,101 @@ func removeLeftovers(dir string) {
 	}
 }
 
-// runTool runs every scenario for one tool in one round, from a fresh
-// repository and a fresh copy of the pristine corpus, and leaves both for
-// removeLeftovers (the copy moved out of the way under trash/). For
-// Lifeboat it also returns the round's stage ceiling.
-func runTool(ctx context.Context, o Options, d driver, dir, pristine string, round int) ([]Result, *Ceiling, error) {
+// runRound runs one round: a fresh repository and a fresh copy of the
+// pristine corpus for each tool, then each scenario for every tool in
+// turn, the tools in drivers' order rotated by the round. Scenario by
+// scenario, not tool by tool: this VM's speed drifts by a fifth and more
+// within minutes. Tool by tool, all of one tool's scenarios ran between
+// two tools' steps of the same scenario, a minute or more; now only the
+// other tools' steps of that scenario do. Each tool's corpus copy and
+// home are left for removeLeftovers (the copies moved out of the way
+// under trash/). It also returns the round's stage ceiling, measured
+// around Lifeboat's first capture.
+func runRound(ctx context.Context, o Options, drivers []driver, dir, pristine string, round int) ([]Result, *Ceiling, error) {
+	k := (round - 1) % len(drivers)
+	var tools []*toolRound
+	defer func() {
+		for _, t := range tools {
+			t.discardWork()
+		}
+	}()
+	for i := range drivers {
+		// Each driver has its own copy, at a path of the same length
+		// for all (peers store absolute paths): work1, work2, ...
+		d := drivers[(k+i)%len(drivers)]
+		t, err := newToolRound(ctx, o, d, dir, pristine, round, filepath.Join(dir, fmt.Sprintf("work%d", (k+i)%len(drivers)+1), "corpus"))
+		if t != nil {
+			tools = append(tools, t)
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("round %d, %s: %w", round, d.tool().Name, err)
+		}
+	}
+	var out []Result
+	var ceiling *Ceiling
+	for _, sc := range Scenarios {
+		for _, t := range tools {
+			if sc == ScenarioChurn {
+				if _, err := ChurnFraction(t.s.work, o.Seed+1, o.Churn); err != nil {
+					return nil, nil, fmt.Errorf("round %d, %s: churn: %w", round, t.name, err)
+				}
+			}
+			res, err := t.scenario(ctx, sc)
+			if err != nil {
+				return nil, nil, fmt.Errorf("round %d, %s: %w", round, t.name, err)
+			}
+			if o.Progress != nil {
+				o.Progress(res)
+			}
+			out = append(out, res)
+			if t.ceiling != nil {
+				ceiling = t.ceiling
+			}
+		}
+	}
+	return out, ceiling, nil
+}
+
+// newToolRound makes one tool's round ready: a fresh home (repository
+// and caches) and a fresh copy of the pristine corpus at work, then the
+// repository initialised. A toolRound it returns with an error still has
+// its copy to discard.
+func newToolRound(ctx context.Context, o Options, d driver, dir, pristine string, round int, work string) (*toolRound, error) {
 	name := d.tool().Name
 	home := filepath.Join(dir, fmt.Sprintf("r%d-%s", round, name))
 	t := &toolRound{o: o, d: d, name: name, dir: dir, logs: filepath.Join(dir, "logs"),
-		s: &site{round: round, work: filepath.Join(dir, "work", "corpus"), repo: filepath.Join(home, "repo"),
+		s: &site{round: round, work: work, repo: filepath.Join(home, "repo"),
 			cache: filepath.Join(home, "cache"), base: filepath.Join(home, "base"), target: filepath.Join(home, "restore"),
 			password: "lifeboat-bench-password"}}
-	for _, p := range []string{filepath.Dir(t.s.work), home} {
+	for _, p := range []string{filepath.Dir(work), home} {
 		if err := os.RemoveAll(p); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
-	for _, p := range []string{filepath.Dir(t.s.work), home, t.logs} {
+	for _, p := range []string{filepath.Dir(work), home, t.logs} {
 		if err := os.MkdirAll(p, 0o700); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
-	defer func() {
-		trash := filepath.Join(dir, "trash")
-		if os.MkdirAll(trash, 0o700) == nil {
-			_ = os.Rename(filepath.Dir(t.s.work), filepath.Join(trash, fmt.Sprintf("work-r%d-%s", round, name)))
-		}
-	}()
-	if err := CopyTree(pristine, t.s.work); err != nil {
-		return nil, nil, fmt.Errorf("copy the corpus: %w", err)
+	if err := CopyTree(pristine, work); err != nil {
+		return t, fmt.Errorf("copy the corpus: %w", err)
 	}
 	if _, err := syncFS(dir); err != nil {
-		return nil, nil, err
+		return t, err
 	}
 	if _, err := measure(ctx, o.Trampoline, d.init(t.s), t.log("init")); err != nil {
-		return nil, nil, err
+		return t, err
 	}
-	var out []Result
-	for _, sc := range Scenarios {
-		if sc == ScenarioChurn {
-			if _, err := ChurnFraction(t.s.work, o.Seed+1, o.Churn); err != nil {
-				return nil, nil, fmt.Errorf("churn: %w", err)
-			}
-		}
-		res, err := t.scenario(ctx, sc)
-		if err != nil {
-			return nil, nil, err
-		}
-		if o.Progress != nil {
-			o.Progress(res)
-		}
-		out = append(out, res)
+	return t, nil
+}
+
+// discardWork moves the tool's corpus copy under trash/, for
+// removeLeftovers to delete when the last round has ended.
+func (t *toolRound) discardWork() {
+	trash := filepath.Join(t.dir, "trash")
+	if os.MkdirAll(trash, 0o700) == nil {
+		_ = os.Rename(filepath.Dir(t.s.work), filepath.Join(trash, fmt.Sprintf("work-r%d-%s", t.s.round, t.name)))
 	}
-	return out, t.ceiling, nil
 }
 
 func (t *toolRound) log(step string) string {
@@ -266,10 +306,12 @@ func (t *toolRound) scenario(ctx context.Context, sc string) (Result, error) {
 		return res, err
 	}
 	res.Bytes, res.Files = tree.Bytes, tree.Files
-	warmed := s.work
-	if sc == ScenarioRestore || sc == ScenarioPrune {
-		warmed = s.repo
-	}
+	// Everything a step may read is in the page cache: the workspace,
+	// the repository and the tool's own caches. Run scenario by scenario
+	// (runRound), a tool's repository and caches were last touched a
+	// minute or more before its next step, and this VM pages out what
+	// has not been touched for 60 s.
+	warmed := []string{s.work, s.repo, s.cache, s.base}
 	if sc == ScenarioPrune {
 		res.Files = 0
 		if res.Bytes, err = duBytes(s.repo); err != nil {
@@ -294,8 +336,10 @@ func (t *toolRound) scenario(ctx context.Context, sc string) (Result, error) {
 	if _, err := syncFS(t.dir); err != nil {
 		return res, err
 	}
-	if err := warm(warmed); err != nil {
-		return res, err
+	for _, dir := range warmed {
+		if err := warm(dir); err != nil {
+			return res, err
+		}
 	}
 	bracket := t.name == "lifeboat" && sc == ScenarioFirst
 	var pre Ceiling // measured before the capture

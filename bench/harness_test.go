@@ -158,7 +158,8 @@ func TestRunSmall(t *testing.T) {
 	if !slices.Equal(left, []string{"corpus", "logs"}) {
 		t.Errorf("after the run the work directory holds %v, want [corpus logs]", left)
 	}
-	// At the last result: corpus, logs, work, trash and every round's home.
+	// At the last result: corpus, logs, trash, the last round's corpus
+	// copies (work1, work2) and every round's home.
 	if last := during[len(during)-1]; last < 4+len(rep.Tools)*2 {
 		t.Errorf("entries in the work directory as results came in: %v; the homes of earlier rounds were removed early", during)
 	}
@@ -173,6 +174,15 @@ func TestRunSmall(t *testing.T) {
 	}
 	if tools == 2 && rep.Results[0].Tool == rep.Results[len(Scenarios)*tools].Tool {
 		t.Fatalf("round 2 starts with %s again: order not rotated", rep.Results[0].Tool)
+	}
+	// Scenario by scenario: each scenario for every tool, in the round's
+	// order, before the next scenario.
+	for i, r := range rep.Results {
+		round, step := i/(tools*len(Scenarios))+1, i%(tools*len(Scenarios))
+		first := rep.Results[(round-1)*tools*len(Scenarios)+step%tools]
+		if r.Round != round || r.Scenario != Scenarios[step/tools] || r.Tool != first.Tool {
+			t.Fatalf("result %d is round %d, %s of %s; want round %d, %s of %s", i, r.Round, r.Scenario, r.Tool, round, Scenarios[step/tools], first.Tool)
+		}
 	}
 	repo := map[string]int64{}
 	for _, r := range rep.Results {
@@ -373,5 +383,23 @@ func TestCeilingTargetPairsRounds(t *testing.T) {
 	}
 	if got == nil || got.Met || got.Got < 0.624 || got.Got > 0.626 {
 		t.Fatalf("ceiling target %+v, want missed at 62.5%% (the middle round's share)", got)
+	}
+}
+
+// warm reads what exists and takes a directory a tool has not made (a
+// cache before its first backup) as nothing to warm; other errors stay.
+func TestWarm(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("data"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := warm(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := warm(filepath.Join(dir, "missing")); err != nil {
+		t.Fatalf("a missing directory: %v", err)
+	}
+	if err := warm(filepath.Join(dir, "f", "below-a-file")); err == nil {
+		t.Fatal("a path below a file warmed without error")
 	}
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -83,10 +84,14 @@ func measure(ctx context.Context, self string, c command, log string) (Usage, er
 }
 
 // warm reads every regular file under dir, so each tool starts a step
-// with the same warm page cache.
+// with the same warm page cache. A dir that does not exist (a cache a
+// tool has not made) has nothing to warm.
 func warm(dir string) error {
 	buf := make([]byte, 1<<20)
 	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil && p == dir && errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
 		if err != nil || !d.Type().IsRegular() {
 			return err
 		}

@@ -37,7 +37,7 @@ type Tool struct {
 // site is where one tool works in one round.
 type site struct {
 	round             int
-	work              string // the corpus copy it captures, the same path for every tool
+	work              string // the tool's copy of the corpus: workN/corpus, paths of one length for every tool
 	repo, cache, base string
 	target            string // restore target
 	password          string

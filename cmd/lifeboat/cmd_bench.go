@@ -54,7 +54,7 @@ func newBenchCommand(g *globalOptions) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&o.scale, "scale", "full", "corpus size: small (seconds), medium or full (about 100,000 files, 800 MB)")
 	f.StringSliceVar(&o.compare, "compare", nil, "also run these tools: restic, borg (comma-separated; a tool not installed is skipped with the reason)")
-	f.IntVar(&o.rounds, "rounds", 3, "rounds; each runs every tool once, the order rotated")
+	f.IntVar(&o.rounds, "rounds", 3, "rounds; each runs every scenario for every tool in turn, the order rotated")
 	f.Float64Var(&o.churn, "churn", 0.05, "fraction of the corpus the churn step changes")
 	f.Uint64Var(&o.seed, "seed", 1, "corpus seed: the same seed gives the same corpus")
 	f.StringVar(&o.dir, "dir", "", "empty work directory, removed after unless --keep (default: a new temporary directory)")
