@@ -251,8 +251,8 @@ func runRound(ctx context.Context, o Options, drivers []driver, dir, pristine st
 
 // newToolRound makes one tool's round ready: a fresh home (repository
 // and caches) and a fresh copy of the pristine corpus at work, then the
-// repository initialised. A toolRound it returns with an error still has
-// its copy to discard.
+// repository initialised. It returns the toolRound even with an error,
+// for what it made of the copy to be discarded.
 func newToolRound(ctx context.Context, o Options, d driver, dir, pristine string, round int, work string) (*toolRound, error) {
 	name := d.tool().Name
 	home := filepath.Join(dir, fmt.Sprintf("r%d-%s", round, name))
@@ -262,12 +262,12 @@ func newToolRound(ctx context.Context, o Options, d driver, dir, pristine string
 			password: "lifeboat-bench-password"}}
 	for _, p := range []string{filepath.Dir(work), home} {
 		if err := os.RemoveAll(p); err != nil {
-			return nil, err
+			return t, err
 		}
 	}
 	for _, p := range []string{filepath.Dir(work), home, t.logs} {
 		if err := os.MkdirAll(p, 0o700); err != nil {
-			return nil, err
+			return t, err
 		}
 	}
 	if err := CopyTree(pristine, work); err != nil {

@@ -160,7 +160,7 @@ func TestRunSmall(t *testing.T) {
 	}
 	// At the last result: corpus, logs, trash, the last round's corpus
 	// copies (work1, work2) and every round's home.
-	if last := during[len(during)-1]; last < 4+len(rep.Tools)*2 {
+	if last := during[len(during)-1]; last < 3+len(rep.Tools)*3 {
 		t.Errorf("entries in the work directory as results came in: %v; the homes of earlier rounds were removed early", during)
 	}
 	tools := len(rep.Tools)
@@ -182,6 +182,13 @@ func TestRunSmall(t *testing.T) {
 		first := rep.Results[(round-1)*tools*len(Scenarios)+step%tools]
 		if r.Round != round || r.Scenario != Scenarios[step/tools] || r.Tool != first.Tool {
 			t.Fatalf("result %d is round %d, %s of %s; want round %d, %s of %s", i, r.Round, r.Scenario, r.Tool, round, Scenarios[step/tools], first.Tool)
+		}
+		if step < tools {
+			for _, o := range rep.Results[i-step : i] {
+				if o.Tool == r.Tool {
+					t.Fatalf("round %d runs %s twice in its first scenario", round, r.Tool)
+				}
+			}
 		}
 	}
 	repo := map[string]int64{}
