@@ -215,8 +215,9 @@ func runRound(ctx context.Context, o Options, drivers []driver, dir, pristine st
 	for i := range drivers {
 		// Each driver has its own copy, at a path of the same length
 		// for all (peers store absolute paths): work1, work2, ...
-		d := drivers[(k+i)%len(drivers)]
-		t, err := newToolRound(ctx, o, d, dir, pristine, round, filepath.Join(dir, fmt.Sprintf("work%d", (k+i)%len(drivers)+1), "corpus"))
+		j := (k + i) % len(drivers)
+		d := drivers[j]
+		t, err := newToolRound(ctx, o, d, dir, pristine, round, filepath.Join(dir, fmt.Sprintf("work%d", j+1), "corpus"))
 		if t != nil {
 			tools = append(tools, t)
 		}
@@ -225,7 +226,6 @@ func runRound(ctx context.Context, o Options, drivers []driver, dir, pristine st
 		}
 	}
 	var out []Result
-	var ceiling *Ceiling
 	for _, sc := range Scenarios {
 		for _, t := range tools {
 			if sc == ScenarioChurn {
@@ -241,9 +241,12 @@ func runRound(ctx context.Context, o Options, drivers []driver, dir, pristine st
 				o.Progress(res)
 			}
 			out = append(out, res)
-			if t.ceiling != nil {
-				ceiling = t.ceiling
-			}
+		}
+	}
+	var ceiling *Ceiling
+	for _, t := range tools {
+		if t.ceiling != nil {
+			ceiling = t.ceiling
 		}
 	}
 	return out, ceiling, nil
