@@ -218,9 +218,7 @@ func runRound(ctx context.Context, o Options, drivers []driver, dir, pristine st
 		j := (k + i) % len(drivers)
 		d := drivers[j]
 		t, err := newToolRound(ctx, o, d, dir, pristine, round, filepath.Join(dir, fmt.Sprintf("work%d", j+1), "corpus"))
-		if t != nil {
-			tools = append(tools, t)
-		}
+		tools = append(tools, t) // discarded by the deferred loop, on an error too
 		if err != nil {
 			return nil, nil, fmt.Errorf("round %d, %s: %w", round, d.tool().Name, err)
 		}

@@ -410,3 +410,29 @@ func TestWarm(t *testing.T) {
 		t.Fatal("a path below a file warmed without error")
 	}
 }
+
+// TestNewToolRoundError: a tool's round that fails while it is made ready
+// (here the corpus copy, from a pristine tree that is not there) still
+// returns what it made, and discarding it moves its work directory under
+// trash/ rather than leaving it beside the next round's.
+func TestNewToolRoundError(t *testing.T) {
+	dir := t.TempDir()
+	work := filepath.Join(dir, "work1", "corpus")
+	tr, err := newToolRound(context.Background(), Options{}, &lifeboatDriver{}, dir, filepath.Join(dir, "missing"), 1, work)
+	if err == nil {
+		t.Fatal("a round from a missing pristine corpus was made ready")
+	}
+	if tr == nil {
+		t.Fatalf("the failed round (%v) returned nothing to discard", err)
+	}
+	if _, err := os.Stat(filepath.Dir(work)); err != nil {
+		t.Fatalf("the failed round made no work directory: %v", err)
+	}
+	tr.discardWork()
+	if _, err := os.Stat(filepath.Dir(work)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("work1 is still there after discardWork: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "trash", "work-r1-lifeboat")); err != nil {
+		t.Fatalf("work1 was not moved under trash/: %v", err)
+	}
+}
