@@ -8,6 +8,7 @@ import (
 
 	"lifeboat/blob"
 	"lifeboat/index"
+	"lifeboat/pack"
 )
 
 // objectsWithRepeats returns n random objects of both tiers in which some
@@ -101,6 +102,43 @@ func TestApplyAllSameAsApplyInTurn(t *testing.T) {
 	if err := merged.ApplyAll(nil); err != nil {
 		t.Errorf("ApplyAll of no objects: %v", err)
 	}
+}
+
+// ApplyAll orders keys by their first eight bytes first: keys that share
+// them (tier, type and six id bytes) are ordered by the rest, and where
+// objects name the same blob the last one still decides its place.
+func TestApplyAllKeysSharingTheirHead(t *testing.T) {
+	r := newRand(t)
+	prefix := randID(r)
+	sharing := func() blob.ID { // the first 6 bytes of prefix, random after
+		id := randID(r)
+		copy(id[:6], prefix[:6])
+		return id
+	}
+	var objs []index.Named
+	var earlier []pack.Entry
+	for i := range 4 {
+		o := &index.Object{Tier: blob.Workspace}
+		for range 3 {
+			p := randPack(r, 30)
+			for j := range p.Entries {
+				p.Entries[j].Type = blob.Data
+				p.Entries[j].ID = sharing()
+				if len(earlier) > 0 && j%3 == 0 { // a blob an earlier pack placed
+					p.Entries[j].ID = earlier[r.IntN(len(earlier))].ID
+				}
+			}
+			earlier = append(earlier, p.Entries...)
+			o.Packs = append(o.Packs, p)
+		}
+		objs = append(objs, index.Named{ID: blob.ID{byte(i + 1)}, Object: o})
+	}
+	d := mustOpenDB(t, t.TempDir(), testRepo)
+	defer d.Close()
+	if err := d.ApplyAll(objs); err != nil {
+		t.Fatal(err)
+	}
+	checkDB(t, d, locations(objectsOf(objs)...))
 }
 
 // An ApplyAll cut short by a crash leaves every one of its objects

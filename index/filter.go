@@ -6,8 +6,6 @@ import (
 	"sync/atomic"
 
 	bolt "go.etcd.io/bbolt"
-
-	"lifeboat/blob"
 )
 
 // A capture of new data looks every chunk up before storing it, and nearly
@@ -127,7 +125,7 @@ func (d *DB) noteMiss() {
 		f := newBlobFilter(int64(b.Stats().KeyN))
 		c := b.Cursor()
 		for k, _ := c.First(); k != nil; k, _ = c.Next() {
-			if len(k) == 2+blob.IDSize {
+			if len(k) == keySize {
 				f.add(k)
 			}
 		}

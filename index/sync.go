@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"lifeboat/backend"
@@ -224,29 +225,45 @@ func (d *DB) ApplyAll(objs []Named) error {
 // applyAll does ApplyAll's work; a test passes stopAfter >= 0 to end it
 // after that many transactions, as a crash would.
 func (d *DB) applyAll(objs []Named, stopAfter int) error {
-	type kv struct {
-		k, v []byte
-		seq  int
-	}
 	n := 0
 	for _, no := range objs {
 		n += no.Object.Entries()
 	}
-	kvs := make([]kv, 0, n)
+	// Every key and value in two slabs rather than two allocations per
+	// entry: bbolt keeps the slices it is given until the commit, and the
+	// slabs outlive every transaction here.
+	keys := make([]byte, 0, n*keySize)
+	vals := make([]byte, 0, n*locSize)
 	for _, no := range objs {
 		o := no.Object
 		for _, p := range o.Packs {
 			for _, e := range p.Entries {
-				kvs = append(kvs, kv{blobKey(o.Tier, e.Type, e.ID), encodeLoc(p.ID, e), len(kvs)})
+				keys = appendBlobKey(keys, o.Tier, e.Type, e.ID)
+				vals = appendLoc(vals, p.ID, e)
 			}
 		}
 	}
-	// Equal keys keep their order (seq): of a key's puts the last stays.
-	slices.SortFunc(kvs, func(a, b kv) int {
-		if c := bytes.Compare(a.k, b.k); c != 0 {
+	key := func(i int) []byte { return keys[i*keySize : (i+1)*keySize : (i+1)*keySize] }
+	val := func(i int) []byte { return vals[i*locSize : (i+1)*locSize : (i+1)*locSize] }
+	// Sorted by key; equal keys keep their order (the entry's number), so
+	// of a key's puts the last stays. A blob id is random, so the key's
+	// first eight bytes order nearly every pair alone.
+	type ref struct {
+		head uint64 // key(i)[:8], big-endian
+		i    int    // the entry's number: key(i), val(i)
+	}
+	order := make([]ref, n)
+	for i := range order {
+		order[i] = ref{binary.BigEndian.Uint64(key(i)), i}
+	}
+	slices.SortFunc(order, func(a, b ref) int {
+		if c := cmp.Compare(a.head, b.head); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.seq, b.seq)
+		if c := bytes.Compare(key(a.i)[8:], key(b.i)[8:]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.i, b.i)
 	})
 	mark := func(tx *bolt.Tx, state byte) error {
 		for _, no := range objs {
@@ -260,15 +277,15 @@ func (d *DB) applyAll(objs []Named, stopAfter int) error {
 		if n == stopAfter {
 			return nil
 		}
-		batch := kvs[:min(applyBatch, len(kvs))]
-		kvs = kvs[len(batch):]
-		last := len(kvs) == 0
+		batch := order[:min(applyBatch, len(order))]
+		order = order[len(batch):]
+		last := len(order) == 0
 		// The batch commits with its keys in the filter: see filter.go.
-		err := d.filterUpdate(len(batch), func(i int) []byte { return batch[i].k }, func(tx *bolt.Tx) error {
+		err := d.filterUpdate(len(batch), func(i int) []byte { return key(batch[i].i) }, func(tx *bolt.Tx) error {
 			blobs := tx.Bucket(bucketBlobs)
 			blobs.FillPercent = fillPercent
 			for _, e := range batch {
-				if err := blobs.Put(e.k, e.v); err != nil {
+				if err := blobs.Put(key(e.i), val(e.i)); err != nil {
 					return err
 				}
 			}
