@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"lifeboat/backend"
@@ -67,15 +68,17 @@ type Repository struct {
 	uploadSeq uint64          // number of the last pack handed off for upload (handOff)
 	inflight  map[uint64]bool // uploads not yet finished, by number, from hand-off on
 
-	testBeforeUpload func()       // called by upload before it waits for a slot
-	testFlushWaits   func()       // called, r.mu held, when waitUploads waits
-	testApplyErr     func() error // replaces the local index's answer to an application (indexMu held)
+	testBeforeUpload func()            // called by upload before it waits for a slot
+	testFlushWaits   func()            // called, r.mu held, when waitUploads waits
+	testApplyErr     func() error      // replaces the local index's answer to an application (indexMu held)
+	testStreamSeal   func(inline bool) // called as SaveStream seals a chunk other than the last: in its own goroutine or not
 	closing          bool
 	// damagedIndex lists index objects the last sync skipped as damaged.
 	damagedIndex []blob.ID
 
 	uploads chan struct{} // one slot per pack upload in flight
 	seals   chan struct{} // one slot per blob being sealed: bounds the buffers in use
+	streams atomic.Int64  // SaveStream calls under way (stream.go)
 	indexMu sync.Mutex    // serialises index object writes and their application
 	// unapplied are index objects saved but not yet applied to the local
 	// index, because an application failed (their blobs are still

@@ -115,9 +115,42 @@ func review9Scribble(stop <-chan struct{}, done *sync.WaitGroup) {
 	})
 }
 
-// SaveStream with GOMAXPROCS 1, 2 and 3 on a multi-chunk stream while
-// the chunk buffers are recycled with garbage: the ids come back in
-// order, the stats add up, and the stream reads back identical.
+// review9Seals counts how SaveStream sealed the chunks before a stream's
+// last: in the stream's goroutine (inline) or beside it. With busy, the
+// stream sees procs other streams under way, as when a capture's readers
+// keep the cores busy.
+type review9Seals struct{ inline, beside atomic.Int64 }
+
+func review9CountSeals(r *Repository, procs int, busy bool) (s *review9Seals, done func()) {
+	s = &review9Seals{}
+	r.testStreamSeal = func(inline bool) {
+		if inline {
+			s.inline.Add(1)
+		} else {
+			s.beside.Add(1)
+		}
+	}
+	if !busy {
+		return s, func() {}
+	}
+	r.streams.Add(int64(procs))
+	return s, func() { r.streams.Add(-int64(procs)) }
+}
+
+// check fails t unless every chunk before the last was sealed inline
+// when the stream was busy or had one core, and beside it otherwise.
+func (s *review9Seals) check(t *testing.T, procs int, busy bool) {
+	t.Helper()
+	in, beside := s.inline.Load(), s.beside.Load()
+	if wantInline := busy || procs == 1; wantInline && (in == 0 || beside != 0) || !wantInline && (beside == 0 || in != 0) {
+		t.Errorf("GOMAXPROCS %d, busy %v: %d chunks sealed inline and %d beside the stream", procs, busy, in, beside)
+	}
+}
+
+// SaveStream with GOMAXPROCS 1, 2 and 3 on a multi-chunk stream, alone or
+// among as many streams as cores, while the chunk buffers are recycled
+// with garbage: the ids come back in order, the stats add up, and the
+// stream reads back identical.
 func TestReview9SaveStreamProcs(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	stop := make(chan struct{})
@@ -125,113 +158,187 @@ func TestReview9SaveStreamProcs(t *testing.T) {
 	review9Scribble(stop, &scribblers)
 	defer func() { close(stop); scribblers.Wait() }()
 	for _, procs := range []int{1, 2, 3} {
-		t.Run(fmt.Sprintf("GOMAXPROCS=%d", procs), func(t *testing.T) {
-			runtime.GOMAXPROCS(procs)
-			tr := newTestRepo(t)
-			r := tr.open(t, nil, testPassword)
-			data, sizes := review9Stream(t, r, uint64(procs))
-			c, err := r.Chunker(blob.Workspace)
-			must(t, err)
-			ids, st, err := r.SaveStream(context.Background(), blob.Workspace, c, bytes.NewReader(data))
-			must(t, err)
-			if len(ids) != len(sizes) || st.Chunks != len(sizes) || st.New != len(sizes) ||
-				st.Bytes != int64(len(data)) || st.NewBytes != int64(len(data)) {
-				t.Fatalf("%d chunks of %d bytes: %d ids, stats %+v", len(sizes), len(data), len(ids), st)
-			}
-			k, err := r.TierKeys(blob.Workspace)
-			must(t, err)
-			off := 0
-			for i, n := range sizes {
-				if want := k.BlobID(data[off : off+n]); ids[i] != want {
-					t.Fatalf("id %d is %s, want %s", i, ids[i].Short(), want.Short())
-				}
-				off += n
-			}
-			wantStream(t, r, ids, data, "stream")
-		})
-	}
-}
-
-// SaveBlob fails on the first, a middle or the last chunk of a stream
-// (the last is sealed in the caller's goroutine), at GOMAXPROCS 1, 2 and
-// 4: SaveStream returns that error and no ids, and does not hang.
-func TestReview9SaveStreamChunkFails(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-	for _, procs := range []int{1, 2, 4} {
-		for _, which := range []string{"first", "middle", "last"} {
-			t.Run(fmt.Sprintf("GOMAXPROCS=%d/%s", procs, which), func(t *testing.T) {
+		for _, busy := range []bool{false, true} {
+			t.Run(fmt.Sprintf("GOMAXPROCS=%d/busy=%v", procs, busy), func(t *testing.T) {
 				runtime.GOMAXPROCS(procs)
 				tr := newTestRepo(t)
-				fb := &review9FailSize{TempBackend: tr.be.(*local.Backend)}
-				r, err := Open(context.Background(), fb, testPassword, Options{CacheDir: tr.cache, PackSize: 256 << 10, Packers: 1})
-				must(t, err)
-				defer func() { _ = r.Close(context.Background()) }()
-				data, sizes := review9Stream(t, r, 7)
-				target := map[string]int{"first": 0, "middle": len(sizes) / 2, "last": len(sizes) - 1}[which]
-				fb.size.Store(int64(sizes[target] + crypt.Overhead)) // random data is stored raw
+				r := tr.open(t, nil, testPassword)
+				data, sizes := review9Stream(t, r, uint64(procs))
 				c, err := r.Chunker(blob.Workspace)
 				must(t, err)
-				ids, _, err := r.SaveStream(context.Background(), blob.Workspace, c, bytes.NewReader(data))
-				if !errors.Is(err, errReview9Write) || ids != nil {
-					t.Fatalf("chunk %d of %d fails: SaveStream = %d ids, %v; want no ids and the write error", target, len(sizes), len(ids), err)
+				seals, done := review9CountSeals(r, procs, busy)
+				ids, st, err := r.SaveStream(context.Background(), blob.Workspace, c, bytes.NewReader(data))
+				done()
+				must(t, err)
+				seals.check(t, procs, busy)
+				if len(ids) != len(sizes) || st.Chunks != len(sizes) || st.New != len(sizes) ||
+					st.Bytes != int64(len(data)) || st.NewBytes != int64(len(data)) {
+					t.Fatalf("%d chunks of %d bytes: %d ids, stats %+v", len(sizes), len(data), len(ids), st)
 				}
-				if fb.hits.Load() != 1 {
-					t.Fatalf("the planned failure fired %d times", fb.hits.Load())
+				k, err := r.TierKeys(blob.Workspace)
+				must(t, err)
+				off := 0
+				for i, n := range sizes {
+					if want := k.BlobID(data[off : off+n]); ids[i] != want {
+						t.Fatalf("id %d is %s, want %s", i, ids[i].Short(), want.Short())
+					}
+					off += n
 				}
+				wantStream(t, r, ids, data, "stream")
 			})
 		}
 	}
 }
 
+// review9Barrier is a reader whose first Read waits until every reader
+// of its group has made its first Read.
+type review9Barrier struct {
+	io.Reader
+	group *sync.WaitGroup
+	once  sync.Once
+}
+
+func (b *review9Barrier) Read(p []byte) (int, error) {
+	b.once.Do(func() { b.group.Done(); b.group.Wait() })
+	return b.Reader.Read(p)
+}
+
+// Four streams saved at once on two cores, each held at its first read
+// until all four are under way: the first chunk any of them seals, it
+// seals in its own goroutine; every stream's ids are its own, in order,
+// and each reads back identical.
+func TestSaveStreamsAtOnce(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	const streams = 4
+	tr := newTestRepo(t)
+	r := tr.open(t, nil, testPassword)
+	seals, _ := review9CountSeals(r, 2, false)
+	var group sync.WaitGroup
+	group.Add(streams)
+	type result struct {
+		data []byte
+		ids  []blob.ID
+		err  error
+	}
+	results := make([]result, streams)
+	datas := make([][]byte, streams)
+	for i := range datas {
+		datas[i], _ = review9Stream(t, r, uint64(100+i))
+	}
+	var wg sync.WaitGroup
+	for i := range streams {
+		wg.Go(func() {
+			c, err := r.Chunker(blob.Workspace)
+			if err != nil {
+				results[i].err = err
+				return
+			}
+			ids, _, err := r.SaveStream(context.Background(), blob.Workspace, c, &review9Barrier{Reader: bytes.NewReader(datas[i]), group: &group})
+			results[i] = result{datas[i], ids, err}
+		})
+	}
+	wg.Wait()
+	for i, res := range results {
+		must(t, res.err)
+		wantStream(t, r, res.ids, res.data, fmt.Sprintf("stream %d", i))
+	}
+	if seals.inline.Load() == 0 {
+		t.Errorf("%d streams at once on 2 cores sealed no chunk inline (%d beside)", streams, seals.beside.Load())
+	}
+}
+
+// SaveBlob fails on the first, a middle or the last chunk of a stream
+// (the last is sealed in the caller's goroutine), at GOMAXPROCS 1, 2 and
+// 4, the stream alone or among as many streams as cores: SaveStream returns that error and no ids, and does not hang.
+func TestReview9SaveStreamChunkFails(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, procs := range []int{1, 2, 4} {
+		for _, which := range []string{"first", "middle", "last"} {
+			for _, busy := range []bool{false, true} {
+				t.Run(fmt.Sprintf("GOMAXPROCS=%d/%s/busy=%v", procs, which, busy), func(t *testing.T) {
+					runtime.GOMAXPROCS(procs)
+					tr := newTestRepo(t)
+					fb := &review9FailSize{TempBackend: tr.be.(*local.Backend)}
+					r, err := Open(context.Background(), fb, testPassword, Options{CacheDir: tr.cache, PackSize: 256 << 10, Packers: 1})
+					must(t, err)
+					defer func() { _ = r.Close(context.Background()) }()
+					data, sizes := review9Stream(t, r, 7)
+					target := map[string]int{"first": 0, "middle": len(sizes) / 2, "last": len(sizes) - 1}[which]
+					fb.size.Store(int64(sizes[target] + crypt.Overhead)) // random data is stored raw
+					c, err := r.Chunker(blob.Workspace)
+					must(t, err)
+					seals, done := review9CountSeals(r, procs, busy)
+					ids, _, err := r.SaveStream(context.Background(), blob.Workspace, c, bytes.NewReader(data))
+					done()
+					if !errors.Is(err, errReview9Write) || ids != nil {
+						t.Fatalf("chunk %d of %d fails: SaveStream = %d ids, %v; want no ids and the write error", target, len(sizes), len(ids), err)
+					}
+					if fb.hits.Load() != 1 {
+						t.Fatalf("the planned failure fired %d times", fb.hits.Load())
+					}
+					seals.check(t, procs, busy)
+				})
+			}
+		}
+	}
+}
+
 // The context is cancelled while an early chunk's save is held up (its
-// pack hand-off waits in a hook) at GOMAXPROCS 1 and 2: SaveStream
+// pack hand-off waits in a hook) at GOMAXPROCS 1 and 2, the stream alone
+// or among as many streams as cores: SaveStream
 // returns context.Canceled once that save ends, and the repository is
 // not damaged: the same stream saves and reads back afterwards.
 func TestReview9SaveStreamCancelledWhileSaving(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for _, procs := range []int{1, 2} {
-		t.Run(fmt.Sprintf("GOMAXPROCS=%d", procs), func(t *testing.T) {
-			runtime.GOMAXPROCS(procs)
-			tr := newTestRepo(t)
-			r, err := Open(context.Background(), tr.be, testPassword, Options{CacheDir: tr.cache, PackSize: 256 << 10, Packers: 1})
-			must(t, err)
-			defer func() { _ = r.Close(context.Background()) }()
-			data, _ := review9Stream(t, r, 3)
-			held, release := make(chan struct{}), make(chan struct{})
-			var first atomic.Bool
-			r.testBeforeUpload = func() { // the second chunk's save hands the first's pack off
-				if first.CompareAndSwap(false, true) {
-					close(held)
-					<-release
+		for _, busy := range []bool{false, true} {
+			t.Run(fmt.Sprintf("GOMAXPROCS=%d/busy=%v", procs, busy), func(t *testing.T) {
+				runtime.GOMAXPROCS(procs)
+				tr := newTestRepo(t)
+				r, err := Open(context.Background(), tr.be, testPassword, Options{CacheDir: tr.cache, PackSize: 256 << 10, Packers: 1})
+				must(t, err)
+				defer func() { _ = r.Close(context.Background()) }()
+				data, _ := review9Stream(t, r, 3)
+				held, release := make(chan struct{}), make(chan struct{})
+				var first atomic.Bool
+				r.testBeforeUpload = func() { // the second chunk's save hands the first's pack off
+					if first.CompareAndSwap(false, true) {
+						close(held)
+						<-release
+					}
 				}
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			c, err := r.Chunker(blob.Workspace)
-			must(t, err)
-			type result struct {
-				ids []blob.ID
-				err error
-			}
-			done := make(chan result, 1)
-			go func() {
-				ids, _, err := r.SaveStream(ctx, blob.Workspace, c, bytes.NewReader(data))
-				done <- result{ids, err}
-			}()
-			<-held
-			cancel()
-			close(release)
-			res := <-done
-			if !errors.Is(res.err, context.Canceled) || res.ids != nil {
-				t.Fatalf("cancelled stream: %d ids, %v; want no ids and context.Canceled", len(res.ids), res.err)
-			}
-			r.testBeforeUpload = nil
-			c2, err := r.Chunker(blob.Workspace)
-			must(t, err)
-			ids, _, err := r.SaveStream(context.Background(), blob.Workspace, c2, bytes.NewReader(data))
-			must(t, err)
-			wantStream(t, r, ids, data, "stream saved after the cancelled one")
-			checkRepo(t, r)
-		})
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				c, err := r.Chunker(blob.Workspace)
+				must(t, err)
+				type result struct {
+					ids []blob.ID
+					err error
+				}
+				seals, busyDone := review9CountSeals(r, procs, busy)
+				done := make(chan result, 1)
+				go func() {
+					ids, _, err := r.SaveStream(ctx, blob.Workspace, c, bytes.NewReader(data))
+					done <- result{ids, err}
+				}()
+				<-held
+				cancel()
+				close(release)
+				res := <-done
+				busyDone()
+				seals.check(t, procs, busy)
+				r.testStreamSeal = nil
+				if !errors.Is(res.err, context.Canceled) || res.ids != nil {
+					t.Fatalf("cancelled stream: %d ids, %v; want no ids and context.Canceled", len(res.ids), res.err)
+				}
+				r.testBeforeUpload = nil
+				c2, err := r.Chunker(blob.Workspace)
+				must(t, err)
+				ids, _, err := r.SaveStream(context.Background(), blob.Workspace, c2, bytes.NewReader(data))
+				must(t, err)
+				wantStream(t, r, ids, data, "stream saved after the cancelled one")
+				checkRepo(t, r)
+			})
+		}
 	}
 }
