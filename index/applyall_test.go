@@ -104,9 +104,10 @@ func TestApplyAllSameAsApplyInTurn(t *testing.T) {
 	}
 }
 
-// ApplyAll orders keys by their first eight bytes first: keys that share
-// them (tier, type and six id bytes) are ordered by the rest, and where
-// objects name the same blob the last one still decides its place.
+// ApplyAll of entries whose keys share their first eight bytes (tier,
+// type and six id bytes) stores every one, and where objects name the
+// same blob the last one decides its place. (The order itself:
+// TestKeyOrder.)
 func TestApplyAllKeysSharingTheirHead(t *testing.T) {
 	r := newRand(t)
 	prefix := randID(r)

@@ -131,6 +131,7 @@ func openDBFile(path string, repoID blob.ID) (d *DB, err error) {
 	if err != nil {
 		return nil, err
 	}
+	bdb.AllocSize = allocSize
 	d = &DB{db: bdb, path: path}
 	defer func() {
 		if r := recover(); r != nil { // bbolt panics on some damaged pages
@@ -422,7 +423,16 @@ func (d *DB) ForEachBlob(t blob.Tier, fn func(Location) error) error {
 // initialMmapSize is the address space the DB file is mapped with at
 // first. bbolt maps the file again whenever it outgrows its mapping
 // (doubling it), which waits for every read transaction, so lookups
-// stall, and copies every node the write transaction holds. The pages
-// past the file's end are never touched, so the mapping costs address
-// space, not memory: 64 MiB holds about 500,000 blobs.
-const initialMmapSize = 64 << 20
+// stall, and copies every node the write transaction holds; with this,
+// that happens only once the file passes 64 MiB (about 500,000 blobs).
+// Pages past the file's end are never touched, so the mapping costs
+// address space, not memory.
+//
+// allocSize is how far past what it needs bbolt extends the file when it
+// grows it (with an fsync), once the mapping is larger than allocSize:
+// bbolt's default, 16 MiB, would make even a small cache file 16 MiB
+// long (sparse, but so `ls` shows it).
+const (
+	initialMmapSize = 64 << 20
+	allocSize       = 4 << 20
+)

@@ -222,6 +222,35 @@ func (d *DB) ApplyAll(objs []Named) error {
 	return d.applyAll(objs, -1)
 }
 
+// keyOrder returns the numbers of the blob keys in keys (keySize bytes
+// each, back to back) in key order, equal keys in their own order, so that
+// of a key's puts the last stays. A blob id is random, so a key's first
+// eight bytes, compared as one number, order nearly every pair alone.
+func keyOrder(keys []byte) []int {
+	type ref struct {
+		head uint64 // the key's first eight bytes, big-endian
+		i    int
+	}
+	refs := make([]ref, len(keys)/keySize)
+	for i := range refs {
+		refs[i] = ref{binary.BigEndian.Uint64(keys[i*keySize:]), i}
+	}
+	slices.SortFunc(refs, func(a, b ref) int {
+		if c := cmp.Compare(a.head, b.head); c != 0 {
+			return c
+		}
+		if c := bytes.Compare(keys[a.i*keySize+8:(a.i+1)*keySize], keys[b.i*keySize+8:(b.i+1)*keySize]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.i, b.i)
+	})
+	order := make([]int, len(refs))
+	for j, r := range refs {
+		order[j] = r.i
+	}
+	return order
+}
+
 // applyAll does ApplyAll's work; a test passes stopAfter >= 0 to end it
 // after that many transactions, as a crash would.
 func (d *DB) applyAll(objs []Named, stopAfter int) error {
@@ -245,26 +274,7 @@ func (d *DB) applyAll(objs []Named, stopAfter int) error {
 	}
 	key := func(i int) []byte { return keys[i*keySize : (i+1)*keySize : (i+1)*keySize] }
 	val := func(i int) []byte { return vals[i*locSize : (i+1)*locSize : (i+1)*locSize] }
-	// Sorted by key; equal keys keep their order (the entry's number), so
-	// of a key's puts the last stays. A blob id is random, so the key's
-	// first eight bytes order nearly every pair alone.
-	type ref struct {
-		head uint64 // key(i)[:8], big-endian
-		i    int    // the entry's number: key(i), val(i)
-	}
-	order := make([]ref, n)
-	for i := range order {
-		order[i] = ref{binary.BigEndian.Uint64(key(i)), i}
-	}
-	slices.SortFunc(order, func(a, b ref) int {
-		if c := cmp.Compare(a.head, b.head); c != 0 {
-			return c
-		}
-		if c := bytes.Compare(key(a.i)[8:], key(b.i)[8:]); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.i, b.i)
-	})
+	order := keyOrder(keys)
 	mark := func(tx *bolt.Tx, state byte) error {
 		for _, no := range objs {
 			if err := tx.Bucket(bucketObjects).Put(no.ID[:], []byte{byte(no.Object.Tier), state}); err != nil {
@@ -281,11 +291,11 @@ func (d *DB) applyAll(objs []Named, stopAfter int) error {
 		order = order[len(batch):]
 		last := len(order) == 0
 		// The batch commits with its keys in the filter: see filter.go.
-		err := d.filterUpdate(len(batch), func(i int) []byte { return key(batch[i].i) }, func(tx *bolt.Tx) error {
+		err := d.filterUpdate(len(batch), func(i int) []byte { return key(batch[i]) }, func(tx *bolt.Tx) error {
 			blobs := tx.Bucket(bucketBlobs)
 			blobs.FillPercent = fillPercent
 			for _, e := range batch {
-				if err := blobs.Put(key(e.i), val(e.i)); err != nil {
+				if err := blobs.Put(key(e), val(e)); err != nil {
 					return err
 				}
 			}

@@ -71,7 +71,7 @@ type Repository struct {
 	testBeforeUpload func()            // called by upload before it waits for a slot
 	testFlushWaits   func()            // called, r.mu held, when waitUploads waits
 	testApplyErr     func() error      // replaces the local index's answer to an application (indexMu held)
-	testStreamSeal   func(inline bool) // called as SaveStream seals a chunk other than the last: in its own goroutine or not
+	testStreamSeal   func(inline bool) // called as SaveStream seals a chunk in the caller's goroutine as soon as it is cut (inline), or one it held beside the chunking
 	closing          bool
 	// damagedIndex lists index objects the last sync skipped as damaged.
 	damagedIndex []blob.ID

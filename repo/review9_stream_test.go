@@ -115,10 +115,11 @@ func review9Scribble(stop <-chan struct{}, done *sync.WaitGroup) {
 	})
 }
 
-// review9Seals counts how SaveStream sealed the chunks before a stream's
-// last: in the stream's goroutine (inline) or beside it. With busy, the
-// stream sees procs other streams under way, as when a capture's readers
-// keep the cores busy.
+// review9Seals counts how SaveStream sealed a stream's chunks: in the
+// caller's goroutine as soon as each was cut (inline), or held and sealed
+// beside the chunking (the last chunk sealed at the end is not counted).
+// With busy, the stream sees procs-1 other streams under way, so exactly
+// GOMAXPROCS, as when a capture's readers keep the cores busy.
 type review9Seals struct{ inline, beside atomic.Int64 }
 
 func review9CountSeals(r *Repository, procs int, busy bool) (s *review9Seals, done func()) {
@@ -133,17 +134,17 @@ func review9CountSeals(r *Repository, procs int, busy bool) (s *review9Seals, do
 	if !busy {
 		return s, func() {}
 	}
-	r.streams.Add(int64(procs))
-	return s, func() { r.streams.Add(-int64(procs)) }
+	r.streams.Add(int64(procs - 1))
+	return s, func() { r.streams.Add(-int64(procs - 1)) }
 }
 
-// check fails t unless every chunk before the last was sealed inline
-// when the stream was busy or had one core, and beside it otherwise.
+// check fails t unless the chunks were sealed inline when the stream was
+// busy or had one core, and beside the chunking otherwise.
 func (s *review9Seals) check(t *testing.T, procs int, busy bool) {
 	t.Helper()
 	in, beside := s.inline.Load(), s.beside.Load()
 	if wantInline := busy || procs == 1; wantInline && (in == 0 || beside != 0) || !wantInline && (beside == 0 || in != 0) {
-		t.Errorf("GOMAXPROCS %d, busy %v: %d chunks sealed inline and %d beside the stream", procs, busy, in, beside)
+		t.Errorf("GOMAXPROCS %d, busy %v: %d chunks sealed inline and %d beside the chunking", procs, busy, in, beside)
 	}
 }
 
@@ -204,9 +205,9 @@ func (b *review9Barrier) Read(p []byte) (int, error) {
 }
 
 // Four streams saved at once on two cores, each held at its first read
-// until all four are under way: the first chunk any of them seals, it
-// seals in its own goroutine; every stream's ids are its own, in order,
-// and each reads back identical.
+// until all four are under way: chunks are sealed inline (at least the
+// first cut anywhere, when all four are under way); every stream's ids
+// are its own, in order, and each reads back identical.
 func TestSaveStreamsAtOnce(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	const streams = 4
@@ -231,6 +232,7 @@ func TestSaveStreamsAtOnce(t *testing.T) {
 			c, err := r.Chunker(blob.Workspace)
 			if err != nil {
 				results[i].err = err
+				group.Done() // the others must not wait for this one
 				return
 			}
 			ids, _, err := r.SaveStream(context.Background(), blob.Workspace, c, &review9Barrier{Reader: bytes.NewReader(datas[i]), group: &group})

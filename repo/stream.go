@@ -30,18 +30,17 @@ const chunkBufStart = 2 << 20
 // SaveStream cuts rd into content-defined chunks with c and saves each as a
 // data blob in tier t, returning the chunk ids in order.
 //
-// While fewer streams are being saved than there are cores, chunking runs
-// in the caller's goroutine and up to GOMAXPROCS chunks are sealed at once
+// While fewer streams are being saved than GOMAXPROCS, chunking runs in
+// the caller's goroutine and up to GOMAXPROCS chunks are sealed at once
 // beside it, so one large file uses every core. While at least as many
-// streams are saved as there are cores, they keep the cores busy, and the
-// caller's goroutine seals each chunk itself before it cuts the next,
-// while the chunk is still in the cache of the core that read it: a first
-// capture of the benchmark corpus then peaks at about 15% less memory
-// (fewer chunks are held at once), and its CPU time moved by less than
-// this VM's noise. The last chunk, the only one of most files, is always
-// sealed in the caller's goroutine: a new goroutine would grow its stack
-// for the sealing code again each time (3% of a first capture's CPU). c
-// must come from r.Chunker(t).
+// streams are saved (a capture's readers), they are taken to keep the
+// cores busy (a stream waiting on its reads counts too), and the caller's
+// goroutine seals each chunk itself as soon as it is cut, while it is in
+// the cache of the core that read it, and holds one chunk at a time. The
+// last chunk, the only one of most files, is always sealed in the
+// caller's goroutine: a new goroutine would grow its stack for the sealing
+// code again each time (3% of a first capture's CPU). c must come from
+// r.Chunker(t).
 func (r *Repository) SaveStream(ctx context.Context, t blob.Tier, c *chunk.Chunker, rd io.Reader) ([]blob.ID, StreamStats, error) {
 	var (
 		mu       sync.Mutex
@@ -60,6 +59,11 @@ func (r *Repository) SaveStream(ctx context.Context, t blob.Tier, c *chunk.Chunk
 			firstErr = err
 		}
 		mu.Unlock()
+	}
+	failed := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return firstErr != nil
 	}
 	// save seals chunk i, which holds a slot of sem.
 	save := func(i int, data []byte) {
@@ -113,17 +117,12 @@ func (r *Repository) SaveStream(ctx context.Context, t blob.Tier, c *chunk.Chunk
 			}
 			break
 		}
-		if last != nil { // not the last chunk after all
-			inline := r.streams.Load() >= procs // other streams keep the cores busy
+		if last != nil { // not the last chunk after all: seal it beside the chunking
 			if r.testStreamSeal != nil {
-				r.testStreamSeal(inline)
+				r.testStreamSeal(false)
 			}
-			if inline {
-				save(i-1, last)
-			} else { // seal it beside the chunking
-				wg.Add(1)
-				go func(i int, data []byte) { defer wg.Done(); save(i, data) }(i-1, last)
-			}
+			wg.Add(1)
+			go func(i int, data []byte) { defer wg.Done(); save(i, data) }(i-1, last)
 			last = nil
 		}
 		select {
@@ -143,13 +142,22 @@ func (r *Repository) SaveStream(ctx context.Context, t blob.Tier, c *chunk.Chunk
 			}
 			break
 		}
-		last = data
+		if r.streams.Load() < procs { // hold it: the next cut tells whether it is the last
+			last = data
+			continue
+		}
+		// Other streams keep the cores busy: seal it here and now, while
+		// it is in the cache of the core that read it.
+		if r.testStreamSeal != nil {
+			r.testStreamSeal(true)
+		}
+		save(i, data)
+		if failed() {
+			break
+		}
 	}
 	if last != nil {
-		mu.Lock()
-		failed := firstErr != nil
-		mu.Unlock()
-		if failed {
+		if failed() {
 			pack.PutBuffer(last)
 			<-sem
 		} else {
