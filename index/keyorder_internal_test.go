@@ -3,8 +3,10 @@ package index
 import (
 	"bytes"
 	"cmp"
+	"flag"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -13,7 +15,10 @@ import (
 // order, also where keys share their first eight bytes or more.
 func TestKeyOrder(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	if f := flag.Lookup("seed"); f != nil && f.Value.String() != "0" { // helpers_test.go's flag
+		seed, _ = strconv.ParseUint(f.Value.String(), 10, 64)
+	}
+	t.Logf("seed %d (replay with -seed=%d)", seed, seed)
 	r := rand.New(rand.NewPCG(seed, 1))
 	bases := make([][]byte, 4)
 	for i := range bases {
