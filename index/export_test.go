@@ -43,3 +43,8 @@ func SetApplyWaits(fn func()) func() {
 	testApplyWaits = fn
 	return func() { testApplyWaits = nil }
 }
+
+// KeyOrder and KeySize expose applyAll's sort of blob keys.
+var KeyOrder = keyOrder
+
+const KeySize = keySize

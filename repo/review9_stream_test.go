@@ -251,7 +251,8 @@ func TestSaveStreamsAtOnce(t *testing.T) {
 
 // SaveBlob fails on the first, a middle or the last chunk of a stream
 // (the last is sealed in the caller's goroutine), at GOMAXPROCS 1, 2 and
-// 4, the stream alone or among as many streams as cores: SaveStream returns that error and no ids, and does not hang.
+// 4, the stream alone or among as many streams as cores: SaveStream
+// returns that error and no ids, and does not hang.
 func TestReview9SaveStreamChunkFails(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for _, procs := range []int{1, 2, 4} {
