@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"runtime/debug"
+	"sync/atomic"
 
 	"golang.org/x/crypto/argon2"
 )
@@ -80,8 +81,18 @@ func (p KDFParams) Validate() error {
 // prefaultMinKiB is the smallest memory cost worth readying huge pages for.
 const prefaultMinKiB = 8 << 10
 
+// keyDerivations counts derive calls in this process.
+var keyDerivations atomic.Uint64
+
+// KeyDerivations returns how many password key derivations (argon2id)
+// this process has done: one per key file created or opened with a
+// password. A long-running server that keeps its unlocked keys in memory
+// should not see it move after start-up.
+func KeyDerivations() uint64 { return keyDerivations.Load() }
+
 // derive turns a password into a key-encryption key.
 func (p KDFParams) derive(password []byte) Key {
+	keyDerivations.Add(1)
 	var k Key
 	if p.MemoryKiB >= prefaultMinKiB {
 		prefaultHuge(int(p.MemoryKiB) << 10)
