@@ -68,9 +68,9 @@ func (l *Lifecycle) run(ctx context.Context, ws string, rec *Receipt) {
 	}
 }
 
-// captureQuiesced pauses the writers, captures, promotes and takes the
-// native checkpoint, and resumes the writers whatever happens. It reports
-// whether a checkpoint was promoted; failures are recorded.
+// captureQuiesced pauses the writers, takes the native checkpoint when it
+// is due, captures, promotes, and resumes the writers whatever happens. It
+// reports whether a checkpoint was promoted; failures are recorded.
 func (l *Lifecycle) captureQuiesced(ctx context.Context, w Workspace, p providers.Provider, rec *Receipt) bool {
 	qctx, qcancel := l.clockDeadline(ctx, l.cfg.QuiesceTimeout)
 	defer qcancel()
@@ -80,6 +80,9 @@ func (l *Lifecycle) captureQuiesced(ctx context.Context, w Workspace, p provider
 		l.failed(w.ID, rec, outcomeOf(err), err)
 		return false
 	}
+	// The provider's own checkpoint comes first, on its own clock: a
+	// portable capture that fails below is retried without another one.
+	l.takeNative(ctx, w, p, rec)
 	files, err := p.ReadFiles(ctx, w.Instance)
 	if err != nil {
 		l.failed(w.ID, rec, outcomeOf(err), err)
@@ -112,6 +115,12 @@ func (l *Lifecycle) captureQuiesced(ctx context.Context, w Workspace, p provider
 	}
 	cp := &Checkpoint{Snapshot: res.Snapshot, Time: rec.Started, Reason: rec.Reason, Instance: w.Instance,
 		Generation: w.Generation, Files: res.Files, Bytes: res.Bytes, Processes: procRecs}
+	// The repository holds the new checkpoint before the store names it:
+	// from then on no retention anywhere removes it.
+	if err := l.holdPromoting(ctx, w.ID, res.Snapshot); err != nil {
+		l.failed(w.ID, rec, Failed, fmt.Errorf("promoting snapshot %s: recording its hold in the repository: %w", res.Snapshot, err))
+		return false
+	}
 	err = l.store.update(w.ID, func(tx *boltTx, cur *Workspace) error {
 		if cur.Generation != w.Generation || cur.Instance != w.Instance {
 			return fmt.Errorf("%w (instance %s generation %d -> instance %s generation %d); the capture of the old instance is not promoted",
@@ -126,11 +135,12 @@ func (l *Lifecycle) captureQuiesced(ctx context.Context, w Workspace, p provider
 	})
 	if err != nil {
 		l.failed(w.ID, rec, Failed, fmt.Errorf("promoting snapshot %s: %w", res.Snapshot, err))
+		l.SyncHold(ctx, w.ID)
 		return false
 	}
 	l.procs.forget(w.ID, procs)
 	rec.Outcome, rec.LastGood = Captured, res.Snapshot
-	l.takeNative(ctx, w, p, rec)
+	l.SyncHold(ctx, w.ID)
 	return true
 }
 
@@ -161,30 +171,75 @@ func (l *Lifecycle) failed(ws string, rec *Receipt, o Outcome, err error) {
 }
 
 // Park is called before the server parks workspace ws. It retries pending
-// native checkpoint deletes, then captures unless the last good checkpoint
-// is younger than the park interval (Throttled). Whatever the receipt
-// says, the server goes on parking: a failure is recorded, and the next
-// park captures again.
+// native checkpoint deletes, takes a native checkpoint when one is due (on
+// its own clock), then captures unless the last good checkpoint is younger
+// than the park interval (Throttled). Whatever the receipt says, the
+// server goes on parking: a failure is recorded, and the next park
+// captures again.
 func (l *Lifecycle) Park(ctx context.Context, ws string) Receipt {
 	l.retryPending(ctx, ws)
-	return l.join(ctx, ws, ReasonPark, func() (Receipt, bool) {
-		now := l.clock.Now()
-		r := Receipt{Workspace: ws, Reason: ReasonPark, Started: now, Finished: now}
-		w, err := l.store.Workspace(ws)
-		if err != nil {
-			r.fail(Failed, err)
-			return r, true
+	if r, ok := l.parkThrottled(ws); ok {
+		if r.Outcome == Throttled {
+			l.nativeOnly(ctx, ws, &r)
 		}
-		if err := captureFence(w); err != nil {
-			r.fail(Refused, err)
-			return r, true
-		}
-		if w.LastGood != nil && now.Sub(w.LastGood.Time) < l.cfg.ParkInterval {
-			r.Outcome, r.LastGood = Throttled, w.LastGood.Snapshot
-			return r, true
-		}
-		return r, false
-	})
+		l.emit(r)
+		return r
+	}
+	return l.join(ctx, ws, ReasonPark, l.parkThrottled)
+}
+
+// parkThrottled answers a park that captures nothing: refused, or inside
+// the park interval.
+func (l *Lifecycle) parkThrottled(ws string) (Receipt, bool) {
+	now := l.clock.Now()
+	r := Receipt{Workspace: ws, Reason: ReasonPark, Started: now, Finished: now}
+	w, err := l.store.Workspace(ws)
+	if err != nil {
+		r.fail(Failed, err)
+		return r, true
+	}
+	if err := captureFence(w); err != nil {
+		r.fail(Refused, err)
+		return r, true
+	}
+	park, _ := l.settings(w)
+	if w.LastGood != nil && now.Sub(w.LastGood.Time) < park {
+		r.Outcome, r.LastGood = Throttled, w.LastGood.Snapshot
+		return r, true
+	}
+	return r, false
+}
+
+// nativeOnly takes the native checkpoint of a throttled park when it is
+// due, under the workspace's lease, with the writers paused.
+func (l *Lifecycle) nativeOnly(ctx context.Context, ws string, rec *Receipt) {
+	w, err := l.store.Workspace(ws)
+	if err != nil {
+		return
+	}
+	p, err := l.provider(w)
+	if err != nil || !l.nativeDue(w, p) {
+		return
+	}
+	release, err := l.lease(ctx, ws)
+	if err != nil {
+		return
+	}
+	defer release()
+	if w, err = l.store.Workspace(ws); err != nil || captureFence(w) != nil || !l.nativeDue(w, p) {
+		return
+	}
+	qctx, qcancel := l.clockDeadline(ctx, l.cfg.QuiesceTimeout)
+	defer qcancel()
+	called, err := pause(qctx, l.writers(w.ID), w, p)
+	defer l.resume(ctx, called, w, p)
+	if err != nil {
+		rec.NativeError = "native checkpoint not taken: the writers could not be paused: " + err.Error()
+		l.recordNative(w.ID, rec, err)
+		return
+	}
+	l.takeNative(ctx, w, p, rec)
+	rec.Finished = l.clock.Now()
 }
 
 // sameFingerprint reports whether the files of w are unchanged since its

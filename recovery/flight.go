@@ -25,12 +25,12 @@ func (l *Lifecycle) Capture(ctx context.Context, ws string, reason Reason) Recei
 // join joins the flight of ws or starts one. answer, when set, is asked
 // first (under l.mu, with no flight in progress) and may answer without a
 // capture (the park throttle).
-func (l *Lifecycle) join(ctx context.Context, ws string, reason Reason, answer func() (Receipt, bool)) Receipt {
+func (l *Lifecycle) join(ctx context.Context, ws string, reason Reason, answer func(ws string) (Receipt, bool)) Receipt {
 	l.mu.Lock()
 	f := l.flight[ws]
 	if f == nil {
 		if answer != nil {
-			if r, ok := answer(); ok {
+			if r, ok := answer(ws); ok {
 				l.mu.Unlock()
 				l.emit(r)
 				return r

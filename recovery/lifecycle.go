@@ -1,11 +1,14 @@
 package recovery
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -51,6 +54,17 @@ type Config struct {
 	Store     *Store
 	Capturer  Capturer
 	Providers []providers.Provider // looked up by Name()
+	// Instances are named provider instances (the service's config: two
+	// SSH hosts are two instances of one adapter); a workspace's Provider
+	// names one. They take precedence over Providers of the same name.
+	Instances map[string]providers.Provider
+	// Overrides are per-workspace settings from the service's config; a
+	// workspace's own Settings (set through the API) take precedence.
+	Overrides map[string]Settings
+	// Holds records in the repository which snapshots the lifecycle needs
+	// kept (last good checkpoints, those recoveries name), so retention and
+	// prune in any process keep them (RepoHolds is the real one); optional.
+	Holds Holder
 	Clock     Clock                // default SystemClock
 	// ParkInterval is the minimum time between park captures of one
 	// workspace, measured from its last good checkpoint; default 5 min.
@@ -95,6 +109,8 @@ type Lifecycle struct {
 	flight map[string]*flight       // the capture in flight per workspace
 	locks  map[string]chan struct{} // per-workspace lease: captures and restarts
 	writer map[string][]Writer      // by workspace; "" applies to every workspace
+	holds  holdLocks
+	kick   chan struct{} // wakes Run when intervals changed
 	hooks  testHooks
 }
 
@@ -132,9 +148,13 @@ func New(cfg Config) (*Lifecycle, error) {
 	}
 	l := &Lifecycle{cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: cfg.Logger,
 		provs: map[string]providers.Provider{}, sem: make(chan struct{}, cfg.MaxParallel),
-		flight: map[string]*flight{}, locks: map[string]chan struct{}{}, writer: map[string][]Writer{}}
+		flight: map[string]*flight{}, locks: map[string]chan struct{}{}, writer: map[string][]Writer{},
+		kick: make(chan struct{}, 1)}
 	for _, p := range cfg.Providers {
 		l.provs[p.Name()] = p
+	}
+	for name, p := range cfg.Instances {
+		l.provs[name] = p
 	}
 	l.base, l.stop = context.WithCancel(context.Background())
 	if err := l.recoverInterrupted(); err != nil {
@@ -181,7 +201,10 @@ func (l *Lifecycle) StartProcess(ws string, argv []string, dir string) (*Process
 	if _, err := l.store.Workspace(ws); err != nil {
 		return nil, err
 	}
-	p := &Process{rec: ProcessRecord{Command: append([]string(nil), argv...), Dir: dir, Started: l.clock.Now()}, max: l.cfg.TailBytes}
+	if len(argv) == 0 || argv[0] == "" {
+		return nil, fmt.Errorf("register a process in %s: the command is empty", ws)
+	}
+	p := &Process{id: "proc-" + randomHex(6), rec: ProcessRecord{Command: append([]string(nil), argv...), Dir: dir, Started: l.clock.Now()}, max: l.cfg.TailBytes}
 	l.procs.add(ws, p)
 	return p, nil
 }
@@ -189,9 +212,37 @@ func (l *Lifecycle) StartProcess(ws string, argv []string, dir string) (*Process
 func (l *Lifecycle) provider(w Workspace) (providers.Provider, error) {
 	p, ok := l.provs[w.Provider]
 	if !ok {
-		return nil, fmt.Errorf("workspace %s: provider %q is not configured in this lifeboat", w.ID, w.Provider)
+		return nil, fmt.Errorf("%w: workspace %s names provider %q, which is not configured in this lifeboat (configured: %s)",
+			ErrUnknownProvider, w.ID, w.Provider, l.providerNames())
 	}
 	return p, nil
+}
+
+func (l *Lifecycle) providerNames() string {
+	names := make([]string, 0, len(l.provs))
+	for n := range l.provs {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+// Provider returns the provider instance called name.
+func (l *Lifecycle) Provider(name string) (providers.Provider, bool) {
+	p, ok := l.provs[name]
+	return p, ok
+}
+
+// settings returns the effective intervals of workspace w.
+func (l *Lifecycle) settings(w Workspace) (park, periodic time.Duration) {
+	park, periodic = l.cfg.ParkInterval, l.cfg.PeriodicInterval
+	if o, ok := l.cfg.Overrides[w.ID]; ok {
+		park, periodic = cmp.Or(o.ParkInterval, park), cmp.Or(o.PeriodicInterval, periodic)
+	}
+	return cmp.Or(w.Settings.ParkInterval, park), cmp.Or(w.Settings.PeriodicInterval, periodic)
 }
 
 // lease takes the per-workspace lease that captures and restarts share.

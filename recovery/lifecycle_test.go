@@ -145,7 +145,7 @@ func TestUnknownWorkspaceAndProvider(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = e.l.Capture(ctx, "ws2", ReasonManual)
-	if r.Outcome != Failed || !strings.Contains(r.Error, `provider "elsewhere" is not configured`) {
+	if r.Outcome != Failed || !errors.Is(r.Err, ErrUnknownProvider) || !strings.Contains(r.Error, `provider "elsewhere", which is not configured`) {
 		t.Fatalf("capture with an unknown provider: %+v", r)
 	}
 	if w := e.ws("ws2"); len(w.Recovery) != 1 || w.InFlight != nil {

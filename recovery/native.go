@@ -12,20 +12,25 @@ import (
 // ErrNoNativeCheckpoint: Restart found no native checkpoint to roll back to.
 var ErrNoNativeCheckpoint = errors.New("no native checkpoint stored")
 
-// takeNative takes a native checkpoint after a promoted portable one, when
-// the provider has them and the native interval has passed since the last
-// (independent of the park throttle). The previous native checkpoint is
+// nativeDue reports whether a native checkpoint of w is due: the provider
+// has them and the native interval has passed since the last one.
+func (l *Lifecycle) nativeDue(w Workspace, p providers.Provider) bool {
+	return p.Capabilities().NativeCheckpoints && (w.Native == nil || l.clock.Now().Sub(w.Native.Time) >= l.cfg.NativeInterval)
+}
+
+// takeNative takes a native checkpoint before the portable capture (the
+// writers are paused), when it is due: the native interval is its own
+// clock, independent of the park throttle, so a portable capture retried
+// after a failure takes no second one. The previous native checkpoint is
 // then deleted; the store names it as pending work in the same transaction
 // that stores the new one, so a failed delete, or a crash before it, is
-// retried on a later park.
+// retried on a later park. A failure is recorded on the workspace and the
+// capture goes on.
 func (l *Lifecycle) takeNative(ctx context.Context, w Workspace, p providers.Provider, rec *Receipt) {
-	if !p.Capabilities().NativeCheckpoints {
+	if !l.nativeDue(w, p) {
 		return
 	}
 	now := l.clock.Now()
-	if w.Native != nil && now.Sub(w.Native.Time) < l.cfg.NativeInterval {
-		return
-	}
 	id, err := p.Checkpoint(ctx, w.Instance)
 	if err != nil {
 		rec.NativeError = err.Error()
@@ -40,7 +45,10 @@ func (l *Lifecycle) takeNative(ctx context.Context, w Workspace, p providers.Pro
 				return err
 			}
 		}
-		cur.Native = &NativeCheckpoint{ID: id, Time: now, Instance: w.Instance, Snapshot: rec.Snapshot}
+		cur.Native = &NativeCheckpoint{ID: id, Time: now, Instance: w.Instance}
+		if cur.LastGood != nil {
+			cur.Native.Snapshot = cur.LastGood.Snapshot
+		}
 		return nil
 	})
 	if err != nil {

@@ -57,28 +57,53 @@ func TestNativeKeepNewestAndRetryFailedDelete(t *testing.T) {
 	}
 }
 
+// The native checkpoint comes before the portable capture, on its own
+// clock: a portable capture that fails after it is retried without a
+// second native checkpoint.
 func TestNativeThrottleIndependent(t *testing.T) {
 	e := newEnv(t, true, false, func(c *Config) { c.NativeInterval = 30 * time.Minute })
 	ctx := context.Background()
-	e.want(e.l.Park(ctx, "ws1"), Captured) // t0: portable + native cp-1
+	e.want(e.l.Park(ctx, "ws1"), Captured) // t0: native cp-1, then portable
 	e.clock.Advance(6 * time.Minute)
 	r := e.l.Park(ctx, "ws1") // portable only: the native interval has not passed
 	e.want(r, Captured)
 	if r.Native != "" {
 		t.Fatalf("native checkpoint inside its interval: %+v", r)
 	}
-	// A failed portable capture takes no native checkpoint, and its
-	// retry at once takes none either.
+	// t0+31: the native checkpoint is due and taken first; the portable
+	// capture after it fails, and is recorded.
 	e.cap.fail[3] = errors.New("scripted")
 	e.clock.Advance(25 * time.Minute)
-	e.want(e.l.Park(ctx, "ws1"), Failed)
-	if got := e.prov.checkpointIDs(); !reflect.DeepEqual(got, []string{"cp-1"}) {
-		t.Fatalf("after a failed portable capture the provider holds %v", got)
-	}
-	e.clock.Advance(4 * time.Minute) // t0+35: the native interval has passed
 	r = e.l.Park(ctx, "ws1")
-	if r.Outcome != Captured || r.Native != "cp-2" {
-		t.Fatalf("retry after the native interval: %+v", r)
+	e.want(r, Failed)
+	if r.Native != "cp-2" || !reflect.DeepEqual(e.prov.checkpointIDs(), []string{"cp-2"}) {
+		t.Fatalf("park with a failing portable capture: %+v, provider holds %v", r, e.prov.checkpointIDs())
+	}
+	if w := e.ws("ws1"); w.Native == nil || w.Native.ID != "cp-2" || w.Failures != 1 {
+		t.Fatalf("workspace after the failed capture: %+v", w)
+	}
+	// Its retry at once captures without another native checkpoint.
+	e.clock.Advance(time.Minute)
+	r = e.l.Park(ctx, "ws1")
+	if r.Outcome != Captured || r.Native != "" || !reflect.DeepEqual(e.prov.checkpointIDs(), []string{"cp-2"}) {
+		t.Fatalf("retry: %+v, provider holds %v", r, e.prov.checkpointIDs())
+	}
+}
+
+// A throttled park still takes a native checkpoint when its own interval
+// (shorter here) has passed.
+func TestThrottledParkTakesDueNativeCheckpoint(t *testing.T) {
+	e := newEnv(t, true, false, func(c *Config) { c.ParkInterval, c.NativeInterval = time.Hour, time.Minute })
+	ctx := context.Background()
+	e.want(e.l.Park(ctx, "ws1"), Captured) // cp-1
+	e.clock.Advance(2 * time.Minute)
+	r := e.l.Park(ctx, "ws1")
+	if r.Outcome != Throttled || r.Native != "cp-2" || !reflect.DeepEqual(e.prov.checkpointIDs(), []string{"cp-2"}) {
+		t.Fatalf("throttled park: %+v, provider holds %v", r, e.prov.checkpointIDs())
+	}
+	r = e.l.Park(ctx, "ws1") // neither is due
+	if r.Outcome != Throttled || r.Native != "" {
+		t.Fatalf("second throttled park: %+v", r)
 	}
 }
 

@@ -1,8 +1,10 @@
 package recovery
 
 import (
+	"cmp"
 	"context"
 	"sync"
+	"time"
 
 	"lifeboat/providers"
 )
@@ -10,18 +12,69 @@ import (
 // NotRunning: a periodic round skipped a workspace that is not running.
 const NotRunning Outcome = "not_running"
 
-// Run captures running workspaces every PeriodicInterval until ctx ends
-// or the Lifecycle is closed.
+// Run captures running workspaces until ctx ends or the Lifecycle is
+// closed: each workspace is looked at every periodic interval (its own, or
+// the default PeriodicInterval), counted from when Run started or from its
+// last round.
 func (l *Lifecycle) Run(ctx context.Context) error {
+	last := map[string]time.Time{}
+	start := l.clock.Now()
 	for {
+		wait := l.untilDue(last, start)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-l.base.Done():
 			return nil
-		case <-l.clock.After(l.cfg.PeriodicInterval):
-			l.Tick(ctx)
+		case <-l.kick:
+		case <-l.clock.After(wait):
+			l.tickDue(ctx, last, start)
 		}
+	}
+}
+
+// untilDue is how long until the next workspace's periodic round is due.
+func (l *Lifecycle) untilDue(last map[string]time.Time, start time.Time) time.Duration {
+	wss, err := l.store.Workspaces()
+	if err != nil || len(wss) == 0 {
+		return l.cfg.PeriodicInterval
+	}
+	now := l.clock.Now()
+	wait := time.Duration(-1)
+	for _, w := range wss {
+		_, every := l.settings(w)
+		d := max(cmp.Or(last[w.ID], start).Add(every).Sub(now), 0)
+		if wait < 0 || d < wait {
+			wait = d
+		}
+	}
+	return wait
+}
+
+// tickDue is one round over the workspaces whose periodic round is due.
+func (l *Lifecycle) tickDue(ctx context.Context, last map[string]time.Time, start time.Time) {
+	wss, err := l.store.Workspaces()
+	if err != nil {
+		l.log.Error("periodic round: reading workspaces", "err", err)
+		return
+	}
+	now := l.clock.Now()
+	var due []Workspace
+	for _, w := range wss {
+		if _, every := l.settings(w); !now.Before(cmp.Or(last[w.ID], start).Add(every)) {
+			due = append(due, w)
+			last[w.ID] = now
+		}
+	}
+	l.round(ctx, due)
+}
+
+// wake makes Run look at the workspaces' intervals again (one was added or
+// changed).
+func (l *Lifecycle) wake() {
+	select {
+	case l.kick <- struct{}{}:
+	default:
 	}
 }
 
@@ -34,6 +87,11 @@ func (l *Lifecycle) Tick(ctx context.Context) []Receipt {
 		l.log.Error("periodic round: reading workspaces", "err", err)
 		return nil
 	}
+	return l.round(ctx, wss)
+}
+
+// round is the periodic decision for each of wss, in parallel.
+func (l *Lifecycle) round(ctx context.Context, wss []Workspace) []Receipt {
 	out := make([]Receipt, len(wss))
 	var wg sync.WaitGroup
 	for i, w := range wss {

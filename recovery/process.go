@@ -1,6 +1,8 @@
 package recovery
 
 import (
+	"errors"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -38,6 +40,7 @@ func RedactPatterns(patterns ...*regexp.Regexp) Redactor {
 // Process is a registered command; write its output to it as it streams
 // (it is an io.Writer) and call Exit when it ends. Safe for concurrent use.
 type Process struct {
+	id        string
 	mu        sync.Mutex
 	rec       ProcessRecord
 	tail      []byte // ring: the newest max bytes
@@ -64,6 +67,9 @@ func (p *Process) Write(b []byte) (int, error) {
 	p.tail = append(p.tail, b...)
 	return n, nil
 }
+
+// ID names the process among the workspace's registered ones.
+func (p *Process) ID() string { return p.id }
 
 // Exit records the command's end.
 func (p *Process) Exit(code int, at time.Time) {
@@ -127,6 +133,25 @@ func (ps *processes) snapshot(ws string, redact Redactor) (recs []ProcessRecord,
 	return recs, exited
 }
 
+// drop forgets every process of ws (the workspace was removed).
+func (ps *processes) drop(ws string) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	delete(ps.byWS, ws)
+}
+
+// get returns the registered process id of ws.
+func (ps *processes) get(ws, id string) *Process {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for _, p := range ps.byWS[ws] {
+		if p.id == id {
+			return p
+		}
+	}
+	return nil
+}
+
 // forget drops processes recorded as exited with a checkpoint. Running
 // ones, and ones that exited after their record was taken, stay for the
 // next checkpoint.
@@ -137,4 +162,51 @@ func (ps *processes) forget(ws string, exited []*Process) {
 		return
 	}
 	ps.byWS[ws] = slices.DeleteFunc(ps.byWS[ws], func(p *Process) bool { return slices.Contains(exited, p) })
+}
+
+// ErrUnknownProcess: no registered process with that id.
+var ErrUnknownProcess = errors.New("unknown process")
+
+// RegisteredProcess is a command registered with StartProcess, as the
+// next checkpoint will record it (redacted).
+type RegisteredProcess struct {
+	ID string `json:"id"`
+	ProcessRecord
+	Running bool `json:"running"`
+}
+
+// Processes returns the processes registered in workspace ws that the
+// next checkpoint will record: running ones, and exited ones until a
+// checkpoint recorded them.
+func (l *Lifecycle) Processes(ws string) ([]RegisteredProcess, error) {
+	if _, err := l.store.Workspace(ws); err != nil {
+		return nil, err
+	}
+	l.procs.mu.Lock()
+	list := append([]*Process(nil), l.procs.byWS[ws]...)
+	l.procs.mu.Unlock()
+	out := make([]RegisteredProcess, 0, len(list))
+	for _, p := range list {
+		r := p.record(l.cfg.Redact)
+		out = append(out, RegisteredProcess{ID: p.id, ProcessRecord: r, Running: r.Ended == nil})
+	}
+	return out, nil
+}
+
+// Process returns registered process id of workspace ws, to append its
+// output or record its exit.
+func (l *Lifecycle) Process(ws, id string) (*Process, error) {
+	if p := l.procs.get(ws, id); p != nil {
+		return p, nil
+	}
+	if _, err := l.store.Workspace(ws); err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("%w %q in workspace %s (a process is forgotten once a checkpoint recorded its exit, and when the server restarts)", ErrUnknownProcess, id, ws)
+}
+
+// Record returns the process as the next checkpoint will record it.
+func (l *Lifecycle) Record(p *Process) RegisteredProcess {
+	r := p.record(l.cfg.Redact)
+	return RegisteredProcess{ID: p.id, ProcessRecord: r, Running: r.Ended == nil}
 }

@@ -24,6 +24,8 @@ type Workspace struct {
 	Instance   providers.InstanceID `json:"instance"`
 	Generation uint64               `json:"generation"` // fencing token; +1 at every instance change
 	Created    time.Time            `json:"created"`
+	// Settings override the lifecycle's defaults for this workspace.
+	Settings Settings `json:"settings,omitzero"`
 
 	// LastGood is the newest complete, verified checkpoint; nil before the
 	// first one.
@@ -54,6 +56,14 @@ type Workspace struct {
 	Lost *LostSet `json:"lost,omitempty"`
 }
 
+// Settings are a workspace's own intervals; zero means the lifecycle's
+// default (Config.ParkInterval, Config.PeriodicInterval, or the
+// per-workspace value of Config.Overrides).
+type Settings struct {
+	ParkInterval     time.Duration `json:"park_interval,omitempty"`
+	PeriodicInterval time.Duration `json:"periodic_interval,omitempty"`
+}
+
 // Checkpoint is a promoted portable checkpoint: a snapshot in the
 // repository, with the process records that were current when it was taken.
 type Checkpoint struct {
@@ -72,7 +82,7 @@ type NativeCheckpoint struct {
 	ID       providers.CheckpointID `json:"id"`
 	Time     time.Time              `json:"time"`
 	Instance providers.InstanceID   `json:"instance"`
-	Snapshot string                 `json:"snapshot"` // the portable checkpoint it follows
+	Snapshot string                 `json:"snapshot"` // the last good portable checkpoint when it was taken
 }
 
 // RecoveryRecord is what a failed or interrupted attempt leaves.

@@ -1,6 +1,7 @@
 package recovery
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
@@ -289,5 +290,36 @@ func (s *Store) putPending(p PendingDelete) error {
 func (s *Store) removePending(p PendingDelete) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketPending).Delete(pendingKey(p.Workspace, string(p.Checkpoint)))
+	})
+}
+
+// removeWorkspace deletes a workspace's record, checkpoint history and
+// pending work in one transaction, if it is still at generation gen.
+func (s *Store) removeWorkspace(id string, gen uint64) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		w, err := getWS(tx, id)
+		if err != nil {
+			return err
+		}
+		if w.Generation != gen {
+			return fmt.Errorf("%w: workspace %s moved to generation %d while it was being removed; try again", ErrStaleGeneration, id, w.Generation)
+		}
+		if err := tx.Bucket(bucketWorkspaces).Delete([]byte(id)); err != nil {
+			return err
+		}
+		if tx.Bucket(bucketCheckpoints).Bucket([]byte(id)) != nil {
+			if err := tx.Bucket(bucketCheckpoints).DeleteBucket([]byte(id)); err != nil {
+				return err
+			}
+		}
+		pending := tx.Bucket(bucketPending)
+		prefix := pendingKey(id, "")
+		c := pending.Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
+			if err := pending.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }

@@ -1,0 +1,142 @@
+package recovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Holder records in the repository which snapshots the lifecycle needs
+// kept, so that retention and prune, in this process or any other, never
+// remove them: a workspace's last good checkpoint, and while it is lost or
+// being recovered every checkpoint it may be recovered from.
+//
+// Contract: Hold replaces the workspace's previous hold only after the new
+// one is durable (a crash in between leaves both, and both hold). Release
+// removes every hold of the workspace. ForgetAll removes every snapshot of
+// the workspace from the repository (prune frees their data).
+type Holder interface {
+	Hold(ctx context.Context, h HoldSet) error
+	Release(ctx context.Context, ws string) error
+	ForgetAll(ctx context.Context, ws string) (int, error)
+}
+
+// HoldSet is what the lifecycle holds for one workspace.
+type HoldSet struct {
+	Workspace string
+	// Snapshots held, by id (hex), with why.
+	Snapshots map[string]string
+	// All holds every snapshot of the workspace, with AllWhy.
+	All    bool
+	AllWhy string
+}
+
+// holdLocks serialises the hold writes of one workspace, so the newest
+// state is written last.
+type holdLocks struct {
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex
+	last  map[string]string // the hold last written, as compared
+}
+
+func (h *holdLocks) lock(ws string) func() {
+	h.mu.Lock()
+	if h.locks == nil {
+		h.locks, h.last = map[string]*sync.Mutex{}, map[string]string{}
+	}
+	m, ok := h.locks[ws]
+	if !ok {
+		m = new(sync.Mutex)
+		h.locks[ws] = m
+	}
+	h.mu.Unlock()
+	m.Lock()
+	return m.Unlock
+}
+
+// wantHold is what the lifecycle must hold for w now.
+func wantHold(w Workspace) HoldSet {
+	h := HoldSet{Workspace: w.ID, Snapshots: map[string]string{}}
+	if w.LastGood != nil {
+		h.Snapshots[w.LastGood.Snapshot] = "last good checkpoint of the lifecycle (taken " + w.LastGood.Time.UTC().Format(time.RFC3339) + ")"
+	}
+	switch {
+	case w.Operation != "":
+		h.All, h.AllWhy = true, "recovery operation "+w.Operation+" is running"
+	case w.Health != nil && w.Health.State == HealthLost:
+		h.All, h.AllWhy = true, "the instance is lost: the recovery offer may name any of its checkpoints"
+	}
+	return h
+}
+
+func (h HoldSet) key() string {
+	ids := slices.Sorted(maps.Keys(h.Snapshots))
+	return fmt.Sprintf("%s|%v|%t|%s", h.Workspace, ids, h.All, h.AllWhy)
+}
+
+// SyncHold brings the repository's hold of workspace ws in line with its
+// record (a failure is logged: the previous hold stays, and holds more).
+func (l *Lifecycle) SyncHold(ctx context.Context, ws string) {
+	if l.cfg.Holds == nil {
+		return
+	}
+	defer l.holds.lock(ws)()
+	w, err := l.store.Workspace(ws)
+	if errors.Is(err, ErrUnknownWorkspace) {
+		return
+	}
+	if err == nil {
+		err = l.writeHold(ctx, wantHold(w))
+	}
+	if err != nil {
+		l.log.Error("recording the workspace's hold in the repository; the previous hold stays", "workspace", ws, "err", err)
+	}
+}
+
+// SyncHolds is SyncHold for every workspace (once at the server's start,
+// so a store older than holds gets them).
+func (l *Lifecycle) SyncHolds(ctx context.Context) error {
+	wss, err := l.store.Workspaces()
+	for _, w := range wss {
+		l.SyncHold(ctx, w.ID)
+	}
+	return err
+}
+
+// holdPromoting holds snapshot, about to become ws's last good
+// checkpoint, along with what ws holds now.
+func (l *Lifecycle) holdPromoting(ctx context.Context, ws, snapshot string) error {
+	if l.cfg.Holds == nil {
+		return nil
+	}
+	defer l.holds.lock(ws)()
+	w, err := l.store.Workspace(ws)
+	if err != nil {
+		return err
+	}
+	h := wantHold(w)
+	h.Snapshots[snapshot] = "being promoted to the last good checkpoint"
+	return l.writeHold(ctx, h)
+}
+
+// writeHold writes h unless it is what was written last. l.holds.lock(ws) held.
+func (l *Lifecycle) writeHold(ctx context.Context, h HoldSet) error {
+	k := h.key()
+	l.holds.mu.Lock()
+	same := l.holds.last[h.Workspace] == k
+	l.holds.mu.Unlock()
+	if same {
+		return nil
+	}
+	if err := l.cfg.Holds.Hold(ctx, h); err != nil {
+		return err
+	}
+	l.holds.mu.Lock()
+	l.holds.last[h.Workspace] = k
+	l.holds.mu.Unlock()
+	return nil
+}
