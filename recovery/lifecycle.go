@@ -65,7 +65,7 @@ type Config struct {
 	// kept (last good checkpoints, those recoveries name), so retention and
 	// prune in any process keep them (RepoHolds is the real one); optional.
 	Holds Holder
-	Clock     Clock                // default SystemClock
+	Clock Clock // default SystemClock
 	// ParkInterval is the minimum time between park captures of one
 	// workspace, measured from its last good checkpoint; default 5 min.
 	ParkInterval time.Duration
