@@ -20,8 +20,15 @@ const (
 	// when to try again when the provider said.
 	KindRateLimited Kind = "rate_limited"
 	// KindUnsupported: the adapter does not support the operation (see
-	// Capabilities).
+	// Capabilities), or a tree holds an entry it cannot create (a socket,
+	// a device; see FileSupport). The message names the entry's path
+	// relative to the tree and what to do. Retrying will not help.
 	KindUnsupported Kind = "unsupported"
+	// KindPermission: a path in the instance or in the source tree refused
+	// access (EACCES, EPERM, an SFTP permission denied). The message names
+	// the path (relative to the tree where there is one) and says to fix
+	// its permissions; retrying will not help.
+	KindPermission Kind = "permission"
 	// KindInvalid: the request was refused as malformed (400, 422, a bad
 	// instance id). A bug or bad input; do not retry unchanged.
 	KindInvalid Kind = "invalid"
@@ -79,6 +86,7 @@ var (
 	ErrUnsupported  error = kindError(KindUnsupported)
 	ErrInvalid      error = kindError(KindInvalid)
 	ErrConflict     error = kindError(KindConflict)
+	ErrPermission   error = kindError(KindPermission)
 )
 
 // KindOf returns the Kind of a provider error, or "" when err is not one.

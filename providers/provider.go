@@ -112,11 +112,19 @@ type Provider interface {
 	// WriteFiles copies the local tree src into a new staging directory
 	// inside the instance and returns that directory's path in the
 	// instance. Nothing outside the staging directory is touched; the
-	// caller validates it and then calls Switch.
+	// caller validates it and then calls Switch. What the copy keeps
+	// beyond directories, regular files, symlinks, modes and mtimes is
+	// what FileSupporter reports. An entry the adapter cannot create (a
+	// socket, a device, a fifo where Fifos is false) is KindUnsupported
+	// and an access refusal KindPermission, both naming the entry's path
+	// relative to the tree. WriteFiles calls WriteStarted(ctx) right
+	// before its first change inside the instance (creating the staging
+	// directory counts) and never when it fails before that.
 	WriteFiles(ctx context.Context, id InstanceID, src string) (staging string, err error)
 	// Switch atomically puts a staging directory from WriteFiles in place
 	// of the instance's workspace, keeping the old tree until the switch
-	// holds; an error leaves the workspace as it was.
+	// holds; an error leaves the workspace as it was. It calls
+	// WriteStarted(ctx) right before its first change in the instance.
 	Switch(ctx context.Context, id InstanceID, staging string) error
 	// Exec runs a command in the instance (quiescing, process listing).
 	Exec(ctx context.Context, id InstanceID, argv []string, stdin io.Reader) (ExecResult, error)
@@ -136,6 +144,48 @@ type Provider interface {
 type Pauser interface {
 	Pause(ctx context.Context, id InstanceID) error
 	Resume(ctx context.Context, id InstanceID) error
+}
+
+// Stopper is implemented by adapters that can stop a running instance so
+// it costs nothing while it is kept (a replacement held for repair after a
+// failed recovery); callers find it with a type assertion. Afterwards
+// Inspect reports Stopped, with a Detail saying when and that Lifeboat
+// stopped it; Destroy still removes the instance. Stopping a stopped
+// instance is not an error; stopping one that does not exist is
+// KindConflict (Inspect confirms whether it is missing).
+type Stopper interface {
+	Stop(ctx context.Context, id InstanceID) error
+}
+
+// FileSupport says which parts of a tree WriteFiles keeps in an instance,
+// beyond what every adapter keeps (directories, regular files and their
+// content, symlinks as links, permission bits with setuid, setgid and
+// sticky, modification times). A false field is dropped or refused:
+//
+//	HardLinks  entries of the source sharing an inode share one in the
+//	           instance (false: each becomes a separate copy)
+//	Xattrs     user.* extended attributes (false: dropped)
+//	Fifos      named pipes (false: WriteFiles refuses a source holding one,
+//	           KindUnsupported)
+//	Sparse     holes of sparse files stay holes (false: written as zeros;
+//	           the content is the same)
+//	Ownership  owner and group ids (false: files belong to the user the
+//	           adapter writes as)
+//
+// Devices and sockets are never created: WriteFiles refuses them.
+type FileSupport struct {
+	HardLinks, Xattrs, Fifos, Sparse, Ownership bool
+}
+
+// FileSupporter is implemented by adapters with file access. It answers
+// for the provider as a whole, with no instance, so the recovery offer can
+// say before approval exactly what will not come back. An adapter may
+// probe its host (and cache what it found); a failure to reach it is an
+// *Error like any other. A ReadFiles view of an instance shows what
+// FileSupport claims, so a tree written and read back compares equal on
+// those parts.
+type FileSupporter interface {
+	FileSupport(ctx context.Context) (FileSupport, error)
 }
 
 // Files is a readable local view of an instance's workspace.

@@ -1,0 +1,5 @@
+// Package fsmeta reads the file metadata that the file-copying adapters
+// (local, ssh) and the recovery digest share: extended attributes, listed
+// and read in one consistent way (sorted by name, a filesystem without
+// xattr support giving none). It never follows a symlink.
+package fsmeta
