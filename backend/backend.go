@@ -19,10 +19,11 @@ const (
 	Snapshot FileType = "snapshots" // snapshot manifests
 	Lock     FileType = "locks"     // lock objects
 	Policy   FileType = "policies"  // retention policies, one per workspace
+	Pin      FileType = "pins"      // snapshots the lifecycle holds, one per workspace
 )
 
 // FileTypes lists every file type in a fixed order.
-var FileTypes = []FileType{Config, Key, Pack, Index, Snapshot, Lock, Policy}
+var FileTypes = []FileType{Config, Key, Pack, Index, Snapshot, Lock, Policy, Pin}
 
 // Handle names one file.
 type Handle struct {
@@ -118,7 +119,7 @@ func (h Handle) Valid() error {
 			return fmt.Errorf("invalid config handle name %q", h.Name)
 		}
 		return nil
-	case Key, Pack, Index, Snapshot, Lock, Policy:
+	case Key, Pack, Index, Snapshot, Lock, Policy, Pin:
 	default:
 		return fmt.Errorf("invalid file type %q", h.Type)
 	}

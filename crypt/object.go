@@ -16,6 +16,7 @@ const (
 	KindSnapshot ObjectKind = 3
 	KindLock     ObjectKind = 4
 	KindPolicy   ObjectKind = 5 // a workspace's retention policy
+	KindPin      ObjectKind = 6 // the snapshots the lifecycle holds for a workspace
 )
 
 func (k ObjectKind) String() string {
@@ -30,6 +31,8 @@ func (k ObjectKind) String() string {
 		return "lock"
 	case KindPolicy:
 		return "policy"
+	case KindPin:
+		return "pin"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }

@@ -15,7 +15,15 @@ func TestObjectHeaderLayout(t *testing.T) {
 	if crypt.ObjectHeaderSize != 6 {
 		t.Fatalf("ObjectHeaderSize = %d", crypt.ObjectHeaderSize)
 	}
-	kinds := map[crypt.ObjectKind]byte{crypt.KindConfig: 1, crypt.KindIndex: 2, crypt.KindSnapshot: 3, crypt.KindLock: 4}
+	kinds := map[crypt.ObjectKind]byte{crypt.KindConfig: 1, crypt.KindIndex: 2, crypt.KindSnapshot: 3, crypt.KindLock: 4,
+		crypt.KindPolicy: 5, crypt.KindPin: 6}
+	names := map[crypt.ObjectKind]string{crypt.KindConfig: "config", crypt.KindIndex: "index", crypt.KindSnapshot: "snapshot",
+		crypt.KindLock: "lock", crypt.KindPolicy: "policy", crypt.KindPin: "pin"}
+	for kind, name := range names {
+		if kind.String() != name {
+			t.Errorf("kind %d is called %q, want %q", uint8(kind), kind, name)
+		}
+	}
 	m := crypt.NewMasterKeys()
 	for _, tier := range blob.Tiers {
 		for kind, b := range kinds {

@@ -57,6 +57,10 @@ const repackBatch = 200_000
 //     that lists a pack to delete, then delete those old index objects;
 //  4. delete the packs, last.
 //
+// With ForgetDamaged, the damaged snapshots are forgotten in step 4 unless
+// a pin holds one (checked again under the exclusive lock): then Execute
+// stops before it deletes anything.
+//
 // A crash at any point leaves every kept snapshot readable: until step 3
 // ends, the old index still lists every old pack; in step 4 no index lists
 // what is deleted. Running prune again finishes the job (unindexed packs
@@ -89,6 +93,13 @@ func (p *Plan) Execute(ctx context.Context, r *repo.Repository, src Source, o Ex
 	progress("recheck")
 	if _, err := r.SyncIndex(ctx); err != nil {
 		return st, err
+	}
+	if o.ForgetDamaged && len(p.Damaged) > 0 {
+		// Pins again, now that no capture (nor a lifecycle setting a pin
+		// beside one) can run: one may hold a damaged snapshot since the plan.
+		if err := p.checkHeld(ctx, r); err != nil {
+			return st, err
+		}
 	}
 	rescued, err := p.rescue(ctx, r, src, &st)
 	if err != nil {

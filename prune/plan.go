@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"lifeboat/backend"
 	"lifeboat/blob"
+	"lifeboat/crypt"
 	"lifeboat/index"
 	"lifeboat/repo"
 )
@@ -76,6 +78,11 @@ type PackInfo struct {
 type DamagedSnapshot struct {
 	ID    blob.ID `json:"id"`
 	Error string  `json:"error"`
+	// Workspace is the snapshot's workspace when its manifest still opens.
+	Workspace string `json:"-"`
+	// Held says why a pin holds the snapshot (LoadPins); such a snapshot is
+	// never forgotten, so the plan refuses even with ForgetDamaged.
+	Held string `json:"-"`
 }
 
 // Plan is what a prune will do. PlanPrune makes it without changing
@@ -128,8 +135,9 @@ func (p *Plan) Close() {
 // PlanPrune marks every blob reachable from the repository's snapshots
 // and decides which packs to delete and which to repack. It changes
 // nothing. With a damaged snapshot and no ForgetDamaged it returns the
-// plan and an error wrapping ErrDamaged naming them. The caller must
-// Close the plan.
+// plan and an error wrapping ErrDamaged naming them; so it does, even with
+// ForgetDamaged, when a pin holds a damaged snapshot (see checkHeld). The
+// caller must Close the plan.
 func PlanPrune(ctx context.Context, r *repo.Repository, src Source, o Options) (*Plan, error) {
 	if o.MaxUnused == 0 {
 		o.MaxUnused = 0.05
@@ -192,6 +200,11 @@ func PlanPrune(ctx context.Context, r *repo.Repository, src Source, o Options) (
 		return nil, err
 	}
 	p.IndexObjects = len(p.oldObjects)
+	if len(p.Damaged) > 0 {
+		if err := p.checkHeld(ctx, r); err != nil {
+			return p, err
+		}
+	}
 	if len(p.Damaged) > 0 && !o.ForgetDamaged {
 		names := make([]string, len(p.Damaged))
 		for i, d := range p.Damaged {
@@ -364,4 +377,65 @@ func (p *Plan) mergeIndex(r *repo.Repository, fn func(loc index.Location, k key,
 		}
 	}
 	return nil
+}
+
+// checkHeld looks up, in the repository's pins, each damaged snapshot of
+// the plan (filling in Workspace and Held) and returns an error wrapping
+// ErrDamaged when a pin holds one: prune never forgets a snapshot the
+// lifecycle holds (a last good checkpoint, one an open recovery names),
+// not even with ForgetDamaged. A pin that does not load stops it too. A
+// damaged snapshot whose manifest does not open has no known workspace: it
+// counts as held while any pin holds every snapshot of some workspace.
+func (p *Plan) checkHeld(ctx context.Context, o Objects) error {
+	pins, err := LoadPins(ctx, o)
+	if err != nil {
+		return fmt.Errorf("%w: refusing to delete anything: a snapshot is damaged, and the pins that say whether it may be forgotten do not load: %w", ErrDamaged, err)
+	}
+	var held []string
+	for i := range p.Damaged {
+		d := &p.Damaged[i]
+		if d.Workspace == "" {
+			d.Workspace = manifestWorkspace(ctx, o, d.ID)
+		}
+		why, ok := pins.Held(d.Workspace, d.ID)
+		if all := pins.HoldsAll(); !ok && d.Workspace == "" && len(all) > 0 {
+			whys := make([]string, len(all))
+			for i, ws := range all {
+				w, _ := pins.Held(ws, blob.ID{})
+				whys[i] = fmt.Sprintf("%q (%s)", ws, w)
+			}
+			why, ok = "its manifest does not open, so its workspace is unknown, and every snapshot of workspace "+strings.Join(whys, ", ")+" is held", true
+		}
+		d.Held = why
+		if ok {
+			ws := ""
+			if d.Workspace != "" {
+				ws = fmt.Sprintf(" of workspace %q", d.Workspace)
+			}
+			held = append(held, fmt.Sprintf("%s%s (held: %s)", d.ID, ws, why))
+		}
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: refusing to delete anything: damaged snapshot %s is held by the lifecycle, so prune does not forget it, not even with --forget-damaged; "+
+		"capture the workspace again so its last good checkpoint moves to a new snapshot, or recover it from an older checkpoint, then run prune again (`lifeboat check` shows the damage)",
+		ErrDamaged, strings.Join(held, "; "))
+}
+
+// manifestWorkspace returns the workspace a snapshot manifest names, or ""
+// when it does not open. prune may not import snapshot/, so it reads that
+// one field of the manifest (format.md 11.1) itself.
+func manifestWorkspace(ctx context.Context, o Objects, id blob.ID) string {
+	_, b, err := o.LoadObject(ctx, crypt.KindSnapshot, id)
+	if err != nil {
+		return ""
+	}
+	var m struct {
+		Workspace string `json:"workspace"`
+	}
+	if json.Unmarshal(b, &m) != nil {
+		return ""
+	}
+	return m.Workspace
 }

@@ -18,6 +18,7 @@ var kindFiles = map[crypt.ObjectKind]backend.FileType{
 	crypt.KindSnapshot: backend.Snapshot,
 	crypt.KindLock:     backend.Lock,
 	crypt.KindPolicy:   backend.Policy,
+	crypt.KindPin:      backend.Pin,
 }
 
 func fileType(kind crypt.ObjectKind) (backend.FileType, error) {
