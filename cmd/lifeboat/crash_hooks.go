@@ -1,3 +1,5 @@
+//go:build lifeboat_testhooks
+
 package main
 
 import (
@@ -9,15 +11,6 @@ import (
 	"syscall"
 
 	"lifeboat/backend"
-)
-
-// crashEnv names a testing hook: when set to N, the process kills itself
-// with SIGKILL right after its Nth successful save to the repository, so
-// tests can crash a real lifeboat at every write boundary. crashRemoveEnv
-// does the same after the Nth successful remove (prune's delete phase).
-const (
-	crashEnv       = "LIFEBOAT_TEST_CRASH_AFTER_SAVES"
-	crashRemoveEnv = "LIFEBOAT_TEST_CRASH_AFTER_REMOVES"
 )
 
 // crashingBackend is the backend decorator behind crashEnv and crashRemoveEnv.
@@ -61,12 +54,6 @@ func (c *crashingBackend) Remove(ctx context.Context, h backend.Handle) error {
 	}
 	return err
 }
-
-// recoveryStopEnv names a testing hook of `lifeboat serve`: when set to a
-// recovery crash point ("before:creating", "after:switching", ...), the
-// recovery operation that reaches it prints "at <point>" to stderr and
-// blocks there, so a test can kill the server at every step.
-const recoveryStopEnv = "LIFEBOAT_TEST_RECOVERY_STOP_AT"
 
 // recoveryStopHook returns the recovery.ServiceConfig.TestStep behind
 // recoveryStopEnv, or nil when it is not set.

@@ -88,11 +88,12 @@ func jsonLines(t *testing.T, s string) []map[string]any {
 	return out
 }
 
-// lifeboatBinary builds the command once for tests that need real processes.
+// lifeboatBinary builds the command for tests that need real processes,
+// with the test hooks of crash.go compiled in.
 func lifeboatBinary(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "lifeboat")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd := exec.Command("go", "build", "-tags", testHooksTag, "-o", bin, ".")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

@@ -1,0 +1,18 @@
+//go:build !lifeboat_testhooks
+
+package main
+
+import "lifeboat/backend"
+
+// A release build has no test hooks: the environment variables of
+// crash.go are ignored.
+
+// crashingBackend is never made in a release build; it exists so that
+// unwrapLocal's type switch compiles in both builds.
+type crashingBackend struct{ backend.Backend }
+
+// withCrashHook returns be unchanged.
+func withCrashHook(be backend.Backend) backend.Backend { return be }
+
+// recoveryStopHook returns nil: recovery never stops at a test point.
+func recoveryStopHook() func(point string) { return nil }
