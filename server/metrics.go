@@ -69,9 +69,9 @@ type Metrics struct {
 	state    *stateCollector
 }
 
-// CaptureDurationBuckets are the bounds (seconds) of
+// captureBuckets are the bounds (seconds) of
 // lifeboat_capture_duration_seconds: 50 ms to 30 min.
-var CaptureDurationBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200, 1800}
+var captureBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200, 1800}
 
 // NewMetrics makes the metrics with src as the scrape-time source (see
 // SetSource to give it later).
@@ -83,7 +83,7 @@ func NewMetrics(src MetricsSource) *Metrics {
 			[]string{"reason", "outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lifeboat_capture_duration_seconds",
 			Help:    "Time from start to end of the capture requests that ran a capture (captured, partial, failed, quiesce_timeout, cancelled), by reason.",
-			Buckets: CaptureDurationBuckets}, []string{"reason"}),
+			Buckets: captureBuckets}, []string{"reason"}),
 		bytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "lifeboat_capture_bytes_total",
 			Help: "Bytes of the files in the snapshots captures wrote (captured and partial)."}),
 		newBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "lifeboat_capture_new_bytes_total",

@@ -78,7 +78,7 @@ lifeboat_capture_new_bytes_total 800
 // lifeboat_capture_duration_seconds holding observations obs (seconds).
 func histogram(reason string, sum float64, obs ...float64) string {
 	var b strings.Builder
-	for _, le := range CaptureDurationBuckets {
+	for _, le := range captureBuckets {
 		n := 0
 		for _, o := range obs {
 			if o <= le {
