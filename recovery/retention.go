@@ -2,57 +2,217 @@ package recovery
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
+	"lifeboat/backend"
+	"lifeboat/blob"
 	"lifeboat/crypt"
 	"lifeboat/prune"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
 )
 
-// RepoRetention is the real Retention: it applies the workspace's stored
-// policy (`lifeboat policy set`) to its snapshots and removes the ones the
-// policy does not keep, as `lifeboat forget` does. A workspace without a
-// stored policy is left alone. The newest complete snapshot, the one just
-// promoted, is always kept (prune.Apply keeps the last good root), and so
-// is lastGood whatever the policy says. Only
-// snapshot objects are removed; `lifeboat prune` frees their data. The
-// caller holds a shared repository lock, as for the capture.
-type RepoRetention struct {
-	Repo *repo.Repository
-	Now  func() time.Time // default time.Now
+// HeldLastGood is why the lifecycle holds a workspace's last good
+// checkpoint (in its pin, and in RepoRetention).
+const HeldLastGood = "last good checkpoint of the lifecycle"
+
+// HeldPrefix starts the reason of a snapshot kept because it is held.
+const HeldPrefix = "held: "
+
+// ErrNoPolicy: forget was to apply stored policies, and the repository
+// has none (and no default policy was given).
+var ErrNoPolicy = errors.New("no retention policy is stored and none was given")
+
+// ForgetOptions say what Forget applies.
+type ForgetOptions struct {
+	Workspace string        // "" = every workspace
+	Policy    *prune.Policy // e.g. from flags; nil = each workspace's stored policy, else Default
+	// Default is the policy of workspaces with no stored one (the
+	// service's); nil = leave them alone (ForgetResult.Unmanaged).
+	Default *prune.Policy
+	DryRun  bool
+	Now     time.Time // default time.Now()
+	// Held are more snapshots to keep, with why, whatever the policy and
+	// the pins say (RepoRetention: the checkpoint the lifecycle promoted).
+	Held map[blob.ID]string
+	// Lock, when set, is checked before each removal: a holder whose lock
+	// went stale stops instead of removing.
+	Lock *repo.Lock
 }
 
-// Apply implements Retention.
-func (rr RepoRetention) Apply(ctx context.Context, ws, lastGood string) error {
-	stored, err := prune.Policies(ctx, rr.Repo)
-	if err != nil {
-		return fmt.Errorf("retention for %s: %w", ws, err)
+// ForgetResult is what Forget decided (and, unless DryRun, did).
+type ForgetResult struct {
+	// Decisions: by workspace (sorted), newest first within one.
+	Decisions []prune.Decision
+	Warnings  []string
+	// Kept and Removed count snapshots; Removed the ones removed (with
+	// DryRun, that would be). Snapshots of unmanaged workspaces count as kept.
+	Kept, Removed int
+	// Unmanaged are the workspaces left alone (no policy), sorted, with
+	// the number of their snapshots in Left.
+	Unmanaged []string
+	Left      map[string]int
+	// Unreadable are the snapshots whose manifest does not load: left alone.
+	Unreadable map[blob.ID]error
+}
+
+// Forget applies a retention policy to the snapshots of each workspace (or
+// of o.Workspace) and removes the ones it does not keep (PlanForget, then
+// RemoveSnapshot each). A snapshot already gone is fine: another forget
+// beside this one (both hold shared locks) may have removed it. Only
+// snapshot objects are removed; prune frees their data. On an error,
+// snapshots before it may have been removed.
+func Forget(ctx context.Context, r *repo.Repository, o ForgetOptions) (ForgetResult, error) {
+	res, err := PlanForget(ctx, r, o)
+	if err != nil || o.DryRun {
+		return res, err
 	}
-	sp, ok := stored[ws]
-	if !ok {
-		return nil
+	for _, d := range res.Decisions {
+		if d.Keep {
+			continue
+		}
+		if err := RemoveSnapshot(ctx, r, o.Lock, d.Snapshot.ID); err != nil {
+			return res, err
+		}
 	}
-	snaps, _, err := snapshot.List(ctx, rr.Repo, ws) // snapshots that do not load are left alone
+	return res, nil
+}
+
+// PlanForget decides what Forget would do and changes nothing.
+//
+// Each workspace gets o.Policy, else its stored policy, else o.Default,
+// else it is left alone. prune.Apply keeps what the policy keeps and the
+// newest complete snapshot (the last good root). Then every snapshot a
+// pin holds (prune.LoadPins: the lifecycle's last good checkpoint, those
+// an open recovery names; a pin that does not load is an error) or that
+// o.Held names is kept too, with the reason HeldPrefix + why. The pins are
+// read last, after the snapshots, so a pin the lifecycle set for a
+// checkpoint it had just written is seen.
+func PlanForget(ctx context.Context, r *repo.Repository, o ForgetOptions) (ForgetResult, error) {
+	res := ForgetResult{Warnings: []string{}, Left: map[string]int{}}
+	for _, p := range []*prune.Policy{o.Policy, o.Default} {
+		if p != nil {
+			if err := p.Validate(); err != nil {
+				return res, err
+			}
+		}
+	}
+	now := o.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	snaps, bad, err := snapshot.List(ctx, r, o.Workspace)
 	if err != nil {
-		return fmt.Errorf("retention for %s: %w", ws, err)
+		return res, err
+	}
+	res.Unreadable = bad
+	stored := map[string]prune.StoredPolicy{}
+	if o.Policy == nil {
+		if stored, err = prune.Policies(ctx, r); err != nil {
+			return res, err
+		}
+		if len(stored) == 0 && o.Default == nil {
+			return res, ErrNoPolicy
+		}
 	}
 	in := make([]prune.Snapshot, len(snaps))
 	for i, m := range snaps {
 		in[i] = prune.Snapshot{ID: m.ID, Workspace: m.Workspace, Time: m.Time, Complete: m.Complete, Tags: m.Tags}
 	}
+	workspaces, by := prune.Group(in)
+	for _, ws := range workspaces {
+		pol := o.Policy
+		if pol == nil {
+			if sp, ok := stored[ws]; ok {
+				pol = &sp.Policy
+			} else {
+				pol = o.Default
+			}
+		}
+		if pol == nil {
+			res.Unmanaged = append(res.Unmanaged, ws)
+			res.Left[ws] = len(by[ws])
+			res.Kept += len(by[ws])
+			continue
+		}
+		a := prune.Apply(*pol, ws, by[ws], now)
+		res.Warnings = append(res.Warnings, a.Warnings...)
+		res.Decisions = append(res.Decisions, a.Decisions...)
+	}
+	if len(res.Decisions) > 0 {
+		pins, err := prune.LoadPins(ctx, r)
+		if err != nil {
+			return res, fmt.Errorf("forget removes nothing while it cannot read every pin: %w", err)
+		}
+		for i := range res.Decisions {
+			d := &res.Decisions[i]
+			var whys []string
+			if why, ok := pins.Held(d.Snapshot.Workspace, d.Snapshot.ID); ok {
+				whys = append(whys, why)
+			}
+			if why, ok := o.Held[d.Snapshot.ID]; ok && !slices.Contains(whys, why) {
+				whys = append(whys, why)
+			}
+			if len(whys) > 0 {
+				d.Keep = true
+				d.Reasons = append(d.Reasons, HeldPrefix+strings.Join(whys, "; "))
+			}
+		}
+	}
+	for _, d := range res.Decisions {
+		if d.Keep {
+			res.Kept++
+		} else {
+			res.Removed++
+		}
+	}
+	return res, nil
+}
+
+// RemoveSnapshot removes one snapshot object, checking l (when set) first.
+// A snapshot already gone is not an error.
+func RemoveSnapshot(ctx context.Context, r *repo.Repository, l *repo.Lock, id blob.ID) error {
+	if l != nil {
+		if err := l.Err(); err != nil {
+			return err
+		}
+	}
+	if err := r.RemoveObject(ctx, crypt.KindSnapshot, id); err != nil && !errors.Is(err, backend.ErrNotFound) {
+		return fmt.Errorf("removing snapshot %s: %w", id.Short(), err)
+	}
+	return nil
+}
+
+// RepoRetention is the real Retention: Forget for one workspace, with its
+// stored policy (`lifeboat policy set`), else Default, else nothing is
+// removed. Whatever the policy says it keeps the newest complete snapshot
+// (the one just promoted), every snapshot a pin holds, and lastGood even
+// if no pin names it yet. Only snapshot objects are removed; `lifeboat
+// prune` frees their data. The caller holds a shared repository lock, as
+// for the capture.
+type RepoRetention struct {
+	Repo    *repo.Repository
+	Now     func() time.Time // default time.Now
+	Default *prune.Policy    // for a workspace with no stored policy; nil = leave it alone
+}
+
+// Apply implements Retention.
+func (rr RepoRetention) Apply(ctx context.Context, ws, lastGood string) error {
+	id, err := blob.ParseID(lastGood)
+	if err != nil {
+		return fmt.Errorf("retention for %s: the last good checkpoint %q is not a snapshot id, so nothing was removed: %w", ws, lastGood, err)
+	}
 	now := time.Now
 	if rr.Now != nil {
 		now = rr.Now
 	}
-	for _, d := range prune.Apply(sp.Policy, ws, in, now()).Decisions {
-		if d.Keep || d.Snapshot.ID.String() == lastGood {
-			continue
-		}
-		if err := rr.Repo.RemoveObject(ctx, crypt.KindSnapshot, d.Snapshot.ID); err != nil {
-			return fmt.Errorf("retention for %s: removing snapshot %s: %w", ws, d.Snapshot.ID.Short(), err)
-		}
+	_, err = Forget(ctx, rr.Repo, ForgetOptions{Workspace: ws, Default: rr.Default, Now: now(), Held: map[blob.ID]string{id: HeldLastGood}})
+	if err != nil && !errors.Is(err, ErrNoPolicy) {
+		return fmt.Errorf("retention for %s: %w", ws, err)
 	}
 	return nil
 }

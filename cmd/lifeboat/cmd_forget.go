@@ -8,11 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"lifeboat/backend"
-	"lifeboat/crypt"
 	"lifeboat/prune"
+	"lifeboat/recovery"
 	"lifeboat/repo"
-	"lifeboat/snapshot"
 )
 
 type forgetSnapshotMessage struct {
@@ -44,7 +42,8 @@ func newForgetCommand(g *globalOptions) *cobra.Command {
 		Short: "Remove snapshots a retention policy does not keep",
 		Long: "Apply a retention policy to the snapshots of each workspace (or of --workspace) and remove the snapshots it does not keep. " +
 			"Without --keep-* flags, each workspace's stored policy (`lifeboat policy set`) is applied, and workspaces without one are " +
-			"left alone. The newest complete snapshot of every workspace, its last good root, is always kept. Only snapshot objects are " +
+			"left alone. The newest complete snapshot of every workspace, its last good root, is always kept, and so is every snapshot " +
+			"`lifeboat serve` holds (a workspace's last good checkpoint, those an open recovery names). Only snapshot objects are " +
 			"removed; `lifeboat prune` frees the data. --dry-run shows what would be kept and why.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -52,56 +51,33 @@ func newForgetCommand(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			useFlags := pf.given(cmd)
-			mode := repo.LockShared
-			return g.withLockedRepo(cmd.Context(), mode, "forget", func(r *repo.Repository, l *repo.Lock) error {
-				ctx := cmd.Context()
-				snaps, bad, err := snapshot.List(ctx, r, ws)
+			o := recovery.ForgetOptions{Workspace: ws, DryRun: dryRun, Now: time.Now()}
+			if pf.given(cmd) {
+				o.Policy = &flagPolicy
+			}
+			return g.withLockedRepo(cmd.Context(), repo.LockShared, "forget", func(r *repo.Repository, l *repo.Lock) error {
+				res, err := recovery.PlanForget(cmd.Context(), r, o)
+				if errors.Is(err, recovery.ErrNoPolicy) {
+					return usageError{"no retention policy: give --keep-* flags, or store one with `lifeboat policy set --workspace ID --keep-...`"}
+				}
 				if err != nil {
 					return err
 				}
-				for id, e := range bad {
+				for id, e := range res.Unreadable {
 					g.out.note("snapshot %s does not load and is left alone: %v", id.Short(), e)
 				}
-				stored := map[string]prune.StoredPolicy{}
-				if !useFlags {
-					if stored, err = prune.Policies(ctx, r); err != nil {
+				for _, w := range res.Unmanaged {
+					g.out.note("workspace %q has no stored policy; its %d snapshots are left alone", w, res.Left[w])
+				}
+				for _, warn := range res.Warnings {
+					g.out.note("warning: %s", warn)
+				}
+				for _, d := range res.Decisions {
+					if err := forgetOne(cmd, g, r, l, d, dryRun); err != nil {
 						return err
 					}
-					if len(stored) == 0 {
-						return usageError{"no retention policy: give --keep-* flags, or store one with `lifeboat policy set --workspace ID --keep-...`"}
-					}
 				}
-				sum := forgetMessage{MessageType: "forget", DryRun: dryRun, Warnings: []string{}}
-				workspaces, by := prune.Group(pruneSnapshots(snaps))
-				now := time.Now()
-				for _, w := range workspaces {
-					pol := flagPolicy
-					if !useFlags {
-						sp, ok := stored[w]
-						if !ok {
-							g.out.note("workspace %q has no stored policy; its %d snapshots are left alone", w, len(by[w]))
-							sum.Kept += len(by[w])
-							continue
-						}
-						pol = sp.Policy
-					}
-					res := prune.Apply(pol, w, by[w], now)
-					for _, warn := range res.Warnings {
-						sum.Warnings = append(sum.Warnings, warn)
-						g.out.note("warning: %s", warn)
-					}
-					for _, d := range res.Decisions {
-						if err := forgetOne(cmd, g, r, l, d, dryRun); err != nil {
-							return err
-						}
-						if d.Keep {
-							sum.Kept++
-						} else {
-							sum.Removed++
-						}
-					}
-				}
+				sum := forgetMessage{MessageType: "forget", DryRun: dryRun, Kept: res.Kept, Removed: res.Removed, Warnings: res.Warnings}
 				g.out.emit(sum, func(w io.Writer) {
 					verb := "removed"
 					if dryRun {
@@ -119,7 +95,8 @@ func newForgetCommand(g *globalOptions) *cobra.Command {
 	return cmd
 }
 
-// forgetOne prints the decision on one snapshot and removes it if it goes.
+// forgetOne carries out one decision of recovery.PlanForget (removing the
+// snapshot if it goes, unless dryRun) and prints it.
 func forgetOne(cmd *cobra.Command, g *globalOptions, r *repo.Repository, l *repo.Lock, d prune.Decision, dryRun bool) error {
 	s := d.Snapshot
 	msg := forgetSnapshotMessage{MessageType: "forget_snapshot", ID: s.ID.String(), Workspace: s.Workspace, Time: s.Time,
@@ -128,13 +105,10 @@ func forgetOne(cmd *cobra.Command, g *globalOptions, r *repo.Repository, l *repo
 		msg.Reasons = []string{}
 	}
 	if !d.Keep && !dryRun {
-		if err := l.Err(); err != nil {
-			return err
-		}
 		// Gone already is what was wanted: forget holds a shared lock, so
 		// another forget beside this one may have removed it first.
-		if err := r.RemoveObject(cmd.Context(), crypt.KindSnapshot, s.ID); err != nil && !errors.Is(err, backend.ErrNotFound) {
-			return fmt.Errorf("removing snapshot %s: %w", s.ID.Short(), err)
+		if err := recovery.RemoveSnapshot(cmd.Context(), r, l, s.ID); err != nil {
+			return err
 		}
 	}
 	g.out.emit(msg, func(w io.Writer) {
