@@ -1,0 +1,74 @@
+package config
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strings"
+)
+
+func (c *Config) lookup(name string) (string, bool) {
+	if c.env == nil {
+		return "", false
+	}
+	return c.env(name)
+}
+
+// Password reads the repository password: the content of password_file
+// without its final newline, or the value of the environment variable
+// password_env. Errors name the file or the variable, never the content.
+func (c *Config) Password() ([]byte, error) {
+	if f := c.Repository.PasswordFile; f != "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("reading the repository password file (repository.password_file): %w", err)
+		}
+		b = bytes.TrimSuffix(bytes.TrimSuffix(b, []byte("\n")), []byte("\r"))
+		if len(b) == 0 {
+			return nil, fmt.Errorf("the repository password file %s (repository.password_file) is empty", f)
+		}
+		return b, nil
+	}
+	name := c.Repository.PasswordEnv
+	v, ok := c.lookup(name)
+	switch {
+	case name == "":
+		return nil, fmt.Errorf("no repository password: set repository.password_file or repository.password_env")
+	case !ok:
+		return nil, fmt.Errorf("the environment variable %s (repository.password_env) is not set", name)
+	case v == "":
+		return nil, fmt.Errorf("the environment variable %s (repository.password_env) is empty", name)
+	}
+	return []byte(v), nil
+}
+
+// secretAlternative returns, for an unknown key that looks like an inline
+// secret (password, token, key, ...), the keys to give it by instead.
+func secretAlternative(path []string) (string, bool) {
+	k := strings.ToLower(path[len(path)-1])
+	secret := false
+	switch k {
+	case "password", "passwd", "pass", "passphrase", "token", "secret", "key", "private_key", "api_key",
+		"secret_key", "access_key", "bearer_token", "client_secret":
+		secret = true
+	default:
+		for _, suffix := range []string{"_password", "_passphrase", "_token", "_secret"} {
+			secret = secret || strings.HasSuffix(k, suffix)
+		}
+	}
+	if !secret {
+		return "", false
+	}
+	switch path[0] {
+	case "server":
+		return "file (token_file for the token CLI clients send, tls_key for the TLS key)", true
+	case "providers":
+		return "file (key_file for an SSH provider's private key)", true
+	case "repository":
+		return "file (password_file) or environment variable name (password_env)", true
+	}
+	if len(path) == 1 {
+		return "file ([repository] password_file) or environment variable name ([repository] password_env)", true
+	}
+	return "file path or environment variable name", true
+}

@@ -1,0 +1,171 @@
+package config
+
+import (
+	"log/slog"
+	"net"
+
+	"lifeboat/prune"
+)
+
+func (d *decoder) section(name string) *reader {
+	return d.reader([]string{name}, fixedSection(name).keys, "["+name+"]")
+}
+
+func (d *decoder) repository(c *Config) {
+	r := d.section("repository")
+	c.Repository = Repository{
+		Location:     r.str("location"),
+		PasswordFile: r.str("password_file"),
+		PasswordEnv:  r.str("password_env"),
+		CacheDir:     r.str("cache_dir"),
+		KeyHint:      r.str("key_hint"),
+	}
+	switch {
+	case r.given("password_file") && r.given("password_env"):
+		d.fail(r.src("password_env"), []string{"repository", "password_env"},
+			"password_file (%s) and password_env are both set: give exactly one", r.src("password_file"))
+	case !r.given("password_file") && !r.given("password_env"):
+		d.fail(d.tableSource(r.path), []string{"repository"}, "no password source: set password_file (a file holding the password) "+
+			`or password_env (the name of an environment variable holding it, such as "LIFEBOAT_PASSWORD")`)
+	}
+	if name := c.Repository.PasswordEnv; name != "" {
+		state := "is not set"
+		if v, ok := c.lookup(name); ok && v != "" {
+			state = "is set"
+		}
+		r.line("password_env").note += "; " + name + " " + state + " (its value is never shown)"
+	}
+}
+
+func (d *decoder) state(c *Config) {
+	c.State.Dir = d.section("state").str("dir")
+}
+
+func (d *decoder) server(c *Config) {
+	r := d.section("server")
+	c.Server = Server{
+		Listen:     r.str("listen"),
+		TokensFile: r.str("tokens_file"),
+		TLSCert:    r.str("tls_cert"),
+		TLSKey:     r.str("tls_key"),
+		URL:        r.str("url"),
+		TokenFile:  r.str("token_file"),
+	}
+	if cert, key := r.given("tls_cert"), r.given("tls_key"); cert != key {
+		set, unset := "tls_cert", "tls_key"
+		if key {
+			set, unset = unset, set
+		}
+		d.fail(r.src(set), []string{"server", set}, "%s is set but %s is not: set both (HTTPS) or neither (HTTP)", set, unset)
+	}
+	if c.Server.URL == "" && c.Server.Listen != "" {
+		c.Server.URL = deriveURL(c.Server.Listen, c.Server.TLS())
+		r.line("url").val = quote(c.Server.URL)
+	}
+}
+
+// deriveURL is the URL of a server listening on listen (host:port).
+func deriveURL(listen string, tls bool) string {
+	host, port, _ := net.SplitHostPort(listen)
+	switch host {
+	case "", "0.0.0.0":
+		host = "127.0.0.1"
+	case "::":
+		host = "::1"
+	}
+	scheme := "http"
+	if tls {
+		scheme = "https"
+	}
+	return scheme + "://" + net.JoinHostPort(host, port)
+}
+
+func (d *decoder) log(c *Config) {
+	r := d.section("log")
+	c.Log.Format = r.str("format")
+	switch r.str("level") {
+	case "debug":
+		c.Log.Level = slog.LevelDebug
+	case "warn":
+		c.Log.Level = slog.LevelWarn
+	case "error":
+		c.Log.Level = slog.LevelError
+	default:
+		c.Log.Level = slog.LevelInfo
+	}
+}
+
+func (d *decoder) lifecycle(c *Config) {
+	r := d.section("lifecycle")
+	c.Lifecycle = Lifecycle{
+		ParkInterval:     r.dur("park_interval"),
+		PeriodicInterval: r.dur("periodic_interval"),
+		NativeInterval:   r.dur("native_interval"),
+		CheckInterval:    r.dur("check_interval"),
+		MaxParallel:      r.int("max_parallel"),
+		QuiesceTimeout:   r.dur("quiesce_timeout"),
+	}
+	if !r.given("native_interval") {
+		c.Lifecycle.NativeInterval = c.Lifecycle.ParkInterval
+		r.line("native_interval").val = r.line("park_interval").val
+	}
+}
+
+// retention reads the default policy. Each count and keep_within is
+// checked by prune.Policy.Validate; a present [retention] with no rule is
+// refused, since it would keep only each workspace's last good root.
+func (d *decoder) retention(c *Config) {
+	path := []string{"retention"}
+	if !d.present(path) {
+		d.show = append(d.show, &showTable{comment: "# [retention] is not set: workspaces without a stored policy keep every snapshot"})
+		return
+	}
+	r := d.section("retention")
+	p := prune.Policy{
+		Last:    r.int("keep_last"),
+		Within:  r.dur("keep_within"),
+		Hourly:  r.int("keep_hourly"),
+		Daily:   r.int("keep_daily"),
+		Weekly:  r.int("keep_weekly"),
+		Monthly: r.int("keep_monthly"),
+		Tags:    r.list("keep_tags"),
+	}
+	for _, one := range []struct {
+		key string
+		p   prune.Policy
+	}{
+		{"keep_last", prune.Policy{Last: p.Last}}, {"keep_within", prune.Policy{Within: p.Within}},
+		{"keep_hourly", prune.Policy{Hourly: p.Hourly}}, {"keep_daily", prune.Policy{Daily: p.Daily}},
+		{"keep_weekly", prune.Policy{Weekly: p.Weekly}}, {"keep_monthly", prune.Policy{Monthly: p.Monthly}},
+	} {
+		if err := one.p.Validate(); err != nil {
+			d.fail(r.src(one.key), join(path, one.key), "%v", err)
+		}
+	}
+	if p.Validate() != nil {
+		return
+	}
+	if p.Empty() {
+		if !d.anyErrorUnder(path) {
+			d.fail(d.tableSource(path), path, "the policy has no rule, so it would keep only each workspace's last good root; "+
+				"add keep_* keys (keep_last = 1 keeps the newest snapshot), or remove [retention] to keep every snapshot")
+		}
+		return
+	}
+	c.Retention = &p
+}
+
+func (d *decoder) anyErrorUnder(path []string) bool {
+	prefix := displayKey(path)
+	for _, e := range d.errs {
+		if e.Key == prefix || len(e.Key) > len(prefix) && e.Key[:len(prefix)+1] == prefix+"." {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *decoder) prune(c *Config) {
+	r := d.section("prune")
+	c.Prune = Prune{Every: r.dur("every"), MaxUnused: r.float("max_unused")}
+}
