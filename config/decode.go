@@ -201,26 +201,34 @@ func (s *spec) parseList(v *value) (any, string) {
 	return out, ""
 }
 
-// checkReadable opens path to see that it is a readable file, and closes
-// it without reading.
+// checkReadable checks that path is a file this process can read: a
+// regular file is opened and closed unread; a pipe or device (such as
+// /dev/fd/N) is only looked up, since opening it could block.
 func checkReadable(path string) string {
+	st, err := os.Stat(path)
+	if err != nil {
+		return fmt.Sprintf("cannot read file %s: %v", path, unwrapPathErr(err))
+	}
+	switch {
+	case st.IsDir():
+		return fmt.Sprintf("%s is a directory, not a file", path)
+	case !st.Mode().IsRegular():
+		return ""
+	}
 	f, err := os.Open(path)
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return fmt.Sprintf("cannot read file %s: %v", path, err)
+		return fmt.Sprintf("cannot read file %s: %v", path, unwrapPathErr(err))
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return fmt.Sprintf("cannot read file %s: %v", path, err)
-	}
-	if st.IsDir() {
-		return fmt.Sprintf("%s is a directory, not a file", path)
-	}
+	f.Close()
 	return ""
+}
+
+func unwrapPathErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 func validEnvName(s string) bool {

@@ -103,8 +103,10 @@ func TestErrors(t *testing.T) {
 			want: []wantErr{{at: "[repository]", key: "repository", msg: "no password source: set password_file"}}},
 		{name: "password_env holds a value", repo: "password_env = \"hunter 2\"", sets: []string{"repository.password_file="},
 			want: []wantErr{{at: "password_env", key: "repository.password_env", msg: "is not an environment variable name"}}},
-		{name: "missing required key names its section", sets: []string{"state.dir="},
-			want: []wantErr{{at: "[state]", key: "state.dir", msg: "missing: this key is required (set it in [state], with the environment variable LIFEBOAT_STATE_DIR"}}},
+		{name: "missing required key names its section", more: "[providers.p]\ntype = \"local\"",
+			want: []wantErr{{at: "[providers.p]", key: "providers.p.root", msg: "missing: this key is required"}}},
+		{name: "required key emptied by a flag", sets: []string{"state.dir="},
+			want: []wantErr{{src: flagFile, key: "state.dir", msg: "missing: this key is required (set it in [state], with the environment variable LIFEBOAT_STATE_DIR"}}},
 		{name: "duplicate hook names",
 			more: "[[quiesce.hook]]\nname = \"agent\"\npause = [\"a\"]\nresume = [\"b\"]\n\n[[quiesce.hook]]\nname = \"agent\" # again\npause = [\"a\"]\nresume = [\"b\"]",
 			want: []wantErr{{at: "# again", key: "quiesce.hook[1].name", msg: `duplicate hook name "agent" (first at FILE:`}}},
@@ -167,6 +169,16 @@ func TestErrors(t *testing.T) {
 			want: []wantErr{{at: "max_parallel", key: "lifecycle.max_parallel", msg: `want an integer, got string "two" (replaced by flag, but wrong all the same)`}}},
 		{name: "not a table", top: "providers = 3",
 			want: []wantErr{{at: "providers = 3", key: "providers", msg: "want a table of named tables [providers.NAME], got integer 3"}}},
+		{name: "dotted key at the top", top: `lifecycle.park_interval = "soon"`,
+			want: []wantErr{{at: "soon", key: "lifecycle.park_interval", msg: `bad duration "soon"`}}},
+		{name: "inline table", more: "[providers]\nbox2 = { type = \"local\", root = \"/x\", color = \"red\" }",
+			want: []wantErr{{at: "color", key: "providers.box2.color", msg: `unknown key "color" in a local provider`}}},
+		{name: "hooks as an array of inline tables",
+			more: "[quiesce]\nhook = [\n  { name = \"a\", pause = [\"p\"], resume = [\"r\"] },\n  { name = \"a\", pause = [\"p\"], resume = [\"r\"], x = 1 },\n]",
+			want: []wantErr{
+				{at: "x = 1", key: "quiesce.hook[1].name", msg: "duplicate hook name"},
+				{at: "x = 1", key: "quiesce.hook[1].x", msg: `unknown key "x" in [[quiesce.hook]]`},
+			}},
 		{name: "several errors in one file",
 			top:    `secret = "x"`,
 			repo:   `password_env = "LB_PW"`,
@@ -301,4 +313,22 @@ func TestUnreadableSecretFile(t *testing.T) {
 	path := f.write("lifeboat.toml", minimal+sshBox)
 	_, err := f.load(path, nil)
 	checkErrors(t, err, path, minimal+sshBox, []wantErr{{at: "key_file", key: "providers.box1.key_file", msg: "permission denied"}})
+}
+
+// TestNothingSet: without a file, missing keys name no line.
+func TestNothingSet(t *testing.T) {
+	_, err := Load(Options{})
+	checkErrors(t, err, "", "", []wantErr{
+		{key: "repository.location", msg: "missing: this key is required (set it in [repository], with the environment variable LIFEBOAT_REPOSITORY_LOCATION or LIFEBOAT_REPO, or with --set repository.location=...)"},
+		{key: "repository", msg: "no password source"},
+		{key: "state.dir", msg: "missing"},
+		{key: "server.tokens_file", msg: "missing"},
+	})
+	f := newFixture(t)
+	path := f.write("lifeboat.toml", strings.Replace(minimal, "[state]", "[stat]", 1))
+	_, err = f.load(path, nil)
+	checkErrors(t, err, path, minimal, []wantErr{
+		{src: path, key: "state.dir", msg: "missing"},
+		{at: "[state]", key: "stat", msg: `unknown table or key "stat"`},
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 )
 
@@ -46,4 +47,63 @@ func (l showLine) text() string {
 		return "# " + l.key + " (not set)"
 	}
 	return l.key + " = " + l.val
+}
+
+// showTable is one table of Show's output.
+type showTable struct {
+	header  string // "[server]"; "" for a comment-only entry
+	comment string // a line of its own after the header
+	lines   []showLine
+}
+
+type showLine struct {
+	key, val, note string
+	commented      bool // printed as a comment: the key has no value to show
+}
+
+// showValue formats a value as TOML: strings as they were given, numbers
+// and lists from their typed value.
+func showValue(s *spec, v *value, typed any) string {
+	switch t := typed.(type) {
+	case int:
+		return strconv.Itoa(t)
+	case []string:
+		q := make([]string, len(t))
+		for i, e := range t {
+			q[i] = quote(e)
+		}
+		return "[" + strings.Join(q, ", ") + "]"
+	}
+	if str, ok := v.raw.(string); ok {
+		return quote(strings.TrimSpace(str))
+	}
+	if s.list() {
+		return "[]"
+	}
+	return fmt.Sprint(v.raw)
+}
+
+// quote writes s as a TOML basic string.
+func quote(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\u%04X`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }
