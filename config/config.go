@@ -54,7 +54,7 @@ type Server struct {
 // TLS reports whether the server serves HTTPS.
 func (s Server) TLS() bool { return s.TLSCert != "" }
 
-// Log is [log].
+// Log is the file's [log] table (format and level).
 type Log struct {
 	Format string // "text" or "json"
 	Level  slog.Level
