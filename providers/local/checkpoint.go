@@ -27,6 +27,10 @@ func (p *Provider) Checkpoint(ctx context.Context, id providers.InstanceID) (pro
 	}
 	defer r.Close()
 	cp := providers.CheckpointID(string(id) + "~" + randHex(8))
+	names := trees{src: "instance " + string(id), dst: "checkpoint " + string(cp)}
+	if err := scanRel(ctx, r, string(id), names); err != nil {
+		return "", wrap(op, id, err)
+	}
 	if err := r.MkdirAll(checkpointsDir, 0o700); err != nil {
 		return "", wrap(op, id, err)
 	}
@@ -34,7 +38,7 @@ func (p *Provider) Checkpoint(ctx context.Context, id providers.InstanceID) (pro
 	if err := r.Mkdir(tmp, 0o700); err != nil {
 		return "", wrap(op, id, err)
 	}
-	err = copyBetween(ctx, r, string(id), tmp, true)
+	err = copyBetween(ctx, r, string(id), tmp, names, true)
 	if err == nil {
 		err = r.Rename(tmp, filepath.Join(checkpointsDir, string(cp)))
 	}
@@ -87,16 +91,23 @@ func (p *Provider) Rollback(ctx context.Context, id providers.InstanceID, cp pro
 	if err != nil {
 		return "", err
 	}
+	names := trees{src: "checkpoint " + string(cp), dst: "the rollback build of instance " + string(id)}
+	if err := scanRel(ctx, r, src, names); err != nil {
+		return "", wrap(op, id, err)
+	}
 	build, err := p.newStaging(r, op, id, "rollback")
 	if err != nil {
 		return "", err
 	}
-	if err := copyBetween(ctx, r, src, build, true); err != nil {
+	if err := copyBetween(ctx, r, src, build, names, true); err != nil {
 		p.discard(r, build)
 		return "", wrap(op, id, err)
 	}
 	if fi == nil {
-		err = renameNoReplace(r, build, string(id))
+		err = p.clearStopped(r, id) // a marker left by an instance removed behind our back
+		if err == nil {
+			err = renameNoReplace(r, build, string(id))
+		}
 		if err == nil {
 			err = syncDir(r, ".")
 		}
@@ -122,5 +133,5 @@ func (p *Provider) DeleteCheckpoint(ctx context.Context, cp providers.Checkpoint
 		return err
 	}
 	defer r.Close()
-	return wrap(op, "", r.RemoveAll(filepath.Join(checkpointsDir, string(cp))))
+	return wrap(op, "", removeTree(r, filepath.Join(checkpointsDir, string(cp))))
 }

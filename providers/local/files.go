@@ -59,8 +59,13 @@ func notThere(op string, id providers.InstanceID) error {
 // through an os.Root so its symlinks are copied, never followed) is copied
 // into a new directory under <root>/.lifeboat/staging, on the same
 // filesystem as the instance so Switch is a rename; the returned staging
-// path is that directory's absolute local path. The copy is made durable
-// (syncfs) before WriteFiles returns.
+// path is that directory's absolute local path. The copy keeps what
+// FileSupport reports (see copyTree) and is made durable (syncfs) before
+// WriteFiles returns. A socket or a device in src is refused
+// (KindUnsupported, naming it) before anything is written; an access
+// refusal on either side is KindPermission naming the entry.
+// providers.WriteStarted is called right before the staging directory is
+// made; a failure removes it.
 func (p *Provider) WriteFiles(ctx context.Context, id providers.InstanceID, src string) (string, error) {
 	const op = "write files"
 	r, err := p.openExisting(ctx, op, id)
@@ -73,13 +78,19 @@ func (p *Provider) WriteFiles(ctx context.Context, id providers.InstanceID, src 
 		return "", invalid(op, id, "source directory %s cannot be opened: %v", src, err)
 	}
 	defer sr.Close()
+	names := trees{src: "the source tree " + src, dst: "the staging directory of instance " + string(id)}
+	if err := scanTree(ctx, sr, names); err != nil {
+		return "", wrap(op, id, err)
+	}
+	providers.WriteStarted(ctx)
 	rel, err := p.newStaging(r, op, id, "write")
 	if err != nil {
 		return "", err
 	}
+	names.dst += " (" + filepath.Join(p.root, rel) + ")"
 	dst, err := r.OpenRoot(rel)
 	if err == nil {
-		err = copyTree(ctx, sr, dst, true)
+		err = copyTree(ctx, sr, dst, names, true)
 		dst.Close()
 	}
 	if err != nil {
@@ -97,6 +108,7 @@ func (p *Provider) WriteFiles(ctx context.Context, id providers.InstanceID, src 
 // second fails the first is undone. Between the two renames (or after a
 // crash there) the instance name is absent, and Inspect reports
 // KindConflict naming the parked tree instead of Missing.
+// providers.WriteStarted is called right before the first rename.
 func (p *Provider) Switch(ctx context.Context, id providers.InstanceID, staging string) error {
 	const op = "switch"
 	if err := checkID(op, id); err != nil {
@@ -122,6 +134,7 @@ func (p *Provider) Switch(ctx context.Context, id providers.InstanceID, staging 
 	if fi == nil {
 		return notThere(op, id)
 	}
+	providers.WriteStarted(ctx)
 	return wrap(op, id, p.swapIn(r, rel, string(id)))
 }
 
@@ -145,7 +158,7 @@ func (p *Provider) swapIn(r *os.Root, rel, name string) error {
 	// The old tree now sits at the staging name. Failing to remove it does
 	// not undo the switch, so it is left under .lifeboat/staging (harmless,
 	// removable by hand) rather than reported.
-	_ = r.RemoveAll(rel)
+	_ = removeTree(r, rel)
 	return nil
 }
 
@@ -154,7 +167,7 @@ func (p *Provider) twoStepSwap(r *os.Root, rel, name string) error {
 		return err
 	}
 	parked := filepath.Join(switchingDir, name)
-	if err := r.RemoveAll(parked); err != nil {
+	if err := removeTree(r, parked); err != nil {
 		return err
 	}
 	if err := r.Rename(name, parked); err != nil {
@@ -172,7 +185,7 @@ func (p *Provider) twoStepSwap(r *os.Root, rel, name string) error {
 		}
 		return err
 	}
-	_ = r.RemoveAll(parked) // as above: the switch holds either way
+	_ = removeTree(r, parked) // as above: the switch holds either way
 	return nil
 }
 

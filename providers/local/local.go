@@ -26,6 +26,8 @@ const (
 	checkpointsDir = metaDir + "/checkpoints"
 	trashDir       = metaDir + "/trash"
 	switchingDir   = metaDir + "/switching"
+	stoppedDir     = metaDir + "/stopped"
+	probeDir       = metaDir + "/probe"
 )
 
 // Provider keeps workspace instances as directories under one root.
@@ -35,9 +37,16 @@ type Provider struct {
 
 	mu    sync.Mutex
 	locks map[providers.InstanceID]*sync.Mutex
+
+	supportMu sync.Mutex
+	support   *providers.FileSupport // probed once, see FileSupport
 }
 
-var _ providers.Provider = (*Provider)(nil)
+var (
+	_ providers.Provider      = (*Provider)(nil)
+	_ providers.Stopper       = (*Provider)(nil)
+	_ providers.FileSupporter = (*Provider)(nil)
+)
 
 // New returns a Provider over the directory root. The root is not opened
 // here: an absent or unreadable root makes each call fail with
@@ -132,9 +141,9 @@ func kindName(m fs.FileMode) string {
 	}
 }
 
-// Inspect implements providers.Provider. A directory is always Running (it
-// has no stopped state); a name that does not exist under a readable root
-// is Missing, unless a Switch fallback was interrupted with the old tree
+// Inspect implements providers.Provider. A directory is Running, or
+// Stopped after Stop (its marker says when); a name that does not exist
+// under a readable root is Missing, unless a Switch fallback was interrupted with the old tree
 // parked, which is reported as KindConflict so nothing recovers over it.
 func (p *Provider) Inspect(ctx context.Context, id providers.InstanceID) (providers.Status, error) {
 	const op = "inspect"
@@ -152,7 +161,7 @@ func (p *Provider) Inspect(ctx context.Context, id providers.InstanceID) (provid
 	}
 	now := p.now()
 	if fi != nil {
-		return providers.Status{State: providers.Running, Instance: id, Detail: "directory " + filepath.Join(p.root, string(id)), ObservedAt: now}, nil
+		return p.liveStatus(r, op, id, now)
 	}
 	if _, err := r.Lstat(filepath.Join(switchingDir, string(id))); err == nil {
 		return providers.Status{}, conflict(op, id, "a switch of this instance was interrupted; its previous tree is kept at %s: move it back to %s or remove it",
@@ -211,19 +220,26 @@ func (p *Provider) Create(ctx context.Context, spec providers.CreateSpec) (provi
 		return "", err
 	}
 	if spec.Template != "" {
+		names := trees{src: "template instance " + spec.Template, dst: "the new instance " + string(id)}
 		tfi, err := statInstance(r, op, providers.InstanceID(spec.Template))
 		if err == nil && tfi == nil {
 			err = invalid(op, id, "template instance %q does not exist under %s", spec.Template, p.root)
 		}
 		if err == nil {
-			err = copyBetween(ctx, r, spec.Template, build, true)
+			err = scanRel(ctx, r, spec.Template, names)
+		}
+		if err == nil {
+			err = copyBetween(ctx, r, spec.Template, build, names, true)
 		}
 		if err != nil {
 			p.discard(r, build)
 			return "", wrap(op, id, err)
 		}
 	}
-	err = renameNoReplace(r, build, string(id))
+	err = p.clearStopped(r, id) // a marker left by an instance removed behind our back
+	if err == nil {
+		err = renameNoReplace(r, build, string(id))
+	}
 	if errors.Is(err, fs.ErrExist) || errors.Is(err, errNotEmpty) {
 		p.discard(r, build) // another process made it first with the same key
 		return id, nil
@@ -236,8 +252,9 @@ func (p *Provider) Create(ctx context.Context, spec providers.CreateSpec) (provi
 }
 
 // Destroy implements providers.Provider: the directory is renamed into the
-// trash (atomic: the instance is either there or gone), then removed.
-// Checkpoints of the instance are kept; delete them with DeleteCheckpoint.
+// trash (atomic: the instance is either there or gone), then removed, and
+// so is its stopped marker (see Stop). Checkpoints of the instance are
+// kept; delete them with DeleteCheckpoint.
 func (p *Provider) Destroy(ctx context.Context, id providers.InstanceID) error {
 	const op = "destroy"
 	if err := checkID(op, id); err != nil {
@@ -250,8 +267,11 @@ func (p *Provider) Destroy(ctx context.Context, id providers.InstanceID) error {
 	}
 	defer r.Close()
 	fi, err := statInstance(r, op, id)
-	if err != nil || fi == nil {
+	if err != nil {
 		return err
+	}
+	if fi == nil {
+		return wrap(op, id, p.clearStopped(r, id))
 	}
 	if err := r.MkdirAll(trashDir, 0o700); err != nil {
 		return wrap(op, id, err)
@@ -263,17 +283,25 @@ func (p *Provider) Destroy(ctx context.Context, id providers.InstanceID) error {
 	if err := syncDir(r, "."); err != nil {
 		return wrap(op, id, err)
 	}
-	return wrap(op, id, r.RemoveAll(t))
+	if err := p.clearStopped(r, id); err != nil {
+		return wrap(op, id, err)
+	}
+	return wrap(op, id, removeTree(r, t))
 }
 
 // newStaging makes a fresh directory under .lifeboat/staging and returns
-// its path relative to the root.
+// its path relative to the root. A refusal to create it is KindPermission
+// naming the directory.
 func (p *Provider) newStaging(r *os.Root, op string, id providers.InstanceID, what string) (string, error) {
-	if err := r.MkdirAll(stagingDir, 0o700); err != nil {
-		return "", wrap(op, id, err)
-	}
 	rel := filepath.Join(stagingDir, string(id)+"."+what+"."+randHex(8))
-	if err := r.Mkdir(rel, 0o700); err != nil {
+	err := r.MkdirAll(stagingDir, 0o700)
+	if err == nil {
+		err = r.Mkdir(rel, 0o700)
+	}
+	if err != nil && isPermission(err) {
+		return "", wrap(op, id, &entryError{verb: "create", rel: filepath.Base(rel), where: filepath.Join(p.root, stagingDir), dest: true, err: err})
+	}
+	if err != nil {
 		return "", wrap(op, id, err)
 	}
 	return rel, nil
@@ -281,7 +309,7 @@ func (p *Provider) newStaging(r *os.Root, op string, id providers.InstanceID, wh
 
 // discard removes a staging tree after a failure; errors are ignored
 // because the tree is inside .lifeboat and harmless.
-func (p *Provider) discard(r *os.Root, rel string) { _ = r.RemoveAll(rel) }
+func (p *Provider) discard(r *os.Root, rel string) { _ = removeTree(r, rel) }
 
 func randHex(n int) string {
 	b := make([]byte, n)

@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"lifeboat/providers"
 	"lifeboat/providers/providertest"
@@ -15,6 +18,17 @@ import (
 func harness(t *testing.T) (providertest.Harness, string) {
 	root := t.TempDir()
 	return providertest.Harness{
+		Peek: func(t *testing.T) string { return providertest.Listing(t, root) },
+		DenyWrites: func(t *testing.T) string {
+			staging := filepath.Join(root, stagingDir)
+			if err := os.MkdirAll(staging, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if !providertest.DenyWrites(t, staging) {
+				return ""
+			}
+			return staging
+		},
 		New: func(t *testing.T) providers.Provider { return New(root) },
 		RemoveBehindBack: func(t *testing.T, id providers.InstanceID) {
 			if err := os.RemoveAll(filepath.Join(root, string(id))); err != nil {
@@ -189,7 +203,9 @@ func TestSymlinkEscapes(t *testing.T) {
 	providertest.WantKind(t, "Switch through a link", p.Switch(ctx, id, filepath.Join(root, string(id), "out")), providers.KindInvalid)
 }
 
-func TestSpecialFilesRefused(t *testing.T) {
+// TestSpecialFiles: a fifo is copied as a fifo; a socket and a device are
+// refused by name before anything is written.
+func TestSpecialFiles(t *testing.T) {
 	ctx := context.Background()
 	p := New(t.TempDir())
 	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
@@ -200,16 +216,184 @@ func TestSpecialFilesRefused(t *testing.T) {
 	if err := mkfifo(filepath.Join(src, "pipe")); err != nil {
 		t.Fatal(err)
 	}
-	_, err = p.WriteFiles(ctx, id, src)
-	if !strings.Contains(err.Error(), "pipe") {
-		t.Fatalf("error does not name the fifo: %v", err)
+	staging, err := p.WriteFiles(ctx, id, src)
+	if err != nil {
+		t.Fatalf("WriteFiles of a fifo: %v", err)
 	}
-	entries, _ := os.ReadDir(filepath.Join(p.Root(), stagingDir))
-	if len(entries) != 0 {
-		t.Fatalf("failed WriteFiles left %d staging dirs", len(entries))
+	if fi, err := os.Lstat(filepath.Join(staging, "pipe")); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Fatalf("fifo not copied as a fifo: %v", err)
+	}
+	if err := os.RemoveAll(staging); err != nil {
+		t.Fatal(err)
+	}
+	refused := []struct{ rel, kind string }{{"run/agent.sock", "socket"}}
+	if err := os.Mkdir(filepath.Join(src, "run"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	providertest.MakeSocket(t, filepath.Join(src, "run", "agent.sock"))
+	if os.Geteuid() == 0 {
+		if err := unix.Mknod(filepath.Join(src, "null"), unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))); err != nil {
+			t.Fatal(err)
+		}
+		refused = append([]struct{ rel, kind string }{{"null", "character device"}}, refused...)
+	}
+	for _, r := range refused {
+		_, err = p.WriteFiles(ctx, id, src)
+		providertest.WantKind(t, "WriteFiles of a "+r.kind, err, providers.KindUnsupported)
+		want := r.kind + " " + r.rel + " in the source tree " + src + ": provider local cannot create " + r.kind + "s; nothing was written; remove it from the workspace or exclude it"
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("refusal of a %s:\n%v\nwant it to contain:\n%s", r.kind, err, want)
+		}
+		if entries, _ := os.ReadDir(filepath.Join(p.Root(), stagingDir)); len(entries) != 0 {
+			t.Fatalf("refused WriteFiles left %d staging dirs", len(entries))
+		}
+		if err := os.Remove(filepath.Join(src, r.rel)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	_, err = p.WriteFiles(ctx, id, filepath.Join(src, "absent"))
 	providertest.WantKind(t, "WriteFiles from a missing source", err, providers.KindInvalid)
+	// A checkpoint of a workspace holding a socket is refused the same way.
+	providertest.MakeSocket(t, filepath.Join(p.Root(), string(id), "agent.sock"))
+	_, err = p.Checkpoint(ctx, id)
+	providertest.WantKind(t, "Checkpoint of a workspace holding a socket", err, providers.KindUnsupported)
+	if entries, _ := os.ReadDir(filepath.Join(p.Root(), checkpointsDir)); len(entries) != 0 {
+		t.Fatalf("refused Checkpoint left %d entries", len(entries))
+	}
+}
+
+// TestCheckpointFidelity: Checkpoint and Rollback (FICLONE where the
+// filesystem can, an extent copy elsewhere) and Create from a template
+// keep what WriteFiles keeps.
+func TestCheckpointFidelity(t *testing.T) {
+	ctx := context.Background()
+	p := New(t.TempDir())
+	keep, err := p.FileSupport(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(p.Root(), string(id))
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ref := t.TempDir()
+	ft := providertest.RichTree(t, ref, true)
+	providertest.RichTree(t, dir, true)
+	cp, err := p.Checkpoint(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "data", "a"), []byte("changed"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Rollback(ctx, id, cp); err != nil {
+		t.Fatal(err)
+	}
+	providertest.CompareTrees(t, ref, dir, keep, ft)
+	copyID, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "copy", Template: string(id)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // read-only directories inside: removed by the adapter
+		_ = p.DeleteCheckpoint(ctx, cp)
+		_ = p.Destroy(ctx, id)
+		_ = p.Destroy(ctx, copyID)
+	})
+	providertest.CompareTrees(t, ref, filepath.Join(p.Root(), string(copyID)), keep, ft)
+}
+
+// TestFileSupport: the probe finds what this filesystem keeps, leaves
+// nothing behind, and is answered from memory afterwards.
+func TestFileSupport(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	p := New(root)
+	keep, err := p.FileSupport(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !keep.HardLinks || !keep.Fifos || keep.Ownership != (os.Geteuid() == 0) {
+		t.Fatalf("FileSupport = %+v", keep)
+	}
+	if keep.Xattrs != providertest.UserXattrs(t, root) {
+		t.Fatalf("FileSupport.Xattrs = %v, but the filesystem says otherwise", keep.Xattrs)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(root, metaDir)); len(entries) != 0 {
+		t.Fatalf("the probe left %d entries in %s", len(entries), metaDir)
+	}
+	if err := os.RemoveAll(root); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := p.FileSupport(ctx); err != nil || again != keep {
+		t.Fatalf("cached FileSupport = %+v, %v", again, err)
+	}
+	_, err = New(root).FileSupport(ctx)
+	providertest.WantKind(t, "FileSupport with the root gone", err, providers.KindUnavailable)
+}
+
+func TestStop(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	p := New(root)
+	when := time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
+	p.now = func() time.Time { return when }
+	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	providertest.WantKind(t, "Stop of a missing instance", p.Stop(ctx, "never-created"), providers.KindConflict)
+	providertest.WantKind(t, "Stop of a bad id", p.Stop(ctx, "../x"), providers.KindInvalid)
+	for i := range 2 {
+		if err := p.Stop(ctx, id); err != nil {
+			t.Fatalf("Stop #%d: %v", i+1, err)
+		}
+		p.now = func() time.Time { return when.Add(time.Hour) } // a second Stop keeps the first time
+	}
+	st, err := p.Inspect(ctx, id)
+	if err != nil || st.State != providers.Stopped {
+		t.Fatalf("Inspect after Stop = %+v, %v", st, err)
+	}
+	if !strings.Contains(st.Detail, "stopped by Lifeboat at 2026-05-06T07:08:09Z") {
+		t.Fatalf("detail does not say when and who: %q", st.Detail)
+	}
+	// A new provider value (a restarted process) sees it too.
+	if st, err := New(root).Inspect(ctx, id); err != nil || st.State != providers.Stopped {
+		t.Fatalf("Inspect after a restart = %+v, %v", st, err)
+	}
+	if err := p.Destroy(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, stoppedDir, string(id))); !os.IsNotExist(err) {
+		t.Fatalf("Destroy left the stopped marker: %v", err)
+	}
+	if st, err := p.Inspect(ctx, id); err != nil || st.State != providers.Missing {
+		t.Fatalf("Inspect after Destroy = %+v, %v", st, err)
+	}
+	// Made again with the same key after being removed behind our back
+	// while stopped: running, not stopped.
+	id, _ = p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
+	if err := p.Stop(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(root, string(id))); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := p.Inspect(ctx, id); err != nil || st.State != providers.Missing {
+		t.Fatalf("Inspect of a stopped instance removed behind our back = %+v, %v", st, err)
+	}
+	if _, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := p.Inspect(ctx, id); err != nil || st.State != providers.Running {
+		t.Fatalf("Inspect of the instance made anew = %+v, %v", st, err)
+	}
 }
 
 func TestCreateTemplateAndIdempotencyAcrossRestart(t *testing.T) {
@@ -380,5 +564,42 @@ func TestExecCancelAndErrors(t *testing.T) {
 	res, err := p.Exec(context.Background(), id, []string{"sh", "-c", "head -c 2000000 /dev/zero"}, nil)
 	if err != nil || len(res.Stdout) != MaxOutput {
 		t.Fatalf("bounded output: %d bytes, %v", len(res.Stdout), err)
+	}
+}
+
+// TestDestroyReadOnlyTree: a workspace with read-only and unreadable
+// directories is removed whole, also by a non-root user.
+func TestDestroyReadOnlyTree(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	p := New(root)
+	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, string(id))
+	modes := []struct {
+		rel  string
+		mode os.FileMode
+	}{{"ro/sub", 0o500}, {"ro", 0o555}, {"closed", 0o000}} // deepest first
+	for _, d := range modes {
+		if err := os.MkdirAll(filepath.Join(dir, d.rel, "in"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, d.rel, "f"), nil, 0o400); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range modes {
+		defer os.Chmod(filepath.Join(dir, d.rel), 0o755) // only matters if the test fails
+		if err := os.Chmod(filepath.Join(dir, d.rel), d.mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Destroy(ctx, id); err != nil {
+		t.Fatalf("Destroy: %v", err)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(root, trashDir)); len(entries) != 0 {
+		t.Fatalf("Destroy left %d entries in the trash", len(entries))
 	}
 }

@@ -1,8 +1,11 @@
 // Package providertest is the conformance suite every providers.Provider
 // adapter passes: Inspect states, Missing only when confirmed, idempotent
 // Create, Destroy of a missing instance, the WriteFiles/Switch/ReadFiles
-// round trip, Exec, native checkpoints, and that every failure is a
-// *providers.Error of the right Kind.
+// round trip keeping what FileSupport claims (hard links, xattrs, fifos,
+// holes, owners) and never less, WriteStarted before the first change,
+// sockets refused as KindUnsupported and access refusals as
+// KindPermission by path, Exec, native checkpoints, and that every
+// failure is a *providers.Error of the right Kind.
 package providertest
 
 import (
@@ -34,6 +37,14 @@ type Harness struct {
 	Unreachable func(t *testing.T) providers.Provider
 	// Absent is a well-formed id no instance has.
 	Absent providers.InstanceID
+	// Peek, when set, describes everything the provider holds (instances,
+	// staging, its own metadata), so the suite can check that nothing had
+	// changed yet when WriteStarted was called.
+	Peek func(t *testing.T) string
+	// DenyWrites, when set, makes the provider's staging area refuse new
+	// entries until the test ends and returns the path an error must then
+	// name; "" when it cannot here (the test is skipped).
+	DenyWrites func(t *testing.T) string
 }
 
 // Run runs the whole suite as subtests.
@@ -46,6 +57,9 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Exec", func(t *testing.T) { testExec(t, h) })
 	t.Run("Checkpoints", func(t *testing.T) { testCheckpoints(t, h) })
 	t.Run("CancelledContext", func(t *testing.T) { testCancelled(t, h) })
+	t.Run("FileFidelity", func(t *testing.T) { testFidelity(t, h) })
+	t.Run("WriteStarted", func(t *testing.T) { testWriteStarted(t, h) })
+	t.Run("PermissionRefused", func(t *testing.T) { testPermission(t, h) })
 	if h.Unreachable != nil {
 		t.Run("UnreachableIsUnavailable", func(t *testing.T) { testUnreachable(t, h) })
 	}
