@@ -61,7 +61,7 @@ func (l *Lifecycle) run(ctx context.Context, ws string, rec *Receipt) {
 		return
 	}
 	if l.cfg.Retention != nil {
-		if err := l.cfg.Retention.Apply(ctx, ws, rec.LastGood); err != nil {
+		if err := l.repoWork(ctx, func() error { return l.cfg.Retention.Apply(ctx, ws, rec.LastGood) }); err != nil {
 			rec.RetentionError = err.Error()
 			l.log.Error("retention after capture failed", "workspace", ws, "err", err)
 		}
@@ -100,7 +100,12 @@ func (l *Lifecycle) captureQuiesced(ctx context.Context, w Workspace, p provider
 		return false
 	}
 	procRecs, procs := l.procs.snapshot(w.ID, l.cfg.Redact)
-	res, err := l.cfg.Capturer.Capture(ctx, CaptureRequest{Workspace: w, Dir: files.Dir(), Reason: rec.Reason, Time: rec.Started})
+	var res Result
+	err = l.repoWork(ctx, func() error {
+		var err error
+		res, err = l.cfg.Capturer.Capture(ctx, CaptureRequest{Workspace: w, Dir: files.Dir(), Reason: rec.Reason, Time: rec.Started})
+		return err
+	})
 	if err == nil && ctx.Err() != nil {
 		err = ctx.Err() // cancelled after the snapshot was written: not promoted
 	}

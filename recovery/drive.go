@@ -37,13 +37,18 @@ func (s *Service) drive(ctx context.Context, id string) {
 			continue
 		case errors.Is(err, errHookStop) || ctx.Err() != nil:
 			return // stays at its persisted step; Resume continues it
-		case transient(err):
+		case transient(err) && !errors.As(err, new(*permanentError)):
 			s.park(op, err)
 			return
 		}
 		s.fail(op, err)
 	}
 }
+
+// permanentError is a failure that trying again cannot mend.
+type permanentError struct{ error }
+
+func (e *permanentError) Unwrap() error { return e.error }
 
 // transient errors leave the operation at its step, tried again later.
 func transient(err error) bool {
@@ -141,9 +146,11 @@ func (s *Service) restore(ctx context.Context, op Operation, p providers.Provide
 		return err
 	}
 	var staging string
-	err = dirlock.CopyBack(ctx, s.clock, s.cfg.CopyBack, func(ctx context.Context, _ *dirlock.Attempt) error {
+	err = dirlock.CopyBack(ctx, s.clock, s.cfg.CopyBack, func(ctx context.Context, a *dirlock.Attempt) error {
 		var err error
-		staging, err = p.WriteFiles(ctx, op.Replacement, op.LocalTree)
+		// The adapter reports its first write into the replacement: a
+		// failure after it is never retried.
+		staging, err = p.WriteFiles(providers.WithWriteStarted(ctx, a.Writing), op.Replacement, op.LocalTree)
 		return err
 	})
 	_ = lk.Unlock()
@@ -151,8 +158,17 @@ func (s *Service) restore(ctx context.Context, op Operation, p providers.Provide
 		return herr
 	}
 	var cbe *dirlock.CopyBackError
-	if errors.As(err, &cbe) && cbe.Class != dirlock.Cancelled {
-		return s.holdAndFail(op, p, cbe)
+	if errors.As(err, &cbe) {
+		switch cbe.Class {
+		case dirlock.AfterWrite: // half-written: kept for an operator
+			return s.holdAndFail(op, p, cbe)
+		case dirlock.Cancelled:
+			return ctx.Err()
+		}
+		// Nothing was written, and trying again would not help: the
+		// replacement is destroyed and the operation fails with the path
+		// and what to do.
+		return &permanentError{err}
 	}
 	if err != nil {
 		return err
@@ -177,7 +193,12 @@ func (s *Service) restoreLocal(ctx context.Context, op Operation) (RestoreInfo, 
 	if err := os.RemoveAll(op.LocalTree); err != nil { // an interrupted attempt's tree
 		return RestoreInfo{}, "", err
 	}
-	info, err := s.cfg.Restorer.Restore(ctx, op.Checkpoint, op.LocalTree)
+	var info RestoreInfo
+	err = s.lc.repoWork(ctx, func() error {
+		var err error
+		info, err = s.cfg.Restorer.Restore(ctx, op.Checkpoint, op.LocalTree)
+		return err
+	})
 	if err != nil {
 		return info, "", fmt.Errorf("restoring checkpoint %s: %w", op.Checkpoint, err)
 	}
@@ -233,11 +254,20 @@ func (s *Service) switchIn(ctx context.Context, op Operation, p providers.Provid
 	case !ok:
 		return fmt.Errorf("replacement %s does not hold the restored checkpoint after the switch", op.Replacement)
 	}
-	err = s.advance(op.ID, func(op *Operation, w *Workspace) error {
+	err = s.advanceTx(op.ID, func(tx *boltTx, op *Operation, w *Workspace) error {
 		if w.Operation != op.ID || w.Generation != op.Generation {
 			return fmt.Errorf("%w: operation %s was issued for generation %d, workspace %s is at %d", ErrStaleGeneration, op.ID, op.Generation, w.ID, w.Generation)
 		}
 		now := s.clock.Now()
+		if w.LastGood == nil || w.LastGood.Snapshot != op.Checkpoint {
+			// Recovered from an earlier checkpoint (the last good one was
+			// damaged or gone): that is what the workspace now holds.
+			cp := findCheckpoint(tx, w.ID, op.Checkpoint)
+			if cp == nil {
+				return fmt.Errorf("checkpoint %s of %s is no longer in its history", op.Checkpoint, w.ID)
+			}
+			w.LastGood = cp
+		}
 		w.Instance, w.Generation = op.Replacement, w.Generation+1
 		w.Operation, w.Fingerprint, w.InFlight = "", nil, nil
 		w.Health = &Health{State: HealthOK, Instance: op.Replacement, Detail: "recovered by " + op.ID, CheckedAt: now,
@@ -282,13 +312,14 @@ func (s *Service) fail(op Operation, err error) {
 		return
 	}
 	if op.Replacement == "" {
+		op.Action = actionFor(err, op)
 		if ferr := s.finish(op, err.Error(), HealthLost, ""); ferr != nil {
 			s.log.Error("recording a failed recovery", "operation", op.ID, "err", ferr, "failure", err)
 		}
 		return
 	}
-	if aerr := s.advance(op.ID, func(op *Operation, _ *Workspace) error {
-		op.State, op.Error = OpRollingBack, err.Error()
+	if aerr := s.advance(op.ID, func(o *Operation, _ *Workspace) error {
+		o.State, o.Error, o.Action = OpRollingBack, err.Error(), actionFor(err, op)
 		return nil
 	}); aerr != nil {
 		s.log.Error("recording a failed recovery", "operation", op.ID, "err", aerr, "failure", err)
@@ -298,8 +329,15 @@ func (s *Service) fail(op Operation, err error) {
 // finish ends op as failed with why; the workspace gets health state h
 // again (lost: a new approval may follow) and is free for bot use.
 func (s *Service) finish(op Operation, why string, h HealthState, hold string) error {
+	action := op.Action
 	err := s.advance(op.ID, func(op *Operation, w *Workspace) error {
 		op.State, op.Error, op.LastError = OpFailed, why, ""
+		if op.Action == "" {
+			op.Action = action
+		}
+		if op.Action == "" {
+			op.Action = "the last good checkpoint is unchanged; fix the cause named in the error, then approve the recovery again with a new idempotency key"
+		}
 		if w.Operation == op.ID {
 			w.Operation = ""
 			s.failedHealth(w, op, h)
@@ -357,6 +395,7 @@ func (s *Service) advanceTx(id string, fn func(tx *boltTx, op *Operation, w *Wor
 		e := Event{Workspace: op.Workspace, Kind: EventOperation, Operation: op.ID, OpState: op.State}
 		if op.State != before && op.State.Terminal() {
 			e.State = map[OpState]HealthState{OpRecovered: HealthOK, OpFailed: HealthLost}[op.State]
+			s.lc.SyncHold(context.WithoutCancel(s.base), op.Workspace)
 		}
 		s.publish(e)
 	}

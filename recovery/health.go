@@ -136,6 +136,7 @@ func (s *Service) Check(ctx context.Context, ws string) (Health, error) {
 		return Health{}, err
 	}
 	if changed {
+		s.lc.SyncHold(ctx, ws) // a lost workspace holds every checkpoint an offer may name
 		s.publish(Event{Workspace: ws, Kind: EventHealth, State: h.State})
 	}
 	return h, nil

@@ -132,7 +132,7 @@ func (l *Lifecycle) writeHold(ctx context.Context, h HoldSet) error {
 	if same {
 		return nil
 	}
-	if err := l.cfg.Holds.Hold(ctx, h); err != nil {
+	if err := l.repoWork(ctx, func() error { return l.cfg.Holds.Hold(ctx, h) }); err != nil {
 		return err
 	}
 	l.holds.mu.Lock()

@@ -1,6 +1,7 @@
 package recovery
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,7 +31,30 @@ type Hold struct {
 	Attempts    int                  `json:"attempts"`
 	Error       string               `json:"error"`
 	Created     time.Time            `json:"created"`
-	Resolution  *Resolution          `json:"resolution,omitempty"`
+	// Stop is the receipt of stopping the kept replacement, so it costs
+	// nothing while it waits for an operator; nil before the attempt.
+	Stop       *StopReceipt `json:"stop,omitempty"`
+	Resolution *Resolution  `json:"resolution,omitempty"`
+}
+
+// StopReceipt says what stopping a held replacement did.
+type StopReceipt struct {
+	Time    time.Time `json:"time"`
+	Stopped bool      `json:"stopped"`
+	Detail  string    `json:"detail"` // the provider's answer, or why nothing was stopped
+}
+
+// Allocation is a held replacement as its provider reports it now.
+type Allocation struct {
+	Hold      string               `json:"hold"`
+	Provider  string               `json:"provider"`
+	Instance  providers.InstanceID `json:"instance"`
+	State     providers.State      `json:"state,omitempty"` // as the provider reports it now
+	Detail    string               `json:"detail"`
+	Error     string               `json:"error,omitempty"` // the inspection failed
+	CheckedAt time.Time            `json:"checked_at"`
+	Stop      *StopReceipt         `json:"stop,omitempty"`
+	Source    string               `json:"source"` // the restored tree kept on this host
 }
 
 // Resolution is an operator's answer to a hold.
@@ -66,7 +90,7 @@ var (
 // transaction, keeping the replacement and the restored tree.
 func (s *Service) holdAndFail(op Operation, p providers.Provider, cbe *dirlock.CopyBackError) error {
 	now := s.clock.Now()
-	h := Hold{ID: "hold-" + randomHex(8), Workspace: op.Workspace, Operation: op.ID, Provider: p.Name(),
+	h := Hold{ID: "hold-" + randomHex(8), Workspace: op.Workspace, Operation: op.ID, Provider: op.Provider,
 		Replacement: op.Replacement, Lost: op.OldInstance, Source: op.LocalTree, Checkpoint: op.Checkpoint,
 		Class: cbe.Class, Attempts: cbe.Attempts, Error: cbe.Error(), Created: now}
 	err := s.advanceTx(op.ID, func(tx *boltTx, op *Operation, w *Workspace) error {
@@ -74,16 +98,113 @@ func (s *Service) holdAndFail(op Operation, p providers.Provider, cbe *dirlock.C
 			return err
 		}
 		op.State, op.Error, op.Hold, op.LastError = OpFailed, "copy-back failed; repair hold "+h.ID+" keeps the replacement: "+cbe.Error(), h.ID, ""
+		op.Action = "an operator resolves repair hold " + h.ID + ": check the kept replacement " + string(h.Replacement) +
+			" (GET /v1/repair-holds/" + h.ID + " shows its state and stop receipt) and the restored tree at " + h.Source +
+			", then resolve the hold as destroyed, repaired or kept; a new approval may follow"
 		if w.Operation == op.ID {
 			w.Operation = ""
 			s.failedHealth(w, op, HealthLost)
 		}
 		return nil
 	})
-	if err == nil {
-		s.publish(Event{Workspace: op.Workspace, Kind: EventHold, Hold: h.ID})
+	if err != nil {
+		return err
 	}
-	return err
+	s.publish(Event{Workspace: op.Workspace, Kind: EventHold, Hold: h.ID})
+	_, err = s.StopHold(context.WithoutCancel(s.base), h.ID)
+	if err != nil {
+		s.log.Error("stopping the held replacement", "hold", h.ID, "err", err)
+	}
+	return nil
+}
+
+// StopHold stops the replacement a repair hold keeps, so it costs nothing
+// while it waits, and records the receipt on the hold. A provider that
+// cannot stop instances gets a receipt saying so. It may be called again
+// (after a failed stop).
+func (s *Service) StopHold(ctx context.Context, id string) (Hold, error) {
+	h, err := s.Hold(id)
+	if err != nil {
+		return Hold{}, err
+	}
+	if h.Resolution != nil {
+		return h, fmt.Errorf("%w: %s was resolved as %s; the allocation is the operator's", ErrHoldResolved, id, h.Resolution.Outcome)
+	}
+	rc := StopReceipt{Time: s.clock.Now()}
+	p, perr := s.lc.provider(Workspace{ID: h.Workspace, Provider: h.Provider})
+	st, ok := p.(interface {
+		Stop(ctx context.Context, id providers.InstanceID) error
+	})
+	switch {
+	case perr != nil:
+		rc.Detail = "not stopped: " + perr.Error()
+	case !ok:
+		rc.Detail = "not stopped: provider " + h.Provider + " cannot stop instances (it keeps files only; nothing runs of its own)"
+	default:
+		if err := st.Stop(ctx, h.Replacement); err != nil {
+			rc.Detail = "stopping failed: " + err.Error()
+		} else {
+			rc.Stopped, rc.Detail = true, "provider "+h.Provider+" stopped instance "+string(h.Replacement)
+		}
+	}
+	err = s.store.db.Update(func(tx *boltTx) error {
+		got, err := getJSON[Hold](tx, bucketHolds, id, "repair hold")
+		if err != nil || got == nil {
+			return cmpErr(err, fmt.Errorf("%w %q", ErrUnknownHold, id))
+		}
+		got.Stop = &rc
+		h = *got
+		return putJSON(tx, bucketHolds, id, got)
+	})
+	if err == nil {
+		s.publish(Event{Workspace: h.Workspace, Kind: EventHold, Hold: h.ID})
+	}
+	return h, err
+}
+
+func cmpErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// Hold returns one repair hold, resolved or not.
+func (s *Service) Hold(id string) (Hold, error) {
+	var h Hold
+	err := s.store.db.View(func(tx *boltTx) error {
+		got, err := getJSON[Hold](tx, bucketHolds, id, "repair hold")
+		if err == nil && got == nil {
+			err = fmt.Errorf("%w %q", ErrUnknownHold, id)
+		}
+		if err == nil {
+			h = *got
+		}
+		return err
+	})
+	return h, err
+}
+
+// Allocation inspects the replacement a repair hold keeps, so an operator
+// can confirm it is stopped before recovering its files by hand.
+func (s *Service) Allocation(ctx context.Context, id string) (Allocation, error) {
+	h, err := s.Hold(id)
+	if err != nil {
+		return Allocation{}, err
+	}
+	a := Allocation{Hold: h.ID, Provider: h.Provider, Instance: h.Replacement, Stop: h.Stop, Source: h.Source, CheckedAt: s.clock.Now()}
+	p, err := s.lc.provider(Workspace{ID: h.Workspace, Provider: h.Provider})
+	if err != nil {
+		a.Error = err.Error()
+		return a, nil
+	}
+	st, err := p.Inspect(ctx, h.Replacement)
+	if err != nil {
+		a.Error = err.Error()
+		return a, nil
+	}
+	a.State, a.Detail = st.State, st.Detail
+	return a, nil
 }
 
 // RepairHolds returns every unresolved repair hold, oldest first.

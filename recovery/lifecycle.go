@@ -65,7 +65,13 @@ type Config struct {
 	// kept (last good checkpoints, those recoveries name), so retention and
 	// prune in any process keep them (RepoHolds is the real one); optional.
 	Holds Holder
-	Clock Clock // default SystemClock
+	// RepoLock, when set, runs every piece of repository work (a capture,
+	// retention, a hold, a restore) under the repository lock it needs:
+	// `serve` takes a shared lock around each, so a prune in any process
+	// gets its delete phase between them. nil: the caller holds a lock for
+	// the lifecycle's whole life (the CLI's one-shot commands).
+	RepoLock func(ctx context.Context, fn func() error) error
+	Clock    Clock // default SystemClock
 	// ParkInterval is the minimum time between park captures of one
 	// workspace, measured from its last good checkpoint; default 5 min.
 	ParkInterval time.Duration
@@ -175,6 +181,14 @@ func (l *Lifecycle) Close() {
 	l.wg.Wait()
 }
 
+// repoWork runs fn under the repository lock the process needs.
+func (l *Lifecycle) repoWork(ctx context.Context, fn func() error) error {
+	if l.cfg.RepoLock == nil {
+		return fn()
+	}
+	return l.cfg.RepoLock(ctx, fn)
+}
+
 // Store returns the lifecycle's state store.
 func (l *Lifecycle) Store() *Store { return l.store }
 
@@ -219,15 +233,21 @@ func (l *Lifecycle) provider(w Workspace) (providers.Provider, error) {
 }
 
 func (l *Lifecycle) providerNames() string {
+	names := l.ProviderNames()
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+// ProviderNames lists the configured provider instances, sorted.
+func (l *Lifecycle) ProviderNames() []string {
 	names := make([]string, 0, len(l.provs))
 	for n := range l.provs {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	if len(names) == 0 {
-		return "none"
-	}
-	return strings.Join(names, ", ")
+	return names
 }
 
 // Provider returns the provider instance called name.
@@ -236,7 +256,10 @@ func (l *Lifecycle) Provider(name string) (providers.Provider, bool) {
 	return p, ok
 }
 
-// settings returns the effective intervals of workspace w.
+// Intervals returns the effective park and periodic intervals of
+// workspace w: its own, else the config's for it, else the defaults.
+func (l *Lifecycle) Intervals(w Workspace) (park, periodic time.Duration) { return l.settings(w) }
+
 func (l *Lifecycle) settings(w Workspace) (park, periodic time.Duration) {
 	park, periodic = l.cfg.ParkInterval, l.cfg.PeriodicInterval
 	if o, ok := l.cfg.Overrides[w.ID]; ok {

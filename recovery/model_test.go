@@ -93,6 +93,7 @@ type nopRestorer struct{}
 func (nopRestorer) Describe(context.Context, string) (SnapshotInfo, error) {
 	return SnapshotInfo{}, nil
 }
+func (nopRestorer) Check(context.Context, string) error { return nil }
 func (nopRestorer) Restore(context.Context, string, string) (RestoreInfo, error) {
 	return RestoreInfo{}, errors.New("not in the model")
 }

@@ -54,6 +54,8 @@ type Operation struct {
 	Processes     []ProcessRecord `json:"processes"`      // recorded with the checkpoint: reported lost
 	Hold          string          `json:"hold,omitempty"` // repair hold recorded when it failed
 	Error         string          `json:"error,omitempty"`
+	// Action says what fixes a failed operation, for people.
+	Action string `json:"action,omitempty"`
 	// LastError and RetryAt: the step is waiting on a provider error and
 	// is tried again by the schedule (or Resume) after RetryAt.
 	LastError string       `json:"last_error,omitempty"`

@@ -29,6 +29,9 @@ type ExecWriter struct {
 	Label         string
 	PauseCommand  []string
 	ResumeCommand []string
+	// Timeout bounds each command (0: only the lifecycle's quiesce and
+	// resume timeouts apply).
+	Timeout time.Duration
 }
 
 // Name is the writer's label.
@@ -47,6 +50,11 @@ func (e ExecWriter) Resume(ctx context.Context, w Workspace, p providers.Provide
 func (e ExecWriter) run(ctx context.Context, w Workspace, p providers.Provider, argv []string) error {
 	if len(argv) == 0 {
 		return nil
+	}
+	if e.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, e.Timeout)
+		defer cancel()
 	}
 	res, err := p.Exec(ctx, w.Instance, argv, nil)
 	if err != nil {

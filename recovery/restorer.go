@@ -14,6 +14,10 @@ import (
 type Restorer interface {
 	// Describe says what a checkpoint holds, for the offer.
 	Describe(ctx context.Context, snapshot string) (SnapshotInfo, error)
+	// Check says whether a checkpoint can be read (its manifest, and the
+	// sensitive part when the key opens it): the offer lists the earlier
+	// checkpoints that can.
+	Check(ctx context.Context, snapshot string) error
 	// Restore rebuilds the snapshot into dir, which must not exist:
 	// every file verified against its content ids, browser profiles
 	// validated in the staging tree before it is switched to dir.
@@ -73,6 +77,12 @@ func (r *RepoRestorer) Describe(ctx context.Context, id string) (SnapshotInfo, e
 		}
 	}
 	return info, err
+}
+
+// Check implements Restorer.
+func (r *RepoRestorer) Check(ctx context.Context, id string) error {
+	_, _, _, err := r.load(ctx, id)
+	return err
 }
 
 // Restore implements Restorer.

@@ -177,17 +177,26 @@ func (s *Service) Operation(id string) (Operation, error) { return s.store.Opera
 func (s *Service) Operations(ws string) ([]Operation, error) { return s.store.Operations(ws) }
 
 // Approve starts recovering workspace ws from checkpoint, the snapshot id
-// its offer showed. key is the client's idempotency key: a repeated or
+// its offer showed: its last good checkpoint, or one of the earlier
+// checkpoints the offer lists as candidates (when the last good one is
+// damaged or gone). key is the client's idempotency key: a repeated or
 // concurrent approval with the same key returns the same operation and
 // never starts a second one. The workspace must be lost (the provider
-// confirmed its instance missing), and checkpoint must still be its last
-// good checkpoint (else ErrStaleOffer: fetch the offer again).
+// confirmed its instance missing); a checkpoint the offer does not list
+// fails with ErrStaleOffer (fetch the offer again).
 func (s *Service) Approve(ctx context.Context, ws, checkpoint, key string) (Operation, error) {
 	if key == "" || len(key) > 200 {
 		return Operation{}, fmt.Errorf("approve %s: an idempotency key of 1 to 200 bytes is required", ws)
 	}
 	if checkpoint == "" {
 		return Operation{}, fmt.Errorf("approve %s: name the checkpoint the offer showed", ws)
+	}
+	// An earlier checkpoint must still be readable in the repository
+	// (the last good one is checked by the restore itself).
+	if w, err := s.store.Workspace(ws); err == nil && w.LastGood != nil && w.LastGood.Snapshot != checkpoint && s.approvedBefore(key) == "" {
+		if err := s.lc.repoWork(ctx, func() error { return s.cfg.Restorer.Check(ctx, checkpoint) }); err != nil {
+			return Operation{}, fmt.Errorf("approve recovery of %s: %w: checkpoint %s cannot be read: %v; pick another candidate of the offer", ws, ErrStaleOffer, short(checkpoint), err)
+		}
 	}
 	now := s.clock.Now()
 	var op Operation
@@ -211,14 +220,17 @@ func (s *Service) Approve(ctx context.Context, ws, checkpoint, key string) (Oper
 		if err := offerable(w); err != nil {
 			return err
 		}
-		if w.LastGood.Snapshot != checkpoint {
-			return fmt.Errorf("%w: approved %s, the last good checkpoint of %s is %s (taken %s); review the offer again",
-				ErrStaleOffer, checkpoint, ws, w.LastGood.Snapshot, w.LastGood.Time.UTC().Format(time.RFC3339))
+		cp := w.LastGood
+		if cp.Snapshot != checkpoint {
+			if cp = findCheckpoint(tx, ws, checkpoint); cp == nil {
+				return fmt.Errorf("%w: approved %s, which is neither the last good checkpoint of %s (%s, taken %s) nor one of its earlier checkpoints; review the offer again",
+					ErrStaleOffer, checkpoint, ws, w.LastGood.Snapshot, w.LastGood.Time.UTC().Format(time.RFC3339))
+			}
 		}
 		id := "op-" + randomHex(8)
-		op = Operation{ID: id, Workspace: ws, IdempotencyKey: key, Checkpoint: checkpoint, CheckpointTime: w.LastGood.Time,
+		op = Operation{ID: id, Workspace: ws, IdempotencyKey: key, Checkpoint: checkpoint, CheckpointTime: cp.Time,
 			Provider: w.Provider, OldInstance: w.Instance, Generation: w.Generation, State: OpApproved,
-			CreateKey: "lifeboat-recovery/" + ws + "/" + id, Processes: w.LastGood.Processes, Created: now, Updated: now,
+			CreateKey: "lifeboat-recovery/" + ws + "/" + id, Processes: cp.Processes, Created: now, Updated: now,
 			History: []Transition{{State: OpApproved, Time: now}}}
 		op.LocalTree = filepath.Join(s.cfg.StateDir, "recovery", id)
 		w.Operation = id
@@ -238,12 +250,30 @@ func (s *Service) Approve(ctx context.Context, ws, checkpoint, key string) (Oper
 		return Operation{}, fmt.Errorf("approve recovery of %s: %w", ws, err)
 	}
 	if fresh {
+		s.lc.SyncHold(ctx, ws)
 		s.publish(Event{Workspace: ws, Kind: EventOperation, Operation: op.ID, State: HealthRecovering, OpState: op.State})
 	}
 	if !op.State.Terminal() {
 		s.start(op.ID)
 	}
 	return op, nil
+}
+
+// approvedBefore returns the operation an idempotency key started, if any.
+func (s *Service) approvedBefore(key string) string {
+	var id string
+	_ = s.store.db.View(func(tx *boltTx) error {
+		id = string(tx.Bucket(bucketOpKeys).Get([]byte(key)))
+		return nil
+	})
+	return id
+}
+
+func short(id string) string {
+	if len(id) > 16 {
+		return id[:16]
+	}
+	return id
 }
 
 // offerable says why workspace w cannot be offered recovery, if it cannot.

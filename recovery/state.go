@@ -2,6 +2,7 @@ package recovery
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"lifeboat/providers"
@@ -81,10 +82,34 @@ type Offer struct {
 	NotRecoverable []string `json:"not_recoverable"`
 	// LostProcesses will be reported lost after the recovery.
 	LostProcesses []ProcessRecord `json:"lost_processes"`
+	// Candidates are the checkpoints an approval may name, newest first:
+	// the last good one, then earlier ones (for when it is damaged or
+	// gone), each with whether it can be read now.
+	Candidates []Candidate `json:"candidates"`
+	// Warning says why Checkpoint is not the last good checkpoint.
+	Warning string `json:"warning,omitempty"`
 }
 
+// Candidate is a checkpoint an approval may name.
+type Candidate struct {
+	Checkpoint string    `json:"checkpoint"`
+	Time       time.Time `json:"time"`
+	AgeText    string    `json:"age"`
+	Reason     Reason    `json:"reason"`
+	Files      uint64    `json:"files"`
+	Bytes      uint64    `json:"bytes"`
+	LastGood   bool      `json:"last_good"`
+	Readable   bool      `json:"readable"`
+	Problem    string    `json:"problem,omitempty"` // why it cannot be read
+}
+
+// maxCandidates bounds the earlier checkpoints an offer lists.
+const maxCandidates = 10
+
 // Offer returns the recovery offer of a lost workspace (ErrNotLost when
-// it is not lost, ErrRecovering while an operation runs).
+// it is not lost, ErrRecovering while an operation runs). It names the
+// last good checkpoint, or, when that cannot be read, the newest earlier
+// checkpoint that can (Warning says so).
 func (s *Service) Offer(ctx context.Context, ws string) (Offer, error) {
 	w, err := s.store.Workspace(ws)
 	if err != nil {
@@ -93,19 +118,47 @@ func (s *Service) Offer(ctx context.Context, ws string) (Offer, error) {
 	if err := offerable(&w); err != nil {
 		return Offer{}, err
 	}
-	info, err := s.cfg.Restorer.Describe(ctx, w.LastGood.Snapshot)
+	now := s.clock.Now()
+	cands, err := s.candidates(ctx, w, now)
 	if err != nil {
 		return Offer{}, err
 	}
-	now := s.clock.Now()
-	age := now.Sub(w.LastGood.Time)
-	o := Offer{Workspace: ws, LostInstance: w.Instance, Checkpoint: w.LastGood.Snapshot, Time: w.LastGood.Time,
-		Age: age, AgeText: age.Round(time.Second).String(), Files: w.LastGood.Files, Bytes: w.LastGood.Bytes,
+	pick := w.LastGood
+	warning := ""
+	if !cands[0].Readable {
+		for _, c := range cands[1:] {
+			if c.Readable {
+				warning = fmt.Sprintf("the last good checkpoint %s (taken %s) cannot be read (%s); the offer names the newest earlier checkpoint that can",
+					short(w.LastGood.Snapshot), w.LastGood.Time.UTC().Format(time.RFC3339), cands[0].Problem)
+				pick, err = s.checkpoint(ws, c.Checkpoint)
+				break
+			}
+		}
+		if warning == "" {
+			return Offer{}, fmt.Errorf("workspace %s: no checkpoint can be read: the last good one %s: %s; run `lifeboat check` on the repository",
+				ws, short(w.LastGood.Snapshot), cands[0].Problem)
+		}
+		if err != nil {
+			return Offer{}, err
+		}
+	}
+	var info SnapshotInfo
+	err = s.lc.repoWork(ctx, func() error {
+		var err error
+		info, err = s.cfg.Restorer.Describe(ctx, pick.Snapshot)
+		return err
+	})
+	if err != nil {
+		return Offer{}, err
+	}
+	age := now.Sub(pick.Time)
+	o := Offer{Workspace: ws, LostInstance: w.Instance, Checkpoint: pick.Snapshot, Time: pick.Time,
+		Age: age, AgeText: age.Round(time.Second).String(), Files: pick.Files, Bytes: pick.Bytes,
 		BrowserProfile: len(info.Profiles) > 0, Profiles: info.Profiles, ProfileLocked: info.ProfileLocked,
-		LostProcesses: append([]ProcessRecord{}, w.LastGood.Processes...),
+		LostProcesses: append([]ProcessRecord{}, pick.Processes...), Candidates: cands, Warning: warning,
 		NotRecoverable: []string{
 			"running processes: none keeps running; each recorded one is reported lost with a restart action",
-			"every change made after the checkpoint (" + w.LastGood.Time.UTC().Format(time.RFC3339) + ")",
+			"every change made after the checkpoint (" + pick.Time.UTC().Format(time.RFC3339) + ")",
 			"provider-side state outside the workspace files: installed packages, services, network settings, the instance's id",
 		}}
 	if o.Profiles == nil {
@@ -115,6 +168,45 @@ func (s *Service) Offer(ctx context.Context, ws string) (Offer, error) {
 		o.NotRecoverable = append(o.NotRecoverable, "browser profiles: the key of this lifeboat cannot open the sensitive tier")
 	}
 	return o, nil
+}
+
+// candidates lists the last good checkpoint and the newest earlier ones,
+// each checked for readability.
+func (s *Service) candidates(ctx context.Context, w Workspace, now time.Time) ([]Candidate, error) {
+	hist, err := s.store.Checkpoints(w.ID)
+	if err != nil {
+		return nil, err
+	}
+	list := []Checkpoint{*w.LastGood}
+	for i := len(hist) - 1; i >= 0 && len(list) <= maxCandidates; i-- {
+		if hist[i].Snapshot != w.LastGood.Snapshot && hist[i].Time.Before(w.LastGood.Time) {
+			list = append(list, hist[i])
+		}
+	}
+	out := make([]Candidate, len(list))
+	for i, cp := range list {
+		c := Candidate{Checkpoint: cp.Snapshot, Time: cp.Time, AgeText: now.Sub(cp.Time).Round(time.Second).String(),
+			Reason: cp.Reason, Files: cp.Files, Bytes: cp.Bytes, LastGood: i == 0, Readable: true}
+		if err := s.lc.repoWork(ctx, func() error { return s.cfg.Restorer.Check(ctx, cp.Snapshot) }); err != nil {
+			c.Readable, c.Problem = false, err.Error()
+		}
+		out[i] = c
+	}
+	return out, nil
+}
+
+// checkpoint returns the checkpoint of ws whose snapshot is snap, from its
+// history.
+func (s *Service) checkpoint(ws, snap string) (*Checkpoint, error) {
+	var cp *Checkpoint
+	err := s.store.db.View(func(tx *boltTx) error {
+		cp = findCheckpoint(tx, ws, snap)
+		return nil
+	})
+	if err == nil && cp == nil {
+		err = fmt.Errorf("%w: workspace %s has no checkpoint %s", ErrStaleOffer, ws, snap)
+	}
+	return cp, err
 }
 
 // WorkspaceState is everything a client shows about one workspace.

@@ -234,6 +234,24 @@ func putCheckpoint(tx *bolt.Tx, ws string, cp *Checkpoint) error {
 	return nil
 }
 
+// findCheckpoint returns the checkpoint of ws whose snapshot is snap from
+// the history, or nil.
+func findCheckpoint(tx *bolt.Tx, ws, snap string) *Checkpoint {
+	b := tx.Bucket(bucketCheckpoints).Bucket([]byte(ws))
+	if b == nil {
+		return nil
+	}
+	var found *Checkpoint
+	_ = b.ForEach(func(_, v []byte) error {
+		var cp Checkpoint
+		if json.Unmarshal(v, &cp) == nil && cp.Snapshot == snap {
+			found = &cp
+		}
+		return nil
+	})
+	return found
+}
+
 // Checkpoints returns a workspace's checkpoint history, oldest first.
 func (s *Store) Checkpoints(ws string) ([]Checkpoint, error) {
 	var out []Checkpoint

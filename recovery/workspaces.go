@@ -188,7 +188,7 @@ func (l *Lifecycle) RemoveWorkspace(ctx context.Context, ws string, forget bool)
 	delete(l.holds.last, ws)
 	l.holds.mu.Unlock()
 	if l.cfg.Holds != nil {
-		if err := l.cfg.Holds.Release(ctx, ws); err != nil {
+		if err := l.repoWork(ctx, func() error { return l.cfg.Holds.Release(ctx, ws) }); err != nil {
 			return out, fmt.Errorf("workspace %s removed, but its holds in the repository could not be removed (retention keeps its last good checkpoint until they are): %w", ws, err)
 		}
 	}
@@ -222,10 +222,15 @@ func (l *Lifecycle) forgetAll(ctx context.Context, w Workspace, out *Removed) er
 	if l.cfg.Holds == nil {
 		return nil
 	}
-	if err := l.cfg.Holds.Release(ctx, w.ID); err != nil {
+	var n int
+	err = l.repoWork(ctx, func() error {
+		if err := l.cfg.Holds.Release(ctx, w.ID); err != nil {
+			return err
+		}
+		var err error
+		n, err = l.cfg.Holds.ForgetAll(ctx, w.ID)
 		return err
-	}
-	n, err := l.cfg.Holds.ForgetAll(ctx, w.ID)
+	})
 	out.Forgotten = n
 	if err != nil {
 		return fmt.Errorf("remove %s: forgetting its snapshots (%d removed): %w", w.ID, n, err)

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 
+	"lifeboat/providers"
 	"lifeboat/recovery"
 )
 
@@ -40,6 +42,19 @@ var errorCodes = []struct {
 	{ErrHoldResolved, http.StatusConflict, "hold_resolved"},
 	{ErrRecoveryUnavailable, http.StatusServiceUnavailable, "recovery_unavailable"},
 	{recovery.ErrNoNativeCheckpoint, http.StatusConflict, "no_native_checkpoint"},
+	{recovery.ErrWorkspaceExists, http.StatusConflict, "workspace_exists"},
+	{recovery.ErrUnknownProvider, http.StatusBadRequest, "unknown_provider"},
+	{recovery.ErrInstanceMissing, http.StatusUnprocessableEntity, "instance_missing"},
+	{recovery.ErrUnknownProcess, http.StatusNotFound, "not_found"},
+	{recovery.ErrRecovering, http.StatusConflict, "recovering"},
+	{recovery.ErrLost, http.StatusConflict, "lost"},
+	{recovery.ErrStaleGeneration, http.StatusConflict, "stale_generation"},
+	{providers.ErrUnavailable, http.StatusServiceUnavailable, "provider_unavailable"},
+	{providers.ErrUnauthorized, http.StatusBadGateway, "provider_auth_failed"},
+	{providers.ErrRateLimited, http.StatusTooManyRequests, "provider_rate_limited"},
+	{providers.ErrInvalid, http.StatusBadRequest, "provider_invalid"},
+	{providers.ErrConflict, http.StatusConflict, "provider_conflict"},
+	{providers.ErrUnsupported, http.StatusConflict, "provider_unsupported"},
 	{context.Canceled, http.StatusServiceUnavailable, "cancelled"},
 	{context.DeadlineExceeded, http.StatusServiceUnavailable, "cancelled"},
 }
@@ -71,6 +86,9 @@ func writeError(w http.ResponseWriter, err error) {
 	ae := toAPIError(err)
 	if ae.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="lifeboat"`)
+	}
+	if d, ok := providers.RetryAfter(err); ok {
+		w.Header().Set("Retry-After", strconv.Itoa(int(max(d.Seconds(), 1))))
 	}
 	writeJSON(w, ae.Status, ae)
 }

@@ -178,6 +178,40 @@ func (f *fakeRecovery) Subscribe() (<-chan Event, func()) {
 	}
 }
 
+func (f *fakeRecovery) Check(ctx context.Context, ws string) (RecoveryState, error) {
+	return f.State(ctx, ws)
+}
+
+func (f *fakeRecovery) Operations(_ context.Context, ws string) ([]Operation, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := []Operation{}
+	for _, op := range f.ops {
+		if ws == "" || op.Workspace == ws {
+			out = append(out, op)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeRecovery) AllRepairHolds(ctx context.Context) ([]RepairHold, error) {
+	return f.RepairHolds(ctx)
+}
+
+func (f *fakeRecovery) RepairHold(_ context.Context, id string) (RepairHoldDetail, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h, ok := f.holds[id]
+	if !ok {
+		return RepairHoldDetail{}, fmt.Errorf("repair hold %q: %w", id, ErrNotFound)
+	}
+	return RepairHoldDetail{RepairHold: h}, nil
+}
+
+func (f *fakeRecovery) StopRepairHold(_ context.Context, id string) (RepairHold, error) {
+	return RepairHold{}, fmt.Errorf("repair hold %q: %w", id, ErrRecoveryUnavailable)
+}
+
 var _ RecoveryService = (*fakeRecovery)(nil)
 
 // lostState is a lost workspace with an offer of checkpoint cp.

@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
+
+	"lifeboat/recovery"
 )
 
 // forWorkspace is the handler of a GET that answers with what get returns
@@ -92,10 +95,24 @@ func (s *Server) operation(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// processes lists the workspace's lost processes (the default, or
+// ?state=lost), or the processes registered now (?state=registered).
 func (s *Server) processes(w http.ResponseWriter, r *http.Request) error {
 	ws, err := s.workspace(r)
 	if err != nil {
 		return err
+	}
+	switch q := r.URL.Query().Get("state"); q {
+	case "", "lost":
+	case "registered":
+		ps, err := s.life.Processes(ws.ID)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, ps)
+		return nil
+	default:
+		return badRequest(fmt.Sprintf("state=%q: want lost (the default) or registered", q))
 	}
 	ps, err := s.rec.LostProcesses(r.Context(), ws.ID)
 	if err != nil {
@@ -125,8 +142,23 @@ func (s *Server) restartProcess(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// repairHolds lists the open repair holds (the default, ?state=open), the
+// resolved ones (?state=resolved) or all (?state=all).
 func (s *Server) repairHolds(w http.ResponseWriter, r *http.Request) error {
-	hs, err := s.rec.RepairHolds(r.Context())
+	var hs []RepairHold
+	var err error
+	state := r.URL.Query().Get("state")
+	switch state {
+	case "", "open":
+		hs, err = s.rec.RepairHolds(r.Context())
+	case "resolved", "all":
+		hs, err = s.rec.AllRepairHolds(r.Context())
+		if state == "resolved" {
+			hs = slices.DeleteFunc(hs, func(h RepairHold) bool { return h.Resolution == nil })
+		}
+	default:
+		return badRequest(fmt.Sprintf("state=%q: want open (the default), resolved or all", state))
+	}
 	if err != nil {
 		return err
 	}
@@ -134,6 +166,45 @@ func (s *Server) repairHolds(w http.ResponseWriter, r *http.Request) error {
 		hs = []RepairHold{}
 	}
 	writeJSON(w, http.StatusOK, hs)
+	return nil
+}
+
+func (s *Server) repairHold(w http.ResponseWriter, r *http.Request) error {
+	h, err := s.rec.RepairHold(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, h)
+	return nil
+}
+
+// stopRepairHold stops the allocation a hold keeps (again, after a stop
+// that failed).
+func (s *Server) stopRepairHold(w http.ResponseWriter, r *http.Request) error {
+	h, err := s.rec.StopRepairHold(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, h)
+	return nil
+}
+
+// operations lists the recovery operations (?workspace=ID for one).
+func (s *Server) operations(w http.ResponseWriter, r *http.Request) error {
+	ws := r.URL.Query().Get("workspace")
+	if ws != "" {
+		if err := recovery.ValidWorkspaceID(ws); err != nil {
+			return err
+		}
+	}
+	ops, err := s.rec.Operations(r.Context(), ws)
+	if err != nil {
+		return err
+	}
+	if ops == nil {
+		ops = []Operation{}
+	}
+	writeJSON(w, http.StatusOK, ops)
 	return nil
 }
 

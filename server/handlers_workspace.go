@@ -25,7 +25,24 @@ type workspaceView struct {
 	Records     []recovery.RecoveryRecord  `json:"records"`
 	InFlight    *recovery.InFlight         `json:"in_flight,omitempty"`
 	LastRestart *recovery.RestartRecord    `json:"last_restart,omitempty"`
+	Settings    settingsView               `json:"settings"`
 	Recovery    RecoveryState              `json:"recovery"`
+}
+
+// settingsView shows a workspace's effective intervals and which of them
+// it sets itself (empty: the server's default).
+type settingsView struct {
+	ParkInterval        string `json:"park_interval"`
+	PeriodicInterval    string `json:"periodic_interval"`
+	OwnParkInterval     string `json:"own_park_interval,omitempty"`
+	OwnPeriodicInterval string `json:"own_periodic_interval,omitempty"`
+}
+
+func ownInterval(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return d.String()
 }
 
 func (s *Server) view(ctx context.Context, w recovery.Workspace) (workspaceView, error) {
@@ -37,9 +54,12 @@ func (s *Server) view(ctx context.Context, w recovery.Workspace) (workspaceView,
 	if recs == nil {
 		recs = []recovery.RecoveryRecord{}
 	}
+	park, periodic := s.life.Intervals(w)
 	return workspaceView{ID: w.ID, Provider: w.Provider, Instance: w.Instance, Generation: w.Generation, Created: w.Created,
 		LastGood: w.LastGood, Native: w.Native, Failures: w.Failures, Records: recs, InFlight: w.InFlight,
-		LastRestart: w.LastRestart, Recovery: st}, nil
+		LastRestart: w.LastRestart, Recovery: st,
+		Settings: settingsView{ParkInterval: park.String(), PeriodicInterval: periodic.String(),
+			OwnParkInterval: ownInterval(w.Settings.ParkInterval), OwnPeriodicInterval: ownInterval(w.Settings.PeriodicInterval)}}, nil
 }
 
 func (s *Server) listWorkspaces(w http.ResponseWriter, r *http.Request) error {

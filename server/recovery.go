@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"lifeboat/recovery"
 )
 
 // RecoveryService is what the server needs from the recovery state machine
@@ -35,6 +37,19 @@ type RecoveryService interface {
 	RepairHolds(ctx context.Context) ([]RepairHold, error)
 	ResolveHold(ctx context.Context, id string, r Resolution) (RepairHold, error)
 	Subscribe() (events <-chan Event, cancel func())
+	// Check inspects the workspace's instance now ("check now") and
+	// returns its state.
+	Check(ctx context.Context, ws string) (RecoveryState, error)
+	// Operations lists the recovery operations of ws ("" for all), oldest
+	// first.
+	Operations(ctx context.Context, ws string) ([]Operation, error)
+	// AllRepairHolds lists every repair hold, resolved ones included.
+	AllRepairHolds(ctx context.Context) ([]RepairHold, error)
+	// RepairHold returns one hold with its kept allocation as the
+	// provider reports it now.
+	RepairHold(ctx context.Context, id string) (RepairHoldDetail, error)
+	// StopRepairHold stops the allocation a hold keeps (again).
+	StopRepairHold(ctx context.Context, id string) (RepairHold, error)
 }
 
 // Recovery states of a workspace. Only StateLost comes with an offer.
@@ -58,7 +73,9 @@ type RecoveryState struct {
 	Generation uint64     `json:"generation"`
 	Operation  string     `json:"operation,omitempty"` // the current or last operation id
 	Offer      *Offer     `json:"offer,omitempty"`     // set when State is lost
-	Updated    time.Time  `json:"updated"`
+	// Holds are the workspace's unresolved repair holds.
+	Holds   []RepairHold `json:"holds"`
+	Updated time.Time    `json:"updated"`
 }
 
 // Offer is what the user sees before approving a recovery.
@@ -70,6 +87,11 @@ type Offer struct {
 	Profile        bool          `json:"profile"`         // a browser profile is included
 	NotRecoverable []string      `json:"not_recoverable"` // running processes, later changes, provider state
 	LostProcesses  []LostProcess `json:"lost_processes"`
+	// Candidates are the checkpoints an approval may name, newest first:
+	// the last good one, then earlier ones, each with whether it can be
+	// read now.
+	Candidates []recovery.Candidate `json:"candidates"`
+	Warning    string               `json:"warning,omitempty"` // why Checkpoint is not the last good one
 }
 
 // Operation is one approved recovery, a persisted state machine.
@@ -82,6 +104,7 @@ type Operation struct {
 	Step           string    `json:"step"` // approved, creating, restoring, validating, switching, recovered, failed
 	NewInstance    string    `json:"new_instance,omitempty"`
 	Error          string    `json:"error,omitempty"`
+	Action         string    `json:"action,omitempty"` // what fixes a failed operation
 	Created        time.Time `json:"created"`
 	Updated        time.Time `json:"updated"`
 }
@@ -113,14 +136,25 @@ type ProcessRestart struct {
 // RepairHold is a source allocation kept after a copy-back failed; only an
 // operator's resolution clears it.
 type RepairHold struct {
-	ID             string      `json:"id"`
-	Workspace      string      `json:"workspace"`
-	Operation      string      `json:"operation"`
-	SourceInstance string      `json:"source_instance"`
-	TargetInstance string      `json:"target_instance"`
-	Error          string      `json:"error"`
-	Created        time.Time   `json:"created"`
-	Resolution     *Resolution `json:"resolution,omitempty"`
+	ID             string    `json:"id"`
+	Workspace      string    `json:"workspace"`
+	Operation      string    `json:"operation"`
+	Provider       string    `json:"provider"`
+	Checkpoint     string    `json:"checkpoint"`
+	SourceInstance string    `json:"source_instance"`
+	TargetInstance string    `json:"target_instance"`
+	Error          string    `json:"error"`
+	Created        time.Time `json:"created"`
+	// Stop is the receipt of stopping the kept allocation.
+	Stop       *recovery.StopReceipt `json:"stop,omitempty"`
+	Resolution *Resolution           `json:"resolution,omitempty"`
+}
+
+// RepairHoldDetail is a hold with its kept allocation as the provider
+// reports it now.
+type RepairHoldDetail struct {
+	RepairHold
+	Allocation recovery.Allocation `json:"allocation"`
 }
 
 // Resolution is an operator's answer to a repair hold.

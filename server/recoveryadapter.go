@@ -94,7 +94,10 @@ func (a *RecoveryAdapter) state(ctx context.Context, ws string, check bool) (Rec
 		}
 	}
 	out := RecoveryState{Workspace: ws, State: StateUnchecked, Instance: string(st.Instance), Generation: st.Generation,
-		Action: "the instance was not inspected yet"}
+		Action: "the instance was not inspected yet", Holds: make([]RepairHold, 0, len(st.Holds))}
+	for _, h := range st.Holds {
+		out.Holds = append(out.Holds, repairHold(h))
+	}
 	if st.Operation != nil {
 		out.Operation = st.Operation.ID
 	}
@@ -135,7 +138,8 @@ func (a *RecoveryAdapter) Offer(ctx context.Context, ws string) (Offer, error) {
 		return Offer{}, mapError(err)
 	}
 	out := Offer{Workspace: o.Workspace, Checkpoint: o.Checkpoint, CheckpointTime: o.Time, AgeSeconds: o.Age.Seconds(),
-		Profile: o.BrowserProfile, NotRecoverable: o.NotRecoverable, LostProcesses: make([]LostProcess, 0, len(o.LostProcesses))}
+		Profile: o.BrowserProfile, NotRecoverable: o.NotRecoverable, LostProcesses: make([]LostProcess, 0, len(o.LostProcesses)),
+		Candidates: o.Candidates, Warning: o.Warning}
 	for i, p := range o.LostProcesses {
 		out.LostProcesses = append(out.LostProcesses, lostProcess(i, p, "lost"))
 	}
@@ -167,7 +171,7 @@ func (a *RecoveryAdapter) Operation(_ context.Context, id string) (Operation, er
 func operation(op recovery.Operation) Operation {
 	out := Operation{ID: op.ID, Workspace: op.Workspace, Checkpoint: op.Checkpoint, IdempotencyKey: op.IdempotencyKey,
 		Generation: op.Generation, Step: string(op.State), NewInstance: string(op.Replacement), Error: op.Error,
-		Created: op.Created, Updated: op.Updated}
+		Action: op.Action, Created: op.Created, Updated: op.Updated}
 	switch {
 	case op.State == recovery.OpRollingBack:
 		out.Step = string(recovery.OpFailed)
@@ -270,8 +274,8 @@ func (a *RecoveryAdapter) ResolveHold(_ context.Context, id string, r Resolution
 // error names the failure class, the attempts and the restored tree kept
 // on this host.
 func repairHold(h recovery.Hold) RepairHold {
-	out := RepairHold{ID: h.ID, Workspace: h.Workspace, Operation: h.Operation, SourceInstance: string(h.Lost),
-		TargetInstance: string(h.Replacement), Created: h.Created,
+	out := RepairHold{ID: h.ID, Workspace: h.Workspace, Operation: h.Operation, Provider: h.Provider, Checkpoint: h.Checkpoint,
+		SourceInstance: string(h.Lost), TargetInstance: string(h.Replacement), Created: h.Created, Stop: h.Stop,
 		Error: fmt.Sprintf("copy-back failed (%s, %d attempts): %s; the restored tree is kept at %s", h.Class, h.Attempts, h.Error, h.Source)}
 	if res := h.Resolution; res != nil {
 		r := Resolution{Outcome: string(res.Outcome), Evidence: res.Evidence, Time: res.Time}
@@ -283,6 +287,63 @@ func repairHold(h recovery.Hold) RepairHold {
 		out.Resolution = &r
 	}
 	return out
+}
+
+// Check inspects the workspace's instance now and returns its state.
+func (a *RecoveryAdapter) Check(ctx context.Context, ws string) (RecoveryState, error) {
+	if _, err := a.svc.Check(ctx, ws); err != nil {
+		return RecoveryState{}, mapError(err)
+	}
+	return a.state(ctx, ws, false)
+}
+
+// Operations lists the recovery operations of ws ("" for all).
+func (a *RecoveryAdapter) Operations(_ context.Context, ws string) ([]Operation, error) {
+	ops, err := a.svc.Operations(ws)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	out := make([]Operation, 0, len(ops))
+	for _, op := range ops {
+		out = append(out, operation(op))
+	}
+	return out, nil
+}
+
+// AllRepairHolds lists every repair hold, resolved ones included.
+func (a *RecoveryAdapter) AllRepairHolds(context.Context) ([]RepairHold, error) {
+	hs, err := a.svc.AllHolds()
+	if err != nil {
+		return nil, mapError(err)
+	}
+	out := make([]RepairHold, 0, len(hs))
+	for _, h := range hs {
+		out = append(out, repairHold(h))
+	}
+	return out, nil
+}
+
+// RepairHold returns one hold with its allocation as the provider reports
+// it now.
+func (a *RecoveryAdapter) RepairHold(ctx context.Context, id string) (RepairHoldDetail, error) {
+	h, err := a.svc.Hold(id)
+	if err != nil {
+		return RepairHoldDetail{}, mapError(err)
+	}
+	al, err := a.svc.Allocation(ctx, id)
+	if err != nil {
+		return RepairHoldDetail{}, mapError(err)
+	}
+	return RepairHoldDetail{RepairHold: repairHold(h), Allocation: al}, nil
+}
+
+// StopRepairHold stops the allocation a hold keeps.
+func (a *RecoveryAdapter) StopRepairHold(ctx context.Context, id string) (RepairHold, error) {
+	h, err := a.svc.StopHold(ctx, id)
+	if err != nil {
+		return RepairHold{}, mapError(err)
+	}
+	return repairHold(h), nil
 }
 
 // Subscribe turns every recovery event into the server's events, each

@@ -23,6 +23,19 @@ type Config struct {
 	// Heartbeat is how often an idle event stream gets a comment line, so
 	// proxies keep it open; default 15 s.
 	Heartbeat time.Duration
+	// Policies stores workspaces' retention policies (POST and PATCH
+	// /v1/workspaces with a policy); nil refuses them.
+	Policies PolicySetter
+	// Maintenance runs forget and prune now (POST /v1/prune); nil: 503.
+	Maintenance Maintainer
+	// Metrics serves GET /metrics; nil: 404.
+	Metrics *Metrics
+}
+
+// Maintainer runs the repository's maintenance (forget by policy, then
+// prune) and returns its report.
+type Maintainer interface {
+	Maintain(ctx context.Context) (any, error)
 }
 
 // Server is the HTTP API. Make one with New, serve Handler, and Close it.
@@ -33,8 +46,12 @@ type Server struct {
 	events *Events
 	log    *slog.Logger
 	beat   time.Duration
-	mux    *http.ServeMux
-	routes []Route
+
+	policies PolicySetter
+	maint    Maintainer
+	metricsH *Metrics
+	mux      *http.ServeMux
+	routes   []Route
 
 	stopPump func()
 	pumpDone chan struct{}
@@ -54,7 +71,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("server: a Lifecycle, a RecoveryService and Tokens are required")
 	}
 	s := &Server{life: cfg.Lifecycle, rec: cfg.Recovery, tokens: cfg.Tokens, events: cfg.Events, log: cfg.Logger,
-		beat: cfg.Heartbeat, mux: http.NewServeMux(), pumpDone: make(chan struct{})}
+		beat: cfg.Heartbeat, mux: http.NewServeMux(), pumpDone: make(chan struct{}),
+		policies: cfg.Policies, maint: cfg.Maintenance, metricsH: cfg.Metrics}
 	if s.events == nil {
 		s.events = NewEvents()
 	}

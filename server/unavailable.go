@@ -26,7 +26,7 @@ func (n *NoRecovery) State(_ context.Context, ws string) (RecoveryState, error) 
 		return RecoveryState{}, err
 	}
 	return RecoveryState{Workspace: ws, State: StateUnchecked, Instance: string(w.Instance), Generation: w.Generation,
-		Action: "loss detection is not running in this server; checkpoints and park work"}, nil
+		Action: "loss detection is not running in this server; checkpoints and park work", Holds: []RepairHold{}}, nil
 }
 
 func (n *NoRecovery) unavailable(what string) error {
@@ -65,4 +65,22 @@ func (n *NoRecovery) Subscribe() (<-chan Event, func()) {
 	ch := make(chan Event)
 	var once sync.Once
 	return ch, func() { once.Do(func() { close(ch) }) }
+}
+
+func (n *NoRecovery) Check(ctx context.Context, ws string) (RecoveryState, error) {
+	return n.State(ctx, ws)
+}
+
+func (n *NoRecovery) Operations(context.Context, string) ([]Operation, error) {
+	return []Operation{}, nil
+}
+
+func (n *NoRecovery) AllRepairHolds(context.Context) ([]RepairHold, error) { return nil, nil }
+
+func (n *NoRecovery) RepairHold(_ context.Context, id string) (RepairHoldDetail, error) {
+	return RepairHoldDetail{}, fmt.Errorf("repair hold %q: %w", id, ErrNotFound)
+}
+
+func (n *NoRecovery) StopRepairHold(_ context.Context, id string) (RepairHold, error) {
+	return RepairHold{}, fmt.Errorf("repair hold %q: %w", id, ErrNotFound)
 }

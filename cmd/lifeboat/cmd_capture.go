@@ -55,6 +55,16 @@ func newCaptureCommand(g *globalOptions) *cobra.Command {
 				return usageError{"--workspace is required: name the workspace this snapshot belongs to"}
 			}
 			if len(args) == 0 {
+				if c, err := g.client(); err != nil || c != nil {
+					if err != nil {
+						return err
+					}
+					r, err := c.Capture(cmd.Context(), o.workspace)
+					if err != nil {
+						return err
+					}
+					return g.emitReceipt(r)
+				}
 				return g.withLifecycle(cmd.Context(), "capture", func(l *recovery.Lifecycle) error {
 					return g.emitReceipt(l.Capture(cmd.Context(), o.workspace, recovery.ReasonManual))
 				})

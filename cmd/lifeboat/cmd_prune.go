@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"lifeboat/prune"
+	"lifeboat/recovery"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
 )
@@ -77,24 +78,17 @@ func newPruneCommand(g *globalOptions) *cobra.Command {
 
 func runPrune(ctx context.Context, g *globalOptions, r *repo.Repository, l *repo.Lock, dryRun bool, o prune.Options) error {
 	start := time.Now()
-	src := snapshotSource{r}
-	p, err := prune.PlanPrune(ctx, r, src, o)
-	if p != nil {
-		defer p.Close()
-		g.out.emit(prunePlanMessage{"prune_plan", dryRun, p}, func(w io.Writer) { printPlan(w, p) })
-	}
+	nothing := false
+	st, err := recovery.RunPrune(ctx, r, l, recovery.PruneOptions{MaxUnused: o.MaxUnused, ForgetDamaged: o.ForgetDamaged, DryRun: dryRun,
+		Lock: g.lockOptions("prune"), Plan: func(p *prune.Plan) {
+			nothing = p.Nothing()
+			g.out.emit(prunePlanMessage{"prune_plan", dryRun, p}, func(w io.Writer) { printPlan(w, p) })
+		}})
 	if err != nil || dryRun {
 		return err
 	}
-	if p.Nothing() {
+	if nothing {
 		g.out.note("nothing to prune")
-	}
-	lo := g.lockOptions("prune")
-	lo.Owner = l.Owner()
-	st, err := p.Execute(ctx, r, src, prune.ExecOptions{ForgetDamaged: o.ForgetDamaged,
-		Lock: func(ctx context.Context) (*repo.Lock, error) { return r.Lock(ctx, repo.LockExclusive, lo) }})
-	if err != nil {
-		return err
 	}
 	g.out.emit(pruneMessage{"prune", st, time.Since(start).Seconds()}, func(w io.Writer) {
 		fmt.Fprintf(w, "deleted %d packs (%s), wrote %d packs (%d blobs copied), replaced %d index objects with %d",

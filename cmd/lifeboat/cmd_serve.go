@@ -5,21 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"lifeboat/recovery"
+	"lifeboat/config"
 	"lifeboat/repo"
 	"lifeboat/server"
 )
 
 type serveOptions struct {
-	listen   string
-	tokens   string
 	periodic bool
 }
 
@@ -29,82 +27,120 @@ type servingMessage struct {
 	URL         string `json:"url"`
 }
 
+// serveKeys maps serve's own flags onto config keys.
+var serveKeys = map[string]string{"listen": "server.listen", "tokens": "server.tokens_file"}
+
 func newServeCommand(g *globalOptions) *cobra.Command {
 	o := &serveOptions{}
 	cmd := &cobra.Command{
-		Use:   "serve --listen ADDR --tokens FILE",
+		Use:   "serve [--config FILE]",
 		Short: "Serve the HTTP API and the status page",
-		Long: "Serve the HTTP JSON API (docs/openapi.yaml) and the status page over the lifecycle in --state-dir and the repository: " +
-			"workspaces, checkpoints, park, recovery, repair holds and an event stream. Every API request needs a bearer token whose " +
-			"hash is in the --tokens file (lines `user|operator sha256:<hex> [label]`; see docs/server.md). Periodic captures run in " +
-			"the background. SIGTERM or SIGINT shuts down gracefully: event streams end, requests in progress finish, captures in " +
-			"flight are cancelled and recorded, and the command exits with 0.",
+		Long: "Serve the HTTP JSON API (docs/openapi.yaml), the status page and GET /metrics over the workspaces of the state store " +
+			"and the repository, as the config file says (docs/configuration.md; flags and environment variables override it). " +
+			"Every API request needs a bearer token whose hash is in the tokens file (lines `user|operator sha256:<hex> [label]`; " +
+			"see docs/server.md). Periodic captures, loss detection and the prune schedule run in the background. The repository " +
+			"is locked only around each piece of work, so `lifeboat prune` from another process works beside it. SIGTERM or " +
+			"SIGINT shuts down gracefully: event streams end, requests in progress finish, captures in flight are cancelled and " +
+			"recorded, and the command exits with 0.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return g.serve(cmd.Context(), o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.serveConfig(cmd)
+			if err != nil {
+				return err
+			}
+			return g.serve(cmd.Context(), c, o)
+		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to listen on (host:port; port 0 picks a free one)")
-	f.StringVar(&o.tokens, "tokens", "", "token file: one `user|operator sha256:<hex> [label]` per line (required)")
-	f.BoolVar(&o.periodic, "periodic", true, "run periodic captures of running workspaces")
+	f.String("listen", "127.0.0.1:8080", "address to listen on (host:port; port 0 picks a free one); config server.listen")
+	f.String("tokens", "", "token file: one `user|operator sha256:<hex> [label]` per line; config server.tokens_file")
+	f.BoolVar(&o.periodic, "periodic", true, "run periodic captures of running workspaces (false: only park, capture now and the API)")
 	return cmd
 }
 
-// serve runs until ctx ends (SIGTERM, SIGINT), then shuts down gracefully.
-func (g *globalOptions) serve(ctx context.Context, o *serveOptions) error {
-	if o.tokens == "" {
-		return usageError{"serve needs --tokens FILE: lines `user|operator sha256:<hash of the token> [label]` (see docs/server.md)"}
+// serveConfig loads the service's configuration: --config (optional),
+// the environment, then the flags.
+func (g *globalOptions) serveConfig(cmd *cobra.Command) (*config.Config, error) {
+	extra := map[string]string{}
+	for k, v := range serveKeys {
+		extra[k] = v
 	}
-	tokens, err := server.LoadTokens(o.tokens)
+	if g.configPath == "" && !cmd.Flags().Changed("password-file") && os.Getenv("LIFEBOAT_PASSWORD_FILE") == "" && os.Getenv("LIFEBOAT_PASSWORD") != "" {
+		g.sets = append([]string{"repository.password_env=LIFEBOAT_PASSWORD"}, g.sets...)
+	}
+	c, err := g.loadConfig(cmd, g.configPath, extra)
+	if err != nil {
+		return nil, err
+	}
+	g.cfg = c
+	g.repo, g.cacheDir, g.keyHint, g.stateDir = c.Repository.Location, c.Repository.CacheDir, c.Repository.KeyHint, c.State.Dir
+	g.passwordFile = c.Repository.PasswordFile
+	return c, nil
+}
+
+// serve runs until ctx ends (SIGTERM, SIGINT), then shuts down gracefully.
+func (g *globalOptions) serve(ctx context.Context, c *config.Config, o *serveOptions) error {
+	tokens, err := server.LoadTokens(c.Server.TokensFile)
 	if err != nil {
 		return usageError{err.Error()}
 	}
-	events := server.NewEvents()
-	logger := slog.New(slog.NewTextHandler(g.out.errw, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	// The repository, the lifecycle and the recovery service outlive ctx:
-	// they are closed after the HTTP server has shut down.
-	return g.withLifecycleRepo(context.WithoutCancel(ctx), "serve", func(c *recovery.Config) { c.OnReceipt = events.Receipt },
-		func(l *recovery.Lifecycle, r *repo.Repository) error {
-			svc, err := recovery.NewService(recovery.ServiceConfig{Lifecycle: l, Restorer: &recovery.RepoRestorer{Repo: r},
-				StateDir: g.stateDir, Logger: logger, TestStep: recoveryStopHook()})
-			if err != nil {
-				return err
-			}
-			defer svc.Close()
-			srv, err := server.New(server.Config{Lifecycle: l, Recovery: server.NewRecoveryAdapter(svc), Tokens: tokens,
-				Events: events, Logger: logger})
-			if err != nil {
-				return err
-			}
-			return g.listenAndServe(ctx, o, srv, l, svc)
-		})
+	// The repository (its key unlocked once, kept in memory), the
+	// lifecycle and the recovery service outlive ctx: they are closed
+	// after the HTTP server has shut down.
+	return g.withRepo(context.WithoutCancel(ctx), true, func(r *repo.Repository) error {
+		s, err := g.openService(c, r, tokens)
+		if err != nil {
+			return err
+		}
+		defer s.close()
+		return g.listenAndServe(ctx, c, o, s)
+	})
 }
 
-func (g *globalOptions) listenAndServe(ctx context.Context, o *serveOptions, srv *server.Server, l *recovery.Lifecycle, svc *recovery.Service) error {
-	ln, err := net.Listen("tcp", o.listen)
+func (g *globalOptions) listenAndServe(ctx context.Context, c *config.Config, o *serveOptions, s *service) error {
+	ln, err := net.Listen("tcp", c.Server.Listen)
 	if err != nil {
-		return usageError{fmt.Sprintf("cannot listen on --listen %s: %v", o.listen, err)}
+		return usageError{fmt.Sprintf("cannot listen on %s (server.listen): %v", c.Server.Listen, err)}
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	hs.RegisterOnShutdown(srv.Close)
+	hs := &http.Server{Handler: s.srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
+		IdleTimeout: 2 * time.Minute, ErrorLog: nil}
+	hs.RegisterOnShutdown(s.srv.Close)
 	addr := ln.Addr().String()
-	g.out.emit(servingMessage{"serving", addr, "http://" + addr + "/"}, func(w io.Writer) {
-		fmt.Fprintf(w, "lifeboat serve: listening on http://%s/\n", addr)
+	scheme := "http"
+	if c.Server.TLS() {
+		scheme = "https"
+	}
+	url := scheme + "://" + addr + "/"
+	g.out.emit(servingMessage{"serving", addr, url}, func(w io.Writer) {
+		fmt.Fprintf(w, "lifeboat serve: listening on %s\n", url)
 	})
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-	// Recovery: continue the operations a previous serve left, inspect
-	// every workspace once now, then on the schedule until shutdown.
-	svc.Resume(ctx)
-	checks := make(chan error, 1)
 	go func() {
-		svc.CheckDue(ctx)
-		checks <- svc.Run(ctx)
+		if c.Server.TLS() {
+			served <- hs.ServeTLS(ln, c.Server.TLSCert, c.Server.TLSKey)
+		} else {
+			served <- hs.Serve(ln)
+		}
 	}()
-	periodic := make(chan error, 1)
-	if o.periodic {
-		go func() { periodic <- l.Run(ctx) }()
-	} else {
-		periodic <- nil
+	// Recovery: continue the operations a previous serve left, hold what
+	// each workspace needs in the repository, inspect every workspace once
+	// now, then on the schedule until shutdown.
+	s.svc.Resume(ctx)
+	if err := s.life.SyncHolds(ctx); err != nil {
+		s.log.Error("recording the workspaces' holds in the repository", "err", err)
+	}
+	var jobs []chan error
+	start := func(fn func() error) {
+		ch := make(chan error, 1)
+		jobs = append(jobs, ch)
+		go func() { ch <- fn() }()
+	}
+	start(func() error { s.svc.CheckDue(ctx); return s.svc.Run(ctx) })
+	if o.periodic && c.Lifecycle.PeriodicInterval > 0 {
+		start(func() error { return s.life.Run(ctx) })
+	}
+	if c.Prune.Every > 0 {
+		start(func() error { return s.maint.Run(ctx, c.Prune.Every, nil) })
 	}
 	select {
 	case err := <-served:
@@ -114,7 +150,7 @@ func (g *globalOptions) listenAndServe(ctx context.Context, o *serveOptions, srv
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err = hs.Shutdown(sctx)
-	for _, ch := range []chan error{periodic, checks} {
+	for _, ch := range jobs {
 		if perr := <-ch; perr != nil && !errors.Is(perr, context.Canceled) {
 			err = errors.Join(err, perr)
 		}

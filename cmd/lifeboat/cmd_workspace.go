@@ -10,6 +10,7 @@ import (
 	"lifeboat/providers"
 	"lifeboat/providers/local"
 	"lifeboat/recovery"
+	"lifeboat/server"
 )
 
 type workspaceMessage struct {
@@ -24,21 +25,39 @@ func newWorkspaceCommand(g *globalOptions) *cobra.Command {
 		Use:   "workspace",
 		Short: "Register and inspect the workspaces the lifecycle checkpoints (needs --state-dir)",
 	}
-	cmd.AddCommand(newWorkspaceAddCommand(g), newWorkspaceListCommand(g), newWorkspaceShowCommand(g))
+	cmd.AddCommand(newWorkspaceAddCommand(g), newWorkspaceListCommand(g), newWorkspaceShowCommand(g),
+		newWorkspaceSetCommand(g), newWorkspaceRemoveCommand(g), newWorkspaceCheckCommand(g))
 	return cmd
 }
 
 func newWorkspaceAddCommand(g *globalOptions) *cobra.Command {
-	var provider, instance string
+	var provider, instance, park, periodic string
 	cmd := &cobra.Command{
 		Use:   "add ID",
 		Short: "Register a workspace: its stable id, provider and instance",
-		Long: "Register workspace ID, whose files live in instance --instance (default: ID) of provider --provider. The instance must " +
-			"exist: for the local provider, a directory under --local-root.",
+		Long: "Register workspace ID, whose files live in instance --instance (default: ID) of provider instance --provider. The " +
+			"instance must exist: for the local provider, a directory under its root. Against a running server (--server, or " +
+			"--config) the server registers it while it runs, with any provider instance of its config; without one, the state " +
+			"store in --state-dir is changed directly (local provider only, and not while a server holds the store).",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := recovery.ValidWorkspaceID(args[0]); err != nil {
 				return err
+			}
+			if c, err := g.client(); err != nil || c != nil {
+				if err != nil {
+					return err
+				}
+				v, err := c.AddWorkspace(cmd.Context(), server.AddWorkspace{ID: args[0], Provider: provider, Instance: instance,
+					ParkInterval: park, PeriodicInterval: periodic})
+				if err != nil {
+					return err
+				}
+				g.emitWorkspaceView(v)
+				return nil
+			}
+			if park != "" || periodic != "" {
+				return usageError{"--park-interval and --periodic-interval are set through a running server (--server or --config)"}
 			}
 			if instance == "" {
 				instance = args[0]
@@ -69,8 +88,10 @@ func newWorkspaceAddCommand(g *globalOptions) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&provider, "provider", local.Name, "provider holding the instance")
+	cmd.Flags().StringVar(&provider, "provider", local.Name, "provider instance holding the instance (a name of the server's config)")
 	cmd.Flags().StringVar(&instance, "instance", "", "the provider's instance id (default: the workspace id)")
+	cmd.Flags().StringVar(&park, "park-interval", "", "this workspace's park interval (default: the server's)")
+	cmd.Flags().StringVar(&periodic, "periodic-interval", "", "this workspace's periodic interval (default: the server's)")
 	return cmd
 }
 
@@ -80,6 +101,16 @@ func newWorkspaceListCommand(g *globalOptions) *cobra.Command {
 		Short: "List the registered workspaces",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if c, err := g.client(); err != nil || c != nil {
+				if err != nil {
+					return err
+				}
+				vs, err := c.Workspaces(cmd.Context())
+				for _, v := range vs {
+					g.emitWorkspaceView(v)
+				}
+				return err
+			}
 			s, err := g.openState()
 			if err != nil {
 				return err
@@ -112,6 +143,16 @@ func newWorkspaceShowCommand(g *globalOptions) *cobra.Command {
 		Short: "Show a workspace: last good and native checkpoints, recovery records, pending work",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if c, err := g.client(); err != nil || c != nil {
+				if err != nil {
+					return err
+				}
+				v, err := c.Workspace(cmd.Context(), args[0])
+				if err == nil {
+					g.emitWorkspaceView(v)
+				}
+				return err
+			}
 			s, err := g.openState()
 			if err != nil {
 				return err
@@ -157,5 +198,119 @@ func printWorkspace(out io.Writer, w recovery.Workspace, pending []recovery.Pend
 	}
 	for _, p := range pending {
 		fmt.Fprintf(out, "pending     delete native checkpoint %s (%d attempts; last error: %s)\n", p.Checkpoint, p.Attempts, p.LastError)
+	}
+}
+
+type workspaceViewMessage struct {
+	MessageType string `json:"message_type"` // "workspace"
+	server.WorkspaceView
+}
+
+// emitWorkspaceView prints a workspace as a server shows it.
+func (g *globalOptions) emitWorkspaceView(v server.WorkspaceView) {
+	g.out.emit(workspaceViewMessage{"workspace", v}, func(out io.Writer) {
+		fmt.Fprintf(out, "workspace   %s\nprovider    %s\ninstance    %s (generation %d)\n", v.ID, v.Provider, v.Instance, v.Generation)
+		lg := "none"
+		if v.LastGood != nil {
+			lg = short(v.LastGood.Snapshot) + " " + v.LastGood.Time.Local().Format(time.DateTime)
+		}
+		fmt.Fprintf(out, "last good   %s\nintervals   park %s, periodic %s\nstate       %s", lg, v.Settings.ParkInterval, v.Settings.PeriodicInterval, v.Recovery.State)
+		if v.Recovery.Action != "" {
+			fmt.Fprintf(out, ": %s", v.Recovery.Action)
+		}
+		fmt.Fprintln(out)
+		for _, h := range v.Recovery.Holds {
+			fmt.Fprintf(out, "repair hold %s: keeps %s (%s)\n", h.ID, h.TargetInstance, h.Error)
+		}
+		fmt.Fprintf(out, "failures    %d since the last good checkpoint\n\n", v.Failures)
+	})
+}
+
+func newWorkspaceSetCommand(g *globalOptions) *cobra.Command {
+	var instance, park, periodic string
+	cmd := &cobra.Command{
+		Use:   "set ID [--instance NATIVE-ID] [--park-interval D] [--periodic-interval D]",
+		Short: "Change a workspace: its new instance after a normal wake, its intervals",
+		Long: "Change workspace ID while the server runs: --instance records the sandbox's new native id after a normal wake (the " +
+			"generation moves on, so requests for the old instance are refused); the intervals take a duration, or `default`.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req := server.ChangeWorkspace{}
+			f := cmd.Flags()
+			if f.Changed("instance") {
+				req.Instance = &instance
+			}
+			if f.Changed("park-interval") {
+				req.ParkInterval = &park
+			}
+			if f.Changed("periodic-interval") {
+				req.PeriodicInterval = &periodic
+			}
+			c, err := g.needClient("workspace set")
+			if err != nil {
+				return err
+			}
+			v, err := c.ChangeWorkspace(cmd.Context(), args[0], req)
+			if err == nil {
+				g.emitWorkspaceView(v)
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&instance, "instance", "", "the sandbox's new native instance id")
+	cmd.Flags().StringVar(&park, "park-interval", "", "park interval (a duration, or default)")
+	cmd.Flags().StringVar(&periodic, "periodic-interval", "", "periodic interval (a duration, or default)")
+	return cmd
+}
+
+type removedMessage struct {
+	MessageType string `json:"message_type"` // "workspace_removed"
+	recovery.Removed
+}
+
+func newWorkspaceRemoveCommand(g *globalOptions) *cobra.Command {
+	var forget bool
+	cmd := &cobra.Command{
+		Use:   "remove ID [--forget-checkpoints]",
+		Short: "Stop managing a workspace (its checkpoints stay unless --forget-checkpoints)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.needClient("workspace remove")
+			if err != nil {
+				return err
+			}
+			res, err := c.RemoveWorkspace(cmd.Context(), args[0], forget)
+			if err != nil {
+				return err
+			}
+			g.out.emit(removedMessage{"workspace_removed", res}, func(out io.Writer) {
+				fmt.Fprintf(out, "workspace %s removed; kept: %s\n", res.Workspace, res.Kept)
+				if res.Forgotten > 0 || len(res.NativeDeleted) > 0 {
+					fmt.Fprintf(out, "forgot %d snapshots (the next prune frees their data), deleted native checkpoints %v\n", res.Forgotten, res.NativeDeleted)
+				}
+			})
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&forget, "forget-checkpoints", false, "also forget its snapshots and delete its native checkpoints")
+	return cmd
+}
+
+func newWorkspaceCheckCommand(g *globalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "check ID",
+		Short: "Inspect a workspace's instance now (a lost sandbox is seen at once, not at the next scheduled check)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.needClient("workspace check")
+			if err != nil {
+				return err
+			}
+			st, err := c.Check(cmd.Context(), args[0])
+			if err == nil {
+				g.emitRecoveryState(st)
+			}
+			return err
+		},
 	}
 }

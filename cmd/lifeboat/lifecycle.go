@@ -65,7 +65,7 @@ func (g *globalOptions) withLifecycleRepo(ctx context.Context, command string, t
 	defer st.Close()
 	return g.withLockedRepo(ctx, repo.LockShared, command, func(r *repo.Repository, _ *repo.Lock) error {
 		cfg := recovery.Config{Store: st, Capturer: &recovery.RepoCapturer{Repo: r}, Providers: g.providers(),
-			Retention: recovery.RepoRetention{Repo: r}, Logger: slog.New(slog.NewTextHandler(g.out.errw, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+			Retention: recovery.RepoRetention{Repo: r}, Holds: recovery.RepoHolds{Repo: r}, Logger: slog.New(slog.NewTextHandler(g.out.errw, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 		if tune != nil {
 			tune(&cfg)
 		}
@@ -111,10 +111,20 @@ func (g *globalOptions) emitReceipt(r recovery.Receipt) error {
 	case recovery.Partial:
 		return partialError{max(r.Problems, 1)}
 	}
-	if r.Err == nil {
-		return errors.New(r.Error)
+	if r.Err != nil {
+		return r.Err
 	}
-	return r.Err
+	// A receipt from a server carries its error as text: its outcome
+	// gives the exit code.
+	switch r.Outcome {
+	case recovery.QuiesceTimeout:
+		return fmt.Errorf("%w: %s", recovery.ErrQuiesceTimeout, r.Error)
+	case recovery.Refused:
+		return fmt.Errorf("%w: %s", recovery.ErrRecovering, r.Error)
+	case recovery.Cancelled:
+		return fmt.Errorf("%w: %s", context.Canceled, r.Error)
+	}
+	return errors.New(r.Error)
 }
 
 func short(id string) string {

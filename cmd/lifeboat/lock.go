@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"os"
 	"time"
 
@@ -32,25 +31,10 @@ func (g *globalOptions) lockOptions(command string) repo.LockOptions {
 }
 
 // withLockedRepo is withRepo (with the index) under a repository lock of
-// mode m. The index is synced again once the lock is held, so nothing
-// deleted by a prune that finished before is trusted.
+// mode m, taken by repo.WithLock (the index is synced again once the lock
+// is held, so nothing deleted by a prune that finished before is trusted).
 func (g *globalOptions) withLockedRepo(ctx context.Context, m repo.LockMode, command string, fn func(r *repo.Repository, l *repo.Lock) error) error {
 	return g.withRepo(ctx, true, func(r *repo.Repository) error {
-		l, err := r.Lock(ctx, m, g.lockOptions(command))
-		if err != nil {
-			return err
-		}
-		defer func() { _ = l.Unlock(context.WithoutCancel(ctx)) }()
-		if _, err := r.SyncIndex(ctx); err != nil {
-			return err
-		}
-		err = fn(r, l)
-		if ferr := r.Flush(ctx); err == nil && !errors.Is(ferr, repo.ErrClosed) {
-			err = ferr
-		}
-		if err == nil {
-			err = l.Err()
-		}
-		return err
+		return r.WithLock(ctx, m, g.lockOptions(command), func(l *repo.Lock) error { return fn(r, l) })
 	})
 }

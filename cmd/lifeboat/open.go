@@ -38,6 +38,13 @@ func (g *globalOptions) openBackend(create bool) (backend.Backend, error) {
 // LIFEBOAT_PASSWORD_FILE, LIFEBOAT_PASSWORD or a terminal prompt (asked
 // twice when confirm is set).
 func (g *globalOptions) password(prompt string, confirm bool) ([]byte, error) {
+	if g.cfg != nil && g.passwordFile == "" {
+		p, err := g.cfg.Password()
+		if err != nil {
+			return nil, usageError{err.Error()}
+		}
+		return p, nil
+	}
 	if g.passwordFile != "" {
 		return readPasswordFile(g.passwordFile)
 	}

@@ -22,6 +22,7 @@ import (
 	"lifeboat/backend"
 	"lifeboat/backend/local"
 	"lifeboat/blob"
+	"lifeboat/recovery"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
 )
@@ -494,7 +495,7 @@ func TestSnapshotSourceReach(t *testing.T) {
 	a := e.capture("w", src)["snapshot"].(string)
 	b := e.capture("w", src, "--force")["snapshot"].(string)
 	r := e.openRepo()
-	s := snapshotSource{r}
+	s := recovery.PruneSource{Repo: r}
 	ids, err := s.Snapshots(t.Context())
 	if err != nil || len(ids) != 2 {
 		t.Fatal(ids, err)

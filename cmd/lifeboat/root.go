@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"lifeboat/config"
 	"lifeboat/crypt"
 )
 
@@ -21,12 +22,18 @@ type globalOptions struct {
 	keyHint      string
 	stateDir     string
 	localRoot    string
+	configPath   string   // --config: the service's config file
+	sets         []string // --set KEY=VALUE overrides of the config
+	serverURL    string   // --server: talk to a running lifeboat serve
+	tokenFile    string   // --token-file: the bearer token sent to it
 	json         bool
 	lockWait     time.Duration
 	prof         profiler
 
 	stdin io.Reader
 	out   *printer
+	cfg   *config.Config // loaded when --config (or LIFEBOAT_CONFIG) is given
+	root  *cobra.Command
 }
 
 func newRootCommand(g *globalOptions) *cobra.Command {
@@ -38,6 +45,9 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			g.out.json = g.json
+			if err := g.applyConfig(cmd); err != nil {
+				return err
+			}
 			return g.prof.start()
 		},
 		PersistentPostRunE: func(cmd *cobra.Command, _ []string) error {
@@ -52,6 +62,10 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 	f.StringVar(&g.keyHint, "key-hint", os.Getenv("LIFEBOAT_KEY_HINT"), "try only key files whose id starts with this")
 	f.StringVar(&g.stateDir, "state-dir", os.Getenv("LIFEBOAT_STATE_DIR"), "lifecycle state directory: workspaces, last good checkpoints, recovery records (env LIFEBOAT_STATE_DIR); needed by workspace, park and capture --workspace without PATH")
 	f.StringVar(&g.localRoot, "local-root", os.Getenv("LIFEBOAT_LOCAL_ROOT"), "directory whose subdirectories are the local provider's workspace instances (env LIFEBOAT_LOCAL_ROOT)")
+	f.StringVar(&g.configPath, "config", os.Getenv("LIFEBOAT_CONFIG"), "the service's config file (TOML; env LIFEBOAT_CONFIG; see docs/configuration.md): flags and environment variables override it; lifecycle commands then talk to the server it names")
+	f.StringArrayVar(&g.sets, "set", nil, "override one config key (`KEY=VALUE`, e.g. server.listen=127.0.0.1:9000 or providers.box1.port=2222; repeatable)")
+	f.StringVar(&g.serverURL, "server", os.Getenv("LIFEBOAT_SERVER"), "talk to a running `lifeboat serve` at this URL for workspace, capture, park, restart, recovery and process commands (env LIFEBOAT_SERVER; default with --config: the server it names)")
+	f.StringVar(&g.tokenFile, "token-file", os.Getenv("LIFEBOAT_TOKEN_FILE"), "file holding the bearer token sent to --server (env LIFEBOAT_TOKEN_FILE; default with --config: [server] token_file)")
 	f.BoolVar(&g.json, "json", false, "print JSON lines, each with a message_type")
 	f.DurationVar(&g.lockWait, "lock-wait", envDuration("LIFEBOAT_LOCK_WAIT", lockWaitDefault), "wait this long for another process's repository lock, then fail with exit code 12 (env LIFEBOAT_LOCK_WAIT; 0: do not wait)")
 	f.StringVar(&g.prof.cpuPath, "cpuprofile", "", "write a CPU profile to this file")
@@ -60,7 +74,9 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 	root.AddCommand(newInitCommand(g), newExportCommand(g), newKeyCommand(g), newRepairCommand(g), newCatCommand(g), newCheckCommand(g),
 		newSnapshotsCommand(g), newLsCommand(g), newDiffCommand(g),
 		newCaptureCommand(g), newWorkspaceCommand(g), newParkCommand(g), newRestoreCommand(g), newDemoCommand(g), newBenchCommand(g),
-		newForgetCommand(g), newPolicyCommand(g), newPruneCommand(g), newUnlockCommand(g), newServeCommand(g))
+		newForgetCommand(g), newPolicyCommand(g), newPruneCommand(g), newUnlockCommand(g), newServeCommand(g),
+		newConfigCommand(g), newRestartCommand(g), newRecoveryCommand(g), newProcessCommand(g))
+	g.root = root
 	return root
 }
 

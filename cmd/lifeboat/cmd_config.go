@@ -1,0 +1,68 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"lifeboat/config"
+)
+
+type configCheckMessage struct {
+	MessageType string          `json:"message_type"` // "config_check"
+	File        string          `json:"file"`
+	OK          bool            `json:"ok"`
+	Errors      []*config.Error `json:"errors"`
+}
+
+func newConfigCommand(g *globalOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "config",
+		Short: "Check the service's config file, or show the configuration in effect",
+	}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "check FILE",
+		Short: "Check a config file: every problem is named with its file, line and key (exit code 2)",
+		Long: "Check FILE as `lifeboat serve --config FILE` would read it, with the environment and --set overrides: unknown keys, " +
+			"wrong types, bad durations, missing secret files, unknown provider types. Every problem is printed with its file, line " +
+			"and key; any problem exits with code 2.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			err := config.Check(args[0], os.LookupEnv, g.configSets(cmd, nil))
+			msg := configCheckMessage{MessageType: "config_check", File: args[0], OK: err == nil, Errors: []*config.Error{}}
+			var errs config.Errors
+			if errors.As(err, &errs) {
+				msg.Errors = errs
+			} else if err != nil {
+				return usageError{err.Error()}
+			}
+			g.out.emit(msg, func(w io.Writer) {
+				if msg.OK {
+					fmt.Fprintf(w, "%s: ok\n", args[0])
+				}
+				for _, e := range msg.Errors {
+					fmt.Fprintln(w, e.Error())
+				}
+			})
+			if !msg.OK {
+				return usageError{fmt.Sprintf("%s has %d problem(s)", args[0], len(msg.Errors))}
+			}
+			return nil
+		},
+	}, &cobra.Command{
+		Use:   "show",
+		Short: "Print the configuration in effect (--config, environment, flags), each value with its source, secrets redacted",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.loadConfig(cmd, g.configPath, nil)
+			if err != nil {
+				return err
+			}
+			return c.Show(g.out.w)
+		},
+	})
+	return cmd
+}

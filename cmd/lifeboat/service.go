@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+
+	xssh "golang.org/x/crypto/ssh"
+
+	"lifeboat/config"
+	"lifeboat/providers"
+	"lifeboat/providers/local"
+	"lifeboat/providers/ssh"
+	"lifeboat/recovery"
+	"lifeboat/repo"
+	"lifeboat/server"
+)
+
+// service is what `lifeboat serve` runs over one repository and state
+// store: the lifecycle, the recovery service, the maintenance schedule and
+// the HTTP server, put together from the config.
+type service struct {
+	store   *recovery.Store
+	life    *recovery.Lifecycle
+	svc     *recovery.Service
+	srv     *server.Server
+	maint   *recovery.Maintenance
+	metrics *server.Metrics
+	events  *server.Events
+	log     *slog.Logger
+}
+
+// newLogger is the server's log: text or JSON lines on stderr, at the
+// configured level.
+func (g *globalOptions) newLogger(c *config.Config) *slog.Logger {
+	o := &slog.HandlerOptions{Level: c.Log.Level}
+	if c.Log.Format == "json" {
+		return slog.New(slog.NewJSONHandler(g.out.errw, o))
+	}
+	return slog.New(slog.NewTextHandler(g.out.errw, o))
+}
+
+// providerInstances builds the configured provider instances.
+func providerInstances(c *config.Config) (map[string]providers.Provider, error) {
+	out := map[string]providers.Provider{}
+	for _, p := range c.Providers {
+		switch p := p.(type) {
+		case config.LocalProvider:
+			out[p.Name] = local.New(p.Root)
+		case config.SSHProvider:
+			b, err := os.ReadFile(p.KeyFile)
+			if err != nil {
+				return nil, usageError{fmt.Sprintf("provider %s: reading key_file: %v", p.Name, err)}
+			}
+			signer, err := xssh.ParsePrivateKey(b)
+			clear(b)
+			if err != nil {
+				return nil, usageError{fmt.Sprintf("provider %s: key_file %s is not a usable private key (an unencrypted OpenSSH or PEM key is needed): %v", p.Name, p.KeyFile, err)}
+			}
+			sp, err := ssh.New(ssh.Config{Addr: p.Addr(), User: p.User, Signers: []xssh.Signer{signer}, KnownHosts: p.KnownHosts,
+				Root: p.Root, CacheDir: p.CacheDir})
+			if err != nil {
+				return nil, usageError{fmt.Sprintf("provider %s: %v", p.Name, err)}
+			}
+			out[p.Name] = sp
+		default:
+			return nil, fmt.Errorf("provider %s: type %s is not supported by this lifeboat", p.InstanceName(), p.Type())
+		}
+	}
+	return out, nil
+}
+
+// openService puts the service together over r; close releases it.
+func (g *globalOptions) openService(c *config.Config, r *repo.Repository, tokens *server.Tokens) (s *service, err error) {
+	s = &service{log: g.newLogger(c), events: server.NewEvents()}
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+	instances, err := providerInstances(c)
+	if err != nil {
+		return nil, err
+	}
+	if s.store, err = recovery.OpenStore(c.State.Dir); err != nil {
+		return nil, err
+	}
+	s.metrics = server.NewMetrics(server.MetricsSource{Logger: s.log})
+	lock := repo.LockOptions{Wait: g.lockWait, Command: "serve"}
+	overrides := map[string]recovery.Settings{}
+	for _, o := range c.Workspaces {
+		overrides[o.ID] = recovery.Settings{ParkInterval: o.ParkInterval, PeriodicInterval: o.PeriodicInterval}
+	}
+	s.life, err = recovery.New(recovery.Config{Store: s.store, Capturer: &recovery.RepoCapturer{Repo: r}, Instances: instances,
+		Overrides: overrides, Holds: recovery.RepoHolds{Repo: r}, Retention: recovery.RepoRetention{Repo: r, Default: c.Retention},
+		RepoLock: func(ctx context.Context, fn func() error) error {
+			return r.WithLock(ctx, repo.LockShared, lock, func(*repo.Lock) error { return fn() })
+		},
+		ParkInterval: c.Lifecycle.ParkInterval, NativeInterval: c.Lifecycle.NativeInterval, PeriodicInterval: c.Lifecycle.PeriodicInterval,
+		MaxParallel: c.Lifecycle.MaxParallel, QuiesceTimeout: c.Lifecycle.QuiesceTimeout, Logger: s.log,
+		OnReceipt: func(rc recovery.Receipt) { s.events.Receipt(rc); s.metrics.Receipt(rc) }})
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range c.Hooks {
+		w := recovery.ExecWriter{Label: h.Name, PauseCommand: h.Pause, ResumeCommand: h.Resume, Timeout: h.Timeout}
+		if h.Workspaces == nil {
+			s.life.RegisterWriter("", w)
+		}
+		for _, ws := range h.Workspaces {
+			s.life.RegisterWriter(ws, w)
+		}
+	}
+	s.svc, err = recovery.NewService(recovery.ServiceConfig{Lifecycle: s.life, Restorer: &recovery.RepoRestorer{Repo: r},
+		StateDir: c.State.Dir, CheckInterval: c.Lifecycle.CheckInterval, Logger: s.log, TestStep: recoveryStopHook()})
+	if err != nil {
+		return nil, err
+	}
+	s.metrics.SetSource(server.MetricsSource{Workspaces: s.store, Operations: s.store, Holds: s.svc, Logger: s.log})
+	s.maint = &recovery.Maintenance{Repo: r, Default: c.Retention, MaxUnused: c.Prune.MaxUnused, Lock: lock, Logger: s.log,
+		Observe: func(rep recovery.MaintenanceReport, err error) {
+			s.metrics.Prune(rep.Prune, err)
+			ev := map[string]any{"report": rep}
+			if err != nil {
+				ev["error"] = err.Error()
+			}
+			s.events.Publish("maintenance", "", ev)
+		}}
+	s.srv, err = server.New(server.Config{Lifecycle: s.life, Recovery: server.NewRecoveryAdapter(s.svc), Tokens: tokens,
+		Events: s.events, Logger: s.log, Policies: recovery.RepoPolicies{Repo: r, Lock: lock},
+		Maintenance: maintainer{s.maint}, Metrics: s.metrics})
+	return s, err
+}
+
+// maintainer is the server's view of the maintenance.
+type maintainer struct{ m *recovery.Maintenance }
+
+func (m maintainer) Maintain(ctx context.Context) (any, error) { return m.m.Maintain(ctx) }
+
+// close releases what openService made, in reverse order.
+func (s *service) close() {
+	if s.srv != nil {
+		s.srv.Close()
+	}
+	if s.svc != nil {
+		s.svc.Close()
+	}
+	if s.life != nil {
+		s.life.Close()
+	}
+	if s.store != nil {
+		_ = s.store.Close()
+	}
+}
