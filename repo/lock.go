@@ -27,6 +27,11 @@ import (
 //
 // Locks held by the same owner (one process) never conflict with each other,
 // so a prune can take its exclusive lock while it holds its prune lock.
+//
+// Writers are preferred: an exclusive locker that has to wait stays in line
+// with a waiting lock object (LockInfo.Waiting), and new shared and prune
+// lockers wait behind it, so a stream of overlapping shared locks cannot
+// starve it (see Repository.Lock).
 type LockMode string
 
 // Lock modes.
@@ -74,8 +79,13 @@ type LockInfo struct {
 	Host      string    `json:"host"`
 	PID       int       `json:"pid"`
 	Command   string    `json:"command,omitempty"`
-	Time      time.Time `json:"time"`      // when the lock was first taken
+	Time      time.Time `json:"time"`      // when the lock was first taken (asked for, while Waiting)
 	Refreshed time.Time `json:"refreshed"` // when this object was written
+	// Waiting marks an exclusive lock not granted yet: its owner waits for
+	// the locks held before it to go, and new lockers wait behind it. A
+	// lifeboat that does not know the field reads it as a held exclusive
+	// lock, and waits too.
+	Waiting bool `json:"waiting,omitempty"`
 
 	ID          blob.ID `json:"-"` // the lock object's name
 	Damaged     string  `json:"-"` // why the object could not be read; empty when it was
@@ -93,8 +103,41 @@ func (l LockInfo) String() string {
 	if l.Command != "" {
 		cmd = " (" + l.Command + ")"
 	}
+	if l.Waiting {
+		return fmt.Sprintf("%s lock %s waited for by PID %d on host %q%s since %s (new locks wait behind it), refreshed %s",
+			l.Mode, l.ID.Short(), l.PID, l.Host, cmd, l.Time.UTC().Format(time.RFC3339), l.Refreshed.UTC().Format(time.RFC3339))
+	}
 	return fmt.Sprintf("%s lock %s held by PID %d on host %q%s since %s, refreshed %s",
 		l.Mode, l.ID.Short(), l.PID, l.Host, cmd, l.Time.UTC().Format(time.RFC3339), l.Refreshed.UTC().Format(time.RFC3339))
+}
+
+// waitingExclusive reports whether l is an exclusive lock still waiting.
+func (l LockInfo) waitingExclusive() bool { return l.Waiting && l.Mode == LockExclusive }
+
+// before orders waiting exclusive lockers: the one that asked first (by
+// Time, then by owner) goes first.
+func (l LockInfo) before(o LockInfo) bool {
+	if !l.Time.Equal(o.Time) {
+		return l.Time.Before(o.Time)
+	}
+	return l.Owner < o.Owner
+}
+
+// blockedBy reports whether live lock l of another owner keeps me out.
+// ownerHolds: my owner holds another live, granted lock.
+func (me LockInfo) blockedBy(l LockInfo, ownerHolds bool) bool {
+	if l.ID == me.ID || l.Stale() || l.Owner == me.Owner || !me.Mode.conflicts(l.Mode) {
+		return false
+	}
+	if l.waitingExclusive() {
+		switch {
+		case ownerHolds:
+			return false // it waits for my owner's lock: waiting behind it would deadlock
+		case me.Mode == LockExclusive:
+			return l.before(me) // waiters queue in the order they asked
+		}
+	}
+	return true
 }
 
 // LockedError names the lock that kept a caller out after it waited.
@@ -173,11 +216,36 @@ type Lock struct {
 // Lock takes a lock of mode m. It writes its lock object first and then
 // lists the others: of two processes that lock at once, at least one sees
 // the other (each saves before it lists), so two conflicting locks are
-// never both granted. On a conflict it removes its object, waits and tries
-// again, until LockOptions.Wait has passed; then it fails with a
-// *LockedError naming the holder. Stale locks (LockInfo.Stale) keep no one
-// out. This needs nothing from the storage but read-after-write listing:
-// no flock, so it works on object storage too.
+// never both granted. On a conflict it waits and tries again, until
+// LockOptions.Wait has passed; then it fails with a *LockedError naming
+// the holder. Stale locks (LockInfo.Stale) keep no one out. This needs
+// nothing from the storage but read-after-write listing: no flock, so it
+// works on object storage too.
+//
+// Writer preference. A shared or prune locker that meets a conflict
+// removes its object while it waits. An exclusive locker instead keeps a
+// waiting object (LockInfo.Waiting: mode exclusive, not granted),
+// rewritten like any lock and going stale like any lock, so that:
+//   - a new shared or prune locker that sees a live waiting exclusive lock
+//     of another owner waits behind it, as for a held one;
+//   - the waiter itself waits only for the granted locks (the shared locks
+//     held before it) and for waiters that asked before it (by Time, then
+//     owner), so two waiters queue instead of blocking each other;
+//   - a locker whose owner already holds a live lock (prune's exclusive
+//     delete phase under its prune lock; a second shared lock of a process
+//     that passes the same Owner) does not wait behind waiters: they wait
+//     for that lock, and waiting behind them would deadlock.
+//
+// A waiter that sees no conflict writes its granted object (before
+// removing the waiting one, so it is never out of sight) and lists again;
+// only that second listing grants the lock. So waiting objects only
+// order lockers: the exclusion still rests on granted objects, written
+// before each final listing, and a waiting object wrongly ignored (stale
+// by a skewed clock, or by an old lifeboat) costs fairness, not safety. A
+// waiter that dies leaves its object until it goes stale (at once when
+// its PID is dead on the same host), and gives up its place after Wait.
+// An old lifeboat ignores the unknown field and takes a waiting object
+// for a held exclusive lock: it waits behind it, which is safe.
 func (r *Repository) Lock(ctx context.Context, m LockMode, o LockOptions) (*Lock, error) {
 	if !m.valid() {
 		return nil, fmt.Errorf("invalid lock mode %q", m)
@@ -190,24 +258,59 @@ func (r *Repository) Lock(ctx context.Context, m LockMode, o LockOptions) (*Lock
 	start := now
 	delay := 100 * time.Millisecond
 	waited := false
+	// A waiting object is rewritten while it waits, at least as often as a
+	// held lock is refreshed.
+	rewriteEvery := o.StaleAfter / 6
+	if o.Refresh > 0 && o.Refresh < rewriteEvery {
+		rewriteEvery = o.Refresh
+	}
+	written := false
+	drop := func() {
+		if written {
+			_ = r.RemoveObject(context.WithoutCancel(ctx), crypt.KindLock, l.info.ID)
+			written = false
+		}
+	}
 	for {
-		if err := l.write(ctx); err != nil {
-			return nil, err
+		if !written {
+			if err := l.write(ctx); err != nil {
+				return nil, err
+			}
+			written = true
 		}
 		holder, found, err := r.conflicting(ctx, l.info, o.StaleAfter)
 		if err != nil {
-			_ = r.RemoveObject(context.WithoutCancel(ctx), crypt.KindLock, l.info.ID)
+			drop()
 			return nil, err
 		}
-		if !found {
+		if !found && !l.info.Waiting {
 			break
 		}
-		if err := r.RemoveObject(context.WithoutCancel(ctx), crypt.KindLock, l.info.ID); err != nil {
-			return nil, fmt.Errorf("removing own lock after a conflict: %w", err)
+		if !found { // a waiter's turn: write the granted object, then list again
+			if err := l.rewrite(ctx, false); err != nil {
+				drop()
+				return nil, err
+			}
+			continue
 		}
 		waitedFor := r.now().Sub(start)
 		if o.Wait < 0 || waitedFor >= o.Wait {
+			drop()
 			return nil, &LockedError{Want: m, Holder: holder, Waited: waitedFor}
+		}
+		if m == LockExclusive {
+			// Stay in line: a waiting object, rewritten before it ages.
+			if !l.info.Waiting || r.now().Sub(l.info.Refreshed) >= rewriteEvery {
+				if err := l.rewrite(ctx, true); err != nil {
+					drop()
+					return nil, err
+				}
+			}
+		} else {
+			if err := r.RemoveObject(context.WithoutCancel(ctx), crypt.KindLock, l.info.ID); err != nil {
+				return nil, fmt.Errorf("removing own lock after a conflict: %w", err)
+			}
+			written = false
 		}
 		if !waited && o.OnWait != nil {
 			o.OnWait(holder)
@@ -216,10 +319,13 @@ func (r *Repository) Lock(ctx context.Context, m LockMode, o LockOptions) (*Lock
 		// Jitter, so two writers that keep meeting fall out of step.
 		d := min(delay+rand.N(delay/2+1), o.Wait-waitedFor)
 		if err := o.Sleep(ctx, d); err != nil {
+			drop()
 			return nil, err
 		}
 		delay = min(delay*2, 5*time.Second)
-		l.info.Refreshed = r.now()
+		if !written {
+			l.info.Refreshed = r.now()
+		}
 	}
 	l.stop, l.done = make(chan struct{}), make(chan struct{})
 	if o.Refresh > 0 {
@@ -244,17 +350,42 @@ func (l *Lock) write(ctx context.Context) error {
 	return nil
 }
 
-// conflicting returns a live lock of another owner that conflicts with me.
+// rewrite writes the lock as a new object, waiting or granted, with the
+// current time, then removes the object it replaces (so the lock is never
+// out of sight).
+func (l *Lock) rewrite(ctx context.Context, waiting bool) error {
+	old, oldWaiting := l.info.ID, l.info.Waiting
+	l.info.Waiting, l.info.Refreshed = waiting, l.r.now()
+	if err := l.write(ctx); err != nil {
+		l.info.ID, l.info.Waiting = old, oldWaiting
+		return err
+	}
+	if err := l.r.RemoveObject(context.WithoutCancel(ctx), crypt.KindLock, old); err != nil && !isNotFound(err) {
+		return fmt.Errorf("removing the previous lock object %s: %w", old.Short(), err)
+	}
+	return nil
+}
+
+// conflicting returns a live lock of another owner that keeps me out
+// (LockInfo.blockedBy).
 func (r *Repository) conflicting(ctx context.Context, me LockInfo, staleAfter time.Duration) (LockInfo, bool, error) {
 	locks, err := r.listLocks(ctx, staleAfter)
 	if err != nil {
 		return LockInfo{}, false, err
 	}
+	ownerHolds := false
 	for _, l := range locks {
-		if l.ID == me.ID || l.Stale() || l.Owner == me.Owner || !me.Mode.conflicts(l.Mode) {
-			continue
+		if l.Owner == me.Owner && l.ID != me.ID && !l.Stale() && !l.Waiting {
+			ownerHolds = true
 		}
-		return l, true, nil
+	}
+	// Granted locks first, so a message names what is really held.
+	for _, waiting := range []bool{false, true} {
+		for _, l := range locks {
+			if l.Waiting == waiting && me.blockedBy(l, ownerHolds) {
+				return l, true, nil
+			}
+		}
 	}
 	return LockInfo{}, false, nil
 }
