@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"lifeboat/providers"
+	"lifeboat/providers/fsmeta"
 )
 
 // Checkpoint implements providers.Provider: a copy of the instance tree
@@ -133,5 +134,5 @@ func (p *Provider) DeleteCheckpoint(ctx context.Context, cp providers.Checkpoint
 		return err
 	}
 	defer r.Close()
-	return wrap(op, "", removeTree(r, filepath.Join(checkpointsDir, string(cp))))
+	return wrap(op, "", fsmeta.RemoveTree(r, filepath.Join(checkpointsDir, string(cp))))
 }

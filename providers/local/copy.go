@@ -59,7 +59,7 @@ func scanTree(ctx context.Context, src *os.Root, names trees) error {
 		return srcErr(names, "read", pathOf(err, "."), err)
 	}
 	if rel != "" {
-		return &unsupportedEntry{rel: rel, typ: typ, where: names.src}
+		return &unsupportedEntry{Provider: Name, Rel: rel, Type: typ, Where: names.src}
 	}
 	return nil
 }
@@ -125,7 +125,7 @@ func copyTree(ctx context.Context, src, dst *os.Root, names trees, clone bool) e
 		case m&fs.ModeNamedPipe != 0:
 			return c.fifo(rel, info)
 		default:
-			return &unsupportedEntry{rel: rel, typ: m.Type(), where: names.src, written: true}
+			return &unsupportedEntry{Provider: Name, Rel: rel, Type: m.Type(), Where: names.src, Written: true}
 		}
 	})
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
@@ -54,9 +53,9 @@ func wrap(op string, id providers.InstanceID, err error) error {
 	var ee *entryError
 	switch {
 	case errors.As(err, &ue):
-		e.Kind, e.Code = providers.KindUnsupported, fsmeta.TypeName(ue.typ)
+		e.Kind, e.Code = providers.KindUnsupported, fsmeta.TypeName(ue.Type)
 		return e
-	case errors.As(err, &ee) && isPermission(ee.err):
+	case errors.As(err, &ee) && isPermission(ee.Err):
 		e.Kind = providers.KindPermission
 		if errors.As(err, &errno) {
 			e.Code = errnoName(errno)
@@ -104,51 +103,20 @@ func conflict(op string, id providers.InstanceID, format string, args ...any) er
 }
 
 // isPermission reports an access refusal: EACCES or EPERM.
-func isPermission(err error) bool {
-	return errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM)
-}
+func isPermission(err error) bool { return fsmeta.IsPermission(err) }
 
-// entryError is a failure at one entry of a tree being copied. Its message
-// names the entry (relative to its tree), the tree, and for an access
-// refusal what to do.
-type entryError struct {
-	verb  string // "read", "create", "set the mode of", ...
-	rel   string // the entry, relative to its tree
-	where string // which tree
-	dest  bool   // the tree being written
-	err   error
-}
+type (
+	entryError       = fsmeta.EntryError
+	unsupportedEntry = fsmeta.CannotCreate
+)
 
 func srcErr(names trees, verb, rel string, err error) error {
-	return &entryError{verb: verb, rel: filepath.ToSlash(rel), where: names.src, err: err}
+	return &entryError{Verb: verb, Rel: rel, Where: names.src, Err: err}
 }
 
 func dstErr(names trees, verb, rel string, err error) error {
-	return &entryError{verb: verb, rel: filepath.ToSlash(rel), where: names.dst, dest: true, err: err}
+	return &entryError{Verb: verb, Rel: rel, Where: names.dst, Dest: true, Err: err}
 }
-
-func (e *entryError) Error() string {
-	cause := e.err
-	var pe *fs.PathError
-	if errors.As(cause, &pe) {
-		cause = pe.Err // the path is said already
-	}
-	var le *os.LinkError
-	if errors.As(cause, &le) {
-		cause = le.Err
-	}
-	s := fmt.Sprintf("cannot %s %s in %s: %v", e.verb, e.rel, e.where, cause)
-	switch {
-	case !isPermission(e.err):
-	case e.dest:
-		s += "; fix the permissions there (retrying will not help)"
-	default:
-		s += "; fix its permissions or remove it from the workspace (retrying will not help)"
-	}
-	return s
-}
-
-func (e *entryError) Unwrap() error { return e.err }
 
 // pathOf is the path a walk error names, relative to the walked tree.
 func pathOf(err error, rel string) string {
@@ -157,21 +125,4 @@ func pathOf(err error, rel string) string {
 		return pe.Path
 	}
 	return rel
-}
-
-// unsupportedEntry is an entry no copy can create: a socket or a device.
-type unsupportedEntry struct {
-	rel     string
-	typ     fs.FileMode
-	where   string
-	written bool // found during the copy, not by the scan before it
-}
-
-func (e *unsupportedEntry) Error() string {
-	done := "nothing was written"
-	if e.written {
-		done = "the partial copy was removed"
-	}
-	return fmt.Sprintf("%s %s in %s: provider %s cannot create %s; %s; remove it from the workspace or exclude it",
-		fsmeta.TypeName(e.typ), filepath.ToSlash(e.rel), e.where, Name, fsmeta.Plural(e.typ), done)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"lifeboat/providers"
+	"lifeboat/providers/fsmeta"
 )
 
 type dirFiles string
@@ -158,7 +159,7 @@ func (p *Provider) swapIn(r *os.Root, rel, name string) error {
 	// The old tree now sits at the staging name. Failing to remove it does
 	// not undo the switch, so it is left under .lifeboat/staging (harmless,
 	// removable by hand) rather than reported.
-	_ = removeTree(r, rel)
+	_ = fsmeta.RemoveTree(r, rel)
 	return nil
 }
 
@@ -167,7 +168,7 @@ func (p *Provider) twoStepSwap(r *os.Root, rel, name string) error {
 		return err
 	}
 	parked := filepath.Join(switchingDir, name)
-	if err := removeTree(r, parked); err != nil {
+	if err := fsmeta.RemoveTree(r, parked); err != nil {
 		return err
 	}
 	if err := r.Rename(name, parked); err != nil {
@@ -185,7 +186,7 @@ func (p *Provider) twoStepSwap(r *os.Root, rel, name string) error {
 		}
 		return err
 	}
-	_ = removeTree(r, parked) // as above: the switch holds either way
+	_ = fsmeta.RemoveTree(r, parked) // as above: the switch holds either way
 	return nil
 }
 

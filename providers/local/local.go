@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"lifeboat/providers"
+	"lifeboat/providers/fsmeta"
 )
 
 // Name is this adapter's name in errors and configuration.
@@ -286,7 +287,7 @@ func (p *Provider) Destroy(ctx context.Context, id providers.InstanceID) error {
 	if err := p.clearStopped(r, id); err != nil {
 		return wrap(op, id, err)
 	}
-	return wrap(op, id, removeTree(r, t))
+	return wrap(op, id, fsmeta.RemoveTree(r, t))
 }
 
 // newStaging makes a fresh directory under .lifeboat/staging and returns
@@ -299,7 +300,7 @@ func (p *Provider) newStaging(r *os.Root, op string, id providers.InstanceID, wh
 		err = r.Mkdir(rel, 0o700)
 	}
 	if err != nil && isPermission(err) {
-		return "", wrap(op, id, &entryError{verb: "create", rel: filepath.Base(rel), where: filepath.Join(p.root, stagingDir), dest: true, err: err})
+		return "", wrap(op, id, &entryError{Verb: "create", Rel: filepath.Base(rel), Where: filepath.Join(p.root, stagingDir), Dest: true, Err: err})
 	}
 	if err != nil {
 		return "", wrap(op, id, err)
@@ -309,7 +310,7 @@ func (p *Provider) newStaging(r *os.Root, op string, id providers.InstanceID, wh
 
 // discard removes a staging tree after a failure; errors are ignored
 // because the tree is inside .lifeboat and harmless.
-func (p *Provider) discard(r *os.Root, rel string) { _ = removeTree(r, rel) }
+func (p *Provider) discard(r *os.Root, rel string) { _ = fsmeta.RemoveTree(r, rel) }
 
 func randHex(n int) string {
 	b := make([]byte, n)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"lifeboat/providers"
+	"lifeboat/providers/fsmeta"
 )
 
 // FileSupport implements providers.FileSupporter. HardLinks, Xattrs,
@@ -34,7 +35,7 @@ func (p *Provider) FileSupport(ctx context.Context) (providers.FileSupport, erro
 	if err := r.Mkdir(dir, 0o700); err != nil {
 		return providers.FileSupport{}, wrap(op, "", err)
 	}
-	defer removeTree(r, dir)
+	defer fsmeta.RemoveTree(r, dir)
 	fs, err := probe(r, dir)
 	if err != nil {
 		return providers.FileSupport{}, wrap(op, "", err)

@@ -1,4 +1,4 @@
-package local
+package fsmeta
 
 import (
 	"errors"
@@ -6,14 +6,15 @@ import (
 	"os"
 )
 
-// removeTree removes rel under r like RemoveAll, also when the tree holds
-// read-only directories, whose entries a non-root user cannot unlink:
-// after a first attempt fails it gives every directory in the tree (real
-// directories only, never through a symlink) its owner's write and search
-// bits, then tries again. An absent rel is not an error.
-func removeTree(r *os.Root, rel string) error {
+// RemoveTree removes rel under r like RemoveAll, also when the tree holds
+// read-only or unreadable directories, whose entries a non-root user
+// cannot list or unlink: after a first attempt is refused it gives every
+// directory in the tree (real directories only, never through a symlink,
+// all inside r) its owner's read, write and search bits, then tries
+// again. An absent rel is not an error.
+func RemoveTree(r *os.Root, rel string) error {
 	err := r.RemoveAll(rel)
-	if err == nil || !isPermission(err) {
+	if err == nil || !IsPermission(err) {
 		return err
 	}
 	sub, oerr := r.OpenRoot(rel)
