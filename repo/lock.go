@@ -160,7 +160,14 @@ type LockOptions struct {
 	Refresh    time.Duration // how often the lock is rewritten; default DefaultLockRefresh; <0: never (tests)
 	StaleAfter time.Duration // default DefaultLockStale
 	Command    string        // recorded in the lock, for messages
-	Owner      string        // share an owner with another lock of this process; default: a new random one
+	// Owner shares an owner with another lock of this process; default: a
+	// new random one. A lock taken inside the work of a held one (nested)
+	// should pass the held lock's owner: then it does not wait behind a
+	// waiting exclusive lock, which may be waiting for the held one.
+	// Independent pieces of work (each capture of a server) must keep
+	// their own owners: locks of one owner that keep overlapping would
+	// never wait behind a waiting exclusive lock, and could starve it.
+	Owner string
 	// Sleep waits between attempts; default: a timer. Tests advance a fake clock.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// OnWait is called once when the first attempt finds a conflicting lock.
