@@ -1,18 +1,15 @@
 package server
 
 import (
-	"bytes"
-	"encoding/base64"
 	"flag"
-	"image"
-	"image/png"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"lifeboat/internal/chromiumtest"
+	"lifeboat/recovery"
 )
 
 var update = flag.Bool("update", false, "rewrite the status page screenshots in testdata/screenshots when they changed")
@@ -33,19 +30,52 @@ func TestStatusPageServed(t *testing.T) {
 	e.fails(http.StatusNotFound, "no_such_route", "GET", "/static/missing.js", "", nil)
 }
 
+// pageStates gives the fake backend one workspace of each kind the page
+// shows: lost with an offer whose last good checkpoint cannot be read (so
+// an earlier candidate is offered, with a warning), failed with a repair
+// hold, and recovered with a lost process to restart.
+func pageStates(e *env) {
+	e.workspace("bot-lost", map[string]string{"a.txt": "a"})
+	e.workspace("bot-held", map[string]string{"h.txt": "h"})
+	e.workspace("bot-ok", map[string]string{"b.txt": "b"})
+	at := time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC)
+	lost := lostState("bot-lost", 2, "5f1c0ffee0ddba11d00d5eed", at)
+	lost.Offer.Warning = "the last good checkpoint 9e3b0d0c0ffee000 (taken 2026-11-29T11:30:00Z) cannot be read (repository damaged); the offer names the newest earlier checkpoint that can"
+	lost.Offer.Candidates = []recovery.Candidate{
+		{Checkpoint: "9e3b0d0c0ffee000aa", Time: at.Add(30 * time.Minute), LastGood: true, Problem: "checkpoint 9e3b0d0c0ffee000: repository damaged"},
+		{Checkpoint: "5f1c0ffee0ddba11d00d5eed", Time: at, Readable: true},
+	}
+	e.rec.set(lost)
+
+	failedAt := time.Date(2026, 11, 29, 12, 5, 0, 0, time.UTC)
+	e.rec.mu.Lock()
+	e.rec.ops["op-7"] = Operation{ID: "op-7", Workspace: "bot-held", Checkpoint: "77aa0d0c0ffee000", Step: "failed", NewInstance: "ws-5e1d",
+		Error:   "copy-back failed; repair hold hold-3 keeps the replacement: no space left on device",
+		Action:  "an operator resolves repair hold hold-3: check the kept replacement ws-5e1d, then resolve the hold as destroyed, repaired or kept",
+		Created: failedAt, Updated: failedAt}
+	hold := RepairHold{ID: "hold-3", Workspace: "bot-held", Operation: "op-7", Provider: "local", Checkpoint: "77aa0d0c0ffee000",
+		SourceInstance: "inst-bot-held", TargetInstance: "ws-5e1d", Error: "copy-back failed (after_write, 1 attempts): no space left on device",
+		Created: failedAt, Stop: &recovery.StopReceipt{Time: failedAt, Stopped: true, Detail: "provider local stopped instance ws-5e1d"}}
+	e.rec.holds[hold.ID] = hold
+	e.rec.procs["bot-ok"] = []LostProcess{{ID: "0", Command: []string{"npm", "run", "dev"}, Dir: "/workspace/app", Started: at,
+		LastOutput: "ready on http://localhost:3000\n", State: "lost"}}
+	e.rec.mu.Unlock()
+	e.rec.set(RecoveryState{Workspace: "bot-held", State: StateFailed, Instance: "inst-bot-held", Operation: "op-7",
+		Action: "the last good checkpoint is unchanged; fix the cause and approve recovery again", Holds: []RepairHold{hold}})
+}
+
 // TestStatusPageChromium: in headless Chromium at a desktop and a narrow
-// width, the page shows each workspace's state and the offer, fits the
-// width, and its approve button approves the offered checkpoint (once,
-// with an idempotency key); the state the event stream then pushes
-// replaces the offer.
+// width, against the fake recovery backend, the page shows each
+// workspace's state, the offer with its candidates and warning, a failed
+// operation with what fixes it, a repair hold with its stop receipt and
+// the operator's action, and lost processes; it fits the width and breaks
+// no content security policy rule. The approve button approves the
+// offered checkpoint (once, with an idempotency key) and the state the
+// event stream then pushes replaces the offer; the restart button
+// restarts the lost process once.
 func TestStatusPageChromium(t *testing.T) {
-	bin, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Skip("skipped: Debian's chromium is not installed here (`apt-get install chromium`)")
-	}
-	if testing.Short() {
-		t.Skip("skipped in -short mode: starts a real browser")
-	}
+	bin := chromiumtest.Binary(t)
+	golden := chromiumtest.Golden{Dir: filepath.Join("testdata", "screenshots"), Update: *update}
 	for _, vp := range []struct {
 		name          string
 		width, height int
@@ -53,16 +83,13 @@ func TestStatusPageChromium(t *testing.T) {
 	}{{"desktop", 1280, 800, false}, {"narrow", 375, 740, true}} {
 		t.Run(vp.name, func(t *testing.T) {
 			e := newEnv(t)
-			e.workspace("bot-lost", map[string]string{"a.txt": "a"})
-			e.workspace("bot-ok", map[string]string{"b.txt": "b"})
-			at := time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC)
-			e.rec.set(lostState("bot-lost", 2, "5f1c0ffee0ddba11d00d5eed", at))
+			pageStates(e)
 
-			c := startChromium(t, bin)
-			c.call("Emulation.setDeviceMetricsOverride", map[string]any{"width": vp.width, "height": vp.height,
-				"deviceScaleFactor": 1, "mobile": vp.mobile}, nil)
-			c.call("Page.navigate", map[string]any{"url": e.http.URL + "/#token=" + userToken}, nil)
-			c.waitFor(`document.body.dataset.loaded === "true" && document.getElementById("live").textContent === "live"`)
+			c := chromiumtest.Start(t, bin)
+			c.Viewport(vp.width, vp.height, vp.mobile)
+			c.WatchCSP()
+			c.Navigate(e.http.URL + "/#token=" + userToken)
+			c.WaitFor(`document.body.dataset.loaded === "true" && document.getElementById("live").textContent === "live"`)
 
 			var view struct {
 				States       map[string]string
@@ -73,7 +100,7 @@ func TestStatusPageChromium(t *testing.T) {
 				ButtonHeight float64
 				Hash         string
 			}
-			c.eval(`(() => {
+			c.Eval(`(() => {
 				const states = {};
 				for (const a of document.querySelectorAll("article.ws")) states[a.id] = a.dataset.state;
 				const b = document.querySelector("button.approve");
@@ -81,7 +108,8 @@ func TestStatusPageChromium(t *testing.T) {
 				return { States: states, Button: b ? b.dataset.checkpoint : "", ScrollWidth: document.documentElement.scrollWidth,
 					InnerWidth: window.innerWidth, ButtonRight: r.right, ButtonHeight: r.height, Hash: location.hash };
 			})()`, &view)
-			if view.States["ws-bot-lost"] != StateLost || view.States["ws-bot-ok"] != StateHealthy || view.Button != "5f1c0ffee0ddba11d00d5eed" {
+			if view.States["ws-bot-lost"] != StateLost || view.States["ws-bot-held"] != StateFailed || view.States["ws-bot-ok"] != StateHealthy ||
+				view.Button != "5f1c0ffee0ddba11d00d5eed" {
 				t.Fatalf("page: %+v", view)
 			}
 			if view.ScrollWidth > view.InnerWidth || view.ButtonRight > float64(view.InnerWidth) || view.ButtonHeight < 24 {
@@ -90,18 +118,18 @@ func TestStatusPageChromium(t *testing.T) {
 			if view.Hash != "" {
 				t.Fatalf("the token stayed in the URL: %q", view.Hash)
 			}
-			var text string
-			c.eval(`document.getElementById("ws-bot-lost").innerText`, &text)
-			for _, want := range []string{"Recovery offer", "5f1c0ffee0ddba11", "included", "running processes", "npm run dev"} {
-				if !strings.Contains(text, want) {
-					t.Fatalf("the lost workspace's card lacks %q:\n%s", want, text)
-				}
-			}
-			screenshot(t, c, "status-"+vp.name+".png", vp.width)
+			cardHas(t, c, "ws-bot-lost", "Recovery offer", "5f1c0ffee0ddba11", "included", "running processes", "npm run dev",
+				"cannot be read", "9e3b0d0c0ffe", "not readable", "repository damaged", "last good", "readable", "offered", "Check now")
+			cardHas(t, c, "ws-bot-held", "Recovery failed", "op-7", "no space left on device", "What fixes it", "an operator resolves repair hold hold-3",
+				"Repair holds", "hold-3", "Kept replacement", "ws-5e1d", "local", "stopped", "provider local stopped instance ws-5e1d",
+				"lifeboat recovery resolve hold-3")
+			cardHas(t, c, "ws-bot-ok", "Processes the last recovery lost", "npm run dev", "/workspace/app", "ready on http://localhost:3000", "lost", "Restart npm")
+			chromiumtest.FitsWidth(t, c)
+			golden.Check(t, "status-"+vp.name+".png", c.Screenshot(true), vp.width)
 
 			// Approve: twice (a double click), one operation.
-			c.eval(`(() => { const b = document.querySelector("button.approve"); b.click(); b.click(); return true; })()`, nil)
-			c.waitFor(`document.getElementById("ws-bot-lost").dataset.state === "recovering"`)
+			c.Eval(`(() => { const b = document.querySelector("button.approve"); b.click(); b.click(); return true; })()`, nil)
+			c.WaitFor(`document.getElementById("ws-bot-lost").dataset.state === "recovering"`)
 			e.rec.mu.Lock()
 			n, op := e.rec.approvals, e.rec.ops["op-1"]
 			e.rec.mu.Unlock()
@@ -109,57 +137,35 @@ func TestStatusPageChromium(t *testing.T) {
 				t.Fatalf("approvals %d, operation %+v", n, op)
 			}
 			var hasButton bool
-			c.eval(`!!document.querySelector("button.approve")`, &hasButton)
+			c.Eval(`!!document.querySelector("#ws-bot-lost button.approve")`, &hasButton)
 			if hasButton {
 				t.Fatal("the approve button is still shown while recovering")
+			}
+
+			// Restart the lost process: twice (a double click), one run.
+			c.Eval(`(() => { const b = document.querySelector("#ws-bot-ok button.restart"); b.click(); b.click(); return true; })()`, nil)
+			c.WaitFor(`document.querySelector("#ws-bot-ok li.proc").dataset.state === "restarting" && !document.querySelector("#ws-bot-ok button.restart")`)
+			e.rec.mu.Lock()
+			runs, restarts := e.rec.runs["0"], len(e.rec.restarts)
+			e.rec.mu.Unlock()
+			if runs != 1 || restarts != 1 {
+				t.Fatalf("the lost process ran %d times, %d restart keys", runs, restarts)
+			}
+			if v := c.CSPViolations(); len(v) > 0 {
+				t.Fatalf("content security policy violations: %v", v)
 			}
 		})
 	}
 }
 
-// screenshot captures the page; with -update it rewrites
-// testdata/screenshots/name when the picture changed (pixel by pixel), else it goes to the
-// test's temporary directory (LIFEBOAT_ARTIFACTS, when set, keeps it).
-func screenshot(t *testing.T, c *cdp, name string, width int) {
+// cardHas checks that the card of workspace ws shows each text.
+func cardHas(t *testing.T, c *chromiumtest.Browser, ws string, want ...string) {
 	t.Helper()
-	var shot struct{ Data string }
-	c.call("Page.captureScreenshot", map[string]any{"format": "png", "captureBeyondViewport": false}, &shot)
-	b, err := base64.StdEncoding.DecodeString(shot.Data)
-	must(t, err)
-	img, err := png.Decode(bytes.NewReader(b))
-	must(t, err)
-	if got := img.Bounds().Dx(); got != width {
-		t.Fatalf("screenshot %s is %d px wide, want %d", name, got, width)
-	}
-	dir := t.TempDir()
-	if d := os.Getenv("LIFEBOAT_ARTIFACTS"); d != "" {
-		dir = d
-	}
-	if *update {
-		dir = filepath.Join("testdata", "screenshots")
-		if old, err := os.ReadFile(filepath.Join(dir, name)); err == nil && samePixels(old, img) {
-			return // Chromium's PNG bytes vary from run to run; the picture is what counts
+	var text string
+	c.Eval(`document.getElementById("`+ws+`").innerText`, &text)
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			t.Fatalf("the card of %s lacks %q:\n%s", ws, w, text)
 		}
 	}
-	must(t, os.MkdirAll(dir, 0o755))
-	must(t, os.WriteFile(filepath.Join(dir, name), b, 0o644))
-	t.Logf("screenshot %s", filepath.Join(dir, name))
-}
-
-// samePixels reports whether the PNG old shows exactly img.
-func samePixels(old []byte, img image.Image) bool {
-	o, err := png.Decode(bytes.NewReader(old))
-	if err != nil || o.Bounds() != img.Bounds() {
-		return false
-	}
-	for y := img.Bounds().Min.Y; y < img.Bounds().Max.Y; y++ {
-		for x := img.Bounds().Min.X; x < img.Bounds().Max.X; x++ {
-			r1, g1, b1, a1 := o.At(x, y).RGBA()
-			r2, g2, b2, a2 := img.At(x, y).RGBA()
-			if r1 != r2 || g1 != g2 || b1 != b2 || a1 != a2 {
-				return false
-			}
-		}
-	}
-	return true
 }
