@@ -54,6 +54,7 @@ type CannotCreate struct {
 	Rel      string
 	Type     fs.FileMode
 	Where    string // which tree
+	Why      string // optional: why this adapter cannot ("the host has no GNU tar")
 	Written  bool   // found during the copy (the partial copy was removed), not before it
 }
 
@@ -62,6 +63,10 @@ func (e *CannotCreate) Error() string {
 	if e.Written {
 		done = "the partial copy was removed"
 	}
-	return fmt.Sprintf("%s %s in %s: provider %s cannot create %s; %s; remove it from the workspace or exclude it",
-		TypeName(e.Type), filepath.ToSlash(e.Rel), e.Where, e.Provider, Plural(e.Type), done)
+	why := ""
+	if e.Why != "" {
+		why = " (" + e.Why + ")"
+	}
+	return fmt.Sprintf("%s %s in %s: provider %s cannot create %s%s; %s; remove it from the workspace or exclude it",
+		TypeName(e.Type), filepath.ToSlash(e.Rel), e.Where, e.Provider, Plural(e.Type), why, done)
 }

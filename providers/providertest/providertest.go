@@ -65,6 +65,20 @@ func Run(t *testing.T, h Harness) {
 	}
 }
 
+// RunFiles runs the file-access part of the suite alone (the round trip,
+// fidelity, WriteStarted, permission refusals), for an adapter configured
+// so that it writes files another way (an SSH host without GNU tar, say).
+func RunFiles(t *testing.T, h Harness) {
+	t.Run("FilesRoundTrip", func(t *testing.T) { testRoundTrip(t, h) })
+	t.Run("FileFidelity", func(t *testing.T) { testFidelity(t, h) })
+	t.Run("WriteStarted", func(t *testing.T) { testWriteStarted(t, h) })
+	t.Run("PermissionRefused", func(t *testing.T) { testPermission(t, h) })
+}
+
+// Fidelity is the suite's FileFidelity case alone: a rich tree written,
+// switched and read back keeps what FileSupport claims.
+func Fidelity(t *testing.T, h Harness) { testFidelity(t, h) }
+
 // WantKind fails t unless err is a *providers.Error of kind k.
 func WantKind(t testing.TB, what string, err error, k providers.Kind) {
 	t.Helper()

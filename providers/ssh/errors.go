@@ -13,6 +13,7 @@ import (
 	"github.com/pkg/sftp"
 
 	"lifeboat/providers"
+	"lifeboat/providers/fsmeta"
 )
 
 // errHostKey marks a host-key refusal found by the callback.
@@ -29,7 +30,9 @@ func (e *hostKeyError) Unwrap() error { return e.err }
 //
 //	host key mismatch / unknown host       unauthorized (host-key-mismatch / host-key-unknown)
 //	"ssh: unable to authenticate"          unauthorized (auth)
-//	SFTP permission denied                 unauthorized (SSH_FX_PERMISSION_DENIED)
+//	SFTP permission denied                 permission (SSH_FX_PERMISSION_DENIED)
+//	EACCES/EPERM at an entry of a tree     permission (the entry is named)
+//	socket, device (fifo without GNU tar)  unsupported (the entry is named)
 //	connection refused, unreachable, DNS   unavailable (dial)
 //	timeout, ctx done                      unavailable (timeout / context)
 //	connection lost, EOF, other SSH/SFTP   unavailable
@@ -40,6 +43,8 @@ func classify(err error) (providers.Kind, string) {
 	var ne net.Error
 	var st *sftp.StatusError
 	var dnsErr *net.DNSError
+	var cc *fsmeta.CannotCreate
+	var ee *fsmeta.EntryError
 	switch {
 	case errors.As(err, &hk):
 		return providers.KindUnauthorized, hk.code
@@ -47,8 +52,12 @@ func classify(err error) (providers.Kind, string) {
 		return providers.KindUnavailable, "context"
 	case strings.Contains(err.Error(), "ssh: unable to authenticate"):
 		return providers.KindUnauthorized, "auth"
+	case errors.As(err, &cc):
+		return providers.KindUnsupported, fsmeta.TypeName(cc.Type)
+	case errors.As(err, &ee) && fsmeta.IsPermission(ee.Err):
+		return providers.KindPermission, permCode(ee.Err)
 	case errors.Is(err, os.ErrPermission):
-		return providers.KindUnauthorized, "SSH_FX_PERMISSION_DENIED"
+		return providers.KindPermission, "SSH_FX_PERMISSION_DENIED"
 	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH), errors.As(err, &dnsErr):
 		return providers.KindUnavailable, "dial"
 	case errors.As(err, &ne) && ne.Timeout():
@@ -77,4 +86,16 @@ func wrap(op string, id providers.InstanceID, err error) error {
 
 func newErr(op string, id providers.InstanceID, k providers.Kind, format string, args ...any) error {
 	return &providers.Error{Provider: Name, Op: op, Instance: id, Kind: k, Err: fmt.Errorf(format, args...)}
+}
+
+// permCode is the code of an access refusal: the errno's name, or the
+// SFTP status.
+func permCode(err error) string {
+	switch {
+	case errors.Is(err, syscall.EACCES):
+		return "EACCES"
+	case errors.Is(err, syscall.EPERM):
+		return "EPERM"
+	}
+	return "SSH_FX_PERMISSION_DENIED"
 }

@@ -8,12 +8,15 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/pkg/sftp"
 
 	"lifeboat/providers"
+	"lifeboat/providers/fsmeta"
 )
 
 // racyWindow: SFTP (protocol v3) carries mtimes in whole seconds, so a file
@@ -41,10 +44,24 @@ func (m *mirrorFiles) Close() error {
 
 // ReadFiles implements providers.Provider: the instance tree is mirrored
 // into CacheDir/<id>, transferring only what changed since the last call
-// (size, whole-second mtime and mode differ, or the file is recent, see
-// racyWindow), deleting what vanished, and keeping symlinks as symlinks.
-// Remote symlinks are never followed; devices, fifos and sockets are not
-// mirrored. The mirror stays locked against other ReadFiles of the same
+// (size, whole-second mtime, mode or owner differ, or the file is recent,
+// see racyWindow), deleting what vanished. The mirror keeps:
+//
+//   - directories, regular files, symlinks as symlinks (remote symlinks
+//     are never followed), fifos (mkfifo in the mirror);
+//   - permission bits with setuid, setgid and sticky, whole-second mtimes
+//     (all SFTP carries), and owners when Lifeboat runs as root;
+//   - hard links, where the host has GNU find: one `find -xdev -type f
+//     -links +1` per call lists the files sharing an inode, and the mirror
+//     makes them one file;
+//   - user.* xattrs of files and directories, where the host has getfattr
+//     (Debian's attr) and the mirror's filesystem takes them: one
+//     `getfattr -R -d` per call.
+//
+// Without GNU find every name is a separate file; without getfattr no
+// xattr is mirrored (FileSupport says both). Devices and sockets are not
+// mirrored. An access refusal on the host is KindPermission naming the
+// path. The mirror stays locked against other ReadFiles of the same
 // instance until Files.Close.
 func (p *Provider) ReadFiles(ctx context.Context, id providers.InstanceID) (providers.Files, error) {
 	const op = "read files"
@@ -59,6 +76,10 @@ func (p *Provider) ReadFiles(ctx context.Context, id providers.InstanceID) (prov
 	if err := p.needInstance(c, op, id); err != nil {
 		return nil, wrap(op, id, ctxErr(ctx, err))
 	}
+	hs, err := p.host(ctx, c, op, id)
+	if err != nil {
+		return nil, err
+	}
 	unlock := p.lock(id)
 	dir := p.mirrorDir(id)
 	err = os.MkdirAll(dir, 0o700)
@@ -71,8 +92,17 @@ func (p *Provider) ReadFiles(ctx context.Context, id providers.InstanceID) (prov
 		return nil, newErr(op, id, providers.KindUnavailable, "local mirror %s: %w", dir, err)
 	}
 	defer root.Close()
-	m := &mirror{ctx: ctx, c: c.sftp, local: root, base: p.instDir(id), racy: p.now().Add(-racyWindow)}
-	if err := m.syncDir("."); err != nil {
+	where := "instance " + string(id) + " on " + p.cfg.Addr
+	rm, err := readRemoteMeta(ctx, c, p.instDir(id), where, hs, hs.localX)
+	if err == nil {
+		m := &mirror{ctx: ctx, c: c.sftp, local: root, base: p.instDir(id), racy: p.now().Add(-racyWindow), where: where,
+			meta: rm, chown: os.Geteuid() == 0, reps: map[string]*linkRep{}, dirs: map[string]fs.FileInfo{}}
+		err = m.syncDir(".")
+		if err == nil {
+			err = m.fixLinks()
+		}
+	}
+	if err != nil {
 		unlock()
 		return nil, wrap(op, id, ctxErr(ctx, err))
 	}
@@ -85,6 +115,23 @@ type mirror struct {
 	local *os.Root
 	base  string
 	racy  time.Time
+	where string
+	meta  remoteMeta
+	chown bool // running as root: owners are mirrored
+
+	reps     map[string]*linkRep    // inode key -> the name mirrored first this call
+	deferred []linkTodo             // other names of those inodes
+	dirs     map[string]fs.FileInfo // remote info of every directory, to restore times after fixLinks
+}
+
+type linkRep struct {
+	rel string
+	rfi fs.FileInfo
+}
+
+type linkTodo struct {
+	rel, key string
+	rfi      fs.FileInfo
 }
 
 // validEntry refuses names a well-behaved server never sends.
@@ -92,11 +139,25 @@ func validEntry(name string) bool {
 	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, "/\x00")
 }
 
+func (m *mirror) remoteErr(rel string, err error) error {
+	if fsmeta.IsPermission(err) {
+		return &fsmeta.EntryError{Verb: "read", Rel: rel, Where: m.where, Err: err}
+	}
+	return fmt.Errorf("%s in %s: %w", filepath.ToSlash(rel), m.where, err)
+}
+
 func (m *mirror) syncDir(rel string) error {
 	remote := path.Join(m.base, filepath.ToSlash(rel))
 	entries, err := m.c.ReadDir(remote)
 	if err != nil {
-		return fmt.Errorf("list %s: %w", remote, err)
+		return m.remoteErr(rel, fmt.Errorf("list: %w", err))
+	}
+	// The mirror of a read-only directory is read-only too; a non-root
+	// user opens it up while syncing into it (its mode is set again below).
+	if lfi, err := m.local.Lstat(rel); err == nil && !m.chown && lfi.Mode().Perm()&0o700 != 0o700 {
+		if err := m.local.Chmod(rel, permBits(lfi.Mode())|0o700); err != nil {
+			return err
+		}
 	}
 	seen := make(map[string]bool, len(entries))
 	for _, e := range entries {
@@ -116,9 +177,16 @@ func (m *mirror) syncDir(rel string) error {
 	}
 	fi, err := m.c.Lstat(remote)
 	if err != nil {
+		return m.remoteErr(rel, err)
+	}
+	m.dirs[rel] = fi
+	if err := m.owner(rel, fi); err != nil {
 		return err
 	}
-	if err := m.local.Chmod(rel, fi.Mode().Perm()); err != nil {
+	if err := m.setXattrs(rel, true); err != nil {
+		return err
+	}
+	if err := m.local.Chmod(rel, permBits(fi.Mode())); err != nil {
 		return err
 	}
 	return m.local.Chtimes(rel, fi.ModTime(), fi.ModTime())
@@ -145,30 +213,64 @@ func (m *mirror) syncEntry(rel string, rfi fs.FileInfo) error {
 		}
 		return m.syncDir(rel)
 	case mode.IsRegular():
-		if lfi != nil && lfi.Mode().IsRegular() && lfi.Size() == rfi.Size() && lfi.Mode().Perm() == mode.Perm() &&
-			lfi.ModTime().Unix() == rfi.ModTime().Unix() && rfi.ModTime().Before(m.racy) {
-			return nil
+		key, member := m.meta.groups[filepath.ToSlash(rel)]
+		if member {
+			if _, ok := m.reps[key]; ok {
+				m.deferred = append(m.deferred, linkTodo{rel: rel, key: key, rfi: rfi})
+				if lfi != nil && lfi.IsDir() {
+					return fsmeta.RemoveTree(m.local, rel)
+				}
+				return nil
+			}
+			m.reps[key] = &linkRep{rel: rel, rfi: rfi}
+		}
+		if lfi != nil && lfi.Mode().IsRegular() && lfi.Size() == rfi.Size() && permBits(lfi.Mode()) == permBits(mode) &&
+			lfi.ModTime().Unix() == rfi.ModTime().Unix() && rfi.ModTime().Before(m.racy) && m.sameOwner(lfi, rfi) &&
+			(member || nlink(lfi) == 1) { // a name linked in the mirror but no longer on the host is copied apart
+			return m.setXattrs(rel, false)
 		}
 		return m.download(rel, remote, rfi, lfi)
 	case mode&fs.ModeSymlink != 0:
 		target, err := m.c.ReadLink(remote)
 		if err != nil {
-			return err
+			return m.remoteErr(rel, err)
 		}
 		if lfi != nil && lfi.Mode()&fs.ModeSymlink != 0 {
 			if cur, err := m.local.Readlink(rel); err == nil && cur == target {
-				return nil
+				return m.owner(rel, rfi)
 			}
 		}
 		if lfi != nil {
-			if err := m.local.RemoveAll(rel); err != nil {
+			if err := fsmeta.RemoveTree(m.local, rel); err != nil {
 				return err
 			}
 		}
-		return m.local.Symlink(target, rel)
-	default: // device, fifo, socket: not mirrored
+		if err := m.local.Symlink(target, rel); err != nil {
+			return err
+		}
+		return m.owner(rel, rfi)
+	case mode&fs.ModeNamedPipe != 0:
+		if lfi != nil && lfi.Mode()&fs.ModeNamedPipe == 0 {
+			if err := fsmeta.RemoveTree(m.local, rel); err != nil {
+				return err
+			}
+			lfi = nil
+		}
+		if lfi == nil {
+			if err := mkfifoIn(m.local, rel); err != nil {
+				return err
+			}
+		}
+		if err := m.owner(rel, rfi); err != nil {
+			return err
+		}
+		if err := m.local.Chmod(rel, permBits(mode)); err != nil {
+			return err
+		}
+		return m.local.Chtimes(rel, rfi.ModTime(), rfi.ModTime())
+	default: // device, socket: not mirrored
 		if lfi != nil {
-			return m.local.RemoveAll(rel)
+			return fsmeta.RemoveTree(m.local, rel)
 		}
 		return nil
 	}
@@ -179,7 +281,7 @@ func (m *mirror) syncEntry(rel string, rfi fs.FileInfo) error {
 func (m *mirror) download(rel, remote string, rfi, lfi fs.FileInfo) error {
 	rf, err := m.c.Open(remote)
 	if err != nil {
-		return fmt.Errorf("open %s: %w", remote, err)
+		return m.remoteErr(rel, fmt.Errorf("open: %w", err))
 	}
 	defer rf.Close()
 	tmp := filepath.Join(filepath.Dir(rel), ".lifeboat-tmp-"+randHex(8))
@@ -188,8 +290,19 @@ func (m *mirror) download(rel, remote string, rfi, lfi fs.FileInfo) error {
 		return err
 	}
 	_, err = rf.WriteTo(f)
+	if err != nil && fsmeta.IsPermission(err) {
+		err = m.remoteErr(rel, err)
+	}
+	if err == nil && m.chown {
+		if uid, gid, ok := remoteOwner(rfi); ok {
+			err = f.Chown(uid, gid)
+		}
+	}
 	if err == nil {
-		err = f.Chmod(rfi.Mode().Perm())
+		err = m.setXattrsFd(f, rel)
+	}
+	if err == nil {
+		err = f.Chmod(permBits(rfi.Mode()))
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -198,7 +311,7 @@ func (m *mirror) download(rel, remote string, rfi, lfi fs.FileInfo) error {
 		err = m.local.Chtimes(tmp, rfi.ModTime(), rfi.ModTime())
 	}
 	if err == nil && lfi != nil && lfi.IsDir() {
-		err = m.local.RemoveAll(rel)
+		err = fsmeta.RemoveTree(m.local, rel)
 	}
 	if err == nil {
 		err = m.local.Rename(tmp, rel)
@@ -208,6 +321,143 @@ func (m *mirror) download(rel, remote string, rfi, lfi fs.FileInfo) error {
 		return fmt.Errorf("download %s: %w", remote, err)
 	}
 	return nil
+}
+
+// fixLinks makes each deferred name a hard link of the first name of its
+// inode, when the host still shows them alike (size, mtime, mode, owner);
+// otherwise (the tree changed between find and the listing) it is
+// downloaded on its own. Directories whose entries changed get their
+// times back.
+func (m *mirror) fixLinks() error {
+	touched := map[string]bool{}
+	for _, d := range m.deferred {
+		rep := m.reps[d.key]
+		remote := path.Join(m.base, filepath.ToSlash(d.rel))
+		if !sameRemote(rep.rfi, d.rfi) {
+			lfi, _ := m.local.Lstat(d.rel)
+			if err := m.download(d.rel, remote, d.rfi, lfi); err != nil {
+				return err
+			}
+			touched[filepath.Dir(d.rel)] = true
+			continue
+		}
+		lrep, err := m.local.Lstat(rep.rel)
+		if err != nil {
+			return err
+		}
+		if lfi, err := m.local.Lstat(d.rel); err == nil && os.SameFile(lrep, lfi) {
+			continue
+		}
+		tmp := filepath.Join(filepath.Dir(d.rel), ".lifeboat-tmp-"+randHex(8))
+		if err := m.local.Link(rep.rel, tmp); err != nil {
+			return err
+		}
+		if err := m.local.Rename(tmp, d.rel); err != nil {
+			_ = m.local.Remove(tmp)
+			return err
+		}
+		touched[filepath.Dir(d.rel)] = true
+	}
+	for dir := range touched {
+		if fi, ok := m.dirs[dir]; ok {
+			if err := m.local.Chtimes(dir, fi.ModTime(), fi.ModTime()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func sameRemote(a, b fs.FileInfo) bool {
+	au, ag, _ := remoteOwner(a)
+	bu, bg, _ := remoteOwner(b)
+	return a.Size() == b.Size() && a.ModTime().Equal(b.ModTime()) && a.Mode() == b.Mode() && au == bu && ag == bg
+}
+
+// owner gives rel the remote owner when running as root.
+func (m *mirror) owner(rel string, rfi fs.FileInfo) error {
+	if !m.chown {
+		return nil
+	}
+	uid, gid, ok := remoteOwner(rfi)
+	if !ok {
+		return nil
+	}
+	if lfi, err := m.local.Lstat(rel); err == nil {
+		if st, ok := lfi.Sys().(*syscall.Stat_t); ok && int(st.Uid) == uid && int(st.Gid) == gid {
+			return nil
+		}
+	}
+	return m.local.Lchown(rel, uid, gid)
+}
+
+func (m *mirror) sameOwner(lfi, rfi fs.FileInfo) bool {
+	if !m.chown {
+		return true
+	}
+	uid, gid, ok := remoteOwner(rfi)
+	st, isStat := lfi.Sys().(*syscall.Stat_t)
+	return !ok || (isStat && int(st.Uid) == uid && int(st.Gid) == gid)
+}
+
+func remoteOwner(rfi fs.FileInfo) (uid, gid int, ok bool) {
+	st, ok := rfi.Sys().(*sftp.FileStat)
+	if !ok {
+		return 0, 0, false
+	}
+	return int(st.UID), int(st.GID), true
+}
+
+func nlink(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 1
+}
+
+// setXattrs makes rel's user.* attributes the host's, when xattrs are
+// mirrored. Setting a user.* attribute needs write permission, and
+// reading one read permission, even for the owner: a mode that lacks them
+// is widened for the change and put back.
+func (m *mirror) setXattrs(rel string, dir bool) error {
+	if m.meta.xattrs == nil {
+		return nil
+	}
+	need := fs.FileMode(0o600)
+	if dir {
+		need = 0o700
+	}
+	lfi, err := m.local.Lstat(rel)
+	if err != nil {
+		return err
+	}
+	if !m.chown && lfi.Mode().Perm()&need != need {
+		if err := m.local.Chmod(rel, permBits(lfi.Mode())|need); err != nil {
+			return err
+		}
+		defer m.local.Chmod(rel, permBits(lfi.Mode()))
+	}
+	f, err := m.local.Open(rel)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return m.setXattrsFd(f, rel)
+}
+
+func (m *mirror) setXattrsFd(f *os.File, rel string) error {
+	if m.meta.xattrs == nil {
+		return nil
+	}
+	want := m.meta.xattrs[filepath.ToSlash(rel)]
+	have, err := fsmeta.FdXattrs(int(f.Fd()), fsmeta.User)
+	if err != nil {
+		return err
+	}
+	if slices.EqualFunc(have, want, func(a, b fsmeta.Xattr) bool { return a.Name == b.Name && string(a.Value) == string(b.Value) }) {
+		return nil
+	}
+	return applyXattrs(f, have, want)
 }
 
 // prune deletes local entries of rel that the host no longer has.
@@ -223,7 +473,7 @@ func (m *mirror) prune(rel string, seen map[string]bool) error {
 	}
 	for _, n := range names {
 		if !seen[n] {
-			if err := m.local.RemoveAll(filepath.Join(rel, n)); err != nil {
+			if err := fsmeta.RemoveTree(m.local, filepath.Join(rel, n)); err != nil {
 				return err
 			}
 		}

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 
 	"lifeboat/providers"
+	"lifeboat/providers/fsmeta"
 )
 
 // Name is this adapter's name in errors and configuration.
@@ -61,9 +62,16 @@ type Provider struct {
 
 	mu    sync.Mutex
 	locks map[providers.InstanceID]*sync.Mutex
+
+	hsMu      sync.Mutex
+	hs        *hostSupport                  // probed once, see FileSupport
+	limitHost func(hostSupport) hostSupport // tests: a host without some tools
 }
 
-var _ providers.Provider = (*Provider)(nil)
+var (
+	_ providers.Provider      = (*Provider)(nil)
+	_ providers.FileSupporter = (*Provider)(nil)
+)
 
 // New checks cfg and returns a Provider. Nothing is dialled yet.
 func New(cfg Config) (*Provider, error) {
@@ -319,7 +327,8 @@ func (p *Provider) Create(ctx context.Context, spec providers.CreateSpec) (provi
 }
 
 // Destroy implements providers.Provider: the directory is renamed into the
-// trash (so it is gone at once), then removed; an absent one is fine.
+// trash (so it is gone at once), then removed, and so is the instance's
+// local mirror; an absent one is fine.
 func (p *Provider) Destroy(ctx context.Context, id providers.InstanceID) error {
 	const op = "destroy"
 	if err := checkID(op, id); err != nil {
@@ -331,8 +340,12 @@ func (p *Provider) Destroy(ctx context.Context, id providers.InstanceID) error {
 	}
 	defer c.Close()
 	fi, err := p.statInstance(c, op, id)
-	if err != nil || fi == nil {
+	if err != nil {
 		return err
+	}
+	if fi == nil {
+		p.dropMirror(id)
+		return nil
 	}
 	trash := path.Join(p.cfg.Root, trashDir)
 	if err := c.sftp.MkdirAll(trash); err != nil {
@@ -342,7 +355,32 @@ func (p *Provider) Destroy(ctx context.Context, id providers.InstanceID) error {
 	if err := c.sftp.PosixRename(p.instDir(id), t); err != nil {
 		return wrap(op, id, ctxErr(ctx, err))
 	}
-	return wrap(op, id, ctxErr(ctx, c.sftp.RemoveAll(t)))
+	if err := removeRemote(c.sftp, t); err != nil {
+		return wrap(op, id, ctxErr(ctx, err))
+	}
+	p.dropMirror(id)
+	return nil
+}
+
+// dropMirror removes the local mirror of a destroyed instance, unless a
+// ReadFiles still holds it (its Files not closed yet): then it stays, and
+// a later Destroy or the operator removes it.
+func (p *Provider) dropMirror(id providers.InstanceID) {
+	p.mu.Lock()
+	m, ok := p.locks[id]
+	if !ok {
+		m = &sync.Mutex{}
+		p.locks[id] = m
+	}
+	p.mu.Unlock()
+	if !m.TryLock() {
+		return
+	}
+	defer m.Unlock()
+	if r, err := os.OpenRoot(p.cfg.CacheDir); err == nil {
+		_ = fsmeta.RemoveTree(r, string(id))
+		r.Close()
+	}
 }
 
 // Checkpoint implements providers.Provider: unsupported.

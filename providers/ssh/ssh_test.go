@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+	"golang.org/x/sys/unix"
 
 	"lifeboat/providers"
 	"lifeboat/providers/providertest"
@@ -26,10 +27,13 @@ func setup(t *testing.T) (*sshd, Config) {
 	return s, s.config(t, root)
 }
 
-func TestConformance(t *testing.T) {
-	_, cfg := setup(t)
-	providertest.Run(t, providertest.Harness{
-		New: func(t *testing.T) providers.Provider { return mustNew(t, cfg) },
+func harness(t *testing.T, cfg Config, limit func(hostSupport) hostSupport) providertest.Harness {
+	return providertest.Harness{
+		New: func(t *testing.T) providers.Provider {
+			p := mustNew(t, cfg)
+			p.limitHost = limit
+			return p
+		},
 		RemoveBehindBack: func(t *testing.T, id providers.InstanceID) {
 			// The "host" is this machine: remove the directory on it directly.
 			if err := os.RemoveAll(filepath.Join(cfg.Root, string(id))); err != nil {
@@ -42,7 +46,148 @@ func TestConformance(t *testing.T) {
 			return mustNew(t, down)
 		},
 		Absent: "never-created",
-	})
+		Peek:   func(t *testing.T) string { return providertest.Listing(t, cfg.Root) },
+		DenyWrites: func(t *testing.T) string {
+			staging := filepath.Join(cfg.Root, stagingDir)
+			if err := os.MkdirAll(staging, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if !providertest.DenyWrites(t, staging) {
+				return ""
+			}
+			return staging
+		},
+	}
+}
+
+func TestConformance(t *testing.T) {
+	_, cfg := setup(t)
+	providertest.Run(t, harness(t, cfg, nil))
+}
+
+// TestHostWithoutTools: on a host lacking GNU tar, find or getfattr,
+// FileSupport says less and the round trip keeps exactly that; without
+// GNU tar, WriteFiles falls back to SFTP file by file.
+func TestHostWithoutTools(t *testing.T) {
+	_, cfg := setup(t)
+	for _, c := range []struct {
+		name  string
+		limit func(hostSupport) hostSupport
+		want  providers.FileSupport
+		all   bool // the whole file suite (another write path), else fidelity alone
+	}{
+		{"NoTar", func(h hostSupport) hostSupport { h.tar = false; return h },
+			providers.FileSupport{HardLinks: true}, true}, // hardlink@openssh.com
+		{"NoTarNoSFTPLinks", func(h hostSupport) hostSupport { h.tar, h.sftpLinks = false, false; return h },
+			providers.FileSupport{}, false},
+		{"NoFindNoGetfattr", func(h hostSupport) hostSupport { h.find, h.getfattr = false, false; return h },
+			providers.FileSupport{Fifos: true, Ownership: os.Geteuid() == 0}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := harness(t, cfg, c.limit)
+			if got := providertest.Support(t, h.New(t)); got != c.want {
+				t.Fatalf("FileSupport = %+v, want %+v", got, c.want)
+			}
+			if c.all {
+				providertest.RunFiles(t, h)
+			} else {
+				providertest.Fidelity(t, h)
+			}
+		})
+	}
+}
+
+// TestMirrorKeepsLinksFifosXattrs: the capture side. A tree made on the
+// host (hard links, a fifo, user.* xattrs, setuid/setgid/sticky, owners)
+// is mirrored with all of them, and later changes to each are followed
+// without copying unchanged files again.
+func TestMirrorKeepsLinksFifosXattrs(t *testing.T) {
+	_, cfg := setup(t)
+	p := mustNew(t, cfg)
+	ctx := context.Background()
+	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Destroy(ctx, id) })
+	keep, err := p.FileSupport(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !keep.HardLinks || !keep.Fifos {
+		t.Fatalf("FileSupport on a host with GNU tar and find = %+v", keep)
+	}
+	if !keep.Xattrs {
+		t.Logf("no xattrs here (getfattr missing or the filesystem refuses them): FileSupport %+v", keep)
+	}
+	dir := filepath.Join(cfg.Root, string(id))
+	ft := providertest.RichTree(t, dir, true)
+	m := read(t, p, id)
+	providertest.CompareTrees(t, dir, m, keep, ft)
+	unchanged := inode(t, filepath.Join(m, "bin/suid"))
+
+	// Changes on the host: c-link becomes a separate copy (same size and
+	// mtime), a new pair of links appears, attributes change, the fifo
+	// becomes a file and a new fifo appears.
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	fi, err := os.Stat(filepath.Join(dir, "c-link"))
+	must(err)
+	must(os.Remove(filepath.Join(dir, "c-link")))
+	must(os.WriteFile(filepath.Join(dir, "c-link"), []byte("shared by three names\n"), 0o640))
+	must(os.Chtimes(filepath.Join(dir, "c-link"), fi.ModTime(), fi.ModTime()))
+	must(os.WriteFile(filepath.Join(dir, "pair-1"), []byte("pair"), 0o644))
+	must(os.Link(filepath.Join(dir, "pair-1"), filepath.Join(dir, "x", "pair-2")))
+	if ft.Xattrs {
+		must(unix.Setxattr(filepath.Join(dir, "x/attr.txt"), "user.lifeboat.bin", []byte("changed"), 0))
+		must(unix.Removexattr(filepath.Join(dir, "x/attr.txt"), "user.lifeboat.empty"))
+		must(unix.Removexattr(filepath.Join(dir, "x"), "user.lifeboat.dir"))
+		must(unix.Setxattr(filepath.Join(dir, "pair-1"), "user.lifeboat.pair", []byte("p"), 0))
+	}
+	must(os.Remove(filepath.Join(dir, "pipe")))
+	must(os.WriteFile(filepath.Join(dir, "pipe"), []byte("now a file"), 0o600))
+	providertest.MakeFifo(t, filepath.Join(dir, "x", "fifo2"), 0o600)
+	old := time.Now().Add(-time.Hour) // out of the racy window
+	for _, rel := range []string{"pipe", "pair-1", "x/fifo2", "x", "."} {
+		must(os.Chtimes(filepath.Join(dir, rel), old, old))
+	}
+	m = read(t, p, id)
+	providertest.CompareTrees(t, dir, m, keep, ft)
+	if inode(t, filepath.Join(m, "bin/suid")) != unchanged {
+		t.Fatal("an unchanged file was transferred again")
+	}
+}
+
+// TestMirrorPermissionRefused: a file on the host the SSH user cannot
+// read fails ReadFiles with KindPermission naming it.
+func TestMirrorPermissionRefused(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads every file: needs a non-root run")
+	}
+	_, cfg := setup(t)
+	p := mustNew(t, cfg)
+	ctx := context.Background()
+	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Destroy(ctx, id) })
+	dir := filepath.Join(cfg.Root, string(id))
+	providertest.Tree(t, dir, "p")
+	secret := filepath.Join(dir, "src", "secret")
+	if err := os.WriteFile(secret, []byte("k"), 0o000); err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.ReadFiles(ctx, id)
+	providertest.WantKind(t, "ReadFiles of an unreadable file", err, providers.KindPermission)
+	if !strings.Contains(err.Error(), "src/secret") {
+		t.Fatalf("error does not name the file: %v", err)
+	}
+	t.Log(err)
 }
 
 func TestStoppedSSHDIsUnavailable(t *testing.T) {

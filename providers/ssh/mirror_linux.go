@@ -1,0 +1,40 @@
+package ssh
+
+import (
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+
+	"lifeboat/providers/fsmeta"
+)
+
+// mkfifoIn makes a fifo at rel under r, through its parent directory
+// opened in r, so no component can lead outside it.
+func mkfifoIn(r *os.Root, rel string) error {
+	d, err := r.Open(filepath.Dir(rel))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return unix.Mkfifoat(int(d.Fd()), filepath.Base(rel), 0o600)
+}
+
+// applyXattrs turns f's user.* attributes from have into want.
+func applyXattrs(f *os.File, have, want []fsmeta.Xattr) error {
+	keep := make(map[string]bool, len(want))
+	for _, x := range want {
+		keep[x.Name] = true
+		if err := unix.Fsetxattr(int(f.Fd()), x.Name, x.Value, 0); err != nil {
+			return &os.PathError{Op: "setxattr " + x.Name, Path: f.Name(), Err: err}
+		}
+	}
+	for _, x := range have {
+		if !keep[x.Name] {
+			if err := unix.Fremovexattr(int(f.Fd()), x.Name); err != nil && err != unix.ENODATA {
+				return &os.PathError{Op: "removexattr " + x.Name, Path: f.Name(), Err: err}
+			}
+		}
+	}
+	return nil
+}
