@@ -109,3 +109,17 @@ func FuzzParseHostMeta(f *testing.F) {
 		}
 	})
 }
+
+func TestDeniedPath(t *testing.T) {
+	for in, want := range map[string]string{
+		"tar: a/b c: Cannot open: Permission denied\ntar: Exiting with failure status due to previous errors\n": "a/b c",
+		"tar: x: Cannot change ownership to uid 4242, gid 4243: Operation not permitted\n":                      "x",
+		"getfattr: ./secret/key: Permission denied\n":                                                           "secret/key",
+		"find: './locked': Permission denied\n":                                                                 "locked",
+		"tar: Unexpected EOF in archive\n":                                                                      "",
+	} {
+		if got := deniedPath(in); got != want {
+			t.Errorf("deniedPath(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -64,7 +64,7 @@ func (c *conn) runParse(ctx context.Context, script string, parse func(*bufio.Re
 // "Operation not permitted" line of its stderr, as GNU tools print them:
 // "tar: a/b: Cannot open: Permission denied", "getfattr: a/b: Permission
 // denied", "find: 'a/b': Permission denied".
-var deniedLine = regexp.MustCompile(`(?m)^[a-z]+: '?(.+?)'?: (?:Cannot [a-z ]+: )?(?:Permission denied|Operation not permitted)$`)
+var deniedLine = regexp.MustCompile(`(?m)^[a-z]+: '?(.+?)'?: (?:Cannot [^:\n]+: )?(?:Permission denied|Operation not permitted)$`)
 
 // deniedPath returns the path stderr says was refused, relative to the
 // directory the tool ran in ("" when it says none).
