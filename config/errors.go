@@ -13,10 +13,10 @@ import (
 // is 0. Key is the dotted key ("providers.box1.port",
 // "quiesce.hook[0].name"); Msg says what is wrong and what is wanted.
 type Error struct {
-	File string
-	Line int
-	Key  string
-	Msg  string
+	File string `json:"file"`
+	Line int    `json:"line,omitempty"`
+	Key  string `json:"key"`
+	Msg  string `json:"message"`
 }
 
 const (

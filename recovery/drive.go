@@ -268,6 +268,9 @@ func (s *Service) switchIn(ctx context.Context, op Operation, p providers.Provid
 			}
 			w.LastGood = cp
 		}
+		if err := retireNative(tx, w, now); err != nil {
+			return err
+		}
 		w.Instance, w.Generation = op.Replacement, w.Generation+1
 		w.Operation, w.Fingerprint, w.InFlight = "", nil, nil
 		w.Health = &Health{State: HealthOK, Instance: op.Replacement, Detail: "recovered by " + op.ID, CheckedAt: now,

@@ -79,7 +79,10 @@ func (h HoldSet) key() string {
 }
 
 // SyncHold brings the repository's hold of workspace ws in line with its
-// record (a failure is logged: the previous hold stays, and holds more).
+// record. A failure is logged and the previous hold stays: it still holds
+// the last good checkpoint it was written for (a promotion writes the new
+// one's hold before the store names it), but not, for instance, every
+// checkpoint of a workspace that has just been found lost.
 func (l *Lifecycle) SyncHold(ctx context.Context, ws string) {
 	if l.cfg.Holds == nil {
 		return

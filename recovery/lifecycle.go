@@ -81,6 +81,9 @@ type Config struct {
 	// PeriodicInterval is how often Run looks at running workspaces;
 	// default 15 min.
 	PeriodicInterval time.Duration
+	// PeriodicOff says Run is not used: Intervals reports no periodic
+	// interval (0) for any workspace.
+	PeriodicOff bool
 	// MaxParallel bounds captures of different workspaces at once; default 2.
 	MaxParallel int
 	// QuiesceTimeout bounds pausing the writers and waiting for a browser
@@ -257,7 +260,8 @@ func (l *Lifecycle) Provider(name string) (providers.Provider, bool) {
 }
 
 // Intervals returns the effective park and periodic intervals of
-// workspace w: its own, else the config's for it, else the defaults.
+// workspace w: its own, else the config's for it, else the defaults; the
+// periodic one is 0 when periodic captures are off (Config.PeriodicOff).
 func (l *Lifecycle) Intervals(w Workspace) (park, periodic time.Duration) { return l.settings(w) }
 
 func (l *Lifecycle) settings(w Workspace) (park, periodic time.Duration) {
@@ -265,7 +269,11 @@ func (l *Lifecycle) settings(w Workspace) (park, periodic time.Duration) {
 	if o, ok := l.cfg.Overrides[w.ID]; ok {
 		park, periodic = cmp.Or(o.ParkInterval, park), cmp.Or(o.PeriodicInterval, periodic)
 	}
-	return cmp.Or(w.Settings.ParkInterval, park), cmp.Or(w.Settings.PeriodicInterval, periodic)
+	park, periodic = cmp.Or(w.Settings.ParkInterval, park), cmp.Or(w.Settings.PeriodicInterval, periodic)
+	if l.cfg.PeriodicOff {
+		periodic = 0
+	}
+	return park, periodic
 }
 
 // lease takes the per-workspace lease that captures and restarts share.

@@ -137,7 +137,11 @@ func (l *Lifecycle) Restart(ctx context.Context, ws string) (RestartReceipt, err
 		return RestartReceipt{}, fmt.Errorf("restart %s: %w", ws, err)
 	}
 	if w.Native == nil {
-		return RestartReceipt{}, fmt.Errorf("restart %s: %w; nothing was changed (a native checkpoint is taken after a successful capture on a provider that has them)", ws, ErrNoNativeCheckpoint)
+		return RestartReceipt{}, fmt.Errorf("restart %s: %w; nothing was changed (a provider that has native checkpoints takes one at a park or capture, before the portable capture)", ws, ErrNoNativeCheckpoint)
+	}
+	if w.Native.Instance != w.Instance {
+		return RestartReceipt{}, fmt.Errorf("restart %s: %w for instance %s: the stored one (%s) was taken of instance %s; nothing was changed (the next park takes one)",
+			ws, ErrNoNativeCheckpoint, w.Instance, w.Native.ID, w.Native.Instance)
 	}
 	p, err := l.provider(w)
 	if err != nil {
@@ -153,6 +157,9 @@ func (l *Lifecycle) Restart(ctx context.Context, ws string) (RestartReceipt, err
 		cur.Generation++
 		cur.Fingerprint = nil // the next periodic round captures
 		cur.LastRestart = &RestartRecord{Time: r.Time, Checkpoint: r.Checkpoint, From: r.From, To: to}
+		if cur.Native != nil && cur.Native.ID == r.Checkpoint {
+			cur.Native.Instance = to // the rolled-back instance is that checkpoint
+		}
 		r.Generation = cur.Generation
 		return nil
 	})
@@ -160,4 +167,17 @@ func (l *Lifecycle) Restart(ctx context.Context, ws string) (RestartReceipt, err
 		return r, fmt.Errorf("restart %s: rolled back to %s (instance %s) but recording it failed: %w", ws, r.Checkpoint, to, err)
 	}
 	return r, nil
+}
+
+// retireNative moves w's native checkpoint to the pending deletes when the
+// workspace leaves the instance it was taken of (a recovery or a new
+// instance after a wake): rolling the new instance back to it would
+// restore another sandbox. In the caller's transaction.
+func retireNative(tx *boltTx, w *Workspace, now time.Time) error {
+	if w.Native == nil {
+		return nil
+	}
+	pd := PendingDelete{Workspace: w.ID, Provider: w.Provider, Checkpoint: w.Native.ID, Since: now}
+	w.Native = nil
+	return putPending(tx, &pd)
 }

@@ -106,7 +106,8 @@ func (e *renv) open() {
 	if e.store, err = OpenStore(e.stateDir); err != nil {
 		e.t.Fatal(err)
 	}
-	e.lc, err = New(Config{Store: e.store, Capturer: e.capturer, Providers: []providers.Provider{e.p}, Clock: e.clock})
+	e.lc, err = New(Config{Store: e.store, Capturer: e.capturer, Providers: []providers.Provider{e.p}, Clock: e.clock,
+		Holds: RepoHolds{Repo: e.r, Now: e.clock.Now}})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -13,6 +13,9 @@ import (
 // has not configured.
 var ErrUnknownProvider = errors.New("unknown provider instance")
 
+// ErrInvalidChange: a workspace change that cannot be made as asked.
+var ErrInvalidChange = errors.New("invalid workspace change")
+
 // ErrInstanceMissing: a workspace was registered (or moved) onto an
 // instance its provider says does not exist.
 var ErrInstanceMissing = errors.New("instance does not exist")
@@ -36,7 +39,7 @@ func (l *Lifecycle) AddWorkspace(ctx context.Context, nw NewWorkspace) (Workspac
 		nw.Instance = providers.InstanceID(nw.ID)
 	}
 	if err := validSettings(nw.Settings); err != nil {
-		return Workspace{}, fmt.Errorf("workspace %s: %w", nw.ID, err)
+		return Workspace{}, fmt.Errorf("%w: workspace %s: %w", ErrInvalidChange, nw.ID, err)
 	}
 	w := Workspace{ID: nw.ID, Provider: nw.Provider, Instance: nw.Instance, Created: l.clock.Now().UTC(), Settings: nw.Settings}
 	if err := l.needInstance(ctx, w); err != nil {
@@ -103,7 +106,7 @@ func (l *Lifecycle) ChangeWorkspace(ctx context.Context, ws string, c WorkspaceC
 			return Workspace{}, fmt.Errorf("change instance of %s: %w", ws, err)
 		}
 		if *c.Instance == "" {
-			return Workspace{}, fmt.Errorf("workspace %s: the instance id must not be empty", ws)
+			return Workspace{}, fmt.Errorf("%w: workspace %s: the instance id must not be empty", ErrInvalidChange, ws)
 		}
 		next := cur
 		next.Instance = *c.Instance
@@ -112,9 +115,12 @@ func (l *Lifecycle) ChangeWorkspace(ctx context.Context, ws string, c WorkspaceC
 		}
 	}
 	var out Workspace
-	err = l.store.update(ws, func(_ *boltTx, w *Workspace) error {
+	err = l.store.update(ws, func(tx *boltTx, w *Workspace) error {
 		if c.Instance != nil && *c.Instance != w.Instance {
 			if err := guard(*w); err != nil {
+				return err
+			}
+			if err := retireNative(tx, w, l.clock.Now()); err != nil {
 				return err
 			}
 			w.Instance = *c.Instance
@@ -130,7 +136,7 @@ func (l *Lifecycle) ChangeWorkspace(ctx context.Context, ws string, c WorkspaceC
 			w.Settings.PeriodicInterval = *c.PeriodicInterval
 		}
 		if err := validSettings(w.Settings); err != nil {
-			return fmt.Errorf("workspace %s: %w", ws, err)
+			return fmt.Errorf("%w: workspace %s: %w", ErrInvalidChange, ws, err)
 		}
 		out = *w
 		return nil

@@ -47,6 +47,11 @@ func (e *APIError) Error() string {
 // errors.Is(err, recovery.ErrUnknownWorkspace), ErrRecovering, ...
 func (e *APIError) Is(target error) bool {
 	for _, c := range errorCodes {
+		// A server's own cancellation is not this process being
+		// interrupted.
+		if c.err == context.Canceled || c.err == context.DeadlineExceeded {
+			continue
+		}
 		if c.code == e.Code && c.err == target {
 			return true
 		}

@@ -43,6 +43,7 @@ var errorCodes = []struct {
 	{ErrRecoveryUnavailable, http.StatusServiceUnavailable, "recovery_unavailable"},
 	{recovery.ErrNoNativeCheckpoint, http.StatusConflict, "no_native_checkpoint"},
 	{recovery.ErrWorkspaceExists, http.StatusConflict, "workspace_exists"},
+	{recovery.ErrInvalidChange, http.StatusBadRequest, "bad_request"},
 	{recovery.ErrUnknownProvider, http.StatusBadRequest, "unknown_provider"},
 	{recovery.ErrInstanceMissing, http.StatusUnprocessableEntity, "instance_missing"},
 	{recovery.ErrUnknownProcess, http.StatusNotFound, "not_found"},

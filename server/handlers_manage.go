@@ -104,6 +104,9 @@ func (s *Server) checkPolicy(p *prune.Policy) error {
 	if err := p.Validate(); err != nil {
 		return badRequest("policy: " + err.Error())
 	}
+	if p.Empty() {
+		return badRequest("policy: it has no keep_* rule, so it would keep only the last good checkpoint; give at least one rule, or null to remove the stored policy")
+	}
 	return nil
 }
 
@@ -122,6 +125,9 @@ func (s *Server) changeWorkspace(w http.ResponseWriter, r *http.Request) error {
 	}
 	var c recovery.WorkspaceChange
 	if req.Instance != nil {
+		if *req.Instance == "" {
+			return badRequest("instance: the new instance id must not be empty")
+		}
 		inst := providers.InstanceID(*req.Instance)
 		c.Instance = &inst
 	}
@@ -179,6 +185,11 @@ func (s *Server) removeWorkspace(w http.ResponseWriter, r *http.Request) error {
 	if v := r.URL.Query().Get("forget_checkpoints"); v != "" {
 		if forget, err = strconv.ParseBool(v); err != nil {
 			return badRequest(fmt.Sprintf("forget_checkpoints=%q: want true or false", v))
+		}
+	}
+	if forget {
+		if err := authorize(RoleOperator, callerOf(r).role); err != nil {
+			return err
 		}
 	}
 	res, err := s.life.RemoveWorkspace(r.Context(), ws.ID, forget)
@@ -241,7 +252,6 @@ func (s *Server) registerProcess(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Location", "/v1/workspaces/"+ws.ID+"/processes/"+p.ID())
 	writeJSON(w, http.StatusCreated, s.life.Record(p))
 	return nil
 }

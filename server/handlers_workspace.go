@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -58,7 +59,7 @@ func (s *Server) view(ctx context.Context, w recovery.Workspace) (workspaceView,
 	return workspaceView{ID: w.ID, Provider: w.Provider, Instance: w.Instance, Generation: w.Generation, Created: w.Created,
 		LastGood: w.LastGood, Native: w.Native, Failures: w.Failures, Records: recs, InFlight: w.InFlight,
 		LastRestart: w.LastRestart, Recovery: st,
-		Settings: settingsView{ParkInterval: park.String(), PeriodicInterval: periodic.String(),
+		Settings: settingsView{ParkInterval: park.String(), PeriodicInterval: cmp.Or(ownInterval(periodic), "off"),
 			OwnParkInterval: ownInterval(w.Settings.ParkInterval), OwnPeriodicInterval: ownInterval(w.Settings.PeriodicInterval)}}, nil
 }
 

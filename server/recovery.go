@@ -129,6 +129,7 @@ type ProcessRestart struct {
 	Process        string    `json:"process"`
 	IdempotencyKey string    `json:"idempotency_key"`
 	State          string    `json:"state"`
+	ExitCode       *int      `json:"exit_code,omitempty"` // the restarted command's, once it returned
 	Requested      time.Time `json:"requested"`
 	Error          string    `json:"error,omitempty"`
 }

@@ -227,8 +227,13 @@ func (a *RecoveryAdapter) RestartProcess(ctx context.Context, ws, proc, key stri
 	if err != nil {
 		return ProcessRestart{}, mapError(err)
 	}
-	return ProcessRestart{Workspace: r.Workspace, Process: strconv.Itoa(r.Index), IdempotencyKey: r.Key,
-		State: restartStates[r.State], Requested: r.Started, Error: r.Error}, nil
+	out := ProcessRestart{Workspace: r.Workspace, Process: strconv.Itoa(r.Index), IdempotencyKey: r.Key,
+		State: restartStates[r.State], Requested: r.Started, Error: r.Error}
+	if r.State == "done" {
+		code := r.ExitCode
+		out.ExitCode = &code
+	}
+	return out, nil
 }
 
 // RepairHolds returns the unresolved repair holds.

@@ -5,11 +5,17 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"lifeboat/config"
 )
+
+type configShowMessage struct {
+	MessageType string `json:"message_type"` // "config"
+	TOML        string `json:"toml"`         // the configuration in effect, with sources, secrets redacted
+}
 
 type configCheckMessage struct {
 	MessageType string          `json:"message_type"` // "config_check"
@@ -61,7 +67,12 @@ func newConfigCommand(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return c.Show(g.out.w)
+			var b strings.Builder
+			if err := c.Show(&b); err != nil {
+				return err
+			}
+			g.out.emit(configShowMessage{"config", b.String()}, func(w io.Writer) { io.WriteString(w, b.String()) })
+			return nil
 		},
 	})
 	return cmd

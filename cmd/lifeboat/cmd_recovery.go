@@ -40,7 +40,7 @@ func newRecoveryCommand(g *globalOptions) *cobra.Command {
 			"recovery state, the offer of a lost one, approval (once per idempotency key), operations and repair holds.",
 	}
 	cmd.AddCommand(newRecoveryStateCommand(g), newRecoveryOfferCommand(g), newRecoveryApproveCommand(g),
-		newRecoveryOperationsCommand(g), newRecoveryHoldsCommand(g), newRecoveryHoldCommand(g), newRecoveryResolveCommand(g))
+		newRecoveryOperationsCommand(g), newRecoveryOperationCommand(g), newRecoveryHoldsCommand(g), newRecoveryHoldCommand(g), newRecoveryResolveCommand(g))
 	return cmd
 }
 
@@ -187,21 +187,33 @@ func (g *globalOptions) emitOperation(op server.Operation) {
 	})
 }
 
+func newRecoveryOperationCommand(g *globalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "operation ID",
+		Short: "Show one recovery operation",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.needClient("recovery operation")
+			if err != nil {
+				return err
+			}
+			op, err := c.Operation(cmd.Context(), args[0])
+			if err == nil {
+				g.emitOperation(op)
+			}
+			return err
+		},
+	}
+}
+
 func newRecoveryOperationsCommand(g *globalOptions) *cobra.Command {
 	return &cobra.Command{
-		Use:   "operations [WORKSPACE | OPERATION-ID]",
-		Short: "List recovery operations (of one workspace), or show one operation",
+		Use:   "operations [WORKSPACE]",
+		Short: "List recovery operations, of every workspace or of one",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := g.needClient("recovery operations")
 			if err != nil {
-				return err
-			}
-			if len(args) == 1 && strings.HasPrefix(args[0], "op-") {
-				op, err := c.Operation(cmd.Context(), args[0])
-				if err == nil {
-					g.emitOperation(op)
-				}
 				return err
 			}
 			ws := ""

@@ -18,7 +18,8 @@ func newRestartCommand(g *globalOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "restart WORKSPACE",
 		Short: "Roll a workspace back to its stored provider checkpoint (rollback restart)",
-		Long: "Roll workspace WORKSPACE back to the native checkpoint its provider took at the last park: the workspace id stays, " +
+		Long: "Roll workspace WORKSPACE back to the native checkpoint its provider took last (a park or capture takes one before the " +
+			"portable capture, on its own interval): the workspace id stays, " +
 			"the instance id the provider returns is recorded and the generation moves on. Without a stored native checkpoint it " +
 			"fails (exit code 15) and changes nothing. A stopped (paused) instance is rolled back directly. Goes through a running " +
 			"server (--server, or --config), else needs --state-dir.",

@@ -88,7 +88,7 @@ func (g *globalOptions) serve(ctx context.Context, c *config.Config, o *serveOpt
 	// lifecycle and the recovery service outlive ctx: they are closed
 	// after the HTTP server has shut down.
 	return g.withRepo(context.WithoutCancel(ctx), true, func(r *repo.Repository) error {
-		s, err := g.openService(c, r, tokens)
+		s, err := g.openService(c, r, tokens, o.periodic)
 		if err != nil {
 			return err
 		}

@@ -67,7 +67,8 @@ func exitCode(err error) int {
 	case errors.As(err, &fe):
 		return exitProfileBad
 	case errors.As(err, &ue), isCobraUsage(err), errors.Is(err, profile.ErrNotProfile), errors.Is(err, snapshot.ErrSensitivePath),
-		errors.Is(err, recovery.ErrUnknownWorkspace), errors.Is(err, recovery.ErrBadWorkspaceID):
+		errors.Is(err, recovery.ErrUnknownWorkspace), errors.Is(err, recovery.ErrBadWorkspaceID),
+		errors.Is(err, recovery.ErrUnknownProvider), errors.Is(err, recovery.ErrInstanceMissing), errors.Is(err, recovery.ErrInvalidChange):
 		return exitUsage
 	case errors.Is(err, context.Canceled):
 		return exitInterrupted

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 
 	"lifeboat/providers"
 	"lifeboat/providers/local"
@@ -120,7 +121,10 @@ func (g *globalOptions) emitReceipt(r recovery.Receipt) error {
 	case recovery.QuiesceTimeout:
 		return fmt.Errorf("%w: %s", recovery.ErrQuiesceTimeout, r.Error)
 	case recovery.Refused:
-		return fmt.Errorf("%w: %s", recovery.ErrRecovering, r.Error)
+		if strings.Contains(r.Error, recovery.ErrLost.Error()) {
+			return fmt.Errorf("%w (%s)", recovery.ErrLost, r.Error)
+		}
+		return fmt.Errorf("%w (%s)", recovery.ErrRecovering, r.Error)
 	case recovery.Cancelled:
 		return fmt.Errorf("%w: %s", context.Canceled, r.Error)
 	}

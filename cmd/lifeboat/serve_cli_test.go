@@ -79,7 +79,7 @@ func TestServeGracefulShutdown(t *testing.T) {
 	tokFile := filepath.Join(e.dir, "tokens")
 	const tok = "serve-test-token-51"
 	must(t, os.WriteFile(tokFile, []byte("operator "+server.HashToken(tok)+" test\n"), 0o600))
-	if r := e.run(append(flags, "serve", "--tokens", filepath.Join(e.dir, "none"))...); r.code != exitUsage || !strings.Contains(r.stderr, "token file") {
+	if r := e.run(append(flags, "serve", "--tokens", filepath.Join(e.dir, "none"))...); r.code != exitUsage || !strings.Contains(r.stderr, "server.tokens_file") {
 		t.Fatalf("serve with a missing token file: %d %s", r.code, r.stderr)
 	}
 

@@ -72,7 +72,7 @@ func providerInstances(c *config.Config) (map[string]providers.Provider, error) 
 }
 
 // openService puts the service together over r; close releases it.
-func (g *globalOptions) openService(c *config.Config, r *repo.Repository, tokens *server.Tokens) (s *service, err error) {
+func (g *globalOptions) openService(c *config.Config, r *repo.Repository, tokens *server.Tokens, periodic bool) (s *service, err error) {
 	s = &service{log: g.newLogger(c), events: server.NewEvents()}
 	defer func() {
 		if err != nil {
@@ -87,7 +87,8 @@ func (g *globalOptions) openService(c *config.Config, r *repo.Repository, tokens
 		return nil, err
 	}
 	s.metrics = server.NewMetrics(server.MetricsSource{Logger: s.log})
-	lock := repo.LockOptions{Wait: g.lockWait, Command: "serve"}
+	lock := g.lockOptions("serve")
+	lock.OnWait = nil // the server's waits are logged by the work that waits
 	overrides := map[string]recovery.Settings{}
 	for _, o := range c.Workspaces {
 		overrides[o.ID] = recovery.Settings{ParkInterval: o.ParkInterval, PeriodicInterval: o.PeriodicInterval}
@@ -98,6 +99,7 @@ func (g *globalOptions) openService(c *config.Config, r *repo.Repository, tokens
 			return r.WithLock(ctx, repo.LockShared, lock, func(*repo.Lock) error { return fn() })
 		},
 		ParkInterval: c.Lifecycle.ParkInterval, NativeInterval: c.Lifecycle.NativeInterval, PeriodicInterval: c.Lifecycle.PeriodicInterval,
+		PeriodicOff: !periodic || c.Lifecycle.PeriodicInterval == 0,
 		MaxParallel: c.Lifecycle.MaxParallel, QuiesceTimeout: c.Lifecycle.QuiesceTimeout, Logger: s.log,
 		OnReceipt: func(rc recovery.Receipt) { s.events.Receipt(rc); s.metrics.Receipt(rc) }})
 	if err != nil {

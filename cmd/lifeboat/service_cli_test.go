@@ -1,0 +1,157 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"lifeboat/bench"
+)
+
+// TestServiceLifecycleThroughCLI: a real `lifeboat serve` started from a
+// config file is driven by the CLI while it runs, as a host operator
+// would: workspaces registered and changed (no "state store in use"),
+// capture, park, rollback restart (and its clean refusal without a native
+// checkpoint), a process registered with its output, the sandbox lost,
+// checked at once, offered, approved and recovered, the lost process
+// restarted exactly once per key, the workspace removed. The server
+// derives the key once: its captures and restores do no key derivation.
+func TestServiceLifecycleThroughCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the lifeboat binary")
+	}
+	s := newSvcEnv(t, `
+[workspaces.bot1]
+park_interval = "10m"
+`)
+	if r := s.run("config", "check", s.cfgPath); r.code != 0 || !strings.Contains(r.stdout, "ok") {
+		t.Fatalf("config check: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	s.start()
+	work := s.sandbox("bot1", 1)
+	s.sandbox("bot2", 2)
+
+	w := s.cliJSON("workspace", "add", "bot1", "--provider", "local", "--instance", "bot1")
+	if w["id"] != "bot1" || w["settings"].(map[string]any)["park_interval"] != "10m0s" {
+		t.Fatalf("add: %v", w)
+	}
+	s.cliOK("workspace", "add", "bot2", "--provider", "local", "--park-interval", "1m")
+	if r := s.cli("workspace", "add", "bot3", "--provider", "nowhere"); r.code != exitUsage || !strings.Contains(r.stderr, "unknown_provider") {
+		t.Fatalf("add with an unknown provider: %d %s", r.code, r.stderr)
+	}
+	if r := s.cli("workspace", "add", "bot3", "--provider", "local"); r.code != exitUsage || !strings.Contains(r.stderr, "instance_missing") {
+		t.Fatalf("add of a missing instance: %d %s", r.code, r.stderr)
+	}
+	if r := s.cli("restart", "bot2"); r.code != exitRefused || !strings.Contains(r.stderr, "no native checkpoint") {
+		t.Fatalf("restart without a native checkpoint: %d %s", r.code, r.stderr)
+	}
+
+	// A registered process: its output tail goes with the next checkpoint.
+	p := s.cliJSON("process", "register", "bot1", "--dir", "app", "--", "sh", "-c", "echo restarted >> restarted.txt")
+	pid := p["id"].(string)
+	s.stdinRun(strings.NewReader("npm warn: listening on :3000\n"), "process", "output", "bot1", pid)
+
+	rc := s.cliJSON("capture", "--workspace", "bot1")
+	if rc["outcome"] != "captured" || rc["native"] == nil {
+		t.Fatalf("capture: %v", rc)
+	}
+	good := rc["snapshot"].(string)
+	if rc := s.cliJSON("park", "bot1"); rc["outcome"] != "throttled" {
+		t.Fatalf("park inside its 10m interval: %v", rc)
+	}
+	// Rollback restart: changes after the native checkpoint are undone,
+	// the id stays, the instance and generation move on.
+	must(t, os.WriteFile(filepath.Join(work, "after.txt"), []byte("made after the checkpoint"), 0o644))
+	rr := s.cliJSON("restart", "bot1")
+	inst := rr["to"].(string)
+	if rr["workspace"] != "bot1" || rr["generation"].(float64) != 1 || inst == "" {
+		t.Fatalf("restart: %v", rr)
+	}
+	if _, err := os.Stat(filepath.Join(s.root, inst, "after.txt")); !os.IsNotExist(err) {
+		t.Fatalf("rollback kept a file made after the checkpoint: %v", err)
+	}
+
+	// Lost: the instance is removed; check now sees it at once.
+	want := filepath.Join(s.dir, "want-bot1")
+	must(t, os.Rename(filepath.Join(s.root, inst), want))
+	st := s.cliJSON("workspace", "check", "bot1")
+	if st["state"] != "lost" {
+		t.Fatalf("check now: %v", st)
+	}
+	o := s.cliJSON("recovery", "offer", "bot1")
+	if o["checkpoint"] != good || len(o["candidates"].([]any)) != 1 {
+		t.Fatalf("offer: %v", o)
+	}
+	op := s.cliJSON("recovery", "approve", "bot1", "--checkpoint", good, "--idempotency-key", "k-1", "--wait")
+	if op["step"] != "recovered" {
+		t.Fatalf("approve: %v", op)
+	}
+	again := s.cliJSON("recovery", "approve", "bot1", "--checkpoint", good, "--idempotency-key", "k-1")
+	if again["id"] != op["id"] {
+		t.Fatalf("the same key started another operation: %v", again)
+	}
+	repl := op["new_instance"].(string)
+	if d, err := bench.Compare(want, filepath.Join(s.root, repl)); err != nil || len(d) > 0 {
+		t.Fatalf("replacement differs from the captured tree: %v %v", d, err)
+	}
+	ops := jsonLines(t, s.cliOK("recovery", "operations", "bot1", "--json").stdout)
+	if len(ops) != 1 || ops[0]["id"] != op["id"] {
+		t.Fatalf("operations: %v", ops)
+	}
+
+	// The process did not survive; its last output is shown; a restart
+	// runs it once per key.
+	lost := s.cliJSON("process", "list", "bot1", "--lost")
+	if lost["id"] != "0" || !strings.Contains(lost["last_output"].(string), "listening on :3000") || lost["state"] != "lost" {
+		t.Fatalf("lost process: %v", lost)
+	}
+	for range 2 {
+		pr := s.cliJSON("process", "restart", "bot1", "0", "--idempotency-key", "restart-1")
+		if pr["state"] != "restarted" {
+			t.Fatalf("process restart: %v", pr)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(s.root, repl, "restarted.txt"))
+	if err != nil || string(b) != "restarted\n" {
+		t.Fatalf("the restarted command ran %q (%v), want once", b, err)
+	}
+
+	// The key was derived once, when the server opened the repository.
+	m, err := s.client().Metrics(t.Context())
+	must(t, err)
+	if got := metric(t, m, "lifeboat_key_derivations_total"); got != 1 {
+		t.Fatalf("key derivations %v, want 1\n%s", got, m)
+	}
+	if got := metric(t, m, `lifeboat_captures_total{outcome="captured",reason="manual"}`); got != 1 {
+		t.Fatalf("captures: %v", got)
+	}
+
+	rm := s.cliJSON("workspace", "remove", "bot2")
+	if rm["workspace"] != "bot2" || rm["forgotten"].(float64) != 0 {
+		t.Fatalf("remove: %v", rm)
+	}
+	if r := s.cli("workspace", "show", "bot2"); r.code != exitUsage || !strings.Contains(r.stderr, "unknown_workspace") {
+		t.Fatalf("show after remove: %d %s", r.code, r.stderr)
+	}
+	s.stop()
+	// Stopped: the state store is free again for direct use.
+	if ws := s.showWorkspace([]string{"--state-dir", s.state}, "bot1"); string(ws.Instance) != repl || ws.Generation != 2 {
+		t.Fatalf("bot1 after the recovery: %+v", ws)
+	}
+}
+
+// metric returns the value of one sample line of Prometheus text.
+func metric(t *testing.T, text, name string) float64 {
+	t.Helper()
+	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` ([0-9.e+-]+)$`)
+	m := re.FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("no sample %s", name)
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	must(t, err)
+	return v
+}

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"lifeboat/server"
+)
+
+// svcEnv is a real `lifeboat serve` process started from a config file,
+// with a repository, a state store, a local provider instance "local"
+// whose root is root, a user token and an operator token (the CLI's).
+type svcEnv struct {
+	*env
+	bin      string
+	root     string // the local provider's root
+	state    string
+	cfgPath  string
+	userTok  string
+	opTok    string
+	url      string
+	cmd      *exec.Cmd
+	stderr   *lineWatch
+	stopped  bool
+	extraTOM string
+}
+
+// newSvcEnv writes the config (with extra TOML appended) and makes the
+// repository; start runs the server.
+func newSvcEnv(t *testing.T, extra string) *svcEnv {
+	t.Helper()
+	e := newEnv(t)
+	t.Setenv("LIFEBOAT_STATE_DIR", "")
+	t.Setenv("LIFEBOAT_LOCAL_ROOT", "")
+	e.init()
+	s := &svcEnv{env: e, root: filepath.Join(e.dir, "root"), state: filepath.Join(e.dir, "state"),
+		cfgPath: filepath.Join(e.dir, "lifeboat.toml"), userTok: "user-token-" + filepath.Base(e.dir), opTok: "operator-token-" + filepath.Base(e.dir)}
+	must(t, os.MkdirAll(s.root, 0o755))
+	tokens := filepath.Join(e.dir, "tokens")
+	must(t, os.WriteFile(tokens, []byte("user "+server.HashToken(s.userTok)+" inbox\noperator "+server.HashToken(s.opTok)+" cli\n"), 0o600))
+	clientTok := filepath.Join(e.dir, "cli-token")
+	must(t, os.WriteFile(clientTok, []byte(s.opTok+"\n"), 0o600))
+	cfg := fmt.Sprintf(`[repository]
+location = %q
+password_file = %q
+cache_dir = %q
+
+[state]
+dir = %q
+
+[server]
+listen = "127.0.0.1:0"
+tokens_file = %q
+token_file = %q
+
+[lifecycle]
+periodic_interval = "off"
+
+[providers.local]
+type = "local"
+root = %q
+`, e.repo, e.passwdFile, e.cache, s.state, tokens, clientTok, s.root) + extra
+	must(t, os.WriteFile(s.cfgPath, []byte(cfg), 0o600))
+	return s
+}
+
+// start runs `lifeboat serve --config` and waits for its address.
+func (s *svcEnv) start(env ...string) {
+	s.t.Helper()
+	if s.bin == "" {
+		s.bin = lifeboatBinary(s.t)
+	}
+	s.stderr = newLineWatch("lifeboat serve: stopped")
+	s.cmd = exec.Command(s.bin, "--json", "--config", s.cfgPath, "serve")
+	s.cmd.Env = append(os.Environ(), env...)
+	stdout, err := s.cmd.StdoutPipe()
+	must(s.t, err)
+	s.cmd.Stderr = s.stderr
+	must(s.t, s.cmd.Start())
+	s.stopped = false
+	cmd := s.cmd
+	s.t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		s.t.Fatalf("serve printed no address: %v\n%s", err, s.stderr)
+	}
+	var m map[string]any
+	must(s.t, json.Unmarshal([]byte(line), &m))
+	if m["message_type"] != "serving" {
+		s.t.Fatalf("first line: %s", line)
+	}
+	s.url = strings.TrimSuffix(m["url"].(string), "/")
+}
+
+// stop ends the server with SIGTERM; it must exit 0.
+func (s *svcEnv) stop() {
+	s.t.Helper()
+	must(s.t, s.cmd.Process.Signal(syscall.SIGTERM))
+	if err := s.cmd.Wait(); err != nil {
+		s.t.Fatalf("serve after SIGTERM: %v\n%s", err, s.stderr)
+	}
+	s.stopped = true
+}
+
+// cli runs a lifeboat command in-process against the running server, as
+// an operator would: --config, and the server's address.
+func (s *svcEnv) cli(args ...string) result {
+	s.t.Helper()
+	return s.run(append([]string{"--config", s.cfgPath, "--server", s.url}, args...)...)
+}
+
+func (s *svcEnv) cliOK(args ...string) result {
+	s.t.Helper()
+	r := s.cli(args...)
+	if r.code != 0 {
+		s.t.Fatalf("lifeboat %v: exit %d\nstdout: %s\nstderr: %s\nserver: %s", args, r.code, r.stdout, r.stderr, s.stderr)
+	}
+	return r
+}
+
+// cliJSON runs a command with --json and returns its last message.
+func (s *svcEnv) cliJSON(args ...string) map[string]any {
+	s.t.Helper()
+	lines := jsonLines(s.t, s.cliOK(append([]string{"--json"}, args...)...).stdout)
+	if len(lines) == 0 {
+		s.t.Fatalf("lifeboat %v printed nothing", args)
+	}
+	return lines[len(lines)-1]
+}
+
+// sandbox makes a local instance directory holding the tree of seed.
+func (s *svcEnv) sandbox(id string, seed uint64) string {
+	s.t.Helper()
+	dir := filepath.Join(s.root, id)
+	writeTree(s.t, dir, seed)
+	return dir
+}
+
+// client is a Go client of the server with the operator token.
+func (s *svcEnv) client() *server.Client {
+	return &server.Client{BaseURL: s.url, Token: s.opTok}
+}
+
+// stdinRun runs a command against the server with stdin.
+func (s *svcEnv) stdinRun(stdin io.Reader, args ...string) {
+	s.t.Helper()
+	full := append([]string{"--repo", s.repo, "--cache-dir", s.cache, "--password-file", s.passwdFile, "--config", s.cfgPath, "--server", s.url}, args...)
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), full, stdin, &out, &errb); code != 0 {
+		s.t.Fatalf("lifeboat %v: exit %d\n%s%s", args, code, out.String(), errb.String())
+	}
+}
