@@ -27,8 +27,16 @@ const (
 	// outside the target, or cannot be restored faithfully. Never retried:
 	// it is the same on every attempt.
 	UnsafeArchive FailureClass = "unsafe_archive"
-	// Permission: EACCES/EPERM, or the provider refused the credentials.
-	// Never retried: someone must fix permissions or credentials first.
+	// Unsupported: the source holds a file type the provider cannot create
+	// (a socket, a device, a fifo on a host that cannot make one:
+	// providers.ErrUnsupported, whose message names the entry). Never
+	// retried: it is the same on every attempt. Remove or exclude the
+	// entry, or recover into a provider that can create it.
+	Unsupported FailureClass = "unsupported"
+	// Permission: a path in the source or the target refused access
+	// (providers.ErrPermission, EACCES/EPERM), or the provider refused the
+	// credentials (providers.ErrUnauthorized). Never retried: someone must
+	// fix permissions or credentials first.
 	Permission FailureClass = "permission"
 	// Cancelled: the caller's context ended. Never retried.
 	Cancelled FailureClass = "cancelled"
@@ -47,12 +55,15 @@ var (
 
 // Classify puts a copy-back failure in its class; wrote says whether the
 // attempt had begun writing into the target. The first match wins: unsafe
-// archive, permission, after write, cancelled, before write.
+// archive, unsupported, permission, after write, cancelled, before write.
+// Only BeforeWrite is retried.
 func Classify(err error, wrote bool) FailureClass {
 	switch {
 	case errors.Is(err, ErrUnsafeArchive), errors.Is(err, snapshot.ErrUnsafeEntry):
 		return UnsafeArchive
-	case errors.Is(err, fs.ErrPermission), errors.Is(err, providers.ErrUnauthorized):
+	case errors.Is(err, providers.ErrUnsupported):
+		return Unsupported
+	case errors.Is(err, providers.ErrPermission), errors.Is(err, fs.ErrPermission), errors.Is(err, providers.ErrUnauthorized):
 		return Permission
 	case wrote, errors.Is(err, ErrWriteStarted):
 		return AfterWrite
@@ -113,6 +124,7 @@ func (e *CopyBackError) Error() string {
 		BeforeWrite:   "nothing was written into the target; gave up",
 		AfterWrite:    "it had started writing into the target, so it was not retried (the source is kept; an operator must resolve it)",
 		UnsafeArchive: "the source holds an unsafe entry, so it was not retried",
+		Unsupported:   "the source holds a file type the provider cannot create (named below), so it was not retried; remove or exclude it from the workspace, or recover into a provider that can create it",
 		Permission:    "permission was refused, so it was not retried; fix the permissions or credentials and run it again",
 		Cancelled:     "it was cancelled",
 	}[e.Class]

@@ -36,6 +36,14 @@ func TestClassify(t *testing.T) {
 		{"EPERM after writing", &fs.PathError{Op: "chown", Path: "/t/a", Err: syscall.EPERM}, true, Permission},
 		{"os.ErrPermission", os.ErrPermission, false, Permission},
 		{"provider unauthorized", &providers.Error{Kind: providers.KindUnauthorized}, false, Permission},
+		{"provider permission", &providers.Error{Kind: providers.KindPermission, Err: errors.New("cannot read a/b")}, false, Permission},
+		{"provider permission after writing", &providers.Error{Kind: providers.KindPermission}, true, Permission},
+		{"provider permission wrapping EACCES", &providers.Error{Kind: providers.KindPermission, Err: syscall.EACCES}, true, Permission},
+		{"socket in the source", &providers.Error{Kind: providers.KindUnsupported, Code: "socket", Err: errors.New("socket run/agent.sock: provider local cannot create sockets")}, false, Unsupported},
+		{"unsupported after writing", fmt.Errorf("copy-back: %w", &providers.Error{Kind: providers.KindUnsupported}), true, Unsupported},
+		{"unsupported and cancelled", &providers.Error{Kind: providers.KindUnsupported, Err: context.Canceled}, false, Unsupported},
+		{"provider conflict", &providers.Error{Kind: providers.KindConflict}, false, BeforeWrite},
+		{"provider conflict after writing", &providers.Error{Kind: providers.KindConflict}, true, AfterWrite},
 		{"cancelled", context.Canceled, false, Cancelled},
 		{"provider call cancelled", &providers.Error{Kind: providers.KindUnavailable, Err: context.Canceled}, false, Cancelled},
 		{"deadline", fmt.Errorf("x: %w", context.DeadlineExceeded), false, Cancelled},
@@ -68,6 +76,8 @@ func TestRetryDecide(t *testing.T) {
 		{def, 1, AfterWrite, false, 0},
 		{def, 1, UnsafeArchive, false, 0},
 		{def, 1, Permission, false, 0},
+		{def, 1, Unsupported, false, 0},
+		{five, 2, Unsupported, false, 0},
 		{def, 1, Cancelled, false, 0},
 		{five, 1, AfterWrite, false, 0},
 	} {
@@ -104,6 +114,8 @@ func TestCopyBackRuns(t *testing.T) {
 		{"unsafe archive", []step{{err: unsafe}}, UnsafeArchive, nil},
 		{"unsafe on the second", []step{{err: transient}, {err: unsafe}}, UnsafeArchive, []time.Duration{250 * ms}},
 		{"permission", []step{{err: denied}}, Permission, nil},
+		{"provider permission on the second", []step{{err: transient}, {err: &providers.Error{Kind: providers.KindPermission}}}, Permission, []time.Duration{250 * ms}},
+		{"unsupported entry", []step{{err: &providers.Error{Kind: providers.KindUnsupported}}}, Unsupported, nil},
 		{"wrote, then succeeded", []step{{write: true}}, "", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
