@@ -155,3 +155,112 @@ func metric(t *testing.T, text, name string) float64 {
 	must(t, err)
 	return v
 }
+
+// TestRetentionBesideServe: while a real serve runs, `lifeboat forget` and
+// `lifeboat prune` in other processes work (serve holds no repository
+// lock for its life) and never remove the lifecycle's last good
+// checkpoint, even when a newer snapshot of the same workspace id comes
+// from another path (the data-loss reproduction); serve's own forget and
+// prune (POST /v1/prune, and its schedule) run beside its captures; the
+// lost sandbox is then recovered from its last good checkpoint.
+func TestRetentionBesideServe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the lifeboat binary")
+	}
+	s := newSvcEnv(t, `
+[retention]
+keep_last = 1
+
+[prune]
+every = "1s"
+max_unused = "0%"
+`)
+	s.start()
+	work := s.sandbox("bot1", 1)
+	s.cliOK("workspace", "add", "bot1", "--provider", "local")
+	var good string
+	for i := range 3 {
+		writeTree(t, work, uint64(10+i))
+		rc := s.cliJSON("capture", "--workspace", "bot1")
+		if rc["outcome"] != "captured" {
+			t.Fatalf("capture %d: %v", i, rc)
+		}
+		good = rc["snapshot"].(string)
+	}
+	// The same workspace id captured from another path, by another
+	// process, is newer than the last good checkpoint.
+	other := filepath.Join(s.dir, "other")
+	writeTree(t, other, 99)
+	newer := s.capture("bot1", other)["snapshot"].(string)
+	if newer == good {
+		t.Fatal("the other path gave the same snapshot")
+	}
+	lines := jsonLines(t, s.ok("forget", "--keep-last", "1", "--json").stdout)
+	if d := decisionLine(t, lines, good); d["keep"] != true || !strings.Contains(strings.Join(strs(d["reasons"]), " "), "held") {
+		t.Fatalf("forget decided on the last good checkpoint: %v", d)
+	}
+	s.ok("prune", "--max-unused", "0%")
+	s.ok("check", "--read-data")
+
+	// serve captures after the other process's prune (its index is
+	// synced under its lock), and its own forget and prune run.
+	writeTree(t, work, 20)
+	rc := s.cliJSON("capture", "--workspace", "bot1")
+	if rc["outcome"] != "captured" {
+		t.Fatalf("capture after an outside prune: %v", rc)
+	}
+	good = rc["snapshot"].(string)
+	rep, err := s.client().Prune(t.Context())
+	if err != nil || !strings.Contains(string(rep), `"prune"`) {
+		t.Fatalf("POST /v1/prune: %s %v", rep, err)
+	}
+	// The schedule (every second) runs while captures go on: wait for two
+	// of its runs on the event stream, capturing in between.
+	ev := s.events(t)
+	for runs := 0; runs < 2; {
+		writeTree(t, work, uint64(30+runs))
+		rc := s.cliJSON("capture", "--workspace", "bot1")
+		if rc["outcome"] != "captured" {
+			t.Fatalf("capture beside the prune schedule: %v", rc)
+		}
+		good = rc["snapshot"].(string)
+		for m := range ev.until("maintenance", "receipt") {
+			if m.Type == "maintenance" {
+				if d := m.Data.(map[string]any); d["error"] != nil {
+					t.Fatalf("scheduled run failed: %v", d)
+				}
+				runs++
+			}
+		}
+	}
+	s.ok("check", "--read-data")
+
+	// Lost (its tree kept aside to compare) and recovered from the last
+	// good checkpoint, not from the newer snapshot of the other path.
+	want := filepath.Join(s.dir, "want-bot1")
+	must(t, os.Rename(work, want))
+	if st := s.cliJSON("workspace", "check", "bot1"); st["state"] != "lost" {
+		t.Fatalf("check: %v", st)
+	}
+	op := s.cliJSON("recovery", "approve", "bot1", "--checkpoint", good, "--wait")
+	if op["step"] != "recovered" {
+		t.Fatalf("recovery: %v", op)
+	}
+	if d, err := bench.Compare(want, filepath.Join(s.root, op["new_instance"].(string))); err != nil || len(d) > 0 {
+		t.Fatalf("replacement differs: %v %v", d, err)
+	}
+	m, err := s.client().Metrics(t.Context())
+	must(t, err)
+	if metric(t, m, `lifeboat_prune_runs_total{outcome="ok"}`) < 3 || metric(t, m, `lifeboat_prune_runs_total{outcome="failed"}`) != 0 {
+		t.Fatalf("prune runs:\n%s", m)
+	}
+	s.stop()
+}
+
+func strs(v any) []string {
+	var out []string
+	for _, x := range v.([]any) {
+		out = append(out, x.(string))
+	}
+	return out
+}

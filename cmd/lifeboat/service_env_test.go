@@ -7,12 +7,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"lifeboat/server"
 )
@@ -158,5 +161,63 @@ func (s *svcEnv) stdinRun(stdin io.Reader, args ...string) {
 	var out, errb bytes.Buffer
 	if code := run(context.Background(), full, stdin, &out, &errb); code != 0 {
 		s.t.Fatalf("lifeboat %v: exit %d\n%s%s", args, code, out.String(), errb.String())
+	}
+}
+
+// eventStream reads the server's event stream.
+type eventStream struct {
+	t  *testing.T
+	rd *bufio.Reader
+}
+
+// events opens the event stream (after its hello).
+func (s *svcEnv) events(t *testing.T) *eventStream {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	req, err := http.NewRequestWithContext(ctx, "GET", s.url+"/v1/events", nil)
+	must(t, err)
+	req.Header.Set("Authorization", "Bearer "+s.userTok)
+	res, err := http.DefaultClient.Do(req)
+	must(t, err)
+	t.Cleanup(func() { res.Body.Close() })
+	es := &eventStream{t: t, rd: bufio.NewReader(res.Body)}
+	for m := range es.until("hello") {
+		_ = m
+	}
+	return es
+}
+
+// until yields the stream's messages up to and including the first of
+// one of the types.
+func (es *eventStream) until(types ...string) func(yield func(server.Message) bool) {
+	return func(yield func(server.Message) bool) {
+		for {
+			var typ, data string
+			for {
+				line, err := es.rd.ReadString('\n')
+				if err != nil {
+					es.t.Fatalf("event stream ended: %v", err)
+				}
+				line = strings.TrimRight(line, "\n")
+				switch {
+				case strings.HasPrefix(line, "event: "):
+					typ = strings.TrimPrefix(line, "event: ")
+				case strings.HasPrefix(line, "data: "):
+					data = strings.TrimPrefix(line, "data: ")
+				}
+				if line == "" && typ != "" {
+					break
+				}
+			}
+			var m server.Message
+			if typ != "hello" && typ != "resync" {
+				must(es.t, json.Unmarshal([]byte(data), &m))
+			}
+			m.Type = typ
+			if !yield(m) || slices.Contains(types, typ) {
+				return
+			}
+		}
 	}
 }
