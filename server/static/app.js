@@ -44,6 +44,14 @@ async function api(path, opts = {}) {
   return body;
 }
 
+// newKey is a fresh idempotency key. crypto.randomUUID exists only in a
+// secure context (https, or http to localhost); a page served over plain
+// http to another host uses getRandomValues.
+function newKey() {
+  if (crypto.randomUUID) return crypto.randomUUID();
+  return Array.from(crypto.getRandomValues(new Uint8Array(16)), (x) => x.toString(16).padStart(2, "0")).join("");
+}
+
 function wsPath(ws) {
   return "/v1/workspaces/" + encodeURIComponent(ws);
 }
@@ -147,7 +155,7 @@ function renderOffer(ws, st) {
   const id = "approve\n" + k;
   const b = button("approve", "Approve recovery from " + o.checkpoint.slice(0, 12), id, { "data-workspace": ws, "data-checkpoint": o.checkpoint });
   b.addEventListener("click", () => {
-    if (!approveKeys.has(k)) approveKeys.set(k, crypto.randomUUID());
+    if (!approveKeys.has(k)) approveKeys.set(k, newKey());
     action(b, id, "Approval of " + ws, () => api(wsPath(ws) + "/recovery/approve", {
       method: "POST",
       headers: { "Content-Type": "application/json", "Idempotency-Key": approveKeys.get(k) },
@@ -227,7 +235,7 @@ function renderProcesses(ws, procs) {
       const id = "restart\n" + k;
       const b = button("restart", "Restart " + p.command[0], id, { "data-workspace": ws, "data-process": p.id });
       b.addEventListener("click", () => {
-        if (!restartKeys.has(k)) restartKeys.set(k, crypto.randomUUID());
+        if (!restartKeys.has(k)) restartKeys.set(k, newKey());
         action(b, id, "Restart of " + p.command.join(" ") + " in " + ws, async () => {
           const r = await api(wsPath(ws) + "/processes/" + encodeURIComponent(p.id) + "/restart", {
             method: "POST",
@@ -294,6 +302,7 @@ async function fetchAll() {
 
 // load reloads everything; a change that arrives while a load runs starts
 // one more when it ends, so the page always ends on the newest state.
+// body[data-loading] says whether one runs.
 let loading = null;
 let again = false;
 function load() {
@@ -301,11 +310,14 @@ function load() {
     again = true;
     return loading;
   }
+  document.body.dataset.loading = "true";
   loading = fetchAll().catch((e) => showError(e.message)).finally(() => {
     loading = null;
     if (again) {
       again = false;
       load();
+    } else {
+      document.body.dataset.loading = "false";
     }
   });
   return loading;
