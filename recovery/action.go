@@ -15,7 +15,7 @@ func actionFor(err error, op Operation) string {
 	var cbe *dirlock.CopyBackError
 	if errors.As(err, &cbe) {
 		switch cbe.Class {
-		case dirlock.FailureClass("unsupported"):
+		case dirlock.Unsupported:
 			return "the checkpoint holds a file the provider " + op.Provider + " cannot create (the error names it); nothing was written and the replacement was destroyed. " +
 				"Recover into a provider that can hold it, or approve an earlier checkpoint of the offer without it; " +
 				"`lifeboat restore --target DIR " + op.Checkpoint + "` restores every file on this host"

@@ -18,11 +18,15 @@ import (
 // Contract: Hold replaces the workspace's previous hold only after the new
 // one is durable (a crash in between leaves both, and both hold). Release
 // removes every hold of the workspace. ForgetAll removes every snapshot of
-// the workspace from the repository (prune frees their data).
+// the workspace from the repository (prune frees their data). Present
+// reports whether a snapshot is still in the repository: a forget in
+// another process that read the holds before a new one was written may
+// have removed it.
 type Holder interface {
 	Hold(ctx context.Context, h HoldSet) error
 	Release(ctx context.Context, ws string) error
 	ForgetAll(ctx context.Context, ws string) (int, error)
+	Present(ctx context.Context, snapshot string) error
 }
 
 // HoldSet is what the lifecycle holds for one workspace.
@@ -123,7 +127,11 @@ func (l *Lifecycle) holdPromoting(ctx context.Context, ws, snapshot string) erro
 	}
 	h := wantHold(w)
 	h.Snapshots[snapshot] = "being promoted to the last good checkpoint"
-	return l.writeHold(ctx, h)
+	if err := l.writeHold(ctx, h); err != nil {
+		return err
+	}
+	// Held from now on; it must not have gone before the hold was seen.
+	return l.repoWork(ctx, func() error { return l.cfg.Holds.Present(ctx, snapshot) })
 }
 
 // writeHold writes h unless it is what was written last. l.holds.lock(ws) held.

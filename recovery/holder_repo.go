@@ -46,6 +46,18 @@ func (h RepoHolds) Release(ctx context.Context, ws string) error {
 	return err
 }
 
+// Present implements Holder: the snapshot's manifest is still stored.
+func (h RepoHolds) Present(ctx context.Context, id string) error {
+	bid, err := blob.ParseID(id)
+	if err != nil {
+		return err
+	}
+	if _, _, err := h.Repo.LoadObject(ctx, crypt.KindSnapshot, bid); err != nil {
+		return fmt.Errorf("snapshot %s was removed before its hold was recorded (a forget in another process?): %w", bid.Short(), err)
+	}
+	return nil
+}
+
 // ForgetAll implements Holder: every snapshot of ws, readable or not
 // (a manifest that does not load names no workspace and is left alone).
 func (h RepoHolds) ForgetAll(ctx context.Context, ws string) (int, error) {

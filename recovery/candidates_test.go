@@ -1,0 +1,107 @@
+package recovery
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"lifeboat/crypt"
+	"lifeboat/prune"
+	"lifeboat/providers"
+)
+
+// When the last good checkpoint cannot be read, the offer names the
+// newest earlier one that can, lists every candidate with its time, and
+// an approval of the earlier one recovers it; while the workspace is lost
+// every checkpoint it may be recovered from is held in the repository.
+func TestApproveEarlierCheckpoint(t *testing.T) {
+	e := newREnv(t, map[string]string{"a.txt": "first"})
+	first := e.capture()
+	e.clock.Advance(time.Minute)
+	writeFiles(t, e.dir("bot1"), map[string]string{"a.txt": "second"})
+	second := e.capture()
+	e.lose()
+
+	pins, err := prune.LoadPins(e.ctx, e.r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all := pins.HoldsAll(); len(all) != 1 || all[0] != "bot1" {
+		t.Fatalf("a lost workspace holds every checkpoint: %+v", all)
+	}
+	o, err := e.svc.Offer(e.ctx, "bot1")
+	if err != nil || o.Checkpoint != second.Snapshot || o.Warning != "" || len(o.Candidates) != 2 {
+		t.Fatalf("offer: %+v %v", o, err)
+	}
+	if c := o.Candidates; !c[0].LastGood || !c[0].Readable || c[1].Checkpoint != first.Snapshot || !c[1].Readable || !c[1].Time.Before(c[0].Time) {
+		t.Fatalf("candidates: %+v", c)
+	}
+
+	// The last good checkpoint's manifest is gone (damage, a stray delete).
+	if err := e.r.RemoveObject(e.ctx, crypt.KindSnapshot, mustID(t, second.Snapshot)); err != nil {
+		t.Fatal(err)
+	}
+	o, err = e.svc.Offer(e.ctx, "bot1")
+	if err != nil || o.Checkpoint != first.Snapshot || !strings.Contains(o.Warning, "cannot be read") || o.Candidates[0].Readable {
+		t.Fatalf("offer without the last good checkpoint: %+v %v", o, err)
+	}
+	if _, err := e.svc.Approve(e.ctx, "bot1", strings.Repeat("ab", 32), "k0"); !errors.Is(err, ErrStaleOffer) {
+		t.Fatalf("approval of a checkpoint the offer does not list: %v", err)
+	}
+	op, err := e.svc.Approve(e.ctx, "bot1", first.Snapshot, "k1")
+	if err != nil || op.Checkpoint != first.Snapshot || !op.CheckpointTime.Equal(first.Started) {
+		t.Fatalf("approve the earlier checkpoint: %+v %v", op, err)
+	}
+	if op = e.wait(op.ID); op.State != OpRecovered {
+		t.Fatalf("operation: %+v", op)
+	}
+	w, _ := e.store.Workspace("bot1")
+	if got := readFile(t, filepath.Join(e.dir(w.Instance), "a.txt")); got != "first" {
+		t.Fatalf("recovered a.txt = %q", got)
+	}
+	if w.LastGood.Snapshot != first.Snapshot {
+		t.Fatalf("last good after recovering the earlier checkpoint: %+v", w.LastGood)
+	}
+	pins, _ = prune.LoadPins(e.ctx, e.r)
+	if len(pins.HoldsAll()) != 0 {
+		t.Fatalf("still holding everything after the recovery: %+v", pins.Objects)
+	}
+	if _, held := pins.Held("bot1", mustID(t, first.Snapshot)); !held {
+		t.Fatal("the new last good checkpoint is not held")
+	}
+}
+
+// A copy-back failure that trying again cannot mend (a file type the
+// provider refuses, before anything is written) is not retried: the
+// replacement is destroyed, no repair hold is kept, and the operation says
+// what to do.
+func TestPermanentCopyBackFailure(t *testing.T) {
+	e := newREnv(t, botFiles)
+	cp := e.capture()
+	e.lose()
+	calls := 0
+	e.p.writeFiles = func(id providers.InstanceID, src string) (string, error, bool) {
+		calls++
+		return "", &providers.Error{Provider: "local", Op: "write files", Instance: id, Kind: providers.KindUnsupported,
+			Err: errors.New("socket run/agent.sock: provider local cannot create sockets")}, true
+	}
+	op, err := e.svc.Approve(e.ctx, "bot1", cp.Snapshot, "perm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	op = e.wait(op.ID)
+	if op.State != OpFailed || op.Hold != "" || calls != 1 {
+		t.Fatalf("operation: %+v after %d calls", op, calls)
+	}
+	if !strings.Contains(op.Error, "run/agent.sock") || !strings.Contains(op.Action, "approve") {
+		t.Fatalf("error %q, action %q", op.Error, op.Action)
+	}
+	if holds, _ := e.svc.RepairHolds(); len(holds) != 0 {
+		t.Fatalf("holds: %+v", holds)
+	}
+	if got := e.instances(); len(got) != 0 {
+		t.Fatalf("replacement kept: %v", got)
+	}
+}
