@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"lifeboat/crypt"
-	"lifeboat/prune"
 	"lifeboat/providers"
+	"lifeboat/prune"
 )
 
 // When the last good checkpoint cannot be read, the offer names the
