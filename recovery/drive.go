@@ -202,7 +202,7 @@ func (s *Service) restoreLocal(ctx context.Context, op Operation) (RestoreInfo, 
 	if err != nil {
 		return info, "", fmt.Errorf("restoring checkpoint %s: %w", op.Checkpoint, err)
 	}
-	digest, err := treeDigest(op.LocalTree)
+	digest, err := treeDigest(op.LocalTree, s.opFileSupport(ctx, op))
 	return info, digest, err
 }
 
@@ -212,7 +212,7 @@ func (s *Service) restoreLocal(ctx context.Context, op Operation) (RestoreInfo, 
 func (s *Service) validate(op Operation, p providers.Provider) error {
 	how := "restored tree verified here (every file against its content ids, browser profiles validated) before WriteFiles"
 	if _, ok := localRoot(p); ok {
-		d, err := treeDigest(op.Staging)
+		d, err := treeDigest(op.Staging, fileSupport(context.Background(), p))
 		if err != nil {
 			return err
 		}
@@ -292,7 +292,7 @@ func (s *Service) holdsTree(ctx context.Context, p providers.Provider, op Operat
 		return false, err
 	}
 	defer f.Close()
-	d, err := treeDigest(f.Dir())
+	d, err := treeDigest(f.Dir(), fileSupport(ctx, p))
 	return err == nil && d == op.Digest, err
 }
 
