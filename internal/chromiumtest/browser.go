@@ -75,8 +75,8 @@ func Start(t testing.TB, bin string) *Browser {
 		b.w.Close()
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
+		fromR.Close() // ends the reader even if a child of the browser still holds the pipe
 		<-done
-		fromR.Close()
 		if t.Failed() {
 			t.Logf("chromium stderr:\n%s", stderr.String())
 		}
