@@ -2,10 +2,14 @@ package recovery
 
 import (
 	"errors"
+	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"lifeboat/crypt"
 	"lifeboat/providers"
@@ -103,5 +107,45 @@ func TestPermanentCopyBackFailure(t *testing.T) {
 	}
 	if got := e.instances(); len(got) != 0 {
 		t.Fatalf("replacement kept: %v", got)
+	}
+}
+
+// The offer says, before approval, what of this checkpoint the provider
+// cannot hold in a replacement, naming the paths.
+func TestOfferSaysWhatWillNotComeBack(t *testing.T) {
+	e := newREnv(t, map[string]string{"a.txt": "alpha"})
+	dir := e.dir("bot1")
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.Link(filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.txt")))
+	must(unix.Mkfifo(filepath.Join(dir, "pipe"), 0o600))
+	if err := unix.Setxattr(filepath.Join(dir, "a.txt"), "user.note", []byte("kept"), 0); err != nil {
+		t.Skipf("the filesystem under the test's temp dir refuses user xattrs: %v", err)
+	}
+	ln, err := net.Listen("unix", filepath.Join(dir, "agent.sock"))
+	must(err)
+	defer ln.Close()
+	cp := e.capture()
+	_ = cp
+	e.lose()
+
+	o, err := e.svc.Offer(e.ctx, "bot1")
+	must(err)
+	all := strings.Join(o.NotRecoverable, "\n")
+	if !strings.Contains(all, "agent.sock") || strings.Contains(all, "hard links") || strings.Contains(all, "named pipes") {
+		t.Fatalf("the local provider holds everything but the socket:\n%s", all)
+	}
+	e.p.support = &providers.FileSupport{}
+	o, err = e.svc.Offer(e.ctx, "bot1")
+	must(err)
+	all = strings.Join(o.NotRecoverable, "\n")
+	for _, want := range []string{"hard links 1 (b.txt)", "extended attributes of 1 (a.txt)", "named pipes 1 (pipe)", "holes of sparse files", "file owners"} {
+		if !strings.Contains(all, want) {
+			t.Fatalf("offer does not say %q:\n%s", want, all)
+		}
 	}
 }

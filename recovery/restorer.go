@@ -3,6 +3,8 @@ package recovery
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync"
 
 	"lifeboat/blob"
 	"lifeboat/profile"
@@ -28,6 +30,38 @@ type Restorer interface {
 type SnapshotInfo struct {
 	Profiles      []string // browser profiles (paths in the workspace)
 	ProfileLocked bool     // they exist but this key cannot open the sensitive tier
+	Contents      Contents // what kinds of entries the workspace files hold
+}
+
+// Contents counts the entries of a checkpoint that not every provider can
+// hold, with a few of their paths as examples.
+type Contents struct {
+	HardLinks Kinds `json:"hard_links"` // names that share a file with an earlier one
+	Xattrs    Kinds `json:"xattrs"`     // entries with extended attributes
+	Fifos     Kinds `json:"fifos"`
+	Skipped   Kinds `json:"skipped"` // sockets and device nodes: recorded, never captured
+}
+
+// Kinds is a count of entries and the first few paths.
+type Kinds struct {
+	N     int      `json:"n"`
+	Paths []string `json:"paths"`
+}
+
+func (k *Kinds) add(p string) {
+	k.N++
+	if len(k.Paths) < 3 {
+		k.Paths = append(k.Paths, p)
+	}
+}
+
+// String is "N (a, b, c, ...)".
+func (k Kinds) String() string {
+	s := fmt.Sprintf("%d (%s", k.N, strings.Join(k.Paths, ", "))
+	if k.N > len(k.Paths) {
+		s += ", ..."
+	}
+	return s + ")"
 }
 
 // RestoreInfo is what Restore put in place.
@@ -43,6 +77,8 @@ type RestoreInfo struct {
 type RepoRestorer struct {
 	Repo    *repo.Repository
 	Workers int
+
+	contents sync.Map // snapshot id -> Contents (a snapshot never changes)
 }
 
 func (r *RepoRestorer) load(ctx context.Context, id string) (*snapshot.Manifest, *snapshot.SensitivePart, bool, error) {
@@ -67,16 +103,44 @@ func (r *RepoRestorer) load(ctx context.Context, id string) (*snapshot.Manifest,
 	return m, part, false, nil
 }
 
-// Describe implements Restorer.
+// Describe implements Restorer. It walks the workspace's trees once per
+// snapshot (the answer is kept: a snapshot never changes).
 func (r *RepoRestorer) Describe(ctx context.Context, id string) (SnapshotInfo, error) {
-	_, part, locked, err := r.load(ctx, id)
+	m, part, locked, err := r.load(ctx, id)
 	info := SnapshotInfo{ProfileLocked: locked}
+	if err != nil {
+		return info, err
+	}
 	if part != nil {
 		for _, t := range part.Trees {
 			info.Profiles = append(info.Profiles, t.Path)
 		}
 	}
-	return info, err
+	if c, ok := r.contents.Load(id); ok {
+		info.Contents = c.(Contents)
+		return info, nil
+	}
+	var c Contents
+	err = snapshot.Walk(ctx, r.Repo, m.Root.Subtree, "", func(p string, n *snapshot.Node) error {
+		switch n.Type {
+		case snapshot.TypeHardlink:
+			c.HardLinks.add(p)
+		case snapshot.TypeFIFO:
+			c.Fifos.add(p)
+		case snapshot.TypeSocket, snapshot.TypeDevice:
+			c.Skipped.add(p)
+		}
+		if len(n.Xattrs) > 0 {
+			c.Xattrs.add(p)
+		}
+		return nil
+	})
+	if err != nil {
+		return info, fmt.Errorf("checkpoint %s: reading its trees: %w", short(id), err)
+	}
+	r.contents.Store(id, c)
+	info.Contents = c
+	return info, nil
 }
 
 // Check implements Restorer.

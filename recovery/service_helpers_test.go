@@ -23,6 +23,14 @@ type wrapProv struct {
 	execs      int
 	inspect    func(id providers.InstanceID) (providers.Status, error, bool) // handled when the bool is true
 	writeFiles func(id providers.InstanceID, src string) (string, error, bool)
+	support    *providers.FileSupport // what FileSupport answers instead of the local provider's
+}
+
+func (w *wrapProv) FileSupport(ctx context.Context) (providers.FileSupport, error) {
+	if w.support != nil {
+		return *w.support, nil
+	}
+	return w.Provider.FileSupport(ctx)
 }
 
 func (w *wrapProv) Inspect(ctx context.Context, id providers.InstanceID) (providers.Status, error) {

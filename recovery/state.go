@@ -167,7 +167,44 @@ func (s *Service) Offer(ctx context.Context, ws string) (Offer, error) {
 	if info.ProfileLocked {
 		o.NotRecoverable = append(o.NotRecoverable, "browser profiles: the key of this lifeboat cannot open the sensitive tier")
 	}
+	o.NotRecoverable = append(o.NotRecoverable, s.fidelity(ctx, w, info.Contents)...)
 	return o, nil
+}
+
+// fidelity says what of the checkpoint's contents the workspace's
+// provider cannot hold in a replacement.
+func (s *Service) fidelity(ctx context.Context, w Workspace, c Contents) []string {
+	var out []string
+	if c.Skipped.N > 0 {
+		out = append(out, "sockets and device nodes "+c.Skipped.String()+": never captured (only recorded), so never restored")
+	}
+	p, err := s.lc.provider(w)
+	if err != nil {
+		return append(out, "the provider "+w.Provider+" is not configured: "+err.Error())
+	}
+	var fs providers.FileSupport
+	if f, ok := p.(providers.FileSupporter); ok {
+		if fs, err = f.FileSupport(ctx); err != nil {
+			return append(out, "what provider "+w.Provider+" can hold could not be asked ("+err.Error()+"): hard links, extended attributes, named pipes and holes in sparse files may not come back")
+		}
+	}
+	name := "provider " + w.Provider
+	if c.HardLinks.N > 0 && !fs.HardLinks {
+		out = append(out, "hard links "+c.HardLinks.String()+": "+name+" writes each name as a separate copy")
+	}
+	if c.Xattrs.N > 0 && !fs.Xattrs {
+		out = append(out, "extended attributes of "+c.Xattrs.String()+": "+name+" cannot set them")
+	}
+	if c.Fifos.N > 0 && !fs.Fifos {
+		out = append(out, "named pipes "+c.Fifos.String()+": "+name+" cannot create them")
+	}
+	if !fs.Sparse {
+		out = append(out, "holes of sparse files: "+name+" writes them out as zeros (the content is the same; it takes more space)")
+	}
+	if !fs.Ownership {
+		out = append(out, "file owners: files belong to the user "+name+" writes as")
+	}
+	return out
 }
 
 // candidates lists the last good checkpoint and the newest earlier ones,
