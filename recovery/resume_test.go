@@ -14,6 +14,7 @@ import (
 	"lifeboat/backend"
 	backendlocal "lifeboat/backend/local"
 	"lifeboat/providers"
+	"lifeboat/providers/local"
 	"lifeboat/recovery/dirlock"
 	"lifeboat/repo"
 )
@@ -224,6 +225,18 @@ func TestCopyBackRetriesAndRepairHold(t *testing.T) {
 	}
 	if _, err := os.Stat(h.Source); err != nil {
 		t.Fatalf("held source tree removed: %v", err)
+	}
+	// The held replacement was stopped, and that is recorded and seen
+	// at the provider; the failed operation says what to do.
+	if h.Stop == nil || !h.Stop.Stopped {
+		t.Fatalf("held replacement not stopped: %+v", h.Stop)
+	}
+	al, err := e.svc.Allocation(e.ctx, h.ID)
+	if err != nil || al.State != providers.Stopped || al.Instance != h.Replacement || al.Provider != local.Name || al.Stop == nil {
+		t.Fatalf("allocation: %+v %v", al, err)
+	}
+	if !strings.Contains(op2.Action, h.ID) || !strings.Contains(op2.Action, "resolve") {
+		t.Fatalf("action of the held failure: %q", op2.Action)
 	}
 
 	// A restart and a new, successful recovery keep the hold.
