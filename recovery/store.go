@@ -68,7 +68,7 @@ func OpenStore(dir string) (*Store, error) {
 	path := filepath.Join(dir, StoreFile)
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
 	if errors.Is(err, berrors.ErrTimeout) {
-		return nil, fmt.Errorf("%w: %s (stop the other process or wait for it to finish)", ErrStoreBusy, path)
+		return nil, fmt.Errorf("%w: %s (when `lifeboat serve` runs on it, go through the server: pass --server URL and --token-file FILE, or --config FILE; else wait for the other process to finish)", ErrStoreBusy, path)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("state store %s: %w", path, err)

@@ -1,14 +1,27 @@
 package main
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"lifeboat/bench"
+	"lifeboat/server"
 )
 
 // TestServiceLifecycleThroughCLI: a real `lifeboat serve` started from a
@@ -263,4 +276,56 @@ func strs(v any) []string {
 		out = append(out, x.(string))
 	}
 	return out
+}
+
+// TestServeTLS: with tls_cert and tls_key, serve answers HTTPS only.
+func TestServeTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the lifeboat binary")
+	}
+	s := newSvcEnv(t, "")
+	certFile, keyFile, pool := selfSigned(t, s.dir)
+	cfg, err := os.ReadFile(s.cfgPath)
+	must(t, err)
+	cfg = []byte(strings.Replace(string(cfg), "[server]\n", fmt.Sprintf("[server]\ntls_cert = %q\ntls_key = %q\n", certFile, keyFile), 1))
+	must(t, os.WriteFile(s.cfgPath, cfg, 0o600))
+	if r := s.run("config", "check", s.cfgPath); r.code != 0 {
+		t.Fatalf("config check: %s %s", r.stdout, r.stderr)
+	}
+	s.start()
+	if !strings.HasPrefix(s.url, "https://") {
+		t.Fatalf("serving at %s", s.url)
+	}
+	c := s.client()
+	c.HTTP = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	if _, err := c.Workspaces(t.Context()); err != nil {
+		t.Fatalf("HTTPS request: %v", err)
+	}
+	plain := &server.Client{BaseURL: "http://" + strings.TrimPrefix(s.url, "https://"), Token: s.opTok}
+	if _, err := plain.Workspaces(t.Context()); err == nil {
+		t.Fatal("plain HTTP answered")
+	}
+	s.stop()
+}
+
+// selfSigned writes a certificate for 127.0.0.1 and its key.
+func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	must(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "lifeboat test"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	must(t, err)
+	cert, err := x509.ParseCertificate(der)
+	must(t, err)
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	kb, err := x509.MarshalECPrivateKey(key)
+	must(t, err)
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	must(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
+	must(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600))
+	return certFile, keyFile, pool
 }
