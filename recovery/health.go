@@ -85,7 +85,7 @@ func healthOf(w Workspace, st providers.Status, err error, now time.Time, every 
 	if w.LastGood == nil {
 		h.Action = "the provider confirmed the instance is gone, and there is no checkpoint to recover from"
 	} else {
-		h.Action = "the provider confirmed the instance is gone; review the recovery offer and approve it to restore checkpoint " + w.LastGood.Snapshot + " into a replacement"
+		h.Action = "the provider confirmed the instance is gone; review the recovery offer and approve the checkpoint it names to restore it into a replacement"
 	}
 	return h
 }

@@ -97,10 +97,10 @@ func (s *Service) holdAndFail(op Operation, p providers.Provider, cbe *dirlock.C
 		if err := putJSON(tx, bucketHolds, h.ID, &h); err != nil {
 			return err
 		}
-		op.State, op.Error, op.Hold, op.LastError = OpFailed, "copy-back failed; repair hold "+h.ID+" keeps the replacement: "+cbe.Error(), h.ID, ""
+		op.State, op.Error, op.Hold, op.LastError = OpFailed, "repair hold "+h.ID+" keeps the replacement: "+cbe.Error(), h.ID, ""
 		op.Action = "an operator resolves repair hold " + h.ID + ": check the kept replacement " + string(h.Replacement) +
 			" (GET /v1/repair-holds/" + h.ID + " shows its state and stop receipt) and the restored tree at " + h.Source +
-			", then resolve the hold as destroyed, repaired or kept; a new approval may follow"
+			", then resolve the hold as destroyed, repaired or kept. A new approval (new idempotency key) may recover the workspace meanwhile; the hold stays until resolved"
 		if w.Operation == op.ID {
 			w.Operation = ""
 			s.failedHealth(w, op, HealthLost)

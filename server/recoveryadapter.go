@@ -281,7 +281,7 @@ func (a *RecoveryAdapter) ResolveHold(_ context.Context, id string, r Resolution
 func repairHold(h recovery.Hold) RepairHold {
 	out := RepairHold{ID: h.ID, Workspace: h.Workspace, Operation: h.Operation, Provider: h.Provider, Checkpoint: h.Checkpoint,
 		SourceInstance: string(h.Lost), TargetInstance: string(h.Replacement), Created: h.Created, Stop: h.Stop,
-		Error: fmt.Sprintf("copy-back failed (%s, %d attempts): %s; the restored tree is kept at %s", h.Class, h.Attempts, h.Error, h.Source)}
+		Error: fmt.Sprintf("%s; the restored tree is kept at %s", h.Error, h.Source)}
 	if res := h.Resolution; res != nil {
 		r := Resolution{Outcome: string(res.Outcome), Evidence: res.Evidence, Time: res.Time}
 		if rest, ok := strings.CutPrefix(res.Evidence, "[by "); ok {

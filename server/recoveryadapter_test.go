@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -151,7 +152,7 @@ func TestRecoveryEndToEnd(t *testing.T) {
 	var r1, r2 ProcessRestart
 	e.ok(http.StatusAccepted, "POST", "/v1/workspaces/w1/processes/0/restart", userToken, nil, &r1, "Idempotency-Key", "k-r")
 	e.ok(http.StatusAccepted, "POST", "/v1/workspaces/w1/processes/0/restart", userToken, nil, &r2, "Idempotency-Key", "k-r")
-	if r1.Process != "0" || r1.State != "restarted" || r1.IdempotencyKey != "k-r" || r2 != r1 {
+	if r1.Process != "0" || r1.State != "restarted" || r1.IdempotencyKey != "k-r" || r1.ExitCode == nil || *r1.ExitCode != 0 || !reflect.DeepEqual(r1, r2) {
 		t.Fatalf("two restarts with one key: %+v %+v", r1, r2)
 	}
 	if b, err := os.ReadFile(filepath.Join(e.root, op.NewInstance, "restarted.txt")); err != nil || string(b) != "again\n" {
