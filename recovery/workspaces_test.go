@@ -3,6 +3,7 @@ package recovery
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -194,5 +195,33 @@ func TestPeriodicPerWorkspaceInterval(t *testing.T) {
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatal(err)
+	}
+}
+
+// A stopped (paused) instance is rolled back directly to its native
+// checkpoint; the rolled-back instance is then the native checkpoint's.
+func TestRestartStoppedInstance(t *testing.T) {
+	e := newREnv(t, map[string]string{"a.txt": "before"})
+	r := e.capture()
+	if r.Native == "" {
+		t.Fatalf("no native checkpoint taken: %+v", r)
+	}
+	writeFiles(t, e.dir("bot1"), map[string]string{"a.txt": "damaged"})
+	if err := e.p.Stop(e.ctx, "bot1"); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := e.p.Inspect(e.ctx, "bot1"); err != nil || st.State != providers.Stopped {
+		t.Fatalf("inspect after stop: %+v %v", st, err)
+	}
+	rr, err := e.lc.Restart(e.ctx, "bot1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, filepath.Join(e.dir(rr.To), "a.txt")); got != "before" {
+		t.Fatalf("rolled back a.txt = %q", got)
+	}
+	// A second restart rolls the new instance back to the same checkpoint.
+	if _, err := e.lc.Restart(e.ctx, "bot1"); err != nil {
+		t.Fatalf("second restart: %v", err)
 	}
 }

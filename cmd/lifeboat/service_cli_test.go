@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"math/big"
@@ -328,4 +329,84 @@ func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.
 	must(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
 	must(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600))
 	return certFile, keyFile, pool
+}
+
+// TestConfigCheckNamesFileLineAndKey: `lifeboat config check` reports
+// every problem of a bad file with its file, line and key, exits 2, and
+// `config show` redacts the password it reads.
+func TestConfigCheckNamesFileLineAndKey(t *testing.T) {
+	e := newEnv(t)
+	bad := filepath.Join(e.dir, "bad.toml")
+	must(t, os.WriteFile(bad, []byte(`[repository]
+location = "/srv/repo"
+password = "hunter2"
+
+[state]
+dir = 7
+
+[server]
+tokens_file = "/nonexistent/tokens"
+
+[providers.box1]
+type = "ftp"
+`), 0o600))
+	r := e.run("config", "check", bad, "--json")
+	if r.code != exitUsage {
+		t.Fatalf("config check of a bad file: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	lines := jsonLines(t, r.stdout)
+	got := map[string]float64{}
+	for _, e := range lines[0]["errors"].([]any) {
+		m := e.(map[string]any)
+		if m["file"] != bad {
+			t.Fatalf("error without its file: %v", m)
+		}
+		got[m["key"].(string)] = m["line"].(float64)
+	}
+	for key, line := range map[string]float64{"repository.password": 3, "state.dir": 6, "server.tokens_file": 9, "providers.box1.type": 12} {
+		if got[key] != line {
+			t.Fatalf("%s: line %v, want %v (all: %v)", key, got[key], line, got)
+		}
+	}
+	if r := e.run("config", "check", bad); !strings.Contains(r.stdout, bad+":3: repository.password:") {
+		t.Fatalf("text form: %s", r.stdout)
+	}
+	s := newSvcEnv(t, "")
+	show := s.run("--config", s.cfgPath, "config", "show")
+	if show.code != 0 || !strings.Contains(show.stdout, "password_file") || strings.Contains(show.stdout, testPW) {
+		t.Fatalf("config show: %d\n%s%s", show.code, show.stdout, show.stderr)
+	}
+}
+
+// TestServeJSONAuditLog: with [log] format json, serve logs JSON lines,
+// one per request with method, path, status, role and who, never a token.
+func TestServeJSONAuditLog(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the lifeboat binary")
+	}
+	s := newSvcEnv(t, "\n[log]\nformat = \"json\"\n")
+	s.start()
+	s.sandbox("bot1", 1)
+	s.cliOK("workspace", "add", "bot1", "--provider", "local")
+	s.stop()
+	var found bool
+	for _, line := range strings.Split(strings.TrimSpace(s.stderr.String()), "\n") {
+		if line == "lifeboat serve: stopped" {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("not a JSON log line: %q", line)
+		}
+		if m["msg"] == "request" && m["method"] == "POST" && m["path"] == "/v1/workspaces" && m["status"].(float64) == 201 &&
+			m["role"] == "operator" && m["who"] == "cli" {
+			found = true
+		}
+		if strings.Contains(line, s.opTok) || strings.Contains(line, s.userTok) {
+			t.Fatalf("a token in the log: %s", line)
+		}
+	}
+	if !found {
+		t.Fatalf("no audit line for the registration:\n%s", s.stderr)
+	}
 }
