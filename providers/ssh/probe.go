@@ -29,6 +29,7 @@ type hostSupport struct {
 	syncF     bool // sync -f (coreutils 8.24+): syncfs of the staging tree
 	sftpLinks bool // the SFTP server offers hardlink@openssh.com
 	localX    bool // the local mirror directory takes user.* xattrs
+	localRoot bool // Lifeboat runs as root: the mirror keeps owners
 }
 
 // support is what WriteFiles keeps and ReadFiles shows, given hs.
@@ -37,7 +38,7 @@ func (hs hostSupport) support() providers.FileSupport {
 		HardLinks: hs.links && hs.find && (hs.tar || hs.sftpLinks),
 		Xattrs:    hs.tar && hs.xattrs && hs.getfattr && hs.localX,
 		Fifos:     hs.tar && hs.fifos,
-		Ownership: hs.tar && hs.root,
+		Ownership: hs.tar && hs.root && hs.localRoot,
 	}
 }
 
@@ -49,7 +50,7 @@ func (hs hostSupport) support() providers.FileSupport {
 //	HardLinks  GNU tar (or the SFTP server's hardlink@openssh.com), GNU find, a filesystem with links
 //	Xattrs     GNU tar with --xattrs, getfattr (Debian's attr), user.* xattrs on the host's and the mirror's filesystems
 //	Fifos      GNU tar
-//	Ownership  GNU tar and the SSH user is root
+//	Ownership  GNU tar, the SSH user is root, and so is Lifeboat (the mirror keeps owners only then)
 //	Sparse     never: holes are sent and written as zeros
 func (p *Provider) FileSupport(ctx context.Context) (providers.FileSupport, error) {
 	const op = "file support"
@@ -166,6 +167,7 @@ func (p *Provider) probe(ctx context.Context, c *conn, op string, id providers.I
 	}
 	_, hs.sftpLinks = c.sftp.HasExtension("hardlink@openssh.com")
 	hs.localX = p.localXattrs()
+	hs.localRoot = os.Geteuid() == 0
 	return hs, nil
 }
 

@@ -72,7 +72,11 @@ func (p *Provider) WriteFiles(ctx context.Context, id providers.InstanceID, src 
 	}
 	if rel != "" {
 		cc := &fsmeta.CannotCreate{Provider: Name, Rel: rel, Type: typ, Where: srcName}
-		if typ&fs.ModeNamedPipe != 0 {
+		switch {
+		case typ&fs.ModeNamedPipe == 0:
+		case hs.tar:
+			cc.Why = "the filesystem under " + p.cfg.Root + " on " + p.cfg.Addr + " refused a fifo"
+		default:
 			cc.Why = p.cfg.Addr + " has no GNU tar, and SFTP cannot make fifos"
 		}
 		return "", wrap(op, id, cc)
