@@ -2,6 +2,7 @@ package config
 
 import (
 	"log/slog"
+	"regexp"
 	"time"
 
 	"lifeboat/prune"
@@ -68,6 +69,10 @@ type Lifecycle struct {
 	CheckInterval    time.Duration
 	MaxParallel      int
 	QuiesceTimeout   time.Duration
+	// Redact are regular expressions whose matches are replaced with
+	// [REDACTED] in the commands, directories and output tails of the
+	// process records kept with checkpoints.
+	Redact []*regexp.Regexp
 }
 
 // Hook is one [[quiesce.hook]]: commands run inside the sandbox, through

@@ -67,6 +67,8 @@ func TestErrors(t *testing.T) {
 			want: []wantErr{{at: "check_interval", key: "lifecycle.check_interval", msg: "want a duration string such as \"30s\", \"5m\" or \"1h30m\", got integer 60"}}},
 		{name: "zero duration", more: "[workspaces.bot1]\npark_interval = \"0s\"",
 			want: []wantErr{{at: "park_interval", key: "workspaces.bot1.park_interval", msg: "must be greater than 0"}}},
+		{name: "bad redact pattern", more: "[lifecycle]\nredact = [\"token=\\\\S+\", \"(unclosed\"]",
+			want: []wantErr{{at: "redact", key: "lifecycle.redact", msg: `pattern "(unclosed" is not a regular expression`}}},
 		{name: "out of range", more: "[lifecycle]\nmax_parallel = 0",
 			want: []wantErr{{at: "max_parallel", key: "lifecycle.max_parallel", msg: "0 is out of range: want at least 1"}}},
 		{name: "bad enum", more: "[log]\nlevel = \"verbose\"",

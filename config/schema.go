@@ -94,6 +94,7 @@ var fixedSections = []section{
 		{name: "check_interval", kind: kDuration, def: "1m"},
 		{name: "max_parallel", kind: kInt, def: "2", min: 1},
 		{name: "quiesce_timeout", kind: kDuration, def: "30s"},
+		{name: "redact", kind: kList, defNote: "nothing is redacted"},
 	}},
 	{"retention", []spec{
 		{name: "keep_last", kind: kCount, def: "0"},

@@ -3,6 +3,7 @@ package config
 import (
 	"log/slog"
 	"net"
+	"regexp"
 
 	"lifeboat/prune"
 )
@@ -104,6 +105,14 @@ func (d *decoder) lifecycle(c *Config) {
 		CheckInterval:    r.dur("check_interval"),
 		MaxParallel:      r.int("max_parallel"),
 		QuiesceTimeout:   r.dur("quiesce_timeout"),
+	}
+	for _, p := range r.list("redact") {
+		re, err := regexp.Compile(p)
+		if err != nil {
+			d.fail(r.src("redact"), []string{"lifecycle", "redact"}, "pattern %q is not a regular expression: %v", p, err)
+			continue
+		}
+		c.Lifecycle.Redact = append(c.Lifecycle.Redact, re)
 	}
 	if !r.given("native_interval") {
 		c.Lifecycle.NativeInterval = c.Lifecycle.ParkInterval

@@ -66,7 +66,7 @@ park_interval = "10m"
 	// A registered process: its output tail goes with the next checkpoint.
 	p := s.cliJSON("process", "register", "bot1", "--dir", "app", "--", "sh", "-c", "echo restarted >> restarted.txt")
 	pid := p["id"].(string)
-	s.stdinRun(strings.NewReader("npm warn: listening on :3000\n"), "process", "output", "bot1", pid)
+	s.stdinRun(strings.NewReader("npm warn: listening on :3000 with secret-4711\n"), "process", "output", "bot1", pid)
 
 	rc := s.cliJSON("capture", "--workspace", "bot1")
 	if rc["outcome"] != "captured" || rc["native"] == nil {
@@ -119,7 +119,7 @@ park_interval = "10m"
 	// The process did not survive; its last output is shown; a restart
 	// runs it once per key.
 	lost := s.cliJSON("process", "list", "bot1", "--lost")
-	if lost["id"] != "0" || !strings.Contains(lost["last_output"].(string), "listening on :3000") || lost["state"] != "lost" {
+	if out := lost["last_output"].(string); lost["id"] != "0" || !strings.Contains(out, "listening on :3000 with [REDACTED]") || strings.Contains(out, "4711") || lost["state"] != "lost" {
 		t.Fatalf("lost process: %v", lost)
 	}
 	for range 2 {

@@ -68,6 +68,7 @@ token_file = %q
 
 [lifecycle]
 periodic_interval = "off"
+redact = ["secret-[0-9]+"]
 
 [providers.local]
 type = "local"
