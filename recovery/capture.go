@@ -2,6 +2,7 @@ package recovery
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -120,6 +121,19 @@ func (l *Lifecycle) captureQuiesced(ctx context.Context, w Workspace, p provider
 	}
 	cp := &Checkpoint{Snapshot: res.Snapshot, Time: rec.Started, Reason: rec.Reason, Instance: w.Instance,
 		Generation: w.Generation, Files: res.Files, Bytes: res.Bytes, Processes: procRecs}
+	// A capture of an instance the workspace has left is not promoted
+	// (checked again in the promotion's transaction), nor held.
+	promote := func(cur Workspace) error {
+		if cur.Generation != w.Generation || cur.Instance != w.Instance {
+			return fmt.Errorf("%w (instance %s generation %d -> instance %s generation %d); the capture of the old instance is not promoted",
+				ErrFenced, w.Instance, w.Generation, cur.Instance, cur.Generation)
+		}
+		return captureFence(cur)
+	}
+	if cur, err := l.store.Workspace(w.ID); err != nil || promote(cur) != nil {
+		l.failed(w.ID, rec, Failed, fmt.Errorf("promoting snapshot %s: %w", res.Snapshot, cmp.Or(err, promote(cur))))
+		return false
+	}
 	// The repository holds the new checkpoint before the store names it:
 	// from then on no retention anywhere removes it.
 	if err := l.holdPromoting(ctx, w.ID, res.Snapshot); err != nil {
@@ -127,11 +141,7 @@ func (l *Lifecycle) captureQuiesced(ctx context.Context, w Workspace, p provider
 		return false
 	}
 	err = l.store.update(w.ID, func(tx *boltTx, cur *Workspace) error {
-		if cur.Generation != w.Generation || cur.Instance != w.Instance {
-			return fmt.Errorf("%w (instance %s generation %d -> instance %s generation %d); the capture of the old instance is not promoted",
-				ErrFenced, w.Instance, w.Generation, cur.Instance, cur.Generation)
-		}
-		if err := captureFence(*cur); err != nil {
+		if err := promote(*cur); err != nil {
 			return err
 		}
 		cur.LastGood, cur.Fingerprint, cur.Failures, cur.InFlight = cp, fp, 0, nil

@@ -124,12 +124,3 @@ func fileSupport(ctx context.Context, p providers.Provider) providers.FileSuppor
 	}
 	return keep
 }
-
-// opFileSupport is fileSupport for the provider of op's workspace.
-func (s *Service) opFileSupport(ctx context.Context, op Operation) providers.FileSupport {
-	p, err := s.lc.provider(Workspace{ID: op.Workspace, Provider: op.Provider})
-	if err != nil {
-		return providers.FileSupport{}
-	}
-	return fileSupport(ctx, p)
-}

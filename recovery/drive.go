@@ -137,6 +137,9 @@ func localRoot(p providers.Provider) (string, bool) {
 // restore rebuilds the checkpoint into the local staging tree, then copies
 // it into a staging directory of the replacement.
 func (s *Service) restore(ctx context.Context, op Operation, p providers.Provider) error {
+	// What the provider keeps is asked once and stored with the digest:
+	// the comparisons after WriteFiles and Switch use the same answer.
+	op.Keep = fileSupport(ctx, p)
 	info, digest, err := s.restoreLocal(ctx, op)
 	if err != nil {
 		return err
@@ -173,8 +176,10 @@ func (s *Service) restore(ctx context.Context, op Operation, p providers.Provide
 	if err != nil {
 		return err
 	}
+	keep := op.Keep
 	return s.advance(op.ID, func(op *Operation, _ *Workspace) error {
 		op.Staging, op.Digest, op.State = staging, digest, OpValidating
+		op.Keep = keep
 		op.Profiles, op.Problems = info.Profiles, info.Problems
 		return nil
 	})
@@ -202,7 +207,7 @@ func (s *Service) restoreLocal(ctx context.Context, op Operation) (RestoreInfo, 
 	if err != nil {
 		return info, "", fmt.Errorf("restoring checkpoint %s: %w", op.Checkpoint, err)
 	}
-	digest, err := treeDigest(op.LocalTree, s.opFileSupport(ctx, op))
+	digest, err := treeDigest(op.LocalTree, op.Keep)
 	return info, digest, err
 }
 
@@ -212,7 +217,7 @@ func (s *Service) restoreLocal(ctx context.Context, op Operation) (RestoreInfo, 
 func (s *Service) validate(op Operation, p providers.Provider) error {
 	how := "restored tree verified here (every file against its content ids, browser profiles validated) before WriteFiles"
 	if _, ok := localRoot(p); ok {
-		d, err := treeDigest(op.Staging, fileSupport(context.Background(), p))
+		d, err := treeDigest(op.Staging, op.Keep)
 		if err != nil {
 			return err
 		}
@@ -292,7 +297,7 @@ func (s *Service) holdsTree(ctx context.Context, p providers.Provider, op Operat
 		return false, err
 	}
 	defer f.Close()
-	d, err := treeDigest(f.Dir(), fileSupport(ctx, p))
+	d, err := treeDigest(f.Dir(), op.Keep)
 	return err == nil && d == op.Digest, err
 }
 

@@ -45,10 +45,13 @@ type Operation struct {
 	Replacement providers.InstanceID `json:"replacement,omitempty"`
 	LocalTree   string               `json:"local_tree,omitempty"` // the restore's local staging tree
 	Digest      string               `json:"digest,omitempty"`     // content digest of LocalTree
-	Staging     string               `json:"staging,omitempty"`    // the staging directory in the replacement
-	Validated   string               `json:"validated,omitempty"`  // how the replacement's tree was checked
-	Profiles    []string             `json:"profiles,omitempty"`   // browser profiles restored
-	Problems    []string             `json:"problems,omitempty"`   // profile validation findings
+	// Keep is what the provider keeps (asked once, before the restore):
+	// Digest and every later comparison cover exactly that.
+	Keep      providers.FileSupport `json:"keep"`
+	Staging   string                `json:"staging,omitempty"`   // the staging directory in the replacement
+	Validated string                `json:"validated,omitempty"` // how the replacement's tree was checked
+	Profiles  []string              `json:"profiles,omitempty"`  // browser profiles restored
+	Problems  []string              `json:"problems,omitempty"`  // profile validation findings
 	// NewGeneration is the workspace generation after the switch.
 	NewGeneration uint64          `json:"new_generation,omitempty"`
 	Processes     []ProcessRecord `json:"processes"`      // recorded with the checkpoint: reported lost
