@@ -95,6 +95,33 @@ func SetPin(ctx context.Context, o Objects, p Pin, now time.Time) (Pin, error) {
 	return p, nil
 }
 
+// ReplacePin stores p as the pin of workspace p.Workspace, then removes
+// the pin objects old (the ones the caller knows it wrote for that
+// workspace): SetPin without listing the repository's pins, for a holder
+// that keeps track of its own. The new pin is written first, as in SetPin.
+func ReplacePin(ctx context.Context, o Objects, p Pin, now time.Time, old []blob.ID) (Pin, error) {
+	p.Version, p.Set, p.ID = PinVersion, now.UTC(), blob.ID{}
+	if err := p.validate(); err != nil {
+		return p, err
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return p, err
+	}
+	if p.ID, err = o.SaveObject(ctx, crypt.KindPin, blob.Workspace, b); err != nil {
+		return p, fmt.Errorf("storing the pin of workspace %q: %w", p.Workspace, err)
+	}
+	for _, id := range old {
+		if id == p.ID {
+			continue
+		}
+		if err := o.RemoveObject(ctx, crypt.KindPin, id); err != nil && !errors.Is(err, backend.ErrNotFound) {
+			return p, fmt.Errorf("new pin of workspace %q stored, but removing the old pins/%s failed (it still holds what it held): %w", p.Workspace, id, err)
+		}
+	}
+	return p, nil
+}
+
 // RemovePins removes every pin object of workspace ws (the lifecycle no
 // longer holds anything of it) and returns how many.
 func RemovePins(ctx context.Context, o Objects, ws string) (int, error) {

@@ -115,7 +115,7 @@ func (e *renv) open() {
 		e.t.Fatal(err)
 	}
 	e.lc, err = New(Config{Store: e.store, Capturer: e.capturer, Providers: []providers.Provider{e.p}, Clock: e.clock,
-		Holds: RepoHolds{Repo: e.r, Now: e.clock.Now}})
+		Holds: &RepoHolds{Repo: e.r, Now: e.clock.Now}})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -110,7 +110,7 @@ func TestLastGoodHeldInRepository(t *testing.T) {
 	e := newEnv(t, false, true, func(c *Config) {})
 	ctx := context.Background()
 	l2, err := New(Config{Store: e.store, Capturer: e.cap, Providers: []providers.Provider{e.prov}, Clock: e.clock,
-		Holds: RepoHolds{Repo: e.r, Now: e.clock.Now}})
+		Holds: &RepoHolds{Repo: e.r, Now: e.clock.Now}})
 	if err != nil {
 		t.Fatal(err)
 	}

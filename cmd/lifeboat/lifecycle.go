@@ -66,7 +66,7 @@ func (g *globalOptions) withLifecycleRepo(ctx context.Context, command string, t
 	defer st.Close()
 	return g.withLockedRepo(ctx, repo.LockShared, command, func(r *repo.Repository, _ *repo.Lock) error {
 		cfg := recovery.Config{Store: st, Capturer: &recovery.RepoCapturer{Repo: r}, Providers: g.providers(),
-			Retention: recovery.RepoRetention{Repo: r}, Holds: recovery.RepoHolds{Repo: r}, Logger: slog.New(slog.NewTextHandler(g.out.errw, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+			Retention: recovery.RepoRetention{Repo: r}, Holds: &recovery.RepoHolds{Repo: r}, Logger: slog.New(slog.NewTextHandler(g.out.errw, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 		if tune != nil {
 			tune(&cfg)
 		}
