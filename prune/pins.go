@@ -70,29 +70,17 @@ func (p Pin) validate() error {
 // A pin object that does not load is left alone (its workspace is
 // unknown); LoadPins reports it.
 func SetPin(ctx context.Context, o Objects, p Pin, now time.Time) (Pin, error) {
-	p.Version, p.Set, p.ID = PinVersion, now.UTC(), blob.ID{}
-	if err := p.validate(); err != nil {
-		return p, err
-	}
 	old, _, err := listPins(ctx, o)
 	if err != nil {
 		return p, err
 	}
-	b, err := json.Marshal(p)
-	if err != nil {
-		return p, err
-	}
-	if p.ID, err = o.SaveObject(ctx, crypt.KindPin, blob.Workspace, b); err != nil {
-		return p, fmt.Errorf("storing the pin of workspace %q: %w", p.Workspace, err)
-	}
+	var ids []blob.ID
 	for _, q := range old {
-		if q.Workspace == p.Workspace && q.ID != p.ID {
-			if err := o.RemoveObject(ctx, crypt.KindPin, q.ID); err != nil && !errors.Is(err, backend.ErrNotFound) {
-				return p, fmt.Errorf("new pin of workspace %q stored, but removing the old pins/%s failed (it still holds what it held): %w", p.Workspace, q.ID, err)
-			}
+		if q.Workspace == p.Workspace {
+			ids = append(ids, q.ID)
 		}
 	}
-	return p, nil
+	return ReplacePin(ctx, o, p, now, ids)
 }
 
 // ReplacePin stores p as the pin of workspace p.Workspace, then removes

@@ -40,26 +40,11 @@ type HoldSet struct {
 }
 
 // holdLocks serialises the hold writes of one workspace, so the newest
-// state is written last.
+// state is written last, and remembers what was written last.
 type holdLocks struct {
-	mu    sync.Mutex
-	locks map[string]*sync.Mutex
-	last  map[string]string // the hold last written, as compared
-}
-
-func (h *holdLocks) lock(ws string) func() {
-	h.mu.Lock()
-	if h.locks == nil {
-		h.locks, h.last = map[string]*sync.Mutex{}, map[string]string{}
-	}
-	m, ok := h.locks[ws]
-	if !ok {
-		m = new(sync.Mutex)
-		h.locks[ws] = m
-	}
-	h.mu.Unlock()
-	m.Lock()
-	return m.Unlock
+	keyLocks
+	mu   sync.Mutex
+	last map[string]string // the hold last written, as compared
 }
 
 // wantHold is what the lifecycle must hold for w now.
@@ -138,7 +123,7 @@ func (l *Lifecycle) holdPromoting(ctx context.Context, ws, snapshot string) erro
 func (l *Lifecycle) writeHold(ctx context.Context, h HoldSet) error {
 	k := h.key()
 	l.holds.mu.Lock()
-	same := l.holds.last[h.Workspace] == k
+	same := l.holds.last != nil && l.holds.last[h.Workspace] == k
 	l.holds.mu.Unlock()
 	if same {
 		return nil
@@ -147,6 +132,9 @@ func (l *Lifecycle) writeHold(ctx context.Context, h HoldSet) error {
 		return err
 	}
 	l.holds.mu.Lock()
+	if l.holds.last == nil {
+		l.holds.last = map[string]string{}
+	}
 	l.holds.last[h.Workspace] = k
 	l.holds.mu.Unlock()
 	return nil

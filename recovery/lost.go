@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"time"
 
 	"lifeboat/providers"
@@ -103,7 +102,7 @@ func (s *Service) RestartProcess(ctx context.Context, ws string, index int, key 
 	if key == "" || len(key) > 200 {
 		return ProcessRestart{}, fmt.Errorf("restart process %d of %s: an idempotency key of 1 to 200 bytes is required", index, ws)
 	}
-	unlock := s.keyLock(key)
+	unlock := s.restart.lock(key)
 	defer unlock()
 	var rec ProcessRestart
 	started := false
@@ -166,18 +165,6 @@ func (s *Service) tail(out []byte) string {
 	p := &Process{max: s.lc.cfg.TailBytes}
 	_, _ = p.Write(out)
 	return p.record(s.lc.cfg.Redact).Tail
-}
-
-func (s *Service) keyLock(key string) func() {
-	s.mu.Lock()
-	m, ok := s.restart[key]
-	if !ok {
-		m = new(sync.Mutex)
-		s.restart[key] = m
-	}
-	s.mu.Unlock()
-	m.Lock()
-	return m.Unlock
 }
 
 // markInterruptedRestarts records restarts a dead process left running:

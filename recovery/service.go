@@ -64,7 +64,7 @@ type Service struct {
 	mu      sync.Mutex
 	running map[string]chan struct{} // operation id -> closed when its driver stops
 	subs    map[chan Event]struct{}
-	restart map[string]*sync.Mutex // per restart key
+	restart keyLocks // per restart idempotency key
 	hooks   serviceHooks
 }
 
@@ -94,7 +94,7 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{cfg: cfg, lc: cfg.Lifecycle, store: cfg.Lifecycle.store, clock: cfg.Lifecycle.clock, log: cfg.Logger,
-		locks: lk, running: map[string]chan struct{}{}, subs: map[chan Event]struct{}{}, restart: map[string]*sync.Mutex{}}
+		locks: lk, running: map[string]chan struct{}{}, subs: map[chan Event]struct{}{}}
 	if cfg.TestStep != nil {
 		s.hooks.step = func(_ Operation, point string) error { cfg.TestStep(point); return nil }
 	}

@@ -259,14 +259,19 @@ func (s *Server) registerProcess(w http.ResponseWriter, r *http.Request) error {
 // maxOutputBody bounds one append of a process's output.
 const maxOutputBody = 1 << 20
 
+// registered looks up the workspace and registered process of the path.
+func (s *Server) registered(r *http.Request) (*recovery.Process, error) {
+	ws, err := s.workspace(r)
+	if err != nil {
+		return nil, err
+	}
+	return s.life.Process(ws.ID, r.PathValue("proc"))
+}
+
 // processOutput appends the request body to a registered process's
 // output (only its tail is kept).
 func (s *Server) processOutput(w http.ResponseWriter, r *http.Request) error {
-	ws, err := s.workspace(r)
-	if err != nil {
-		return err
-	}
-	p, err := s.life.Process(ws.ID, r.PathValue("proc"))
+	p, err := s.registered(r)
 	if err != nil {
 		return err
 	}
@@ -287,11 +292,7 @@ type processExitRequest struct {
 }
 
 func (s *Server) processExit(w http.ResponseWriter, r *http.Request) error {
-	ws, err := s.workspace(r)
-	if err != nil {
-		return err
-	}
-	p, err := s.life.Process(ws.ID, r.PathValue("proc"))
+	p, err := s.registered(r)
 	if err != nil {
 		return err
 	}

@@ -238,7 +238,11 @@ func (a *RecoveryAdapter) RestartProcess(ctx context.Context, ws, proc, key stri
 
 // RepairHolds returns the unresolved repair holds.
 func (a *RecoveryAdapter) RepairHolds(context.Context) ([]RepairHold, error) {
-	hs, err := a.svc.RepairHolds()
+	return repairHolds(a.svc.RepairHolds())
+}
+
+// repairHolds maps a list of holds.
+func repairHolds(hs []recovery.Hold, err error) ([]RepairHold, error) {
 	if err != nil {
 		return nil, mapError(err)
 	}
@@ -317,15 +321,7 @@ func (a *RecoveryAdapter) Operations(_ context.Context, ws string) ([]Operation,
 
 // AllRepairHolds lists every repair hold, resolved ones included.
 func (a *RecoveryAdapter) AllRepairHolds(context.Context) ([]RepairHold, error) {
-	hs, err := a.svc.AllHolds()
-	if err != nil {
-		return nil, mapError(err)
-	}
-	out := make([]RepairHold, 0, len(hs))
-	for _, h := range hs {
-		out = append(out, repairHold(h))
-	}
-	return out, nil
+	return repairHolds(a.svc.AllHolds())
 }
 
 // RepairHold returns one hold with its allocation as the provider reports
