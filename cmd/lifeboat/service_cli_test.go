@@ -40,6 +40,13 @@ func TestServiceLifecycleThroughCLI(t *testing.T) {
 	s := newSvcEnv(t, `
 [workspaces.bot1]
 park_interval = "10m"
+
+[[quiesce.hook]]
+name = "agent"
+pause = ["sh", "-c", "echo paused >> hook.log"]
+resume = ["sh", "-c", "echo resumed >> hook.log"]
+timeout = "10s"
+workspaces = ["bot2"]
 `)
 	if r := s.run("config", "check", s.cfgPath); r.code != 0 || !strings.Contains(r.stdout, "ok") {
 		t.Fatalf("config check: %d %s %s", r.code, r.stdout, r.stderr)
@@ -61,6 +68,20 @@ park_interval = "10m"
 	}
 	if r := s.cli("restart", "bot2"); r.code != exitRefused || !strings.Contains(r.stderr, "no native checkpoint") {
 		t.Fatalf("restart without a native checkpoint: %d %s", r.code, r.stderr)
+	}
+	// The quiesce hook runs in bot2's sandbox around its capture: the
+	// capture sees it paused, and it is resumed afterwards.
+	if rc := s.cliJSON("capture", "--workspace", "bot2"); rc["outcome"] != "captured" {
+		t.Fatalf("capture of bot2: %v", rc)
+	}
+	if b, err := os.ReadFile(filepath.Join(s.root, "bot2", "hook.log")); err != nil || string(b) != "paused\nresumed\n" {
+		t.Fatalf("hook log %q %v", b, err)
+	}
+	if r := s.ok("restore", "--workspace", "bot2", "--target", filepath.Join(s.dir, "bot2-restored"), "latest"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	if b, err := os.ReadFile(filepath.Join(s.dir, "bot2-restored", "hook.log")); err != nil || string(b) != "paused\n" {
+		t.Fatalf("the capture did not see the writer paused: %q %v", b, err)
 	}
 
 	// A registered process: its output tail goes with the next checkpoint.
@@ -139,7 +160,7 @@ park_interval = "10m"
 	if got := metric(t, m, "lifeboat_key_derivations_total"); got != 1 {
 		t.Fatalf("key derivations %v, want 1\n%s", got, m)
 	}
-	if got := metric(t, m, `lifeboat_captures_total{outcome="captured",reason="manual"}`); got != 1 {
+	if got := metric(t, m, `lifeboat_captures_total{outcome="captured",reason="manual"}`); got != 2 {
 		t.Fatalf("captures: %v", got)
 	}
 
