@@ -12,8 +12,9 @@
 // File fidelity depends on the host's tools, probed once per Provider (see
 // FileSupport): GNU tar for writing hard links, fifos, xattrs, owners and
 // nanosecond mtimes (WriteFiles streams a tar into it; SFTP file by file
-// without it), GNU find and getfattr for mirroring hard links and xattrs
-// on ReadFiles. Holes are never kept.
+// without it), GNU find for mirroring hard links and nanosecond mtimes
+// (whole seconds without it) and getfattr for xattrs on ReadFiles. Holes
+// are never kept.
 //
 // There is no Stop (providers.Stopper): a directory on a host has nothing
 // running of its own to stop, and the processes an agent started there are

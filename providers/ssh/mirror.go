@@ -19,11 +19,13 @@ import (
 	"lifeboat/providers/fsmeta"
 )
 
-// racyWindow: SFTP (protocol v3) carries mtimes in whole seconds, so a file
-// changed twice within one second with the same size looks unchanged. A
-// file whose mtime is this close to the start of a sync is copied again
-// every time (git's "racy" rule); this assumes the host's clock is within
-// the window of ours.
+// racyWindow: a file changed twice within one mtime tick with the same
+// size looks unchanged. Without GNU find the tick is SFTP's (protocol v3)
+// whole second; with it, find's nanosecond mtimes still come from the
+// kernel's coarse clock (a tick of milliseconds). A file whose mtime is
+// this close to the start of a sync is copied again every time (git's
+// "racy" rule); this assumes the host's clock is within the window of
+// ours.
 const racyWindow = 2 * time.Second
 
 // mirrorFiles is the local mirror handed to capture; Close releases the
@@ -44,24 +46,30 @@ func (m *mirrorFiles) Close() error {
 
 // ReadFiles implements providers.Provider: the instance tree is mirrored
 // into CacheDir/<id>, transferring only what changed since the last call
-// (size, whole-second mtime, mode or owner differ, or the file is recent,
-// see racyWindow), deleting what vanished. The mirror keeps:
+// (size, mtime, mode or owner differ, or the file is recent, see
+// racyWindow), deleting what vanished. The mirror keeps:
 //
 //   - directories, regular files, symlinks as symlinks (remote symlinks
 //     are never followed), fifos (mkfifo in the mirror);
-//   - permission bits with setuid, setgid and sticky, whole-second mtimes
-//     (all SFTP carries), and owners when Lifeboat runs as root;
-//   - hard links, where the host has GNU find: one `find -xdev -type f
-//     -links +1` per call lists the files sharing an inode, and the mirror
-//     makes them one file;
+//   - permission bits with setuid, setgid and sticky, and owners when
+//     Lifeboat runs as root;
+//   - mtimes of files, directories, symlinks and fifos: to the nanosecond
+//     where the host has GNU find (one `find . -printf` per call lists
+//     every entry, see findFormat; an entry whose whole second, type or
+//     size differs from SFTP's listing changed in between, and gets
+//     SFTP's), in whole seconds without it (all SFTP v3 carries);
+//     symlink mtimes only on Linux (lutimes);
+//   - hard links, where the host has GNU find: the same listing says
+//     which files share an inode, and the mirror makes them one file;
 //   - user.* xattrs of files and directories, where the host has getfattr
 //     (Debian's attr) and the mirror's filesystem takes them: one
 //     `getfattr -R -d` per call.
 //
-// Without GNU find every name is a separate file; without getfattr no
-// xattr is mirrored (FileSupport says both). Devices and sockets are not
-// mirrored. An access refusal on the host is KindPermission naming the
-// path. The mirror stays locked against other ReadFiles of the same
+// Without GNU find every name is a separate file and mtimes are whole
+// seconds; without getfattr no xattr is mirrored (FileSupport says so for
+// links and xattrs; it has no field for mtimes). Devices and sockets are
+// not mirrored. An access refusal on the host is KindPermission naming
+// the path. The mirror stays locked against other ReadFiles of the same
 // instance until Files.Close.
 func (p *Provider) ReadFiles(ctx context.Context, id providers.InstanceID) (providers.Files, error) {
 	const op = "read files"
@@ -96,7 +104,7 @@ func (p *Provider) ReadFiles(ctx context.Context, id providers.InstanceID) (prov
 	rm, err := readRemoteMeta(ctx, c, p.instDir(id), where, hs, hs.localX)
 	if err == nil {
 		m := &mirror{ctx: ctx, c: c.sftp, local: root, base: p.instDir(id), racy: p.now().Add(-racyWindow), where: where,
-			meta: rm, chown: os.Geteuid() == 0, reps: map[string]*linkRep{}, dirs: map[string]fs.FileInfo{}}
+			meta: rm, chown: os.Geteuid() == 0, reps: map[string]*linkRep{}, dirs: map[string]time.Time{}}
 		err = m.syncDir(".")
 		if err == nil {
 			err = m.fixLinks()
@@ -119,9 +127,9 @@ type mirror struct {
 	meta  remoteMeta
 	chown bool // running as root: owners are mirrored
 
-	reps     map[string]*linkRep    // inode key -> the name mirrored first this call
-	deferred []linkTodo             // other names of those inodes
-	dirs     map[string]fs.FileInfo // remote info of every directory, to restore times after fixLinks
+	reps     map[string]*linkRep  // inode key -> the name mirrored first this call
+	deferred []linkTodo           // other names of those inodes
+	dirs     map[string]time.Time // remote mtime of every directory, to restore after fixLinks
 }
 
 type linkRep struct {
@@ -179,7 +187,8 @@ func (m *mirror) syncDir(rel string) error {
 	if err != nil {
 		return m.remoteErr(rel, err)
 	}
-	m.dirs[rel] = fi
+	mt := m.mtime(rel, fi)
+	m.dirs[rel] = mt
 	if err := m.owner(rel, fi); err != nil {
 		return err
 	}
@@ -189,7 +198,42 @@ func (m *mirror) syncDir(rel string) error {
 	if err := m.local.Chmod(rel, permBits(fi.Mode())); err != nil {
 		return err
 	}
-	return m.local.Chtimes(rel, fi.ModTime(), fi.ModTime())
+	return m.local.Chtimes(rel, mt, mt)
+}
+
+// mtime is rel's remote mtime: find's, to the nanosecond, when find
+// listed rel as SFTP lists it now (same type, same whole second (SFTP v3
+// keeps its low 32 bits), same size for a file); else SFTP's whole
+// second, as rel changed after find ran (a later sync corrects it).
+func (m *mirror) mtime(rel string, rfi fs.FileInfo) time.Time {
+	st := rfi.ModTime()
+	e, ok := m.meta.entries[filepath.ToSlash(rel)]
+	if !ok || uint32(e.mtime.Unix()) != uint32(st.Unix()) || e.typ != findType(rfi.Mode()) ||
+		(rfi.Mode().IsRegular() && e.size != rfi.Size()) {
+		return st
+	}
+	return e.mtime
+}
+
+// findType is find's %y letter for a mode's type.
+func findType(m fs.FileMode) byte {
+	switch {
+	case m.IsRegular():
+		return 'f'
+	case m.IsDir():
+		return 'd'
+	case m&fs.ModeSymlink != 0:
+		return 'l'
+	case m&fs.ModeNamedPipe != 0:
+		return 'p'
+	case m&fs.ModeSocket != 0:
+		return 's'
+	case m&fs.ModeCharDevice != 0:
+		return 'c'
+	case m&fs.ModeDevice != 0:
+		return 'b'
+	}
+	return '?'
 }
 
 func (m *mirror) syncEntry(rel string, rfi fs.FileInfo) error {
@@ -225,7 +269,7 @@ func (m *mirror) syncEntry(rel string, rfi fs.FileInfo) error {
 			m.reps[key] = &linkRep{rel: rel, rfi: rfi}
 		}
 		if lfi != nil && lfi.Mode().IsRegular() && lfi.Size() == rfi.Size() && permBits(lfi.Mode()) == permBits(mode) &&
-			lfi.ModTime().Unix() == rfi.ModTime().Unix() && rfi.ModTime().Before(m.racy) && m.sameOwner(lfi, rfi) &&
+			lfi.ModTime().Equal(m.mtime(rel, rfi)) && m.mtime(rel, rfi).Before(m.racy) && m.sameOwner(lfi, rfi) &&
 			(member || nlink(lfi) == 1) { // a name linked in the mirror but no longer on the host is copied apart
 			return m.setXattrs(rel, false)
 		}
@@ -235,9 +279,13 @@ func (m *mirror) syncEntry(rel string, rfi fs.FileInfo) error {
 		if err != nil {
 			return m.remoteErr(rel, err)
 		}
+		mt := m.mtime(rel, rfi)
 		if lfi != nil && lfi.Mode()&fs.ModeSymlink != 0 {
 			if cur, err := m.local.Readlink(rel); err == nil && cur == target {
-				return m.owner(rel, rfi)
+				if err := m.owner(rel, rfi); err != nil || lfi.ModTime().Equal(mt) {
+					return err
+				}
+				return lutimesIn(m.local, rel, mt)
 			}
 		}
 		if lfi != nil {
@@ -248,7 +296,10 @@ func (m *mirror) syncEntry(rel string, rfi fs.FileInfo) error {
 		if err := m.local.Symlink(target, rel); err != nil {
 			return err
 		}
-		return m.owner(rel, rfi)
+		if err := m.owner(rel, rfi); err != nil {
+			return err
+		}
+		return lutimesIn(m.local, rel, mt)
 	case mode&fs.ModeNamedPipe != 0:
 		if lfi != nil && lfi.Mode()&fs.ModeNamedPipe == 0 {
 			if err := fsmeta.RemoveTree(m.local, rel); err != nil {
@@ -267,7 +318,8 @@ func (m *mirror) syncEntry(rel string, rfi fs.FileInfo) error {
 		if err := m.local.Chmod(rel, permBits(mode)); err != nil {
 			return err
 		}
-		return m.local.Chtimes(rel, rfi.ModTime(), rfi.ModTime())
+		mt := m.mtime(rel, rfi)
+		return m.local.Chtimes(rel, mt, mt)
 	default: // device, socket: not mirrored
 		if lfi != nil {
 			return fsmeta.RemoveTree(m.local, rel)
@@ -308,7 +360,8 @@ func (m *mirror) download(rel, remote string, rfi, lfi fs.FileInfo) error {
 		err = cerr
 	}
 	if err == nil {
-		err = m.local.Chtimes(tmp, rfi.ModTime(), rfi.ModTime())
+		mt := m.mtime(rel, rfi)
+		err = m.local.Chtimes(tmp, mt, mt)
 	}
 	if err == nil && lfi != nil && lfi.IsDir() {
 		err = fsmeta.RemoveTree(m.local, rel)
@@ -324,7 +377,8 @@ func (m *mirror) download(rel, remote string, rfi, lfi fs.FileInfo) error {
 }
 
 // fixLinks makes each deferred name a hard link of the first name of its
-// inode, when the host still shows them alike (size, mtime, mode, owner);
+// inode, when the host still shows them alike (size, mtime to the
+// nanosecond where find gave it, mode, owner);
 // otherwise (the tree changed between find and the listing) it is
 // downloaded on its own. Directories whose entries changed get their
 // times back.
@@ -333,7 +387,7 @@ func (m *mirror) fixLinks() error {
 	for _, d := range m.deferred {
 		rep := m.reps[d.key]
 		remote := path.Join(m.base, filepath.ToSlash(d.rel))
-		if !sameRemote(rep.rfi, d.rfi) {
+		if !sameRemote(rep.rfi, d.rfi) || !m.mtime(rep.rel, rep.rfi).Equal(m.mtime(d.rel, d.rfi)) {
 			lfi, _ := m.local.Lstat(d.rel)
 			if err := m.download(d.rel, remote, d.rfi, lfi); err != nil {
 				return err
@@ -359,8 +413,8 @@ func (m *mirror) fixLinks() error {
 		touched[filepath.Dir(d.rel)] = true
 	}
 	for dir := range touched {
-		if fi, ok := m.dirs[dir]; ok {
-			if err := m.local.Chtimes(dir, fi.ModTime(), fi.ModTime()); err != nil {
+		if mt, ok := m.dirs[dir]; ok {
+			if err := m.local.Chtimes(dir, mt, mt); err != nil {
 				return err
 			}
 		}

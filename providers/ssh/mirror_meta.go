@@ -16,6 +16,9 @@ import (
 // remoteMeta is what the host's tools say about an instance tree beyond
 // SFTP's listing.
 type remoteMeta struct {
+	// entries maps the slash path of every entry ("." for the root) to
+	// what GNU find says of it, nanosecond mtime included; nil without it.
+	entries map[string]hostEntry
 	// groups maps the slash path of each regular file with more than one
 	// name to its inode ("dev:ino"), from GNU find; nil without it.
 	groups map[string]string
@@ -26,14 +29,15 @@ type remoteMeta struct {
 
 // readRemoteMeta runs find and getfattr (each where the host has it) in
 // the instance directory inst, in one command: find's NUL-terminated
-// records, an empty record, then getfattr's dump. A path they cannot read
+// records (findFormat, every entry, crossing mount points as SFTP's
+// listing does), an empty record, then getfattr's dump. A path they cannot read
 // is an *fsmeta.EntryError naming it.
 func readRemoteMeta(ctx context.Context, c *conn, inst, where string, hs hostSupport, xattrs bool) (remoteMeta, error) {
 	var rm remoteMeta
 	script := "cd " + shQuote(inst) + " || exit 20\ns=0\n"
 	if hs.find {
-		rm.groups = map[string]string{}
-		script += `find . -xdev -type f -links +1 -printf '%D:%i %P\0' || s=1` + "\n"
+		rm.entries, rm.groups = map[string]hostEntry{}, map[string]string{}
+		script += `find . -printf '` + findFormat + `' || s=1` + "\n"
 	}
 	script += `printf '\0'` + "\n"
 	if hs.getfattr && xattrs {
@@ -45,11 +49,11 @@ func readRemoteMeta(ctx context.Context, c *conn, inst, where string, hs hostSup
 		return rm, nil
 	}
 	exit, stderr, err := c.runParse(ctx, script, func(r *bufio.Reader) error {
-		groups := rm.groups
-		if groups == nil {
-			groups = map[string]string{}
+		entries, groups := rm.entries, rm.groups
+		if entries == nil {
+			entries, groups = map[string]hostEntry{}, map[string]string{}
 		}
-		if err := parseFind(r, groups); err != nil || rm.xattrs == nil {
+		if err := parseFind(r, entries, groups); err != nil || rm.xattrs == nil {
 			return err
 		}
 		return parseGetfattr(r, rm.xattrs)
@@ -62,29 +66,7 @@ func readRemoteMeta(ctx context.Context, c *conn, inst, where string, hs hostSup
 	case deniedPath(stderr) != "":
 		return rm, &fsmeta.EntryError{Verb: "read", Rel: deniedPath(stderr), Where: where, Err: deniedErrno(stderr)}
 	}
-	return rm, fmt.Errorf("reading links and xattrs of %s failed (exit %d): %s", where, exit, firstLine(stderr))
-}
-
-// parseFind reads find's "dev:ino path\0" records up to an empty one.
-func parseFind(r *bufio.Reader, into map[string]string) error {
-	for {
-		rec, err := r.ReadString(0)
-		if err != nil {
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF
-			}
-			return fmt.Errorf("reading find's records: %w", err)
-		}
-		rec = strings.TrimSuffix(rec, "\x00")
-		if rec == "" {
-			return nil
-		}
-		key, rel, ok := strings.Cut(rec, " ")
-		if !ok || rel == "" {
-			return fmt.Errorf("find printed a malformed record %q", rec)
-		}
-		into[rel] = key
-	}
+	return rm, fmt.Errorf("reading mtimes, links and xattrs of %s failed (exit %d): %s", where, exit, firstLine(stderr))
 }
 
 // parseGetfattr reads getfattr's dump: "# file: <path>" then

@@ -5,12 +5,16 @@ package ssh
 import (
 	"errors"
 	"os"
+	"time"
 
 	"lifeboat/providers/fsmeta"
 )
 
-// Outside Linux the mirror makes no fifos and sets no xattrs.
+// Outside Linux the mirror makes no fifos, sets no xattrs and leaves
+// symlink times as they are.
 
 func mkfifoIn(*os.Root, string) error { return errors.ErrUnsupported }
 
 func applyXattrs(*os.File, []fsmeta.Xattr, []fsmeta.Xattr) error { return nil }
+
+func lutimesIn(*os.Root, string, time.Time) error { return nil }
