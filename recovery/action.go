@@ -17,8 +17,8 @@ func actionFor(err error, op Operation) string {
 		switch cbe.Class {
 		case dirlock.Unsupported:
 			return "the checkpoint holds a file the provider " + op.Provider + " cannot create (the error names it); nothing was written and the replacement was destroyed. " +
-				"Recover into a provider that can hold it, or approve an earlier checkpoint of the offer without it; " +
-				"`lifeboat restore --target DIR " + op.Checkpoint + "` restores every file on this host"
+				"Approve an earlier checkpoint of the offer without it, or restore this one by hand on a host that can hold it: " +
+				"`lifeboat restore --target DIR " + op.Checkpoint + "` restores every file"
 		case dirlock.Permission:
 			return "the replacement refused access to a path (the error names it); nothing was written and the replacement was destroyed. " +
 				"Fix the permissions (or the provider's credentials), " + again
@@ -36,7 +36,7 @@ func actionFor(err error, op Operation) string {
 	case errors.Is(err, providers.ErrPermission):
 		return "a path refused access (the error names it): fix its permissions, " + again
 	case errors.Is(err, providers.ErrUnsupported):
-		return "the provider " + op.Provider + " cannot do what the recovery needs (the error says what): recover into another provider instance, " + again
+		return "the provider " + op.Provider + " cannot do what the recovery needs (the error says what): make it able to (its configuration, its host's tools), " + again
 	case errors.Is(err, providers.ErrInvalid), errors.Is(err, providers.ErrConflict):
 		return "the provider " + op.Provider + " refused the request (the error says why): fix that, " + again
 	}

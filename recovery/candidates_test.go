@@ -1,6 +1,7 @@
 package recovery
 
 import (
+	"context"
 	"errors"
 	"net"
 	"os"
@@ -99,7 +100,7 @@ func TestPermanentCopyBackFailure(t *testing.T) {
 	if op.State != OpFailed || op.Hold != "" || calls != 1 {
 		t.Fatalf("operation: %+v after %d calls", op, calls)
 	}
-	if !strings.Contains(op.Error, "run/agent.sock") || !strings.Contains(op.Action, "approve") {
+	if !strings.Contains(op.Error, "run/agent.sock") || !strings.Contains(strings.ToLower(op.Action), "approve") {
 		t.Fatalf("error %q, action %q", op.Error, op.Action)
 	}
 	if holds, _ := e.svc.RepairHolds(); len(holds) != 0 {
@@ -147,5 +148,45 @@ func TestOfferSaysWhatWillNotComeBack(t *testing.T) {
 		if !strings.Contains(all, want) {
 			t.Fatalf("offer does not say %q:\n%s", want, all)
 		}
+	}
+}
+
+// A refusal after writing into the replacement started (here a
+// permission refusal half-way) keeps the replacement under a repair hold,
+// whatever its class: it is half-written.
+func TestRefusalAfterWritingKeepsHold(t *testing.T) {
+	e := newREnv(t, botFiles)
+	cp := e.capture()
+	e.lose()
+	e.p.writeCtx = func(ctx context.Context, id providers.InstanceID) (string, error, bool) {
+		providers.WriteStarted(ctx)
+		return "", &providers.Error{Provider: "local", Op: "write files", Instance: id, Kind: providers.KindPermission,
+			Err: errors.New("sub/b.txt: permission denied")}, true
+	}
+	op, err := e.svc.Approve(e.ctx, "bot1", cp.Snapshot, "half")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if op = e.wait(op.ID); op.State != OpFailed || op.Hold == "" {
+		t.Fatalf("operation: %+v", op)
+	}
+	if got := e.instances(); len(got) != 1 || got[0] != string(op.Replacement) {
+		t.Fatalf("the half-written replacement was not kept: %v", got)
+	}
+}
+
+// A promotion whose snapshot was removed (by a forget elsewhere) before
+// its hold was written fails, and the last good checkpoint stays.
+func TestPromotionOfRemovedSnapshotFails(t *testing.T) {
+	e := newREnv(t, botFiles)
+	good := e.capture()
+	e.capturer = &scripted{fail: map[int]error{}} // invents a snapshot the repository does not have
+	e.reopen()
+	r := e.lc.Capture(e.ctx, "bot1", ReasonManual)
+	if r.Outcome != Failed || !strings.Contains(r.Error, "removed before its hold was recorded") {
+		t.Fatalf("capture: %+v", r)
+	}
+	if w, _ := e.store.Workspace("bot1"); w.LastGood.Snapshot != good.Snapshot {
+		t.Fatalf("last good moved to a removed snapshot: %+v", w.LastGood)
 	}
 }

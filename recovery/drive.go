@@ -149,8 +149,10 @@ func (s *Service) restore(ctx context.Context, op Operation, p providers.Provide
 		return err
 	}
 	var staging string
+	var last *dirlock.Attempt
 	err = dirlock.CopyBack(ctx, s.clock, s.cfg.CopyBack, func(ctx context.Context, a *dirlock.Attempt) error {
 		var err error
+		last = a
 		// The adapter reports its first write into the replacement: a
 		// failure after it is never retried.
 		staging, err = p.WriteFiles(providers.WithWriteStarted(ctx, a.Writing), op.Replacement, op.LocalTree)
@@ -162,11 +164,12 @@ func (s *Service) restore(ctx context.Context, op Operation, p providers.Provide
 	}
 	var cbe *dirlock.CopyBackError
 	if errors.As(err, &cbe) {
-		switch cbe.Class {
-		case dirlock.AfterWrite: // half-written: kept for an operator
-			return s.holdAndFail(op, p, cbe)
-		case dirlock.Cancelled:
+		switch {
+		case cbe.Class == dirlock.Cancelled:
 			return ctx.Err()
+		case cbe.Class == dirlock.AfterWrite, last != nil && last.Wrote():
+			// Half-written, whatever stopped it: kept for an operator.
+			return s.holdAndFail(op, p, cbe)
 		}
 		// Nothing was written, and trying again would not help: the
 		// replacement is destroyed and the operation fails with the path

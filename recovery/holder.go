@@ -63,8 +63,11 @@ func wantHold(w Workspace) HoldSet {
 }
 
 func (h HoldSet) key() string {
-	ids := slices.Sorted(maps.Keys(h.Snapshots))
-	return fmt.Sprintf("%s|%v|%t|%s", h.Workspace, ids, h.All, h.AllWhy)
+	k := fmt.Sprintf("%s|%t|%s", h.Workspace, h.All, h.AllWhy)
+	for _, id := range slices.Sorted(maps.Keys(h.Snapshots)) {
+		k += "|" + id + "=" + h.Snapshots[id]
+	}
+	return k
 }
 
 // SyncHold brings the repository's hold of workspace ws in line with its

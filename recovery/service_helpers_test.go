@@ -23,6 +23,7 @@ type wrapProv struct {
 	execs      int
 	inspect    func(id providers.InstanceID) (providers.Status, error, bool) // handled when the bool is true
 	writeFiles func(id providers.InstanceID, src string) (string, error, bool)
+	writeCtx   func(ctx context.Context, id providers.InstanceID) (string, error, bool) // like writeFiles, with the call's context
 	support    *providers.FileSupport // what FileSupport answers instead of the local provider's
 }
 
@@ -52,6 +53,11 @@ func (w *wrapProv) Create(ctx context.Context, spec providers.CreateSpec) (provi
 func (w *wrapProv) WriteFiles(ctx context.Context, id providers.InstanceID, src string) (string, error) {
 	if w.writeFiles != nil {
 		if st, err, ok := w.writeFiles(id, src); ok {
+			return st, err
+		}
+	}
+	if w.writeCtx != nil {
+		if st, err, ok := w.writeCtx(ctx, id); ok {
 			return st, err
 		}
 	}
