@@ -24,7 +24,7 @@ type wrapProv struct {
 	inspect    func(id providers.InstanceID) (providers.Status, error, bool) // handled when the bool is true
 	writeFiles func(id providers.InstanceID, src string) (string, error, bool)
 	writeCtx   func(ctx context.Context, id providers.InstanceID) (string, error, bool) // like writeFiles, with the call's context
-	support    *providers.FileSupport // what FileSupport answers instead of the local provider's
+	support    *providers.FileSupport                                                   // what FileSupport answers instead of the local provider's
 }
 
 func (w *wrapProv) FileSupport(ctx context.Context) (providers.FileSupport, error) {
