@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"lifeboat/bench"
+	"lifeboat/profile"
+	"lifeboat/providers/ssh/sshdtest"
+)
+
+// TestRecoverSSHWorkspaceThroughServe is the acceptance test of the host
+// service: a real `lifeboat serve`, started from a config file naming an
+// SSH provider instance on a real sshd, registers a workspace on that
+// host, captures and parks it, sees it lost when its instance is removed,
+// offers and, on approval, recovers it into a replacement on the same
+// host. The replacement has what was captured: files, modes (setuid,
+// sticky), mtimes, hard links, xattrs, a named pipe, symlinks and the
+// browser session.
+func TestRecoverSSHWorkspaceThroughServe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the lifeboat binary and sshd")
+	}
+	if _, err := os.Stat(sshdtest.Path); err != nil {
+		t.Skip("skipped: Debian's openssh-server is not installed here")
+	}
+	client, keyPEM := sshdtest.NewKey(t)
+	srv := sshdtest.Start(t, "", client)
+	u, err := user.Current()
+	must(t, err)
+	remote := t.TempDir() // the host's instance root: the host is this machine
+	s := newSvcEnv(t, "")
+	keyFile := filepath.Join(s.dir, "id_ed25519")
+	must(t, os.WriteFile(keyFile, keyPEM, 0o600))
+	host, port, _ := strings.Cut(srv.Addr, ":")
+	cfg, err := os.ReadFile(s.cfgPath)
+	must(t, err)
+	cfg = append(cfg, fmt.Sprintf(`
+[providers.box1]
+type = "ssh"
+host = %q
+port = %s
+user = %q
+key_file = %q
+known_hosts = %q
+root = %q
+
+[workspaces.bot1]
+park_interval = "1ns"
+`, host, port, u.Username, keyFile, sshdtest.KnownHosts(t, srv.Addr, srv.HostKey.PublicKey()), remote)...)
+	must(t, os.WriteFile(s.cfgPath, cfg, 0o600))
+	if r := s.run("config", "check", s.cfgPath); r.code != 0 {
+		t.Fatalf("config check: %s %s", r.stdout, r.stderr)
+	}
+
+	// The sandbox on the host: a tree with what a faithful recovery keeps.
+	work := filepath.Join(remote, "bot1")
+	writeTree(t, work, 7)
+	must(t, os.Link(filepath.Join(work, "d0", "f0.txt"), filepath.Join(work, "d1", "f0-link.txt")))
+	if err := unix.Setxattr(filepath.Join(work, "d0", "f4.txt"), "user.origin", []byte("agent run 17"), 0); err != nil {
+		t.Skipf("the filesystem under the test's temp dir refuses user xattrs: %v", err)
+	}
+	must(t, unix.Mkfifo(filepath.Join(work, "events.fifo"), 0o620))
+	must(t, os.Symlink("d0/f0.txt", filepath.Join(work, "latest")))
+	must(t, os.WriteFile(filepath.Join(work, "tool"), []byte("#!/bin/sh\n"), 0o755))
+	must(t, os.Chmod(filepath.Join(work, "tool"), 0o755|os.ModeSetuid))
+	must(t, os.Mkdir(filepath.Join(work, "shared"), 0o777))
+	must(t, os.Chmod(filepath.Join(work, "shared"), 0o777|os.ModeSticky))
+	fx := profile.NewFixture(28)
+	must(t, fx.Write(context.Background(), filepath.Join(work, "chrome"), profile.FixtureOptions{}))
+	old := time.Date(2026, 10, 1, 12, 0, 0, 0, time.UTC)
+	must(t, os.Chtimes(filepath.Join(work, "d0", "f4.txt"), old, old))
+
+	s.start()
+	s.cliOK("workspace", "add", "bot1", "--provider", "box1", "--instance", "bot1")
+	if rc := s.cliJSON("capture", "--workspace", "bot1"); rc["outcome"] != "captured" {
+		t.Fatalf("capture over ssh: %v", rc)
+	}
+	must(t, os.WriteFile(filepath.Join(work, "d2", "late.txt"), []byte("written before the park"), 0o640))
+	park := s.cliJSON("park", "bot1")
+	if park["outcome"] != "captured" {
+		t.Fatalf("park over ssh: %v", park)
+	}
+	good := park["snapshot"].(string)
+
+	// Lost: the instance leaves the host (kept aside to compare with).
+	want := filepath.Join(t.TempDir(), "want")
+	must(t, os.Rename(work, want))
+	if st := s.cliJSON("workspace", "check", "bot1"); st["state"] != "lost" {
+		t.Fatalf("check: %v", st)
+	}
+	o := s.cliJSON("recovery", "offer", "bot1")
+	if o["checkpoint"] != good || o["profile"] != true {
+		t.Fatalf("offer: %v", o)
+	}
+	for _, n := range o["not_recoverable"].([]any) {
+		if s := n.(string); strings.Contains(s, "hard links") || strings.Contains(s, "extended attributes") || strings.Contains(s, "named pipes") {
+			t.Fatalf("the offer says the ssh host cannot hold what it can: %s", s)
+		}
+	}
+	op := s.cliJSON("recovery", "approve", "bot1", "--checkpoint", good, "--wait")
+	if op["step"] != "recovered" {
+		t.Fatalf("recovery: %v\n%s", op, s.stderr)
+	}
+	got := filepath.Join(remote, op["new_instance"].(string))
+
+	// Files, modes, mtimes, symlinks, fifo: as captured, the browser
+	// profile aside (capture leaves its caches and locks out).
+	d, err := bench.CompareSkip(want, got, func(rel string) bool { return rel == "chrome" })
+	if err != nil || len(d) > 0 {
+		t.Fatalf("the replacement differs from the captured tree: %v %v", d, err)
+	}
+	var a, b syscall.Stat_t
+	must(t, syscall.Stat(filepath.Join(got, "d0", "f0.txt"), &a))
+	must(t, syscall.Stat(filepath.Join(got, "d1", "f0-link.txt"), &b))
+	if a.Ino != b.Ino || a.Nlink != 2 {
+		t.Fatalf("hard link split: inodes %d and %d, %d links", a.Ino, b.Ino, a.Nlink)
+	}
+	buf := make([]byte, 64)
+	n, err := unix.Getxattr(filepath.Join(got, "d0", "f4.txt"), "user.origin", buf)
+	if err != nil || string(buf[:n]) != "agent run 17" {
+		t.Fatalf("xattr: %q %v", buf[:n], err)
+	}
+	if fi, err := os.Lstat(filepath.Join(got, "events.fifo")); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Fatalf("fifo: %v %v", fi, err)
+	}
+	if err := fx.Check(context.Background(), filepath.Join(got, "chrome"), false); err != nil {
+		t.Fatalf("browser session: %v", err)
+	}
+	for _, p := range profile.FixtureDropped {
+		if _, err := os.Lstat(filepath.Join(got, "chrome", p)); err == nil {
+			t.Fatalf("%s came back, but capture leaves it out", p)
+		}
+	}
+	w := s.cliJSON("workspace", "show", "bot1")
+	if w["id"] != "bot1" || w["instance"] != op["new_instance"] || w["generation"].(float64) != 1 || w["provider"] != "box1" {
+		t.Fatalf("workspace after the recovery: %v", w)
+	}
+	s.stop()
+}
