@@ -26,8 +26,13 @@ const PinVersion = 1
 // in the workspace tier, pins/<id>), rewriting the workspace's pin
 // whenever they change (SetPin).
 type Pin struct {
-	Version   int              `json:"version"`
-	Workspace string           `json:"workspace"`
+	Version   int    `json:"version"`
+	Workspace string `json:"workspace"`
+	// Owner names the holder that wrote the pin (a lifecycle's state
+	// store): a holder replaces and removes only its own pins, so two
+	// state stores using one workspace id on one repository do not undo
+	// each other's holds. Every pin holds, whoever owns it.
+	Owner     string           `json:"owner,omitempty"`
 	Snapshots []PinnedSnapshot `json:"snapshots,omitempty"`
 	// All holds every snapshot of the workspace (it is lost and an offer is
 	// open, or a recovery runs: any of them may be chosen), with AllWhy.
@@ -108,6 +113,18 @@ func ReplacePin(ctx context.Context, o Objects, p Pin, now time.Time, old []blob
 		}
 	}
 	return p, nil
+}
+
+// OwnPins lists the pin objects owner wrote, of every workspace. Pin
+// objects that do not load are left out (their owner is unknown): a
+// holder can go on writing its own pins while forget and prune, which read
+// every pin (LoadPins), refuse to run.
+func OwnPins(ctx context.Context, o Objects, owner string) ([]Pin, error) {
+	all, _, err := listPins(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(all, func(p Pin) bool { return p.Owner != owner }), nil
 }
 
 // RemovePins removes every pin object of workspace ws (the lifecycle no
@@ -211,8 +228,9 @@ func listPins(ctx context.Context, o Objects) (all []Pin, bad []error, err error
 				return nil // replaced while we listed
 			}
 			bad = append(bad, fmt.Errorf("pins/%s does not load: %w; forget and prune refuse to run while a pin cannot be read, "+
-				"since they cannot know what it holds (check the storage; once `lifeboat serve` has set the pins of its workspaces "+
-				"again, which it does at their next checkpoint, delete that file)", id, err))
+				"since they cannot know what it holds (check the storage, and whether a newer lifeboat wrote it; a damaged pin "+
+				"can be deleted once every running `lifeboat serve` has started again, since each rewrites the pins of its "+
+				"workspaces when it starts)", id, err))
 			return nil
 		}
 		all = append(all, p)

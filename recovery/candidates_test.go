@@ -3,9 +3,11 @@ package recovery
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -188,5 +190,49 @@ func TestPromotionOfRemovedSnapshotFails(t *testing.T) {
 	}
 	if w, _ := e.store.Workspace("bot1"); w.LastGood.Snapshot != good.Snapshot {
 		t.Fatalf("last good moved to a removed snapshot: %+v", w.LastGood)
+	}
+}
+
+// A copy-back that ran out of a deadline of the provider's own (a dial
+// timeout), not the operation's, waits like an outage: the step is parked
+// until the next check, not run again at once.
+func TestCopyBackProviderTimeoutWaits(t *testing.T) {
+	e := newREnv(t, botFiles)
+	cp := e.capture()
+	e.lose()
+	calls := 0
+	e.p.writeFiles = func(id providers.InstanceID, src string) (string, error, bool) {
+		calls++
+		return "", &providers.Error{Provider: "local", Op: "write files", Instance: id, Kind: providers.KindUnavailable,
+			Err: fmt.Errorf("dial: %w", context.DeadlineExceeded)}, true
+	}
+	op, err := e.svc.Approve(e.ctx, "bot1", cp.Snapshot, "timeout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if op = e.wait(op.ID); op.State != OpRestoring || op.LastError == "" || op.RetryAt.IsZero() || calls != 1 {
+		t.Fatalf("after a provider timeout: %+v (%d calls)", op, calls)
+	}
+}
+
+// A lost process recorded with a redacted command is not run as
+// recorded: the restart is refused and says why.
+func TestRedactedProcessNotRestarted(t *testing.T) {
+	e := newREnv(t, botFiles)
+	e.lc.cfg.Redact = RedactPatterns(regexp.MustCompile(`--token=\S+`))
+	if _, err := e.lc.StartProcess("bot1", []string{"agent", "--token=s3cr3t"}, "."); err != nil {
+		t.Fatal(err)
+	}
+	cp := e.capture()
+	e.lose()
+	op, err := e.svc.Approve(e.ctx, "bot1", cp.Snapshot, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if op = e.wait(op.ID); op.State != OpRecovered {
+		t.Fatalf("operation: %+v", op)
+	}
+	if _, err := e.svc.RestartProcess(e.ctx, "bot1", 0, "r1"); !errors.Is(err, ErrNotRestartable) || strings.Contains(err.Error(), "s3cr3t") {
+		t.Fatalf("restart of a redacted command: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"lifeboat/providers"
 	"lifeboat/providers/local"
 	"lifeboat/recovery/dirlock"
+	"lifeboat/repo"
 )
 
 // errHookStop: a test hook stopped the driver, as a crash would.
@@ -53,7 +54,7 @@ func (e *permanentError) Unwrap() error { return e.error }
 // transient errors leave the operation at its step, tried again later.
 func transient(err error) bool {
 	return errors.Is(err, providers.ErrUnavailable) || errors.Is(err, providers.ErrRateLimited) ||
-		errors.Is(err, providers.ErrUnauthorized) || errors.Is(err, dirlock.ErrBusy) ||
+		errors.Is(err, providers.ErrUnauthorized) || errors.Is(err, dirlock.ErrBusy) || errors.Is(err, repo.ErrLocked) ||
 		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
@@ -165,8 +166,12 @@ func (s *Service) restore(ctx context.Context, op Operation, p providers.Provide
 	var cbe *dirlock.CopyBackError
 	if errors.As(err, &cbe) {
 		switch {
-		case cbe.Class == dirlock.Cancelled:
+		case cbe.Class == dirlock.Cancelled && ctx.Err() != nil:
 			return ctx.Err()
+		case cbe.Class == dirlock.Cancelled:
+			// A deadline of the provider's own (a dial timeout), not ours:
+			// an outage, tried again after the check interval.
+			return fmt.Errorf("%w: %w", providers.ErrUnavailable, err)
 		case cbe.Class == dirlock.AfterWrite, last != nil && last.Wrote():
 			// Half-written, whatever stopped it: kept for an operator.
 			return s.holdAndFail(op, p, cbe)

@@ -136,7 +136,7 @@ func (s *Service) Check(ctx context.Context, ws string) (Health, error) {
 		return Health{}, err
 	}
 	if changed {
-		s.lc.SyncHold(ctx, ws) // a lost workspace holds every checkpoint an offer may name
+		s.lc.SyncHold(context.WithoutCancel(ctx), ws) // a lost workspace holds every checkpoint an offer may name
 		s.publish(Event{Workspace: ws, Kind: EventHealth, State: h.State})
 	}
 	return h, nil
@@ -161,6 +161,11 @@ func (s *Service) CheckDue(ctx context.Context) {
 		if _, err := s.Check(ctx, w.ID); err != nil {
 			s.log.Warn("scheduled check", "workspace", w.ID, "err", err)
 		}
+	}
+	// Holds whose write failed are written again, one removed by hand
+	// comes back, holds of removed workspaces go.
+	if err := s.lc.SyncHolds(ctx); err != nil && ctx.Err() == nil {
+		s.log.Error("scheduled check: the workspaces' holds in the repository", "err", err)
 	}
 	s.resume(true)
 }

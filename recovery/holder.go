@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
-	"sync"
 	"time"
 )
 
@@ -22,9 +19,13 @@ import (
 // reports whether a snapshot is still in the repository: a forget in
 // another process that read the holds before a new one was written may
 // have removed it.
+//
+// Retain releases the holds of every workspace not in keep (a workspace
+// removed from the store while its hold could not be released).
 type Holder interface {
 	Hold(ctx context.Context, h HoldSet) error
 	Release(ctx context.Context, ws string) error
+	Retain(ctx context.Context, keep []string) error
 	ForgetAll(ctx context.Context, ws string) (int, error)
 	Present(ctx context.Context, snapshot string) error
 }
@@ -37,14 +38,6 @@ type HoldSet struct {
 	// All holds every snapshot of the workspace, with AllWhy.
 	All    bool
 	AllWhy string
-}
-
-// holdLocks serialises the hold writes of one workspace, so the newest
-// state is written last, and remembers what was written last.
-type holdLocks struct {
-	keyLocks
-	mu   sync.Mutex
-	last map[string]string // the hold last written, as compared
 }
 
 // wantHold is what the lifecycle must hold for w now.
@@ -62,83 +55,89 @@ func wantHold(w Workspace) HoldSet {
 	return h
 }
 
-func (h HoldSet) key() string {
-	k := fmt.Sprintf("%s|%t|%s", h.Workspace, h.All, h.AllWhy)
-	for _, id := range slices.Sorted(maps.Keys(h.Snapshots)) {
-		k += "|" + id + "=" + h.Snapshots[id]
-	}
-	return k
-}
-
 // SyncHold brings the repository's hold of workspace ws in line with its
 // record. A failure is logged and the previous hold stays: it still holds
 // the last good checkpoint it was written for (a promotion writes the new
 // one's hold before the store names it), but not, for instance, every
-// checkpoint of a workspace that has just been found lost.
+// checkpoint of a workspace that has just been found lost; the next
+// scheduled check (SyncHolds) writes it again.
 func (l *Lifecycle) SyncHold(ctx context.Context, ws string) {
 	if l.cfg.Holds == nil {
 		return
 	}
-	defer l.holds.lock(ws)()
-	w, err := l.store.Workspace(ws)
-	if errors.Is(err, ErrUnknownWorkspace) {
-		return
-	}
-	if err == nil {
-		err = l.writeHold(ctx, wantHold(w))
-	}
+	err := l.repoWork(ctx, func() error { return l.syncHold(ctx, ws) })
 	if err != nil {
 		l.log.Error("recording the workspace's hold in the repository; the previous hold stays", "workspace", ws, "err", err)
 	}
 }
 
-// SyncHolds is SyncHold for every workspace (once at the server's start,
-// so a store older than holds gets them).
-func (l *Lifecycle) SyncHolds(ctx context.Context) error {
-	wss, err := l.store.Workspaces()
-	for _, w := range wss {
-		l.SyncHold(ctx, w.ID)
+// syncHold writes ws's hold as its record says, under its hold lock; the
+// caller runs it as repository work.
+func (l *Lifecycle) syncHold(ctx context.Context, ws string) error {
+	defer l.holds.lock(ws)()
+	w, err := l.store.Workspace(ws)
+	if errors.Is(err, ErrUnknownWorkspace) {
+		return nil // removed meanwhile: RemoveWorkspace releases its hold
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return l.cfg.Holds.Hold(ctx, wantHold(w))
+}
+
+// SyncHolds is SyncHold for every workspace, then the release of the
+// holds of workspaces no longer in the store, all as one piece of
+// repository work (the server runs it at its start and with every
+// scheduled check, so a hold write that failed is written again, and one
+// removed by hand comes back; an unchanged hold is only checked).
+func (l *Lifecycle) SyncHolds(ctx context.Context) error {
+	if l.cfg.Holds == nil {
+		return nil
+	}
+	wss, err := l.store.Workspaces()
+	if err != nil {
+		return err
+	}
+	return l.repoWork(ctx, func() error {
+		var errs []error
+		ids := make([]string, len(wss))
+		for i, w := range wss {
+			ids[i] = w.ID
+			if err := l.syncHold(ctx, w.ID); err != nil {
+				errs = append(errs, fmt.Errorf("workspace %s: %w", w.ID, err))
+			}
+		}
+		// Only workspaces the store still has are kept: one removed while
+		// its hold could not be released loses its hold now.
+		keep := ids[:0:0]
+		for _, id := range ids {
+			if _, err := l.store.Workspace(id); err == nil {
+				keep = append(keep, id)
+			}
+		}
+		return errors.Join(append(errs, l.cfg.Holds.Retain(ctx, keep))...)
+	})
 }
 
 // holdPromoting holds snapshot, about to become ws's last good
-// checkpoint, along with what ws holds now.
+// checkpoint, along with what ws holds now, then checks it is still in
+// the repository (a forget that read the holds before this one was
+// written may have removed it).
 func (l *Lifecycle) holdPromoting(ctx context.Context, ws, snapshot string) error {
 	if l.cfg.Holds == nil {
 		return nil
 	}
-	defer l.holds.lock(ws)()
-	w, err := l.store.Workspace(ws)
-	if err != nil {
-		return err
-	}
-	h := wantHold(w)
-	h.Snapshots[snapshot] = "being promoted to the last good checkpoint"
-	if err := l.writeHold(ctx, h); err != nil {
-		return err
-	}
-	// Held from now on; it must not have gone before the hold was seen.
-	return l.repoWork(ctx, func() error { return l.cfg.Holds.Present(ctx, snapshot) })
-}
-
-// writeHold writes h unless it is what was written last. l.holds.lock(ws) held.
-func (l *Lifecycle) writeHold(ctx context.Context, h HoldSet) error {
-	k := h.key()
-	l.holds.mu.Lock()
-	same := l.holds.last != nil && l.holds.last[h.Workspace] == k
-	l.holds.mu.Unlock()
-	if same {
-		return nil
-	}
-	if err := l.repoWork(ctx, func() error { return l.cfg.Holds.Hold(ctx, h) }); err != nil {
-		return err
-	}
-	l.holds.mu.Lock()
-	if l.holds.last == nil {
-		l.holds.last = map[string]string{}
-	}
-	l.holds.last[h.Workspace] = k
-	l.holds.mu.Unlock()
-	return nil
+	return l.repoWork(ctx, func() error {
+		defer l.holds.lock(ws)()
+		w, err := l.store.Workspace(ws)
+		if err != nil {
+			return err
+		}
+		h := wantHold(w)
+		h.Snapshots[snapshot] = "being promoted to the last good checkpoint"
+		if err := l.cfg.Holds.Hold(ctx, h); err != nil {
+			return err
+		}
+		return l.cfg.Holds.Present(ctx, snapshot)
+	})
 }

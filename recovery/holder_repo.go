@@ -19,31 +19,39 @@ import (
 
 // RepoHolds is the real Holder: each workspace's hold is a pin object in
 // the repository (package prune), which `lifeboat forget`, the lifecycle's
-// retention and prune honour in any process. It reads the repository's
-// pins once and then keeps track of the ones it writes, so a hold costs
-// one write and the removal of the pin it replaces, however many
-// workspaces there are; a hold that is already what the pins say is not
-// written again.
+// retention and prune honour in any process. Its pins carry Owner (the
+// state store's id; New sets it when empty), and it replaces or removes
+// only its own: another state store on the same repository that uses the
+// same workspace id keeps its holds. It reads its own pins once, then keeps
+// track of the ones it writes, so a hold costs one write and the removal
+// of the pin it replaces, however many workspaces there are; a hold that
+// is already what its pin says is only checked to be still there.
 type RepoHolds struct {
-	Repo *repo.Repository
-	Now  func() time.Time // default time.Now
+	Repo  *repo.Repository
+	Owner string
+	Now   func() time.Time // default time.Now
 
 	mu     sync.Mutex
 	loaded bool
-	pins   map[string][]prune.Pin // by workspace: the pin objects that hold it
+	pins   map[string][]prune.Pin // by workspace: this owner's pin objects
 }
 
-// load reads the repository's pins once. h.mu held.
+var errNoOwner = errors.New("repository holds need an owner (the state store's id)")
+
+// load reads this owner's pins once. h.mu held.
 func (h *RepoHolds) load(ctx context.Context) error {
+	if h.Owner == "" {
+		return errNoOwner
+	}
 	if h.loaded {
 		return nil
 	}
-	all, err := prune.LoadPins(ctx, h.Repo)
+	own, err := prune.OwnPins(ctx, h.Repo, h.Owner)
 	if err != nil {
 		return err
 	}
 	h.pins = map[string][]prune.Pin{}
-	for _, p := range all.Objects {
+	for _, p := range own {
 		h.pins[p.Workspace] = append(h.pins[p.Workspace], p)
 	}
 	h.loaded = true
@@ -52,7 +60,7 @@ func (h *RepoHolds) load(ctx context.Context) error {
 
 // Hold implements Holder.
 func (h *RepoHolds) Hold(ctx context.Context, hs HoldSet) error {
-	pin := prune.Pin{Workspace: hs.Workspace, All: hs.All, AllWhy: hs.AllWhy}
+	pin := prune.Pin{Workspace: hs.Workspace, Owner: h.Owner, All: hs.All, AllWhy: hs.AllWhy}
 	for id, why := range hs.Snapshots {
 		bid, err := blob.ParseID(id)
 		if err != nil {
@@ -68,7 +76,15 @@ func (h *RepoHolds) Hold(ctx context.Context, hs HoldSet) error {
 	}
 	old := h.pins[hs.Workspace]
 	if len(old) == 1 && samePin(old[0], pin) {
-		return nil
+		// Unchanged: written already, unless something removed it since.
+		_, _, err := h.Repo.LoadObject(ctx, crypt.KindPin, old[0].ID)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, backend.ErrNotFound) {
+			return err
+		}
+		old = nil
 	}
 	now := time.Now
 	if h.Now != nil {
@@ -92,19 +108,47 @@ func (h *RepoHolds) Hold(ctx context.Context, hs HoldSet) error {
 // samePin reports whether two pins hold the same snapshots for the same
 // reasons.
 func samePin(a, b prune.Pin) bool {
-	return a.Workspace == b.Workspace && a.All == b.All && a.AllWhy == b.AllWhy &&
+	return a.Workspace == b.Workspace && a.Owner == b.Owner && a.All == b.All && a.AllWhy == b.AllWhy &&
 		slices.EqualFunc(a.Snapshots, b.Snapshots, func(x, y prune.PinnedSnapshot) bool { return x == y })
 }
 
-// Release implements Holder.
+// Release implements Holder: this owner's pins of ws.
 func (h *RepoHolds) Release(ctx context.Context, ws string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	_, err := prune.RemovePins(ctx, h.Repo, ws)
-	if err == nil && h.pins != nil {
-		delete(h.pins, ws)
+	if err := h.load(ctx); err != nil {
+		return err
 	}
-	return err
+	return h.release(ctx, ws)
+}
+
+// release removes this owner's pins of ws. h.mu held.
+func (h *RepoHolds) release(ctx context.Context, ws string) error {
+	for _, p := range h.pins[ws] {
+		if err := h.Repo.RemoveObject(ctx, crypt.KindPin, p.ID); err != nil && !errors.Is(err, backend.ErrNotFound) {
+			return fmt.Errorf("removing pins/%s of workspace %s: %w", p.ID, ws, err)
+		}
+	}
+	delete(h.pins, ws)
+	return nil
+}
+
+// Retain implements Holder: this owner's pins of workspaces not in keep
+// (removed from the state store while their pin could not be removed)
+// are removed.
+func (h *RepoHolds) Retain(ctx context.Context, keep []string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.load(ctx); err != nil {
+		return err
+	}
+	var errs []error
+	for ws := range h.pins {
+		if !slices.Contains(keep, ws) {
+			errs = append(errs, h.release(ctx, ws))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Present implements Holder: the snapshot's manifest is still stored.
@@ -119,19 +163,48 @@ func (h *RepoHolds) Present(ctx context.Context, id string) error {
 	return nil
 }
 
-// ForgetAll implements Holder: every snapshot of ws, readable or not
-// (a manifest that does not load names no workspace and is left alone).
+// ForgetAll implements Holder: every snapshot of ws, readable or not (a
+// manifest that does not load names no workspace and is left alone),
+// except those another owner's pin holds. Every pin must load.
 func (h *RepoHolds) ForgetAll(ctx context.Context, ws string) (int, error) {
+	pins, err := prune.LoadPins(ctx, h.Repo)
+	if err != nil {
+		return 0, err
+	}
+	var others []prune.Pin
+	for _, p := range pins.Objects {
+		if p.Owner != h.Owner {
+			others = append(others, p)
+		}
+	}
 	snaps, _, err := snapshot.List(ctx, h.Repo, ws)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	for _, m := range snaps {
+		if heldBy(others, ws, m.ID) {
+			continue
+		}
 		if err := h.Repo.RemoveObject(ctx, crypt.KindSnapshot, m.ID); err != nil && !errors.Is(err, backend.ErrNotFound) {
 			return n, fmt.Errorf("removing snapshot %s: %w", m.ID.Short(), err)
 		}
 		n++
 	}
 	return n, nil
+}
+
+// heldBy reports whether one of pins holds snapshot id of workspace ws.
+func heldBy(pins []prune.Pin, ws string, id blob.ID) bool {
+	for _, p := range pins {
+		if p.Workspace == ws && p.All {
+			return true
+		}
+		for _, s := range p.Snapshots {
+			if s.ID == id {
+				return true
+			}
+		}
+	}
+	return false
 }

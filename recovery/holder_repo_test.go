@@ -26,7 +26,7 @@ func TestRepoHoldsWritesOnChange(t *testing.T) {
 		}
 		return out
 	}
-	h := &RepoHolds{Repo: r}
+	h := &RepoHolds{Repo: r, Owner: "store-a"}
 	hs := HoldSet{Workspace: "w", Snapshots: map[string]string{a: "last good", b: "being promoted"}}
 	if err := h.Hold(ctx, hs); err != nil {
 		t.Fatal(err)
@@ -41,7 +41,7 @@ func TestRepoHoldsWritesOnChange(t *testing.T) {
 	if got := pinIDs(); len(got) != 1 || got[0] != first[0] {
 		t.Fatalf("the same hold was written again: %v -> %v", first, got)
 	}
-	h2 := &RepoHolds{Repo: r} // the next server
+	h2 := &RepoHolds{Repo: r, Owner: "store-a"} // the next server on the same store
 	if err := h2.Hold(ctx, hs); err != nil {
 		t.Fatal(err)
 	}
@@ -61,6 +61,55 @@ func TestRepoHoldsWritesOnChange(t *testing.T) {
 	}
 	if err := h2.Release(ctx, "w"); err != nil || len(pinIDs()) != 0 {
 		t.Fatalf("release: %v, pins %v", err, pinIDs())
+	}
+}
+
+// Two state stores using one workspace id on one repository keep each
+// other's holds: each replaces and releases only its own pins, and a pin
+// removed behind a holder's back is written again at its next hold.
+func TestRepoHoldsOwners(t *testing.T) {
+	ctx := context.Background()
+	r := newTestRepo(t)
+	a, b := &RepoHolds{Repo: r, Owner: "store-a"}, &RepoHolds{Repo: r, Owner: "store-b"}
+	l, s2 := hexID('1'), hexID('2')
+	if err := a.Hold(ctx, HoldSet{Workspace: "w", Snapshots: map[string]string{l: "last good of a"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Hold(ctx, HoldSet{Workspace: "w", Snapshots: map[string]string{s2: "last good of b"}}); err != nil {
+		t.Fatal(err)
+	}
+	held := func(id string) bool {
+		t.Helper()
+		p, err := prune.LoadPins(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, ok := p.Held("w", mustID(t, id))
+		return ok
+	}
+	if !held(l) || !held(s2) {
+		t.Fatal("one store's hold undid the other's")
+	}
+	if err := b.Release(ctx, "w"); err != nil {
+		t.Fatal(err)
+	}
+	if !held(l) || held(s2) {
+		t.Fatal("a release removed another store's hold, or not its own")
+	}
+	// a's pin removed by hand (or by an older lifeboat): the same hold
+	// again writes it back.
+	if _, err := prune.RemovePins(ctx, r, "w"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Hold(ctx, HoldSet{Workspace: "w", Snapshots: map[string]string{l: "last good of a"}}); err != nil {
+		t.Fatal(err)
+	}
+	if !held(l) {
+		t.Fatal("a removed pin was not written again")
+	}
+	// Retain releases a's holds of workspaces its store no longer has.
+	if err := a.Retain(ctx, nil); err != nil || held(l) {
+		t.Fatalf("retain: %v, still held %t", err, held(l))
 	}
 }
 

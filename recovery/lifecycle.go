@@ -118,8 +118,8 @@ type Lifecycle struct {
 	flight map[string]*flight       // the capture in flight per workspace
 	locks  map[string]chan struct{} // per-workspace lease: captures and restarts
 	writer map[string][]Writer      // by workspace; "" applies to every workspace
-	holds  holdLocks
-	kick   chan struct{} // wakes Run when intervals changed
+	holds  keyLocks                 // per workspace: its hold is written by one at a time
+	kick   chan struct{}            // wakes Run when intervals changed
 	hooks  testHooks
 }
 
@@ -164,6 +164,9 @@ func New(cfg Config) (*Lifecycle, error) {
 	}
 	for name, p := range cfg.Instances {
 		l.provs[name] = p
+	}
+	if rh, ok := cfg.Holds.(*RepoHolds); ok && rh.Owner == "" {
+		rh.Owner = cfg.Store.ID() // the holds this store's lifecycle writes
 	}
 	l.base, l.stop = context.WithCancel(context.Background())
 	if err := l.recoverInterrupted(); err != nil {

@@ -3,7 +3,10 @@ package recovery
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"lifeboat/providers"
@@ -49,6 +52,9 @@ type ProcessRestart struct {
 	Started  time.Time `json:"started"`
 	Finished time.Time `json:"finished,omitzero"`
 }
+
+// ErrNotRestartable: a lost process cannot be run again as recorded.
+var ErrNotRestartable = errors.New("lost process cannot be restarted as recorded")
 
 // LostProcesses returns the processes reported lost by the last recovery
 // of workspace ws (none before one).
@@ -127,6 +133,10 @@ func (s *Service) RestartProcess(ctx context.Context, ws string, index int, key 
 		}
 		if w.Lost == nil || index < 0 || index >= len(w.Lost.Processes) {
 			return fmt.Errorf("restart process %d of %s: no such lost process (see the lost processes of the workspace)", index, ws)
+		}
+		if cmd := w.Lost.Processes[index].Command; slices.ContainsFunc(cmd, func(a string) bool { return strings.Contains(a, redacted) }) {
+			return fmt.Errorf("%w: process %d of %s was recorded with parts of its command redacted (%q); start it again yourself, with its secrets",
+				ErrNotRestartable, index, ws, cmd)
 		}
 		if w.Lost.Generation != w.Generation {
 			return fmt.Errorf("%w: process %d was lost by generation %d, the workspace is at %d", ErrStaleGeneration, index, w.Lost.Generation, w.Generation)

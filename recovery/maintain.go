@@ -124,8 +124,8 @@ func (m *Maintenance) Maintain(ctx context.Context) (MaintenanceReport, error) {
 func (m *Maintenance) maintain(ctx context.Context, rep *MaintenanceReport) error {
 	lo := m.Lock
 	lo.Command = "serve: forget"
-	err := m.Repo.WithLock(ctx, repo.LockShared, lo, func(l *repo.Lock) error {
-		res, err := Forget(ctx, m.Repo, ForgetOptions{Default: m.Default, Lock: l})
+	err := m.Repo.Locked(ctx, repo.LockShared, lo, func(l *repo.Lock) error {
+		res, err := Forget(ctx, m.Repo, ForgetOptions{Default: m.Default, Lock: l, Exclusive: m.Lock})
 		rep.Kept, rep.Forgotten, rep.Unmanaged = res.Kept, res.Removed, append(rep.Unmanaged, res.Unmanaged...)
 		rep.Warnings = append(rep.Warnings, res.Warnings...)
 		if errors.Is(err, ErrNoPolicy) {

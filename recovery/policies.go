@@ -18,7 +18,7 @@ type RepoPolicies struct {
 // SetPolicy stores p as the policy of ws, or removes its stored policy
 // when p is nil (the default policy then applies).
 func (rp RepoPolicies) SetPolicy(ctx context.Context, ws string, p *prune.Policy) error {
-	return rp.Repo.WithLock(ctx, repo.LockShared, rp.Lock, func(*repo.Lock) error {
+	return rp.Repo.Locked(ctx, repo.LockShared, rp.Lock, func(*repo.Lock) error {
 		if p == nil {
 			_, err := prune.RemovePolicy(ctx, rp.Repo, ws)
 			return err

@@ -26,12 +26,15 @@ type ProcessRecord struct {
 // Redactor rewrites a string to hide sensitive values (the caller's rules).
 type Redactor func(string) string
 
+// redacted replaces what a redaction pattern matched.
+const redacted = "[REDACTED]"
+
 // RedactPatterns returns a Redactor that replaces every match of each
 // pattern with "[REDACTED]".
 func RedactPatterns(patterns ...*regexp.Regexp) Redactor {
 	return func(s string) string {
 		for _, p := range patterns {
-			s = p.ReplaceAllString(s, "[REDACTED]")
+			s = p.ReplaceAllString(s, redacted)
 		}
 		return s
 	}

@@ -39,9 +39,11 @@ type ForgetOptions struct {
 	// Held are more snapshots to keep, with why, whatever the policy and
 	// the pins say (RepoRetention: the checkpoint the lifecycle promoted).
 	Held map[blob.ID]string
-	// Lock, when set, is checked before each removal: a holder whose lock
-	// went stale stops instead of removing.
-	Lock *repo.Lock
+	// Lock, when set, is the shared lock the caller holds: the removals
+	// then run under an exclusive lock of the same owner (taken with
+	// Exclusive's options), after the pins are read again (RemovePlanned).
+	Lock      *repo.Lock
+	Exclusive repo.LockOptions
 }
 
 // ForgetResult is what Forget decided (and, unless DryRun, did).
@@ -71,15 +73,56 @@ func Forget(ctx context.Context, r *repo.Repository, o ForgetOptions) (ForgetRes
 	if err != nil || o.DryRun {
 		return res, err
 	}
-	for _, d := range res.Decisions {
-		if d.Keep {
-			continue
-		}
-		if err := RemoveSnapshot(ctx, r, o.Lock, d.Snapshot.ID); err != nil {
-			return res, err
-		}
+	return res, RemovePlanned(ctx, r, o.Lock, o.Exclusive, &res)
+}
+
+// RemovePlanned removes the snapshots a plan (PlanForget) does not keep.
+// With l, the shared lock the caller holds, it first takes an exclusive
+// lock of the same owner and reads the pins again under it: a pin is
+// written under a shared lock, so one written since the plan read the
+// pins (a promotion that named a new checkpoint) is seen, and the
+// snapshot it holds is kept, its decision turned to keep with the hold's
+// reason. Captures elsewhere wait only while the snapshot objects are
+// removed. A snapshot already gone is not an error.
+func RemovePlanned(ctx context.Context, r *repo.Repository, l *repo.Lock, lo repo.LockOptions, res *ForgetResult) error {
+	if res.Removed == 0 {
+		return nil
 	}
-	return res, nil
+	remove := func() error {
+		pins, err := prune.LoadPins(ctx, r)
+		if err != nil {
+			return err
+		}
+		for i := range res.Decisions {
+			d := &res.Decisions[i]
+			if d.Keep {
+				continue
+			}
+			if why, held := pins.Held(d.Snapshot.Workspace, d.Snapshot.ID); held {
+				d.Keep, d.Reasons = true, append(d.Reasons, HeldPrefix+why)
+				res.Kept++
+				res.Removed--
+				continue
+			}
+			if err := RemoveSnapshot(ctx, r, l, d.Snapshot.ID); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if l == nil {
+		return remove()
+	}
+	lo.Owner = l.Owner()
+	x, err := r.Lock(ctx, repo.LockExclusive, lo)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = x.Unlock(context.WithoutCancel(ctx)) }()
+	if err := remove(); err != nil {
+		return err
+	}
+	return x.Err()
 }
 
 // PlanForget decides what Forget would do and changes nothing.

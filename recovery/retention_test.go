@@ -266,3 +266,40 @@ func TestForgetPolicies(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A pin written after forget planned (a promotion that named a new
+// checkpoint while forget ran) is seen under the exclusive lock of the
+// removals: that snapshot stays.
+func TestForgetSeesPinWrittenAfterItsPlan(t *testing.T) {
+	r := newTestRepo(t)
+	ctx := t.Context()
+	a := t.TempDir()
+	s1 := snap(t, r, "w", a, map[string]string{"f": "one"})
+	snap(t, r, "w", a, map[string]string{"f": "two"})
+	l, err := r.Lock(ctx, repo.LockShared, repo.LockOptions{Wait: -1, Refresh: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Unlock(ctx) }()
+	res, err := PlanForget(ctx, r, ForgetOptions{Workspace: "w", Policy: &prune.Policy{Last: 1}, Lock: l})
+	if err != nil || res.Removed != 1 || decisionOf(t, res, s1).Keep {
+		t.Fatalf("plan: %+v %v", res, err)
+	}
+	// The promotion's hold, under its own shared lock, after the plan.
+	if err := r.Locked(ctx, repo.LockShared, repo.LockOptions{Wait: -1, Refresh: -1}, func(*repo.Lock) error {
+		_, err := prune.SetPin(ctx, r, prune.Pin{Workspace: "w", Owner: "store-x",
+			Snapshots: []prune.PinnedSnapshot{{ID: s1, Why: "being promoted to the last good checkpoint"}}}, time.Now())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := RemovePlanned(ctx, r, l, repo.LockOptions{Wait: -1, Refresh: -1}, &res); err != nil {
+		t.Fatal(err)
+	}
+	if d := decisionOf(t, res, s1); !d.Keep || res.Removed != 0 || res.Kept != 2 {
+		t.Fatalf("after the removals: %+v, %+v", d, res)
+	}
+	if err := Verify(ctx, r, s1); err != nil {
+		t.Fatalf("the snapshot held after the plan was removed: %v", err)
+	}
+}

@@ -116,7 +116,21 @@ func (s *Service) Close() {
 // call it once the service is open, to continue what a previous process
 // left (the store is held by one process, so none of them runs). It does
 // not wait for them; Wait does.
-func (s *Service) Resume(ctx context.Context) { s.resume(false) }
+func (s *Service) Resume(ctx context.Context) {
+	s.resume(false)
+	// A replacement held by a process that died before it stopped it.
+	holds, err := s.RepairHolds()
+	if err != nil {
+		s.log.Error("resuming: reading repair holds", "err", err)
+	}
+	for _, h := range holds {
+		if h.Stop == nil {
+			if _, err := s.StopHold(ctx, h.ID); err != nil {
+				s.log.Error("resuming: stopping a held replacement", "hold", h.ID, "err", err)
+			}
+		}
+	}
+}
 
 // resume starts the unfinished operations; with due, only those whose
 // wait after a provider error is over.
@@ -250,7 +264,7 @@ func (s *Service) Approve(ctx context.Context, ws, checkpoint, key string) (Oper
 		return Operation{}, fmt.Errorf("approve recovery of %s: %w", ws, err)
 	}
 	if fresh {
-		s.lc.SyncHold(ctx, ws)
+		s.lc.SyncHold(context.WithoutCancel(ctx), ws)
 		s.publish(Event{Workspace: ws, Kind: EventOperation, Operation: op.ID, State: HealthRecovering, OpState: op.State})
 	}
 	if !op.State.Terminal() {

@@ -119,37 +119,45 @@ func (s *Service) Offer(ctx context.Context, ws string) (Offer, error) {
 		return Offer{}, err
 	}
 	now := s.clock.Now()
-	cands, err := s.candidates(ctx, w, now)
-	if err != nil {
-		return Offer{}, err
-	}
-	pick := w.LastGood
-	warning := ""
-	if !cands[0].Readable {
-		for _, c := range cands[1:] {
-			if c.Readable {
-				warning = fmt.Sprintf("the last good checkpoint %s (taken %s) cannot be read (%s); the offer names the newest earlier checkpoint that can",
-					short(w.LastGood.Snapshot), w.LastGood.Time.UTC().Format(time.RFC3339), cands[0].Problem)
-				pick, err = s.checkpoint(ws, c.Checkpoint)
-				break
-			}
-		}
-		if warning == "" {
-			return Offer{}, fmt.Errorf("workspace %s: no checkpoint can be read: the last good one %s: %s; run `lifeboat check` on the repository",
-				ws, short(w.LastGood.Snapshot), cands[0].Problem)
-		}
-		if err != nil {
-			return Offer{}, err
-		}
-	}
+	// One piece of repository work: every candidate's readability, then
+	// the picked checkpoint's contents. The newest candidate whose
+	// manifest and trees can be read is picked.
+	var cands []Candidate
 	var info SnapshotInfo
+	var pick *Checkpoint
 	err = s.lc.repoWork(ctx, func() error {
 		var err error
-		info, err = s.cfg.Restorer.Describe(ctx, pick.Snapshot)
-		return err
+		if cands, err = s.candidates(ctx, w, now); err != nil {
+			return err
+		}
+		for i := range cands {
+			if !cands[i].Readable {
+				continue
+			}
+			if info, err = s.cfg.Restorer.Describe(ctx, cands[i].Checkpoint); err != nil {
+				cands[i].Readable, cands[i].Problem = false, err.Error()
+				continue
+			}
+			if i == 0 {
+				pick = w.LastGood
+			} else if pick, err = s.checkpoint(ws, cands[i].Checkpoint); err != nil {
+				return err
+			}
+			return nil
+		}
+		return nil
 	})
 	if err != nil {
 		return Offer{}, err
+	}
+	if pick == nil {
+		return Offer{}, fmt.Errorf("workspace %s: no checkpoint can be read: the last good one %s: %s; run `lifeboat check --read-data` on the repository",
+			ws, short(w.LastGood.Snapshot), cands[0].Problem)
+	}
+	warning := ""
+	if pick != w.LastGood {
+		warning = fmt.Sprintf("the last good checkpoint %s (taken %s) cannot be read (%s); the offer names the newest earlier checkpoint that can",
+			short(w.LastGood.Snapshot), w.LastGood.Time.UTC().Format(time.RFC3339), cands[0].Problem)
 	}
 	age := now.Sub(pick.Time)
 	o := Offer{Workspace: ws, LostInstance: w.Instance, Checkpoint: pick.Snapshot, Time: pick.Time,
@@ -208,7 +216,7 @@ func (s *Service) fidelity(ctx context.Context, w Workspace, c Contents) []strin
 }
 
 // candidates lists the last good checkpoint and the newest earlier ones,
-// each checked for readability.
+// each checked for readability (the caller runs it as repository work).
 func (s *Service) candidates(ctx context.Context, w Workspace, now time.Time) ([]Candidate, error) {
 	hist, err := s.store.Checkpoints(w.ID)
 	if err != nil {
@@ -224,7 +232,7 @@ func (s *Service) candidates(ctx context.Context, w Workspace, now time.Time) ([
 	for i, cp := range list {
 		c := Candidate{Checkpoint: cp.Snapshot, Time: cp.Time, AgeText: now.Sub(cp.Time).Round(time.Second).String(),
 			Reason: cp.Reason, Files: cp.Files, Bytes: cp.Bytes, LastGood: i == 0, Readable: true}
-		if err := s.lc.repoWork(ctx, func() error { return s.cfg.Restorer.Check(ctx, cp.Snapshot) }); err != nil {
+		if err := s.cfg.Restorer.Check(ctx, cp.Snapshot); err != nil {
 			c.Readable, c.Problem = false, err.Error()
 		}
 		out[i] = c

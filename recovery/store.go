@@ -49,6 +49,7 @@ var (
 	bucketRestarts    = []byte("process-restarts") // restart idempotency key -> ProcessRestart
 	keySchema         = []byte("schema")
 	keySalt           = []byte("salt")
+	keyID             = []byte("id")
 )
 
 // Store is the lifecycle's state: workspaces, their last good and native
@@ -58,6 +59,7 @@ type Store struct {
 	db   *bolt.DB
 	path string
 	salt []byte
+	id   string
 }
 
 // OpenStore opens (or creates) the state store in dir.
@@ -99,6 +101,14 @@ func OpenStore(dir string) (*Store, error) {
 			}
 		}
 		s.salt = append([]byte(nil), s.salt...)
+		if v := meta.Get(keyID); v != nil {
+			s.id = string(v)
+		} else {
+			s.id = "store-" + randomHex(12)
+			if err := meta.Put(keyID, []byte(s.id)); err != nil {
+				return err
+			}
+		}
 		for _, b := range [][]byte{bucketWorkspaces, bucketCheckpoints, bucketPending, bucketOps, bucketOpKeys, bucketHolds, bucketRestarts} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
@@ -112,6 +122,10 @@ func OpenStore(dir string) (*Store, error) {
 	}
 	return s, nil
 }
+
+// ID names this state store (random, made when it was created): the
+// owner of the holds its lifecycle writes in the repository.
+func (s *Store) ID() string { return s.id }
 
 // Path is the store's file.
 func (s *Store) Path() string { return s.path }

@@ -164,8 +164,10 @@ type Removed struct {
 // record, checkpoint history and pending work leave the state store and
 // its holds leave the repository. Its snapshots stay in the repository,
 // under the retention policy like any workspace's (the newest complete one
-// always stays), unless forget is set: then its snapshots and its native
-// checkpoints are removed too. Refused while a recovery operation runs.
+// always stays), unless forget is set: then its native checkpoints are
+// deleted first (a failure removes nothing) and its snapshots are
+// forgotten once the record is gone (the next prune frees their data).
+// Refused while a recovery operation runs.
 func (l *Lifecycle) RemoveWorkspace(ctx context.Context, ws string, forget bool) (Removed, error) {
 	release, err := l.lease(ctx, ws)
 	if err != nil {
@@ -182,7 +184,7 @@ func (l *Lifecycle) RemoveWorkspace(ctx context.Context, ws string, forget bool)
 	out := Removed{Workspace: ws, NativeDeleted: []providers.CheckpointID{},
 		Kept: "its snapshots stay in the repository under the retention policy (the newest complete one always stays)"}
 	if forget {
-		if err := l.forgetAll(ctx, w, &out); err != nil {
+		if err := l.deleteNatives(ctx, w, &out); err != nil {
 			return out, err
 		}
 	}
@@ -190,21 +192,32 @@ func (l *Lifecycle) RemoveWorkspace(ctx context.Context, ws string, forget bool)
 		return out, err
 	}
 	l.procs.drop(ws)
-	l.holds.mu.Lock()
-	delete(l.holds.last, ws)
-	l.holds.mu.Unlock()
-	if l.cfg.Holds != nil {
-		if err := l.repoWork(ctx, func() error { return l.cfg.Holds.Release(ctx, ws) }); err != nil {
-			return out, fmt.Errorf("workspace %s removed, but its holds in the repository could not be removed (retention keeps its last good checkpoint until they are): %w", ws, err)
-		}
+	if l.cfg.Holds == nil {
+		return out, nil
 	}
-	return out, nil
+	// Under the workspace's hold lock: a hold being written from the
+	// record read before the removal is done before this releases it.
+	err = l.repoWork(ctx, func() error {
+		defer l.holds.lock(ws)()
+		if err := l.cfg.Holds.Release(ctx, ws); err != nil {
+			return fmt.Errorf("workspace %s removed, but its holds in the repository could not be removed (the server's next check removes them): %w", ws, err)
+		}
+		if !forget {
+			return nil
+		}
+		out.Kept = "nothing: its snapshots were forgotten (the next prune frees their data) and its native checkpoints deleted"
+		n, err := l.cfg.Holds.ForgetAll(ctx, ws)
+		out.Forgotten = n
+		if err != nil {
+			return fmt.Errorf("workspace %s removed, but forgetting its snapshots failed after %d (forget the rest with `lifeboat forget --workspace %s`): %w", ws, n, ws, err)
+		}
+		return nil
+	})
+	return out, err
 }
 
-// forgetAll deletes w's native checkpoints and forgets its snapshots.
-func (l *Lifecycle) forgetAll(ctx context.Context, w Workspace, out *Removed) error {
-	out.Kept = "nothing: its snapshots were forgotten (the next prune frees their data) and its native checkpoints deleted"
-	p, perr := l.provider(w)
+// deleteNatives deletes w's native checkpoints, stored and pending.
+func (l *Lifecycle) deleteNatives(ctx context.Context, w Workspace, out *Removed) error {
 	pending, err := l.store.Pending(w.ID)
 	if err != nil {
 		return err
@@ -216,30 +229,18 @@ func (l *Lifecycle) forgetAll(ctx context.Context, w Workspace, out *Removed) er
 	for _, pd := range pending {
 		cps = append(cps, pd.Checkpoint)
 	}
+	if len(cps) == 0 {
+		return nil
+	}
+	p, err := l.provider(w)
+	if err != nil {
+		return err
+	}
 	for _, cp := range cps {
-		if perr != nil {
-			return perr
-		}
 		if err := p.DeleteCheckpoint(ctx, cp); err != nil {
 			return fmt.Errorf("remove %s: deleting native checkpoint %s: %w; nothing was removed from the state store, try again", w.ID, cp, err)
 		}
 		out.NativeDeleted = append(out.NativeDeleted, cp)
-	}
-	if l.cfg.Holds == nil {
-		return nil
-	}
-	var n int
-	err = l.repoWork(ctx, func() error {
-		if err := l.cfg.Holds.Release(ctx, w.ID); err != nil {
-			return err
-		}
-		var err error
-		n, err = l.cfg.Holds.ForgetAll(ctx, w.ID)
-		return err
-	})
-	out.Forgotten = n
-	if err != nil {
-		return fmt.Errorf("remove %s: forgetting its snapshots (%d removed): %w", w.ID, n, err)
 	}
 	return nil
 }

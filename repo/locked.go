@@ -5,14 +5,29 @@ import (
 	"errors"
 )
 
-// WithLock runs fn under a repository lock of mode m: it takes the lock
-// (waiting as o says), syncs the local index so that nothing a prune
-// removed before the lock was granted is trusted, runs fn, flushes what fn
-// saved, and releases the lock. fn's error comes first; a lock lost while
-// fn ran fails the call too. A long-lived process (`lifeboat serve`) takes
-// one such lock around each piece of work, so a prune in any process gets
-// its delete phase between them.
+// WithLock runs fn under a repository lock of mode m (Locked), then
+// flushes what fn saved before the lock is released; a one-shot command
+// uses it around its whole run.
 func (r *Repository) WithLock(ctx context.Context, m LockMode, o LockOptions, fn func(l *Lock) error) error {
+	return r.Locked(ctx, m, o, func(l *Lock) error {
+		err := fn(l)
+		if ferr := r.Flush(ctx); err == nil && !errors.Is(ferr, ErrClosed) {
+			err = ferr
+		}
+		return err
+	})
+}
+
+// Locked runs fn under a repository lock of mode m: it takes the lock
+// (waiting as o says), syncs the local index so that nothing a prune
+// removed before the lock was granted is trusted, runs fn, and releases
+// the lock. fn's error comes first; a lock lost while fn ran fails the
+// call too. It does not flush: work that saves blobs flushes them itself
+// before it names them (a capture does, before its manifest), and a
+// long-lived process (`lifeboat serve`) takes one such lock around each
+// piece of work, so a prune in any process gets its delete phase between
+// them, and one piece of work does not upload another's open packs.
+func (r *Repository) Locked(ctx context.Context, m LockMode, o LockOptions, fn func(l *Lock) error) error {
 	l, err := r.Lock(ctx, m, o)
 	if err != nil {
 		return err
@@ -22,9 +37,6 @@ func (r *Repository) WithLock(ctx context.Context, m LockMode, o LockOptions, fn
 		return err
 	}
 	err = fn(l)
-	if ferr := r.Flush(ctx); err == nil && !errors.Is(ferr, ErrClosed) {
-		err = ferr
-	}
 	if err == nil {
 		err = l.Err()
 	}

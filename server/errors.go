@@ -47,6 +47,7 @@ var errorCodes = []struct {
 	{recovery.ErrUnknownProvider, http.StatusBadRequest, "unknown_provider"},
 	{recovery.ErrInstanceMissing, http.StatusUnprocessableEntity, "instance_missing"},
 	{recovery.ErrUnknownProcess, http.StatusNotFound, "not_found"},
+	{recovery.ErrNotRestartable, http.StatusConflict, "not_restartable"},
 	{recovery.ErrRecovering, http.StatusConflict, "recovering"},
 	{recovery.ErrLost, http.StatusConflict, "lost"},
 	{recovery.ErrStaleGeneration, http.StatusConflict, "stale_generation"},

@@ -37,7 +37,7 @@ type changeWorkspaceRequest struct {
 	Instance         *string         `json:"instance"`
 	ParkInterval     *string         `json:"park_interval"`     // "" or "default": the server's default
 	PeriodicInterval *string         `json:"periodic_interval"` // likewise
-	Policy           json.RawMessage `json:"policy"`            // an object sets it, null clears it
+	Policy           json.RawMessage `json:"policy,omitempty"`  // an object sets it, null clears it, absent keeps it
 }
 
 // interval parses an interval of a request: "" and "default" are 0 (the

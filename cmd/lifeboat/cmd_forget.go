@@ -72,10 +72,15 @@ func newForgetCommand(g *globalOptions) *cobra.Command {
 				for _, warn := range res.Warnings {
 					g.out.note("warning: %s", warn)
 				}
-				for _, d := range res.Decisions {
-					if err := forgetOne(cmd, g, r, l, d, dryRun); err != nil {
+				if !dryRun {
+					// Under an exclusive lock, with the pins read again: a
+					// checkpoint `serve` promoted meanwhile stays.
+					if err := recovery.RemovePlanned(cmd.Context(), r, l, g.lockOptions("forget"), &res); err != nil {
 						return err
 					}
+				}
+				for _, d := range res.Decisions {
+					g.printDecision(d)
 				}
 				sum := forgetMessage{MessageType: "forget", DryRun: dryRun, Kept: res.Kept, Removed: res.Removed, Warnings: res.Warnings}
 				g.out.emit(sum, func(w io.Writer) {
@@ -95,21 +100,14 @@ func newForgetCommand(g *globalOptions) *cobra.Command {
 	return cmd
 }
 
-// forgetOne carries out one decision of recovery.PlanForget (removing the
-// snapshot if it goes, unless dryRun) and prints it.
-func forgetOne(cmd *cobra.Command, g *globalOptions, r *repo.Repository, l *repo.Lock, d prune.Decision, dryRun bool) error {
+// printDecision prints one decision of recovery.PlanForget, as carried
+// out.
+func (g *globalOptions) printDecision(d prune.Decision) {
 	s := d.Snapshot
 	msg := forgetSnapshotMessage{MessageType: "forget_snapshot", ID: s.ID.String(), Workspace: s.Workspace, Time: s.Time,
 		Complete: s.Complete, Keep: d.Keep, Reasons: d.Reasons}
 	if msg.Reasons == nil {
 		msg.Reasons = []string{}
-	}
-	if !d.Keep && !dryRun {
-		// Gone already is what was wanted: forget holds a shared lock, so
-		// another forget beside this one may have removed it first.
-		if err := recovery.RemoveSnapshot(cmd.Context(), r, l, s.ID); err != nil {
-			return err
-		}
 	}
 	g.out.emit(msg, func(w io.Writer) {
 		state := ""
@@ -122,5 +120,4 @@ func forgetOne(cmd *cobra.Command, g *globalOptions, r *repo.Repository, l *repo
 			fmt.Fprintf(w, "remove  %s  %s  %s%s\n", s.ID.Short(), s.Time.Local().Format(time.DateTime), s.Workspace, state)
 		}
 	})
-	return nil
 }

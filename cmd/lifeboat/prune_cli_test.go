@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,8 +15,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-
-	"github.com/spf13/cobra"
 
 	"lifeboat/backend"
 	"lifeboat/backend/local"
@@ -537,14 +534,8 @@ func TestForgetSnapshotGoneMeanwhile(t *testing.T) {
 	if err := r.RemoveObject(ctx, crypt.KindSnapshot, old); err != nil { // the other forget
 		t.Fatal(err)
 	}
-	var out bytes.Buffer
-	g := &globalOptions{out: &printer{w: &out, errw: &out}}
-	cmd := &cobra.Command{}
-	cmd.SetContext(ctx)
-	if err := forgetOne(cmd, g, r, l, prune.Decision{Snapshot: prune.Snapshot{ID: old, Workspace: "w"}}, false); err != nil {
-		t.Fatalf("forgetting a snapshot removed meanwhile: %v", err)
-	}
-	if !strings.Contains(out.String(), "remove  "+old.Short()) {
-		t.Errorf("forget did not report the removal: %q", out.String())
+	res := recovery.ForgetResult{Decisions: []prune.Decision{{Snapshot: prune.Snapshot{ID: old, Workspace: "w"}}}, Removed: 1}
+	if err := recovery.RemovePlanned(ctx, r, l, repo.LockOptions{Wait: -1, Refresh: -1}, &res); err != nil || res.Removed != 1 {
+		t.Fatalf("forgetting a snapshot removed meanwhile: %v, %+v", err, res)
 	}
 }

@@ -96,7 +96,7 @@ func (g *globalOptions) openService(c *config.Config, r *repo.Repository, tokens
 	s.life, err = recovery.New(recovery.Config{Store: s.store, Capturer: &recovery.RepoCapturer{Repo: r}, Instances: instances,
 		Overrides: overrides, Holds: &recovery.RepoHolds{Repo: r}, Retention: recovery.RepoRetention{Repo: r, Default: c.Retention},
 		RepoLock: func(ctx context.Context, fn func() error) error {
-			return r.WithLock(ctx, repo.LockShared, lock, func(*repo.Lock) error { return fn() })
+			return r.Locked(ctx, repo.LockShared, lock, func(*repo.Lock) error { return fn() })
 		},
 		ParkInterval: c.Lifecycle.ParkInterval, NativeInterval: c.Lifecycle.NativeInterval, PeriodicInterval: c.Lifecycle.PeriodicInterval,
 		PeriodicOff: !periodic || c.Lifecycle.PeriodicInterval == 0,

@@ -60,6 +60,14 @@ workspaces = ["bot2"]
 		t.Fatalf("add: %v", w)
 	}
 	s.cliOK("workspace", "add", "bot2", "--provider", "local", "--park-interval", "1m")
+	// Changing a workspace through the server keeps its stored policy.
+	s.ok("policy", "set", "--workspace", "bot2", "--keep-last", "3")
+	if v := s.cliJSON("workspace", "set", "bot2", "--park-interval", "2m"); v["settings"].(map[string]any)["own_park_interval"] != "2m0s" {
+		t.Fatalf("workspace set: %v", v)
+	}
+	if r := s.ok("policy", "show", "--workspace", "bot2"); !strings.Contains(r.stdout, "last 3") {
+		t.Fatalf("the stored policy went with a workspace change: %s", r.stdout)
+	}
 	if r := s.cli("workspace", "add", "bot3", "--provider", "nowhere"); r.code != exitUsage || !strings.Contains(r.stderr, "unknown_provider") {
 		t.Fatalf("add with an unknown provider: %d %s", r.code, r.stderr)
 	}
