@@ -111,7 +111,7 @@ func TestRecoveryEndToEnd(t *testing.T) {
 		t.Fatalf("two approvals with one key: %+v %+v", op1, op2)
 	}
 	e.fails(http.StatusUnprocessableEntity, "idempotency_key_reused", "POST", "/v1/workspaces/w1/recovery/approve", userToken,
-		approveRequest{Checkpoint: "00" + rec.Snapshot[2:]}, "Idempotency-Key", "k-approve-1")
+		approveRequest{Checkpoint: stale}, "Idempotency-Key", "k-approve-1")
 
 	// Follow the stream until the operation ends.
 	var last Operation
