@@ -1,10 +1,16 @@
 package snapshot
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"strings"
 )
+
+// ErrBadExclude: an exclude pattern is not a valid path.Match glob, or
+// matches nothing (it is empty or only slashes). Nothing was captured; the
+// CLI exits with the usage code 2.
+var ErrBadExclude = errors.New("bad exclude pattern")
 
 // capExcludes are CaptureOptions.Excludes, compiled.
 type capExcludes struct {
@@ -22,10 +28,10 @@ func newCapExcludes(pats []string) (*capExcludes, error) {
 	for _, orig := range pats {
 		p := strings.TrimRight(strings.TrimLeft(orig, "/"), "/")
 		if p == "" {
-			return nil, fmt.Errorf("exclude pattern %q matches nothing", orig)
+			return nil, fmt.Errorf("%w %q: it matches nothing; give a name or a path below the captured directory", ErrBadExclude, orig)
 		}
 		if _, err := path.Match(p, ""); err != nil {
-			return nil, fmt.Errorf("exclude pattern %q: %w", orig, err)
+			return nil, fmt.Errorf("%w %q: %w (the syntax is Go's path.Match: * ? [a-z] [^a-z]; write \\[ for a literal [)", ErrBadExclude, orig, err)
 		}
 		if strings.Contains(p, "/") {
 			e.full = append(e.full, capPattern{p, strings.Count(p, "/") + 1})

@@ -66,7 +66,7 @@ func exitCode(err error) int {
 		return exitPartial
 	case errors.As(err, &fe):
 		return exitProfileBad
-	case errors.As(err, &ue), isCobraUsage(err), errors.Is(err, profile.ErrNotProfile), errors.Is(err, snapshot.ErrSensitivePath),
+	case errors.As(err, &ue), isCobraUsage(err), errors.Is(err, profile.ErrNotProfile), errors.Is(err, snapshot.ErrSensitivePath), errors.Is(err, snapshot.ErrBadExclude),
 		errors.Is(err, recovery.ErrUnknownWorkspace), errors.Is(err, recovery.ErrBadWorkspaceID),
 		errors.Is(err, recovery.ErrUnknownProvider), errors.Is(err, recovery.ErrInstanceMissing), errors.Is(err, recovery.ErrInvalidChange):
 		return exitUsage
