@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"time"
 
 	"lifeboat/backend"
@@ -63,13 +65,26 @@ func newConfig(keys *crypt.MasterKeys, p Params) (*Config, map[blob.Tier]chunk.P
 	return cfg, pols, nil
 }
 
-// loadConfig reads the config's public part and checks its version.
+// ErrAccessDenied: the repository's storage refused this user (permission
+// denied): the repository may well be there, so this is not
+// ErrNoRepository. The CLI exits with 22.
+var ErrAccessDenied = errors.New("permission denied on the repository")
+
+// loadConfig reads the config's public part and checks its version. Only a
+// missing config is ErrNoRepository; a refused one is ErrAccessDenied, and
+// any other failure (an I/O error, a cancelled context) is returned as it
+// is.
 func loadConfig(ctx context.Context, be backend.Backend) (*Config, error) {
 	data, err := be.Load(ctx, backend.Handle{Type: backend.Config, Name: "config"}, 0, 0)
-	if err != nil {
+	switch {
+	case err == nil:
+		return decodeConfig(data, be.Location())
+	case errors.Is(err, fs.ErrPermission):
+		return nil, fmt.Errorf("%w at %s: %w; run lifeboat as a user that may read the repository (its owner), or give this user read access to its files", ErrAccessDenied, be.Location(), err)
+	case errors.Is(err, backend.ErrNotFound):
 		return nil, fmt.Errorf("%w at %s (run `lifeboat init` to create one): %w", ErrNoRepository, be.Location(), err)
 	}
-	return decodeConfig(data, be.Location())
+	return nil, fmt.Errorf("reading the config of the repository at %s: %w", be.Location(), err)
 }
 
 func decodeConfig(data []byte, where string) (*Config, error) {

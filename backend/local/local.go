@@ -54,13 +54,18 @@ func Create(dir string) (*Backend, error) {
 
 // Open opens the existing repository at dir. It writes nothing; a missing
 // type directory (some copy tools drop empty ones) is recreated by the
-// first Save that needs it.
+// first Save that needs it. When dir, or a directory above it, denies this
+// user access, the error wraps fs.ErrPermission and names the user, the
+// refusing directory's owner and mode, and what to do.
 func Open(dir string) (*Backend, error) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("local: open %s: %w", dir, err)
 	}
 	fi, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrPermission) {
+		return nil, deniedError(dir, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("local: open %s: %w (is the disk mounted?)", dir, err)
 	}
@@ -69,6 +74,11 @@ func Open(dir string) (*Backend, error) {
 	}
 	_, errCfg := os.Lstat(filepath.Join(dir, "config"))
 	_, errKeys := os.Lstat(filepath.Join(dir, string(backend.Key)))
+	for _, err := range []error{errCfg, errKeys} {
+		if errors.Is(err, fs.ErrPermission) { // not "no repository": it may well be there
+			return nil, deniedError(dir, err)
+		}
+	}
 	if errCfg != nil && errKeys != nil {
 		return nil, fmt.Errorf("local: open %s: no repository there (neither config nor keys/ found); check the path or create a repository first", dir)
 	}

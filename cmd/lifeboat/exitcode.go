@@ -33,6 +33,7 @@ const (
 	exitProfileBad  = 19  // a restore finished, but profile validation flagged files
 	exitQuiesce     = 20  // the workspace could not be quiesced in time; retryable
 	exitRecovering  = 21  // the workspace is lost or being recovered; capture or restart refused
+	exitNoAccess    = 22  // the repository is there but this user may not read it (permission denied)
 	exitInterrupted = 130 // interrupted by a signal
 	_               = exitPartial
 )
@@ -80,6 +81,8 @@ func exitCode(err error) int {
 		return exitBrowserRun
 	case errors.Is(err, repo.ErrLocked), errors.Is(err, repo.ErrLockLost), errors.Is(err, recovery.ErrStoreBusy):
 		return exitLocked
+	case errors.Is(err, repo.ErrAccessDenied):
+		return exitNoAccess
 	case errors.Is(err, repo.ErrNoRepository):
 		return exitNoRepo
 	case errors.Is(err, crypt.ErrWrongPassword), errors.Is(err, repo.ErrNoUsableKey):

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -28,6 +29,9 @@ func (g *globalOptions) openBackend(create bool) (backend.Backend, error) {
 		return local.Create(g.repo)
 	}
 	be, err := local.Open(g.repo)
+	if errors.Is(err, fs.ErrPermission) { // the repository may be there: say what refused whom
+		return nil, fmt.Errorf("%w: %w", repo.ErrAccessDenied, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w at %s (create one with `lifeboat init`): %w", repo.ErrNoRepository, g.repo, err)
 	}
