@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
-	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -33,8 +31,16 @@ type RestoreOptions struct {
 	// aborts the restore and leaves the target as it was. It may change
 	// files in the staging tree.
 	Validate func(ctx context.Context, staging string) error
+	// Protect names further directories the target must neither be inside
+	// nor contain (the CLI's cache and state directories); the
+	// repository's own directory and its index cache always are.
+	Protect []ProtectedDir
+	// Records, when set, is a directory where the restore notes its
+	// staging directory while it runs, so that CleanRecordedStaging
+	// (`lifeboat unlock`) finds what a killed restore left (stage_clean.go).
+	Records string
 
-	hooks *stageHooks // tests: rename system calls
+	hooks *stageHooks // tests: rename and openat2 system calls
 }
 
 // RestoreResult counts what a restore put in place.
@@ -45,8 +51,14 @@ type RestoreResult struct {
 	Skipped []string // sockets and devices: never created (each also reported to Progress.Error)
 	Staging string   // the staging directory used; gone when Restore returns unless its error says otherwise
 	// Leftover is set when the restore succeeded but the tree it replaced
-	// could not be removed: it is still at this path and may be deleted.
-	Leftover string
+	// could not be removed entirely: what stayed of it is at this path,
+	// and LeftoverKept names the entries that stayed and why (a mount
+	// point is never entered; each is also reported to Progress.Error).
+	Leftover     string
+	LeftoverKept []KeptPath
+	// Cleaned lists what restores whose process is gone had left beside
+	// the target, found before this one began: removed, or kept and why.
+	Cleaned []StaleStaging
 }
 
 // Restore rebuilds snapshot m under o.Target.
@@ -80,7 +92,7 @@ func Restore(ctx context.Context, r *repo.Repository, m *Manifest, o RestoreOpti
 	if err != nil {
 		return res, err
 	}
-	if err := refuseOwnFiles(o.Target, r); err != nil {
+	if err := refuseOverlap(o.Target, ownDirs(r, o.Protect)); err != nil {
 		return res, err
 	}
 	plan, err := rsPlanTree(ctx, r, o.Tier, m, o.Includes)
@@ -93,11 +105,16 @@ func Restore(ctx context.Context, r *repo.Repository, m *Manifest, o RestoreOpti
 	for _, p := range plan.skipped {
 		o.Progress.Error(p, errors.New("socket or device node: not restored"))
 	}
-	st, err := newStage(o.Target, o.Replace, o.hooks)
+	st, err := newStageRecorded(o.Target, o.Replace, o.hooks, o.Records)
 	if err != nil {
 		return res, err
 	}
-	res.Staging = st.path()
+	res.Staging, res.Cleaned = st.path(), st.cleaned
+	for _, c := range st.cleaned {
+		if !c.Removed && c.Why != stagingInUse {
+			o.Progress.Error(c.Path, fmt.Errorf("left beside the target by an earlier restore: %s", c.Why))
+		}
+	}
 	entries := plan.entries
 	w := &rsWriter{plan: plan, keys: keys, be: r.Backend(), workers: o.Workers, progress: o.Progress,
 		chown: os.Geteuid() == 0, umask: rsUmask(), zeroIDs: map[int64]blob.ID{}}
@@ -128,8 +145,9 @@ func Restore(ctx context.Context, r *repo.Repository, m *Manifest, o RestoreOpti
 			err = fmt.Errorf("syncing the staging tree in %s: %w", st.parent, writeback)
 		}
 	}
+	var left *Remains
 	if err == nil {
-		res.Leftover, err = st.commit()
+		left, err = st.commit()
 	}
 	if err != nil {
 		if errors.Is(err, syscall.ENOSPC) {
@@ -141,8 +159,14 @@ func Restore(ctx context.Context, r *repo.Repository, m *Manifest, o RestoreOpti
 		return res, err
 	}
 	st.close()
-	if res.Leftover != "" {
-		o.Progress.Error("", fmt.Errorf("the replaced tree could not be removed; it is at %s", res.Leftover))
+	if left != nil {
+		res.Leftover, res.LeftoverKept = left.Path, left.Kept
+		for _, k := range left.Kept {
+			o.Progress.Error(k.Path, fmt.Errorf("left in place while removing the replaced tree (%s): %s", left.Path, k.Why))
+		}
+		if left.More > 0 {
+			o.Progress.Error(left.Path, fmt.Errorf("%d more entries of the replaced tree stayed in it", left.More))
+		}
 	}
 	res.Files += uint64(len(plan.files)) + plan.others
 	res.Dirs += plan.dirs
@@ -163,37 +187,4 @@ func HumanBytes(n uint64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
-
-// ErrTargetHoldsRepository: the target contains the repository or its
-// cache, which a restore (and --replace above all) would destroy.
-var ErrTargetHoldsRepository = errors.New("restore target contains the repository or its cache")
-
-// refuseOwnFiles refuses a target that is, or contains, the repository's
-// local directory or the local index cache.
-func refuseOwnFiles(target string, r *repo.Repository) error {
-	t, err := filepath.Abs(target)
-	if err != nil {
-		return err
-	}
-	if resolved, err := filepath.EvalSymlinks(t); err == nil {
-		t = resolved
-	}
-	own := []string{r.Backend().Location()}
-	if idx := r.Index(); idx != nil {
-		own = append(own, filepath.Dir(idx.Path()))
-	}
-	for _, p := range own {
-		p, err := filepath.Abs(p)
-		if err != nil {
-			continue
-		}
-		if resolved, err := filepath.EvalSymlinks(p); err == nil {
-			p = resolved
-		}
-		if p == t || strings.HasPrefix(p, t+string(filepath.Separator)) {
-			return fmt.Errorf("%w: %s holds %s; restore somewhere else", ErrTargetHoldsRepository, target, p)
-		}
-	}
-	return nil
 }

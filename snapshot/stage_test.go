@@ -32,7 +32,7 @@ func TestStageNewTargetWithoutNoreplace(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(s.path(), "f"), []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if left, err := s.commit(); err != nil || left != "" {
+	if left, err := s.commit(); err != nil || left != nil {
 		t.Fatal(left, err)
 	}
 	s.close()
@@ -119,8 +119,11 @@ func TestStageOldTreeKeptWhenUndeletable(t *testing.T) {
 	})
 	left, err := s.commit()
 	s.close()
-	if err != nil || left != s.path() {
-		t.Fatalf("commit: leftover %q, %v", left, err)
+	if err != nil || left == nil || left.Path != s.path() {
+		t.Fatalf("commit: leftover %v, %v", left, err)
+	}
+	if len(left.Kept) != 1 || left.Kept[0].Path != filepath.Join(s.path(), "stuck") || !strings.Contains(left.Kept[0].Why, "immutable") {
+		t.Errorf("what stayed: %+v", left.Kept)
 	}
 	if _, err := os.Stat(filepath.Join(target, "stuck")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the old tree is still the target: %v", err)
