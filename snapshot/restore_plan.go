@@ -8,8 +8,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"lifeboat/blob"
+	"lifeboat/repo"
 )
 
 // rsEntry is one entry to restore. Entries are kept in depth-first name
@@ -48,7 +50,8 @@ type rsPlan struct {
 	maxDepth int32
 	bytes    uint64
 	dirs     uint64
-	others   uint64 // symlinks, hard links, FIFOs
+	others   uint64  // symlinks, hard links, FIFOs
+	expanded rsCount // what planning expanded, against RestoreLimits
 }
 
 // rsPlanner walks a snapshot's trees and builds the plan. Every node is
@@ -62,8 +65,8 @@ type rsPlanner struct {
 	incs   [][]string
 	inced  []bool
 	plan   *rsPlan
-	seen   uint64           // nodes visited, the root included
-	limit  uint64           // most nodes the manifest declares; 0 = no totals to hold it to
+	count  rsCount          // what the walk expanded: nodes visited (the root included) and their bytes
+	bounds rsBounds         // what it may expand
 	files  map[string]int32 // path -> entry of every regular file planned so far
 	onPath map[blob.ID]bool // tree blobs of the directories being walked (cycle check)
 	comps  []string         // names of the current directory's path
@@ -88,7 +91,10 @@ func rsPlanTree(ctx context.Context, l BlobLoader, tier blob.Tier, m *Manifest, 
 		return nil, err
 	}
 	p := &rsPlanner{ctx: ctx, l: l, tier: tier, root: &m.Root, plan: &rsPlan{chunks: map[blob.ID]*rsChunk{}},
-		files: map[string]int32{}, onPath: map[blob.ID]bool{}, seen: 1, limit: m.Totals.Files + m.Totals.Dirs}
+		files: map[string]int32{}, onPath: map[blob.ID]bool{}, bounds: newRsBounds(ctx, m)}
+	if err := p.count.add(&p.bounds, "", &m.Root); err != nil {
+		return nil, err
+	}
 	all := true
 	for _, inc := range includes {
 		comps, err := safeSplitInclude(inc)
@@ -103,6 +109,11 @@ func rsPlanTree(ctx context.Context, l BlobLoader, tier blob.Tier, m *Manifest, 
 	}
 	if all {
 		p.incs = nil
+		// The whole tree is planned: a manifest that declares more than
+		// the limits allow is refused before anything is expanded.
+		if err := p.bounds.declaredFits(); err != nil {
+			return nil, err
+		}
 	}
 	p.inced = make([]bool, len(p.incs))
 	p.load = p.loadNow
@@ -121,6 +132,7 @@ func rsPlanTree(ctx context.Context, l BlobLoader, tier blob.Tier, m *Manifest, 
 			return nil, fmt.Errorf("include %q is not in snapshot %s (list it with `lifeboat ls`)", includes[i], m.ID.Short())
 		}
 	}
+	p.plan.expanded = p.count
 	return p.plan, nil
 }
 
@@ -153,10 +165,10 @@ func (p *rsPlanner) visit(dir int32, n *Node, all bool) error {
 	path := safeJoin(parent.path, name)
 	// Identical directories share one tree blob, so trees form a DAG; a
 	// damaged or forged snapshot could list a subtree so many times that
-	// planning it would exhaust memory. A capture counts every node it
-	// records, so more nodes than the manifest declares means damage.
-	if p.seen++; p.limit > 0 && p.seen > p.limit {
-		return &RestoreError{Paths: []string{path}, Err: fmt.Errorf("%w: the snapshot's trees list more than the %d entries its manifest declares (repeated subtrees: a damaged or forged snapshot); run `lifeboat check`", ErrUnsafeEntry, p.limit)}
+	// planning it would exhaust memory. Every node is counted, with the
+	// bytes the plan holds for it, before it is kept (rsCount.add).
+	if err := p.count.add(&p.bounds, path, n); err != nil {
+		return err
 	}
 	if err := safeCheckNode(path, n); err != nil {
 		return err
@@ -198,6 +210,9 @@ func (p *rsPlanner) visit(dir int32, n *Node, all bool) error {
 		}
 		// With includes, the file it names is not restored: this name
 		// gets a copy of that file.
+		if err := p.count.addCopy(&p.bounds, path, copyOf); err != nil {
+			return err
+		}
 		c := *copyOf
 		c.Name = n.Name
 		e.node = &c
@@ -301,4 +316,189 @@ func rsLoadDir(ctx context.Context, load rsTreeLoader, dirPath string, subtree [
 		}
 	}
 	return nil
+}
+
+// RestoreLimits bound what a restore's plan expands and holds in memory,
+// whatever the snapshot's manifest declares. The plan keeps every entry
+// of the snapshot until the restore ends, and identical directories share
+// one tree blob, so a forged snapshot that lists one subtree many times
+// (recursively) expands to far more entries than it stores. The planner
+// counts what it has actually expanded and refuses the restore as soon as
+// a bound is passed. A zero field takes the default's value.
+type RestoreLimits struct {
+	// Entries is the most entries the plan expands: every node of every
+	// directory listing it reads, the snapshot's root included.
+	Entries uint64
+	// Bytes is the most bytes the plan is counted to hold for them: per
+	// entry its decoded node and plan record, its name (twice) and path,
+	// user and group, link target or path, extended attributes, subtree
+	// ids, each chunk reference with its placement and lookup record, and
+	// a regular file's own record (rsNodeBytes). The tests check that this
+	// count is not below the heap the plan of a real snapshot holds.
+	Bytes uint64
+}
+
+// DefaultRestoreLimits: 2,000,000 entries and 2 GiB. A snapshot of small
+// files, each with its own chunk, is counted at about 750 bytes per entry,
+// so the entry limit is reached first. WithRestoreLimits changes them for
+// one restore (the CLI's --max-entries and --max-plan-mib).
+var DefaultRestoreLimits = RestoreLimits{Entries: 2_000_000, Bytes: 2 << 30}
+
+type rsLimitsKey struct{}
+
+// WithRestoreLimits returns a context under which Restore plans with
+// limits l (zero fields: DefaultRestoreLimits) instead of the defaults.
+func WithRestoreLimits(ctx context.Context, l RestoreLimits) context.Context {
+	return context.WithValue(ctx, rsLimitsKey{}, l)
+}
+
+// restoreLimits returns the limits ctx carries, with defaults filled in.
+func restoreLimits(ctx context.Context) RestoreLimits {
+	l, _ := ctx.Value(rsLimitsKey{}).(RestoreLimits)
+	if l.Entries == 0 {
+		l.Entries = DefaultRestoreLimits.Entries
+	}
+	if l.Bytes == 0 {
+		l.Bytes = DefaultRestoreLimits.Bytes
+	}
+	return l
+}
+
+// rsBounds is what one plan may expand: the limits, and the entries its
+// manifest declares (a capture counts every node it records, so a tree
+// that lists more is damaged or forged).
+type rsBounds struct {
+	limits   RestoreLimits
+	declared uint64 // files + dirs of the manifest's totals; 0: none declared
+	snapshot blob.ID
+}
+
+func newRsBounds(ctx context.Context, m *Manifest) rsBounds {
+	declared := m.Totals.Files + m.Totals.Dirs
+	if declared < m.Totals.Files { // forged totals that overflow
+		declared = ^uint64(0)
+	}
+	return rsBounds{limits: restoreLimits(ctx), declared: declared, snapshot: m.ID}
+}
+
+// declaredFits refuses a manifest that declares more entries than the
+// limit allows, before anything is expanded.
+func (b *rsBounds) declaredFits() error {
+	if b.declared <= b.limits.Entries {
+		return nil
+	}
+	return &RestoreError{Paths: []string{""}, Err: &PlanLimitError{Snapshot: b.snapshot, Declared: b.declared, Limits: b.limits,
+		Limit: "entries", Entries: 0}}
+}
+
+// rsCount is what a plan has expanded so far.
+type rsCount struct {
+	entries uint64
+	bytes   uint64
+}
+
+// add counts node n at path and refuses when a bound is passed.
+func (c *rsCount) add(b *rsBounds, path string, n *Node) error {
+	c.entries++
+	c.bytes += rsNodeBytes(path, n)
+	return c.check(b, path)
+}
+
+// addCopy counts the copy of file node n a hard link at path gets.
+func (c *rsCount) addCopy(b *rsBounds, path string, n *Node) error {
+	c.bytes += rsNodeBytes("", n)
+	return c.check(b, path)
+}
+
+func (c *rsCount) check(b *rsBounds, path string) error {
+	var limit string
+	switch {
+	case b.declared > 0 && c.entries > b.declared:
+		limit = "declared"
+	case c.entries > b.limits.Entries:
+		limit = "entries"
+	case c.bytes > b.limits.Bytes:
+		limit = "bytes"
+	default:
+		return nil
+	}
+	return &RestoreError{Paths: []string{path}, Err: &PlanLimitError{Snapshot: b.snapshot, Declared: b.declared, Limits: b.limits,
+		Limit: limit, Entries: c.entries, Bytes: c.bytes}}
+}
+
+// What the plan is counted to hold per entry, beyond the variable-length
+// fields: the decoded node and the plan's record of it; a regular file's
+// record, its pointer and its entry in the planner's path map (at twice
+// its size: a map's slack); per chunk reference, the id in the node, its
+// placement, and (if distinct) its rsChunk, map entry and lookup id; per
+// extended attribute, its record.
+const (
+	rsEntryCost    = uint64(unsafe.Sizeof(Node{}) + unsafe.Sizeof(rsEntry{}))
+	rsFileCost     = uint64(unsafe.Sizeof(rsFile{}) + 8 + 2*(16+8))
+	rsChunkRefCost = uint64(blob.IDSize + unsafe.Sizeof(rsUse{}) + unsafe.Sizeof(rsChunk{}) + 8 + 2*(blob.IDSize+8) + blob.IDSize + 4)
+	rsXattrCost    = uint64(unsafe.Sizeof(Xattr{}))
+)
+
+// rsNodeBytes is what the plan is counted to hold for node n at path.
+func rsNodeBytes(path string, n *Node) uint64 {
+	b := rsEntryCost + uint64(len(path)) + 2*uint64(len(n.Name)) + uint64(len(n.User)+len(n.Group)+len(n.LinkTarget)+len(n.LinkPath))
+	b += uint64(len(n.Subtree))*blob.IDSize + uint64(len(n.Content))*rsChunkRefCost
+	for _, x := range n.Xattrs {
+		b += rsXattrCost + uint64(len(x.Name)+len(x.Value))
+	}
+	if n.Type == TypeFile || n.Type == TypeHardlink {
+		b += rsFileCost
+	}
+	return b
+}
+
+// PlanLimitError is a restore refused while planning, before anything is
+// written, because the snapshot's trees expand past a bound: more entries
+// than its manifest declares (Limit "declared"), or more entries or bytes
+// than RestoreLimits allow ("entries", "bytes"). It matches repo.ErrCorrupt
+// (the snapshot is damaged or forged; exit code 13) and ErrUnsafeEntry
+// (the recovery lifecycle does not retry it), unless the snapshot is
+// really that large, which the message says how to allow.
+type PlanLimitError struct {
+	Snapshot blob.ID // zero for a tree that is not a snapshot's own (a graft)
+	Declared uint64  // entries the manifest declares (files + dirs); 0: none
+	Limits   RestoreLimits
+	Limit    string // the bound passed: "declared", "entries" or "bytes"
+	Entries  uint64 // entries expanded when the plan stopped, the root included (0: refused before expanding)
+	Bytes    uint64 // the bytes counted for them
+}
+
+func (e *PlanLimitError) Error() string {
+	var b strings.Builder
+	b.WriteString("restore refused while planning: ")
+	if !e.Snapshot.IsNull() {
+		fmt.Fprintf(&b, "snapshot %s ", e.Snapshot.Short())
+	} else {
+		b.WriteString("the tree ")
+	}
+	raise := "if it is genuine, raise the limit with --max-entries (RestoreLimits.Entries) or restore parts of it with --include"
+	switch e.Limit {
+	case "declared":
+		fmt.Fprintf(&b, "lists more than the %d entries its manifest declares (repeated subtrees): it is damaged or forged; run `lifeboat check` and restore another snapshot", e.Declared)
+		return b.String()
+	case "entries":
+		if e.Entries == 0 {
+			fmt.Fprintf(&b, "declares %d entries, more than restore's limit of %d", e.Declared, e.Limits.Entries)
+		} else {
+			fmt.Fprintf(&b, "lists more than %d entries, restore's limit", e.Limits.Entries)
+			if e.Declared > 0 {
+				fmt.Fprintf(&b, " (its manifest declares %d)", e.Declared)
+			}
+		}
+	default:
+		fmt.Fprintf(&b, "needs more than %s of memory to plan (%d entries expanded so far), restore's limit", HumanBytes(e.Limits.Bytes), e.Entries)
+		raise = "if it is genuine, raise the limit with --max-plan-mib (RestoreLimits.Bytes) or restore parts of it with --include"
+	}
+	fmt.Fprintf(&b, ": it is damaged or forged (run `lifeboat check`), or larger than this restore allows (%s)", raise)
+	return b.String()
+}
+
+// Is makes a PlanLimitError match repo.ErrCorrupt and ErrUnsafeEntry.
+func (e *PlanLimitError) Is(target error) bool {
+	return target == repo.ErrCorrupt || target == ErrUnsafeEntry
 }
