@@ -8,6 +8,8 @@ import (
 	"math"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -93,6 +95,7 @@ type FileCache interface {
 // captureHooks let tests act at chosen points of a capture.
 type captureHooks struct {
 	beforeOpen func(path string)              // a reader is about to open a file
+	beforeRead func(path string, attempt int) // a read of an open file is about to start
 	afterRead  func(path string, attempt int) // a read finished, before the second fstat
 	walked     func()                         // the walker is done listing
 	listed     func(dir string)               // a directory was listed and its first part stat'ed (any goroutine)
@@ -121,9 +124,16 @@ const maxCaptureErrors = 1000
 // Symlinks are never followed (root itself may be a symlink to a
 // directory). Sockets and devices are recorded without content. A file is
 // stat'ed when listed and fstat'ed before and after it is read; if its
-// size, mtime or ctime moved during the read it is read once more, and if
-// it moved again the second read is kept as it is and the file is listed
-// in Manifest.Errors as "changed while being read". A file or directory
+// size, mtime or ctime moved during the read it is read once more. If it
+// moved again and it only grew (an appended log), a third read checks
+// that the second read's bytes are still the file's first bytes: then
+// the snapshot holds that prefix, listed in Manifest.Prefixes, and stays
+// complete (capPrefix says exactly what is checked). Otherwise (it
+// shrank, or bytes already read changed: rewritten in place) the second
+// read is kept as it is and the file is listed in Manifest.Errors as
+// "changed while being read". A file that grows while it is read is read
+// up to the size it had when the read passed its size before the read,
+// so a fast writer cannot make a read endless. A file or directory
 // that cannot be read (vanished, permission denied, ...) is left out of
 // the snapshot, listed in Manifest.Errors and reported to Progress.Error;
 // the capture goes on and the manifest is saved with Complete=false.
@@ -251,6 +261,8 @@ type capturer struct {
 	errs   []CaptureError
 	nErrs  int
 	failed error // the first fatal error
+	prefs  []CapturePrefix
+	nPrefs uint64
 
 	cacheMu    sync.Mutex
 	cachePuts  capChunked[capPut] // records to write after the manifest
@@ -290,6 +302,33 @@ func (c *capturer) record(p string, err error) {
 	if len(c.errs) < maxCaptureErrors {
 		c.errs = append(c.errs, CaptureError{Path: p, Error: err.Error()})
 	}
+}
+
+// prefixOK reports whether a file that keeps growing may be kept as a
+// verified prefix (capPrefix): in the workspace tree, not in a browser
+// profile's sensitive tree, whose part has no such list.
+func (c *capturer) prefixOK() bool {
+	return c.o.part == nil || c.o.part.tree == nil
+}
+
+// prefix lists a file the snapshot holds a verified prefix of; the
+// snapshot stays complete.
+func (c *capturer) prefix(p string, size, fileSize uint64) {
+	c.errMu.Lock()
+	defer c.errMu.Unlock()
+	c.nPrefs++
+	if len(c.prefs) < maxCaptureErrors {
+		c.prefs = append(c.prefs, CapturePrefix{Path: p, Size: size, FileSize: fileSize})
+	}
+}
+
+// listedPrefixes returns the prefixes to list, sorted by path, and the
+// number of those left out.
+func (c *capturer) listedPrefixes() ([]CapturePrefix, uint64) {
+	c.errMu.Lock()
+	defer c.errMu.Unlock()
+	slices.SortFunc(c.prefs, func(a, b CapturePrefix) int { return strings.Compare(a.Path, b.Path) })
+	return c.prefs, c.nPrefs - uint64(len(c.prefs))
 }
 
 func (c *capturer) run() (*Manifest, error) {
@@ -384,6 +423,7 @@ func (c *capturer) run() (*Manifest, error) {
 	}
 	m.Complete = c.nErrs == 0
 	c.errMu.Unlock()
+	m.Prefixes, m.PrefixesNotListed = c.listedPrefixes()
 	if c.o.part != nil && c.o.part.apply(m) {
 		return m, nil // a sensitive tree: no manifest of its own
 	}

@@ -1,12 +1,16 @@
 package snapshot
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/zeebo/blake3"
 
 	"lifeboat/blob"
 	"lifeboat/chunk"
@@ -78,7 +82,15 @@ func (c *capturer) readJob(ch *chunk.Chunker, j *capJob) bool {
 	var rd *capFileReader
 	changed := false
 	for attempt := 1; ; attempt++ {
+		if c.o.hooks.beforeRead != nil {
+			c.o.hooks.beforeRead(j.dir.errPath(j.name), attempt)
+		}
 		rd = &capFileReader{fd: fd, counter: c.o.hooks.bytesRead, sparse: before.Blocks*512 < before.Size, size: before.Size}
+		if attempt > 1 && c.prefixOK() {
+			// The file changed during its first read: this one is hashed,
+			// should it change again, to check it is a prefix (capPrefix).
+			rd.sum = blake3.New()
+		}
 		var st repo.StreamStats
 		ids, st, err = c.r.SaveStream(c.ctx, c.o.tier(), ch, rd)
 		if err != nil {
@@ -110,6 +122,16 @@ func (c *capturer) readJob(ch *chunk.Chunker, j *capJob) bool {
 		}
 		before = after
 	}
+	// A file that changed during both reads is kept as a prefix when it
+	// only grew (an appended log) and its second read is verified to be
+	// its first bytes as they are now; any other change is an error.
+	prefix, changedErr := false, errors.New("changed while being read; the snapshot holds its second read")
+	if changed && rd.sum != nil {
+		var err error
+		if prefix, err = capPrefix(c.ctx, fd, rd, before.Size, &after); err != nil {
+			changedErr = fmt.Errorf("%w (checking it as a prefix: %w)", changedErr, err)
+		}
+	}
 	c.setMeta(n, &after)
 	n.Size = uint64(rd.n)
 	n.Content = ids
@@ -120,8 +142,10 @@ func (c *capturer) readJob(ch *chunk.Chunker, j *capJob) bool {
 	// Cache only files whose last change, of content (mtime) or inode
 	// (ctime), is well before the capture began: a file changed again
 	// within the timestamps' granularity would otherwise look unchanged.
-	if changed {
-		c.record(j.dir.errPath(j.name), errors.New("changed while being read; the snapshot holds its second read"))
+	if prefix {
+		c.prefix(j.dir.errPath(j.name), n.Size, uint64(after.Size))
+	} else if changed {
+		c.record(j.dir.errPath(j.name), changedErr)
 	} else if c.o.Cache != nil && xerr == nil && c.settled(j.dir, &after) && len(ids) > 0 && n.Size == uint64(after.Size) {
 		c.cacheNote(j.part, j.i, capCacheEntry(&after, len(n.Xattrs) > 0, ids), true)
 	}
@@ -163,6 +187,46 @@ func capUnchanged(a, b *unix.Stat_t) bool {
 	return a.Size == b.Size && a.Mtim == b.Mtim && a.Ctim == b.Ctim
 }
 
+// capPrefix reports whether the second read of a file that changed
+// during both reads, rd, holds exactly the file's first rd.n bytes as they
+// were when that read ended: the file only grew (it had at least as many
+// bytes as the fstat before the read, size, said; and after, the fstat
+// after it, says at least rd.n), and a third read of those bytes, started
+// after that fstat, hashes to the same as rd's. Each byte then had the
+// same value when rd read it and when it was read again, so it had that
+// value at the fstat between the two. A change undone before the third
+// read reaches it is not seen. The descriptor is the one read, so it is
+// the same file (inode) throughout.
+func capPrefix(ctx context.Context, fd int, rd *capFileReader, size int64, after *unix.Stat_t) (bool, error) {
+	if rd.n < size || after.Size < rd.n {
+		return false, nil // it shrank: not an append
+	}
+	want := rd.sum.Sum(nil)
+	h := blake3.New()
+	buf := make([]byte, min(max(rd.n, 1), 1<<20))
+	for off := int64(0); off < rd.n; {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		m, err := unix.Pread(fd, buf[:min(int64(len(buf)), rd.n-off)], off)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		if m == 0 {
+			return false, nil // it shrank below rd.n
+		}
+		_, _ = h.Write(buf[:m])
+		off += int64(m)
+		if rd.counter != nil {
+			rd.counter.Add(int64(m))
+		}
+	}
+	return bytes.Equal(h.Sum(nil), want), nil
+}
+
 // capFileReader reads a file from offset 0 with pread, remembering its
 // own error so a read failure (the file's problem) can be told apart from
 // a repository failure (fatal). In a sparse file it finds the holes with
@@ -172,6 +236,8 @@ type capFileReader struct {
 	n       int64 // bytes read
 	err     error
 	counter *atomic.Int64
+	sum     *blake3.Hasher // when set, hashes every byte read (capPrefix)
+	limit   int64          // when > 0, the read ends there (see Read)
 
 	sparse  bool  // look for holes
 	dataEnd int64 // [n, dataEnd) is data: pread it
@@ -187,7 +253,11 @@ type capFileReader struct {
 // short read that ends at the size the walk's lstat gave is the end too (one pread
 // for a small file, not two). The fstat after reading catches a file that
 // grew meanwhile, and a file whose size fstat does not know (some special
-// filesystems say 0) is read until a pread returns nothing.
+// filesystems say 0) is read until a pread returns nothing. A file that
+// grows past size is read up to the size fstat gives when the read passes
+// size, no further: a writer that appends faster than the capture reads
+// cannot make the read endless (the file changed; the fstat after the
+// read sees it).
 func (r *capFileReader) Read(p []byte) (int, error) {
 	if r.eof {
 		return 0, io.EOF
@@ -195,13 +265,20 @@ func (r *capFileReader) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
+	if r.limit > 0 {
+		if r.n >= r.limit {
+			r.eof = true
+			return 0, io.EOF
+		}
+		p = p[:min(int64(len(p)), r.limit-r.n)]
+	}
 	if r.sparse && r.n >= r.dataEnd && r.n >= r.holeEnd {
 		r.findExtent()
 	}
 	if r.n < r.holeEnd {
 		n := int(min(int64(len(p)), r.holeEnd-r.n))
 		clear(p[:n])
-		r.count(n)
+		r.took(p[:n])
 		return n, nil
 	}
 	if r.sparse && r.n < r.dataEnd {
@@ -220,13 +297,20 @@ func (r *capFileReader) Read(p []byte) (int, error) {
 			r.eof = true
 			return 0, io.EOF
 		}
-		r.count(n)
+		r.took(p[:n])
 		if r.n > r.size && !r.past {
 			// No fstat came before the read (the walk's lstat stood in):
 			// a device in the file's place (/dev/zero) would never end.
 			r.past = true
-			if r.err = capRegular(r.fd); r.err != nil {
+			var st unix.Stat_t
+			if r.err = unix.Fstat(r.fd, &st); r.err == nil && st.Mode&unix.S_IFMT != unix.S_IFREG {
+				r.err = errNotRegular
+			}
+			if r.err != nil {
 				return 0, r.err
+			}
+			if st.Size >= r.n { // 0 when unknown: no limit
+				r.limit = st.Size
 			}
 		}
 		r.eof = n < len(p) && r.n == r.size
@@ -234,10 +318,14 @@ func (r *capFileReader) Read(p []byte) (int, error) {
 	}
 }
 
-func (r *capFileReader) count(n int) {
-	r.n += int64(n)
+// took counts b, just read, and hashes it when asked to.
+func (r *capFileReader) took(b []byte) {
+	r.n += int64(len(b))
 	if r.counter != nil {
-		r.counter.Add(int64(n))
+		r.counter.Add(int64(len(b)))
+	}
+	if r.sum != nil {
+		_, _ = r.sum.Write(b)
 	}
 }
 

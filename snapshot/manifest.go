@@ -31,6 +31,17 @@ type CaptureError struct {
 	Error string `json:"error"`
 }
 
+// CapturePrefix is a file that grew during both of its reads (a log being
+// appended to): the snapshot holds its first Size bytes, checked to be
+// exactly the file's first Size bytes when the second read ended, when
+// the file had FileSize bytes (FileSize >= Size). Its node's metadata is
+// from that moment too. It does not make the snapshot partial.
+type CapturePrefix struct {
+	Path     string `json:"path"` // as in CaptureError
+	Size     uint64 `json:"size"`
+	FileSize uint64 `json:"file_size"`
+}
+
 // Manifest is one snapshot. It is stored as a sealed object of kind
 // snapshot in the workspace tier; its id is the object's name.
 type Manifest struct {
@@ -46,6 +57,11 @@ type Manifest struct {
 	Totals    Totals         `json:"totals"`
 	Complete  bool           `json:"complete"` // false: partial, see Errors
 	Errors    []CaptureError `json:"errors,omitempty"`
+	// Prefixes lists the files captured as a verified prefix, by path (at
+	// most 1000; PrefixesNotListed counts the others). Both are left out
+	// when empty, so a snapshot without one reads as before.
+	Prefixes          []CapturePrefix `json:"prefixes,omitempty"`
+	PrefixesNotListed uint64          `json:"prefixes_not_listed,omitempty"`
 	// Sensitive is the id of the snapshot's sensitive part (SensitivePart):
 	// a tree blob of the sensitive tier. Only a key with that tier opens it.
 	Sensitive *blob.ID `json:"sensitive,omitempty"`
