@@ -23,13 +23,15 @@ import (
 )
 
 // dbVersion changes whenever the DB layout changes; an old file is rebuilt.
-const dbVersion = 2
+// Version 3 added the copies bucket.
+const dbVersion = 3
 
 var (
 	bucketMeta    = []byte("meta")
 	bucketBlobs   = []byte("blobs")   // tier|type|id -> pack id|flags|offset|length|plain length
 	bucketPacks   = []byte("packs")   // pack id -> tier|size|entries|entry bytes (see packValue)
 	bucketObjects = []byte("objects") // index object id -> tier|state
+	bucketCopies  = []byte("copies")  // tier|type|id|pack id -> a blob's other places (copies.go)
 	keyVersion    = []byte("version")
 	keyRepo       = []byte("repo")
 	keyRemovals   = []byte("removals") // the removal generation, u64 LE (filecache.go)
@@ -144,7 +146,12 @@ func openDBFile(path string, repoID blob.ID) (d *DB, err error) {
 	}()
 	current := func(tx *bolt.Tx) bool {
 		m := tx.Bucket(bucketMeta)
-		return m != nil && bytes.Equal(m.Get(keyVersion), binary.LittleEndian.AppendUint32(nil, dbVersion)) && bytes.Equal(m.Get(keyRepo), repoID[:])
+		for _, name := range dbBuckets {
+			if tx.Bucket(name) == nil {
+				return false
+			}
+		}
+		return bytes.Equal(m.Get(keyVersion), binary.LittleEndian.AppendUint32(nil, dbVersion)) && bytes.Equal(m.Get(keyRepo), repoID[:])
 	}
 	ok := false
 	err = bdb.View(func(tx *bolt.Tx) error { _, known := removalGen(tx); ok = current(tx) && known; return nil })
@@ -240,11 +247,14 @@ func checkDBFileSize(path string) error {
 	return nil
 }
 
+// dbBuckets are the buckets a rebuild empties (the file cache stays).
+var dbBuckets = [][]byte{bucketMeta, bucketBlobs, bucketPacks, bucketObjects, bucketCopies}
+
 // resetTx empties every bucket and stamps the DB with its version and repo.
 // The file cache stays, so the removal generation moves on (filecache.go).
 func resetTx(tx *bolt.Tx, repoID blob.ID) error {
 	gen := nextRemovalGen(tx)
-	for _, name := range [][]byte{bucketMeta, bucketBlobs, bucketPacks, bucketObjects} {
+	for _, name := range dbBuckets {
 		if tx.Bucket(name) != nil {
 			if err := tx.DeleteBucket(name); err != nil {
 				return err

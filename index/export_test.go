@@ -35,7 +35,7 @@ const ApplyBatch = applyBatch
 
 // ApplyAllStopAfter is ApplyAll ended after n transactions, as a crash
 // would.
-func ApplyAllStopAfter(d *DB, objs []Named, n int) error { return d.applyAll(objs, n) }
+func ApplyAllStopAfter(d *DB, objs []Named, n int) error { return d.applyAll(objs, n, nil) }
 
 // SetApplyWaits sets the function ApplyAll calls when it must wait for a
 // Sync, and returns a function that clears it.

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 
@@ -78,15 +79,36 @@ func (d *DB) HasPack(id blob.ID) (ok bool, err error) {
 	return ok, err
 }
 
+// dropPlace removes blob key k's place, in one of the packs being
+// dropped: a copy in a pack that stays takes its place, if there is one.
+func dropPlace(blobs, copies *bolt.Bucket, k []byte, packs map[blob.ID]bool) error {
+	var keep, keepKey []byte
+	c := copies.Cursor()
+	for ck, cv := c.Seek(k); ck != nil && bytes.HasPrefix(ck, k); ck, cv = c.Next() {
+		if _, err := decodeCopy(ck, cv); err == nil && !packs[blob.ID(cv[:blob.IDSize])] {
+			keep, keepKey = bytes.Clone(cv), bytes.Clone(ck)
+			break
+		}
+	}
+	if keep == nil {
+		return blobs.Delete(k)
+	}
+	if err := copies.Delete(keepKey); err != nil {
+		return err
+	}
+	return blobs.Put(k, keep)
+}
+
 // dropBatch bounds the deletions of one transaction.
 const dropBatch = 16384
 
 // Drop removes from the DB the index objects objs and the packs packs with
-// every blob entry that points into them, in one pass over the blobs. Prune
-// calls it for what it deleted, instead of a rebuild: in the DB it planned
-// with, every live blob of a deleted pack was already remapped to its copy.
-// (Another process's DB may map a blob to a deleted copy while another copy
-// survives, so it rebuilds instead; see Sync.)
+// every blob entry that points into them, in one pass over the blobs; a
+// blob placed in a dropped pack with a copy in another takes that copy as
+// its place. Prune calls it for what it deleted, instead of a rebuild: in
+// the DB it planned with, every live blob of a deleted pack was already
+// remapped to its copy. (Another process's DB may map a blob to a deleted
+// copy while another copy survives, so it rebuilds instead; see Sync.)
 func (d *DB) Drop(objs []blob.ID, packs map[blob.ID]bool) error {
 	if len(packs) > 0 {
 		var start []byte
@@ -111,8 +133,9 @@ func (d *DB) Drop(objs []blob.ID, packs map[blob.ID]bool) error {
 						del = append(del, append([]byte(nil), k...))
 					}
 				}
+				copies := tx.Bucket(bucketCopies)
 				for _, k := range del {
-					if err := b.Delete(k); err != nil {
+					if err := dropPlace(b, copies, k, packs); err != nil {
 						return err
 					}
 				}
@@ -131,6 +154,21 @@ func (d *DB) Drop(objs []blob.ID, packs map[blob.ID]bool) error {
 		}
 	}
 	return d.db.Update(func(tx *bolt.Tx) error {
+		// Copies in the deleted packs go (those dropPlace promoted are gone
+		// already).
+		copies := tx.Bucket(bucketCopies)
+		var del [][]byte
+		c := copies.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if len(v) == locSize && packs[blob.ID(v[:blob.IDSize])] {
+				del = append(del, bytes.Clone(k))
+			}
+		}
+		for _, k := range del {
+			if err := copies.Delete(k); err != nil {
+				return err
+			}
+		}
 		for id := range packs {
 			if err := tx.Bucket(bucketPacks).Delete(id[:]); err != nil {
 				return err

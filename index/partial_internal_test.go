@@ -47,7 +47,7 @@ func TestInterruptedApply(t *testing.T) {
 		}
 		objID := blob.ID{9}
 		o := bigObject(3*applyBatch, 9)
-		if err := d.applyAll([]Named{{objID, o}}, 1); err != nil {
+		if err := d.applyAll([]Named{{objID, o}}, 1, nil); err != nil {
 			t.Fatal(err)
 		}
 		probe := o.Packs[0].Entries[0].ID

@@ -27,6 +27,74 @@ type Source interface {
 	LoadIndex(ctx context.Context, id blob.ID) (*Object, error)
 }
 
+// PackSource is a Source that can also say which packs are stored. Sync
+// asks it about the packs of the index objects it applies, when its
+// Source has it, so that a place in a pack that is not stored never takes
+// a blob over from one that is (copies.go).
+type PackSource interface {
+	Source
+	// PackStored reports whether pack id is stored.
+	PackStored(ctx context.Context, id blob.ID) (bool, error)
+	// ListPacks calls fn with the id of every stored pack.
+	ListPacks(ctx context.Context, fn func(id blob.ID) error) error
+}
+
+// packStatMax is how many packs Sync asks about one by one; with more
+// unknown, it lists them all once.
+const packStatMax = 16
+
+// packPresence remembers, within one Sync, which packs are stored.
+type packPresence struct {
+	src    PackSource
+	stored map[blob.ID]bool
+	listed bool // stored holds every pack stored when it was listed
+	// missing counts the packs found not stored.
+	missing int
+}
+
+// learn finds out which packs of objs are stored. A listing taken after
+// the index objects were listed is complete for them: a pack is stored
+// before any index object names it, so a pack it lacks was gone already.
+func (p *packPresence) learn(ctx context.Context, objs []Named) error {
+	var unknown []blob.ID
+	seen := map[blob.ID]bool{}
+	for _, no := range objs {
+		for _, pi := range no.Object.Packs {
+			if _, ok := p.stored[pi.ID]; !ok && !seen[pi.ID] {
+				seen[pi.ID] = true
+				unknown = append(unknown, pi.ID)
+			}
+		}
+	}
+	switch {
+	case len(unknown) == 0:
+	case p.listed:
+	case len(unknown) > packStatMax:
+		err := p.src.ListPacks(ctx, func(id blob.ID) error { p.stored[id] = true; return nil })
+		if err != nil {
+			return fmt.Errorf("listing packs: %w", err)
+		}
+		p.listed = true
+	default:
+		for _, id := range unknown {
+			ok, err := p.src.PackStored(ctx, id)
+			if err != nil {
+				return fmt.Errorf("looking for pack %s: %w", id, err)
+			}
+			if ok {
+				p.stored[id] = true
+			}
+		}
+	}
+	for _, id := range unknown {
+		if !p.stored[id] {
+			p.stored[id] = false
+			p.missing++
+		}
+	}
+	return nil
+}
+
 // ErrObjectDamaged marks an index object that does not decode or
 // authenticate. Sync skips it; `repair index` replaces it.
 var ErrObjectDamaged = errors.New("index object is damaged")
@@ -37,6 +105,9 @@ type SyncStats struct {
 	Applied int       // index objects newly applied
 	Locked  int       // index objects of tiers the key cannot open
 	Damaged []blob.ID // index objects skipped because they are damaged
+	// UnstoredPacks counts the packs applied objects list that are not
+	// stored (a PackSource says so): their places were kept as copies.
+	UnstoredPacks int
 }
 
 // Sync brings the DB up to date with the repository's index objects.
@@ -59,8 +130,20 @@ func (d *DB) Sync(ctx context.Context, src Source) (SyncStats, error) {
 	// not once per object.
 	var group []Named
 	entries := 0
+	var presence *packPresence
+	if ps, ok := src.(PackSource); ok {
+		presence = &packPresence{src: ps, stored: map[blob.ID]bool{}}
+	}
 	applyGroup := func() error {
-		err := d.ApplyAll(group)
+		var stored func(blob.ID) bool
+		if presence != nil {
+			if err := presence.learn(ctx, group); err != nil {
+				return err
+			}
+			stored = func(id blob.ID) bool { return presence.stored[id] }
+			defer func() { st.UnstoredPacks = presence.missing }()
+		}
+		err := d.applyStored(group, stored)
 		if err == nil {
 			st.Applied += len(group)
 		}
@@ -207,11 +290,18 @@ func (d *DB) Apply(id blob.ID, o *Object) error { return d.ApplyAll([]Named{{id,
 // key order, in transactions of applyBatch entries. Blob ids are random,
 // so each object applied alone rewrites most of the blobs bucket's leaves;
 // merged, each transaction covers one stretch of keys and every leaf is
-// rewritten about once. A blob in several objects keeps its place in the
-// last. The first transaction marks every object partial and the last
+// rewritten about once. A blob in several packs keeps its place in the
+// last applied, the others as copies (copies.go). The caller vouches that
+// every pack the objects list is stored (it has just saved them); Sync
+// asks its Source instead. The first transaction marks every object partial and the last
 // marks them applied, so an interrupted ApplyAll is redone by the next
 // Sync, or undone by a rebuild if an object is gone.
 func (d *DB) ApplyAll(objs []Named) error {
+	return d.applyStored(objs, nil)
+}
+
+// applyStored is ApplyAll with stored telling which packs are stored.
+func (d *DB) applyStored(objs []Named, stored func(blob.ID) bool) error {
 	if !d.syncMu.TryLock() { // a Sync decides what to apply (see Sync), or another ApplyAll runs
 		if testApplyWaits != nil {
 			testApplyWaits()
@@ -219,7 +309,7 @@ func (d *DB) ApplyAll(objs []Named) error {
 		d.syncMu.Lock()
 	}
 	defer d.syncMu.Unlock()
-	return d.applyAll(objs, -1)
+	return d.applyAll(objs, -1, stored)
 }
 
 // keyOrder returns the numbers of the blob keys in keys (keySize bytes
@@ -252,8 +342,10 @@ func keyOrder(keys []byte) []int {
 }
 
 // applyAll does ApplyAll's work; a test passes stopAfter >= 0 to end it
-// after that many transactions, as a crash would.
-func (d *DB) applyAll(objs []Named, stopAfter int) error {
+// after that many transactions, as a crash would. stored says which packs
+// are stored (nil: all of them): a place in one that is not never takes a
+// blob over from another (copies.go).
+func (d *DB) applyAll(objs []Named, stopAfter int, stored func(pack blob.ID) bool) error {
 	n := 0
 	for _, no := range objs {
 		n += no.Object.Entries()
@@ -292,10 +384,11 @@ func (d *DB) applyAll(objs []Named, stopAfter int) error {
 		last := len(order) == 0
 		// The batch commits with its keys in the filter: see filter.go.
 		err := d.filterUpdate(len(batch), func(i int) []byte { return key(batch[i]) }, func(tx *bolt.Tx) error {
-			blobs := tx.Bucket(bucketBlobs)
+			blobs, copies := tx.Bucket(bucketBlobs), tx.Bucket(bucketCopies)
 			blobs.FillPercent = fillPercent
 			for _, e := range batch {
-				if err := blobs.Put(key(e), val(e)); err != nil {
+				v := val(e)
+				if err := putPlace(blobs, copies, key(e), v, stored == nil || stored(blob.ID(v[:blob.IDSize]))); err != nil {
 					return err
 				}
 			}

@@ -196,6 +196,10 @@ func (r *Repository) lookupPending(t blob.Tier, typ blob.Type, id blob.ID) (inde
 }
 
 // LoadBlob loads, decrypts and verifies one blob, reusing buf when it can.
+// When its pack is missing or the blob there does not verify, the other
+// places the index knows for it (a blob stored twice, or a place named by
+// a stale index object) are tried in turn; the error, if all fail, is the
+// first place's.
 func (r *Repository) LoadBlob(ctx context.Context, t blob.Tier, typ blob.Type, id blob.ID, buf []byte) ([]byte, error) {
 	k, err := r.keys.Tier(t)
 	if err != nil {
@@ -208,6 +212,37 @@ func (r *Repository) LoadBlob(ctx context.Context, t blob.Tier, typ blob.Type, i
 	if !ok {
 		return nil, fmt.Errorf("%w: %s blob %s in the %s tier", ErrBlobNotFound, typ, id, t)
 	}
+	plain, err := r.loadAt(ctx, k, loc, buf)
+	if err == nil || r.idx == nil || !(errors.Is(err, ErrPackMissing) || errors.Is(err, ErrCorrupt)) {
+		return plain, err
+	}
+	locs, lerr := r.idx.LookupAll(t, typ, id)
+	if lerr != nil {
+		return nil, err
+	}
+	tried := 0
+	for _, l := range locs {
+		if l == loc {
+			continue
+		}
+		tried++
+		plain, lerr := r.loadAt(ctx, k, l, buf)
+		if lerr == nil {
+			return plain, nil
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, cerr
+		}
+	}
+	if tried > 0 {
+		err = fmt.Errorf("%w (the index knows %d other places of blob %s; none could be read either)", err, tried, id.Short())
+	}
+	return nil, err
+}
+
+// loadAt loads, decrypts and verifies the blob at loc.
+func (r *Repository) loadAt(ctx context.Context, k *crypt.TierKeys, loc index.Location, buf []byte) ([]byte, error) {
+	id := loc.ID
 	h := backend.Handle{Type: backend.Pack, Name: loc.Pack.String()}
 	sealed, err := r.be.Load(ctx, h, int64(loc.Offset), int(loc.Length))
 	switch {
@@ -223,4 +258,23 @@ func (r *Repository) LoadBlob(ctx context.Context, t blob.Tier, typ blob.Type, i
 		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, h, err)
 	}
 	return plain, nil
+}
+
+// PackStored and ListPacks make indexSource an index.PackSource: Sync asks
+// which packs of the index objects it applies are stored, so that a place
+// in a pack that is gone (a stale index object put back) never takes a
+// blob over from the pack that holds it.
+func (s indexSource) PackStored(ctx context.Context, id blob.ID) (bool, error) {
+	_, err := s.r.be.Stat(ctx, backend.Handle{Type: backend.Pack, Name: id.String()})
+	switch {
+	case errors.Is(err, backend.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
+}
+
+func (s indexSource) ListPacks(ctx context.Context, fn func(id blob.ID) error) error {
+	return s.r.listIDs(ctx, backend.Pack, fn)
 }

@@ -62,8 +62,13 @@ func TestCheckFindsWrongIndexEntry(t *testing.T) {
 	o := &index.Object{Tier: blob.Workspace, Packs: []index.PackInfo{{ID: loc1.Pack, Size: size, Entries: []pack.Entry{lie}}}}
 	_, err = r.saveIndexObject(ctx, blob.Workspace, o)
 	must(t, err)
-	if _, err := r.LoadBlob(ctx, blob.Workspace, blob.Data, ids[0], nil); err == nil {
-		t.Fatal("the lying entry should make the blob fail to load")
+	// The lie is the blob's place now; its true place is kept as a copy,
+	// which LoadBlob falls back to when the lie does not verify.
+	if loc, _, err := r.LookupBlob(blob.Workspace, blob.Data, ids[0]); err != nil || loc.Entry != lie {
+		t.Fatalf("the lying entry did not take the blob over: %+v %v", loc, err)
+	}
+	if _, err := r.LoadBlob(ctx, blob.Workspace, blob.Data, ids[0], nil); err != nil {
+		t.Fatalf("the blob's true place was not tried after the lie: %v", err)
 	}
 	res, err := r.Check(ctx, CheckOptions{ReadData: true})
 	must(t, err)
