@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"lifeboat/blob"
 	"lifeboat/crypt"
+	"lifeboat/repo"
 )
 
 // ManifestVersion is the snapshot manifest encoding version.
@@ -106,25 +108,56 @@ func SaveManifest(ctx context.Context, s ObjectStore, m *Manifest) (blob.ID, err
 }
 
 // LoadManifest loads and checks one snapshot.
+// A snapshot that does not load is a *ManifestError; one whose object
+// opened but whose content does not decode or validate matches
+// repo.ErrCorrupt.
 func LoadManifest(ctx context.Context, s ObjectStore, id blob.ID) (*Manifest, error) {
 	t, b, err := s.LoadObject(ctx, crypt.KindSnapshot, id)
 	if err != nil {
-		return nil, fmt.Errorf("snapshot %s: %w", id.Short(), err)
+		return nil, &ManifestError{ID: id, Err: fmt.Errorf("snapshot %s: %w", id.Short(), err)}
 	}
 	if t != blob.Workspace {
-		return nil, fmt.Errorf("snapshot %s is sealed in the %s tier, not workspace", id.Short(), t)
+		return nil, &ManifestError{ID: id, Err: fmt.Errorf("snapshot %s is sealed in the %s tier, not workspace: %w", id.Short(), t, repo.ErrCorrupt)}
 	}
 	var m Manifest
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("snapshot %s does not decode: %w", id.Short(), err)
+		return nil, manifestDamaged(id, b, fmt.Errorf("snapshot %s does not decode (%w): %w", id.Short(), repo.ErrCorrupt, err))
 	}
 	if err := m.Validate(); err != nil {
-		return nil, fmt.Errorf("snapshot %s: %w", id.Short(), err)
+		return nil, manifestDamaged(id, b, fmt.Errorf("snapshot %s (%w): %w", id.Short(), repo.ErrCorrupt, err))
 	}
 	m.ID = id
 	return &m, nil
+}
+
+// ManifestError is a snapshot that is stored but does not load: its
+// object does not open (damaged, tampered with, or the storage failed) or
+// its content does not decode or validate. Workspace and Time are set when
+// the object opened (it is authenticated: a key holder wrote it) and they
+// decode although the whole does not; they are empty otherwise.
+type ManifestError struct {
+	ID        blob.ID
+	Workspace string
+	Time      time.Time
+	Err       error // names the snapshot
+}
+
+func (e *ManifestError) Error() string { return e.Err.Error() }
+func (e *ManifestError) Unwrap() error { return e.Err }
+
+// manifestDamaged is the ManifestError of an authenticated manifest b
+// that does not decode or validate, with what of it does.
+func manifestDamaged(id blob.ID, b []byte, err error) *ManifestError {
+	var part struct {
+		Workspace string    `json:"workspace"`
+		Time      time.Time `json:"time"`
+	}
+	if json.Unmarshal(b, &part) != nil {
+		return &ManifestError{ID: id, Err: err}
+	}
+	return &ManifestError{ID: id, Workspace: part.Workspace, Time: part.Time, Err: err}
 }
 
 // List loads every snapshot (of workspace ws, or all when ws is empty),
@@ -157,38 +190,138 @@ func List(ctx context.Context, s ObjectStore, ws string) (snaps []*Manifest, bad
 // ErrNoSnapshot: no snapshot matches.
 var ErrNoSnapshot = errors.New("no matching snapshot")
 
-// Find resolves "latest" (the newest complete snapshot of workspace ws,
-// which must be given) or a unique id prefix of at least 4 hex characters.
+// Find resolves ref as Resolve does, except that `latest` passes over
+// snapshots that cannot be read (ResolveOptions.SkipDamaged): for a
+// capture's parent, which only speeds the capture up. Commands that show
+// or restore what `latest` names use Resolve.
 func Find(ctx context.Context, s ObjectStore, ref, ws string) (*Manifest, error) {
-	snaps, _, err := List(ctx, s, ws)
-	if err != nil {
-		return nil, err
+	m, _, err := Resolve(ctx, s, ref, ws, ResolveOptions{SkipDamaged: true})
+	return m, err
+}
+
+// ResolveOptions change how Resolve treats snapshots that cannot be read.
+type ResolveOptions struct {
+	// SkipDamaged lets `latest` fall back to the newest complete snapshot
+	// that can be read, past any that cannot; Resolve returns those.
+	SkipDamaged bool
+}
+
+// Resolve resolves "latest" (the newest complete snapshot of workspace ws,
+// which must be given) or a unique id prefix of at least 4 hex characters.
+//
+// A snapshot whose manifest cannot be read is never silently passed over:
+// an id prefix that names one gets its *ManifestError (repo.ErrCorrupt for
+// a damaged one: exit code 13). `latest` fails with a *LatestError when a
+// snapshot that cannot be read may be the newest of ws (its workspace and
+// time are unknown, or say it is of ws and newer than the newest readable
+// complete one); with o.SkipDamaged it returns the newest readable complete
+// snapshot and, in skipped, those it passed over, in id order.
+func Resolve(ctx context.Context, s ObjectStore, ref, ws string, o ResolveOptions) (m *Manifest, skipped []*ManifestError, err error) {
+	if ref == "latest" && ws == "" {
+		return nil, nil, fmt.Errorf("`latest` needs --workspace")
 	}
-	if ref == "latest" {
-		if ws == "" {
-			return nil, fmt.Errorf("`latest` needs --workspace")
+	if ref != "latest" && len(ref) < 4 {
+		return nil, nil, fmt.Errorf("snapshot id %q is too short: give at least 4 hex characters", ref)
+	}
+	snaps, bad, err := List(ctx, s, ws)
+	if err != nil {
+		return nil, nil, err
+	}
+	damaged := make([]*ManifestError, 0, len(bad))
+	for id, err := range bad {
+		me, ok := err.(*ManifestError)
+		if !ok {
+			me = &ManifestError{ID: id, Err: err}
 		}
-		for i := len(snaps) - 1; i >= 0; i-- {
+		damaged = append(damaged, me)
+	}
+	slices.SortFunc(damaged, func(a, b *ManifestError) int { return bytes.Compare(a.ID[:], b.ID[:]) })
+	if ref == "latest" {
+		for i := len(snaps) - 1; i >= 0 && m == nil; i-- {
 			if snaps[i].Complete {
-				return snaps[i], nil
+				m = snaps[i]
 			}
 		}
-		return nil, fmt.Errorf("%w: workspace %q has no complete snapshot", ErrNoSnapshot, ws)
+		for _, d := range damaged {
+			if d.Workspace != "" && d.Workspace != ws || m != nil && !d.Time.IsZero() && !d.Time.After(m.Time) {
+				continue // another workspace's, or older than the newest readable one
+			}
+			skipped = append(skipped, d)
+		}
+		if len(skipped) > 0 && !o.SkipDamaged {
+			return nil, skipped, &LatestError{Workspace: ws, Damaged: skipped, Fallback: m}
+		}
+		if m == nil && len(skipped) > 0 {
+			return nil, skipped, fmt.Errorf("%w: workspace %q has no complete snapshot that can be read", ErrNoSnapshot, ws)
+		}
+		if m == nil {
+			return nil, nil, fmt.Errorf("%w: workspace %q has no complete snapshot", ErrNoSnapshot, ws)
+		}
+		return m, skipped, nil
 	}
-	if len(ref) < 4 {
-		return nil, fmt.Errorf("snapshot id %q is too short: give at least 4 hex characters", ref)
-	}
+	prefix := strings.ToLower(ref)
 	var found []*Manifest
 	for _, m := range snaps {
-		if strings.HasPrefix(m.ID.String(), strings.ToLower(ref)) {
+		if strings.HasPrefix(m.ID.String(), prefix) {
 			found = append(found, m)
 		}
 	}
-	switch len(found) {
-	case 0:
-		return nil, fmt.Errorf("%w: %q (list them with `lifeboat snapshots`)", ErrNoSnapshot, ref)
-	case 1:
-		return found[0], nil
+	var foundBad []*ManifestError
+	for _, d := range damaged {
+		if strings.HasPrefix(d.ID.String(), prefix) {
+			foundBad = append(foundBad, d)
+		}
 	}
-	return nil, fmt.Errorf("snapshot id %q matches %d snapshots; give more characters", ref, len(found))
+	switch {
+	case len(found)+len(foundBad) > 1:
+		return nil, nil, fmt.Errorf("snapshot id %q matches %d snapshots; give more characters", ref, len(found)+len(foundBad))
+	case len(found) == 1:
+		return found[0], nil, nil
+	case len(foundBad) == 1:
+		return nil, nil, fmt.Errorf("%w; it cannot be read: run `lifeboat check` to see the damage, and choose another snapshot (`lifeboat snapshots`)", foundBad[0])
+	}
+	return nil, nil, fmt.Errorf("%w: %q (list them with `lifeboat snapshots`)", ErrNoSnapshot, ref)
+}
+
+// LatestError: `latest` could not be resolved because snapshots that
+// cannot be read may be newer than the newest one that can. It unwraps to
+// their errors (repo.ErrCorrupt when damaged: exit code 13).
+type LatestError struct {
+	Workspace string
+	Damaged   []*ManifestError // in id order
+	Fallback  *Manifest        // the newest complete snapshot that can be read; nil if none
+}
+
+func (e *LatestError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "`latest` of workspace %q is not resolved: ", e.Workspace)
+	for i, d := range e.Damaged {
+		if i == 3 {
+			fmt.Fprintf(&b, "; and %d more", len(e.Damaged)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(d.Error())
+	}
+	if len(e.Damaged) == 1 {
+		b.WriteString(". This snapshot cannot be read and may be the newest")
+	} else {
+		b.WriteString(". These snapshots cannot be read and may be the newest")
+	}
+	b.WriteString(". Run `lifeboat check`; restore a snapshot by its id")
+	if e.Fallback != nil {
+		fmt.Fprintf(&b, ", or pass --skip-damaged to restore the newest complete snapshot that can be read (%s, %s)",
+			e.Fallback.ID.Short(), e.Fallback.Time.UTC().Format(time.RFC3339))
+	}
+	return b.String()
+}
+
+func (e *LatestError) Unwrap() []error {
+	errs := make([]error, len(e.Damaged))
+	for i, d := range e.Damaged {
+		errs[i] = d
+	}
+	return errs
 }

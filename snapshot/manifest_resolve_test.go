@@ -1,0 +1,154 @@
+package snapshot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"lifeboat/blob"
+	"lifeboat/crypt"
+	"lifeboat/repo"
+)
+
+// `latest` means the newest snapshot: one that cannot be read is never
+// silently passed over (issue 31, items 7 and 14a). The repositories here
+// are real; the damage is a byte flipped in a stored snapshot object, or a
+// manifest sealed with the repository's key whose content does not
+// validate.
+
+// rsSnapAt saves a complete snapshot of workspace ws taken at t, with one
+// empty file.
+func (r *rsRepo) rsSnapAt(tb testing.TB, ws string, t time.Time) *Manifest {
+	tb.Helper()
+	m := r.manifest(tb, r.dir(tb, "", Node{Name: []byte("f"), Type: TypeFile, Mode: 0o644, MtimeNs: rsTestTime}), false)
+	m.Workspace, m.Time, m.Totals = ws, t, Totals{Files: 1, Dirs: 1}
+	if _, err := SaveManifest(context.Background(), r, m); err != nil {
+		tb.Fatal(err)
+	}
+	return m
+}
+
+// rsFlipSnapshot flips one byte in the middle of snapshot id's stored
+// object, as storage damage or tampering would.
+func (r *rsRepo) rsFlipSnapshot(tb testing.TB, id blob.ID) {
+	tb.Helper()
+	p := filepath.Join(r.path, "snapshots", id.String())
+	b, err := os.ReadFile(p)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b[len(b)/2] ^= 0x40
+	if err := os.Chmod(p, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// rsSealInvalid stores a manifest, sealed with the repository's key, of
+// workspace ws at t that does not validate (a newer version).
+func (r *rsRepo) rsSealInvalid(tb testing.TB, ws string, t time.Time) blob.ID {
+	tb.Helper()
+	m := r.manifest(tb, r.dir(tb, "", Node{Name: []byte("f"), Type: TypeFile, Mode: 0o644}), false)
+	m.Workspace, m.Time, m.Version = ws, t, ManifestVersion+1
+	b, err := json.Marshal(m)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	id, err := r.SaveObject(context.Background(), crypt.KindSnapshot, blob.Workspace, b)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return id
+}
+
+func TestResolveLatestDamaged(t *testing.T) {
+	ctx := t.Context()
+	r := newRestoreRepo(t)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	old := r.rsSnapAt(t, "w", t0)
+	newest := r.rsSnapAt(t, "w", t0.Add(time.Hour))
+	r.rsSnapAt(t, "x", t0.Add(2*time.Hour))
+	if m, _, err := Resolve(ctx, r, "latest", "w", ResolveOptions{}); err != nil || m.ID != newest.ID {
+		t.Fatalf("latest before the damage: %v, %v", m, err)
+	}
+	r.rsFlipSnapshot(t, newest.ID)
+
+	// Strict: refused, naming the damaged snapshot and the fallback.
+	m, skipped, err := Resolve(ctx, r, "latest", "w", ResolveOptions{})
+	var le *LatestError
+	if m != nil || !errors.As(err, &le) || !errors.Is(err, repo.ErrCorrupt) || len(skipped) != 1 || skipped[0].ID != newest.ID ||
+		le.Fallback == nil || le.Fallback.ID != old.ID {
+		t.Fatalf("latest with the newest damaged: %v, skipped %v, %v", m, skipped, err)
+	}
+	for _, want := range []string{newest.ID.Short(), "may be the newest", "--skip-damaged", old.ID.Short(), "lifeboat check"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not say %q: %v", want, err)
+		}
+	}
+	// --skip-damaged: the previous one, and what was skipped.
+	m, skipped, err = Resolve(ctx, r, "latest", "w", ResolveOptions{SkipDamaged: true})
+	if err != nil || m.ID != old.ID || len(skipped) != 1 || skipped[0].ID != newest.ID || !errors.Is(skipped[0], repo.ErrCorrupt) {
+		t.Fatalf("latest skipping damaged: %v, skipped %v, %v", m, skipped, err)
+	}
+	// Find (a capture's parent) passes over it, as before.
+	if m, err := Find(ctx, r, "latest", "w"); err != nil || m.ID != old.ID {
+		t.Fatalf("Find latest: %v, %v", m, err)
+	}
+	// By id, the damage is named: not "no matching snapshot".
+	for _, ref := range []string{newest.ID.String()[:8], newest.ID.String()} {
+		_, _, err = Resolve(ctx, r, ref, "", ResolveOptions{})
+		if !errors.Is(err, repo.ErrCorrupt) || errors.Is(err, ErrNoSnapshot) || !strings.Contains(err.Error(), newest.ID.Short()) ||
+			!strings.Contains(err.Error(), "cannot be read") {
+			t.Errorf("by id %s: %v", ref, err)
+		}
+		if _, err := Find(ctx, r, ref, ""); !errors.Is(err, repo.ErrCorrupt) {
+			t.Errorf("Find by id %s: %v", ref, err)
+		}
+	}
+	if m, _, err := Resolve(ctx, r, old.ID.String()[:8], "", ResolveOptions{}); err != nil || m.ID != old.ID {
+		t.Errorf("the intact one by id: %v, %v", m, err)
+	}
+}
+
+// TestResolveLatestDamagedAttributed: a manifest that opened (so its
+// workspace and time are authentic) but does not validate blocks `latest`
+// only of its own workspace, and only when it is newer than the newest
+// readable one.
+func TestResolveLatestDamagedAttributed(t *testing.T) {
+	ctx := t.Context()
+	r := newRestoreRepo(t)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	good := r.rsSnapAt(t, "w", t0.Add(time.Hour))
+	r.rsSealInvalid(t, "x", t0.Add(2*time.Hour)) // another workspace's
+	r.rsSealInvalid(t, "w", t0)                  // older
+	if m, skipped, err := Resolve(ctx, r, "latest", "w", ResolveOptions{}); err != nil || m.ID != good.ID || len(skipped) != 0 {
+		t.Fatalf("latest with an older and another workspace's damaged snapshot: %v, %v, %v", m, skipped, err)
+	}
+	bad := r.rsSealInvalid(t, "w", t0.Add(3*time.Hour)) // newer
+	_, skipped, err := Resolve(ctx, r, "latest", "w", ResolveOptions{})
+	if !errors.Is(err, repo.ErrCorrupt) || len(skipped) != 1 || skipped[0].ID != bad || skipped[0].Workspace != "w" {
+		t.Fatalf("latest with a newer damaged snapshot: %v, %v", skipped, err)
+	}
+	if !strings.Contains(err.Error(), "this lifeboat reads version") {
+		t.Errorf("the error does not say what is wrong with it: %v", err)
+	}
+	// No complete snapshot that can be read, skipping: none matches.
+	r2 := newRestoreRepo(t)
+	only := r2.rsSnapAt(t, "w", t0)
+	r2.rsFlipSnapshot(t, only.ID)
+	if _, skipped, err := Resolve(ctx, r2, "latest", "w", ResolveOptions{SkipDamaged: true}); !errors.Is(err, ErrNoSnapshot) || len(skipped) != 1 {
+		t.Errorf("only a damaged snapshot, skipping: %v, %v", skipped, err)
+	}
+	var le *LatestError
+	if _, _, err := Resolve(ctx, r2, "latest", "w", ResolveOptions{}); !errors.As(err, &le) || le.Fallback != nil ||
+		strings.Contains(err.Error(), "--skip-damaged") {
+		t.Errorf("only a damaged snapshot: %v", err)
+	}
+}
