@@ -90,6 +90,10 @@ type LockInfo struct {
 	ID          blob.ID `json:"-"` // the lock object's name
 	Damaged     string  `json:"-"` // why the object could not be read; empty when it was
 	StaleReason string  `json:"-"` // why it is stale; empty when it is live
+
+	// deadHere: its holder ran on this host (same host name) and its PID is
+	// not running, whatever its age. Repository.Lock removes such objects.
+	deadHere bool
 }
 
 // Stale reports whether the lock no longer keeps anyone out.
@@ -374,12 +378,14 @@ func (l *Lock) rewrite(ctx context.Context, waiting bool) error {
 }
 
 // conflicting returns a live lock of another owner that keeps me out
-// (LockInfo.blockedBy).
+// (LockInfo.blockedBy). It removes the lock objects of dead processes of
+// this host that it sees (removeDead).
 func (r *Repository) conflicting(ctx context.Context, me LockInfo, staleAfter time.Duration) (LockInfo, bool, error) {
 	locks, err := r.listLocks(ctx, staleAfter)
 	if err != nil {
 		return LockInfo{}, false, err
 	}
+	r.removeDead(ctx, me, locks)
 	ownerHolds := false
 	for _, l := range locks {
 		if l.Owner == me.Owner && l.ID != me.ID && !l.Stale() && !l.Waiting {
@@ -395,6 +401,22 @@ func (r *Repository) conflicting(ctx context.Context, me LockInfo, staleAfter ti
 		}
 	}
 	return LockInfo{}, false, nil
+}
+
+// removeDead removes the lock objects, among locks, whose holder ran on
+// this host and is no longer running (LockInfo.deadHere): killed
+// processes cannot release their locks, and no other host can tell that
+// they are dead, so without this they would pile up until `lifeboat
+// unlock`. They keep no one out already; removing one changes nothing for
+// the exclusion. Locks of other hosts are never removed here: they go
+// stale by time, and `lifeboat unlock` removes them. A removal that fails
+// is left to the next locker or to `lifeboat unlock`.
+func (r *Repository) removeDead(ctx context.Context, me LockInfo, locks []LockInfo) {
+	for _, l := range locks {
+		if l.deadHere && l.ID != me.ID && l.Owner != me.Owner {
+			_ = r.RemoveObject(context.WithoutCancel(ctx), crypt.KindLock, l.ID)
+		}
+	}
 }
 
 // ListLocks returns every lock object, with StaleReason set on stale ones
@@ -413,6 +435,7 @@ func (r *Repository) listLocks(ctx context.Context, staleAfter time.Duration) ([
 	out := make([]LockInfo, 0, len(ids))
 	for _, id := range ids {
 		info, err := r.loadLock(ctx, id)
+		info.deadHere = err == nil && info.Host == host && !pidAlive(info.PID)
 		switch {
 		case isNotFound(err):
 			continue // released or refreshed while we listed
@@ -422,7 +445,7 @@ func (r *Repository) listLocks(ctx context.Context, staleAfter time.Duration) ([
 			info = LockInfo{ID: id, Damaged: err.Error(), StaleReason: "unreadable"}
 		case now.Sub(info.Refreshed) > staleAfter:
 			info.StaleReason = fmt.Sprintf("not refreshed for %s", now.Sub(info.Refreshed).Round(time.Second))
-		case info.Host == host && !pidAlive(info.PID):
+		case info.deadHere:
 			info.StaleReason = fmt.Sprintf("PID %d is not running on this host", info.PID)
 		}
 		out = append(out, info)
