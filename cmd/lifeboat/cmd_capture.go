@@ -37,6 +37,10 @@ type summaryMessage struct {
 	Errors      int             `json:"errors"`
 	Seconds     float64         `json:"seconds"`
 	Profiles    []profileRef    `json:"profiles"` // browser profiles captured into the sensitive tier
+	// Prefixes are the files that grew while read, captured as a verified
+	// prefix (snapshot.CapturePrefix); PrefixesNotListed counts the others.
+	Prefixes          []snapshot.CapturePrefix `json:"prefixes"`
+	PrefixesNotListed uint64                   `json:"prefixes_not_listed"`
 }
 
 func newCaptureCommand(g *globalOptions) *cobra.Command {
@@ -46,7 +50,8 @@ func newCaptureCommand(g *globalOptions) *cobra.Command {
 		Short: "Capture a directory tree into a snapshot",
 		Long: "Capture PATH into a new snapshot of workspace ID. Unchanged files (same device, inode, size, mtime and ctime as at the " +
 			"last capture) are not read again. Files that cannot be read are recorded and the capture goes on; the snapshot is then " +
-			"partial and the exit code is 3. The snapshot is written only after everything it references is stored. " +
+			"partial and the exit code is 3. A file that changes while it is read is read again; one that keeps growing (a log) " +
+			"is captured as its first bytes, checked to be exactly the file's, and named in the summary; the snapshot is complete. The snapshot is written only after everything it references is stored. " +
 			"Without PATH, the registered workspace ID (see `lifeboat workspace`, needs --state-dir) is captured through the lifecycle: " +
 			"quiesced, verified, promoted to its last good checkpoint, failures recorded.",
 		Args: cobra.RangeArgs(0, 1),
@@ -140,7 +145,8 @@ func runCapture(cmd *cobra.Command, g *globalOptions, r *repo.Repository, root s
 	if err != nil {
 		return err
 	}
-	msg := summaryMessage{"summary", m.ID.String(), m.Workspace, m.Complete, m.Totals, len(m.Errors), time.Since(start).Seconds(), []profileRef{}}
+	msg := summaryMessage{"summary", m.ID.String(), m.Workspace, m.Complete, m.Totals, len(m.Errors), time.Since(start).Seconds(), []profileRef{},
+		append([]snapshot.CapturePrefix{}, m.Prefixes...), m.PrefixesNotListed}
 	for _, p := range finder.Found {
 		msg.Profiles = append(msg.Profiles, profileRef{p.Rel, string(p.Kind)})
 	}
@@ -149,6 +155,13 @@ func runCapture(cmd *cobra.Command, g *globalOptions, r *repo.Repository, root s
 			m.Totals.Files, m.Totals.Dirs, snapshot.HumanBytes(m.Totals.Bytes), snapshot.HumanBytes(m.Totals.NewBytes), msg.Seconds)
 		for _, p := range msg.Profiles {
 			fmt.Fprintf(w, "browser profile %s (%s) captured into the sensitive tier\n", quoteName(p.Path), p.Kind)
+		}
+		for _, p := range m.Prefixes {
+			fmt.Fprintf(w, "%s kept growing while it was read: captured as its first %d of %d bytes (checked to be exactly the file's)\n",
+				quoteName(p.Path), p.Size, p.FileSize)
+		}
+		if m.PrefixesNotListed > 0 {
+			fmt.Fprintf(w, "%d more files kept growing while they were read and were captured as their first bytes\n", m.PrefixesNotListed)
 		}
 		if !m.Complete {
 			fmt.Fprintf(w, "partial: %d paths could not be captured (see the warnings above)\n", len(m.Errors))

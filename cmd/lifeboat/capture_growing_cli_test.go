@@ -1,0 +1,245 @@
+package main
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// growWriter changes a file without pause from its own goroutine, until
+// stopped: step is called with 0, 1, 2, ... (an agent appending to its
+// log, say).
+type growWriter struct {
+	steps atomic.Int64  // steps done so far
+	tick  chan struct{} // a token after a step (dropped when one waits already)
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+func startGrowWriter(t *testing.T, step func(i int) error) *growWriter {
+	w := &growWriter{tick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for i := 0; ; i++ {
+			select {
+			case <-w.stop:
+				return
+			default:
+			}
+			if err := step(i); err != nil {
+				t.Error(err)
+				return
+			}
+			w.steps.Add(1)
+			select {
+			case w.tick <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	t.Cleanup(w.halt)
+	return w
+}
+
+// waitStep returns once the writer did a step after the call began.
+func (w *growWriter) waitStep() {
+	n := w.steps.Load()
+	for w.steps.Load() <= n {
+		select {
+		case <-w.tick:
+		case <-w.done:
+			return
+		}
+	}
+}
+
+func (w *growWriter) halt() {
+	select {
+	case <-w.stop:
+	default:
+		close(w.stop)
+	}
+	<-w.done
+}
+
+// holdReads holds every read of path, by any thread of any process, until
+// fn returns (a fanotify permission event): a read the capture makes of
+// the file cannot end before fn has seen it start. It needs
+// CAP_SYS_ADMIN; the test is skipped without. The returned func stops it.
+func holdReads(t *testing.T, path string, fn func()) (stop func()) {
+	t.Helper()
+	fd, err := unix.FanotifyInit(unix.FAN_CLASS_CONTENT|unix.FAN_CLOEXEC|unix.FAN_NONBLOCK, unix.O_RDONLY|unix.O_CLOEXEC)
+	if err != nil {
+		t.Skipf("holding the capture's reads needs fanotify permission events (CAP_SYS_ADMIN): %v", err)
+	}
+	if err := unix.FanotifyMark(fd, unix.FAN_MARK_ADD, unix.FAN_ACCESS_PERM, unix.AT_FDCWD, path); err != nil {
+		_ = unix.Close(fd)
+		t.Skipf("fanotify mark on %s: %v", path, err)
+	}
+	f := os.NewFile(uintptr(fd), "fanotify") // non-blocking: Close ends a Read
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		const metaSize = 24 // unix.FanotifyEventMetadata: len, vers, reserved, metadata_len, mask, fd, pid
+		buf := make([]byte, 64*metaSize)
+		for {
+			n, err := f.Read(buf)
+			if err != nil {
+				return // closed: the kernel lets every held read through
+			}
+			for b := buf[:n]; len(b) >= metaSize; {
+				size := binary.NativeEndian.Uint32(b[0:])
+				mask := binary.NativeEndian.Uint64(b[8:])
+				evfd := int32(binary.NativeEndian.Uint32(b[16:]))
+				if mask&unix.FAN_ACCESS_PERM != 0 {
+					fn()
+					resp := make([]byte, 8) // unix.FanotifyResponse: fd, response
+					binary.NativeEndian.PutUint32(resp[0:], uint32(evfd))
+					binary.NativeEndian.PutUint32(resp[4:], unix.FAN_ALLOW)
+					if _, err := f.Write(resp); err != nil {
+						t.Error(err)
+					}
+				}
+				if evfd >= 0 {
+					_ = unix.Close(int(evfd))
+				}
+				if size < metaSize || int(size) > len(b) {
+					t.Errorf("fanotify event of %d bytes", size)
+					return
+				}
+				b = b[size:]
+			}
+		}
+	}()
+	var once atomic.Bool
+	stop = func() {
+		if once.CompareAndSwap(false, true) {
+			_ = f.Close()
+			<-done
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// An agent appends to its log without pause while `lifeboat capture`
+// runs: the capture exits 0 with a complete snapshot, the summary names
+// the log as captured as a prefix (JSON and text), and the restored log
+// is exactly the first bytes of the log as it ends. Every read the
+// capture makes of the log is held until the writer has appended a line
+// after it began, so each read sees the log grow.
+func TestCaptureGrowingLogCLI(t *testing.T) {
+	e := newEnv(t)
+	e.init()
+	work := filepath.Join(e.dir, "work")
+	log := filepath.Join(work, "agent.log")
+	must(t, os.MkdirAll(filepath.Join(work, "src"), 0o755))
+	must(t, os.WriteFile(filepath.Join(work, "src", "main.go"), []byte("package main\n"), 0o644))
+	must(t, os.WriteFile(log, bytes.Repeat([]byte("an old line of the agent's log\n"), 20000), 0o644))
+	f, err := os.OpenFile(log, os.O_APPEND|os.O_WRONLY, 0)
+	must(t, err)
+	defer f.Close()
+	w := startGrowWriter(t, func(i int) error {
+		_, err := fmt.Fprintf(f, "step %07d: the agent did something\n", i)
+		return err
+	})
+	stop := holdReads(t, log, w.waitStep)
+	sum := e.capture("w", work)
+	stop()
+	w.halt()
+	final, err := os.ReadFile(log)
+	must(t, err)
+
+	if sum["complete"] != true || sum["errors"] != float64(0) {
+		t.Fatalf("summary %v", sum)
+	}
+	pre, _ := sum["prefixes"].([]any)
+	if len(pre) != 1 || sum["prefixes_not_listed"] != float64(0) {
+		t.Fatalf("summary prefixes %v", sum["prefixes"])
+	}
+	p := pre[0].(map[string]any)
+	size, fileSize := int(p["size"].(float64)), int(p["file_size"].(float64))
+	if p["path"] != "agent.log" || size > fileSize || fileSize > len(final) || size <= 20000*31 {
+		t.Fatalf("prefix %v; the log had %d bytes before, %d at the end", p, 20000*31, len(final))
+	}
+
+	target := filepath.Join(e.dir, "restored")
+	e.ok("restore", "--workspace", "w", "--target", target, "latest")
+	got, err := os.ReadFile(filepath.Join(target, "agent.log"))
+	must(t, err)
+	if len(got) != size || !bytes.Equal(got, final[:size]) {
+		t.Fatalf("restored log of %d bytes is not the first %d bytes of the final log (%d)", len(got), size, len(final))
+	}
+	if b, err := os.ReadFile(filepath.Join(target, "src", "main.go")); err != nil || string(b) != "package main\n" {
+		t.Fatalf("src/main.go restored as %q, %v", b, err)
+	}
+
+	// The text summary says it too (a second capture, the log growing again).
+	w2 := startGrowWriter(t, func(i int) error {
+		_, err := fmt.Fprintf(f, "later step %07d\n", i)
+		return err
+	})
+	stop = holdReads(t, log, w2.waitStep)
+	out := e.ok("capture", "--workspace", "w", work).stdout
+	stop()
+	w2.halt()
+	if !strings.Contains(out, "agent.log kept growing while it was read: captured as its first ") || strings.Contains(out, "partial") {
+		t.Fatalf("text summary:\n%s", out)
+	}
+	e.ok("check", "--read-data")
+}
+
+// A file rewritten in the middle during every read is not taken for a
+// prefix: the capture is partial (exit 3), the file is named among the
+// errors and in no prefix list.
+func TestCaptureRewrittenFileCLI(t *testing.T) {
+	e := newEnv(t)
+	e.init()
+	work := filepath.Join(e.dir, "work")
+	data := filepath.Join(work, "data.bin")
+	must(t, os.MkdirAll(work, 0o755))
+	must(t, os.WriteFile(data, bytes.Repeat([]byte("0123456789abcdef"), 1<<16), 0o644))
+	f, err := os.OpenFile(data, os.O_WRONLY, 0)
+	must(t, err)
+	defer f.Close()
+	mtime := time.Unix(1600000000, 0)
+	w := startGrowWriter(t, func(i int) error {
+		if _, err := f.WriteAt([]byte(fmt.Sprintf("REWRITE %09d", i)), 1<<19); err != nil {
+			return err
+		}
+		// A new mtime each time, so a stat sees the rewrite whatever the
+		// clock's granularity.
+		return os.Chtimes(data, mtime, mtime.Add(time.Duration(i)*time.Second))
+	})
+	stop := holdReads(t, data, w.waitStep)
+	res := e.run("capture", "--workspace", "w", "--json", work)
+	stop()
+	w.halt()
+	if res.code != 3 {
+		t.Fatalf("exit %d, want 3\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+	}
+	var sum map[string]any
+	errLines := 0
+	for _, m := range jsonLines(t, res.stdout) {
+		switch m["message_type"] {
+		case "summary":
+			sum = m
+		case "error":
+			errLines++
+			if m["path"] != "data.bin" || !strings.Contains(m["error"].(string), "changed while being read") {
+				t.Errorf("error line %v", m)
+			}
+		}
+	}
+	if errLines != 1 || sum == nil || sum["complete"] != false || sum["errors"] != float64(1) || len(sum["prefixes"].([]any)) != 0 {
+		t.Fatalf("summary %v", sum)
+	}
+}
