@@ -85,7 +85,7 @@ func ParseTokens(name string, b []byte) (*Tokens, error) {
 		case "operator":
 			tk.role = RoleOperator
 		default:
-			return nil, bad(fmt.Sprintf("unknown role %q", f[0]))
+			return nil, bad(unknownRole(f[0]))
 		}
 		h, ok := strings.CutPrefix(f[1], "sha256:")
 		raw, err := hex.DecodeString(h)
@@ -110,6 +110,16 @@ func ParseTokens(name string, b []byte) (*Tokens, error) {
 		return nil, fmt.Errorf("%w %s: no tokens; add a line `operator sha256:<hash of your token> [label]`", ErrBadTokenFile, name)
 	}
 	return t, nil
+}
+
+// unknownRole says a line's first word is no role. It names the word only
+// when it looks like one (a short word such as "admin"): a token pasted
+// into the file in the wrong place never reaches an error.
+func unknownRole(word string) string {
+	if len(word) <= 16 && strings.IndexFunc(word, func(c rune) bool { return (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') }) < 0 {
+		return fmt.Sprintf("unknown role %q (want user or operator)", word)
+	}
+	return "unknown role: the first word is not user or operator (it is not shown: it may be a token)"
 }
 
 // HashToken returns the token file form of a token: "sha256:HEX".

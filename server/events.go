@@ -1,7 +1,12 @@
 package server
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,8 +28,14 @@ type Message struct {
 // a stream that reconnects (Last-Event-ID) misses nothing. A subscriber
 // that falls a full buffer behind is dropped (its stream ends) and
 // reconnects.
+//
+// Sequence numbers start again at 1 in every process, so an event id is
+// "EPOCH-SEQ": the epoch is chosen at random when the hub is made, and an
+// id of another epoch (an earlier server process) is never taken for one
+// of this process.
 type Events struct {
-	now func() time.Time
+	now   func() time.Time
+	epoch string
 
 	mu     sync.Mutex
 	seq    uint64
@@ -40,9 +51,35 @@ const (
 
 type subscriber struct{ ch chan Message }
 
-// NewEvents returns an empty event hub.
+// NewEvents returns an empty event hub with a new epoch.
 func NewEvents() *Events {
-	return &Events{now: time.Now, subs: map[*subscriber]struct{}{}}
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return &Events{now: time.Now, epoch: hex.EncodeToString(b[:]), subs: map[*subscriber]struct{}{}}
+}
+
+// Epoch is this hub's epoch, the first part of its event ids.
+func (e *Events) Epoch() string { return e.epoch }
+
+// ID is the event id of sequence number seq: "EPOCH-SEQ".
+func (e *Events) ID(seq uint64) string { return e.epoch + "-" + strconv.FormatUint(seq, 10) }
+
+// parseEventID reads a Last-Event-ID: "EPOCH-SEQ", or a bare sequence
+// number (the ids of servers before epochs; epoch ""). The epoch is 1 to
+// 64 lowercase letters and digits.
+func parseEventID(v string) (epoch string, seq uint64, err error) {
+	num := v
+	if i := strings.LastIndexByte(v, '-'); i >= 0 {
+		epoch, num = v[:i], v[i+1:]
+		if epoch == "" || len(epoch) > 64 || strings.IndexFunc(epoch, func(c rune) bool { return (c < 'a' || c > 'z') && (c < '0' || c > '9') }) >= 0 {
+			return "", 0, fmt.Errorf("Last-Event-ID %.80q is not an event id (EPOCH-SEQ)", v)
+		}
+	}
+	seq, err = strconv.ParseUint(num, 10, 64)
+	if err != nil {
+		return "", 0, fmt.Errorf("Last-Event-ID %.80q is not an event id (EPOCH-SEQ)", v)
+	}
+	return epoch, seq, nil
 }
 
 // Publish numbers one change and sends it to every subscriber.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -58,6 +59,7 @@ func (s *Server) addWorkspace(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
+	noteWorkspace(r, req.ID)
 	if req.ID == "" || req.Provider == "" {
 		return badRequest(`registering a workspace needs its id and provider instance: {"id": "bot1", "provider": "NAME", "instance": "NATIVE-ID"}`)
 	}
@@ -276,6 +278,9 @@ func (s *Server) processOutput(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	b, err := io.ReadAll(io.LimitReader(r.Body, maxOutputBody+1))
+	if errors.Is(err, errBodyTimeout) {
+		return errBodyTimeout
+	}
 	if err != nil {
 		return badRequest("reading the output: " + err.Error())
 	}

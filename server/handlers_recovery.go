@@ -45,11 +45,33 @@ func idempotencyKey(r *http.Request) (string, error) {
 	return k, nil
 }
 
-// decode reads a JSON body into v; unknown fields are refused.
+// maxBody bounds a JSON request body.
+const maxBody = 64 << 10
+
+// decode reads a JSON body into v: exactly one JSON value, at most
+// maxBody bytes, with nothing but white space after it; unknown fields
+// are refused.
 func decode(r *http.Request, v any) error {
-	d := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
+	body := &io.LimitedReader{R: r.Body, N: maxBody + 1}
+	d := json.NewDecoder(body)
 	d.DisallowUnknownFields()
-	if err := d.Decode(v); err != nil {
+	err := d.Decode(v)
+	trailing := false
+	if err == nil {
+		var terr error
+		if _, terr = d.Token(); terr != io.EOF {
+			trailing, err = true, terr
+		}
+	}
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae): // the body did not arrive in time
+		return ae
+	case body.N <= 0:
+		return badRequest(fmt.Sprintf("the request body is larger than %d KiB", maxBody>>10))
+	case trailing:
+		return badRequest("the request body has more after its JSON object: send exactly one JSON object")
+	case err != nil:
 		return badRequest(fmt.Sprintf("the request body is not the expected JSON object: %v", err))
 	}
 	return nil

@@ -68,6 +68,13 @@ func newEnv(t *testing.T) *env { t.Helper(); return newEnvWith(t, nil) }
 // (nil: the fake).
 func newEnvWith(t *testing.T, rec func(e *env) RecoveryService) *env {
 	t.Helper()
+	return newEnvConfig(t, rec, nil)
+}
+
+// newEnvConfig is newEnvWith whose server Config set changes first. The
+// server is served as HTTPServer makes it (its timeouts).
+func newEnvConfig(t *testing.T, rec func(e *env) RecoveryService, set func(*Config)) *env {
+	t.Helper()
 	ctx := context.Background()
 	dir, cache := t.TempDir(), t.TempDir()
 	be, err := local.Create(dir)
@@ -94,10 +101,16 @@ func newEnvWith(t *testing.T, rec func(e *env) RecoveryService) *env {
 	if rec != nil {
 		rs = rec(e)
 	}
-	e.srv, err = New(Config{Lifecycle: e.life, Recovery: rs, Tokens: tokens, Events: events,
-		Logger: slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	cfg := Config{Lifecycle: e.life, Recovery: rs, Tokens: tokens, Events: events,
+		Logger: slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	if set != nil {
+		set(&cfg)
+	}
+	e.srv, err = New(cfg)
 	must(t, err)
-	e.http = httptest.NewServer(e.srv.Handler())
+	e.http = httptest.NewUnstartedServer(e.srv.Handler())
+	e.http.Config = e.srv.HTTPServer()
+	e.http.Start()
 	t.Cleanup(func() { e.srv.Close(); e.http.Close() })
 	return e
 }

@@ -10,11 +10,13 @@ import (
 var static embed.FS
 
 // pageHeaders are the headers of the status page and its assets: no
-// framing, scripts only from this server.
+// framing, scripts only from this server, no Referer sent from the page
+// (its URL may carry the token in its fragment).
 func pageHeaders(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-cache")
 }
 

@@ -30,6 +30,9 @@ type Config struct {
 	Maintenance Maintainer
 	// Metrics serves GET /metrics; nil: 404.
 	Metrics *Metrics
+	// Timeouts bound slow and idle connections (HTTPServer); a zero field
+	// is its DefaultTimeouts value.
+	Timeouts Timeouts
 }
 
 // Maintainer runs the repository's maintenance (forget by policy, then
@@ -46,6 +49,8 @@ type Server struct {
 	events *Events
 	log    *slog.Logger
 	beat   time.Duration
+
+	timeouts Timeouts
 
 	policies PolicySetter
 	maint    Maintainer
@@ -72,7 +77,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{life: cfg.Lifecycle, rec: cfg.Recovery, tokens: cfg.Tokens, events: cfg.Events, log: cfg.Logger,
 		beat: cfg.Heartbeat, mux: http.NewServeMux(), pumpDone: make(chan struct{}),
-		policies: cfg.Policies, maint: cfg.Maintenance, metricsH: cfg.Metrics}
+		policies: cfg.Policies, maint: cfg.Maintenance, metricsH: cfg.Metrics, timeouts: cfg.Timeouts.orDefault()}
 	if s.events == nil {
 		s.events = NewEvents()
 	}
@@ -128,6 +133,7 @@ type ctxKey struct{}
 type caller struct {
 	role  Role
 	label string
+	note  *auditNote
 }
 
 func callerOf(r *http.Request) caller {
@@ -135,19 +141,30 @@ func callerOf(r *http.Request) caller {
 	return c
 }
 
-// wrap checks the token and role, runs the handler, answers its error and
-// logs the request (never its headers).
+// wrap sets the answer's common headers and the request's deadlines,
+// checks the token and role, runs the handler, answers its error and logs
+// the request (never its headers), and a state-changing one again as an
+// audit line.
 func (s *Server) wrap(rt Route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		rw := &statusWriter{ResponseWriter: w}
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		rc := http.NewResponseController(w)
+		readDeadline(rc, r, s.timeouts.Read)
+		rw := &statusWriter{ResponseWriter: w, start: func() { s.extendWrite(rc) }}
 		role, label := s.tokens.match(r)
+		note := &auditNote{workspace: r.PathValue("ws")}
 		err := authorize(rt.Role, role)
 		if err == nil {
-			r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, caller{role, label}))
+			r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, caller{role, label, note}))
 			err = rt.handle(rw, r)
 		}
+		code := ""
 		if err != nil {
+			ae := toAPIError(err)
+			code = ae.Code
 			if rw.status != 0 {
 				s.log.Warn("error after the answer started", "path", r.URL.Path, "error", err)
 			} else {
@@ -156,6 +173,10 @@ func (s *Server) wrap(rt Route) http.Handler {
 		}
 		s.log.Info("request", "method", r.Method, "path", r.URL.Path, "status", rw.status, "role", role.String(), "who", label,
 			"duration", time.Since(start))
+		if stateChanging(r.Method) {
+			s.log.Info("audit", "role", role.String(), "who", label, "method", r.Method, "path", r.URL.Path,
+				"workspace", note.workspace, "idempotency_key", auditKey(r), "status", rw.status, "code", code)
+		}
 	})
 }
 
@@ -169,16 +190,19 @@ func authorize(need, have Role) error {
 	return &apiError{http.StatusForbidden, "forbidden", "this action needs an operator token; a " + have.String() + " token may not do it"}
 }
 
-// statusWriter remembers the status; it passes Flush through for the
-// event stream.
+// statusWriter remembers the status and calls start when the answer
+// starts (its write deadline); it passes Flush through for the event
+// stream.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	start  func()
 }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
+		w.start()
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
@@ -186,6 +210,7 @@ func (w *statusWriter) WriteHeader(code int) {
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
+		w.start()
 	}
 	return w.ResponseWriter.Write(b)
 }

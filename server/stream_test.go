@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strconv"
 	"testing"
 	"time"
 
@@ -36,8 +35,8 @@ func TestTwoStreamsSeeTheSameState(t *testing.T) {
 		if a != b {
 			t.Fatalf("event %d differs:\n%+v\n%+v", i, a, b)
 		}
-		id, err := strconv.ParseUint(a.ID, 10, 64)
-		if err != nil || id <= prev {
+		epoch, id, err := parseEventID(a.ID)
+		if err != nil || epoch != e.srv.Events().Epoch() || id <= prev {
 			t.Fatalf("event %d: id %q after %d", i, a.ID, prev)
 		}
 		prev = id
@@ -81,22 +80,66 @@ func TestStreamReplayAndResync(t *testing.T) {
 	for i := range 3 {
 		e.srv.Events().Publish("test", "w1", i)
 	}
-	if h := e.stream(userToken, "").must(t, "hello"); h.ID != "3" || h.Data != `{"seq":3}` {
+	ep := e.srv.Events().Epoch()
+	if h := e.stream(userToken, "").must(t, "hello"); h.ID != ep+"-3" || h.Data != `{"epoch":"`+ep+`","seq":3}` {
 		t.Fatalf("hello: %+v", h)
 	}
-	s := e.stream(userToken, "1")
+	s := e.stream(userToken, ep+"-1")
 	s.must(t, "hello")
 	for _, id := range []string{"2", "3"} {
-		if ev := s.must(t, "test"); ev.ID != id {
-			t.Fatalf("replayed %s, want %s", ev.ID, id)
+		if ev := s.must(t, "test"); ev.ID != ep+"-"+id {
+			t.Fatalf("replayed %s, want %s-%s", ev.ID, ep, id)
 		}
 	}
 	for i := range ringSize {
 		e.srv.Events().Publish("test", "w1", i)
 	}
-	e.stream(userToken, "1").must(t, "resync")
-	e.stream(userToken, "99999").must(t, "resync") // ids of an earlier server run
-	e.fails(http.StatusBadRequest, "bad_request", "GET", "/v1/events", userToken, nil, "Last-Event-ID", "x")
+	e.stream(userToken, ep+"-1").must(t, "resync")
+	e.stream(userToken, "99999").must(t, "resync") // ids of servers before epochs
+	for _, bad := range []string{"x", ep + "-", "-1", ep + "-x", "EPOCH-1", ep + "-1-"} {
+		e.fails(http.StatusBadRequest, "bad_request", "GET", "/v1/events", userToken, nil, "Last-Event-ID", bad)
+	}
+}
+
+// TestStreamIDsAcrossRestart: event ids are not reused by the next server
+// process. A client that saw event 31 of one process and reconnects to
+// the next one, which has published 34 events of its own, gets resync
+// (reload the state), not that process's events 32 to 34 as if it had
+// missed only those.
+func TestStreamIDsAcrossRestart(t *testing.T) {
+	first := newEnv(t)
+	for i := range 31 {
+		first.srv.Events().Publish("test", "w1", i)
+	}
+	last := first.stream(userToken, "").must(t, "hello").ID
+	if want := first.srv.Events().Epoch() + "-31"; last != want {
+		t.Fatalf("hello id %q, want %q", last, want)
+	}
+
+	next := newEnv(t) // the restarted server: a new process, a new hub
+	if next.srv.Events().Epoch() == first.srv.Events().Epoch() {
+		t.Fatal("two hubs have the same epoch")
+	}
+	for i := range 34 {
+		next.srv.Events().Publish("test", "w1", i)
+	}
+	s := next.stream(userToken, last)
+	h := s.must(t, "resync")
+	if h.ID != next.srv.Events().Epoch()+"-34" {
+		t.Fatalf("resync id %q", h.ID)
+	}
+	// Nothing of the new process is replayed as if it followed event 31:
+	// the next event is the next change.
+	next.srv.Events().Publish("after", "w1", nil)
+	if ev := s.must(t, "after"); ev.ID != next.srv.Events().Epoch()+"-35" {
+		t.Fatalf("after the resync: %+v", ev)
+	}
+	// With the new process's id, the stream replays as before.
+	r := next.stream(userToken, h.ID)
+	r.must(t, "hello")
+	if ev := r.must(t, "after"); ev.ID != next.srv.Events().Epoch()+"-35" {
+		t.Fatalf("replayed: %+v", ev)
+	}
 }
 
 // TestSlowSubscriberDropped: a subscriber a full buffer behind is dropped

@@ -353,7 +353,8 @@ async function stream(lastID) {
           if (line.startsWith("id: ")) id = line.slice(4);
           else if (line.startsWith("event: ")) type = line.slice(7);
         }
-        if (id) { lastID = id; $("seq").dataset.seq = id; $("seq").textContent = "#" + id; }
+        // An id is "EPOCH-SEQ"; the page shows the sequence number.
+        if (id) { lastID = id; const seq = id.slice(id.lastIndexOf("-") + 1); $("seq").dataset.seq = seq; $("seq").textContent = "#" + seq; }
         if (type !== "hello") load();
       }
     }
