@@ -387,8 +387,7 @@ func (b *rsBounds) declaredFits() error {
 	if b.declared <= b.limits.Entries {
 		return nil
 	}
-	return &RestoreError{Paths: []string{""}, Err: &PlanLimitError{Snapshot: b.snapshot, Declared: b.declared, Limits: b.limits,
-		Limit: "entries", Entries: 0}}
+	return &PlanLimitError{Snapshot: b.snapshot, Declared: b.declared, Limits: b.limits, Limit: "entries"}
 }
 
 // rsCount is what a plan has expanded so far.
@@ -476,7 +475,7 @@ func (e *PlanLimitError) Error() string {
 	} else {
 		b.WriteString("the tree ")
 	}
-	raise := "if it is genuine, raise the limit with --max-entries (RestoreLimits.Entries) or restore parts of it with --include"
+	raise := "--max-entries"
 	switch e.Limit {
 	case "declared":
 		fmt.Fprintf(&b, "lists more than the %d entries its manifest declares (repeated subtrees): it is damaged or forged; run `lifeboat check` and restore another snapshot", e.Declared)
@@ -492,9 +491,9 @@ func (e *PlanLimitError) Error() string {
 		}
 	default:
 		fmt.Fprintf(&b, "needs more than %s of memory to plan (%d entries expanded so far), restore's limit", HumanBytes(e.Limits.Bytes), e.Entries)
-		raise = "if it is genuine, raise the limit with --max-plan-mib (RestoreLimits.Bytes) or restore parts of it with --include"
+		raise = "--max-plan-mib"
 	}
-	fmt.Fprintf(&b, ": it is damaged or forged (run `lifeboat check`), or larger than this restore allows (%s)", raise)
+	fmt.Fprintf(&b, ": it is damaged or forged (run `lifeboat check`), or larger than this restore allows (if it is genuine, raise the limit with %s or restore it in parts with --include)", raise)
 	return b.String()
 }
 

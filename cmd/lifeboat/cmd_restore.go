@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,6 +21,11 @@ type restoreOptions struct {
 	replace   bool
 	workers   int
 	profiles  bool
+	// skipDamaged lets `latest` fall back past snapshots that cannot be
+	// read; maxEntries and maxPlanMiB raise restore's plan limits.
+	skipDamaged bool
+	maxEntries  uint64
+	maxPlanMiB  uint64
 }
 
 type restoreMessage struct {
@@ -35,6 +43,15 @@ type restoreMessage struct {
 	// or "locked" (the key in use cannot open them).
 	Sensitive string       `json:"sensitive"`
 	Profiles  []profileRef `json:"profiles"` // restored profiles
+	// SkippedSnapshots are the snapshots `latest --skip-damaged` passed
+	// over because they cannot be read; omitted when none.
+	SkippedSnapshots []skippedSnapshot `json:"skipped_snapshots,omitempty"`
+}
+
+// skippedSnapshot is a snapshot `latest` passed over, and why.
+type skippedSnapshot struct {
+	ID    string `json:"id"`
+	Error string `json:"error"`
 }
 
 func newRestoreCommand(g *globalOptions) *cobra.Command {
@@ -44,7 +61,9 @@ func newRestoreCommand(g *globalOptions) *cobra.Command {
 		Short: "Restore a snapshot into a directory, through staging",
 		Long: "Rebuild SNAPSHOT (an id, a unique id prefix, or `latest` with --workspace) in a staging directory next to DIR, verify every " +
 			"file, then put it in place: a new DIR by rename, an existing DIR only with --replace, by an atomic exchange. A failed or " +
-			"interrupted restore leaves DIR exactly as it was.",
+			"interrupted restore leaves DIR exactly as it was. `latest` is the newest complete snapshot: if a snapshot that may be newer cannot " +
+			"be read, restore fails (exit 13) and names it, unless --skip-damaged. A snapshot whose trees expand past --max-entries or " +
+			"--max-plan-mib is refused before anything is written (exit 13).",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.target == "" {
@@ -54,11 +73,18 @@ func newRestoreCommand(g *globalOptions) *cobra.Command {
 				return usageError{"--profiles restores whole browser profiles and cannot be combined with --include"}
 			}
 			return g.withLockedRepo(cmd.Context(), repo.LockShared, "restore", func(r *repo.Repository, _ *repo.Lock) error {
-				m, err := snapshot.Find(cmd.Context(), r, args[0], o.workspace)
+				m, skipped, err := snapshot.Resolve(cmd.Context(), r, args[0], o.workspace, snapshot.ResolveOptions{SkipDamaged: o.skipDamaged})
 				if err != nil {
 					return err
 				}
-				ro := snapshot.RestoreOptions{Target: o.target, Replace: o.replace, Includes: o.includes, Workers: o.workers}
+				var skippedRefs []skippedSnapshot
+				for _, d := range skipped {
+					skippedRefs = append(skippedRefs, skippedSnapshot{d.ID.String(), d.Error()})
+					g.out.note("warning: `latest` skipped snapshot %s, which cannot be read (%v); restoring %s of %s, the newest complete snapshot that can be read",
+						d.ID.Short(), d, m.ID.Short(), m.Time.UTC().Format(time.RFC3339))
+				}
+				ro := snapshot.RestoreOptions{Target: o.target, Replace: o.replace, Includes: o.includes, Workers: o.workers,
+					Protect: g.ownDirs(), Records: g.restoreRecords()}
 				sens, profs, err := restoreProfiles(cmd.Context(), r, m, o.profiles, &ro)
 				if err != nil {
 					return err
@@ -66,14 +92,22 @@ func newRestoreCommand(g *globalOptions) *cobra.Command {
 				prog := newProgress(g.out, "restoring")
 				ro.Progress = prog
 				start := time.Now()
-				res, err := snapshot.Restore(cmd.Context(), r, m, ro)
+				res, err := snapshot.Restore(o.limits(cmd.Context()), r, m, ro)
 				prog.finish()
+				if errors.Is(err, snapshot.ErrTargetOverlaps) {
+					return usageError{err.Error()}
+				}
 				if err != nil {
 					return err
 				}
+				for _, c := range res.Cleaned {
+					if c.Removed {
+						g.out.note("removed %s, left beside the target by a restore that did not finish", c.Path)
+					}
+				}
 				g.profileProblems(*profs.problems)
 				msg := restoreMessage{"restored", m.ID.String(), o.target, res.Files, res.Dirs, res.Bytes, res.Skipped, res.Leftover, time.Since(start).Seconds(),
-					sens, profs.refs}
+					sens, profs.refs, skippedRefs}
 				if msg.Skipped == nil {
 					msg.Skipped = []string{}
 				}
@@ -84,7 +118,10 @@ func newRestoreCommand(g *globalOptions) *cobra.Command {
 						fmt.Fprintf(w, "skipped %s (sockets and devices are not restored)\n", quoteName(s))
 					}
 					if res.Leftover != "" {
-						fmt.Fprintf(w, "the replaced tree could not be deleted; remove %s by hand\n", res.Leftover)
+						fmt.Fprintf(w, "the replaced tree could not be removed entirely; what stayed of it is at %s:\n", res.Leftover)
+						for _, k := range res.LeftoverKept {
+							fmt.Fprintf(w, "  %s: %s\n", k.Path, k.Why)
+						}
 					}
 					restoreSensitiveText(w, sens, profs.refs)
 				})
@@ -102,5 +139,43 @@ func newRestoreCommand(g *globalOptions) *cobra.Command {
 	f.BoolVar(&o.replace, "replace", false, "replace an existing target, atomically")
 	f.IntVar(&o.workers, "workers", 0, "files written in parallel (default: twice the CPUs)")
 	f.BoolVar(&o.profiles, "profiles", false, "also restore the snapshot's browser profiles, each at its path (needs a key with the sensitive tier)")
+	f.BoolVar(&o.skipDamaged, "skip-damaged", false, "let `latest` fall back to the newest complete snapshot that can be read, past damaged ones (each is named)")
+	f.Uint64Var(&o.maxEntries, "max-entries", 0, fmt.Sprintf("most entries restore's plan expands (default %d)", snapshot.DefaultRestoreLimits.Entries))
+	f.Uint64Var(&o.maxPlanMiB, "max-plan-mib", 0, fmt.Sprintf("most memory in MiB restore's plan is counted to hold (default %d)", snapshot.DefaultRestoreLimits.Bytes>>20))
 	return cmd
+}
+
+// limits returns ctx carrying the plan limits the flags raise, if any.
+func (o *restoreOptions) limits(ctx context.Context) context.Context {
+	if o.maxEntries == 0 && o.maxPlanMiB == 0 {
+		return ctx
+	}
+	return snapshot.WithRestoreLimits(ctx, snapshot.RestoreLimits{Entries: o.maxEntries, Bytes: min(o.maxPlanMiB, 1<<43) << 20})
+}
+
+// ownDirs are the directories of this command's own data that a restore
+// target must neither be inside nor contain, besides the repository and
+// its index cache (which snapshot.Restore always protects): the cache
+// directory and the lifecycle state directory (--state-dir,
+// LIFEBOAT_STATE_DIR or the config's).
+func (g *globalOptions) ownDirs() []snapshot.ProtectedDir {
+	own := []snapshot.ProtectedDir{{Path: g.cacheRoot(), What: "the cache directory"}}
+	if g.stateDir != "" {
+		own = append(own, snapshot.ProtectedDir{Path: g.stateDir, What: "the state directory"})
+	}
+	return own
+}
+
+// cacheRoot is the local cache directory in use.
+func (g *globalOptions) cacheRoot() string {
+	if g.cacheDir != "" {
+		return g.cacheDir
+	}
+	return repo.DefaultCacheDir()
+}
+
+// restoreRecords is where restores note their staging directories while
+// they run, for `unlock` to find what a killed one left.
+func (g *globalOptions) restoreRecords() string {
+	return filepath.Join(g.cacheRoot(), "restores")
 }
