@@ -458,6 +458,18 @@ func (r *Repository) loadLock(ctx context.Context, id blob.ID) (LockInfo, error)
 	if err != nil {
 		return LockInfo{}, err
 	}
+	info, err := decodeLock(b)
+	if err != nil {
+		return LockInfo{}, err
+	}
+	info.ID = id
+	return info, nil
+}
+
+// decodeLock decodes a lock object's plaintext. Unknown fields are
+// ignored (a newer lifeboat may add some); version and mode must be known,
+// and its times must encode again.
+func decodeLock(b []byte) (LockInfo, error) {
 	var info LockInfo
 	if err := json.Unmarshal(b, &info); err != nil {
 		return LockInfo{}, fmt.Errorf("lock does not decode: %w", err)
@@ -465,7 +477,14 @@ func (r *Repository) loadLock(ctx context.Context, id blob.ID) (LockInfo, error)
 	if info.Version != 1 || !info.Mode.valid() {
 		return LockInfo{}, fmt.Errorf("lock has version %d and mode %q", info.Version, info.Mode)
 	}
-	info.ID = id
+	// Go decodes some times it cannot encode (an offset of 24 hours, a
+	// year that becomes 0 or 10000 in UTC); such a lock could not be
+	// listed as JSON (`unlock --list --json`), so it does not decode.
+	for _, ts := range []time.Time{info.Time, info.Refreshed} {
+		if _, err := ts.MarshalJSON(); err != nil {
+			return LockInfo{}, fmt.Errorf("lock has a time that cannot be written back: %w", err)
+		}
+	}
 	return info, nil
 }
 
