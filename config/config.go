@@ -50,6 +50,10 @@ type Server struct {
 	TLSKey     string
 	URL        string // how CLI clients reach the server; derived from Listen unless set
 	TokenFile  string // the file holding the bearer token CLI clients send; "" when unset
+	// ReadTimeout bounds reading a request's headers (at most 10 s of it)
+	// and then its body; WriteTimeout writing an answer (the event stream:
+	// each event); IdleTimeout a keep-alive connection between requests.
+	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 }
 
 // TLS reports whether the server serves HTTPS.

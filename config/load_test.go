@@ -28,6 +28,9 @@ tls_cert = "{{dir}}/tls.crt"
 tls_key = "{{dir}}/tls.key"
 url = "https://lifeboat.internal:8443/"
 token_file = "{{dir}}/client.tok"
+read_timeout = "20s"
+write_timeout = "40s"
+idle_timeout = "90s"
 
 [log]
 format = "json"
@@ -96,7 +99,8 @@ func TestLoadFull(t *testing.T) {
 		Repository: Repository{Location: d + "/repo", PasswordEnv: "LB_PW", CacheDir: d + "/cache", KeyHint: "ab12"},
 		State:      State{Dir: d + "/state"},
 		Server: Server{Listen: "0.0.0.0:8443", TokensFile: d + "/tokens", TLSCert: d + "/tls.crt", TLSKey: d + "/tls.key",
-			URL: "https://lifeboat.internal:8443", TokenFile: d + "/client.tok"},
+			URL: "https://lifeboat.internal:8443", TokenFile: d + "/client.tok",
+			ReadTimeout: 20 * time.Second, WriteTimeout: 40 * time.Second, IdleTimeout: 90 * time.Second},
 		Log: Log{Format: "json", Level: slog.LevelDebug},
 		Lifecycle: Lifecycle{ParkInterval: 10 * time.Minute, PeriodicInterval: 0, NativeInterval: time.Hour,
 			CheckInterval: 2 * time.Minute, MaxParallel: 4, QuiesceTimeout: 45 * time.Second},
@@ -156,8 +160,9 @@ root = "/w"
 	want := &Config{
 		Repository: Repository{Location: d + "/repo", PasswordFile: d + "/repo.pw"},
 		State:      State{Dir: d + "/state"},
-		Server:     Server{Listen: "127.0.0.1:8080", TokensFile: d + "/tokens", URL: "http://127.0.0.1:8080"},
-		Log:        Log{Format: "text", Level: slog.LevelInfo},
+		Server: Server{Listen: "127.0.0.1:8080", TokensFile: d + "/tokens", URL: "http://127.0.0.1:8080",
+			ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute},
+		Log: Log{Format: "text", Level: slog.LevelInfo},
 		Lifecycle: Lifecycle{ParkInterval: 5 * time.Minute, PeriodicInterval: 15 * time.Minute, NativeInterval: 5 * time.Minute,
 			CheckInterval: time.Minute, MaxParallel: 2, QuiesceTimeout: 30 * time.Second},
 		Prune: Prune{MaxUnused: 0.05},

@@ -82,6 +82,9 @@ var fixedSections = []section{
 		{name: "tls_key", kind: kFile, secret: true},
 		{name: "url", kind: kURL, defNote: "from listen"},
 		{name: "token_file", kind: kFile, secret: true},
+		{name: "read_timeout", kind: kDuration, def: "30s"},
+		{name: "write_timeout", kind: kDuration, def: "30s"},
+		{name: "idle_timeout", kind: kDuration, def: "1m"},
 	}},
 	{"log", []spec{
 		{name: "format", kind: kEnum, def: "text", enum: []string{"text", "json"}},

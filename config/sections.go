@@ -51,6 +51,10 @@ func (d *decoder) server(c *Config) {
 		TLSKey:     r.str("tls_key"),
 		URL:        r.str("url"),
 		TokenFile:  r.str("token_file"),
+
+		ReadTimeout:  r.dur("read_timeout"),
+		WriteTimeout: r.dur("write_timeout"),
+		IdleTimeout:  r.dur("idle_timeout"),
 	}
 	if cert, key := r.given("tls_cert"), r.given("tls_key"); cert != key {
 		set, unset := "tls_cert", "tls_key"

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"time"
 
@@ -102,8 +101,10 @@ func (g *globalOptions) listenAndServe(ctx context.Context, c *config.Config, o 
 	if err != nil {
 		return usageError{fmt.Sprintf("cannot listen on %s (server.listen): %v", c.Server.Listen, err)}
 	}
-	hs := &http.Server{Handler: s.srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
-		IdleTimeout: 2 * time.Minute, ErrorLog: nil}
+	// The server's timeouts ([server] read_timeout, write_timeout,
+	// idle_timeout) close slow and idle connections; the event stream is
+	// exempt from the write deadline (server.Timeouts).
+	hs := s.srv.HTTPServer()
 	hs.RegisterOnShutdown(s.srv.Close)
 	addr := ln.Addr().String()
 	scheme := "http"
