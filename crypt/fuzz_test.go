@@ -11,10 +11,15 @@ import (
 
 // FuzzDecodeKeyFile feeds arbitrary bytes to the key file decoder, then
 // opens what parses with the golden password (the seed corpus holds the
-// golden key file, so the success path is reached too).
+// golden key file, so the success path is reached too). Whatever the bytes,
+// nothing beyond the KDF bounds is derived.
 func FuzzDecodeKeyFile(f *testing.F) {
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`{"version":1,"tiers":["workspace"],"kdf":{"algorithm":"argon2id","time":1,"memory_kib":8,"threads":1,"salt":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="},"data":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}`))
+	// The attack of issue 31: 1 GiB and 16 passes (decodes, never derived),
+	// and one pass more (does not decode).
+	f.Add([]byte(`{"version":1,"tiers":["workspace"],"kdf":{"algorithm":"argon2id","time":16,"memory_kib":1048576,"threads":4,"salt":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="},"data":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}`))
+	f.Add([]byte(`{"version":1,"tiers":["workspace"],"kdf":{"algorithm":"argon2id","time":17,"memory_kib":64,"threads":1,"salt":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="},"data":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		kf, err := crypt.DecodeKeyFile(data)
 		if err != nil {
@@ -23,8 +28,21 @@ func FuzzDecodeKeyFile(f *testing.F) {
 			}
 			return
 		}
+		// It decodes within the bounds of older Lifeboats; beyond today's
+		// bounds only the cost may be wrong, and Open then refuses it
+		// without deriving anything.
 		if err := kf.KDF.Validate(); err != nil {
-			t.Fatalf("decoded key file has invalid kdf parameters: %v", err)
+			if !errors.Is(err, crypt.ErrKDFCost) {
+				t.Fatalf("decoded key file has invalid kdf parameters: %v", err)
+			}
+			before := crypt.KeyDerivations()
+			if m, err := kf.Open([]byte(goldenPassword), goldenRepoID); m != nil || !errors.Is(err, crypt.ErrKDFCost) {
+				t.Fatalf("Open beyond the bounds = %v, %v; want nil and ErrKDFCost", m, err)
+			}
+			if crypt.KeyDerivations() != before {
+				t.Fatal("Open derived a key beyond the bounds")
+			}
+			return
 		}
 		if len(kf.Tiers) == 0 || kf.Tiers[0] != blob.Workspace || len(kf.Tiers) > len(blob.Tiers) {
 			t.Fatalf("decoded key file has tier list %v", kf.Tiers)
@@ -32,7 +50,7 @@ func FuzzDecodeKeyFile(f *testing.F) {
 		if len(kf.Data) < crypt.Overhead {
 			t.Fatalf("decoded key file has %d bytes of sealed data", len(kf.Data))
 		}
-		// Validate allows up to 4 GiB and 64 passes: far too slow to fuzz.
+		// Validate allows up to 256 MiB and 8 passes: far too slow to fuzz.
 		if kf.KDF.MemoryKiB > 1024 || kf.KDF.Time > 2 {
 			return
 		}

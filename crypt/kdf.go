@@ -2,6 +2,7 @@ package crypt
 
 import (
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"sync/atomic"
@@ -32,13 +33,30 @@ const (
 )
 
 // Bounds a key file's parameters must respect before we spend memory or
-// time on them: a hostile key file cannot make us allocate 100 GiB or spin.
+// time on them (docs/format.md 4.1): `lifeboat key add` creates nothing
+// beyond them, and opening refuses a key file beyond them before it
+// derives anything, so a key file anyone with write access to the
+// repository adds costs at most one derivation of 256 MiB and 8 passes.
 const (
-	minKDFMemoryKiB = 8
-	maxKDFMemoryKiB = 1024 * 1024 // 1 GiB
-	maxKDFTime      = 16
+	MinKDFMemoryKiB = 8
+	MaxKDFMemoryKiB = 256 * 1024 // 256 MiB
+	MaxKDFTime      = 8
 	saltSize        = 32
 )
+
+// The bounds of older Lifeboats, whose `key add` could create key files
+// of up to 1 GiB and 16 passes. Such a key file still decodes (so it is
+// listed with its metadata and counts for the last-key guards), but it is
+// derived only through OpenAboveBounds, which a caller uses only for a key
+// file the user named. Nothing beyond these is ever derived.
+const (
+	legacyMaxKDFMemoryKiB = 1024 * 1024 // 1 GiB
+	legacyMaxKDFTime      = 16
+)
+
+// ErrKDFCost: a key file's argon2id parameters ask for more memory or
+// passes than the bounds allow. Nothing was derived.
+var ErrKDFCost = errors.New("argon2id cost beyond the bounds")
 
 // NewKDFParams returns parameters with a fresh salt. Zero arguments take the
 // defaults; tests pass a small memory to stay fast.
@@ -59,24 +77,36 @@ func NewKDFParams(time, memoryKiB uint32, threads uint8) KDFParams {
 	return KDFParams{Algorithm: "argon2id", Time: time, MemoryKiB: memoryKiB, Threads: threads, Salt: salt}
 }
 
-// Validate refuses parameters we do not support or that would cost too much.
-func (p KDFParams) Validate() error {
+// Validate refuses parameters we do not support or that cost more than the
+// bounds allow (the cost with an error wrapping ErrKDFCost).
+func (p KDFParams) Validate() error { return p.validate(MaxKDFTime, MaxKDFMemoryKiB) }
+
+// validateLegacy is Validate with the bounds of older Lifeboats.
+func (p KDFParams) validateLegacy() error { return p.validate(legacyMaxKDFTime, legacyMaxKDFMemoryKiB) }
+
+func (p KDFParams) validate(maxTime, maxMemoryKiB uint32) error {
 	switch {
 	case p.Algorithm != "argon2id":
 		return fmt.Errorf("unsupported kdf %q (want argon2id)", p.Algorithm)
-	case p.Time < 1 || p.Time > maxKDFTime:
-		return fmt.Errorf("kdf time %d outside 1..%d", p.Time, maxKDFTime)
-	case p.MemoryKiB < minKDFMemoryKiB || p.MemoryKiB > maxKDFMemoryKiB:
-		return fmt.Errorf("kdf memory %d KiB outside %d..%d", p.MemoryKiB, minKDFMemoryKiB, maxKDFMemoryKiB)
+	case p.Time < 1:
+		return fmt.Errorf("kdf time 0: at least 1 pass")
+	case p.MemoryKiB < MinKDFMemoryKiB:
+		return fmt.Errorf("kdf memory %d KiB is below %d KiB", p.MemoryKiB, MinKDFMemoryKiB)
 	case p.Threads < 1:
 		return fmt.Errorf("kdf threads must be at least 1")
 	case uint64(p.MemoryKiB) < 8*uint64(p.Threads):
 		return fmt.Errorf("kdf memory %d KiB is below 8 KiB per thread", p.MemoryKiB)
 	case len(p.Salt) != saltSize:
 		return fmt.Errorf("kdf salt is %d bytes, want %d", len(p.Salt), saltSize)
+	case p.Time > maxTime || p.MemoryKiB > maxMemoryKiB:
+		return fmt.Errorf("%w: %d passes over %d KiB, where at most %d passes and %d KiB (%d MiB) are allowed",
+			ErrKDFCost, p.Time, p.MemoryKiB, maxTime, maxMemoryKiB, maxMemoryKiB>>10)
 	}
 	return nil
 }
+
+// Cost is the argon2id work of these parameters: passes times KiB.
+func (p KDFParams) Cost() uint64 { return uint64(p.Time) * uint64(p.MemoryKiB) }
 
 // prefaultMinKiB is the smallest memory cost worth readying huge pages for.
 const prefaultMinKiB = 8 << 10

@@ -7,24 +7,32 @@ import (
 	"testing"
 )
 
-// docs/format.md states the argon2id defaults and bounds; they must be the
-// ones this package uses.
+// docs/format.md and docs/keys.md state the argon2id defaults and bounds;
+// they must be the ones this package uses.
 func TestKDFDocumented(t *testing.T) {
-	b, err := os.ReadFile("../docs/format.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(b)
-	for _, want := range []string{
-		fmt.Sprintf("| argon2id defaults | time %d, memory %d KiB, threads %d |", DefaultKDFTime, DefaultKDFMemoryKiB, DefaultKDFThreads),
-		fmt.Sprintf("| argon2id bounds | time 1–%d; memory %d KiB–%d GiB and ≥ 8 KiB per thread; threads 1–255; salt %d bytes |",
-			maxKDFTime, minKDFMemoryKiB, maxKDFMemoryKiB>>20, saltSize),
-		fmt.Sprintf("argon2id passes (default %d) | 1 to %d |", DefaultKDFTime, maxKDFTime),
-		fmt.Sprintf("argon2id memory in KiB (default %d) | %d to %d (1 GiB)", DefaultKDFMemoryKiB, minKDFMemoryKiB, maxKDFMemoryKiB),
-		fmt.Sprintf("argon2id lanes (default %d) | 1 to 255 |", DefaultKDFThreads),
+	for file, wants := range map[string][]string{
+		"../docs/format.md": {
+			fmt.Sprintf("| argon2id defaults | time %d, memory %d KiB, threads %d |", DefaultKDFTime, DefaultKDFMemoryKiB, DefaultKDFThreads),
+			fmt.Sprintf("| argon2id bounds | time 1–%d; memory %d KiB–%d MiB and ≥ 8 KiB per thread; threads 1–255; salt %d bytes |",
+				MaxKDFTime, MinKDFMemoryKiB, MaxKDFMemoryKiB>>10, saltSize),
+			fmt.Sprintf("argon2id passes (default %d) | 1 to %d ", DefaultKDFTime, MaxKDFTime),
+			fmt.Sprintf("argon2id memory in KiB (default %d) | %d to %d (%d MiB)", DefaultKDFMemoryKiB, MinKDFMemoryKiB, MaxKDFMemoryKiB, MaxKDFMemoryKiB>>10),
+			fmt.Sprintf("argon2id lanes (default %d) | 1 to 255 |", DefaultKDFThreads),
+			fmt.Sprintf("up to %d passes and %d KiB (1 GiB)", legacyMaxKDFTime, legacyMaxKDFMemoryKiB),
+		},
+		"../docs/keys.md": {
+			fmt.Sprintf("at most %d passes over %d MiB", MaxKDFTime, MaxKDFMemoryKiB>>10),
+			fmt.Sprintf("up to %d passes over %d GiB", legacyMaxKDFTime, legacyMaxKDFMemoryKiB>>20),
+		},
 	} {
-		if !strings.Contains(doc, want) {
-			t.Errorf("docs/format.md does not say %q", want)
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range wants {
+			if !strings.Contains(string(b), want) {
+				t.Errorf("%s does not say %q", file, want)
+			}
 		}
 	}
 }

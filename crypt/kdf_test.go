@@ -2,6 +2,7 @@ package crypt_test
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 
 	"lifeboat/crypt"
@@ -16,13 +17,20 @@ func TestKDFValidate(t *testing.T) {
 	}{
 		{"smallest", func(*crypt.KDFParams) {}, true},
 		{"defaults", func(p *crypt.KDFParams) { p.Time, p.MemoryKiB, p.Threads = 3, 64*1024, 4 }, true},
-		{"largest", func(p *crypt.KDFParams) { p.Time, p.MemoryKiB, p.Threads = 16, 1024*1024, 255 }, true},
+		{"largest", func(p *crypt.KDFParams) {
+			p.Time, p.MemoryKiB, p.Threads = crypt.MaxKDFTime, crypt.MaxKDFMemoryKiB, 255
+		}, true},
+		{"256 MiB, 8 passes", func(p *crypt.KDFParams) { p.Time, p.MemoryKiB, p.Threads = 8, 256*1024, 4 }, true},
 		{"argon2i", func(p *crypt.KDFParams) { p.Algorithm = "argon2i" }, false},
 		{"no algorithm", func(p *crypt.KDFParams) { p.Algorithm = "" }, false},
 		{"time 0", func(p *crypt.KDFParams) { p.Time = 0 }, false},
+		{"time 9", func(p *crypt.KDFParams) { p.Time = 9 }, false},
+		{"time 16 (older bound)", func(p *crypt.KDFParams) { p.Time = 16 }, false},
 		{"time 17", func(p *crypt.KDFParams) { p.Time = 17 }, false},
 		{"time 1e9", func(p *crypt.KDFParams) { p.Time = 1e9 }, false},
 		{"memory 7 KiB", func(p *crypt.KDFParams) { p.MemoryKiB = 7 }, false},
+		{"memory 256 MiB + 1 KiB", func(p *crypt.KDFParams) { p.MemoryKiB = 256*1024 + 1 }, false},
+		{"memory 1 GiB (older bound)", func(p *crypt.KDFParams) { p.MemoryKiB = 1024 * 1024 }, false},
 		{"memory 1 GiB + 1 KiB", func(p *crypt.KDFParams) { p.MemoryKiB = 1024*1024 + 1 }, false},
 		{"memory 100 GiB", func(p *crypt.KDFParams) { p.MemoryKiB = 100 * 1024 * 1024 }, false},
 		{"memory max uint32", func(p *crypt.KDFParams) { p.MemoryKiB = 1<<32 - 1 }, false},
@@ -37,8 +45,14 @@ func TestKDFValidate(t *testing.T) {
 	for _, c := range cases {
 		p := ok
 		c.edit(&p)
-		if err := p.Validate(); (err == nil) != c.valid {
+		err := p.Validate()
+		if (err == nil) != c.valid {
 			t.Errorf("%s: Validate() = %v, want valid=%v", c.name, err, c.valid)
+		}
+		// Too many passes or too much memory, and only that, is ErrKDFCost.
+		costly := p.Time > crypt.MaxKDFTime || p.MemoryKiB > crypt.MaxKDFMemoryKiB
+		if errors.Is(err, crypt.ErrKDFCost) != (costly && p.Algorithm == "argon2id" && p.Time > 0 && p.Threads > 0 && len(p.Salt) == 32) {
+			t.Errorf("%s: Validate() = %v; ErrKDFCost wanted exactly for parameters beyond the cost bounds", c.name, err)
 		}
 	}
 }

@@ -77,6 +77,15 @@ func NewKeyFile(m *MasterKeys, tiers []blob.Tier, password []byte, kdf KDFParams
 	if err := kdf.Validate(); err != nil {
 		return nil, err
 	}
+	if len(meta.Hostname) > 255 || len(meta.Username) > 255 {
+		return nil, fmt.Errorf("host or user name longer than 255 bytes")
+	}
+	return sealKeyFile(m, tiers, password, kdf, repoID, meta)
+}
+
+// sealKeyFile derives the key-encryption key and writes the key file,
+// without NewKeyFile's checks (tests make key files of older Lifeboats).
+func sealKeyFile(m *MasterKeys, tiers []blob.Tier, password []byte, kdf KDFParams, repoID blob.ID, meta KeyFileMeta) ([]byte, error) {
 	mat := keyMaterial{Tiers: map[blob.Tier]tierMaterial{}}
 	for _, t := range tiers {
 		k, err := m.Tier(t)
@@ -92,9 +101,6 @@ func NewKeyFile(m *MasterKeys, tiers []blob.Tier, password []byte, kdf KDFParams
 	defer clear(plain)
 	kek := kdf.derive(password)
 	defer clear(kek[:])
-	if len(meta.Hostname) > 255 || len(meta.Username) > 255 {
-		return nil, fmt.Errorf("host or user name longer than 255 bytes")
-	}
 	kf := KeyFile{
 		Version: KeyFileVersion, Created: meta.Created.UTC(), Hostname: meta.Hostname, Username: meta.Username,
 		Tiers: tiers, KDF: kdf,
@@ -120,8 +126,10 @@ func DecodeKeyFile(data []byte) (*KeyFile, error) {
 	if kf.Version != KeyFileVersion {
 		return nil, fmt.Errorf("%w: key file version %d, this lifeboat reads version %d", ErrNotKeyFile, kf.Version, KeyFileVersion)
 	}
-	if err := kf.KDF.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNotKeyFile, err)
+	// The bounds of older Lifeboats: a key file within them but beyond
+	// today's decodes, and Open refuses it (OpenAboveBounds does not).
+	if err := kf.KDF.validateLegacy(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotKeyFile, err)
 	}
 	if len(kf.Tiers) == 0 || !slices.Equal(kf.Tiers, normalizeTiers(kf.Tiers)) || !slices.Contains(kf.Tiers, blob.Workspace) {
 		return nil, fmt.Errorf("%w: bad tier list %v", ErrNotKeyFile, kf.Tiers)
@@ -138,8 +146,28 @@ func (kf *KeyFile) Meta() KeyFileMeta {
 }
 
 // Open unwraps the key file with password. A wrong password (or a key file
-// from another repository) yields ErrWrongPassword.
+// from another repository) yields ErrWrongPassword. Parameters beyond the
+// bounds yield ErrKDFCost before anything is derived.
 func (kf *KeyFile) Open(password []byte, repoID blob.ID) (*MasterKeys, error) {
+	if err := kf.KDF.Validate(); err != nil {
+		return nil, err
+	}
+	return kf.open(password, repoID)
+}
+
+// OpenAboveBounds is Open for a key file the user named (--key-hint): it
+// also derives parameters beyond the bounds, up to those older Lifeboats
+// could create (1 GiB, 16 passes), so such a key still opens and can be
+// given a new password within the bounds. Anything beyond those yields
+// ErrKDFCost before anything is derived.
+func (kf *KeyFile) OpenAboveBounds(password []byte, repoID blob.ID) (*MasterKeys, error) {
+	if err := kf.KDF.validateLegacy(); err != nil {
+		return nil, err
+	}
+	return kf.open(password, repoID)
+}
+
+func (kf *KeyFile) open(password []byte, repoID blob.ID) (*MasterKeys, error) {
 	kek := kf.KDF.derive(password)
 	defer clear(kek[:])
 	plain, err := NewSealer(kek).Open(nil, kf.Data, keyAAD(repoID, kf.Tiers, kf.Meta()))

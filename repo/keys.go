@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/user"
 	"sort"
@@ -25,7 +26,9 @@ type KeyInfo struct {
 	Hostname string      `json:"hostname,omitempty"`
 	Username string      `json:"username,omitempty"`
 	Tiers    []blob.Tier `json:"tiers"`
-	Error    string      `json:"error,omitempty"` // set when the file is not a readable key file
+	Error    string      `json:"error,omitempty"` // set when the file is not a readable key file, or not tried (beyond the KDF bounds)
+
+	aboveBounds bool // a key file whose argon2id cost is beyond the bounds (Error says so): tried only when named
 }
 
 func keyMeta(now time.Time) crypt.KeyFileMeta {
@@ -51,27 +54,68 @@ func saveKeyFile(ctx context.Context, be backend.Backend, keys *crypt.MasterKeys
 }
 
 // loadKeyFile loads and parses one key file, checking it against its name.
+// Its errors do not name the file: callers do.
 func loadKeyFile(ctx context.Context, be backend.Backend, name string) (*crypt.KeyFile, blob.ID, error) {
 	id, err := blob.ParseID(name)
 	if err != nil {
-		return nil, id, fmt.Errorf("%w: key file %q has a malformed name", crypt.ErrNotKeyFile, name)
+		return nil, id, fmt.Errorf("%w: its name is not a key file id", crypt.ErrNotKeyFile)
 	}
 	data, err := be.Load(ctx, backend.Handle{Type: backend.Key, Name: name}, 0, 0)
 	if err != nil {
 		return nil, id, err
 	}
 	if blob.ID(blake3.Sum256(data)) != id {
-		return nil, id, fmt.Errorf("%w: key file keys/%s does not hash to its name", ErrCorrupt, name)
+		return nil, id, fmt.Errorf("%w: the key file does not hash to its name", ErrCorrupt)
 	}
 	kf, err := crypt.DecodeKeyFile(data)
 	if err != nil {
-		return nil, id, fmt.Errorf("keys/%s: %w", name, err)
+		return nil, id, err
 	}
 	return kf, id, nil
 }
 
-// unlock tries every key file (or those whose id starts with hint) with
-// password and returns the first master keys that open.
+// keyCandidate is a key file unlock may derive, kept without its bytes
+// (they are loaded again to be opened), so a repository full of large
+// forged key files costs memory for their names only.
+type keyCandidate struct {
+	name    string
+	cost    uint64 // argon2id passes × KiB
+	created time.Time
+}
+
+// unusableKey is a key file unlock did not try, and why.
+type unusableKey struct {
+	name string
+	err  error
+}
+
+// Error names the key file and says what to do about it.
+func (u unusableKey) Error() string {
+	id, bad := blob.ParseID(u.name)
+	switch {
+	case bad != nil:
+		return fmt.Sprintf("keys/%s: %v; if you did not put it there, delete it from the storage", u.name, u.err)
+	case errors.Is(u.err, crypt.ErrKDFCost):
+		return fmt.Sprintf("key file %s refused before deriving its key: %v. If you made it with an older lifeboat, "+
+			"open with --key-hint %s and give it a new password with `lifeboat key passwd`; "+
+			"if you did not make it, remove it with `lifeboat key remove %s`", id.Short(), u.err, id, id.Short())
+	case errors.Is(u.err, crypt.ErrNotKeyFile), errors.Is(u.err, ErrCorrupt):
+		return fmt.Sprintf("key file %s is not usable: %v; if you did not make it, remove it with `lifeboat key remove %s`", id.Short(), u.err, id.Short())
+	}
+	return fmt.Sprintf("key file %s could not be read: %v", id.Short(), u.err)
+}
+
+func (u unusableKey) Unwrap() error { return u.err }
+
+// unlock opens the first key file that password unlocks. It considers
+// every key file, or with a hint those whose id starts with it. Before it
+// derives anything it decodes them all and sets aside those it will not
+// try: unreadable ones, and those whose argon2id cost is beyond the bounds
+// (unless the hint names that key file alone: a key an older lifeboat
+// made). Each one set aside is logged as a warning that names it and what
+// to do. It then tries the rest cheapest first, newest first among equal
+// costs, so a forged key file dearer than the user's is never derived
+// before it, and each costs at most one derivation within the bounds.
 func unlock(ctx context.Context, be backend.Backend, repoID blob.ID, password []byte, hint string) (*crypt.MasterKeys, blob.ID, error) {
 	var names []string
 	err := be.List(ctx, backend.Key, func(fi backend.FileInfo) error {
@@ -83,34 +127,75 @@ func unlock(ctx context.Context, be backend.Backend, repoID blob.ID, password []
 	if err != nil {
 		return nil, blob.ID{}, fmt.Errorf("listing keys: %w", err)
 	}
-	sort.Strings(names)
-	var bad []error
+	if len(names) == 0 {
+		return nil, blob.ID{}, fmt.Errorf("%w in %s (key hint %q)", ErrNoUsableKey, be.Location(), hint)
+	}
+	named := hint != "" && len(names) == 1
+	var cands []keyCandidate
+	var unusable []error
 	for _, name := range names {
 		if err := ctx.Err(); err != nil {
 			return nil, blob.ID{}, err
 		}
-		kf, id, err := loadKeyFile(ctx, be, name)
+		kf, _, err := loadKeyFile(ctx, be, name)
+		if err == nil && !named {
+			err = kf.KDF.Validate()
+		}
 		if err != nil {
-			bad = append(bad, err)
+			unusable = append(unusable, unusableKey{name, err})
 			continue
 		}
-		keys, err := kf.Open(password, repoID)
+		cands = append(cands, keyCandidate{name, kf.KDF.Cost(), kf.Created})
+	}
+	if len(cands) == 0 {
+		return nil, blob.ID{}, fmt.Errorf("%w: %w", ErrNoUsableKey, errors.Join(unusable...))
+	}
+	for _, u := range unusable {
+		slog.Warn("key file not tried", "problem", u.Error())
+	}
+	sort.Slice(cands, func(i, j int) bool {
+		a, b := cands[i], cands[j]
+		if a.cost != b.cost {
+			return a.cost < b.cost
+		}
+		if !a.created.Equal(b.created) {
+			return a.created.After(b.created)
+		}
+		return a.name < b.name
+	})
+	tried := 0
+	for _, c := range cands {
+		if err := ctx.Err(); err != nil {
+			return nil, blob.ID{}, err
+		}
+		kf, id, err := loadKeyFile(ctx, be, c.name) // the same bytes: they hash to the name
+		if err != nil {
+			unusable = append(unusable, unusableKey{c.name, err})
+			continue
+		}
+		var keys *crypt.MasterKeys
+		if named {
+			keys, err = kf.OpenAboveBounds(password, repoID)
+		} else {
+			keys, err = kf.Open(password, repoID)
+		}
 		if errors.Is(err, crypt.ErrWrongPassword) {
+			tried++
 			continue
 		}
 		if err != nil {
-			bad = append(bad, fmt.Errorf("keys/%s: %w", name, err))
+			unusable = append(unusable, unusableKey{c.name, err})
 			continue
 		}
 		return keys, id, nil
 	}
-	if len(names) > 0 && len(bad) == len(names) {
-		return nil, blob.ID{}, fmt.Errorf("%w: %w", ErrNoUsableKey, errors.Join(bad...))
+	if tried == 0 {
+		return nil, blob.ID{}, fmt.Errorf("%w: %w", ErrNoUsableKey, errors.Join(unusable...))
 	}
-	if len(names) == 0 {
-		return nil, blob.ID{}, fmt.Errorf("%w in %s (key hint %q)", ErrNoUsableKey, be.Location(), hint)
+	if len(unusable) > 0 {
+		return nil, blob.ID{}, fmt.Errorf("%w (tried %d key files; %d not tried or not usable, see the warnings)", crypt.ErrWrongPassword, tried, len(unusable))
 	}
-	return nil, blob.ID{}, fmt.Errorf("%w (tried %d key files)", crypt.ErrWrongPassword, len(names)-len(bad))
+	return nil, blob.ID{}, fmt.Errorf("%w (tried %d key files)", crypt.ErrWrongPassword, tried)
 }
 
 // Keys lists the repository's key files.
@@ -126,7 +211,11 @@ func (r *Repository) Keys(ctx context.Context) ([]KeyInfo, error) {
 			return err
 		}
 		m := kf.Meta()
-		out = append(out, KeyInfo{ID: id, Current: id == r.keyID, Created: m.Created, Hostname: m.Hostname, Username: m.Username, Tiers: m.Tiers})
+		k := KeyInfo{ID: id, Current: id == r.keyID, Created: m.Created, Hostname: m.Hostname, Username: m.Username, Tiers: m.Tiers}
+		if err := kf.KDF.Validate(); err != nil {
+			k.Error, k.aboveBounds = err.Error()+"; tried only when --key-hint names this key file alone", true
+		}
+		out = append(out, k)
 		return nil
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
@@ -185,7 +274,7 @@ func (r *Repository) RemoveKey(ctx context.Context, id blob.ID) error {
 		if k.ID == id {
 			target = &keys[i]
 		}
-		if k.Error == "" {
+		if k.Error == "" || k.aboveBounds {
 			readable++
 		}
 		if hasTier(k.Tiers, blob.Sensitive) {
@@ -195,7 +284,7 @@ func (r *Repository) RemoveKey(ctx context.Context, id blob.ID) error {
 	switch {
 	case target == nil:
 		return fmt.Errorf("%w: %s", ErrKeyNotFound, id.Short())
-	case target.Error != "": // not a key: always removable
+	case target.Error != "" && !target.aboveBounds: // not a key: always removable
 	case readable == 1:
 		return fmt.Errorf("%w: %s is the only key; add another first", ErrLastKey, id.Short())
 	case id == r.keyID:

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
+
+	"lifeboat/crypt"
 )
 
 func newKeyCommand(g *globalOptions) *cobra.Command {
@@ -13,4 +17,15 @@ func newKeyCommand(g *globalOptions) *cobra.Command {
 	}
 	cmd.AddCommand(newKeyAddCommand(g), newKeyListCommand(g), newKeyRemoveCommand(g), newKeyPasswdCommand(g))
 	return cmd
+}
+
+// checked returns the argon2id parameters for a new key, refusing flags
+// beyond the documented bounds (docs/keys.md) as a usage error before the
+// repository is opened or anything is derived.
+func (k *kdfFlags) checked() (crypt.KDFParams, error) {
+	p := k.params()
+	if err := p.Validate(); err != nil {
+		return p, usageError{fmt.Sprintf("--kdf-time %d --kdf-memory-kib %d: %v (see docs/keys.md)", p.Time, p.MemoryKiB, err)}
+	}
+	return p, nil
 }

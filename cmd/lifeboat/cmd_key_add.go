@@ -37,6 +37,10 @@ func newKeyAddCommand(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			kdf, err := o.kdf.checked()
+			if err != nil {
+				return err
+			}
 			return g.withRepo(cmd.Context(), false, func(r *repo.Repository) (err error) {
 				if len(tiers) == 0 {
 					tiers = r.Tiers()
@@ -46,7 +50,7 @@ func newKeyAddCommand(g *globalOptions) *cobra.Command {
 					return err
 				}
 				defer clear(pw)
-				id, err := r.AddKey(cmd.Context(), pw, tiers, o.kdf.params())
+				id, err := r.AddKey(cmd.Context(), pw, tiers, kdf)
 				if err != nil {
 					return err
 				}

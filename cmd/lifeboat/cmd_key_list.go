@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -37,6 +38,7 @@ func newKeyListCommand(g *globalOptions) *cobra.Command {
 					return err
 				}
 				var tw *tabwriter.Writer
+				var marked []repo.KeyInfo
 				for _, k := range keys {
 					m := keyMessage{"key", k.ID.String(), k.Current, k.Tiers, k.Created, k.Hostname, k.Username, k.Error}
 					g.out.emit(m, func(w io.Writer) {
@@ -44,19 +46,37 @@ func newKeyListCommand(g *globalOptions) *cobra.Command {
 							tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 							fmt.Fprintln(tw, " \tID\tTIERS\tCREATED\tHOST\tUSER")
 						}
-						cur := " "
-						if k.Current {
-							cur = "*"
-						}
+						mark, tiers, created := " ", "-", "-"
 						if k.Error != "" {
-							fmt.Fprintf(tw, "!\t%s\tunreadable: %s\t\t\t\n", k.ID.Short(), k.Error)
-							return
+							mark = "!"
+							marked = append(marked, k)
 						}
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cur, k.ID.Short(), tierList(k.Tiers), k.Created.Local().Format(time.DateTime), k.Hostname, k.Username)
+						if k.Current {
+							mark = strings.TrimSpace(mark + "*")
+						}
+						if len(k.Tiers) > 0 {
+							tiers = tierList(k.Tiers)
+						}
+						if !k.Created.IsZero() {
+							created = k.Created.Local().Format(time.DateTime)
+						}
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", mark, k.ID.Short(), tiers, created, k.Hostname, k.Username)
 					})
 				}
-				if tw != nil {
-					return tw.Flush()
+				if tw == nil {
+					return nil
+				}
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				if len(marked) > 0 {
+					w := g.out.w
+					fmt.Fprintln(w)
+					for _, k := range marked {
+						fmt.Fprintf(w, "! %s not tried: %s\n", k.ID.Short(), k.Error)
+					}
+					g.out.note("! marks %d key files that are not tried when the repository is opened. Remove one you did not make with `lifeboat key remove ID`; "+
+						"open one an older lifeboat made beyond the KDF bounds with --key-hint ID, then change its password with `lifeboat key passwd`.", len(marked))
 				}
 				return nil
 			})

@@ -24,6 +24,10 @@ func newKeyPasswdCommand(g *globalOptions) *cobra.Command {
 		Long:  "Replace the key in use with a new key file of the same tiers under a new password. The new key is saved before the old one is removed.",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			params, err := kdf.checked()
+			if err != nil {
+				return err
+			}
 			return g.withRepo(cmd.Context(), false, func(r *repo.Repository) (err error) {
 				pw, err := g.newPassword(newPasswordFile)
 				if err != nil {
@@ -31,7 +35,7 @@ func newKeyPasswdCommand(g *globalOptions) *cobra.Command {
 				}
 				defer clear(pw)
 				old := r.KeyID()
-				id, err := r.ChangePassword(cmd.Context(), pw, kdf.params())
+				id, err := r.ChangePassword(cmd.Context(), pw, params)
 				if err != nil {
 					return err
 				}
