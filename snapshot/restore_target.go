@@ -15,7 +15,7 @@ import (
 // directory Lifeboat keeps its own data in (the repository, its cache,
 // the lifecycle state). A restore there would overwrite it, and
 // --replace would delete it.
-var ErrTargetOverlaps = errors.New("restore target overlaps a directory lifeboat keeps its own data in")
+var ErrTargetOverlaps = errors.New("restore target refused")
 
 // ErrTargetHoldsRepository is ErrTargetOverlaps under its former name.
 var ErrTargetHoldsRepository = ErrTargetOverlaps
@@ -72,6 +72,13 @@ func refuseOverlap(target string, own []ProtectedDir) error {
 	if len(tAnc) == 0 {
 		return nil
 	}
+	// Say "is" or "is inside" before "contains": a target that is the
+	// cache directory also contains the repository's index cache.
+	type found struct {
+		p   ProtectedDir
+		rel string
+	}
+	var hits []found
 	for _, p := range own {
 		if p.Path == "" {
 			continue
@@ -81,23 +88,29 @@ func refuseOverlap(target string, own []ProtectedDir) error {
 			continue
 		}
 		pAnc := ancestry(pfd)
-		var rel string
 		switch {
 		case len(pAnc) == 0:
-			continue
 		case exists && pAnc[0] == tAnc[0]:
-			rel = "is"
+			hits = append(hits, found{p, "is"})
 		case slices.Contains(tAnc, pAnc[0]):
-			rel = "is inside"
+			hits = append(hits, found{p, "is inside"})
 		case exists && slices.Contains(pAnc, tAnc[0]):
-			rel = "contains"
-		default:
-			continue
+			hits = append(hits, found{p, "contains"})
 		}
-		return fmt.Errorf("%w: restore target %s%s %s %s %s: a restore there would overwrite it, and --replace would delete it; restore somewhere else",
-			ErrTargetOverlaps, target, spelledAs(target, abs, at), rel, p.What, p.Path)
 	}
-	return nil
+	if len(hits) == 0 {
+		return nil
+	}
+	h := slices.MinFunc(hits, func(a, b found) int { return boolInt(a.rel == "contains") - boolInt(b.rel == "contains") })
+	return fmt.Errorf("%w: %s%s %s %s %s: a restore there would overwrite it, and --replace would delete it; restore somewhere else",
+		ErrTargetOverlaps, target, spelledAs(target, abs, at), h.rel, h.p.What, h.p.Path)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // spelledAs is " (that is, P)" when the target's real path P (symlinks

@@ -20,15 +20,17 @@ const (
 )
 
 // stageHooks are system calls replaceable in tests: renames (filesystems
-// without RENAME_EXCHANGE, failing renames) and openat2 (kernels without
-// it).
+// without RENAME_EXCHANGE, failing renames), the parent's fsync after the
+// switch, and openat2 (kernels without it). A nil fsync or openat2 is the
+// real one.
 type stageHooks struct {
 	renameat2 func(olddirfd int, oldpath string, newdirfd int, newpath string, flags uint) error
 	renameat  func(olddirfd int, oldpath string, newdirfd int, newpath string) error
+	fsync     func(fd int) error
 	openat2   func(dirfd int, path string, how *unix.OpenHow) (int, error)
 }
 
-var stageDefaultHooks = stageHooks{renameat2: unix.Renameat2, renameat: unix.Renameat, openat2: unix.Openat2}
+var stageDefaultHooks = stageHooks{renameat2: unix.Renameat2, renameat: unix.Renameat, fsync: unix.Fsync, openat2: unix.Openat2}
 
 // stage is a staging directory next to a restore target, and the switch
 // that puts it in place.
@@ -122,6 +124,9 @@ func newStageRecorded(target string, replace bool, hooks *stageHooks, records st
 		if s.hooks.openat2 == nil {
 			s.hooks.openat2 = unix.Openat2
 		}
+		if s.hooks.fsync == nil {
+			s.hooks.fsync = unix.Fsync
+		}
 	}
 	if abs == s.parent {
 		return nil, fmt.Errorf("restore target %s is the filesystem root; give a directory below it", abs)
@@ -135,6 +140,7 @@ func newStageRecorded(target string, replace bool, hooks *stageHooks, records st
 		return nil, err
 	}
 	s.cleaned = cleanStaging(s.parentFD, s.parent, s.hooks.openat2)
+	forgetRecords(records, s.cleaned)
 	for range 10 {
 		s.hex = stageRandom()
 		s.name = stagePrefix + s.hex
@@ -253,7 +259,7 @@ func (s *stage) commit() (left *Remains, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("exchanging %s with the staged tree: %w", s.target, err)
 	}
-	if err := unix.Fsync(s.parentFD); err != nil {
+	if err := s.hooks.fsync(s.parentFD); err != nil {
 		if uerr := s.hooks.renameat2(s.parentFD, s.name, s.parentFD, s.targetName, unix.RENAME_EXCHANGE); uerr != nil {
 			s.keep = true
 			return nil, fmt.Errorf("syncing %s after exchanging %s: %w; undoing the exchange failed too (%v): the new tree is at %s and the old one at %s",
@@ -302,7 +308,7 @@ func (s *stage) commitNew() error {
 	case err != nil:
 		return fmt.Errorf("renaming the staged tree to %s: %w", s.target, err)
 	}
-	if err := unix.Fsync(s.parentFD); err != nil {
+	if err := s.hooks.fsync(s.parentFD); err != nil {
 		// The rename is visible but not known durable: the restore fails
 		// and the new tree is moved back out of the target's name.
 		if uerr := s.hooks.renameat(s.parentFD, s.targetName, s.parentFD, s.name); uerr != nil {
@@ -330,7 +336,7 @@ func (s *stage) commitTwoStep() (*Remains, error) {
 		}
 		return nil, fmt.Errorf("renaming the staged tree to %s: %w (old tree moved back)", s.target, err)
 	}
-	if err := unix.Fsync(s.parentFD); err != nil {
+	if err := s.hooks.fsync(s.parentFD); err != nil {
 		// Both renames are visible; keep the old tree for the user.
 		s.keepRecord = true
 		p := filepath.Join(s.parent, old)

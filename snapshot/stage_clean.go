@@ -207,6 +207,19 @@ func (s *stage) removeRecord() {
 	}
 }
 
+// forgetRecords removes from records the records of the restores whose
+// directories a clean-up removed.
+func forgetRecords(records string, cleaned []StaleStaging) {
+	if records == "" {
+		return
+	}
+	for _, c := range cleaned {
+		if hex, _ := stagingHex(filepath.Base(c.Path)); c.Removed && hex != "" {
+			_ = os.Remove(filepath.Join(records, hex))
+		}
+	}
+}
+
 // CleanRecordedStaging runs CleanStaging in the directory of every restore
 // recorded in records (RestoreOptions.Records) and forgets each record
 // whose restore left nothing there any more. A directory that is gone

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"lifeboat/repo"
+	"lifeboat/snapshot"
 )
 
 type lockMessage struct {
@@ -30,9 +31,14 @@ func newUnlockCommand(g *globalOptions) *cobra.Command {
 		Short: "Remove stale repository locks",
 		Long: "Remove locks whose holder is gone: not refreshed for " + repo.DefaultLockStale.String() + ", held by a PID that is not " +
 			"running on this host, or unreadable. Live locks stay unless --force (only when you know their process is gone: " +
-			"removing a live prune's lock lets others in while it deletes). --list only shows them.",
+			"removing a live prune's lock lets others in while it deletes). --list only shows them. " +
+			"Also removes the staging directories (.lifeboat-restore-*, .lifeboat-old-*) that restores run with this cache directory " +
+			"left beside their targets when they were killed; a running restore's, and the pair a restore killed inside its switch leaves, stay and are named.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !list {
+				g.cleanStaging()
+			}
 			return g.withRepo(cmd.Context(), false, func(r *repo.Repository) error {
 				locks, err := r.ListLocks(cmd.Context())
 				if err != nil {
@@ -76,4 +82,21 @@ func newUnlockCommand(g *globalOptions) *cobra.Command {
 	cmd.Flags().BoolVar(&force, "force", false, "remove live locks too")
 	cmd.Flags().BoolVar(&list, "list", false, "only list the locks")
 	return cmd
+}
+
+// cleanStaging removes what killed restores recorded in the cache
+// directory left beside their targets, and says what it found. It never
+// fails the command: a directory it cannot clean is named.
+func (g *globalOptions) cleanStaging() {
+	found, err := snapshot.CleanRecordedStaging(g.restoreRecords())
+	for _, f := range found {
+		if f.Removed {
+			g.out.note("removed %s, left by a restore that did not finish", f.Path)
+		} else {
+			g.out.note("kept %s: %s", f.Path, f.Why)
+		}
+	}
+	if err != nil {
+		g.out.note("warning: %v", err)
+	}
 }
