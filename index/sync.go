@@ -39,8 +39,8 @@ type PackSource interface {
 	ListPacks(ctx context.Context, fn func(id blob.ID) error) error
 }
 
-// packStatMax is how many packs Sync asks about one by one; with more
-// unknown, it lists them all once.
+// packStatMax is how many packs one Sync asks about one by one; once it
+// would ask about more, it lists them all, once.
 const packStatMax = 16
 
 // packPresence remembers, within one Sync, which packs are stored.
@@ -48,6 +48,7 @@ type packPresence struct {
 	src    PackSource
 	stored map[blob.ID]bool
 	listed bool // stored holds every pack stored when it was listed
+	asked  int  // packs asked about one by one
 	// missing counts the packs found not stored.
 	missing int
 }
@@ -69,13 +70,14 @@ func (p *packPresence) learn(ctx context.Context, objs []Named) error {
 	switch {
 	case len(unknown) == 0:
 	case p.listed:
-	case len(unknown) > packStatMax:
+	case p.asked+len(unknown) > packStatMax:
 		err := p.src.ListPacks(ctx, func(id blob.ID) error { p.stored[id] = true; return nil })
 		if err != nil {
 			return fmt.Errorf("listing packs: %w", err)
 		}
 		p.listed = true
 	default:
+		p.asked += len(unknown)
 		for _, id := range unknown {
 			ok, err := p.src.PackStored(ctx, id)
 			if err != nil {

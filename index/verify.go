@@ -30,8 +30,8 @@ type VerifyStats struct {
 // damaged after it was applied goes unseen by it. fn, if not nil, is
 // called with each one that opens. Then the DB must hold what they say:
 // no damaged object applied, every entry of every intact applied object in
-// place (as a blob's place or as a copy), and its entries for them
-// decode. If it does not, Verify empties it and syncs it again, so that afterwards it holds exactly what the
+// place (as a blob's place or as a copy), and every entry decodes and
+// agrees with the others (consistent). If it does not, Verify empties it and syncs it again, so that afterwards it holds exactly what the
 // intact stored objects say; objects that appeared since the last Sync are
 // applied too.
 func (d *DB) Verify(ctx context.Context, src Source, fn func(id blob.ID, o *Object) error) (VerifyStats, error) {
@@ -83,6 +83,13 @@ func (d *DB) Verify(ctx context.Context, src Source, fn func(id blob.ID, o *Obje
 			}
 			stale = !held || err != nil
 		}
+	}
+	if !stale {
+		ok, err := d.consistent(ids)
+		if err != nil {
+			return st, err
+		}
+		stale = !ok
 	}
 	if stale {
 		st.Rebuilt = true
@@ -140,6 +147,44 @@ func (d *DB) holds(o *Object) (bool, error) {
 					return nil
 				}
 			}
+		}
+		return nil
+	})
+	return ok, err
+}
+
+// consistent scans every entry of the objects, packs, blobs and copies
+// buckets: each must decode, an applied object must be one of listed, and
+// every place must lie in a pack the packs bucket knows, every copy be of
+// a blob that has a place. It does not look for entries no object names
+// beside these.
+func (d *DB) consistent(listed []blob.ID) (bool, error) {
+	present := make(map[blob.ID]bool, len(listed))
+	for _, id := range listed {
+		present[id] = true
+	}
+	ok := true
+	err := d.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketObjects).Cursor()
+		for k, v := c.First(); k != nil && ok; k, v = c.Next() {
+			ok = len(k) == blob.IDSize && len(v) == 2 && v[1] >= objApplied && v[1] <= objPartial &&
+				(v[1] == objLocked || present[blob.ID(k)])
+		}
+		packs := tx.Bucket(bucketPacks)
+		c = packs.Cursor()
+		for k, v := c.First(); k != nil && ok; k, v = c.Next() {
+			ok = len(k) == blob.IDSize && len(v) == packValueSize
+		}
+		blobs := tx.Bucket(bucketBlobs)
+		c = blobs.Cursor()
+		for k, v := c.First(); k != nil && ok; k, v = c.Next() {
+			l, err := decodeLoc(k, v)
+			ok = err == nil && packs.Get(l.Pack[:]) != nil
+		}
+		c = tx.Bucket(bucketCopies).Cursor()
+		for k, v := c.First(); k != nil && ok; k, v = c.Next() {
+			l, err := decodeCopy(k, v)
+			ok = err == nil && packs.Get(l.Pack[:]) != nil && blobs.Get(k[:keySize]) != nil
 		}
 		return nil
 	})
