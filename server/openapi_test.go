@@ -66,7 +66,7 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 		t.Fatalf("only %d routes found in the document: %v", len(documented), documented)
 	}
 	codes := []string{"unauthorized", "forbidden", "bad_request", "idempotency_key_required", "bad_idempotency_key",
-		"no_such_route", "method_not_allowed", "internal"}
+		"no_such_route", "method_not_allowed", "internal", errBodyTimeout.Code}
 	for _, c := range errorCodes {
 		codes = append(codes, c.code)
 	}

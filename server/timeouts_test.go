@@ -84,27 +84,15 @@ func TestSlowBodyClosed(t *testing.T) {
 }
 
 // TestSlowHeadersClosed: a connection that sends half its headers, or
-// nothing at all, is closed after the header timeout (the read timeout
-// when it is under 10 s).
+// nothing at all, is closed without an answer after the header timeout
+// (the read timeout when it is under 10 s).
 func TestSlowHeadersClosed(t *testing.T) {
 	e := shortTimeouts(t, 100*time.Millisecond)
 	half := e.dial()
 	fmt.Fprintf(half, "GET /v1/workspaces HTTP/1.1\r\nHost: lifeboat\r\n")
 	silent := e.dial()
 	for name, c := range map[string]net.Conn{"half headers": half, "silent": silent} {
-		rd := bufio.NewReader(c)
-		if _, err := rd.Peek(1); err == nil {
-			res, err := http.ReadResponse(rd, nil)
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			io.Copy(io.Discard, res.Body)
-			res.Body.Close()
-			if res.StatusCode < 400 {
-				t.Fatalf("%s: answered %d", name, res.StatusCode)
-			}
-		}
-		closedByServer(t, rd, name)
+		closedByServer(t, c, name)
 	}
 }
 
