@@ -45,17 +45,19 @@ var stageDefaultHooks = stageHooks{renameat2: unix.Renameat2, renameat: unix.Ren
 //     refuses RENAME_NOREPLACE (EINVAL/ENOSYS), a plain rename after
 //     checking that the target is still absent.
 //   - Existing target (only with Replace; it must be a directory, not a
-//     symlink, and not a mount point): renameat2(staging, target,
-//     RENAME_EXCHANGE) swaps the two names atomically; the old tree is then
-//     under the staging name. The parent is fsynced; only when that holds
-//     is the old tree removed. If the fsync fails the exchange is undone.
+//     symlink, and not a mount point, a bind mount included):
+//     renameat2(staging, target, RENAME_EXCHANGE) swaps the two names
+//     atomically; the old tree is then under the staging name. The parent
+//     is fsynced; only when that holds is the old tree removed. If the
+//     fsync fails the exchange is undone; if undoing fails too, the old
+//     tree is renamed to .lifeboat-kept-<hex>, which no clean-up removes.
 //
 // Two-step fallback, used only when the filesystem refuses
 // RENAME_EXCHANGE (EINVAL or ENOSYS; older kernels, some FUSE and network
 // filesystems):
 //
-//  1. rename target -> <parent>/.lifeboat-old-<16 hex> (the old tree is
-//     kept whole under that name);
+//  1. rename target -> <parent>/.lifeboat-old-<16 hex>, the staging
+//     directory's hex digits (the old tree is kept whole under that name);
 //  2. rename staging -> target;
 //  3. fsync the parent, then remove the old tree (if that fsync fails,
 //     the old tree is kept and its path reported as a leftover).
@@ -69,7 +71,7 @@ var stageDefaultHooks = stageHooks{renameat2: unix.Renameat2, renameat: unix.Ren
 // either back to the target by hand (`mv .lifeboat-old-<hex> TARGET`
 // restores the state before the restore). A crash at any other point
 // leaves the target either wholly old or wholly new, plus at most one
-// leftover .lifeboat-* directory that is safe to delete.
+// leftover .lifeboat-* directory, which the next clean-up removes.
 //
 // Removing a tree (the replaced one, or the staging tree of a failed
 // restore) never leaves it: it never follows a symlink and never enters
