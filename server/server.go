@@ -152,13 +152,14 @@ func (s *Server) wrap(rt Route) http.Handler {
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "no-referrer")
 		rc := http.NewResponseController(w)
-		readDeadline(rc, r, s.timeouts.Read)
+		body := readDeadline(rc, r, s.timeouts.Read)
 		rw := &statusWriter{ResponseWriter: w, start: func() { s.extendWrite(rc) }}
 		role, label := s.tokens.match(r)
 		note := &auditNote{workspace: r.PathValue("ws")}
 		err := authorize(rt.Role, role)
 		if err == nil {
 			r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, caller{role, label, note}))
+			r.Body = body // on the handler's copy: net/http keeps its own
 			err = rt.handle(rw, r)
 		}
 		code := ""

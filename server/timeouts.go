@@ -57,17 +57,18 @@ func (s *Server) HTTPServer() *http.Server {
 var errBodyTimeout = &apiError{http.StatusRequestTimeout, "request_timeout",
 	"the request body did not arrive within the server's read timeout ([server] read_timeout): send the whole body at once"}
 
-// readDeadline sets the deadline of r's body: read within t, or lifted
-// at once when there is no body. The deadline is lifted when the body has
-// been read to its end, so that a long answer or the event stream is not
-// cut by it (net/http cancels a request whose connection read fails).
-func readDeadline(rc *http.ResponseController, r *http.Request, t time.Duration) {
+// readDeadline sets the deadline of r's body, read within t, and returns
+// the body for the handler; without a body the deadline is lifted at once.
+// The deadline is lifted when the body has been read to its end, so that
+// a long answer or the event stream is not cut by it (net/http cancels a
+// request whose connection read fails).
+func readDeadline(rc *http.ResponseController, r *http.Request, t time.Duration) io.ReadCloser {
 	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
 		_ = rc.SetReadDeadline(time.Time{})
-		return
+		return r.Body
 	}
 	_ = rc.SetReadDeadline(time.Now().Add(t))
-	r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+	return &deadlineBody{ReadCloser: r.Body, rc: rc}
 }
 
 // deadlineBody lifts the read deadline at the end of the body and turns a
