@@ -309,3 +309,36 @@ func TestVerifyRebuildsFromStoredObjects(t *testing.T) {
 	}
 	checkDB(t, d, locations(src.all()...))
 }
+
+// Once the blob filter is built (a capture's lookups missed), keys it
+// rules out are put without a look at an earlier place; a blob placed
+// twice in one application, or again later, still keeps both places.
+func TestCopiesKeptWithFilter(t *testing.T) {
+	r := newRand(t)
+	d := mustOpenDB(t, t.TempDir(), testRepo)
+	defer d.Close()
+	for range index.FilterAfterMisses {
+		if _, ok, err := d.Lookup(blob.Workspace, blob.Data, randID(r)); ok || err != nil {
+			t.Fatal(ok, err)
+		}
+	}
+	if !index.FilterBuilt(d) {
+		t.Fatal("no filter after the misses")
+	}
+	a := randDataPack(r, 30)
+	b, c := copyOf(a, randID(r)), copyOf(a, randID(r))
+	if err := d.ApplyAll([]index.Named{
+		{ID: randID(r), Object: &index.Object{Tier: blob.Workspace, Packs: []index.PackInfo{a}}},
+		{ID: randID(r), Object: &index.Object{Tier: blob.Workspace, Packs: []index.PackInfo{b}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Apply(randID(r), &index.Object{Tier: blob.Workspace, Packs: []index.PackInfo{c}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range a.Entries {
+		if got := places(t, d, blob.Workspace, e); len(got) != 3 || got[0] != c.ID {
+			t.Fatalf("places of %s with the filter built: %v; want all three, the last applied first", e.ID.Short(), got)
+		}
+	}
+}

@@ -384,13 +384,30 @@ func (d *DB) applyAll(objs []Named, stopAfter int, stored func(pack blob.ID) boo
 		batch := order[:min(applyBatch, len(order))]
 		order = order[len(batch):]
 		last := len(order) == 0
+		// Keys the filter rules out are not in the DB (appliers hold
+		// syncMu, so none can arrive before this batch), and need no look
+		// at a place they had: a capture's new blobs, nearly all of them.
+		// A key repeated in the batch is looked at from its second time.
+		var fresh []bool
+		if d.filter.Load() != nil {
+			fresh = make([]bool, len(batch))
+			for i, e := range batch {
+				fresh[i] = d.ruledOut(key(e)) && (i == 0 || !bytes.Equal(key(e), key(batch[i-1])))
+			}
+		}
 		// The batch commits with its keys in the filter: see filter.go.
 		err := d.filterUpdate(len(batch), func(i int) []byte { return key(batch[i]) }, func(tx *bolt.Tx) error {
 			blobs, copies := tx.Bucket(bucketBlobs), tx.Bucket(bucketCopies)
 			blobs.FillPercent = fillPercent
-			for _, e := range batch {
+			for i, e := range batch {
 				v := val(e)
-				if err := putPlace(blobs, copies, key(e), v, stored == nil || stored(blob.ID(v[:blob.IDSize]))); err != nil {
+				var err error
+				if fresh != nil && fresh[i] {
+					err = blobs.Put(key(e), v)
+				} else {
+					err = putPlace(blobs, copies, key(e), v, stored == nil || stored(blob.ID(v[:blob.IDSize])))
+				}
+				if err != nil {
 					return err
 				}
 			}
