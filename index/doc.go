@@ -11,6 +11,13 @@
 //     object has gone (a prune superseded it), or when the file is missing,
 //     corrupt or from another repository or format.
 //
+// A blob with several places keeps them all: one answers lookups (never
+// one in a pack that is not stored while another is, so a stale index
+// object put back cannot hide a stored copy), the others are copies that
+// readers fall back to (copies.go). Verify loads every index object from
+// the repository, applied or not, for check, and rebuilds the DB when it
+// does not hold what they say.
+//
 // Invariants: the DB never holds an entry that no index object in the
 // repository supports, except between a prune and the next Sync; decoders
 // check every count and length against the bytes they have before
