@@ -109,7 +109,10 @@ func (si *storedIndex) listedBy(id blob.ID) string {
 // index objects listing it are stale, and nothing is lost. With ReadData
 // it also reads and verifies every pack of the tiers the key unlocks and
 // checks that its header agrees with every place the index has in it. It
-// reports problems; it never changes the repository.
+// reports problems; it never changes the repository. It may change the
+// local index: a rebuild (lookups of other work on this Repository miss
+// while it runs, so the CLI runs check alone), and a blob whose place is
+// in a pack that is not stored moved to a stored copy.
 func (r *Repository) Check(ctx context.Context, o CheckOptions) (CheckResult, error) {
 	res := CheckResult{Problems: []Problem{}, Notices: []Problem{}}
 	if err := r.Flush(ctx); err != nil {
