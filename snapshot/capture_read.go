@@ -124,13 +124,12 @@ func (c *capturer) readJob(ch *chunk.Chunker, j *capJob) bool {
 	}
 	// A file that changed during both reads is kept as a prefix when it
 	// only grew (an appended log) and its second read is verified to be
-	// its first bytes as they are now; any other change is an error.
-	prefix, changedErr := false, errors.New("changed while being read; the snapshot holds its second read")
+	// its first bytes as the fstat after that read found it; any other
+	// change is an error.
+	prefix := false
+	var prefixErr error
 	if changed && rd.sum != nil {
-		var err error
-		if prefix, err = capPrefix(c.ctx, fd, rd, before.Size, &after); err != nil {
-			changedErr = fmt.Errorf("%w (checking it as a prefix: %w)", changedErr, err)
-		}
+		prefix, prefixErr = capPrefix(c.ctx, fd, rd, before.Size, &after)
 	}
 	c.setMeta(n, &after)
 	n.Size = uint64(rd.n)
@@ -139,14 +138,19 @@ func (c *capturer) readJob(ch *chunk.Chunker, j *capJob) bool {
 	if n.Xattrs, xerr = capXattrsFd(fd); xerr != nil {
 		c.record(j.dir.errPath(j.name), xerr)
 	}
+	switch {
+	case prefix:
+		c.prefix(j.dir.errPath(j.name), n.Size, uint64(after.Size))
+	case changed:
+		err := errors.New("changed while being read; the snapshot holds its second read")
+		if prefixErr != nil {
+			err = fmt.Errorf("%w (checking it as a prefix: %w)", err, prefixErr)
+		}
+		c.record(j.dir.errPath(j.name), err)
 	// Cache only files whose last change, of content (mtime) or inode
 	// (ctime), is well before the capture began: a file changed again
 	// within the timestamps' granularity would otherwise look unchanged.
-	if prefix {
-		c.prefix(j.dir.errPath(j.name), n.Size, uint64(after.Size))
-	} else if changed {
-		c.record(j.dir.errPath(j.name), changedErr)
-	} else if c.o.Cache != nil && xerr == nil && c.settled(j.dir, &after) && len(ids) > 0 && n.Size == uint64(after.Size) {
+	case c.o.Cache != nil && xerr == nil && c.settled(j.dir, &after) && len(ids) > 0 && n.Size == uint64(after.Size):
 		c.cacheNote(j.part, j.i, capCacheEntry(&after, len(n.Xattrs) > 0, ids), true)
 	}
 	c.bytes.Add(n.Size)
