@@ -28,9 +28,11 @@ const rsKillEnv = "LIFEBOAT_TEST_RESTORE_KILL_CHILD"
 // rsKilledRestore starts a restore of m into target in a child process
 // (TestRestoreKilledChild) that stops at point ("files": once the staging
 // tree has files; "switch": in the two-step switch, right after the target
-// was moved aside) and waits there. It returns the staging directory
-// (with the point reached) and a kill function that ends the child with
-// SIGKILL and waits for it.
+// was moved aside) and waits there; the test then stops it (SIGSTOP,
+// waited for, so no thread of it changes anything any more while it
+// keeps its lock). It returns the staging directory (with the point
+// reached) and a kill function that ends the child with SIGKILL and waits
+// for it.
 func rsKilledRestore(t *testing.T, r *rsRepo, m *Manifest, target, records, point string) (staging string, kill func()) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestRestoreKilledChild$", "-test.count=1")
@@ -56,6 +58,13 @@ func rsKilledRestore(t *testing.T, r *rsRepo, m *Manifest, target, records, poin
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
 		if p, ok := strings.CutPrefix(sc.Text(), point+" "); ok {
+			if err := cmd.Process.Signal(unix.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			var info unix.Siginfo
+			if err := unix.Waitid(unix.P_PID, cmd.Process.Pid, &info, unix.WSTOPPED|unix.WNOWAIT, nil); err != nil {
+				t.Fatal(err)
+			}
 			return p, kill
 		}
 	}
