@@ -153,3 +153,57 @@ func rsSetImmutable(p string, on bool) error {
 	}
 	return nil
 }
+
+// TestRemoveTreeNamesAtMost20: a tree with 25 entries that cannot be
+// removed (immutable files) names 20 of them, each with the reason and
+// what to do, and counts the other 5; the rest of the tree is removed.
+func TestRemoveTreeNamesAtMost20(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("setting the immutable flag needs root")
+	}
+	parent := t.TempDir()
+	tree := filepath.Join(parent, "tree")
+	var stuck []string
+	for i := range 25 {
+		p := filepath.Join(tree, "d", strings.Repeat("s", i+1))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := rsSetImmutable(p, true); err != nil {
+			t.Skipf("cannot set the immutable flag here: %v", err)
+		}
+		stuck = append(stuck, p)
+		t.Cleanup(func() { _ = rsSetImmutable(p, false) })
+	}
+	if err := os.WriteFile(filepath.Join(tree, "gone"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.Open(parent, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	left := removeTree(fd, parent, "tree", nil)
+	if left == nil || left.Path != tree || len(left.Kept) != 20 || left.More != 5 {
+		t.Fatalf("what stayed: %+v", left)
+	}
+	for _, k := range left.Kept {
+		if !strings.HasPrefix(k.Path, filepath.Join(tree, "d")+"/") || !strings.Contains(k.Why, "chattr -i -a, then remove "+tree) {
+			t.Errorf("%+v", k)
+		}
+	}
+	if !strings.Contains(left.String(), "and 5 more entries") {
+		t.Errorf("message: %s", left)
+	}
+	if _, err := os.Lstat(filepath.Join(tree, "gone")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the removable file stayed: %v", err)
+	}
+	for _, p := range stuck {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+}
