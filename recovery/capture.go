@@ -115,6 +115,7 @@ func (l *Lifecycle) captureQuiesced(ctx context.Context, w Workspace, p provider
 		return false
 	}
 	rec.Snapshot, rec.Files, rec.Bytes, rec.NewBytes, rec.Problems = res.Snapshot, res.Files, res.Bytes, res.NewBytes, res.Problems
+	rec.Prefixes = res.Prefixes
 	if !res.Complete {
 		l.failed(w.ID, rec, Partial, fmt.Errorf("snapshot %s is partial: %d paths could not be read; the last good checkpoint stays", res.Snapshot, res.Problems))
 		return false

@@ -60,6 +60,10 @@ func (c *RepoCapturer) Capture(ctx context.Context, req CaptureRequest) (Result,
 	if err := Verify(ctx, c.Repo, m.ID); err != nil {
 		return Result{}, err
 	}
-	return Result{Snapshot: m.ID.String(), Complete: m.Complete, Problems: len(m.Errors),
-		Files: m.Totals.Files, Bytes: m.Totals.Bytes, NewBytes: m.Totals.NewBytes}, nil
+	res := Result{Snapshot: m.ID.String(), Complete: m.Complete, Problems: len(m.Errors),
+		Files: m.Totals.Files, Bytes: m.Totals.Bytes, NewBytes: m.Totals.NewBytes}
+	for _, p := range m.Prefixes {
+		res.Prefixes = append(res.Prefixes, p.Path)
+	}
+	return res, nil
 }

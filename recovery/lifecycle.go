@@ -40,6 +40,9 @@ type Result struct {
 	Files    uint64
 	Bytes    uint64
 	NewBytes uint64
+	// Prefixes names the files captured as a verified prefix of a file
+	// that kept growing while it was read (the snapshot is complete).
+	Prefixes []string
 }
 
 // Retention applies the stored retention policy of a workspace; it runs

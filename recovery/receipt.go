@@ -46,6 +46,9 @@ type Receipt struct {
 	Bytes     uint64    `json:"bytes,omitempty"`
 	NewBytes  uint64    `json:"new_bytes,omitempty"`
 	Problems  int       `json:"problems,omitempty"` // paths a partial snapshot could not read
+	// Prefixes are files that kept growing while they were read, captured
+	// as a verified prefix (the snapshot is complete; see docs/guide.md).
+	Prefixes []string `json:"prefixes,omitempty"`
 	// Native is the native checkpoint taken after this capture, if any;
 	// NativeError says why one was not, when it was due.
 	Native      providers.CheckpointID `json:"native,omitempty"`

@@ -99,6 +99,9 @@ func (g *globalOptions) emitReceipt(r recovery.Receipt) error {
 		if r.Native != "" {
 			fmt.Fprintf(w, "native checkpoint %s taken\n", r.Native)
 		}
+		for _, p := range r.Prefixes {
+			fmt.Fprintf(w, "note: %s kept growing while it was read: captured as a verified prefix\n", quoteName(p))
+		}
 		if r.NativeError != "" {
 			fmt.Fprintf(w, "warning: native checkpoint not taken: %s\n", r.NativeError)
 		}
