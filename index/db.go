@@ -151,6 +151,9 @@ func openDBFile(path string, repoID blob.ID) (d *DB, err error) {
 				return false
 			}
 		}
+		if tx.Bucket(bucketUnusable) == nil {
+			return false
+		}
 		return bytes.Equal(m.Get(keyVersion), binary.LittleEndian.AppendUint32(nil, dbVersion)) && bytes.Equal(m.Get(keyRepo), repoID[:])
 	}
 	ok := false
@@ -247,7 +250,8 @@ func checkDBFileSize(path string) error {
 	return nil
 }
 
-// dbBuckets are the buckets a rebuild empties (the file cache stays).
+// dbBuckets are the buckets a rebuild empties (the file cache and the
+// unusable packs stay).
 var dbBuckets = [][]byte{bucketMeta, bucketBlobs, bucketPacks, bucketObjects, bucketCopies}
 
 // resetTx empties every bucket and stamps the DB with its version and repo.
@@ -263,6 +267,11 @@ func resetTx(tx *bolt.Tx, repoID blob.ID) error {
 		if _, err := tx.CreateBucket(name); err != nil {
 			return err
 		}
+	}
+	// The unusable packs stay (unusable.go): a rebuild must not make a
+	// condemned or gone pack's places reusable until they are set again.
+	if _, err := tx.CreateBucketIfNotExists(bucketUnusable); err != nil {
+		return err
 	}
 	m := tx.Bucket(bucketMeta)
 	if err := m.Put(keyVersion, binary.LittleEndian.AppendUint32(nil, dbVersion)); err != nil {

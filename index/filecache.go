@@ -107,21 +107,21 @@ type FileChunks struct {
 // removal generation.
 func (d *DB) FileCacheIndexed(t blob.Tier, q []FileChunks) error {
 	return d.db.View(func(tx *bolt.Tx) error {
-		blobs := tx.Bucket(bucketBlobs)
 		for i := range q {
-			q[i].Indexed = len(q[i].IDs) > 0 && chunksIndexed(blobs, t, q[i].IDs, q[i].Size)
+			q[i].Indexed = len(q[i].IDs) > 0 && chunksIndexed(tx, t, q[i].IDs, q[i].Size)
 		}
 		return nil
 	})
 }
 
 // chunksIndexed reports whether every chunk of ids is an indexed data blob
-// of tier t and their plain lengths add up to size.
-func chunksIndexed(blobs *bolt.Bucket, t blob.Tier, ids []blob.ID, size uint64) bool {
+// of tier t with a place that may be reused (not in a pack known to be
+// gone or condemned: unusable.go) and their plain lengths add up to size.
+func chunksIndexed(tx *bolt.Tx, t blob.Tier, ids []blob.ID, size uint64) bool {
 	var total uint64
 	for _, id := range ids {
 		k := blobKey(t, blob.Data, id)
-		loc := blobs.Get(k)
+		loc := usablePlace(tx, k)
 		if loc == nil {
 			return false
 		}

@@ -411,6 +411,13 @@ func (d *DB) applyAll(objs []Named, stopAfter int, stored func(pack blob.ID) boo
 					return err
 				}
 			}
+			if n == 0 {
+				// Before any entry is visible: a place in a pack that is
+				// not stored must never be reused (unusable.go).
+				if err := markStored(tx, objs, stored); err != nil {
+					return err
+				}
+			}
 			if !last {
 				return mark(tx, objPartial)
 			}
@@ -428,4 +435,23 @@ func (d *DB) applyAll(objs []Named, stopAfter int, stored func(pack blob.ID) boo
 			return err
 		}
 	}
+}
+
+// markStored records which packs of objs are stored (stored nil: all, a
+// writer's own) in the unusable bucket.
+func markStored(tx *bolt.Tx, objs []Named, stored func(pack blob.ID) bool) error {
+	var gone, there []blob.ID
+	for _, no := range objs {
+		for _, p := range no.Object.Packs {
+			if stored == nil || stored(p.ID) {
+				there = append(there, p.ID)
+			} else {
+				gone = append(gone, p.ID)
+			}
+		}
+	}
+	if err := setUnusable(tx, there, UnusableGone, false); err != nil {
+		return err
+	}
+	return setUnusable(tx, gone, UnusableGone, true)
 }

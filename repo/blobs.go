@@ -101,8 +101,10 @@ func (r *Repository) SaveBlob(ctx context.Context, t blob.Tier, typ blob.Type, d
 }
 
 // saveNew looks the blob up in the local index and packs it if it is new.
+// A blob whose every place is in a pack known to be gone or condemned
+// counts as new (index.DB.LookupUsable): it is stored again.
 func (r *Repository) saveNew(ctx context.Context, k *crypt.TierKeys, typ blob.Type, id blob.ID, data []byte) (bool, error) {
-	_, known, err := r.idx.Lookup(k.Tier, typ, id)
+	_, known, err := r.idx.LookupUsable(k.Tier, typ, id)
 	if err != nil || known {
 		return known, err
 	}

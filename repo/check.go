@@ -162,6 +162,10 @@ func (r *Repository) Check(ctx context.Context, o CheckOptions) (CheckResult, er
 	if err != nil {
 		return res, err
 	}
+	// A place in a pack that is not stored is never reused by dedup.
+	if err := r.idx.MarkGone(isStored); err != nil {
+		return res, err
+	}
 	if len(missing) > 0 {
 		// A blob placed in a pack that is gone, with a copy in one that is
 		// stored, is read from the copy, and the snapshot check sees it so.
