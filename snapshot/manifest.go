@@ -310,9 +310,9 @@ func (e *LatestError) Error() string {
 	} else {
 		b.WriteString(". These snapshots cannot be read and may be the newest")
 	}
-	b.WriteString(". Run `lifeboat check`; restore a snapshot by its id")
+	b.WriteString(". Run `lifeboat check`; name a snapshot by its id")
 	if e.Fallback != nil {
-		fmt.Fprintf(&b, ", or pass --skip-damaged to restore the newest complete snapshot that can be read (%s, %s)",
+		fmt.Fprintf(&b, ", or pass --skip-damaged to use the newest complete snapshot that can be read (%s, %s)",
 			e.Fallback.ID.Short(), e.Fallback.Time.UTC().Format(time.RFC3339))
 	}
 	return b.String()

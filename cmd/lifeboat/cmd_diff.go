@@ -17,6 +17,7 @@ type changeMessage struct {
 
 func newDiffCommand(g *globalOptions) *cobra.Command {
 	var ws string
+	var skipDamaged bool
 	cmd := &cobra.Command{
 		Use:   "diff SNAPSHOT1 SNAPSHOT2",
 		Short: "Show what changed between two snapshots",
@@ -25,14 +26,16 @@ func newDiffCommand(g *globalOptions) *cobra.Command {
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withRepo(cmd.Context(), true, func(r *repo.Repository) error {
-				a, err := snapshot.Find(cmd.Context(), r, args[0], ws)
+				a, skippedA, err := g.resolveSnapshot(cmd.Context(), r, args[0], ws, skipDamaged, "comparing")
 				if err != nil {
 					return err
 				}
-				b, err := snapshot.Find(cmd.Context(), r, args[1], ws)
+				b, skippedB, err := g.resolveSnapshot(cmd.Context(), r, args[1], ws, skipDamaged, "comparing")
 				if err != nil {
 					return err
 				}
+				g.emitSkipped(skippedA, a)
+				g.emitSkipped(skippedB, b)
 				marks := map[string]string{"added": "+", "removed": "-", "modified": "M", "metadata": "U"}
 				return snapshot.Diff(cmd.Context(), r, a.Root.Subtree, b.Root.Subtree, func(c snapshot.Change) error {
 					g.out.emit(changeMessage{"change", c}, func(w io.Writer) { fmt.Fprintf(w, "%s %s\n", marks[c.Kind], quoteName(c.Path)) })
@@ -42,5 +45,6 @@ func newDiffCommand(g *globalOptions) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&ws, "workspace", "", "workspace whose latest snapshot `latest` means")
+	addSkipDamaged(cmd.Flags(), &skipDamaged)
 	return cmd
 }

@@ -19,6 +19,7 @@ type exportOptions struct {
 	toPasswordFile   string
 	workspace        string
 	includeSensitive bool
+	skipDamaged      bool
 }
 
 type exportMessage struct {
@@ -53,16 +54,18 @@ func newExportCommand(g *globalOptions) *cobra.Command {
 	f.StringVar(&o.toPasswordFile, "to-password-file", "", "read the target repository's password from `FILE` (required)")
 	f.StringVar(&o.workspace, "workspace", "", "workspace whose latest snapshot `latest` means")
 	f.BoolVar(&o.includeSensitive, "include-sensitive", false, "also copy browser profiles (needs the sensitive tier in both repositories)")
+	addSkipDamaged(f, &o.skipDamaged)
 	return cmd
 }
 
 func runExport(ctx context.Context, g *globalOptions, src *repo.Repository, refs []string, o exportOptions) error {
 	var snaps []*snapshot.Manifest
 	for _, ref := range refs {
-		m, err := snapshot.Find(ctx, src, ref, o.workspace)
+		m, skipped, err := g.resolveSnapshot(ctx, src, ref, o.workspace, o.skipDamaged, "exporting")
 		if err != nil {
 			return err
 		}
+		g.emitSkipped(skipped, m)
 		snaps = append(snaps, m)
 	}
 	be, err := local.Open(o.to)

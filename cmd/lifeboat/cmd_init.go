@@ -48,6 +48,10 @@ func runInit(cmd *cobra.Command, g *globalOptions, o initOptions) error {
 	if o.packSizeMiB < 1 || o.packSizeMiB > 512 {
 		return usageError{fmt.Sprintf("--pack-size %d: want 1 to 512 MiB", o.packSizeMiB)}
 	}
+	kdf, err := o.kdf.checked()
+	if err != nil {
+		return err
+	}
 	pw, err := g.password("password for the new repository: ", true)
 	if err != nil {
 		return err
@@ -58,7 +62,6 @@ func runInit(cmd *cobra.Command, g *globalOptions, o initOptions) error {
 		return err
 	}
 	defer be.Close()
-	kdf := o.kdf.params()
 	res, err := repo.Init(cmd.Context(), be, pw, repo.InitOptions{PackSize: o.packSizeMiB << 20, Compression: c, KDF: kdf})
 	if err != nil {
 		return err

@@ -29,6 +29,7 @@ type nodeMessage struct {
 
 func newLsCommand(g *globalOptions) *cobra.Command {
 	var ws string
+	var skipDamaged bool
 	cmd := &cobra.Command{
 		Use:   "ls SNAPSHOT [PATH]",
 		Short: "List the files in a snapshot",
@@ -40,10 +41,11 @@ func newLsCommand(g *globalOptions) *cobra.Command {
 				prefix = strings.Trim(args[1], "/")
 			}
 			return g.withRepo(cmd.Context(), true, func(r *repo.Repository) error {
-				m, err := snapshot.Find(cmd.Context(), r, args[0], ws)
+				m, skipped, err := g.resolveSnapshot(cmd.Context(), r, args[0], ws, skipDamaged, "listing")
 				if err != nil {
 					return err
 				}
+				g.emitSkipped(skipped, m)
 				if m.Sensitive != nil {
 					g.out.note("snapshot %s also has a sensitive part (browser profiles), not listed here; `lifeboat restore --profiles` restores it with a key that has the sensitive tier", m.ID.Short())
 				}
@@ -76,6 +78,7 @@ func newLsCommand(g *globalOptions) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&ws, "workspace", "", "workspace whose latest snapshot `latest` means")
+	addSkipDamaged(cmd.Flags(), &skipDamaged)
 	return cmd
 }
 

@@ -48,12 +48,6 @@ type restoreMessage struct {
 	SkippedSnapshots []skippedSnapshot `json:"skipped_snapshots,omitempty"`
 }
 
-// skippedSnapshot is a snapshot `latest` passed over, and why.
-type skippedSnapshot struct {
-	ID    string `json:"id"`
-	Error string `json:"error"`
-}
-
 func newRestoreCommand(g *globalOptions) *cobra.Command {
 	var o restoreOptions
 	cmd := &cobra.Command{
@@ -73,15 +67,9 @@ func newRestoreCommand(g *globalOptions) *cobra.Command {
 				return usageError{"--profiles restores whole browser profiles and cannot be combined with --include"}
 			}
 			return g.withLockedRepo(cmd.Context(), repo.LockShared, "restore", func(r *repo.Repository, _ *repo.Lock) error {
-				m, skipped, err := snapshot.Resolve(cmd.Context(), r, args[0], o.workspace, snapshot.ResolveOptions{SkipDamaged: o.skipDamaged})
+				m, skippedRefs, err := g.resolveSnapshot(cmd.Context(), r, args[0], o.workspace, o.skipDamaged, "restoring")
 				if err != nil {
 					return err
-				}
-				var skippedRefs []skippedSnapshot
-				for _, d := range skipped {
-					skippedRefs = append(skippedRefs, skippedSnapshot{d.ID.String(), d.Error()})
-					g.out.note("warning: `latest` skipped snapshot %s, which cannot be read (%v); restoring %s of %s, the newest complete snapshot that can be read",
-						d.ID.Short(), d, m.ID.Short(), m.Time.UTC().Format(time.RFC3339))
 				}
 				ro := snapshot.RestoreOptions{Target: o.target, Replace: o.replace, Includes: o.includes, Workers: o.workers,
 					Protect: g.ownDirs(), Records: g.restoreRecords()}
@@ -139,7 +127,7 @@ func newRestoreCommand(g *globalOptions) *cobra.Command {
 	f.BoolVar(&o.replace, "replace", false, "replace an existing target, atomically")
 	f.IntVar(&o.workers, "workers", 0, "files written in parallel (default: twice the CPUs)")
 	f.BoolVar(&o.profiles, "profiles", false, "also restore the snapshot's browser profiles, each at its path (needs a key with the sensitive tier)")
-	f.BoolVar(&o.skipDamaged, "skip-damaged", false, "let `latest` fall back to the newest complete snapshot that can be read, past damaged ones (each is named)")
+	addSkipDamaged(f, &o.skipDamaged)
 	f.Uint64Var(&o.maxEntries, "max-entries", 0, fmt.Sprintf("most entries restore's plan expands (default %d)", snapshot.DefaultRestoreLimits.Entries))
 	f.Uint64Var(&o.maxPlanMiB, "max-plan-mib", 0, fmt.Sprintf("most memory in MiB restore's plan is counted to hold (default %d)", snapshot.DefaultRestoreLimits.Bytes>>20))
 	return cmd

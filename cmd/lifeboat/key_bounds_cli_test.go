@@ -68,6 +68,29 @@ func TestKeyAddRefusesKDFBeyondBounds(t *testing.T) {
 	}
 }
 
+// `init` refuses argon2id costs beyond the documented bounds the same way:
+// exit 2 naming the bound, before any derivation, and no repository made.
+func TestInitRefusesKDFBeyondBounds(t *testing.T) {
+	e := newEnv(t)
+	before := crypt.KeyDerivations()
+	for _, args := range [][]string{
+		{"init", "--kdf-time", "9"},
+		{"init", "--kdf-memory-kib", "262145"},
+		{"init", "--kdf-memory-kib", "4194304", "--kdf-time", "64"},
+	} {
+		r := e.run(args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "argon2id cost beyond the bounds") || !strings.Contains(r.stderr, "at most 8 passes and 262144 KiB") {
+			t.Fatalf("%v: exit %d, %s; want exit %d naming the bounds", args, r.code, r.stderr, exitUsage)
+		}
+	}
+	if d := crypt.KeyDerivations() - before; d != 0 {
+		t.Fatalf("refused inits derived %d keys", d)
+	}
+	if _, err := os.Stat(e.repo); !os.IsNotExist(err) {
+		t.Fatalf("a refused init left %s: %v", e.repo, err)
+	}
+}
+
 // forgeKeyFiles writes n copies of the repository's key file asking for
 // 1 GiB and 16 passes, dated a year ahead, named (by their hash, as the
 // repository requires) to sort before every other key file.
