@@ -1,5 +1,6 @@
 // Package blob holds the vocabulary every layer of Lifeboat shares: 32-byte
-// object and blob IDs, blob types and key tiers.
+// object and blob IDs, blob types and key tiers, and the check every
+// decoder applies to a stored time (CheckTime).
 //
 // Invariants: it imports nothing from Lifeboat, so every other package may
 // use it; the numeric values of Type and Tier are part of repository format

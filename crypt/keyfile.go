@@ -134,6 +134,9 @@ func DecodeKeyFile(data []byte) (*KeyFile, error) {
 	if len(kf.Tiers) == 0 || !slices.Equal(kf.Tiers, normalizeTiers(kf.Tiers)) || !slices.Contains(kf.Tiers, blob.Workspace) {
 		return nil, fmt.Errorf("%w: bad tier list %v", ErrNotKeyFile, kf.Tiers)
 	}
+	if err := blob.CheckTime("its creation time", kf.Created); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotKeyFile, err)
+	}
 	if len(kf.Data) < Overhead {
 		return nil, fmt.Errorf("%w: sealed key data too short", ErrNotKeyFile)
 	}

@@ -259,8 +259,11 @@ func loadPin(ctx context.Context, o Objects, id blob.ID) (Pin, error) {
 	if err := dec.Decode(&p); err != nil {
 		return Pin{}, fmt.Errorf("does not decode: %w", err)
 	}
-	if dec.More() {
-		return Pin{}, errors.New("trailing data after the pin")
+	if rest := bytes.TrimSpace(b[dec.InputOffset():]); len(rest) > 0 {
+		return Pin{}, fmt.Errorf("%d bytes after the pin's JSON object", len(rest))
+	}
+	if err := blob.CheckTime("its time set", p.Set); err != nil {
+		return Pin{}, err
 	}
 	if err := p.validate(); err != nil {
 		return Pin{}, err

@@ -168,6 +168,11 @@ func TestPinDamagedRefused(t *testing.T) {
 		"newer version": []byte(`{"version":2,"workspace":"w","set":"2026-03-10T12:00:00Z"}`),
 		"no workspace":  []byte(`{"version":1,"workspace":"","set":"2026-03-10T12:00:00Z"}`),
 		"null id":       []byte(`{"version":1,"workspace":"w","snapshots":[{"id":"` + strings.Repeat("0", 64) + `","why":"x"}],"set":"2026-03-10T12:00:00Z"}`),
+		// Times Go decodes but cannot write back, and bytes after the object.
+		"offset +24:00":     []byte(`{"version":1,"workspace":"w","set":"2026-03-10T12:00:00+24:00"}`),
+		"year 10000 in UTC": []byte(`{"version":1,"workspace":"w","set":"9999-12-31T23:00:00-05:00"}`),
+		"a second object":   []byte(`{"version":1,"workspace":"w","set":"2026-03-10T12:00:00Z"} {}`),
+		"a stray brace":     []byte(`{"version":1,"workspace":"w","set":"2026-03-10T12:00:00Z"}}`),
 	}
 	for name, plain := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -115,6 +115,12 @@ func listPolicies(ctx context.Context, o Objects) (all []StoredPolicy, bad []err
 			dec := json.NewDecoder(bytes.NewReader(b))
 			dec.DisallowUnknownFields()
 			err = dec.Decode(&p)
+			if rest := bytes.TrimSpace(b[dec.InputOffset():]); err == nil && len(rest) > 0 {
+				err = fmt.Errorf("%d bytes after the policy's JSON object", len(rest))
+			}
+		}
+		if err == nil {
+			err = blob.CheckTime("its time set", p.Set)
 		}
 		if err == nil && (p.Version != 1 || p.Workspace == "") {
 			err = fmt.Errorf("version %d, workspace %q", p.Version, p.Workspace)

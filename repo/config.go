@@ -106,8 +106,8 @@ func decodeConfig(data []byte, where string) (*Config, error) {
 	if cfg.Version != FormatVersion {
 		return nil, fmt.Errorf("%w: config at %s has format version %d", ErrCorrupt, where, cfg.Version)
 	}
-	if _, err := cfg.Created.MarshalJSON(); err != nil { // Go decodes times it cannot encode (a 24-hour offset)
-		return nil, fmt.Errorf("%w: config at %s: created: %v", ErrCorrupt, where, err)
+	if err := blob.CheckTime("created", cfg.Created); err != nil {
+		return nil, fmt.Errorf("%w: config at %s: %v", ErrCorrupt, where, err)
 	}
 	if err := cfg.Chunker.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: config at %s: %v", ErrCorrupt, where, err)

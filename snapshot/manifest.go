@@ -125,6 +125,12 @@ func LoadManifest(ctx context.Context, s ObjectStore, id blob.ID) (*Manifest, er
 	if err := dec.Decode(&m); err != nil {
 		return nil, manifestDamaged(id, b, fmt.Errorf("snapshot %s does not decode (%w): %w", id.Short(), repo.ErrCorrupt, err))
 	}
+	if rest := bytes.TrimSpace(b[dec.InputOffset():]); len(rest) > 0 {
+		return nil, manifestDamaged(id, b, fmt.Errorf("snapshot %s does not decode (%w): %d bytes after its JSON object", id.Short(), repo.ErrCorrupt, len(rest)))
+	}
+	if err := blob.CheckTime("its time", m.Time); err != nil {
+		return nil, manifestDamaged(id, b, fmt.Errorf("snapshot %s (%w): %w", id.Short(), repo.ErrCorrupt, err))
+	}
 	if err := m.Validate(); err != nil {
 		return nil, manifestDamaged(id, b, fmt.Errorf("snapshot %s (%w): %w", id.Short(), repo.ErrCorrupt, err))
 	}
