@@ -1,9 +1,30 @@
-// Package e2b is the Provider for E2B sandboxes, over E2B's control-plane
-// REST API (https://api.e2b.app, header X-API-Key). It implements Inspect,
-// Create and Destroy; file transfer, Exec (envd's Connect-RPC process API)
-// and native snapshots are not implemented (KindUnsupported). It has been
-// tested only against a local fake that replays the documented answers,
-// never against the live service.
+// Package e2b is the Provider for E2B sandboxes. The control plane is
+// E2B's REST API (https://api.e2b.app, header X-API-Key: spec/openapi.yml
+// of github.com/e2b-dev/E2B): Inspect, Create, Destroy, Pause and Resume.
+// The data plane is envd, the daemon E2B runs inside every sandbox
+// (spec/envd/envd.yaml and spec/envd/process/process.proto of the same
+// repository), reached at https://49983-<sandbox>.<domain> or, when
+// Config.SandboxURL is set, at that URL with the E2b-Sandbox-Id and
+// E2b-Sandbox-Port headers (the SDKs' E2B_SANDBOX_URL mode):
+//
+//   - Exec is process.Process/Start (Connect protocol, JSON, server
+//     stream), run in the workspace directory; stdin is uploaded as a file
+//     first and fed to the command from it.
+//   - WriteFiles packs the tree as a PAX tar (package tartree), uploads it
+//     with POST /files and has GNU tar in the sandbox extract it into a new
+//     staging directory; Switch moves the workspace aside and the staging
+//     directory into its place with two renames (mv -T), undoing the first
+//     if the second fails.
+//   - ReadFiles has GNU tar in the sandbox pack the workspace, downloads the
+//     archive with GET /files and extracts it into a fresh local directory
+//     (the whole tree is transferred on every call).
+//
+// Every path the adapter puts in a command is relative to the sandbox
+// user's home (Config.Home), where processes start; its own files live
+// under <home>/.lifeboat. What survives the tar round trip is what
+// FileSupport says: hard links and fifos yes; xattrs, holes and owners no.
+// It has been tested only against a local contract server built from the
+// specifications above (e2btest), never against the live service.
 //
 // Missing is reported only when GET /sandboxes/{id} answers 404: the edge's
 // "The sandbox was not found" (502 in older versions, 404 now) also answers
@@ -13,9 +34,10 @@ package e2b
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"time"
 
 	"lifeboat/providers"
@@ -54,17 +76,37 @@ type Config struct {
 	APIKey   string
 	BaseURL  string        // default DefaultBaseURL
 	Template string        // default template for Create
-	Timeout  time.Duration // per request, default 30 s
-	// SandboxTimeout is the lifetime asked for a created sandbox, in
-	// seconds (E2B's default is 300).
+	Timeout  time.Duration // per control-plane request, default 30 s
+	// SandboxTimeout is the lifetime asked for a created or resumed
+	// sandbox, in seconds (E2B's default is 300).
 	SandboxTimeout int
+	// SandboxURL, when set, is where every envd request goes, naming the
+	// sandbox in the E2b-Sandbox-Id header (E2B_SANDBOX_URL in the SDKs);
+	// otherwise https://49983-<id>.<domain>.
+	SandboxURL string
+	// Domain is the sandbox domain when the sandbox does not name one
+	// (default "e2b.app").
+	Domain string
+	// User is the sandbox user commands and files act as (default "user").
+	User string
+	// Home is that user's home directory in the sandbox, where processes
+	// start and relative paths resolve (default "/home/user").
+	Home string
+	// Workspace is the workspace directory, relative to Home (default
+	// "workspace").
+	Workspace string
+	// TransferTimeout bounds one file transfer or command (default 30 min).
+	TransferTimeout time.Duration
+	// CacheDir holds the local copies ReadFiles makes (default the system
+	// temporary directory).
+	CacheDir string
 }
 
 // Provider is an E2B account.
 type Provider struct {
-	httpapi.NoFiles
 	httpapi.NoCheckpoints
-	c     httpapi.Client
+	c     httpapi.Client // control plane
+	data  httpapi.Client // envd: no API key, a longer timeout
 	cfg   Config
 	locks httpapi.KeyLocks
 	now   func() time.Time
@@ -80,24 +122,48 @@ func New(cfg Config) *Provider {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 30 * time.Second
 	}
+	if cfg.TransferTimeout <= 0 {
+		cfg.TransferTimeout = 30 * time.Minute
+	}
+	if cfg.Domain == "" {
+		cfg.Domain = "e2b.app"
+	}
+	if cfg.User == "" {
+		cfg.User = "user"
+	}
+	if cfg.Home == "" {
+		cfg.Home = "/home/user"
+	}
+	if cfg.Workspace == "" {
+		cfg.Workspace = "workspace"
+	}
+	if cfg.CacheDir == "" {
+		cfg.CacheDir = filepath.Join(os.TempDir(), "lifeboat-e2b")
+	}
 	return &Provider{
-		NoFiles: httpapi.NoFiles{Provider: Name}, NoCheckpoints: httpapi.NoCheckpoints{Provider: Name},
+		NoCheckpoints: httpapi.NoCheckpoints{Provider: Name},
 		c: httpapi.Client{Provider: Name, BaseURL: cfg.BaseURL, Header: http.Header{"X-Api-Key": {cfg.APIKey}},
 			HTTP: &http.Client{Timeout: cfg.Timeout}, Table: statusTable},
-		cfg: cfg, now: time.Now,
+		data: httpapi.Client{Provider: Name, HTTP: &http.Client{Timeout: cfg.TransferTimeout}, Table: statusTable},
+		cfg:  cfg, now: time.Now,
 	}
 }
 
 // Name implements providers.Provider.
 func (p *Provider) Name() string { return Name }
 
-// Capabilities implements providers.Provider: Create and Destroy only.
-func (p *Provider) Capabilities() providers.Capabilities { return providers.Capabilities{Create: true} }
+// Capabilities implements providers.Provider: files and Exec through
+// envd, Create and Destroy, Pause and Resume; no native checkpoints.
+func (p *Provider) Capabilities() providers.Capabilities {
+	return providers.Capabilities{Files: true, Exec: true, Create: true, Pause: true}
+}
 
 type sandbox struct {
-	SandboxID string            `json:"sandboxID"`
-	State     string            `json:"state"`
-	Metadata  map[string]string `json:"metadata"`
+	SandboxID       string            `json:"sandboxID"`
+	State           string            `json:"state"`
+	Metadata        map[string]string `json:"metadata"`
+	EnvdAccessToken string            `json:"envdAccessToken,omitempty"`
+	Domain          *string           `json:"domain,omitempty"`
 }
 
 func sandboxPath(id providers.InstanceID) string { return "/sandboxes/" + url.PathEscape(string(id)) }
@@ -179,10 +245,4 @@ func (p *Provider) Create(ctx context.Context, spec providers.CreateSpec) (provi
 func (p *Provider) Destroy(ctx context.Context, id providers.InstanceID) error {
 	_, err := p.c.Do(ctx, "destroy", id, http.MethodDelete, sandboxPath(id), nil, nil, http.StatusNotFound)
 	return err
-}
-
-// Exec implements providers.Provider: unsupported (envd's process API is
-// Connect-RPC streaming, not implemented here).
-func (p *Provider) Exec(_ context.Context, id providers.InstanceID, _ []string, _ io.Reader) (providers.ExecResult, error) {
-	return providers.ExecResult{}, httpapi.Unsupported(Name, "exec", id, "exec through envd is not implemented by the e2b adapter")
 }

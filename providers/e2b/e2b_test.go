@@ -2,192 +2,223 @@ package e2b
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"lifeboat/providers"
+	"lifeboat/providers/e2b/e2btest"
 	"lifeboat/providers/providertest"
 )
 
-// fake replays E2B's documented control-plane answers.
-type fake struct {
-	mu        sync.Mutex
-	sandboxes map[string]sandbox
-	next      int
-	fault     func(w http.ResponseWriter, r *http.Request) bool // answers instead, when it returns true
-}
+// The contract server (e2btest) is built from E2B's public references:
+// spec/openapi.yml, spec/envd/envd.yaml and spec/envd/process/process.proto
+// of github.com/e2b-dev/E2B.
 
-func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get("X-API-Key") != "key" {
-		http.Error(w, `{"code":401,"message":"Invalid API key"}`, http.StatusUnauthorized)
-		return
-	}
-	f.mu.Lock()
-	fault := f.fault
-	f.mu.Unlock()
-	if fault != nil && fault(w, r) {
-		return
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	id := strings.TrimPrefix(r.URL.Path, "/sandboxes/")
-	switch {
-	case r.Method == http.MethodGet && r.URL.Path == "/v2/sandboxes":
-		k, v, _ := strings.Cut(r.URL.Query().Get("metadata"), "=")
-		out := []sandbox{}
-		for _, sb := range f.sandboxes {
-			if sb.Metadata[k] == v {
-				out = append(out, sb)
-			}
-		}
-		_ = json.NewEncoder(w).Encode(out)
-	case r.Method == http.MethodPost && r.URL.Path == "/sandboxes":
-		var body struct {
-			Metadata map[string]string `json:"metadata"`
-		}
-		_ = json.NewDecoder(r.Body).Decode(&body)
-		f.next++
-		sb := sandbox{SandboxID: fmt.Sprintf("sb%04d", f.next), State: "running", Metadata: body.Metadata}
-		f.sandboxes[sb.SandboxID] = sb
-		w.WriteHeader(http.StatusCreated)
-		_ = json.NewEncoder(w).Encode(sb)
-	case r.Method == http.MethodGet && id != r.URL.Path:
-		sb, ok := f.sandboxes[id]
-		if !ok {
-			http.Error(w, `{"code":404,"message":"sandbox not found"}`, http.StatusNotFound)
-			return
-		}
-		_ = json.NewEncoder(w).Encode(sb)
-	case r.Method == http.MethodDelete && id != r.URL.Path:
-		if _, ok := f.sandboxes[id]; !ok {
-			http.Error(w, `{"code":404,"message":"sandbox not found"}`, http.StatusNotFound)
-			return
-		}
-		delete(f.sandboxes, id)
-		w.WriteHeader(http.StatusNoContent)
-	default:
-		http.Error(w, "no route", http.StatusNotImplemented)
-	}
-}
-
-func start(t *testing.T) (*fake, *httptest.Server) {
-	f := &fake{sandboxes: map[string]sandbox{}}
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
-	return f, srv
+func start(t *testing.T) (*e2btest.Server, Config) {
+	srv := e2btest.Start(t, "key")
+	return srv, Config{APIKey: "key", BaseURL: srv.URL, SandboxURL: srv.URL, CacheDir: filepath.Join(t.TempDir(), "cache")}
 }
 
 func TestConformance(t *testing.T) {
-	f, srv := start(t)
+	srv, cfg := start(t)
 	providertest.Run(t, providertest.Harness{
-		New: func(t *testing.T) providers.Provider { return New(Config{APIKey: "key", BaseURL: srv.URL}) },
-		RemoveBehindBack: func(t *testing.T, id providers.InstanceID) {
-			f.mu.Lock()
-			delete(f.sandboxes, string(id))
-			f.mu.Unlock()
-		},
+		New:              func(t *testing.T) providers.Provider { return New(cfg) },
+		RemoveBehindBack: func(t *testing.T, id providers.InstanceID) { srv.Remove(string(id)) },
 		Unreachable: func(t *testing.T) providers.Provider {
 			down := httptest.NewServer(http.NotFoundHandler())
 			down.Close()
-			return New(Config{APIKey: "key", BaseURL: down.URL})
+			c := cfg
+			c.BaseURL, c.SandboxURL = down.URL, down.URL
+			return New(c)
 		},
 		Absent: "sb-absent",
 	})
 }
 
+// answer makes srv answer every request with status and body.
+func answer(srv *e2btest.Server, match func(*http.Request) bool, status int, body, retryAfter string) {
+	srv.SetFault(func(w http.ResponseWriter, r *http.Request) bool {
+		if match != nil && !match(r) {
+			return false
+		}
+		if retryAfter != "" {
+			w.Header().Set("Retry-After", retryAfter)
+		}
+		http.Error(w, body, status)
+		return true
+	})
+}
+
+var statusCases = []struct {
+	status     int
+	body       string
+	retryAfter string
+	want       providers.Kind
+	wantWait   time.Duration
+}{
+	{401, `{"code":401,"message":"Invalid API key"}`, "", providers.KindUnauthorized, 0},
+	{403, `{"code":403,"message":"forbidden"}`, "", providers.KindUnauthorized, 0},
+	{404, `{"code":404,"message":"not found"}`, "", providers.KindConflict, 0},
+	{409, `{"message":"The sandbox is paused","code":409,"canAutoResume":false}`, "", providers.KindConflict, 0},
+	{410, `{}`, "", providers.KindConflict, 0},
+	{429, `{"code":429,"message":"rate limit"}`, "7", providers.KindRateLimited, 7 * time.Second},
+	{429, `{}`, "", providers.KindRateLimited, 0},
+	{500, `{}`, "", providers.KindUnavailable, 0},
+	{502, `{"sandboxId":"x","message":"The sandbox was not found","code":502}`, "", providers.KindUnavailable, 0},
+	{503, `{}`, "", providers.KindUnavailable, 0},
+	{507, `{"code":507,"message":"not enough disk space"}`, "", providers.KindUnavailable, 0},
+	{400, `{"code":400,"message":"bad"}`, "", providers.KindInvalid, 0},
+}
+
+// TestStatusMapping: every control-plane answer maps to its kind, 404
+// only ever to Missing from Inspect, Retry-After honoured.
 func TestStatusMapping(t *testing.T) {
-	f, srv := start(t)
-	p := New(Config{APIKey: "key", BaseURL: srv.URL})
+	srv, cfg := start(t)
+	p := New(cfg)
 	ctx := context.Background()
 	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases := []struct {
-		status     int
-		body       string
-		retryAfter string
-		want       providers.Kind
-		wantWait   time.Duration
-	}{
-		{401, `{"code":401,"message":"Invalid API key"}`, "", providers.KindUnauthorized, 0},
-		{403, `{"code":403,"message":"forbidden"}`, "", providers.KindUnauthorized, 0},
-		{409, `{"message":"The sandbox is paused","code":409,"canAutoResume":false}`, "", providers.KindConflict, 0},
-		{410, `{}`, "", providers.KindConflict, 0},
-		{429, `{"code":429,"message":"rate limit"}`, "7", providers.KindRateLimited, 7 * time.Second},
-		{429, `{}`, "", providers.KindRateLimited, 0},
-		{500, `{}`, "", providers.KindUnavailable, 0},
-		{502, `{"sandboxId":"x","message":"The sandbox was not found","code":502}`, "", providers.KindUnavailable, 0},
-		{503, `{}`, "", providers.KindUnavailable, 0},
-		{400, `{"code":400,"message":"bad"}`, "", providers.KindInvalid, 0},
-	}
-	for _, c := range cases {
-		f.mu.Lock()
-		f.fault = func(w http.ResponseWriter, r *http.Request) bool {
-			if c.retryAfter != "" {
-				w.Header().Set("Retry-After", c.retryAfter)
-			}
-			http.Error(w, c.body, c.status)
-			return true
-		}
-		f.mu.Unlock()
+	for _, c := range statusCases {
+		answer(srv, nil, c.status, c.body, c.retryAfter)
 		st, err := p.Inspect(ctx, id)
-		if st.State == providers.Missing {
-			t.Fatalf("%d answered as Missing", c.status)
-		}
-		providertest.WantKind(t, fmt.Sprintf("Inspect answered %d", c.status), err, c.want)
-		if d, _ := providers.RetryAfter(err); d != c.wantWait {
-			t.Fatalf("%d: RetryAfter %v, want %v", c.status, d, c.wantWait)
+		if c.status == 404 {
+			if err != nil || st.State != providers.Missing {
+				t.Fatalf("Inspect answered 404: %+v, %v; want Missing", st, err)
+			}
+		} else {
+			if st.State == providers.Missing {
+				t.Fatalf("%d answered as Missing", c.status)
+			}
+			providertest.WantKind(t, fmt.Sprintf("Inspect answered %d", c.status), err, c.want)
+			if d, _ := providers.RetryAfter(err); d != c.wantWait {
+				t.Fatalf("%d: RetryAfter %v, want %v", c.status, d, c.wantWait)
+			}
 		}
 		_, err = p.Create(ctx, providers.CreateSpec{IdempotencyKey: "other"})
 		providertest.WantKind(t, fmt.Sprintf("Create answered %d", c.status), err, c.want)
 	}
-	f.mu.Lock()
-	f.fault = nil
-	f.mu.Unlock()
+	srv.SetFault(nil)
 	if st, err := p.Inspect(ctx, id); err != nil || st.State != providers.Running {
 		t.Fatalf("after the faults: %+v, %v", st, err)
 	}
 }
 
+// TestDataPlaneStatusMapping: envd's answers (through the edge) map to
+// the same kinds for Exec, ReadFiles and WriteFiles; none is Missing, and
+// Inspect still finds the sandbox running.
+func TestDataPlaneStatusMapping(t *testing.T) {
+	srv, cfg := start(t)
+	p := New(cfg)
+	ctx := context.Background()
+	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := t.TempDir()
+	providertest.Tree(t, src, "d")
+	envdOnly := func(r *http.Request) bool { return r.Header.Get("E2b-Sandbox-Id") != "" }
+	for _, c := range statusCases {
+		answer(srv, envdOnly, c.status, c.body, c.retryAfter)
+		_, err := p.Exec(ctx, id, []string{"true"}, nil)
+		providertest.WantKind(t, fmt.Sprintf("Exec answered %d", c.status), err, c.want)
+		if d, _ := providers.RetryAfter(err); d != c.wantWait {
+			t.Fatalf("Exec %d: RetryAfter %v, want %v", c.status, d, c.wantWait)
+		}
+		_, err = p.ReadFiles(ctx, id)
+		providertest.WantKind(t, fmt.Sprintf("ReadFiles answered %d", c.status), err, c.want)
+		_, err = p.WriteFiles(ctx, id, src)
+		providertest.WantKind(t, fmt.Sprintf("WriteFiles answered %d", c.status), err, c.want)
+		if st, err := p.Inspect(ctx, id); err != nil || st.State != providers.Running {
+			t.Fatalf("envd answering %d: Inspect = %+v, %v", c.status, st, err)
+		}
+	}
+	srv.SetFault(nil)
+	// A wrong envd access token is the sandbox refusing us.
+	sb, _ := srv.Lookup(string(id))
+	srv.SetFault(func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Header.Get("E2b-Sandbox-Id") != "" && r.Header.Get("X-Access-Token") != sb.Token {
+			t.Errorf("envd request without the sandbox's access token")
+		}
+		return false
+	})
+	if res, err := p.Exec(ctx, id, []string{"sh", "-c", "echo $HOME"}, nil); err != nil || res.ExitCode != 0 {
+		t.Fatalf("Exec after the faults: %+v, %v", res, err)
+	}
+}
+
 func TestPausedAndTimeout(t *testing.T) {
-	f, srv := start(t)
-	p := New(Config{APIKey: "key", BaseURL: srv.URL})
+	srv, cfg := start(t)
+	p := New(cfg)
 	ctx := context.Background()
 	id, _ := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
-	f.mu.Lock()
-	sb := f.sandboxes[string(id)]
-	sb.State = "paused"
-	f.sandboxes[string(id)] = sb
-	f.mu.Unlock()
+	srv.SetState(string(id), "paused")
 	if st, err := p.Inspect(ctx, id); err != nil || st.State != providers.Stopped {
 		t.Fatalf("paused sandbox: %+v, %v", st, err)
 	}
+	_, err := p.ReadFiles(ctx, id)
+	providertest.WantKind(t, "ReadFiles of a paused sandbox", err, providers.KindConflict)
+	srv.SetState(string(id), "running")
 	// A control plane that does not answer before the deadline.
 	release := make(chan struct{})
-	f.mu.Lock()
-	f.fault = func(w http.ResponseWriter, r *http.Request) bool {
+	srv.SetFault(func(w http.ResponseWriter, r *http.Request) bool {
 		select {
 		case <-r.Context().Done():
 		case <-release:
 		}
 		return true
-	}
-	f.mu.Unlock()
+	})
 	defer close(release)
 	tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
-	_, err := p.Inspect(tctx, id)
+	_, err = p.Inspect(tctx, id)
 	providertest.WantKind(t, "Inspect timing out", err, providers.KindUnavailable)
-	_, err = New(Config{APIKey: "wrong", BaseURL: srv.URL}).Inspect(ctx, id)
+	srv.SetFault(nil)
+	bad := cfg
+	bad.APIKey = "wrong"
+	_, err = New(bad).Inspect(ctx, id)
 	providertest.WantKind(t, "Inspect with a wrong key", err, providers.KindUnauthorized)
 	if strings.Contains(err.Error(), "wrong") {
 		t.Fatalf("error carries the API key: %v", err)
+	}
+}
+
+// TestPauseResume: Pause and Resume drive the sandbox's state through the
+// control plane; repeating either is not an error; a missing sandbox is a
+// conflict, never Missing.
+func TestPauseResume(t *testing.T) {
+	srv, cfg := start(t)
+	p := New(cfg)
+	ctx := context.Background()
+	id, _ := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
+	for i := range 2 {
+		if err := p.Pause(ctx, id); err != nil {
+			t.Fatalf("Pause #%d: %v", i+1, err)
+		}
+	}
+	if st, err := p.Inspect(ctx, id); err != nil || st.State != providers.Stopped {
+		t.Fatalf("after Pause: %+v, %v", st, err)
+	}
+	for i := range 2 {
+		if err := p.Resume(ctx, id); err != nil {
+			t.Fatalf("Resume #%d: %v", i+1, err)
+		}
+	}
+	if st, err := p.Inspect(ctx, id); err != nil || st.State != providers.Running {
+		t.Fatalf("after Resume: %+v, %v", st, err)
+	}
+	srv.Remove(string(id))
+	providertest.WantKind(t, "Pause of a removed sandbox", p.Pause(ctx, id), providers.KindConflict)
+	answer(srv, nil, 429, `{}`, "3")
+	err := p.Resume(ctx, id)
+	providertest.WantKind(t, "Resume rate limited", err, providers.KindRateLimited)
+	if d, _ := providers.RetryAfter(err); d != 3*time.Second {
+		t.Fatalf("Resume RetryAfter %v", d)
 	}
 }

@@ -13,3 +13,10 @@ var (
 func errState(s string) error {
 	return fmt.Errorf("sandbox is in state %q, neither running nor paused", s)
 }
+
+var (
+	errNotFound = errors.New("GET /sandboxes/{id} answered 404 (Inspect confirms whether it is missing)")
+	errPaused   = errors.New("the sandbox is paused: resume it first")
+)
+
+var errNoArgv = errors.New("empty command")

@@ -1,16 +1,10 @@
 package ssh
 
 import (
-	"archive/tar"
-	"bufio"
-	"context"
-	"errors"
 	"io"
 	"io/fs"
-	"os"
-	"syscall"
 
-	"lifeboat/providers/fsmeta"
+	"lifeboat/providers/tartree"
 )
 
 type inodeKey struct{ dev, ino uint64 }
@@ -31,161 +25,9 @@ func (t taggedReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// writeTar writes the tree src to w as a PAX tar stream for GNU tar to
-// extract in the staging directory: "./" first (the staging directory's
-// own mode and times), then every entry in lexical order with its
-// permission bits (setuid, setgid, sticky too), nanosecond mtime and
-// numeric owner; a later name of an inode already sent is a hard link
-// (TypeLink) to the first; fifos are TypeFifo, symlinks TypeSymlink; with
-// xattrs, the user.* attributes of files and directories ride as
-// SCHILY.xattr records. Sparse files are sent whole (archive/tar writes no
-// sparse map). A socket or a device is refused (the caller scans for them
-// first). Source failures are *fsmeta.EntryError naming the entry; a
-// failure to send is returned as it came.
-func writeTar(ctx context.Context, src *os.Root, w io.Writer, xattrs bool, where string) error {
-	bw := bufio.NewWriterSize(w, 256<<10)
-	tw := tar.NewWriter(bw)
-	links := map[inodeKey]string{}
-	srcErr := func(rel string, err error) error {
-		return &fsmeta.EntryError{Verb: "read", Rel: rel, Where: where, Err: err}
-	}
-	err := fs.WalkDir(src.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return srcErr(pathOf(err, rel), err)
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return srcErr(rel, err)
-		}
-		m := info.Mode()
-		h := &tar.Header{Name: rel, Mode: tarMode(m), ModTime: info.ModTime(), Format: tar.FormatPAX}
-		st, _ := info.Sys().(*syscall.Stat_t)
-		if st != nil {
-			h.Uid, h.Gid = int(st.Uid), int(st.Gid)
-		}
-		if st != nil && st.Nlink > 1 && !m.IsDir() && m&fs.ModeSymlink == 0 {
-			k := inodeKey{uint64(st.Dev), uint64(st.Ino)}
-			if first, ok := links[k]; ok {
-				h.Typeflag, h.Linkname, h.Mode = tar.TypeLink, first, 0
-				return tw.WriteHeader(h)
-			}
-			links[k] = rel
-		}
-		switch {
-		case m.IsDir():
-			h.Typeflag, h.Name = tar.TypeDir, rel+"/"
-			if rel == "." {
-				h.Name = "./"
-			}
-			if xattrs {
-				if err := addXattrs(src, rel, h); err != nil {
-					return srcErr(rel, err)
-				}
-			}
-			return tw.WriteHeader(h)
-		case m.IsRegular():
-			return tarFile(src, tw, rel, h, xattrs, srcErr)
-		case m&fs.ModeSymlink != 0:
-			h.Typeflag = tar.TypeSymlink
-			if h.Linkname, err = src.Readlink(rel); err != nil {
-				return srcErr(rel, err)
-			}
-			return tw.WriteHeader(h)
-		case m&fs.ModeNamedPipe != 0:
-			h.Typeflag = tar.TypeFifo
-			return tw.WriteHeader(h)
-		}
-		return &fsmeta.CannotCreate{Provider: Name, Rel: rel, Type: m.Type(), Where: where, Written: true}
-	})
-	if err == nil {
-		err = tw.Close()
-	}
-	if err == nil {
-		err = bw.Flush()
-	}
-	return err
-}
-
-func tarFile(src *os.Root, tw *tar.Writer, rel string, h *tar.Header, xattrs bool, srcErr func(string, error) error) error {
-	f, err := src.Open(rel)
-	if err != nil {
-		return srcErr(rel, err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err == nil && !fi.Mode().IsRegular() {
-		err = errors.New("changed type while being copied")
-	}
-	if err == nil && xattrs {
-		err = addXattrsFd(f, h)
-	}
-	if err != nil {
-		return srcErr(rel, err)
-	}
-	h.Typeflag, h.Size, h.ModTime, h.Mode = tar.TypeReg, fi.Size(), fi.ModTime(), tarMode(fi.Mode())
-	if err := tw.WriteHeader(h); err != nil {
-		return err
-	}
-	_, err = io.CopyN(tw, taggedReader{f}, fi.Size())
-	var re *readError
-	switch {
-	case errors.Is(err, io.EOF):
-		return srcErr(rel, errors.New("shrank while being copied"))
-	case errors.As(err, &re):
-		return srcErr(rel, re.err)
-	}
-	return err
-}
-
-func addXattrs(src *os.Root, rel string, h *tar.Header) error {
-	f, err := src.Open(rel)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return addXattrsFd(f, h)
-}
-
-func addXattrsFd(f *os.File, h *tar.Header) error {
-	xs, err := fsmeta.FdXattrs(int(f.Fd()), fsmeta.User)
-	if err != nil || len(xs) == 0 {
-		return err
-	}
-	h.PAXRecords = make(map[string]string, len(xs))
-	for _, x := range xs {
-		h.PAXRecords["SCHILY.xattr."+x.Name] = string(x.Value)
-	}
-	return nil
-}
-
-// tarMode is a tar header's mode: permission bits with setuid, setgid
-// and sticky in their Unix places.
-func tarMode(m fs.FileMode) int64 {
-	v := int64(m.Perm())
-	if m&fs.ModeSetuid != 0 {
-		v |= 0o4000
-	}
-	if m&fs.ModeSetgid != 0 {
-		v |= 0o2000
-	}
-	if m&fs.ModeSticky != 0 {
-		v |= 0o1000
-	}
-	return v
-}
-
 func permBits(m fs.FileMode) fs.FileMode {
 	return m & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
 }
 
 // pathOf is the path a walk error names, relative to the walked tree.
-func pathOf(err error, rel string) string {
-	var pe *fs.PathError
-	if errors.As(err, &pe) && pe.Path != "" && pe.Path[0] != '/' {
-		return pe.Path
-	}
-	return rel
-}
+func pathOf(err error, rel string) string { return tartree.PathOf(err, rel) }

@@ -17,6 +17,7 @@ import (
 
 	"lifeboat/providers"
 	"lifeboat/providers/fsmeta"
+	"lifeboat/providers/tartree"
 )
 
 // WriteFiles implements providers.Provider: src (read through an os.Root,
@@ -120,7 +121,7 @@ func extract(ctx context.Context, c *conn, src *os.Root, staging string, hs host
 	pr, pw := io.Pipe()
 	sent := make(chan error, 1)
 	go func() {
-		err := writeTar(ctx, src, pw, hs.xattrs, srcName)
+		err := tartree.Write(ctx, src, pw, tartree.WriteOptions{Xattrs: hs.xattrs, Where: srcName, Provider: Name})
 		pw.CloseWithError(err) // a failure ends the stream early: tar sees no end of archive and fails
 		sent <- err
 	}()

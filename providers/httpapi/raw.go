@@ -1,0 +1,85 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"lifeboat/providers"
+)
+
+// Request is one request for Send whose body is not JSON (a file upload,
+// a streamed RPC), to a URL that need not be under Client.BaseURL (a
+// sandbox's own host).
+type Request struct {
+	Op       string
+	Instance providers.InstanceID
+	Method   string
+	URL      string      // absolute
+	Header   http.Header // added to the Client's headers
+	Body     io.Reader   // sent as it is; nil for none
+	Pass     []int       // statuses returned to the caller with a nil error
+	// What names the request in errors instead of its URL (which may carry
+	// a sandbox host or a query the caller would rather not print).
+	What string
+}
+
+// Send sends r and returns the response, whose body the caller reads and
+// closes, for a 2xx status or one in r.Pass. Every other status is an
+// *providers.Error through c.Table (Retry-After parsed for a rate limit),
+// and a transport failure or a timeout is KindUnavailable, as for Do.
+func (c *Client) Send(ctx context.Context, r Request) (*http.Response, error) {
+	what := r.What
+	if what == "" {
+		what = r.Method + " " + r.URL
+	}
+	req, err := http.NewRequestWithContext(ctx, r.Method, r.URL, r.Body)
+	if err != nil {
+		return nil, c.fail(r.Op, r.Instance, providers.KindInvalid, "", fmt.Errorf("%s: %w", what, err))
+	}
+	for k, v := range c.Header {
+		req.Header[k] = v
+	}
+	for k, v := range r.Header {
+		req.Header[k] = v
+	}
+	req.Header.Set("User-Agent", "lifeboat") // E2B's edge answers browsers with HTML
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, c.fail(r.Op, r.Instance, providers.KindUnavailable, "context", fmt.Errorf("%s: %w", what, ctx.Err()))
+		}
+		return nil, c.fail(r.Op, r.Instance, providers.KindUnavailable, "transport", fmt.Errorf("%s: %w", what, err))
+	}
+	for _, s := range r.Pass {
+		if resp.StatusCode == s {
+			return resp, nil
+		}
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	return nil, c.StatusError(r.Op, r.Instance, what, resp, time.Now())
+}
+
+// StatusError is the *providers.Error for a non-2xx answer: its kind from
+// c.Table, the status as Code, the start of the body as the message, and
+// for a rate limit the Retry-After the platform sent.
+func (c *Client) StatusError(op string, id providers.InstanceID, what string, resp *http.Response, now time.Time) error {
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	e := &providers.Error{Provider: c.Provider, Op: op, Instance: id, Kind: c.Table.Kind(resp.StatusCode), Code: strconv.Itoa(resp.StatusCode),
+		Err: fmt.Errorf("%s: %s", what, strings.TrimSpace(string(msg)))}
+	if e.Kind == providers.KindRateLimited {
+		e.RetryAfter = ParseRetryAfter(resp.Header.Get("Retry-After"), now)
+	}
+	return e
+}

@@ -1,0 +1,171 @@
+package tartree
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"lifeboat/providers/fsmeta"
+)
+
+// ExtractOptions says where Extract writes, for messages.
+type ExtractOptions struct {
+	Where string // the tree being written ("the local mirror of sb1")
+}
+
+type dirMeta struct {
+	rel   string
+	mode  os.FileMode
+	mtime time.Time
+}
+
+// Extract writes the tar stream r into dst, an empty directory: regular
+// files, directories, symlinks, hard links (to an earlier entry) and
+// fifos, each with its permission bits and mtime (directories' after all
+// their children). Owners and xattrs are not applied. A device, a socket
+// or an entry whose name or link target leaves dst is refused: the error
+// is a *fsmeta.EntryError naming the entry. Extract stops at the first
+// error; what it wrote so far stays for the caller to remove.
+func Extract(ctx context.Context, r io.Reader, dst *os.Root, o ExtractOptions) error {
+	tr := tar.NewReader(r)
+	var dirs []dirMeta
+	fail := func(rel string, err error) error {
+		return &fsmeta.EntryError{Verb: "create", Rel: rel, Where: o.Where, Dest: true, Err: err}
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("reading the tar stream for %s: %w", o.Where, err)
+		}
+		rel, ok := localName(h.Name)
+		if !ok {
+			return fail(h.Name, errors.New("the name leaves the tree (absolute or ..); refused"))
+		}
+		mode := FileMode(h.Mode)
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if rel != "." {
+				if err := dst.MkdirAll(rel, 0o700); err != nil {
+					return fail(rel, err)
+				}
+			}
+			dirs = append(dirs, dirMeta{rel: rel, mode: mode, mtime: h.ModTime})
+		case tar.TypeReg, tar.TypeRegA:
+			if err := parent(dst, rel); err != nil {
+				return fail(rel, err)
+			}
+			if err := writeFile(dst, rel, tr, mode, h.ModTime); err != nil {
+				return fail(rel, err)
+			}
+		case tar.TypeSymlink:
+			if err := parent(dst, rel); err != nil {
+				return fail(rel, err)
+			}
+			if err := dst.Symlink(h.Linkname, rel); err != nil {
+				return fail(rel, err)
+			}
+		case tar.TypeLink:
+			target, ok := localName(h.Linkname)
+			if !ok || target == "." {
+				return fail(rel, fmt.Errorf("hard link to %q leaves the tree; refused", h.Linkname))
+			}
+			if err := parent(dst, rel); err != nil {
+				return fail(rel, err)
+			}
+			if err := dst.Link(target, rel); err != nil {
+				return fail(rel, err)
+			}
+		case tar.TypeFifo:
+			if err := parent(dst, rel); err != nil {
+				return fail(rel, err)
+			}
+			if err := mkfifoIn(dst, rel); err != nil {
+				return fail(rel, err)
+			}
+			if err := dst.Chmod(rel, mode); err != nil {
+				return fail(rel, err)
+			}
+			if err := dst.Chtimes(rel, h.ModTime, h.ModTime); err != nil {
+				return fail(rel, err)
+			}
+		case tar.TypeXHeader, tar.TypeXGlobalHeader, tar.TypeGNULongName, tar.TypeGNULongLink:
+			// consumed by archive/tar
+		default:
+			return fail(rel, fmt.Errorf("entry type %q (a device or other special file) is never created; refused", string(h.Typeflag)))
+		}
+	}
+	// Deepest first, so setting a child's mtime never moves its parent's.
+	sort.SliceStable(dirs, func(i, j int) bool { return depth(dirs[i].rel) > depth(dirs[j].rel) })
+	for _, d := range dirs {
+		if err := dst.Chmod(d.rel, d.mode); err != nil {
+			return fail(d.rel, err)
+		}
+		if err := dst.Chtimes(d.rel, d.mtime, d.mtime); err != nil {
+			return fail(d.rel, err)
+		}
+	}
+	return nil
+}
+
+func writeFile(dst *os.Root, rel string, r io.Reader, mode os.FileMode, mtime time.Time) error {
+	f, err := dst.OpenFile(rel, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, r)
+	if err == nil {
+		err = f.Chmod(mode)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = dst.Chtimes(rel, mtime, mtime)
+	}
+	return err
+}
+
+// parent makes sure rel's directory exists (a stream need not list it).
+func parent(dst *os.Root, rel string) error {
+	if d := filepath.Dir(rel); d != "." {
+		return dst.MkdirAll(d, 0o700)
+	}
+	return nil
+}
+
+// localName cleans a tar entry name to a path relative to the tree; false
+// for one that is absolute or leaves it.
+func localName(name string) (string, bool) {
+	if name == "" || strings.HasPrefix(name, "/") {
+		return "", false
+	}
+	c := path.Clean(name)
+	if c == "." {
+		return ".", true
+	}
+	if !filepath.IsLocal(c) {
+		return "", false
+	}
+	return filepath.FromSlash(c), true
+}
+
+func depth(rel string) int {
+	if rel == "." {
+		return 0
+	}
+	return strings.Count(rel, string(filepath.Separator)) + 1
+}

@@ -1,0 +1,209 @@
+package tartree
+
+import (
+	"archive/tar"
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"syscall"
+
+	"lifeboat/providers/fsmeta"
+)
+
+// WriteOptions says how Write describes the tree.
+type WriteOptions struct {
+	Xattrs   bool   // send user.* xattrs as SCHILY.xattr records
+	Where    string // the tree, for messages ("the source tree /x")
+	Provider string // the adapter, for CannotCreate
+}
+
+type inodeKey struct{ dev, ino uint64 }
+
+// readError marks a failure reading the source, as opposed to sending.
+type readError struct{ err error }
+
+func (e *readError) Error() string { return e.err.Error() }
+func (e *readError) Unwrap() error { return e.err }
+
+type taggedReader struct{ r io.Reader }
+
+func (t taggedReader) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = &readError{err}
+	}
+	return n, err
+}
+
+// Write writes the tree src to w as a PAX tar stream: "./" first (the
+// tree's own mode and times), then every entry in lexical order with its
+// permission bits (setuid, setgid, sticky too), nanosecond mtime and
+// numeric owner; a later name of an inode already sent is a hard link
+// (TypeLink) to the first; fifos are TypeFifo, symlinks TypeSymlink; with
+// o.Xattrs, the user.* attributes of files and directories ride as
+// SCHILY.xattr records. Sparse files are sent whole (archive/tar writes no
+// sparse map). A socket or a device is a *fsmeta.CannotCreate (callers
+// scan for them first). Source failures are *fsmeta.EntryError naming the
+// entry; a failure to send is returned as it came.
+func Write(ctx context.Context, src *os.Root, w io.Writer, o WriteOptions) error {
+	bw := bufio.NewWriterSize(w, 256<<10)
+	tw := tar.NewWriter(bw)
+	links := map[inodeKey]string{}
+	srcErr := func(rel string, err error) error {
+		return &fsmeta.EntryError{Verb: "read", Rel: rel, Where: o.Where, Err: err}
+	}
+	err := fs.WalkDir(src.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return srcErr(PathOf(err, rel), err)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return srcErr(rel, err)
+		}
+		m := info.Mode()
+		h := &tar.Header{Name: rel, Mode: Mode(m), ModTime: info.ModTime(), Format: tar.FormatPAX}
+		st, _ := info.Sys().(*syscall.Stat_t)
+		if st != nil {
+			h.Uid, h.Gid = int(st.Uid), int(st.Gid)
+		}
+		if st != nil && st.Nlink > 1 && !m.IsDir() && m&fs.ModeSymlink == 0 {
+			k := inodeKey{uint64(st.Dev), uint64(st.Ino)}
+			if first, ok := links[k]; ok {
+				h.Typeflag, h.Linkname, h.Mode = tar.TypeLink, first, 0
+				return tw.WriteHeader(h)
+			}
+			links[k] = rel
+		}
+		switch {
+		case m.IsDir():
+			h.Typeflag, h.Name = tar.TypeDir, rel+"/"
+			if rel == "." {
+				h.Name = "./"
+			}
+			if o.Xattrs {
+				if err := addXattrs(src, rel, h); err != nil {
+					return srcErr(rel, err)
+				}
+			}
+			return tw.WriteHeader(h)
+		case m.IsRegular():
+			return tarFile(src, tw, rel, h, o.Xattrs, srcErr)
+		case m&fs.ModeSymlink != 0:
+			h.Typeflag = tar.TypeSymlink
+			if h.Linkname, err = src.Readlink(rel); err != nil {
+				return srcErr(rel, err)
+			}
+			return tw.WriteHeader(h)
+		case m&fs.ModeNamedPipe != 0:
+			h.Typeflag = tar.TypeFifo
+			return tw.WriteHeader(h)
+		}
+		return &fsmeta.CannotCreate{Provider: o.Provider, Rel: rel, Type: m.Type(), Where: o.Where, Written: true}
+	})
+	if err == nil {
+		err = tw.Close()
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	return err
+}
+
+func tarFile(src *os.Root, tw *tar.Writer, rel string, h *tar.Header, xattrs bool, srcErr func(string, error) error) error {
+	f, err := src.Open(rel)
+	if err != nil {
+		return srcErr(rel, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = errors.New("changed type while being copied")
+	}
+	if err == nil && xattrs {
+		err = addXattrsFd(f, h)
+	}
+	if err != nil {
+		return srcErr(rel, err)
+	}
+	h.Typeflag, h.Size, h.ModTime, h.Mode = tar.TypeReg, fi.Size(), fi.ModTime(), Mode(fi.Mode())
+	if err := tw.WriteHeader(h); err != nil {
+		return err
+	}
+	_, err = io.CopyN(tw, taggedReader{f}, fi.Size())
+	var re *readError
+	switch {
+	case errors.Is(err, io.EOF):
+		return srcErr(rel, errors.New("shrank while being copied"))
+	case errors.As(err, &re):
+		return srcErr(rel, re.err)
+	}
+	return err
+}
+
+func addXattrs(src *os.Root, rel string, h *tar.Header) error {
+	f, err := src.Open(rel)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return addXattrsFd(f, h)
+}
+
+func addXattrsFd(f *os.File, h *tar.Header) error {
+	xs, err := fsmeta.FdXattrs(int(f.Fd()), fsmeta.User)
+	if err != nil || len(xs) == 0 {
+		return err
+	}
+	h.PAXRecords = make(map[string]string, len(xs))
+	for _, x := range xs {
+		h.PAXRecords["SCHILY.xattr."+x.Name] = string(x.Value)
+	}
+	return nil
+}
+
+// Mode is a tar header's mode: permission bits with setuid, setgid and
+// sticky in their Unix places.
+func Mode(m fs.FileMode) int64 {
+	v := int64(m.Perm())
+	if m&fs.ModeSetuid != 0 {
+		v |= 0o4000
+	}
+	if m&fs.ModeSetgid != 0 {
+		v |= 0o2000
+	}
+	if m&fs.ModeSticky != 0 {
+		v |= 0o1000
+	}
+	return v
+}
+
+// FileMode is the inverse of Mode: a tar header's mode as permission bits
+// with setuid, setgid and sticky.
+func FileMode(v int64) fs.FileMode {
+	m := fs.FileMode(v) & fs.ModePerm
+	if v&0o4000 != 0 {
+		m |= fs.ModeSetuid
+	}
+	if v&0o2000 != 0 {
+		m |= fs.ModeSetgid
+	}
+	if v&0o1000 != 0 {
+		m |= fs.ModeSticky
+	}
+	return m
+}
+
+// PathOf is the path a walk error names, relative to the walked tree.
+func PathOf(err error, rel string) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path != "" && pe.Path[0] != '/' {
+		return pe.Path
+	}
+	return rel
+}
