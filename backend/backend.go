@@ -52,6 +52,14 @@ var (
 	ErrShortRead = errors.New("file shorter than requested range")
 	// ErrNoSpace: the storage is full; nothing of the failed Save is visible.
 	ErrNoSpace = errors.New("no space left on storage")
+	// ErrExists: Save found a different config (or, for a name that is a
+	// hash, an object of another size) stored under the handle, and left
+	// it as it was.
+	ErrExists = errors.New("a different file is stored under this name")
+	// ErrUnavailable: the storage could not be reached, or kept failing
+	// (S3: 5xx or throttling after the retries, a refused or broken
+	// connection). Nothing half-written is visible; a later try may work.
+	ErrUnavailable = errors.New("storage unavailable")
 )
 
 // Backend stores whole files under handles. It knows nothing of encryption
@@ -63,9 +71,17 @@ var (
 //     fsynced; S3: PUT completed). When it returns an error, or the process
 //     dies during it, either nothing or the complete file is visible under
 //     the handle, never a partial one; callers treat a failed Save as "may
-//     exist". Saving an existing name replaces it atomically (files other
-//     than config are named by the hash of their bytes, so a replacement
-//     carries the same bytes).
+//     exist".
+//   - Files other than config are named by the hash of their bytes, so
+//     saving a name that exists stores the same bytes again: Save
+//     succeeds and the file afterwards holds those bytes (local: an
+//     atomic replacement; S3: the conditional PUT is refused with 412 and
+//     the stored object is kept). A retried Save whose first try landed
+//     is therefore harmless.
+//   - The config is created once: Save of config when a config with
+//     other bytes is stored fails with ErrExists and leaves it (local:
+//     link(2); S3: If-None-Match: *), so two processes initialising one
+//     location cannot both win; the same bytes again succeed.
 //   - Save does not keep data after it returns; the caller may reuse it.
 //   - Remove is durable when it returns nil.
 //   - Negative offsets or lengths, and unknown file types, are errors.
@@ -73,7 +89,14 @@ var (
 //     the file when length is 0. A range past the end fails with
 //     ErrShortRead; a missing file fails with ErrNotFound. A Load never
 //     returns fewer bytes than asked without an error.
-//   - Stat and Remove of a missing file fail with ErrNotFound.
+//   - Stat of a missing file fails with ErrNotFound. Remove of a missing
+//     file either succeeds or fails with ErrNotFound (local: ErrNotFound;
+//     S3 answers a DELETE of a missing object with 204 like any other,
+//     and a HEAD before it would cost a request and still race another
+//     remover); callers treat both as "gone".
+//   - A refusal by the storage (file permissions, S3 credentials or
+//     policy) wraps fs.ErrPermission; an unreachable or failing storage
+//     wraps ErrUnavailable.
 //   - List calls fn once per file of the type, in no particular order; it
 //     sees every file whose Save returned before List began. An error from
 //     fn stops the listing and is returned.

@@ -144,6 +144,10 @@ func Init(ctx context.Context, be backend.Backend, password []byte, o InitOption
 		return InitResult{}, err
 	}
 	if err := be.Save(ctx, backend.Handle{Type: backend.Config, Name: "config"}, data); err != nil {
+		if errors.Is(err, backend.ErrExists) { // another process initialised it meanwhile
+			_ = be.Remove(ctx, backend.Handle{Type: backend.Key, Name: keyID.String()})
+			return InitResult{}, fmt.Errorf("%w at %s (created by another process while this init ran): %w", ErrRepoExists, be.Location(), err)
+		}
 		return InitResult{}, fmt.Errorf("saving config: %w", err)
 	}
 	return InitResult{ID: p.ID, KeyID: keyID}, nil

@@ -23,7 +23,7 @@ func testRemove(t *testing.T, b backend.Backend) {
 		wantErr(t, "Stat after Remove", err, backend.ErrNotFound)
 		_, err = b.Load(ctx, h, 0, 0)
 		wantErr(t, "Load after Remove", err, backend.ErrNotFound)
-		wantErr(t, "second Remove", b.Remove(ctx, h), backend.ErrNotFound)
+		wantGone(t, "second Remove", b.Remove(ctx, h))
 		got := listAll(t, b, ft)
 		if _, ok := got[h.Name]; ok {
 			t.Errorf("List %s still shows removed %s", ft, h.Name)

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -35,7 +36,11 @@ func (b *Backend) place(ctx context.Context, h backend.Handle, tmp string) error
 		os.Remove(tmp)
 		return fmt.Errorf("local: save %s: %w", h, err)
 	}
-	if err := b.rename(tmp, b.path(h)); err != nil {
+	if h.Type == backend.Config {
+		if err := b.placeOnce(h, tmp); err != nil {
+			return err
+		}
+	} else if err := b.rename(tmp, b.path(h)); err != nil {
 		os.Remove(tmp)
 		return b.fail("save", h, err)
 	}
@@ -43,6 +48,38 @@ func (b *Backend) place(ctx context.Context, h backend.Handle, tmp string) error
 		// The file is visible but may not survive a crash. It is not
 		// removed: it may replace an earlier, durable copy.
 		return b.fail("save", h, err)
+	}
+	return nil
+}
+
+// placeOnce links tmp to the config's path, which link(2) refuses when a
+// file is there: of two processes saving a config, one wins. When a config
+// is there, the same bytes succeed and others fail with backend.ErrExists.
+// tmp is removed in every case. A filesystem without hard links falls
+// back to a check and a rename.
+func (b *Backend) placeOnce(h backend.Handle, tmp string) error {
+	defer os.Remove(tmp)
+	dst := b.path(h)
+	err := os.Link(tmp, dst)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, fs.ErrExist) {
+		if _, serr := os.Lstat(dst); !errors.Is(serr, fs.ErrNotExist) {
+			err = fs.ErrExist
+		} else if err = os.Rename(tmp, dst); err != nil {
+			return b.fail("save", h, err)
+		} else {
+			return nil
+		}
+	}
+	stored, rerr := os.ReadFile(dst)
+	mine, merr := os.ReadFile(tmp)
+	if rerr != nil || merr != nil {
+		return b.fail("save", h, errors.Join(rerr, merr))
+	}
+	if !bytes.Equal(stored, mine) {
+		return fmt.Errorf("local: save %s: %w: another config is stored at %s (a repository exists)", h, backend.ErrExists, dst)
 	}
 	return nil
 }
