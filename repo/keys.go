@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/user"
@@ -124,6 +125,10 @@ func unlock(ctx context.Context, be backend.Backend, repoID blob.ID, password []
 		}
 		return nil
 	})
+	if errors.Is(err, fs.ErrPermission) { // like a refused config: the repository is there
+		return nil, blob.ID{}, fmt.Errorf("%w at %s: listing its key files (keys/): %w; run lifeboat as a user that may read the repository (its owner), or give this user read and search access to keys/ and the files in it",
+			ErrAccessDenied, be.Location(), err)
+	}
 	if err != nil {
 		return nil, blob.ID{}, fmt.Errorf("listing keys: %w", err)
 	}

@@ -74,11 +74,56 @@ func TestRepositoryPermissionDenied(t *testing.T) {
 	}
 	denied("unreadable config", asNobody(e.repo, "snapshots"), filepath.Join(e.repo, "config"))
 
+	// The config is readable, the keys/ directory (0700) is not.
+	cfg := filepath.Join(e.repo, "config")
+	fi, err := os.Stat(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	denied("unreadable keys/", asNobody(e.repo, "snapshots"), "listing its key files (keys/)")
+	if err := os.Chmod(cfg, fi.Mode().Perm()); err != nil {
+		t.Fatal(err)
+	}
+
+	// An export from a repository nobody owns into one that refuses nobody
+	// names the refusal (22), not "no repository" (10).
+	own := filepath.Join(base, "nobody")
+	if err := os.Mkdir(own, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(own, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	src, ownCache := filepath.Join(own, "repo"), filepath.Join(own, "cache")
+	if r := asNobody(src, "--cache-dir", ownCache, "init", "--kdf-memory-kib", "64", "--kdf-time", "1"); r.code != 0 {
+		t.Fatalf("init as nobody: exit %d: %s", r.code, r.stderr)
+	}
+	if r := asNobody(src, "--cache-dir", ownCache, "capture", "--workspace", "w", own); r.code != 0 {
+		t.Fatalf("capture as nobody: exit %d: %s", r.code, r.stderr)
+	}
+	pwFile := filepath.Join(own, "pw")
+	if err := os.WriteFile(pwFile, []byte(testPW), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := asNobody(src, "--cache-dir", ownCache, "export", "--workspace", "w", "--to", e.repo, "--to-password-file", pwFile, "latest")
+	if r.code != exitNoAccess || !strings.Contains(r.stderr, "export target") || !strings.Contains(r.stderr, "permission denied") ||
+		!strings.Contains(r.stderr, e.repo) || strings.Contains(r.stderr, "no repository") {
+		t.Errorf("export into a repository that refuses nobody: exit %d, want %d\nstderr: %s", r.code, exitNoAccess, r.stderr)
+	}
+	// An export target that is not a repository is still 10.
+	if r := asNobody(src, "--cache-dir", ownCache, "export", "--workspace", "w", "--to", own, "--to-password-file", pwFile, "latest"); r.code != exitNoRepo ||
+		!strings.Contains(r.stderr, "export target") {
+		t.Errorf("export into a directory without a repository: exit %d, want %d\nstderr: %s", r.code, exitNoRepo, r.stderr)
+	}
+
 	// The repository directory (0700, as init makes it) refuses nobody.
 	if err := os.Chmod(e.repo, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	r := asNobody(e.repo, "snapshots")
+	r = asNobody(e.repo, "snapshots")
 	denied("repository directory", r, e.repo+" is owned by uid 0 with mode drwx------")
 	if !strings.Contains(r.stderr, "uid 65534") {
 		t.Errorf("the message does not name the user: %s", r.stderr)
@@ -121,6 +166,15 @@ func testRepositoryMode000(t *testing.T) {
 	r := e.run("snapshots")
 	if r.code != exitNoAccess || !strings.Contains(r.stderr, "permission denied") || !strings.Contains(r.stderr, e.repo+" is owned by uid") {
 		t.Fatalf("exit %d, want %d with a permission error naming %s\nstderr: %s", r.code, exitNoAccess, e.repo, r.stderr)
+	}
+	// keys/ alone refuses this user.
+	must(t, os.Chmod(e.repo, 0o700))
+	keys := filepath.Join(e.repo, "keys")
+	must(t, os.Chmod(keys, 0))
+	t.Cleanup(func() { _ = os.Chmod(keys, 0o700) })
+	r = e.run("snapshots")
+	if r.code != exitNoAccess || !strings.Contains(r.stderr, "listing its key files (keys/)") {
+		t.Fatalf("unreadable keys/: exit %d, want %d\nstderr: %s", r.code, exitNoAccess, r.stderr)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -70,7 +71,7 @@ func runExport(ctx context.Context, g *globalOptions, src *repo.Repository, refs
 	}
 	be, err := local.Open(o.to)
 	if err != nil {
-		return fmt.Errorf("export target: %w at %s (create it with `lifeboat init`): %w", repo.ErrNoRepository, o.to, err)
+		return exportTargetError(o.to, err)
 	}
 	pw, err := readPasswordFile(o.toPasswordFile)
 	if err != nil {
@@ -122,4 +123,14 @@ func runExport(ctx context.Context, g *globalOptions, src *repo.Repository, refs
 		return l.Err()
 	}()
 	return errors.Join(err, dst.Close(ctx), be.Close())
+}
+
+// exportTargetError names why the export target did not open, with the
+// exit code other commands give: 22 when it refused this user (the
+// repository may well be there), 10 otherwise.
+func exportTargetError(dir string, err error) error {
+	if errors.Is(err, fs.ErrPermission) {
+		return fmt.Errorf("export target: %w: %w", repo.ErrAccessDenied, err)
+	}
+	return fmt.Errorf("export target: %w at %s (create it with `lifeboat init`): %w", repo.ErrNoRepository, dir, err)
 }
