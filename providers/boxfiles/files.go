@@ -1,0 +1,137 @@
+package boxfiles
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"lifeboat/providers"
+	"lifeboat/providers/fsmeta"
+	"lifeboat/providers/httpapi"
+)
+
+// Files implements ReadFiles, WriteFiles, Switch, Exec and FileSupport for
+// one adapter over its Box; adapters embed it.
+type Files struct {
+	Provider string // the adapter's name, for errors
+	Box      Box
+	Layout   Layout
+	CacheDir string // local mirrors, one directory per instance
+
+	locks httpapi.KeyLocks
+}
+
+// maxStdin bounds what Exec sends as a command's standard input.
+const maxStdin = 64 << 20
+
+func (f *Files) err(op string, id providers.InstanceID, k providers.Kind, format string, args ...any) error {
+	return &providers.Error{Provider: f.Provider, Op: op, Instance: id, Kind: k, Err: fmt.Errorf(format, args...)}
+}
+
+// failed turns a command's non-zero exit into an error: KindPermission
+// when its stderr says an access was refused, else KindConflict; the
+// message carries the command's own words.
+func (f *Files) failed(op string, id providers.InstanceID, what string, res providers.ExecResult) error {
+	msg := strings.TrimSpace(string(res.Stderr))
+	k := providers.KindConflict
+	if strings.Contains(msg, "Permission denied") || strings.Contains(msg, "Operation not permitted") {
+		k = providers.KindPermission
+		msg += "; fix the permissions there (retrying will not help)"
+	}
+	return f.err(op, id, k, "%s in %s exited %d: %s", what, f.Layout.Workspace, res.ExitCode, msg)
+}
+
+// run runs argv in dir and fails unless it exits 0.
+func (f *Files) run(ctx context.Context, op string, id providers.InstanceID, dir, what string, argv ...string) error {
+	res, err := f.Box.Run(ctx, id, dir, argv)
+	if err != nil {
+		return err
+	}
+	if res.ExitCode != 0 {
+		return f.failed(op, id, what, res)
+	}
+	return nil
+}
+
+// FileSupport implements providers.FileSupporter: GNU tar in the sandbox
+// keeps hard links and fifos; xattrs, owners and holes are not claimed.
+func (f *Files) FileSupport(context.Context) (providers.FileSupport, error) {
+	return providers.FileSupport{HardLinks: true, Fifos: true}, nil
+}
+
+// mirrorName is the local directory name of id's mirror.
+func mirrorName(id providers.InstanceID) string {
+	if providers.ValidName(string(id)) {
+		return string(id)
+	}
+	return providers.KeyedName("mirror " + string(id))
+}
+
+// Exec implements providers.Provider: argv runs with the workspace as its
+// working directory; stdin, when given, is uploaded to a file first (at
+// most 64 MiB) and redirected.
+func (f *Files) Exec(ctx context.Context, id providers.InstanceID, argv []string, stdin io.Reader) (providers.ExecResult, error) {
+	const op = "exec"
+	if len(argv) == 0 {
+		return providers.ExecResult{}, f.err(op, id, providers.KindInvalid, "empty command")
+	}
+	if stdin == nil {
+		return f.Box.Run(ctx, id, f.Layout.Workspace, argv)
+	}
+	b, err := io.ReadAll(io.LimitReader(stdin, maxStdin+1))
+	if err != nil {
+		return providers.ExecResult{}, f.err(op, id, providers.KindInvalid, "reading the command's stdin: %w", err)
+	}
+	if len(b) > maxStdin {
+		return providers.ExecResult{}, f.err(op, id, providers.KindInvalid, "the command's stdin is larger than %d bytes", maxStdin)
+	}
+	name := TmpName("stdin")
+	if err := f.run(ctx, op, id, f.Layout.Parent(), "mkdir", "mkdir", "-p", f.Layout.Area()+"/tmp"); err != nil {
+		return providers.ExecResult{}, err
+	}
+	if err := f.Box.Upload(ctx, id, path.Join(f.Layout.Parent(), f.Layout.Area(), "tmp", name), bytes.NewReader(b), int64(len(b))); err != nil {
+		return providers.ExecResult{}, err
+	}
+	wrapped := append([]string{"sh", "-c", `f=$1; shift; "$@" <"$f"; s=$?; rm -f "$f"; exit $s`, "lifeboat",
+		"../" + f.Layout.Area() + "/tmp/" + name}, argv...)
+	return f.Box.Run(ctx, id, f.Layout.Workspace, wrapped)
+}
+
+// kindOf is the Kind of a local failure while copying a tree.
+func kindOf(err error) providers.Kind {
+	var cc *fsmeta.CannotCreate
+	switch {
+	case errors.As(err, &cc):
+		return providers.KindUnsupported
+	case fsmeta.IsPermission(err):
+		return providers.KindPermission
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return providers.KindUnavailable
+	}
+	return providers.KindUnavailable
+}
+
+func (f *Files) local(op string, id providers.InstanceID, err error) error {
+	var pe *providers.Error
+	if errors.As(err, &pe) {
+		return err
+	}
+	return &providers.Error{Provider: f.Provider, Op: op, Instance: id, Kind: kindOf(err), Err: err}
+}
+
+// removeLocal removes a local tree, read-only directories included.
+func removeLocal(dir string) error {
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	return os.RemoveAll(dir)
+}

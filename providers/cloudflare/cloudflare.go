@@ -1,0 +1,235 @@
+package cloudflare
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"lifeboat/providers"
+	"lifeboat/providers/boxfiles"
+	"lifeboat/providers/httpapi"
+)
+
+// Name is this adapter's name.
+const Name = "cloudflare"
+
+// DefaultWorkspace is the workspace directory in a sandbox (the SDK's
+// default working directory).
+const DefaultWorkspace = "/workspace"
+
+// maxOutput bounds each of a command's stdout and stderr.
+const maxOutput = 1 << 20
+
+// statusTable maps the bridge's answers; 404 is Missing for Inspect only;
+// 409 CONTAINER_DISK_LOST is the data plane of a lost sandbox; 503
+// CONTAINER_UNAVAILABLE (the work did not run) is an outage.
+var statusTable = httpapi.StatusTable{
+	400: providers.KindInvalid,
+	401: providers.KindUnauthorized,
+	403: providers.KindUnauthorized,
+	404: providers.KindConflict,
+	409: providers.KindConflict,
+	429: providers.KindRateLimited,
+}
+
+// Config says how to reach the bridge.
+type Config struct {
+	Token     string // the bridge's bearer token (a secret)
+	BaseURL   string // the Worker's URL (required)
+	Workspace string // default DefaultWorkspace
+	CacheDir  string // local mirrors (required)
+	Timeout   time.Duration
+}
+
+// Provider is one bridge Worker.
+type Provider struct {
+	boxfiles.Files
+	c, d httpapi.Client
+	cfg  Config
+	now  func() time.Time
+}
+
+var (
+	_ providers.Provider      = (*Provider)(nil)
+	_ providers.FileSupporter = (*Provider)(nil)
+)
+
+// New returns a Provider for cfg.
+func New(cfg Config) (*Provider, error) {
+	if cfg.Workspace == "" {
+		cfg.Workspace = DefaultWorkspace
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	switch {
+	case cfg.BaseURL == "":
+		return nil, errors.New("cloudflare: the bridge's base URL is required")
+	case cfg.CacheDir == "":
+		return nil, errors.New("cloudflare: a cache directory is required")
+	case !strings.HasPrefix(cfg.Workspace, "/") || filepath.Clean(cfg.Workspace) == "/":
+		return nil, errors.New("cloudflare: the workspace must be an absolute directory other than /")
+	}
+	hdr := http.Header{"Authorization": {"Bearer " + cfg.Token}}
+	p := &Provider{cfg: cfg, now: time.Now,
+		c: httpapi.Client{Provider: Name, BaseURL: cfg.BaseURL, Header: hdr, HTTP: &http.Client{Timeout: cfg.Timeout}, Table: statusTable},
+		d: httpapi.Client{Provider: Name, BaseURL: cfg.BaseURL, Header: hdr, HTTP: &http.Client{}, Table: statusTable}}
+	p.Files = boxfiles.Files{Provider: Name, Box: box{p}, Layout: boxfiles.Layout{Workspace: filepath.Clean(cfg.Workspace)},
+		CacheDir: filepath.Join(cfg.CacheDir, "mirrors")}
+	return p, nil
+}
+
+// Name implements providers.Provider.
+func (p *Provider) Name() string { return Name }
+
+// Capabilities implements providers.Provider.
+func (p *Provider) Capabilities() providers.Capabilities {
+	return providers.Capabilities{Files: true, BrowserProfile: true, Exec: true, Create: true, NativeCheckpoints: true}
+}
+
+func sandboxPath(id providers.InstanceID) string {
+	return "/v1/sandboxes/" + url.PathEscape(string(id))
+}
+
+type sandbox struct {
+	ID    string `json:"id"`
+	State string `json:"state"`
+}
+
+// Inspect implements providers.Provider.
+func (p *Provider) Inspect(ctx context.Context, id providers.InstanceID) (providers.Status, error) {
+	const op = "inspect"
+	if id == "" {
+		return providers.Status{}, &providers.Error{Provider: Name, Op: op, Kind: providers.KindInvalid, Err: errors.New("empty sandbox id")}
+	}
+	var sb sandbox
+	status, err := p.c.Do(ctx, op, id, http.MethodGet, sandboxPath(id), nil, &sb, http.StatusNotFound)
+	if err != nil {
+		return providers.Status{}, err
+	}
+	st := providers.Status{Instance: id, ObservedAt: p.now()}
+	switch {
+	case status == http.StatusNotFound:
+		st.State, st.Detail = providers.Missing, "GET /v1/sandboxes/{id}: 404 (the bridge has no such sandbox)"
+	case sb.State == "running":
+		st.State, st.Detail = providers.Running, "state running"
+	case sb.State == "lost":
+		st.State, st.Detail = providers.Missing, "state lost: the sandbox's container restarted without its disk"
+	default:
+		return providers.Status{}, &providers.Error{Provider: Name, Op: op, Instance: id, Kind: providers.KindConflict, Code: sb.State,
+			Err: errors.New("the bridge reports state " + sb.State + ", neither running nor lost")}
+	}
+	return st, nil
+}
+
+// Create implements providers.Provider: PUT /v1/sandboxes/{name}, the name
+// derived from the idempotency key (a fresh one without), then the
+// workspace directory is made.
+func (p *Provider) Create(ctx context.Context, spec providers.CreateSpec) (providers.InstanceID, error) {
+	const op = "create"
+	name := boxfiles.TmpName("sbx")
+	if spec.IdempotencyKey != "" {
+		name = providers.KeyedName(spec.IdempotencyKey)
+	}
+	id := providers.InstanceID(name)
+	var sb sandbox
+	if _, err := p.c.Do(ctx, op, id, http.MethodPut, sandboxPath(id), map[string]any{"labels": spec.Labels}, &sb); err != nil {
+		return "", err
+	}
+	l := p.Files.Layout
+	res, err := p.Box.Run(ctx, id, l.Parent(), []string{"mkdir", "-p", l.Base()})
+	if err == nil && res.ExitCode != 0 {
+		err = &providers.Error{Provider: Name, Op: op, Instance: id, Kind: providers.KindConflict,
+			Err: errors.New("making the workspace " + l.Workspace + ": " + strings.TrimSpace(string(res.Stderr)))}
+	}
+	if err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// Destroy implements providers.Provider: DELETE /v1/sandboxes/{id}; 404
+// means already gone.
+func (p *Provider) Destroy(ctx context.Context, id providers.InstanceID) error {
+	_, err := p.c.Do(ctx, "destroy", id, http.MethodDelete, sandboxPath(id), nil, nil, http.StatusNotFound)
+	return err
+}
+
+// Checkpoint implements providers.Provider: a directory backup of the
+// workspace (POST /v1/sandboxes/{id}/backups).
+func (p *Provider) Checkpoint(ctx context.Context, id providers.InstanceID) (providers.CheckpointID, error) {
+	var out struct {
+		ID string `json:"id"`
+	}
+	if _, err := p.c.Do(ctx, "checkpoint", id, http.MethodPost, sandboxPath(id)+"/backups", map[string]string{"dir": p.Files.Layout.Workspace}, &out); err != nil {
+		return "", err
+	}
+	if out.ID == "" {
+		return "", &providers.Error{Provider: Name, Op: "checkpoint", Instance: id, Kind: providers.KindUnavailable, Err: errors.New("the bridge answered without a backup id")}
+	}
+	return providers.CheckpointID(out.ID), nil
+}
+
+// Rollback implements providers.Provider: the backup is restored into the
+// same sandbox (POST .../backups/{cp}/restore), whose id is returned.
+func (p *Provider) Rollback(ctx context.Context, id providers.InstanceID, cp providers.CheckpointID) (providers.InstanceID, error) {
+	if _, err := p.c.Do(ctx, "rollback", id, http.MethodPost, sandboxPath(id)+"/backups/"+url.PathEscape(string(cp))+"/restore", nil, nil); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// DeleteCheckpoint implements providers.Provider: DELETE /v1/backups/{cp};
+// 404 means already gone.
+func (p *Provider) DeleteCheckpoint(ctx context.Context, cp providers.CheckpointID) error {
+	_, err := p.c.Do(ctx, "delete checkpoint", "", http.MethodDelete, "/v1/backups/"+url.PathEscape(string(cp)), nil, nil, http.StatusNotFound)
+	return err
+}
+
+// box is the bridge's data plane for boxfiles.
+type box struct{ p *Provider }
+
+// Upload implements boxfiles.Box: PUT .../files?path=.
+func (b box) Upload(ctx context.Context, id providers.InstanceID, path string, r io.Reader, size int64) error {
+	hdr := http.Header{"Content-Type": {"application/octet-stream"}}
+	resp, err := boxfiles.Stream(ctx, &b.p.d, "upload", id, http.MethodPut, sandboxPath(id)+"/files?"+url.Values{"path": {path}}.Encode(), hdr, io.LimitReader(r, size))
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	return nil
+}
+
+// Download implements boxfiles.Box: GET .../files?path=.
+func (b box) Download(ctx context.Context, id providers.InstanceID, path string, w io.Writer) error {
+	resp, err := boxfiles.Stream(ctx, &b.p.d, "download", id, http.MethodGet, sandboxPath(id)+"/files?"+url.Values{"path": {path}}.Encode(), nil, nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		return boxfiles.Failed(ctx, &b.p.d, "download", id, "reading "+path, err)
+	}
+	return nil
+}
+
+// Run implements boxfiles.Box: POST .../exec.
+func (b box) Run(ctx context.Context, id providers.InstanceID, dir string, argv []string) (providers.ExecResult, error) {
+	var out struct {
+		ExitCode int    `json:"exitCode"`
+		Stdout   string `json:"stdout"`
+		Stderr   string `json:"stderr"`
+	}
+	if _, err := b.p.d.Do(ctx, "exec", id, http.MethodPost, sandboxPath(id)+"/exec", map[string]any{"argv": argv, "cwd": dir}, &out); err != nil {
+		return providers.ExecResult{}, err
+	}
+	o, e := providers.BoundedBuffer{Max: maxOutput}, providers.BoundedBuffer{Max: maxOutput}
+	o.Write([]byte(out.Stdout))
+	e.Write([]byte(out.Stderr))
+	return providers.ExecResult{ExitCode: out.ExitCode, Stdout: o.Bytes(), Stderr: e.Bytes()}, nil
+}

@@ -1,0 +1,247 @@
+package daytona
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"lifeboat/providers"
+	"lifeboat/providers/boxfiles"
+	"lifeboat/providers/httpapi"
+)
+
+// Name is this adapter's name.
+const Name = "daytona"
+
+// DefaultBaseURL is Daytona's API.
+const DefaultBaseURL = "https://app.daytona.io/api"
+
+// DefaultWorkspace is the workspace directory in a sandbox, in the home of
+// Daytona's default user.
+const DefaultWorkspace = "/home/daytona/workspace"
+
+const (
+	keyLabel     = "lifeboat-idempotency-key"
+	stoppedLabel = "lifeboat-stopped-at"
+)
+
+// controlTable maps the sandbox routes' answers; 404 and 410 are Missing
+// for Inspect only.
+var controlTable = httpapi.StatusTable{
+	400: providers.KindInvalid,
+	401: providers.KindUnauthorized,
+	403: providers.KindUnauthorized,
+	404: providers.KindConflict,
+	408: providers.KindUnavailable,
+	409: providers.KindConflict,
+	410: providers.KindConflict,
+	422: providers.KindInvalid,
+	429: providers.KindRateLimited,
+}
+
+// toolboxTable maps the toolbox's answers: its 400 is "Is the Sandbox
+// started?", a state conflict.
+var toolboxTable = httpapi.StatusTable{
+	400: providers.KindConflict,
+	401: providers.KindUnauthorized,
+	403: providers.KindUnauthorized,
+	404: providers.KindConflict,
+	408: providers.KindUnavailable,
+	409: providers.KindConflict,
+	410: providers.KindConflict,
+	429: providers.KindRateLimited,
+}
+
+// Config says how to reach Daytona.
+type Config struct {
+	APIKey         string // a secret
+	OrganizationID string // optional: X-Daytona-Organization-ID
+	BaseURL        string // default DefaultBaseURL
+	Snapshot       string // the snapshot (image) Create starts from; default the platform's
+	Workspace      string // default DefaultWorkspace
+	CacheDir       string // local mirrors (required)
+	Timeout        time.Duration
+}
+
+// Provider is a Daytona organization.
+type Provider struct {
+	httpapi.NoCheckpoints
+	boxfiles.Files
+	c, d httpapi.Client
+	cfg  Config
+	keys httpapi.KeyLocks
+	now  func() time.Time
+}
+
+var (
+	_ providers.Provider      = (*Provider)(nil)
+	_ providers.Stopper       = (*Provider)(nil)
+	_ providers.FileSupporter = (*Provider)(nil)
+)
+
+// New returns a Provider for cfg.
+func New(cfg Config) (*Provider, error) {
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = DefaultBaseURL
+	}
+	if cfg.Workspace == "" {
+		cfg.Workspace = DefaultWorkspace
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	switch {
+	case cfg.CacheDir == "":
+		return nil, errors.New("daytona: a cache directory is required")
+	case !strings.HasPrefix(cfg.Workspace, "/") || filepath.Clean(cfg.Workspace) == "/":
+		return nil, errors.New("daytona: the workspace must be an absolute directory other than /")
+	}
+	hdr := http.Header{"Authorization": {"Bearer " + cfg.APIKey}}
+	if cfg.OrganizationID != "" {
+		hdr.Set("X-Daytona-Organization-ID", cfg.OrganizationID)
+	}
+	p := &Provider{NoCheckpoints: httpapi.NoCheckpoints{Provider: Name}, cfg: cfg, now: time.Now,
+		c: httpapi.Client{Provider: Name, BaseURL: cfg.BaseURL, Header: hdr, HTTP: &http.Client{Timeout: cfg.Timeout}, Table: controlTable},
+		d: httpapi.Client{Provider: Name, BaseURL: cfg.BaseURL, Header: hdr, HTTP: &http.Client{}, Table: toolboxTable}}
+	p.Files = boxfiles.Files{Provider: Name, Box: box{p}, Layout: boxfiles.Layout{Workspace: filepath.Clean(cfg.Workspace)},
+		CacheDir: filepath.Join(cfg.CacheDir, "mirrors")}
+	return p, nil
+}
+
+// Name implements providers.Provider.
+func (p *Provider) Name() string { return Name }
+
+// Capabilities implements providers.Provider.
+func (p *Provider) Capabilities() providers.Capabilities {
+	return providers.Capabilities{Files: true, BrowserProfile: true, Exec: true, Create: true}
+}
+
+func sandboxPath(id providers.InstanceID) string { return "/sandbox/" + url.PathEscape(string(id)) }
+
+type sandbox struct {
+	ID     string            `json:"id"`
+	State  string            `json:"state"`
+	Labels map[string]string `json:"labels"`
+}
+
+// Inspect implements providers.Provider.
+func (p *Provider) Inspect(ctx context.Context, id providers.InstanceID) (providers.Status, error) {
+	const op = "inspect"
+	if id == "" {
+		return providers.Status{}, &providers.Error{Provider: Name, Op: op, Kind: providers.KindInvalid, Err: errors.New("empty sandbox id")}
+	}
+	var sb sandbox
+	status, err := p.c.Do(ctx, op, id, http.MethodGet, sandboxPath(id), nil, &sb, http.StatusNotFound, http.StatusGone)
+	if err != nil {
+		return providers.Status{}, err
+	}
+	st := providers.Status{Instance: id, ObservedAt: p.now()}
+	switch s := sb.State; {
+	case status == http.StatusNotFound || status == http.StatusGone:
+		st.State, st.Detail = providers.Missing, "GET /sandbox/{id}: "+http.StatusText(status)
+	case s == "destroyed" || s == "destroying":
+		st.State, st.Detail = providers.Missing, "state "+s
+	case s == "started":
+		st.State, st.Detail = providers.Running, "state started"
+	case s == "stopped" || s == "archived":
+		st.State, st.Detail = providers.Stopped, "state "+s
+		if at := sb.Labels[stoppedLabel]; at != "" {
+			st.Detail += ": stopped by Lifeboat at " + at
+		}
+	default:
+		return providers.Status{}, &providers.Error{Provider: Name, Op: op, Instance: id, Kind: providers.KindConflict, Code: s,
+			Err: errors.New("sandbox is in state " + s + "; try again once it has settled")}
+	}
+	return st, nil
+}
+
+// Create implements providers.Provider.
+func (p *Provider) Create(ctx context.Context, spec providers.CreateSpec) (providers.InstanceID, error) {
+	const op = "create"
+	labels := map[string]string{}
+	for k, v := range spec.Labels {
+		labels[k] = v
+	}
+	if spec.IdempotencyKey != "" {
+		defer p.keys.Lock(spec.IdempotencyKey)()
+		labels[keyLabel] = providers.KeyedName(spec.IdempotencyKey)
+		q, _ := json.Marshal(map[string]string{keyLabel: labels[keyLabel]})
+		var found []sandbox
+		if _, err := p.c.Do(ctx, op, "", http.MethodGet, "/sandbox?"+url.Values{"labels": {string(q)}}.Encode(), nil, &found); err != nil {
+			return "", err
+		}
+		for _, sb := range found {
+			if sb.Labels[keyLabel] == labels[keyLabel] && sb.ID != "" && sb.State != "destroyed" && sb.State != "destroying" {
+				return providers.InstanceID(sb.ID), nil
+			}
+		}
+	}
+	body := map[string]any{"labels": labels}
+	if s := firstOf(spec.Template, p.cfg.Snapshot); s != "" {
+		body["snapshot"] = s
+	}
+	var sb sandbox
+	if _, err := p.c.Do(ctx, op, "", http.MethodPost, "/sandbox", body, &sb); err != nil {
+		return "", err
+	}
+	if sb.ID == "" {
+		return "", &providers.Error{Provider: Name, Op: op, Kind: providers.KindUnavailable, Err: errors.New("POST /sandbox answered without an id")}
+	}
+	id := providers.InstanceID(sb.ID)
+	l := p.Files.Layout
+	res, err := p.Box.Run(ctx, id, l.Parent(), []string{"mkdir", "-p", l.Base()})
+	if err == nil && res.ExitCode != 0 {
+		err = &providers.Error{Provider: Name, Op: op, Instance: id, Kind: providers.KindConflict,
+			Err: errors.New("making the workspace " + l.Workspace + ": " + strings.TrimSpace(string(res.Stderr)))}
+	}
+	if err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// Destroy implements providers.Provider: DELETE /sandbox/{id}; 404 means
+// already gone.
+func (p *Provider) Destroy(ctx context.Context, id providers.InstanceID) error {
+	_, err := p.c.Do(ctx, "destroy", id, http.MethodDelete, sandboxPath(id), nil, nil, http.StatusNotFound, http.StatusGone)
+	return err
+}
+
+// Stop implements providers.Stopper: the sandbox is labelled with the time
+// (PUT /sandbox/{id}/labels) and stopped (POST /sandbox/{id}/stop); its
+// files stay on its runner. A stopped or archived sandbox is left alone; a
+// missing one is a conflict.
+func (p *Provider) Stop(ctx context.Context, id providers.InstanceID) error {
+	const op = "stop"
+	var sb sandbox
+	if _, err := p.c.Do(ctx, op, id, http.MethodGet, sandboxPath(id), nil, &sb); err != nil {
+		return err
+	}
+	if sb.State == "stopped" || sb.State == "archived" {
+		return nil
+	}
+	labels := map[string]string{}
+	for k, v := range sb.Labels {
+		labels[k] = v
+	}
+	labels[stoppedLabel] = p.now().UTC().Format(time.RFC3339)
+	if _, err := p.c.Do(ctx, op, id, http.MethodPut, sandboxPath(id)+"/labels", map[string]any{"labels": labels}, nil); err != nil {
+		return err
+	}
+	_, err := p.c.Do(ctx, op, id, http.MethodPost, sandboxPath(id)+"/stop", nil, nil)
+	return err
+}
+
+func firstOf(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
