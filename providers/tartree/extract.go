@@ -19,18 +19,21 @@ import (
 // ExtractOptions says where Extract writes, for messages.
 type ExtractOptions struct {
 	Where string // the tree being written ("the local mirror of sb1")
+	// Owners applies each entry's uid and gid (Lchown; needs root).
+	Owners bool
 }
 
 type dirMeta struct {
-	rel   string
-	mode  os.FileMode
-	mtime time.Time
+	rel      string
+	mode     os.FileMode
+	mtime    time.Time
+	uid, gid int
 }
 
 // Extract writes the tar stream r into dst, an empty directory: regular
 // files, directories, symlinks, hard links (to an earlier entry) and
 // fifos, each with its permission bits and mtime (directories' after all
-// their children). Owners and xattrs are not applied. A device, a socket
+// their children), and with o.Owners its owner. Xattrs are not applied. A device, a socket
 // or an entry whose name or link target leaves dst is refused: the error
 // is a *fsmeta.EntryError naming the entry. Extract stops at the first
 // error; what it wrote so far stays for the caller to remove.
@@ -63,7 +66,7 @@ func Extract(ctx context.Context, r io.Reader, dst *os.Root, o ExtractOptions) e
 					return fail(rel, err)
 				}
 			}
-			dirs = append(dirs, dirMeta{rel: rel, mode: mode, mtime: h.ModTime})
+			dirs = append(dirs, dirMeta{rel: rel, mode: mode, mtime: h.ModTime, uid: h.Uid, gid: h.Gid})
 		case tar.TypeReg, tar.TypeRegA:
 			if err := parent(dst, rel); err != nil {
 				return fail(rel, err)
@@ -103,14 +106,30 @@ func Extract(ctx context.Context, r io.Reader, dst *os.Root, o ExtractOptions) e
 				return fail(rel, err)
 			}
 		case tar.TypeXHeader, tar.TypeXGlobalHeader, tar.TypeGNULongName, tar.TypeGNULongLink:
-			// consumed by archive/tar
+			continue // consumed by archive/tar
 		default:
 			return fail(rel, fmt.Errorf("entry type %q (a device or other special file) is never created; refused", string(h.Typeflag)))
+		}
+		if o.Owners && h.Typeflag != tar.TypeLink && h.Typeflag != tar.TypeDir {
+			if err := dst.Lchown(rel, h.Uid, h.Gid); err != nil {
+				return fail(rel, err)
+			}
+			// A chown clears setuid and setgid: the mode again.
+			if h.Typeflag != tar.TypeSymlink {
+				if err := dst.Chmod(rel, mode); err != nil {
+					return fail(rel, err)
+				}
+			}
 		}
 	}
 	// Deepest first, so setting a child's mtime never moves its parent's.
 	sort.SliceStable(dirs, func(i, j int) bool { return depth(dirs[i].rel) > depth(dirs[j].rel) })
 	for _, d := range dirs {
+		if o.Owners {
+			if err := dst.Lchown(d.rel, d.uid, d.gid); err != nil {
+				return fail(d.rel, err)
+			}
+		}
 		if err := dst.Chmod(d.rel, d.mode); err != nil {
 			return fail(d.rel, err)
 		}

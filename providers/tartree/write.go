@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"syscall"
 
 	"lifeboat/providers/fsmeta"
@@ -18,6 +19,10 @@ type WriteOptions struct {
 	Xattrs   bool   // send user.* xattrs as SCHILY.xattr records
 	Where    string // the tree, for messages ("the source tree /x")
 	Provider string // the adapter, for CannotCreate
+	// Prefix, when set, is put before every name ("a/b" makes the root
+	// entry "a/b/" and a file "a/b/f"); hard links name their target with
+	// it.
+	Prefix string
 }
 
 type inodeKey struct{ dev, ino uint64 }
@@ -55,6 +60,12 @@ func Write(ctx context.Context, src *os.Root, w io.Writer, o WriteOptions) error
 	srcErr := func(rel string, err error) error {
 		return &fsmeta.EntryError{Verb: "read", Rel: rel, Where: o.Where, Err: err}
 	}
+	name := func(rel string) string {
+		if o.Prefix == "" {
+			return rel
+		}
+		return path.Join(o.Prefix, rel)
+	}
 	err := fs.WalkDir(src.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return srcErr(PathOf(err, rel), err)
@@ -67,7 +78,7 @@ func Write(ctx context.Context, src *os.Root, w io.Writer, o WriteOptions) error
 			return srcErr(rel, err)
 		}
 		m := info.Mode()
-		h := &tar.Header{Name: rel, Mode: Mode(m), ModTime: info.ModTime(), Format: tar.FormatPAX}
+		h := &tar.Header{Name: name(rel), Mode: Mode(m), ModTime: info.ModTime(), Format: tar.FormatPAX}
 		st, _ := info.Sys().(*syscall.Stat_t)
 		if st != nil {
 			h.Uid, h.Gid = int(st.Uid), int(st.Gid)
@@ -75,15 +86,18 @@ func Write(ctx context.Context, src *os.Root, w io.Writer, o WriteOptions) error
 		if st != nil && st.Nlink > 1 && !m.IsDir() && m&fs.ModeSymlink == 0 {
 			k := inodeKey{uint64(st.Dev), uint64(st.Ino)}
 			if first, ok := links[k]; ok {
-				h.Typeflag, h.Linkname, h.Mode = tar.TypeLink, first, 0
+				// The mode stays: an extractor that applies it to the
+				// link (the Docker daemon's does) sets the shared
+				// inode's own.
+				h.Typeflag, h.Linkname = tar.TypeLink, name(first)
 				return tw.WriteHeader(h)
 			}
 			links[k] = rel
 		}
 		switch {
 		case m.IsDir():
-			h.Typeflag, h.Name = tar.TypeDir, rel+"/"
-			if rel == "." {
+			h.Typeflag, h.Name = tar.TypeDir, name(rel)+"/"
+			if rel == "." && o.Prefix == "" {
 				h.Name = "./"
 			}
 			if o.Xattrs {

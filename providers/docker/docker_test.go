@@ -1,0 +1,156 @@
+package docker
+
+import (
+	"context"
+	"testing"
+
+	"github.com/moby/moby/client"
+
+	"lifeboat/providers"
+	"lifeboat/providers/docker/dockertest"
+	"lifeboat/providers/providertest"
+)
+
+func testConfig(t *testing.T, d *dockertest.Daemon) Config {
+	return Config{Host: d.Host, Image: dockertest.Image, Command: dockertest.Command, Network: "none",
+		CacheDir: t.TempDir(), Labels: map[string]string{"test": t.Name()}}
+}
+
+func mustNew(t *testing.T, cfg Config) *Provider {
+	t.Helper()
+	p, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+func harness(t *testing.T, d *dockertest.Daemon, cfg Config) providertest.Harness {
+	cli := d.Client(t)
+	return providertest.Harness{
+		New: func(t *testing.T) providers.Provider { return mustNew(t, cfg) },
+		RemoveBehindBack: func(t *testing.T, id providers.InstanceID) {
+			if _, err := cli.ContainerRemove(context.Background(), string(id), client.ContainerRemoveOptions{Force: true}); err != nil {
+				t.Fatal(err)
+			}
+		},
+		Unreachable: func(t *testing.T) providers.Provider {
+			down := cfg
+			down.Host = "unix://" + t.TempDir() + "/no-daemon.sock"
+			return mustNew(t, down)
+		},
+		Absent: "never-created",
+	}
+}
+
+// TestConformance runs the providers conformance suite against a private
+// dockerd.
+func TestConformance(t *testing.T) {
+	d := dockertest.Start(t)
+	cfg := testConfig(t, d)
+	p := mustNew(t, cfg)
+	v, err := p.APIVersion(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("API version negotiated with the daemon: %s", v)
+	providertest.Run(t, harness(t, d, cfg))
+}
+
+// TestPauseStopAndCheckpoints: Pause freezes the container (Inspect says
+// Stopped, the archive endpoint still reads it, Exec is refused), Resume
+// thaws it; a checkpoint image a rolled-back container runs from is
+// untagged by DeleteCheckpoint and removed with that container; Stop
+// leaves a Stopped container whose files are still readable.
+func TestPauseStopAndCheckpoints(t *testing.T) {
+	d := dockertest.Start(t)
+	p := mustNew(t, testConfig(t, d))
+	cli := d.Client(t)
+	ctx := context.Background()
+	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "pause"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Destroy(ctx, id) })
+	if _, err := p.Exec(ctx, id, []string{"sh", "-c", "echo one > f"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if err := p.Pause(ctx, id); err != nil {
+			t.Fatalf("Pause #%d: %v", i+1, err)
+		}
+	}
+	if st, err := p.Inspect(ctx, id); err != nil || st.State != providers.Stopped {
+		t.Fatalf("Inspect of a paused container = %+v, %v", st, err)
+	}
+	f, err := p.ReadFiles(ctx, id)
+	if err != nil {
+		t.Fatalf("ReadFiles of a paused container: %v", err)
+	}
+	f.Close()
+	_, err = p.Exec(ctx, id, []string{"true"}, nil)
+	providertest.WantKind(t, "Exec in a paused container", err, providers.KindConflict)
+	cp, err := p.Checkpoint(ctx, id)
+	if err != nil {
+		t.Fatalf("Checkpoint of a paused container: %v", err)
+	}
+	for i := range 2 {
+		if err := p.Resume(ctx, id); err != nil {
+			t.Fatalf("Resume #%d: %v", i+1, err)
+		}
+	}
+	if st, err := p.Inspect(ctx, id); err != nil || st.State != providers.Running {
+		t.Fatalf("Inspect after Resume = %+v, %v", st, err)
+	}
+
+	rb, err := p.Rollback(ctx, id, cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Destroy(ctx, rb) })
+	if st, _ := p.Inspect(ctx, id); st.State != providers.Missing {
+		t.Fatalf("the container Lifeboat made and rolled back is still there: %+v", st)
+	}
+	res, err := p.Exec(ctx, rb, []string{"cat", "f"}, nil)
+	if err != nil || string(res.Stdout) != "one\n" {
+		t.Fatalf("rolled-back container: %q %v", res.Stdout, err)
+	}
+	img, err := cli.ImageInspect(ctx, string(cp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.DeleteCheckpoint(ctx, cp); err != nil {
+		t.Fatalf("DeleteCheckpoint of an image a container runs from: %v", err)
+	}
+	if _, err := cli.ImageInspect(ctx, string(cp)); err == nil {
+		t.Fatal("the checkpoint's tag survived DeleteCheckpoint")
+	}
+	if err := p.Destroy(ctx, rb); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.ImageInspect(ctx, img.ID); err == nil {
+		t.Fatal("the untagged checkpoint image survived the container that ran from it")
+	}
+
+	st, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "stop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Destroy(ctx, st) })
+	for i := range 2 {
+		if err := p.Stop(ctx, st); err != nil {
+			t.Fatalf("Stop #%d: %v", i+1, err)
+		}
+	}
+	if s, err := p.Inspect(ctx, st); err != nil || s.State != providers.Stopped {
+		t.Fatalf("Inspect after Stop = %+v, %v", s, err)
+	}
+	if f, err := p.ReadFiles(ctx, st); err != nil {
+		t.Fatalf("ReadFiles of a stopped container: %v", err)
+	} else {
+		f.Close()
+	}
+	err = p.Stop(ctx, "never-created")
+	providertest.WantKind(t, "Stop of an absent container", err, providers.KindConflict)
+}
