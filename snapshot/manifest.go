@@ -331,3 +331,29 @@ func (e *LatestError) Unwrap() []error {
 	}
 	return errs
 }
+
+// PrefixLookup finds the files a snapshot holds as a verified prefix
+// (Manifest.Prefixes) by the paths Walk gives.
+type PrefixLookup map[string]CapturePrefix
+
+// PrefixLookup indexes m.Prefixes. Files past the listed ones
+// (PrefixesNotListed) are not found.
+func (m *Manifest) PrefixLookup() PrefixLookup {
+	l := make(PrefixLookup, len(m.Prefixes))
+	for _, p := range m.Prefixes {
+		l[p.Path] = p
+	}
+	return l
+}
+
+// Find returns the prefix entry of the file at walkPath (slash-separated
+// from the root, raw bytes, as Walk gives it), if listed. Paths are
+// compared in the manifest's escaped form, so a UTF-8 name spelling
+// another name's escape (a literal `\xff`) matches it too.
+func (l PrefixLookup) Find(walkPath string) (CapturePrefix, bool) {
+	if len(l) == 0 {
+		return CapturePrefix{}, false
+	}
+	p, ok := l[capEscape([]byte(walkPath))]
+	return p, ok
+}

@@ -70,3 +70,23 @@ func TestLoadManifestRefusesUnencodable(t *testing.T) {
 		t.Errorf("a manifest followed by whitespace: %v", err)
 	}
 }
+
+// PrefixLookup finds a listed prefix by the raw path Walk gives, also
+// when the manifest lists it escaped (a name that is not UTF-8).
+func TestPrefixLookup(t *testing.T) {
+	m := &Manifest{Prefixes: []CapturePrefix{{Path: "logs/agent.log", Size: 3, FileSize: 5}, {Path: `logs/\xff.log`, Size: 1, FileSize: 2}}}
+	l := m.PrefixLookup()
+	for walk, want := range map[string]uint64{"logs/agent.log": 5, "logs/\xff.log": 2} {
+		if p, ok := l.Find(walk); !ok || p.FileSize != want {
+			t.Errorf("Find(%q) = %v, %v", walk, p, ok)
+		}
+	}
+	for _, walk := range []string{"logs", "agent.log", "logs/\xfe.log"} {
+		if _, ok := l.Find(walk); ok {
+			t.Errorf("Find(%q) found a prefix", walk)
+		}
+	}
+	if _, ok := (&Manifest{}).PrefixLookup().Find("x"); ok {
+		t.Error("found a prefix in a manifest without any")
+	}
+}

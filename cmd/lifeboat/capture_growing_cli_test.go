@@ -182,6 +182,36 @@ func TestCaptureGrowingLogCLI(t *testing.T) {
 		t.Fatalf("src/main.go restored as %q, %v", b, err)
 	}
 
+	// ls and snapshots show which file is not exact (JSON and text).
+	var marked int
+	for _, n := range jsonLines(t, e.ok("ls", "--json", "--workspace", "w", "latest").stdout) {
+		if n["path"] == "agent.log" {
+			marked++
+			if n["size"] != float64(size) || n["prefix_of"] != float64(fileSize) {
+				t.Errorf("ls --json: agent.log %v, want size %d prefix_of %d", n, size, fileSize)
+			}
+		} else if _, ok := n["prefix_of"]; ok {
+			t.Errorf("ls --json marks %v", n)
+		}
+	}
+	if marked != 1 {
+		t.Errorf("ls --json listed agent.log %d times", marked)
+	}
+	if out := e.ok("ls", "--workspace", "w", "latest").stdout; !strings.Contains(out,
+		fmt.Sprintf("agent.log  (kept growing while captured: its first %d of %d bytes, verified)\n", size, fileSize)) ||
+		strings.Count(out, "kept growing") != 1 {
+		t.Errorf("ls:\n%s", out)
+	}
+	snaps := jsonLines(t, e.ok("snapshots", "--json").stdout)
+	sp, _ := last(snaps)["prefixes"].([]any)
+	if len(snaps) != 1 || len(sp) != 1 || sp[0].(map[string]any)["path"] != "agent.log" || sp[0].(map[string]any)["file_size"] != float64(fileSize) ||
+		last(snaps)["prefixes_not_listed"] != float64(0) {
+		t.Errorf("snapshots --json: %v", snaps)
+	}
+	if out := e.ok("snapshots").stdout; !strings.Contains(out, "complete, 1 file a verified prefix") {
+		t.Errorf("snapshots:\n%s", out)
+	}
+
 	// The text summary says it too (a second capture, the log growing again).
 	w2 := startGrowWriter(t, func(i int) error {
 		_, err := fmt.Fprintf(f, "later step %07d\n", i)

@@ -25,6 +25,10 @@ type nodeMessage struct {
 	Size        uint64            `json:"size"`
 	Mtime       time.Time         `json:"mtime"`
 	LinkTarget  string            `json:"link_target,omitempty"`
+	// PrefixOf is set for a file that kept growing while it was captured:
+	// the snapshot holds its first Size bytes, verified to be exactly the
+	// file's, of the PrefixOf bytes it had then (Manifest.Prefixes).
+	PrefixOf uint64 `json:"prefix_of,omitempty"`
 }
 
 func newLsCommand(g *globalOptions) *cobra.Command {
@@ -49,6 +53,11 @@ func newLsCommand(g *globalOptions) *cobra.Command {
 				if m.Sensitive != nil {
 					g.out.note("snapshot %s also has a sensitive part (browser profiles), not listed here; `lifeboat restore --profiles` restores it with a key that has the sensitive tier", m.ID.Short())
 				}
+				if m.PrefixesNotListed > 0 {
+					g.out.note("snapshot %s holds %d more files captured as a verified prefix (they kept growing while read) than it lists; they are not marked here",
+						m.ID.Short(), m.PrefixesNotListed)
+				}
+				prefixes := m.PrefixLookup()
 				found := prefix == ""
 				err = snapshot.Walk(cmd.Context(), r, m.Root.Subtree, "", func(p string, n *snapshot.Node) error {
 					inside := prefix == "" || p == prefix || strings.HasPrefix(p, prefix+"/")
@@ -59,12 +68,18 @@ func newLsCommand(g *globalOptions) *cobra.Command {
 						return snapshot.SkipDir
 					}
 					found = true
-					msg := nodeMessage{"node", p, n.Type, n.Mode, n.UID, n.GID, n.User, n.Group, n.Size, time.Unix(0, n.MtimeNs), string(n.LinkTarget)}
+					msg := nodeMessage{"node", p, n.Type, n.Mode, n.UID, n.GID, n.User, n.Group, n.Size, time.Unix(0, n.MtimeNs), string(n.LinkTarget), 0}
+					if pr, ok := prefixes.Find(p); ok && n.Type == snapshot.TypeFile {
+						msg.PrefixOf = pr.FileSize
+					}
 					g.out.emit(msg, func(w io.Writer) {
 						line := fmt.Sprintf("%s %8s %8s %10d %s %s", modeString(n), owner(n.User, n.UID), owner(n.Group, n.GID), n.Size,
 							msg.Mtime.Local().Format(time.DateTime), quoteName(p))
 						if n.Type == snapshot.TypeSymlink {
 							line += " -> " + quoteName(string(n.LinkTarget))
+						}
+						if msg.PrefixOf > 0 {
+							line += fmt.Sprintf("  (kept growing while captured: its first %d of %d bytes, verified)", n.Size, msg.PrefixOf)
 						}
 						fmt.Fprintln(w, line)
 					})

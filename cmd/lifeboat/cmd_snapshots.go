@@ -28,12 +28,16 @@ type snapshotMessage struct {
 	// Sensitive: the snapshot has a sensitive part (browser profiles),
 	// whatever the key in use can open; totals count workspace files only.
 	Sensitive bool `json:"sensitive"`
+	// Prefixes are the files captured as a verified prefix (they kept
+	// growing while read), as in the capture's summary; [] when none.
+	Prefixes          []snapshot.CapturePrefix `json:"prefixes"`
+	PrefixesNotListed uint64                   `json:"prefixes_not_listed"`
 }
 
 func snapshotMsg(m *snapshot.Manifest) snapshotMessage {
 	msg := snapshotMessage{MessageType: "snapshot", ID: m.ID.String(), Workspace: m.Workspace, Time: m.Time, Host: m.Host,
 		Instance: m.Instance, Paths: m.Paths, Tags: m.Tags, Complete: m.Complete, Totals: m.Totals, Errors: len(m.Errors),
-		Sensitive: m.Sensitive != nil}
+		Sensitive: m.Sensitive != nil, Prefixes: append([]snapshot.CapturePrefix{}, m.Prefixes...), PrefixesNotListed: m.PrefixesNotListed}
 	if m.Parent != nil {
 		msg.Parent = m.Parent.String()
 	}
@@ -66,6 +70,11 @@ func newSnapshotsCommand(g *globalOptions) *cobra.Command {
 						}
 						if m.Sensitive != nil {
 							state += ", +profiles"
+						}
+						if n := uint64(len(m.Prefixes)) + m.PrefixesNotListed; n == 1 {
+							state += ", 1 file a verified prefix"
+						} else if n > 1 {
+							state += fmt.Sprintf(", %d files verified prefixes", n)
 						}
 						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", m.ID.Short(), m.Time.Local().Format(time.DateTime), m.Workspace, m.Host,
 							m.Totals.Files, snapshot.HumanBytes(m.Totals.Bytes), state)
