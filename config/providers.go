@@ -81,6 +81,9 @@ func (d *decoder) providers(c *Config) {
 		case TypeSSH:
 			r.keys = sshKeys
 			c.Providers = append(c.Providers, d.ssh(c, r, name))
+		case TypeVercel, TypeDaytona, TypeCloudflare:
+			r.keys = platformKeys(typ)
+			c.Providers = append(c.Providers, d.platform(c, r, name, typ))
 		case "":
 			d.markUsed(tpath)
 			continue

@@ -141,7 +141,7 @@ const (
 	TypeSSH   = "ssh"
 )
 
-var providerTypes = []string{TypeLocal, TypeSSH}
+var providerTypes = []string{TypeLocal, TypeSSH, TypeVercel, TypeDaytona, TypeCloudflare}
 
 var typeKey = spec{name: "type", kind: kString, required: true}
 

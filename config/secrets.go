@@ -63,7 +63,7 @@ func secretAlternative(path []string) (string, bool) {
 	case "server":
 		return "file (token_file for the token CLI clients send, tls_key for the TLS key)", true
 	case "providers":
-		return "file (key_file for an SSH provider's private key)", true
+		return "file (key_file for an SSH provider's private key; api_key_file, or api_key_env naming an environment variable, for a vercel, daytona or cloudflare provider's credential)", true
 	case "repository":
 		return "file (password_file) or environment variable name (password_env)", true
 	}

@@ -64,6 +64,12 @@ func providerInstances(c *config.Config) (map[string]providers.Provider, error) 
 				return nil, usageError{fmt.Sprintf("provider %s: %v", p.Name, err)}
 			}
 			out[p.Name] = sp
+		case config.PlatformProvider:
+			pp, err := platformProvider(c, p)
+			if err != nil {
+				return nil, err
+			}
+			out[p.Name] = pp
 		default:
 			return nil, fmt.Errorf("provider %s: type %s is not supported by this lifeboat", p.InstanceName(), p.Type())
 		}

@@ -1,0 +1,133 @@
+package config
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"time"
+)
+
+// The HTTP sandbox platforms' provider types.
+const (
+	TypeVercel     = "vercel"
+	TypeDaytona    = "daytona"
+	TypeCloudflare = "cloudflare"
+)
+
+// PlatformProvider is a provider instance on an HTTP sandbox platform:
+// Vercel Sandbox, Daytona, or Cloudflare sandboxes through a bridge
+// Worker. The credential (Vercel's access token, Daytona's API key, the
+// bridge's token) is given as a file or an environment variable name,
+// never inline; APIKey reads it.
+type PlatformProvider struct {
+	Name           string
+	Kind           string        // TypeVercel, TypeDaytona or TypeCloudflare
+	BaseURL        string        // the API (the bridge's URL for cloudflare)
+	APIKeyFile     string        // a secret
+	APIKeyEnv      string        // the name of a variable holding it
+	TeamID         string        // vercel
+	ProjectID      string        // vercel
+	OrganizationID string        // daytona
+	Template       string        // vercel: runtime; daytona: snapshot
+	Workspace      string        // absolute directory in the sandbox
+	CacheDir       string        // local mirrors; default <state.dir>/mirrors/<name>
+	Timeout        time.Duration // per control-plane request
+}
+
+// InstanceName implements Provider.
+func (p PlatformProvider) InstanceName() string { return p.Name }
+
+// Type implements Provider.
+func (p PlatformProvider) Type() string { return p.Kind }
+
+// platformKeys are the keys of each platform type, in Show's order.
+func platformKeys(kind string) []spec {
+	keys := []spec{typeKey}
+	switch kind {
+	case TypeVercel:
+		keys = append(keys, spec{name: "base_url", kind: kURL, def: "https://vercel.com/api"})
+	case TypeDaytona:
+		keys = append(keys, spec{name: "base_url", kind: kURL, def: "https://app.daytona.io/api"})
+	default:
+		keys = append(keys, spec{name: "base_url", kind: kURL, required: true})
+	}
+	keys = append(keys,
+		spec{name: "api_key_file", kind: kFile, secret: true, defNote: "or api_key_env"},
+		spec{name: "api_key_env", kind: kEnvName, defNote: "or api_key_file"})
+	switch kind {
+	case TypeVercel:
+		keys = append(keys,
+			spec{name: "team_id", kind: kString, defNote: "the token's own scope"},
+			spec{name: "project_id", kind: kString, required: true},
+			spec{name: "runtime", kind: kString, defNote: "the platform's"},
+			spec{name: "workspace", kind: kString, def: "/vercel/sandbox/workspace"})
+	case TypeDaytona:
+		keys = append(keys,
+			spec{name: "organization_id", kind: kString, defNote: "the key's own organization"},
+			spec{name: "snapshot", kind: kString, defNote: "the platform's"},
+			spec{name: "workspace", kind: kString, def: "/home/daytona/workspace"})
+	default:
+		keys = append(keys, spec{name: "workspace", kind: kString, def: "/workspace"})
+	}
+	return append(keys,
+		spec{name: "cache_dir", kind: kString, defNote: "<state.dir>/mirrors/<name>"},
+		spec{name: "timeout", kind: kDuration, def: "30s"})
+}
+
+func (d *decoder) platform(c *Config, r *reader, name, kind string) PlatformProvider {
+	p := PlatformProvider{Name: name, Kind: kind, BaseURL: r.str("base_url"),
+		APIKeyFile: r.str("api_key_file"), APIKeyEnv: r.str("api_key_env")}
+	switch kind {
+	case TypeVercel:
+		p.TeamID, p.ProjectID, p.Template = r.str("team_id"), r.str("project_id"), r.str("runtime")
+	case TypeDaytona:
+		p.OrganizationID, p.Template = r.str("organization_id"), r.str("snapshot")
+	}
+	p.Workspace, p.CacheDir, p.Timeout = r.str("workspace"), r.str("cache_dir"), r.dur("timeout")
+	switch file, env := r.given("api_key_file"), r.given("api_key_env"); {
+	case !file && !env:
+		d.fail(d.tableSource(r.path), join(r.path, "api_key_file"), "missing: give the %s credential as api_key_file (a file holding it) or api_key_env (the name of an environment variable holding it)", kind)
+	case file && env:
+		d.fail(r.src("api_key_env"), join(r.path, "api_key_env"), "api_key_file and api_key_env are both set: give one")
+	}
+	if w := p.Workspace; w != "" && (!path.IsAbs(w) || path.Clean(w) == "/") {
+		d.fail(r.src("workspace"), join(r.path, "workspace"), "workspace %q must be an absolute directory in the sandbox other than /", w)
+	}
+	if p.Workspace != "" {
+		p.Workspace = path.Clean(p.Workspace)
+	}
+	if p.CacheDir == "" && c.State.Dir != "" {
+		p.CacheDir = filepath.Join(c.State.Dir, "mirrors", name)
+		r.line("cache_dir").val = quote(p.CacheDir)
+	}
+	return p
+}
+
+// APIKey reads p's credential: the content of api_key_file without its
+// final newline, or the value of the variable api_key_env. Errors name the
+// provider and the file or variable, never the content.
+func (c *Config) APIKey(p PlatformProvider) (string, error) {
+	if f := p.APIKeyFile; f != "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return "", fmt.Errorf("provider %s: reading api_key_file: %w", p.Name, err)
+		}
+		b = bytes.TrimSuffix(bytes.TrimSuffix(b, []byte("\n")), []byte("\r"))
+		if len(b) == 0 {
+			return "", fmt.Errorf("provider %s: api_key_file %s is empty", p.Name, f)
+		}
+		return string(b), nil
+	}
+	v, ok := c.lookup(p.APIKeyEnv)
+	switch {
+	case p.APIKeyEnv == "":
+		return "", fmt.Errorf("provider %s: no credential: set api_key_file or api_key_env", p.Name)
+	case !ok:
+		return "", fmt.Errorf("provider %s: the environment variable %s (api_key_env) is not set", p.Name, p.APIKeyEnv)
+	case v == "":
+		return "", fmt.Errorf("provider %s: the environment variable %s (api_key_env) is empty", p.Name, p.APIKeyEnv)
+	}
+	return v, nil
+}
