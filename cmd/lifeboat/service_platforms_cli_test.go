@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"lifeboat/bench"
+	"lifeboat/profile"
+	"lifeboat/providers/platformtest"
+)
+
+// TestRecoverPlatformWorkspaceThroughServe: for each HTTP sandbox
+// platform, a real `lifeboat serve` whose config names the platform (its
+// type, the contract server's URL as base_url, the credential from an
+// environment variable or a file) registers a workspace on a sandbox of
+// the contract server, captures and parks it, sees it lost when the
+// platform removes the sandbox (its control plane's confirmed not-found),
+// offers, and on approval recovers into a new sandbox made through the
+// platform's API. The new sandbox holds what was captured: files, modes
+// (setuid, sticky), mtimes, hard links, a named pipe, symlinks and the
+// browser session. The contract servers are providers/platformtest's,
+// built from each platform's public API reference (see there).
+func TestRecoverPlatformWorkspaceThroughServe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the lifeboat binary")
+	}
+	for _, pc := range []struct {
+		kind, workspace, state string
+		handler                func(*platformtest.Sandboxes) http.Handler
+		extra                  string // config keys beyond type, base_url and the credential
+		byFile                 bool   // the credential from api_key_file, else api_key_env
+	}{
+		{kind: "vercel", workspace: "/vercel/sandbox/workspace", state: "running",
+			handler: func(s *platformtest.Sandboxes) http.Handler { return s.Vercel("team_1") },
+			extra:   "team_id = \"team_1\"\nproject_id = \"prj_1\"\n"},
+		{kind: "daytona", workspace: "/home/daytona/workspace", state: "started", byFile: true,
+			handler: func(s *platformtest.Sandboxes) http.Handler { return s.Daytona() }},
+		{kind: "cloudflare", workspace: "/workspace", state: "running",
+			handler: func(s *platformtest.Sandboxes) http.Handler { return s.Cloudflare() }},
+	} {
+		t.Run(pc.kind, func(t *testing.T) {
+			const secret = "platform-secret-4711"
+			sb := platformtest.New(t, secret)
+			srv := platformtest.Serve(t, pc.handler(sb))
+			s := newSvcEnv(t, "")
+			cred, env := fmt.Sprintf("api_key_env = %q\n", "LB_TEST_PLATFORM_KEY"), []string{"LB_TEST_PLATFORM_KEY=" + secret}
+			if pc.byFile {
+				keyFile := filepath.Join(s.dir, "platform.key")
+				must(t, os.WriteFile(keyFile, []byte(secret+"\n"), 0o600))
+				cred, env = fmt.Sprintf("api_key_file = %q\n", keyFile), nil
+			}
+			cfg, err := os.ReadFile(s.cfgPath)
+			must(t, err)
+			cfg = append(cfg, fmt.Sprintf("\n[providers.box1]\ntype = %q\nbase_url = %q\n%s%s\n[workspaces.bot1]\npark_interval = \"1ns\"\n",
+				pc.kind, srv.URL, cred, pc.extra)...)
+			must(t, os.WriteFile(s.cfgPath, cfg, 0o600))
+			if r := s.run("config", "check", s.cfgPath); r.code != 0 {
+				t.Fatalf("config check: %s %s", r.stdout, r.stderr)
+			}
+			if r := s.run("--config", s.cfgPath, "config", "show"); strings.Contains(r.stdout+r.stderr, secret) {
+				t.Fatalf("config show prints the credential:\n%s", r.stdout)
+			}
+
+			// The sandbox on the platform: a tree with what a faithful recovery keeps.
+			box, err := sb.Add("sbx-original", pc.state, nil)
+			must(t, err)
+			work, err := sb.HostPath(box.ID, pc.workspace)
+			must(t, err)
+			writeTree(t, work, 11)
+			must(t, os.Link(filepath.Join(work, "d0", "f0.txt"), filepath.Join(work, "d1", "f0-link.txt")))
+			must(t, unix.Mkfifo(filepath.Join(work, "events.fifo"), 0o620))
+			must(t, os.Symlink("d0/f0.txt", filepath.Join(work, "latest")))
+			must(t, os.WriteFile(filepath.Join(work, "tool"), []byte("#!/bin/sh\n"), 0o755))
+			must(t, os.Chmod(filepath.Join(work, "tool"), 0o755|os.ModeSetuid))
+			must(t, os.Mkdir(filepath.Join(work, "shared"), 0o777))
+			must(t, os.Chmod(filepath.Join(work, "shared"), 0o777|os.ModeSticky))
+			fx := profile.NewFixture(29)
+			must(t, fx.Write(context.Background(), filepath.Join(work, "chrome"), profile.FixtureOptions{}))
+
+			s.start(env...)
+			s.cliOK("workspace", "add", "bot1", "--provider", "box1", "--instance", box.ID)
+			if rc := s.cliJSON("capture", "--workspace", "bot1"); rc["outcome"] != "captured" {
+				t.Fatalf("capture from %s: %v", pc.kind, rc)
+			}
+			must(t, os.WriteFile(filepath.Join(work, "d2", "late.txt"), []byte("written before the park"), 0o640))
+			park := s.cliJSON("park", "bot1")
+			if park["outcome"] != "captured" {
+				t.Fatalf("park on %s: %v", pc.kind, park)
+			}
+			good := park["snapshot"].(string)
+
+			// Lost: the platform removes the sandbox (kept aside to compare with).
+			want := filepath.Join(t.TempDir(), "want")
+			must(t, os.Rename(work, want))
+			sb.Remove(box.ID)
+			if st := s.cliJSON("workspace", "check", "bot1"); st["state"] != "lost" {
+				t.Fatalf("check: %v", st)
+			}
+			o := s.cliJSON("recovery", "offer", "bot1")
+			if o["checkpoint"] != good || o["profile"] != true {
+				t.Fatalf("offer: %v", o)
+			}
+			t.Logf("offer says not recoverable: %v", o["not_recoverable"])
+			op := s.cliJSON("recovery", "approve", "bot1", "--checkpoint", good, "--wait")
+			if op["step"] != "recovered" {
+				t.Fatalf("recovery: %v\n%s", op, s.stderr)
+			}
+			newID := op["new_instance"].(string)
+			if newID == box.ID {
+				t.Fatalf("recovered into the lost sandbox's id %s", newID)
+			}
+			got, err := sb.HostPath(newID, pc.workspace)
+			must(t, err)
+
+			d, err := bench.CompareSkip(want, got, func(rel string) bool { return rel == "chrome" })
+			if err != nil || len(d) > 0 {
+				t.Fatalf("the new sandbox differs from the captured tree: %v %v", d, err)
+			}
+			var a, b syscall.Stat_t
+			must(t, syscall.Stat(filepath.Join(got, "d0", "f0.txt"), &a))
+			must(t, syscall.Stat(filepath.Join(got, "d1", "f0-link.txt"), &b))
+			if a.Ino != b.Ino || a.Nlink != 2 {
+				t.Fatalf("hard link split: inodes %d and %d, %d links", a.Ino, b.Ino, a.Nlink)
+			}
+			if fi, err := os.Lstat(filepath.Join(got, "events.fifo")); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+				t.Fatalf("fifo: %v %v", fi, err)
+			}
+			if err := fx.Check(context.Background(), filepath.Join(got, "chrome"), false); err != nil {
+				t.Fatalf("browser session: %v", err)
+			}
+			w := s.cliJSON("workspace", "show", "bot1")
+			if w["instance"] != newID || w["generation"].(float64) != 1 || w["provider"] != "box1" {
+				t.Fatalf("workspace after the recovery: %v", w)
+			}
+			s.stop()
+			if strings.Contains(s.stderr.String(), secret) {
+				t.Fatalf("serve logged the credential:\n%s", s.stderr)
+			}
+		})
+	}
+}
