@@ -84,6 +84,9 @@ func (d *decoder) providers(c *Config) {
 		case TypeVercel, TypeDaytona, TypeCloudflare:
 			r.keys = platformKeys(typ)
 			c.Providers = append(c.Providers, d.platform(c, r, name, typ))
+		case TypeDocker:
+			r.keys = dockerKeys
+			c.Providers = append(c.Providers, d.docker(c, r, name))
 		case "":
 			d.markUsed(tpath)
 			continue

@@ -141,7 +141,7 @@ const (
 	TypeSSH   = "ssh"
 )
 
-var providerTypes = []string{TypeLocal, TypeSSH, TypeVercel, TypeDaytona, TypeCloudflare}
+var providerTypes = []string{TypeLocal, TypeSSH, TypeVercel, TypeDaytona, TypeCloudflare, TypeDocker}
 
 var typeKey = spec{name: "type", kind: kString, required: true}
 

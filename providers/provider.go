@@ -146,6 +146,19 @@ type Pauser interface {
 	Resume(ctx context.Context, id InstanceID) error
 }
 
+// CapturePauser is a Pauser whose paused instances keep their files
+// readable (ReadFiles and Checkpoint work while paused): the lifecycle
+// pauses such an instance, after its registered writers, for the whole
+// capture, so nothing in it writes while it is read. A platform whose
+// pause makes files unreachable until Resume (E2B saves the sandbox) is a
+// Pauser only.
+type CapturePauser interface {
+	Pauser
+	// PausedFilesReadable reports that a paused instance's files can be
+	// read.
+	PausedFilesReadable() bool
+}
+
 // Stopper is implemented by adapters that can stop a running instance so
 // it costs nothing while it is kept (a replacement held for repair after a
 // failed recovery); callers find it with a type assertion. Afterwards

@@ -75,12 +75,14 @@ func (l *Lifecycle) run(ctx context.Context, ws string, rec *Receipt) {
 func (l *Lifecycle) captureQuiesced(ctx context.Context, w Workspace, p providers.Provider, rec *Receipt) bool {
 	qctx, qcancel := l.clockDeadline(ctx, l.cfg.QuiesceTimeout)
 	defer qcancel()
-	called, err := pause(qctx, l.writers(w.ID), w, p)
+	writers, paused := l.quiesceWriters(w, p)
+	called, err := pause(qctx, writers, w, p)
 	defer l.resume(ctx, called, w, p)
 	if err != nil {
 		l.failed(w.ID, rec, outcomeOf(err), err)
 		return false
 	}
+	rec.Paused = paused
 	// The provider's own checkpoint comes first, on its own clock: a
 	// portable capture that fails below is retried without another one.
 	l.takeNative(ctx, w, p, rec)
@@ -247,8 +249,10 @@ func (l *Lifecycle) nativeOnly(ctx context.Context, ws string, rec *Receipt) {
 	}
 	qctx, qcancel := l.clockDeadline(ctx, l.cfg.QuiesceTimeout)
 	defer qcancel()
-	called, err := pause(qctx, l.writers(w.ID), w, p)
+	writers, paused := l.quiesceWriters(w, p)
+	called, err := pause(qctx, writers, w, p)
 	defer l.resume(ctx, called, w, p)
+	rec.Paused = err == nil && paused
 	if err != nil {
 		rec.NativeError = "native checkpoint not taken: the writers could not be paused: " + err.Error()
 		l.recordNative(w.ID, rec, err)

@@ -66,6 +66,31 @@ func (e ExecWriter) run(ctx context.Context, w Workspace, p providers.Provider, 
 	return nil
 }
 
+// instancePause pauses the whole instance through its provider (a
+// container's cgroup freezer) after the registered writers, and resumes it
+// first.
+type instancePause struct{ p providers.CapturePauser }
+
+func (instancePause) Name() string { return "the instance (provider pause)" }
+func (i instancePause) Pause(ctx context.Context, w Workspace, _ providers.Provider) error {
+	return i.p.Pause(ctx, w.Instance)
+}
+func (i instancePause) Resume(ctx context.Context, w Workspace, _ providers.Provider) error {
+	return i.p.Resume(ctx, w.Instance)
+}
+
+// quiesceWriters are what a capture of w on p pauses: the registered
+// writers, then the instance itself when p can pause it with its files
+// readable (see providers.CapturePauser). paused says whether the last is
+// there.
+func (l *Lifecycle) quiesceWriters(w Workspace, p providers.Provider) (ws []Writer, paused bool) {
+	ws = l.writers(w.ID)
+	if cp, ok := p.(providers.CapturePauser); ok && p.Capabilities().Pause && cp.PausedFilesReadable() {
+		ws, paused = append(ws, instancePause{cp}), true
+	}
+	return ws, paused
+}
+
 // clockDeadline returns a context that ends when d has passed on the
 // lifecycle's clock (or when parent ends).
 func (l *Lifecycle) clockDeadline(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {

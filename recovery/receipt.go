@@ -49,6 +49,9 @@ type Receipt struct {
 	// Prefixes are files that kept growing while they were read, captured
 	// as a verified prefix (the snapshot is complete; see docs/guide.md).
 	Prefixes []string `json:"prefixes,omitempty"`
+	// Paused: the instance itself was paused through its provider (a
+	// container's cgroup freezer) while it was read and checkpointed.
+	Paused bool `json:"paused,omitempty"`
 	// Native is the native checkpoint taken after this capture, if any;
 	// NativeError says why one was not, when it was due.
 	Native      providers.CheckpointID `json:"native,omitempty"`

@@ -10,6 +10,7 @@ import (
 
 	"lifeboat/config"
 	"lifeboat/providers"
+	"lifeboat/providers/docker"
 	"lifeboat/providers/local"
 	"lifeboat/providers/ssh"
 	"lifeboat/recovery"
@@ -70,6 +71,14 @@ func providerInstances(c *config.Config) (map[string]providers.Provider, error) 
 				return nil, err
 			}
 			out[p.Name] = pp
+		case config.DockerProvider:
+			dp, err := docker.New(docker.Config{Host: p.Host, CAFile: p.TLSCA, CertFile: p.TLSCert, KeyFile: p.TLSKey,
+				Image: p.Image, Command: p.Command, Workdir: p.Workdir, Mounts: p.Mounts, Labels: p.Labels, Network: p.Network,
+				CheckpointRepository: p.CheckpointRepository, CacheDir: p.CacheDir})
+			if err != nil {
+				return nil, usageError{fmt.Sprintf("provider %s: %v", p.Name, err)}
+			}
+			out[p.Name] = dp
 		default:
 			return nil, fmt.Errorf("provider %s: type %s is not supported by this lifeboat", p.InstanceName(), p.Type())
 		}

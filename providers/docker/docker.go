@@ -86,7 +86,7 @@ type Provider struct {
 var (
 	_ providers.Provider      = (*Provider)(nil)
 	_ providers.Stopper       = (*Provider)(nil)
-	_ providers.Pauser        = (*Provider)(nil)
+	_ providers.CapturePauser = (*Provider)(nil)
 	_ providers.FileSupporter = (*Provider)(nil)
 )
 
@@ -463,6 +463,10 @@ func (p *Provider) Pause(ctx context.Context, id providers.InstanceID) error {
 	_, err = p.cli.ContainerPause(ctx, string(id), client.ContainerPauseOptions{})
 	return wrap(op, id, ctxErr(ctx, err))
 }
+
+// PausedFilesReadable implements providers.CapturePauser: the archive
+// endpoint and commit work on a paused container.
+func (p *Provider) PausedFilesReadable() bool { return true }
 
 // Resume implements providers.Pauser: a paused container is thawed; one
 // that is not paused is left as it is.
