@@ -35,6 +35,18 @@ type Repository struct {
 	PasswordEnv  string // the name of an environment variable holding it
 	CacheDir     string // "" for the default (the user cache dir)
 	KeyHint      string
+	S3           S3 // the s3_* keys, used when Location is an s3: location
+}
+
+// S3 holds the settings of an S3 repository. At most one of SecretFile
+// and SecretEnv is set; S3SecretAccessKey reads the secret from it.
+type S3 struct {
+	AccessKeyID string
+	SecretFile  string // a file holding the secret access key
+	SecretEnv   string // the name of an environment variable holding it
+	Region      string // "" lets the client ask the server
+	Addressing  string // "auto", "path" or "virtual-host"
+	TempDir     string // where packs wait for their upload; "" is the system temp dir
 }
 
 // State is [state].

@@ -96,7 +96,7 @@ func TestLoadFull(t *testing.T) {
 	c := f.mustLoad(f.write("lifeboat.toml", full), nil)
 	d := f.dir
 	want := &Config{
-		Repository: Repository{Location: d + "/repo", PasswordEnv: "LB_PW", CacheDir: d + "/cache", KeyHint: "ab12"},
+		Repository: Repository{Location: d + "/repo", PasswordEnv: "LB_PW", CacheDir: d + "/cache", KeyHint: "ab12", S3: s3Defaults},
 		State:      State{Dir: d + "/state"},
 		Server: Server{Listen: "0.0.0.0:8443", TokensFile: d + "/tokens", TLSCert: d + "/tls.crt", TLSKey: d + "/tls.key",
 			URL: "https://lifeboat.internal:8443", TokenFile: d + "/client.tok",
@@ -145,6 +145,9 @@ func assertConfig(t *testing.T, got, want *Config) {
 	}
 }
 
+// s3Defaults are the [repository] s3_* values when none is set.
+var s3Defaults = S3{SecretEnv: "AWS_SECRET_ACCESS_KEY", Addressing: "auto"}
+
 func TestDefaults(t *testing.T) {
 	f := newFixture(t)
 	c := f.mustLoad(f.write("lifeboat.toml", minimal+`
@@ -158,7 +161,7 @@ root = "/w"
 `), nil)
 	d := f.dir
 	want := &Config{
-		Repository: Repository{Location: d + "/repo", PasswordFile: d + "/repo.pw"},
+		Repository: Repository{Location: d + "/repo", PasswordFile: d + "/repo.pw", S3: s3Defaults},
 		State:      State{Dir: d + "/state"},
 		Server: Server{Listen: "127.0.0.1:8080", TokensFile: d + "/tokens", URL: "http://127.0.0.1:8080",
 			ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute},

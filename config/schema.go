@@ -71,6 +71,12 @@ var fixedSections = []section{
 		{name: "password_env", kind: kEnvName},
 		{name: "cache_dir", kind: kString, defNote: "the user cache dir", aliases: []string{"LIFEBOAT_CACHE_DIR"}},
 		{name: "key_hint", kind: kString, aliases: []string{"LIFEBOAT_KEY_HINT"}},
+		{name: "s3_access_key_id", kind: kString, defNote: "none; an s3: location needs one", aliases: []string{"AWS_ACCESS_KEY_ID"}},
+		{name: "s3_secret_access_key_file", kind: kFile, secret: true},
+		{name: "s3_secret_access_key_env", kind: kEnvName, def: "AWS_SECRET_ACCESS_KEY", defNote: "unless s3_secret_access_key_file is set"},
+		{name: "s3_region", kind: kString, defNote: "asked from the server", aliases: []string{"AWS_DEFAULT_REGION", "AWS_REGION"}},
+		{name: "s3_addressing", kind: kEnum, def: "auto", enum: []string{"auto", "path", "virtual-host"}},
+		{name: "s3_temp_dir", kind: kString, defNote: "the system temp dir"},
 	}},
 	{"state", []spec{
 		{name: "dir", kind: kString, required: true},

@@ -42,6 +42,33 @@ func (c *Config) Password() ([]byte, error) {
 	return []byte(v), nil
 }
 
+// S3SecretAccessKey reads the S3 secret access key: the content of
+// s3_secret_access_key_file without its final newline, or the value of
+// the variable s3_secret_access_key_env names. Errors name the file or
+// the variable, never the content.
+func (c *Config) S3SecretAccessKey() (string, error) {
+	s := c.Repository.S3
+	if f := s.SecretFile; f != "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return "", fmt.Errorf("reading the S3 secret access key file (repository.s3_secret_access_key_file): %w", err)
+		}
+		b = bytes.TrimSuffix(bytes.TrimSuffix(b, []byte("\n")), []byte("\r"))
+		if len(b) == 0 {
+			return "", fmt.Errorf("the S3 secret access key file %s (repository.s3_secret_access_key_file) is empty", f)
+		}
+		return string(b), nil
+	}
+	v, ok := c.lookup(s.SecretEnv)
+	switch {
+	case s.SecretEnv == "":
+		return "", fmt.Errorf("no S3 secret access key: set repository.s3_secret_access_key_file or repository.s3_secret_access_key_env")
+	case !ok || v == "":
+		return "", fmt.Errorf("the environment variable %s (repository.s3_secret_access_key_env) holding the S3 secret access key is not set", s.SecretEnv)
+	}
+	return v, nil
+}
+
 // secretAlternative returns, for an unknown key that looks like an inline
 // secret (password, token, key, ...), the keys to give it by instead.
 func secretAlternative(path []string) (string, bool) {
@@ -52,7 +79,7 @@ func secretAlternative(path []string) (string, bool) {
 		"secret_key", "access_key", "bearer_token", "client_secret":
 		secret = true
 	default:
-		for _, suffix := range []string{"_password", "_passphrase", "_token", "_secret"} {
+		for _, suffix := range []string{"_password", "_passphrase", "_token", "_secret", "_secret_key", "_secret_access_key"} {
 			secret = secret || strings.HasSuffix(k, suffix)
 		}
 	}
@@ -65,6 +92,9 @@ func secretAlternative(path []string) (string, bool) {
 	case "providers":
 		return "file (key_file for an SSH provider's private key; api_key_file, or api_key_env naming an environment variable, for a vercel, daytona or cloudflare provider's credential)", true
 	case "repository":
+		if strings.HasPrefix(k, "s3_") {
+			return "file (s3_secret_access_key_file) or environment variable name (s3_secret_access_key_env)", true
+		}
 		return "file (password_file) or environment variable name (password_env)", true
 	}
 	if len(path) == 1 {

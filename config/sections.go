@@ -1,6 +1,7 @@
 package config
 
 import (
+	"lifeboat/backend/s3"
 	"log/slog"
 	"net"
 	"regexp"
@@ -29,12 +30,50 @@ func (d *decoder) repository(c *Config) {
 		d.fail(d.tableSource(r.path), []string{"repository"}, "no password source: set password_file (a file holding the password) "+
 			`or password_env (the name of an environment variable holding it, such as "LIFEBOAT_PASSWORD")`)
 	}
+	d.repositoryS3(r, c)
 	if name := c.Repository.PasswordEnv; name != "" {
 		state := "is not set"
 		if v, ok := c.lookup(name); ok && v != "" {
 			state = "is set"
 		}
 		r.line("password_env").note += "; " + name + " " + state + " (its value is never shown)"
+	}
+}
+
+// repositoryS3 reads the s3_* keys and checks an s3: location.
+func (d *decoder) repositoryS3(r *reader, c *Config) {
+	c.Repository.S3 = S3{
+		AccessKeyID: r.str("s3_access_key_id"),
+		SecretFile:  r.str("s3_secret_access_key_file"),
+		SecretEnv:   r.str("s3_secret_access_key_env"),
+		Region:      r.str("s3_region"),
+		Addressing:  r.str("s3_addressing"),
+		TempDir:     r.str("s3_temp_dir"),
+	}
+	if r.given("s3_secret_access_key_file") {
+		if r.given("s3_secret_access_key_env") {
+			d.fail(r.src("s3_secret_access_key_env"), []string{"repository", "s3_secret_access_key_env"},
+				"s3_secret_access_key_file (%s) and s3_secret_access_key_env are both set: give exactly one", r.src("s3_secret_access_key_file"))
+		}
+		c.Repository.S3.SecretEnv = ""
+		r.line("s3_secret_access_key_env").note = "not used: s3_secret_access_key_file is set"
+	} else if name := c.Repository.S3.SecretEnv; name != "" {
+		state := "is not set"
+		if v, ok := c.lookup(name); ok && v != "" {
+			state = "is set"
+		}
+		r.line("s3_secret_access_key_env").note += "; " + name + " " + state + " (its value is never shown)"
+	}
+	loc := c.Repository.Location
+	if !s3.IsLocation(loc) {
+		return
+	}
+	if _, err := s3.ParseLocation(loc); err != nil {
+		d.fail(r.src("location"), []string{"repository", "location"}, "%v", err)
+	}
+	if c.Repository.S3.AccessKeyID == "" {
+		d.fail(r.src("location"), []string{"repository", "s3_access_key_id"},
+			"an s3: location needs credentials: set s3_access_key_id (or AWS_ACCESS_KEY_ID) and the secret in s3_secret_access_key_file or the variable s3_secret_access_key_env names (default AWS_SECRET_ACCESS_KEY)")
 	}
 }
 

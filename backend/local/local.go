@@ -32,7 +32,7 @@ func Create(dir string) (*Backend, error) {
 		return nil, fmt.Errorf("local: create %s: %w", dir, err)
 	}
 	if _, err := os.Lstat(filepath.Join(dir, "config")); err == nil {
-		return nil, fmt.Errorf("local: create %s: a repository already exists there (config file present)", dir)
+		return nil, fmt.Errorf("local: create %s: %w: a repository already exists there (config file present)", dir, backend.ErrExists)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("local: create %s: %w", dir, mapNoSpace(err))

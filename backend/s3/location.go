@@ -31,12 +31,16 @@ func ParseLocation(s string) (Location, error) {
 	if !IsLocation(s) {
 		return Location{}, fmt.Errorf("repository location %q is not an S3 location: %s", s, want)
 	}
-	u, err := url.Parse(strings.TrimPrefix(s, Scheme))
+	rest := strings.TrimPrefix(s, Scheme)
+	if _, after, ok := strings.Cut(rest, "://"); ok {
+		if authority, _, _ := strings.Cut(after, "/"); strings.Contains(authority, "@") {
+			// Not echoed: what is before the @ may be a secret.
+			return Location{}, fmt.Errorf("repository location: credentials do not belong in the location (it is printed); give them in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or the config file")
+		}
+	}
+	u, err := url.Parse(rest)
 	if err != nil {
 		return Location{}, fmt.Errorf("repository location %q: %v; %s", s, err, want)
-	}
-	if u.User != nil {
-		return Location{}, fmt.Errorf("repository location s3:%s://%s/...: credentials do not belong in the location (it is printed); give them in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or the config file", u.Scheme, u.Host)
 	}
 	var l Location
 	switch u.Scheme {

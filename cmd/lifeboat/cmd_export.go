@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"lifeboat/backend/local"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
 )
@@ -34,9 +32,9 @@ type exportMessage struct {
 func newExportCommand(g *globalOptions) *cobra.Command {
 	var o exportOptions
 	cmd := &cobra.Command{
-		Use:   "export --to DIR --to-password-file FILE SNAPSHOT...",
+		Use:   "export --to LOCATION --to-password-file FILE SNAPSHOT...",
 		Short: "Copy snapshots into another repository",
-		Long: "Copy each SNAPSHOT (an id, a unique prefix, or `latest` with --workspace) into the repository at DIR, which must exist " +
+		Long: "Copy each SNAPSHOT (an id, a unique prefix, or `latest` with --workspace) into the repository at LOCATION (a directory, or s3:https://HOST/BUCKET[/PREFIX] with the AWS_* credentials of the environment), which must exist " +
 			"(`lifeboat init`). Ids are keyed per repository, so every file is re-chunked and re-identified for the target and every " +
 			"tree rewritten. A snapshot's sensitive part (browser profiles) is left out unless --include-sensitive is given, which " +
 			"needs keys with the sensitive tier in both repositories.",
@@ -51,7 +49,7 @@ func newExportCommand(g *globalOptions) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.to, "to", "", "the target repository `DIR` (required)")
+	f.StringVar(&o.to, "to", "", "the target repository `LOCATION` (required)")
 	f.StringVar(&o.toPasswordFile, "to-password-file", "", "read the target repository's password from `FILE` (required)")
 	f.StringVar(&o.workspace, "workspace", "", "workspace whose latest snapshot `latest` means")
 	f.BoolVar(&o.includeSensitive, "include-sensitive", false, "also copy browser profiles (needs the sensitive tier in both repositories)")
@@ -69,9 +67,9 @@ func runExport(ctx context.Context, g *globalOptions, src *repo.Repository, refs
 		g.emitSkipped(skipped, m)
 		snaps = append(snaps, m)
 	}
-	be, err := local.Open(o.to)
+	be, err := openLocation(ctx, o.to, nil, false)
 	if err != nil {
-		return exportTargetError(o.to, err)
+		return fmt.Errorf("export target: %w", err)
 	}
 	pw, err := readPasswordFile(o.toPasswordFile)
 	if err != nil {
@@ -125,12 +123,3 @@ func runExport(ctx context.Context, g *globalOptions, src *repo.Repository, refs
 	return errors.Join(err, dst.Close(ctx), be.Close())
 }
 
-// exportTargetError names why the export target did not open, with the
-// exit code other commands give: 22 when it refused this user (the
-// repository may well be there), 10 otherwise.
-func exportTargetError(dir string, err error) error {
-	if errors.Is(err, fs.ErrPermission) {
-		return fmt.Errorf("export target: %w: %w", repo.ErrAccessDenied, err)
-	}
-	return fmt.Errorf("export target: %w at %s (create it with `lifeboat init`): %w", repo.ErrNoRepository, dir, err)
-}

@@ -57,7 +57,7 @@ func runInit(cmd *cobra.Command, g *globalOptions, o initOptions) error {
 		return err
 	}
 	defer clear(pw)
-	be, err := g.openBackend(true)
+	be, err := g.openBackend(cmd.Context(), true)
 	if err != nil {
 		return err
 	}

@@ -34,6 +34,7 @@ const (
 	exitQuiesce     = 20  // the workspace could not be quiesced in time; retryable
 	exitRecovering  = 21  // the workspace is lost or being recovered; capture or restart refused
 	exitNoAccess    = 22  // the repository is there but this user may not read it (permission denied)
+	exitUnavailable = 23  // the repository's storage could not be reached or kept failing; retryable
 	exitInterrupted = 130 // interrupted by a signal
 	_               = exitPartial
 )
@@ -96,6 +97,8 @@ func exitCode(err error) int {
 		return exitTierLocked
 	case errors.Is(err, backend.ErrNoSpace), errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		return exitNoSpace
+	case errors.Is(err, backend.ErrUnavailable):
+		return exitUnavailable
 	case errors.Is(err, repo.ErrCorrupt), errors.Is(err, repo.ErrPackMissing), errors.Is(err, repo.ErrBlobNotFound),
 		errors.Is(err, crypt.ErrAuth), errors.Is(err, prune.ErrDamaged):
 		return exitCorrupt

@@ -7,35 +7,73 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"time"
 
 	"golang.org/x/term"
 
 	"lifeboat/backend"
 	"lifeboat/backend/local"
+	"lifeboat/backend/location"
+	"lifeboat/backend/s3"
+	"lifeboat/config"
 	"lifeboat/repo"
 )
 
 // openBackend opens the repository location; create makes it for init.
-func (g *globalOptions) openBackend(create bool) (backend.Backend, error) {
+func (g *globalOptions) openBackend(ctx context.Context, create bool) (backend.Backend, error) {
 	if g.repo == "" {
 		return nil, usageError{"no repository: pass --repo or set LIFEBOAT_REPO"}
 	}
-	if create {
-		if _, err := os.Stat(filepath.Join(g.repo, "config")); err == nil {
-			return nil, fmt.Errorf("%w at %s", repo.ErrRepoExists, g.repo)
-		}
-		return local.Create(g.repo)
-	}
-	be, err := local.Open(g.repo)
-	if errors.Is(err, fs.ErrPermission) { // the repository may be there: say what refused whom
-		return nil, fmt.Errorf("%w: %w", repo.ErrAccessDenied, err)
-	}
+	be, err := openLocation(ctx, g.repo, g.cfg, create)
 	if err != nil {
-		return nil, fmt.Errorf("%w at %s (create one with `lifeboat init`): %w", repo.ErrNoRepository, g.repo, err)
+		return nil, err
 	}
 	return withCrashHook(be), nil
+}
+
+// openLocation opens (create: prepares for init) the repository at loc,
+// with the S3 settings of cfg (nil: the environment's), and maps the
+// backends' errors to the repository's: an existing repository,
+// permission denied, no repository.
+func openLocation(ctx context.Context, loc string, cfg *config.Config, create bool) (backend.Backend, error) {
+	o, err := s3Settings(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var be backend.Backend
+	if create {
+		be, err = location.Create(ctx, loc, o)
+	} else {
+		be, err = location.Open(ctx, loc, o)
+	}
+	switch {
+	case err == nil:
+		return be, nil
+	case errors.Is(err, backend.ErrExists):
+		return nil, fmt.Errorf("%w at %s", repo.ErrRepoExists, loc)
+	case errors.Is(err, fs.ErrPermission): // the repository may be there: say what refused whom
+		return nil, fmt.Errorf("%w: %w", repo.ErrAccessDenied, err)
+	case create, errors.Is(err, backend.ErrUnavailable), errors.Is(err, context.Canceled):
+		return nil, err
+	}
+	return nil, fmt.Errorf("%w at %s (create one with `lifeboat init`): %w", repo.ErrNoRepository, loc, err)
+}
+
+// s3Settings are the S3 settings of cfg's [repository], or of the
+// environment without a config file.
+func s3Settings(cfg *config.Config) (location.S3, error) {
+	var o location.S3
+	if cfg != nil && location.IsS3(cfg.Repository.Location) {
+		s := cfg.Repository.S3
+		secret, err := cfg.S3SecretAccessKey()
+		if err != nil {
+			return o, usageError{err.Error()}
+		}
+		o = location.S3{AccessKeyID: s.AccessKeyID, SecretAccessKey: secret, Region: s.Region,
+			Addressing: s3.Addressing(s.Addressing), TempDir: s.TempDir}
+	}
+	o.FromEnv(os.LookupEnv)
+	return o, nil
 }
 
 // password returns the repository password from --password-file,
@@ -110,7 +148,7 @@ func (g *globalOptions) prompt(prompt string, confirm bool) ([]byte, error) {
 // and syncs the local index), runs fn, then closes it, keeping fn's error
 // first.
 func (g *globalOptions) withRepo(ctx context.Context, withIndex bool, fn func(r *repo.Repository) error) error {
-	be, err := g.openBackend(false)
+	be, err := g.openBackend(ctx, false)
 	if err != nil {
 		return err
 	}

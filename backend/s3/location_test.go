@@ -1,0 +1,47 @@
+package s3
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseLocation(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Location
+	}{
+		{"s3:https://s3.example.com/bucket", Location{Secure: true, Host: "s3.example.com", Bucket: "bucket"}},
+		{"s3:https://s3.example.com:9000/bucket/", Location{Secure: true, Host: "s3.example.com:9000", Bucket: "bucket"}},
+		{"s3:http://127.0.0.1:7070/b-1/team/repo", Location{Host: "127.0.0.1:7070", Bucket: "b-1", Prefix: "team/repo"}},
+		{"s3:http://[::1]:7070/bucket/p", Location{Host: "[::1]:7070", Bucket: "bucket", Prefix: "p"}},
+	} {
+		got, err := ParseLocation(tc.in)
+		if err != nil || got != tc.want {
+			t.Errorf("ParseLocation(%q) = %+v, %v; want %+v", tc.in, got, err, tc.want)
+		}
+		if again, err := ParseLocation(got.String()); err != nil || again != got {
+			t.Errorf("ParseLocation(%q.String()) = %+v, %v", tc.in, again, err)
+		}
+	}
+	for _, tc := range []struct{ in, msg string }{
+		{"/srv/repo", "not an S3 location"},
+		{"s3:ftp://host/bucket", `scheme "ftp"`},
+		{"s3:https:///bucket", "no host"},
+		{"s3:https://host", "no bucket"},
+		{"s3:https://host/", "no bucket"},
+		{"s3:https://host/Bad_Bucket", "bucket"},
+		{"s3:https://host/bucket/a//b", "empty"},
+		{"s3:https://host/bucket/../x", `".."`},
+		{"s3:https://host/bucket?x=1", "query"},
+		{"s3:https://AKID:hunter2@host/bucket", "credentials do not belong"},
+		{"s3:https://AKID:hunter2@host:bad/bucket", "credentials do not belong"},
+	} {
+		_, err := ParseLocation(tc.in)
+		if err == nil || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("ParseLocation(%q): %v, want an error with %q", tc.in, err, tc.msg)
+		}
+		if err != nil && strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("ParseLocation(%q) repeats the secret: %v", tc.in, err)
+		}
+	}
+}
