@@ -122,4 +122,3 @@ func runExport(ctx context.Context, g *globalOptions, src *repo.Repository, refs
 	}()
 	return errors.Join(err, dst.Close(ctx), be.Close())
 }
-
