@@ -10,10 +10,10 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"lifeboat/providers"
 	"lifeboat/providers/fsmeta"
-	"lifeboat/providers/httpapi"
 )
 
 // Files implements ReadFiles, WriteFiles, Switch, Exec and FileSupport for
@@ -24,7 +24,34 @@ type Files struct {
 	Layout   Layout
 	CacheDir string // local mirrors, one directory per instance
 
-	locks httpapi.KeyLocks
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex // instance -> held while its mirror is in use
+}
+
+// lock returns id's mirror lock.
+func (f *Files) lock(id providers.InstanceID) *sync.Mutex {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.locks == nil {
+		f.locks = map[string]*sync.Mutex{}
+	}
+	l, ok := f.locks[string(id)]
+	if !ok {
+		l = &sync.Mutex{}
+		f.locks[string(id)] = l
+	}
+	return l
+}
+
+// DropMirror removes id's local mirror, for the adapters' Destroy; a
+// mirror a ReadFiles still holds is left (the next ReadFiles replaces it).
+func (f *Files) DropMirror(id providers.InstanceID) {
+	l := f.lock(id)
+	if !l.TryLock() {
+		return
+	}
+	defer l.Unlock()
+	_ = removeLocal(filepath.Join(f.CacheDir, mirrorName(id)))
 }
 
 // maxStdin bounds what Exec sends as a command's standard input.
@@ -134,4 +161,19 @@ func removeLocal(dir string) error {
 		return nil
 	})
 	return os.RemoveAll(dir)
+}
+
+// MakeWorkspace makes the workspace directory of a new instance (mkdir -p
+// in its parent), for the adapters' Create.
+func (f *Files) MakeWorkspace(ctx context.Context, op string, id providers.InstanceID) error {
+	return f.run(ctx, op, id, f.Layout.Parent(), "making the workspace "+f.Layout.Workspace, "mkdir", "-p", f.Layout.Base())
+}
+
+// CheckWorkspace says what is wrong with w as a workspace directory: it
+// must be absolute and not "/".
+func CheckWorkspace(w string) error {
+	if !strings.HasPrefix(w, "/") || path.Clean(w) == "/" {
+		return fmt.Errorf("the workspace %q must be an absolute directory other than /", w)
+	}
+	return nil
 }

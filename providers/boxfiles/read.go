@@ -38,7 +38,9 @@ func (m *mirrorFiles) Close() error {
 // ReadFiles of the instance until Close.
 func (f *Files) ReadFiles(ctx context.Context, id providers.InstanceID) (providers.Files, error) {
 	const op = "read files"
-	unlock := f.locks.Lock(string(id))
+	l := f.lock(id)
+	l.Lock()
+	unlock := l.Unlock
 	dir, err := f.readFiles(ctx, op, id)
 	if err != nil {
 		unlock()

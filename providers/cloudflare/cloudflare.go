@@ -3,11 +3,11 @@ package cloudflare
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"lifeboat/providers"
@@ -72,8 +72,9 @@ func New(cfg Config) (*Provider, error) {
 		return nil, errors.New("cloudflare: the bridge's base URL is required")
 	case cfg.CacheDir == "":
 		return nil, errors.New("cloudflare: a cache directory is required")
-	case !strings.HasPrefix(cfg.Workspace, "/") || filepath.Clean(cfg.Workspace) == "/":
-		return nil, errors.New("cloudflare: the workspace must be an absolute directory other than /")
+	}
+	if err := boxfiles.CheckWorkspace(cfg.Workspace); err != nil {
+		return nil, fmt.Errorf("cloudflare: %w", err)
 	}
 	hdr := http.Header{"Authorization": {"Bearer " + cfg.Token}}
 	p := &Provider{cfg: cfg, now: time.Now,
@@ -141,22 +142,19 @@ func (p *Provider) Create(ctx context.Context, spec providers.CreateSpec) (provi
 	if _, err := p.c.Do(ctx, op, id, http.MethodPut, sandboxPath(id), map[string]any{"labels": spec.Labels}, &sb); err != nil {
 		return "", err
 	}
-	l := p.Files.Layout
-	res, err := p.Box.Run(ctx, id, l.Parent(), []string{"mkdir", "-p", l.Base()})
-	if err == nil && res.ExitCode != 0 {
-		err = &providers.Error{Provider: Name, Op: op, Instance: id, Kind: providers.KindConflict,
-			Err: errors.New("making the workspace " + l.Workspace + ": " + strings.TrimSpace(string(res.Stderr)))}
-	}
-	if err != nil {
+	if err := p.MakeWorkspace(ctx, op, id); err != nil {
 		return "", err
 	}
 	return id, nil
 }
 
 // Destroy implements providers.Provider: DELETE /v1/sandboxes/{id}; 404
-// means already gone.
+// means already gone. The local mirror goes too.
 func (p *Provider) Destroy(ctx context.Context, id providers.InstanceID) error {
 	_, err := p.c.Do(ctx, "destroy", id, http.MethodDelete, sandboxPath(id), nil, nil, http.StatusNotFound)
+	if err == nil {
+		p.DropMirror(id)
+	}
 	return err
 }
 

@@ -2,10 +2,7 @@ package cloudflare
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"testing"
-	"time"
 
 	"lifeboat/providers"
 	"lifeboat/providers/platformtest"
@@ -34,14 +31,9 @@ func newProvider(t *testing.T, base, cache, token string) *Provider {
 
 func TestConformance(t *testing.T) {
 	s, base, cache := start(t)
-	providertest.Run(t, providertest.Harness{
-		New:              func(t *testing.T) providers.Provider { return newProvider(t, base, cache, "bridge-token") },
-		RemoveBehindBack: func(t *testing.T, id providers.InstanceID) { s.Remove(string(id)) },
-		Unreachable: func(t *testing.T) providers.Provider {
-			return newProvider(t, platformtest.Down(), cache, "bridge-token")
-		},
-		Absent: "ws-absent",
-	})
+	providertest.Run(t, s.Harness(base, "ws-absent", func(t *testing.T, base string) providers.Provider {
+		return newProvider(t, base, cache, "bridge-token")
+	}))
 }
 
 // TestStatusMapping: the bridge's 404 is the only Missing; 502, 503
@@ -55,44 +47,14 @@ func TestStatusMapping(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases := []struct {
-		status     int
-		body       string
-		retryAfter string
-		want       providers.Kind
-		wantWait   time.Duration
-	}{
-		{401, `{"error":{"code":"UNAUTHORIZED","message":"bad bridge token"}}`, "", providers.KindUnauthorized, 0},
-		{403, `{"error":{"code":"FORBIDDEN"}}`, "", providers.KindUnauthorized, 0},
-		{429, `{"error":{"code":"RATE_LIMITED"}}`, "4", providers.KindRateLimited, 4 * time.Second},
-		{502, `error code: 502`, "", providers.KindUnavailable, 0},
-		{503, `{"error":{"code":"CONTAINER_UNAVAILABLE","message":"container_starting","retryAfterMs":2000}}`, "2", providers.KindUnavailable, 0},
-		{500, `{"error":{"code":"INTERNAL"}}`, "", providers.KindUnavailable, 0},
-	}
-	for _, c := range cases {
-		s.SetFault(platformtest.Status(c.status, c.body, c.retryAfter))
-		st, err := p.Inspect(ctx, id)
-		if st.State == providers.Missing {
-			t.Fatalf("%d answered as Missing", c.status)
-		}
-		providertest.WantKind(t, fmt.Sprintf("Inspect answered %d", c.status), err, c.want)
-		if d, _ := providers.RetryAfter(err); d != c.wantWait {
-			t.Fatalf("%d: RetryAfter %v, want %v", c.status, d, c.wantWait)
-		}
-		_, err = p.ReadFiles(ctx, id)
-		providertest.WantKind(t, fmt.Sprintf("ReadFiles answered %d", c.status), err, c.want)
-		_, err = p.Checkpoint(ctx, id)
-		providertest.WantKind(t, fmt.Sprintf("Checkpoint answered %d", c.status), err, c.want)
-	}
-	s.SetFault(nil)
-	if st, err := p.Inspect(ctx, id); err != nil || st.State != providers.Running {
-		t.Fatalf("after the faults: %+v, %v", st, err)
-	}
-	_, err = newProvider(t, base, cache, "wrong-secret").Inspect(ctx, id)
-	providertest.WantKind(t, "Inspect with a wrong token", err, providers.KindUnauthorized)
-	if strings.Contains(err.Error(), "wrong-secret") {
-		t.Fatalf("error carries the token: %v", err)
-	}
+	cases := append(platformtest.CommonStatuses(`{"error":{"code":"UNAUTHORIZED","message":"bad bridge token"}}`, `{"error":{"code":"RATE_LIMITED"}}`),
+		platformtest.StatusCase{Status: 503, Body: `{"error":{"code":"CONTAINER_UNAVAILABLE","message":"container_starting","retryAfterMs":2000}}`,
+			RetryAfter: "2", Want: providers.KindUnavailable})
+	platformtest.CheckStatuses(t, s, p, id, cases, map[string]func() error{
+		"ReadFiles":  func() error { _, err := p.ReadFiles(ctx, id); return err },
+		"Checkpoint": func() error { _, err := p.Checkpoint(ctx, id); return err },
+		"Create":     func() error { _, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "other"}); return err },
+	}, newProvider(t, base, cache, "wrong-secret"))
 }
 
 // TestLostDiskRolledBack: a container that restarted without its disk is

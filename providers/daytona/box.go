@@ -17,6 +17,10 @@ import (
 // maxOutput bounds each of a command's stdout and stderr.
 const maxOutput = 1 << 20
 
+// execTimeout is the timeout, in seconds, asked of the toolbox for one
+// command: archiving or unpacking a large workspace takes a while.
+const execTimeout = 1800
+
 // box is the Daytona toolbox for boxfiles.
 type box struct{ p *Provider }
 
@@ -78,7 +82,7 @@ func (b box) Run(ctx context.Context, id providers.InstanceID, dir string, argv 
 		ExitCode int    `json:"exitCode"`
 		Result   string `json:"result"`
 	}
-	if _, err := b.p.d.Do(ctx, "exec", id, http.MethodPost, toolboxPath(id, "process/execute"), map[string]any{"command": Quote(cmd), "cwd": dir}, &out); err != nil {
+	if _, err := b.p.d.Do(ctx, "exec", id, http.MethodPost, toolboxPath(id, "process/execute"), map[string]any{"command": Quote(cmd), "cwd": dir, "timeout": execTimeout}, &out); err != nil {
 		return providers.ExecResult{}, err
 	}
 	res := providers.ExecResult{ExitCode: out.ExitCode}

@@ -1,13 +1,14 @@
 package daytona
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"lifeboat/providers"
@@ -98,8 +99,9 @@ func New(cfg Config) (*Provider, error) {
 	switch {
 	case cfg.CacheDir == "":
 		return nil, errors.New("daytona: a cache directory is required")
-	case !strings.HasPrefix(cfg.Workspace, "/") || filepath.Clean(cfg.Workspace) == "/":
-		return nil, errors.New("daytona: the workspace must be an absolute directory other than /")
+	}
+	if err := boxfiles.CheckWorkspace(cfg.Workspace); err != nil {
+		return nil, fmt.Errorf("daytona: %w", err)
 	}
 	hdr := http.Header{"Authorization": {"Bearer " + cfg.APIKey}}
 	if cfg.OrganizationID != "" {
@@ -182,7 +184,7 @@ func (p *Provider) Create(ctx context.Context, spec providers.CreateSpec) (provi
 		}
 	}
 	body := map[string]any{"labels": labels}
-	if s := firstOf(spec.Template, p.cfg.Snapshot); s != "" {
+	if s := cmp.Or(spec.Template, p.cfg.Snapshot); s != "" {
 		body["snapshot"] = s
 	}
 	var sb sandbox
@@ -193,13 +195,7 @@ func (p *Provider) Create(ctx context.Context, spec providers.CreateSpec) (provi
 		return "", &providers.Error{Provider: Name, Op: op, Kind: providers.KindUnavailable, Err: errors.New("POST /sandbox answered without an id")}
 	}
 	id := providers.InstanceID(sb.ID)
-	l := p.Files.Layout
-	res, err := p.Box.Run(ctx, id, l.Parent(), []string{"mkdir", "-p", l.Base()})
-	if err == nil && res.ExitCode != 0 {
-		err = &providers.Error{Provider: Name, Op: op, Instance: id, Kind: providers.KindConflict,
-			Err: errors.New("making the workspace " + l.Workspace + ": " + strings.TrimSpace(string(res.Stderr)))}
-	}
-	if err != nil {
+	if err := p.MakeWorkspace(ctx, op, id); err != nil {
 		return "", err
 	}
 	return id, nil
@@ -209,6 +205,9 @@ func (p *Provider) Create(ctx context.Context, spec providers.CreateSpec) (provi
 // already gone.
 func (p *Provider) Destroy(ctx context.Context, id providers.InstanceID) error {
 	_, err := p.c.Do(ctx, "destroy", id, http.MethodDelete, sandboxPath(id), nil, nil, http.StatusNotFound, http.StatusGone)
+	if err == nil {
+		p.DropMirror(id)
+	}
 	return err
 }
 
@@ -235,13 +234,4 @@ func (p *Provider) Stop(ctx context.Context, id providers.InstanceID) error {
 	}
 	_, err := p.c.Do(ctx, op, id, http.MethodPost, sandboxPath(id)+"/stop", nil, nil)
 	return err
-}
-
-func firstOf(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }

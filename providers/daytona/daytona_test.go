@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"lifeboat/providers"
 	"lifeboat/providers/platformtest"
@@ -33,12 +32,9 @@ func newProvider(t *testing.T, base, cache, key string) *Provider {
 
 func TestConformance(t *testing.T) {
 	s, base, cache := start(t)
-	providertest.Run(t, providertest.Harness{
-		New:              func(t *testing.T) providers.Provider { return newProvider(t, base, cache, "dtn_key") },
-		RemoveBehindBack: func(t *testing.T, id providers.InstanceID) { s.Remove(string(id)) },
-		Unreachable:      func(t *testing.T) providers.Provider { return newProvider(t, platformtest.Down(), cache, "dtn_key") },
-		Absent:           "5f0c1e8e-0000-4000-8000-000000000000",
-	})
+	providertest.Run(t, s.Harness(base, "5f0c1e8e-0000-4000-8000-000000000000", func(t *testing.T, base string) providers.Provider {
+		return newProvider(t, base, cache, "dtn_key")
+	}))
 }
 
 // TestStatusMapping: 404 of GET /sandbox/{id} is the only Missing; 502,
@@ -52,51 +48,13 @@ func TestStatusMapping(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases := []struct {
-		status     int
-		body       string
-		retryAfter string
-		want       providers.Kind
-		wantWait   time.Duration
-	}{
-		{401, `{"statusCode":401,"message":"Unauthorized","error":"Unauthorized"}`, "", providers.KindUnauthorized, 0},
-		{403, `{"statusCode":403,"message":"Forbidden resource","error":"Forbidden"}`, "", providers.KindUnauthorized, 0},
-		{429, `{"statusCode":429,"message":"ThrottlerException: Too Many Requests"}`, "30", providers.KindRateLimited, 30 * time.Second},
-		{500, `{"statusCode":500,"message":"Internal server error"}`, "", providers.KindUnavailable, 0},
-		{502, `<html>502 Bad Gateway</html>`, "", providers.KindUnavailable, 0},
-		{503, `{"statusCode":503,"message":"Service Unavailable"}`, "", providers.KindUnavailable, 0},
-	}
-	for _, c := range cases {
-		s.SetFault(platformtest.Status(c.status, c.body, c.retryAfter))
-		st, err := p.Inspect(ctx, id)
-		if st.State == providers.Missing {
-			t.Fatalf("%d answered as Missing", c.status)
-		}
-		providertest.WantKind(t, fmt.Sprintf("Inspect answered %d", c.status), err, c.want)
-		if d, _ := providers.RetryAfter(err); d != c.wantWait {
-			t.Fatalf("%d: RetryAfter %v, want %v", c.status, d, c.wantWait)
-		}
-		_, err = p.ReadFiles(ctx, id)
-		providertest.WantKind(t, fmt.Sprintf("ReadFiles answered %d", c.status), err, c.want)
-		_, err = p.Create(ctx, providers.CreateSpec{IdempotencyKey: "other"})
-		providertest.WantKind(t, fmt.Sprintf("Create answered %d", c.status), err, c.want)
-	}
-	s.SetFault(nil)
-	if st, err := p.Inspect(ctx, id); err != nil || st.State != providers.Running {
-		t.Fatalf("after the faults: %+v, %v", st, err)
-	}
-	_, err = newProvider(t, base, cache, "wrong-secret").Inspect(ctx, id)
-	providertest.WantKind(t, "Inspect with a wrong key", err, providers.KindUnauthorized)
-	if strings.Contains(err.Error(), "wrong-secret") {
-		t.Fatalf("error carries the key: %v", err)
-	}
-	release := make(chan struct{})
-	defer close(release)
-	s.SetFault(platformtest.Hang(release))
-	tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	defer cancel()
-	_, err = p.Inspect(tctx, id)
-	providertest.WantKind(t, "Inspect timing out", err, providers.KindUnavailable)
+	cases := platformtest.CommonStatuses(`{"statusCode":401,"message":"Unauthorized","error":"Unauthorized"}`,
+		`{"statusCode":429,"message":"ThrottlerException: Too Many Requests"}`)
+	platformtest.CheckStatuses(t, s, p, id, cases, map[string]func() error{
+		"ReadFiles": func() error { _, err := p.ReadFiles(ctx, id); return err },
+		"Create":    func() error { _, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "other"}); return err },
+		"Stop":      func() error { return p.Stop(ctx, id) },
+	}, newProvider(t, base, cache, "wrong-secret"))
 }
 
 // TestStopKeepsFiles: Stop labels and stops the sandbox; Inspect says

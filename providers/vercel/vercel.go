@@ -1,8 +1,10 @@
 package vercel
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -85,8 +87,9 @@ func New(cfg Config) (*Provider, error) {
 		return nil, errors.New("vercel: a cache directory is required")
 	case cfg.ProjectID == "":
 		return nil, errors.New("vercel: a project id is required")
-	case !strings.HasPrefix(cfg.Workspace, "/") || filepath.Clean(cfg.Workspace) == "/":
-		return nil, errors.New("vercel: the workspace must be an absolute directory other than /")
+	}
+	if err := boxfiles.CheckWorkspace(cfg.Workspace); err != nil {
+		return nil, fmt.Errorf("vercel: %w", err)
 	}
 	hdr := http.Header{"Authorization": {"Bearer " + cfg.Token}}
 	p := &Provider{NoCheckpoints: httpapi.NoCheckpoints{Provider: Name}, cfg: cfg, now: time.Now,
@@ -166,7 +169,7 @@ func (p *Provider) Create(ctx context.Context, spec providers.CreateSpec) (provi
 		}
 	}
 	body := map[string]any{"projectId": p.cfg.ProjectID}
-	if rt := firstOf(spec.Template, p.cfg.Runtime); rt != "" {
+	if rt := cmp.Or(spec.Template, p.cfg.Runtime); rt != "" {
 		body["runtime"] = rt
 	}
 	if p.cfg.SandboxTimeout > 0 {
@@ -186,13 +189,7 @@ func (p *Provider) Create(ctx context.Context, spec providers.CreateSpec) (provi
 				Err: errors.New("sandbox created but its idempotency record could not be written: " + err.Error())}
 		}
 	}
-	l := p.Files.Layout
-	res, err := p.Box.Run(ctx, id, l.Parent(), []string{"mkdir", "-p", l.Base()})
-	if err == nil && res.ExitCode != 0 {
-		err = &providers.Error{Provider: Name, Op: op, Instance: id, Kind: providers.KindConflict,
-			Err: errors.New("making the workspace " + l.Workspace + ": " + strings.TrimSpace(string(res.Stderr)))}
-	}
-	if err != nil {
+	if err := p.MakeWorkspace(ctx, op, id); err != nil {
 		return "", err
 	}
 	return id, nil
@@ -202,16 +199,10 @@ func (p *Provider) Create(ctx context.Context, spec providers.CreateSpec) (provi
 // sandbox already gone (404) or stopped (410) is not an error.
 func (p *Provider) Destroy(ctx context.Context, id providers.InstanceID) error {
 	_, err := p.c.Do(ctx, "destroy", id, http.MethodPost, p.q(sandboxPath(id)+"/stop"), nil, nil, http.StatusNotFound, http.StatusGone)
-	return err
-}
-
-func firstOf(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
+	if err == nil {
+		p.DropMirror(id)
 	}
-	return ""
+	return err
 }
 
 // writeRecord writes an idempotency record atomically.

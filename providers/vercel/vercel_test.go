@@ -2,11 +2,8 @@ package vercel
 
 import (
 	"context"
-	"fmt"
-	"net/http"
-	"strings"
+	"os"
 	"testing"
-	"time"
 
 	"lifeboat/providers"
 	"lifeboat/providers/platformtest"
@@ -33,12 +30,7 @@ func newProvider(t *testing.T, base, cache, token string) *Provider {
 
 func TestConformance(t *testing.T) {
 	s, base, cache := start(t)
-	providertest.Run(t, providertest.Harness{
-		New:              func(t *testing.T) providers.Provider { return newProvider(t, base, cache, "tok") },
-		RemoveBehindBack: func(t *testing.T, id providers.InstanceID) { s.Remove(string(id)) },
-		Unreachable:      func(t *testing.T) providers.Provider { return newProvider(t, platformtest.Down(), cache, "tok") },
-		Absent:           "sbx_absent",
-	})
+	providertest.Run(t, s.Harness(base, "sbx_absent", func(t *testing.T, base string) providers.Provider { return newProvider(t, base, cache, "tok") }))
 }
 
 // TestStatusMapping: 404 of the control plane is the only Missing; 502,
@@ -52,54 +44,12 @@ func TestStatusMapping(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases := []struct {
-		status     int
-		body       string
-		retryAfter string
-		want       providers.Kind
-		wantWait   time.Duration
-	}{
-		{401, `{"error":{"code":"unauthorized","message":"Not authenticated"}}`, "", providers.KindUnauthorized, 0},
-		{403, `{"error":{"code":"forbidden","message":"Not authorized"}}`, "", providers.KindUnauthorized, 0},
-		{429, `{"error":{"code":"rate_limited","message":"Too many requests"}}`, "12", providers.KindRateLimited, 12 * time.Second},
-		{500, `{"error":{"code":"internal_server_error"}}`, "", providers.KindUnavailable, 0},
-		{502, `<html>Bad Gateway</html>`, "", providers.KindUnavailable, 0},
-		{503, `{}`, "", providers.KindUnavailable, 0},
-		{400, `{"error":{"code":"bad_request"}}`, "", providers.KindInvalid, 0},
-	}
-	for _, c := range cases {
-		s.SetFault(platformtest.Status(c.status, c.body, c.retryAfter))
-		st, err := p.Inspect(ctx, id)
-		if st.State == providers.Missing {
-			t.Fatalf("%d answered as Missing", c.status)
-		}
-		providertest.WantKind(t, fmt.Sprintf("Inspect answered %d", c.status), err, c.want)
-		if d, _ := providers.RetryAfter(err); d != c.wantWait {
-			t.Fatalf("%d: RetryAfter %v, want %v", c.status, d, c.wantWait)
-		}
-		_, err = p.ReadFiles(ctx, id)
-		providertest.WantKind(t, fmt.Sprintf("ReadFiles answered %d", c.status), err, c.want)
-		_, err = p.Create(ctx, providers.CreateSpec{IdempotencyKey: "other"})
-		providertest.WantKind(t, fmt.Sprintf("Create answered %d", c.status), err, c.want)
-	}
-	s.SetFault(nil)
-	if st, err := p.Inspect(ctx, id); err != nil || st.State != providers.Running {
-		t.Fatalf("after the faults: %+v, %v", st, err)
-	}
-	// A wrong token: the server's own 403, never echoing the token.
-	_, err = newProvider(t, base, cache, "wrong-secret").Inspect(ctx, id)
-	providertest.WantKind(t, "Inspect with a wrong token", err, providers.KindUnauthorized)
-	if strings.Contains(err.Error(), "wrong-secret") {
-		t.Fatalf("error carries the token: %v", err)
-	}
-	// A control plane that does not answer before the deadline.
-	release := make(chan struct{})
-	defer close(release)
-	s.SetFault(platformtest.Hang(release))
-	tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	defer cancel()
-	_, err = p.Inspect(tctx, id)
-	providertest.WantKind(t, "Inspect timing out", err, providers.KindUnavailable)
+	cases := append(platformtest.CommonStatuses(`{"error":{"code":"forbidden","message":"Not authorized"}}`, `{"error":{"code":"rate_limited","message":"Too many requests"}}`),
+		platformtest.StatusCase{Status: 400, Body: `{"error":{"code":"bad_request"}}`, Want: providers.KindInvalid})
+	platformtest.CheckStatuses(t, s, p, id, cases, map[string]func() error{
+		"ReadFiles": func() error { _, err := p.ReadFiles(ctx, id); return err },
+		"Create":    func() error { _, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "other"}); return err },
+	}, newProvider(t, base, cache, "wrong-secret"))
 }
 
 // TestStoppedIsMissing: a stopped Vercel sandbox has lost its filesystem,
@@ -124,5 +74,43 @@ func TestStoppedIsMissing(t *testing.T) {
 	if n := s.Calls("POST /v1/sandboxes"); n != 1 {
 		t.Fatalf("%d sandboxes created, want 1", n)
 	}
-	_ = http.StatusGone
+}
+
+// TestDestroyDropsMirror: Destroy removes the instance's local mirror,
+// but not while a ReadFiles still holds it.
+func TestDestroyDropsMirror(t *testing.T) {
+	_, base, cache := start(t)
+	p := newProvider(t, base, cache, "tok")
+	ctx := context.Background()
+	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := p.ReadFiles(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Destroy(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(f.Dir()); err != nil {
+		t.Fatalf("Destroy removed a mirror still held: %v", err)
+	}
+	f.Close()
+	other, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err = p.ReadFiles(ctx, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := f.Dir()
+	f.Close()
+	if err := p.Destroy(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("mirror %s still there after Destroy: %v", dir, err)
+	}
 }

@@ -1,0 +1,93 @@
+package platformtest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"lifeboat/providers"
+	"lifeboat/providers/providertest"
+)
+
+// StatusCase is one answer a platform gives and the kind an adapter must
+// make of it.
+type StatusCase struct {
+	Status     int
+	Body       string
+	RetryAfter string // the Retry-After header sent, when not empty
+	Want       providers.Kind
+	WantWait   time.Duration // RetryAfter(err) expected
+}
+
+// CommonStatuses are the answers every platform can give: 401 and 403
+// (unauthorized), 429 with Retry-After (rate_limited, the wait honoured),
+// 500, 502 with a proxy's HTML and 503 (unavailable).
+func CommonStatuses(unauthorized, rateLimited string) []StatusCase {
+	return []StatusCase{
+		{Status: 401, Body: unauthorized, Want: providers.KindUnauthorized},
+		{Status: 403, Body: unauthorized, Want: providers.KindUnauthorized},
+		{Status: 429, Body: rateLimited, RetryAfter: "12", Want: providers.KindRateLimited, WantWait: 12 * time.Second},
+		{Status: 500, Body: `{}`, Want: providers.KindUnavailable},
+		{Status: 502, Body: `<html>502 Bad Gateway</html>`, Want: providers.KindUnavailable},
+		{Status: 503, Body: `{}`, Want: providers.KindUnavailable},
+	}
+}
+
+// CheckStatuses answers every request with each case in turn and checks
+// that Inspect of the running instance id never says Missing and fails
+// with the case's kind and wait, and that each of more (other calls, by
+// name) fails with that kind too. Then, with the faults gone, id is
+// running again; a provider built with a wrong credential (wrong, its
+// credential "wrong-secret") is unauthorized without echoing it; and a
+// platform that does not answer before the deadline is unavailable.
+func CheckStatuses(t *testing.T, s *Sandboxes, p providers.Provider, id providers.InstanceID, cases []StatusCase,
+	more map[string]func() error, wrong providers.Provider) {
+	t.Helper()
+	ctx := context.Background()
+	for _, c := range cases {
+		s.SetFault(Status(c.Status, c.Body, c.RetryAfter))
+		st, err := p.Inspect(ctx, id)
+		if st.State == providers.Missing {
+			t.Fatalf("%d answered as Missing", c.Status)
+		}
+		providertest.WantKind(t, fmt.Sprintf("Inspect answered %d", c.Status), err, c.Want)
+		if d, _ := providers.RetryAfter(err); d != c.WantWait {
+			t.Fatalf("%d: RetryAfter %v, want %v", c.Status, d, c.WantWait)
+		}
+		for name, call := range more {
+			providertest.WantKind(t, fmt.Sprintf("%s answered %d", name, c.Status), call(), c.Want)
+		}
+	}
+	s.SetFault(nil)
+	if st, err := p.Inspect(ctx, id); err != nil || st.State != providers.Running {
+		t.Fatalf("after the faults: %+v, %v", st, err)
+	}
+	_, err := wrong.Inspect(ctx, id)
+	providertest.WantKind(t, "Inspect with a wrong credential", err, providers.KindUnauthorized)
+	if strings.Contains(err.Error(), "wrong-secret") {
+		t.Fatalf("error carries the credential: %v", err)
+	}
+	release := make(chan struct{})
+	defer close(release)
+	s.SetFault(Hang(release))
+	defer s.SetFault(nil)
+	tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	_, err = p.Inspect(tctx, id)
+	providertest.WantKind(t, "Inspect timing out", err, providers.KindUnavailable)
+}
+
+// Harness is the conformance harness for an adapter built by newAt against
+// the contract server at base: the platform removes a sandbox behind the
+// adapter's back, and the same adapter aimed at a server that is gone is
+// unreachable.
+func (s *Sandboxes) Harness(base string, absent providers.InstanceID, newAt func(t *testing.T, base string) providers.Provider) providertest.Harness {
+	return providertest.Harness{
+		New:              func(t *testing.T) providers.Provider { return newAt(t, base) },
+		RemoveBehindBack: func(t *testing.T, id providers.InstanceID) { s.Remove(string(id)) },
+		Unreachable:      func(t *testing.T) providers.Provider { return newAt(t, Down()) },
+		Absent:           absent,
+	}
+}
