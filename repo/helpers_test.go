@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"lifeboat/backend"
-	"lifeboat/backend/local"
 	"lifeboat/blob"
 	"lifeboat/crypt"
+	"lifeboat/internal/storetest"
 )
 
 var testPassword = []byte("correct horse battery staple")
@@ -18,22 +18,25 @@ var testPassword = []byte("correct horse battery staple")
 func testKDF() crypt.KDFParams { return crypt.NewKDFParams(1, 64, 1) }
 
 type testRepo struct {
-	dir, cache string
+	dir, cache string // dir: the store's location
 	be         backend.Backend
+	store      storetest.Store
 }
 
 // newTestRepo initialises a repository in a temp dir with 1 MiB packs.
 func newTestRepo(t *testing.T) *testRepo {
 	t.Helper()
-	dir := t.TempDir()
-	be, err := local.Create(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	return newTestRepoIn(t, storetest.Local(t))
+}
+
+// newTestRepoIn initialises a repository in s with 1 MiB packs.
+func newTestRepoIn(t *testing.T, s storetest.Store) *testRepo {
+	t.Helper()
+	be := s.Create(t)
 	if _, err := Init(context.Background(), be, testPassword, InitOptions{PackSize: 1 << 20, KDF: testKDF()}); err != nil {
 		t.Fatal(err)
 	}
-	return &testRepo{dir: dir, cache: t.TempDir(), be: be}
+	return &testRepo{dir: s.Location, cache: t.TempDir(), be: be, store: s}
 }
 
 // open opens the repository with small packs and the test's cache dir.

@@ -15,6 +15,7 @@ import (
 	"lifeboat/backend/local"
 	"lifeboat/blob"
 	"lifeboat/crypt"
+	"lifeboat/internal/storetest"
 )
 
 func TestInitOpenErrors(t *testing.T) {
@@ -44,8 +45,10 @@ func TestInitOpenErrors(t *testing.T) {
 	}
 }
 
-func TestSaveLoadReopen(t *testing.T) {
-	tr := newTestRepo(t)
+func TestSaveLoadReopen(t *testing.T) { storetest.Each(t, testSaveLoadReopen) }
+
+func testSaveLoadReopen(t *testing.T, s storetest.Store) {
+	tr := newTestRepoIn(t, s)
 	blobs := randomBlobs(t, 1, 60, 200<<10)
 	r := tr.open(t, nil, testPassword)
 	ids := saveAll(t, r, blob.Workspace, blobs)
@@ -109,8 +112,10 @@ func TestTiersGiveUnrelatedIDs(t *testing.T) {
 	}
 }
 
-func TestConcurrentSaves(t *testing.T) {
-	tr := newTestRepo(t)
+func TestConcurrentSaves(t *testing.T) { storetest.Each(t, testConcurrentSaves) }
+
+func testConcurrentSaves(t *testing.T, s storetest.Store) {
+	tr := newTestRepoIn(t, s)
 	r := tr.open(t, nil, testPassword)
 	blobs := randomBlobs(t, 2, 40, 64<<10)
 	var wg sync.WaitGroup
@@ -146,14 +151,12 @@ func TestConcurrentSaves(t *testing.T) {
 
 // Two repositories open on the same directory and cache at once (as two
 // processes would be): both save, nothing is lost.
-func TestTwoWritersSameRepository(t *testing.T) {
-	tr := newTestRepo(t)
+func TestTwoWritersSameRepository(t *testing.T) { storetest.Each(t, testTwoWritersSameRepository) }
+
+func testTwoWritersSameRepository(t *testing.T, s storetest.Store) {
+	tr := newTestRepoIn(t, s)
 	r1 := tr.open(t, nil, testPassword)
-	be2, err := local.Open(tr.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r2 := tr.open(t, be2, testPassword)
+	r2 := tr.open(t, s.Open(t), testPassword)
 	if !r2.Index().Private() {
 		t.Fatal("second writer should fall back to a private index cache")
 	}
