@@ -9,7 +9,8 @@ import (
 	"strings"
 )
 
-// Provider is a named provider instance: LocalProvider or SSHProvider.
+// Provider is a named provider instance: LocalProvider, SSHProvider,
+// E2BProvider or ManagedAgentsProvider.
 // A workspace's provider names one.
 type Provider interface {
 	// InstanceName is the name of the instance ([providers.NAME]).
@@ -87,6 +88,12 @@ func (d *decoder) providers(c *Config) {
 		case TypeDocker:
 			r.keys = dockerKeys
 			c.Providers = append(c.Providers, d.docker(c, r, name))
+		case TypeE2B:
+			r.keys = e2bKeys
+			c.Providers = append(c.Providers, d.e2b(c, r, name))
+		case TypeManagedAgents:
+			r.keys = managedAgentsKeys
+			c.Providers = append(c.Providers, d.managedAgents(c, r, name))
 		case "":
 			d.markUsed(tpath)
 			continue

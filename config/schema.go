@@ -143,11 +143,13 @@ var hookKeys = []spec{
 
 // Provider types and their keys ([providers.NAME]); "type" comes first.
 const (
-	TypeLocal = "local"
-	TypeSSH   = "ssh"
+	TypeLocal         = "local"
+	TypeSSH           = "ssh"
+	TypeE2B           = "e2b"
+	TypeManagedAgents = "managed-agents"
 )
 
-var providerTypes = []string{TypeLocal, TypeSSH, TypeVercel, TypeDaytona, TypeCloudflare, TypeDocker}
+var providerTypes = []string{TypeLocal, TypeSSH, TypeVercel, TypeDaytona, TypeCloudflare, TypeDocker, TypeE2B, TypeManagedAgents}
 
 var typeKey = spec{name: "type", kind: kString, required: true}
 

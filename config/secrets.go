@@ -90,7 +90,8 @@ func secretAlternative(path []string) (string, bool) {
 	case "server":
 		return "file (token_file for the token CLI clients send, tls_key for the TLS key)", true
 	case "providers":
-		return "file (key_file for an SSH provider's private key; api_key_file, or api_key_env naming an environment variable, for a vercel, daytona or cloudflare provider's credential)", true
+		return "file (key_file for an SSH provider's private key; api_key_file, or api_key_env naming an environment variable, for an e2b, vercel, " +
+			"daytona or cloudflare provider's credential; token_file or token_env for a managed-agents provider's token)", true
 	case "repository":
 		if strings.HasPrefix(k, "s3_") {
 			return "file (s3_secret_access_key_file) or environment variable name (s3_secret_access_key_env)", true

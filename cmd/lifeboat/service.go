@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	xssh "golang.org/x/crypto/ssh"
 
 	"lifeboat/config"
 	"lifeboat/providers"
 	"lifeboat/providers/docker"
+	"lifeboat/providers/e2b"
 	"lifeboat/providers/local"
+	"lifeboat/providers/managedagents"
 	"lifeboat/providers/ssh"
 	"lifeboat/recovery"
 	"lifeboat/repo"
@@ -79,6 +82,21 @@ func providerInstances(c *config.Config) (map[string]providers.Provider, error) 
 				return nil, usageError{fmt.Sprintf("provider %s: %v", p.Name, err)}
 			}
 			out[p.Name] = dp
+		case config.E2BProvider:
+			key, err := c.Secret(p.APIKey)
+			if err != nil {
+				return nil, usageError{fmt.Sprintf("provider %s: %v", p.Name, err)}
+			}
+			out[p.Name] = e2b.New(e2b.Config{APIKey: key, BaseURL: p.BaseURL, SandboxURL: p.SandboxURL, Domain: p.Domain,
+				Template: p.Template, SandboxTimeout: int(p.SandboxTimeout / time.Second), User: p.User, Home: p.Home,
+				Workspace: p.Workspace, Timeout: p.Timeout, TransferTimeout: p.Transfer, CacheDir: p.CacheDir})
+		case config.ManagedAgentsProvider:
+			tok, err := c.Secret(p.Token)
+			if err != nil {
+				return nil, usageError{fmt.Sprintf("provider %s: %v", p.Name, err)}
+			}
+			out[p.Name] = managedagents.New(managedagents.Config{Token: tok, BaseURL: p.BaseURL, Timeout: p.Timeout,
+				CheckpointTimeout: p.CheckpointTimeout, Label: p.Label})
 		default:
 			return nil, fmt.Errorf("provider %s: type %s is not supported by this lifeboat", p.InstanceName(), p.Type())
 		}

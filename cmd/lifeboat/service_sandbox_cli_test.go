@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"lifeboat/bench"
+	"lifeboat/profile"
+	"lifeboat/providers/e2b/e2btest"
+	"lifeboat/providers/managedagents/matest"
+)
+
+// TestRecoverE2BWorkspaceThroughServe: a real `lifeboat serve` with an
+// e2b provider instance whose platform is the contract server
+// (providers/e2b/e2btest, built from E2B's openapi.yml, envd.yaml and
+// process.proto): a workspace in a sandbox is captured and parked through
+// envd, the sandbox is killed (the control plane answers 404), the
+// workspace is found lost, offered, and on approval recovered into a new
+// sandbox with its files, modes, mtimes, hard links, fifo, symlinks and
+// browser session. The offer says xattrs do not come back. The API key,
+// given by environment variable, never reaches the server's log.
+func TestRecoverE2BWorkspaceThroughServe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the lifeboat binary")
+	}
+	const key = "e2b_0123456789abcdef0123456789abcdef"
+	srv := e2btest.Start(t, key)
+	s := newSvcEnv(t, "")
+	cfg, err := os.ReadFile(s.cfgPath)
+	must(t, err)
+	cfg = append(cfg, fmt.Sprintf(`
+[providers.sbx]
+type = "e2b"
+api_key_env = "LIFEBOAT_TEST_E2B_KEY"
+base_url = %q
+sandbox_url = %q
+
+[workspaces.bot1]
+park_interval = "1ns"
+`, srv.URL, srv.URL)...)
+	must(t, os.WriteFile(s.cfgPath, cfg, 0o600))
+	if r := s.run("config", "check", s.cfgPath); r.code != 0 {
+		t.Fatalf("config check: %s %s", r.stdout, r.stderr)
+	}
+
+	srv.Add("sbx-orig")
+	work := srv.WorkspaceDir("sbx-orig")
+	writeTree(t, work, 11)
+	must(t, os.Link(filepath.Join(work, "d0", "f0.txt"), filepath.Join(work, "d1", "f0-link.txt")))
+	must(t, unix.Mkfifo(filepath.Join(work, "events.fifo"), 0o620))
+	must(t, os.Symlink("d0/f0.txt", filepath.Join(work, "latest")))
+	must(t, os.WriteFile(filepath.Join(work, "tool"), []byte("#!/bin/sh\n"), 0o755))
+	must(t, os.Chmod(filepath.Join(work, "tool"), 0o755|os.ModeSetuid))
+	must(t, os.Mkdir(filepath.Join(work, "shared"), 0o777))
+	must(t, os.Chmod(filepath.Join(work, "shared"), 0o777|os.ModeSticky))
+	fx := profile.NewFixture(31)
+	must(t, fx.Write(context.Background(), filepath.Join(work, "chrome"), profile.FixtureOptions{}))
+	xattrs := unix.Setxattr(filepath.Join(work, "d0", "f3.txt"), "user.origin", []byte("agent run 17"), 0) == nil
+	old := time.Date(2026, 10, 1, 12, 0, 0, 123456789, time.UTC)
+	must(t, os.Chtimes(filepath.Join(work, "d0", "f4.txt"), old, old))
+
+	s.start("LIFEBOAT_TEST_E2B_KEY=" + key)
+	s.cliOK("workspace", "add", "bot1", "--provider", "sbx", "--instance", "sbx-orig")
+	if rc := s.cliJSON("capture", "--workspace", "bot1"); rc["outcome"] != "captured" {
+		t.Fatalf("capture through envd: %v\n%s", rc, s.stderr)
+	}
+	must(t, os.WriteFile(filepath.Join(work, "d2", "late.txt"), []byte("written before the park"), 0o640))
+	park := s.cliJSON("park", "bot1")
+	if park["outcome"] != "captured" {
+		t.Fatalf("park through envd: %v", park)
+	}
+	good := park["snapshot"].(string)
+
+	// Lost: E2B kills the sandbox (its control plane now answers 404).
+	want := filepath.Join(t.TempDir(), "want")
+	must(t, os.Rename(work, want))
+	srv.Remove("sbx-orig")
+	if st := s.cliJSON("workspace", "check", "bot1"); st["state"] != "lost" {
+		t.Fatalf("check: %v", st)
+	}
+	o := s.cliJSON("recovery", "offer", "bot1")
+	if o["checkpoint"] != good || o["profile"] != true {
+		t.Fatalf("offer: %v", o)
+	}
+	var says []string
+	for _, n := range o["not_recoverable"].([]any) {
+		says = append(says, n.(string))
+	}
+	if xattrs && !strings.Contains(strings.Join(says, "\n"), "extended attributes") {
+		t.Fatalf("the offer does not say that xattrs do not come back on e2b: %q", says)
+	}
+	op := s.cliJSON("recovery", "approve", "bot1", "--checkpoint", good, "--wait")
+	if op["step"] != "recovered" {
+		t.Fatalf("recovery: %v\n%s", op, s.stderr)
+	}
+	newID := op["new_instance"].(string)
+	if sb, ok := srv.Lookup(newID); !ok || sb.State != "running" {
+		t.Fatalf("the replacement %s is not a running sandbox on the platform: %+v", newID, sb)
+	}
+	got := srv.WorkspaceDir(newID)
+	if xattrs {
+		// As the offer said: the attribute did not come back.
+		if _, err := unix.Getxattr(filepath.Join(got, "d0", "f3.txt"), "user.origin", make([]byte, 64)); err == nil {
+			t.Fatal("an xattr came back, but the e2b adapter claims none")
+		}
+		must(t, unix.Removexattr(filepath.Join(want, "d0", "f3.txt"), "user.origin"))
+	}
+	d, err := bench.CompareSkip(want, got, func(rel string) bool { return rel == "chrome" })
+	if err != nil || len(d) > 0 {
+		t.Fatalf("the replacement differs from the captured tree: %v %v", d, err)
+	}
+	var a, b syscall.Stat_t
+	must(t, syscall.Stat(filepath.Join(got, "d0", "f0.txt"), &a))
+	must(t, syscall.Stat(filepath.Join(got, "d1", "f0-link.txt"), &b))
+	if a.Ino != b.Ino || a.Nlink != 2 {
+		t.Fatalf("hard link split: inodes %d and %d, %d links", a.Ino, b.Ino, a.Nlink)
+	}
+	if fi, err := os.Lstat(filepath.Join(got, "events.fifo")); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Fatalf("fifo: %v %v", fi, err)
+	}
+	if fi, err := os.Stat(filepath.Join(got, "d0", "f4.txt")); err != nil || !fi.ModTime().Equal(old) {
+		t.Fatalf("mtime: %v %v, want %v", fi.ModTime(), err, old)
+	}
+	if err := fx.Check(context.Background(), filepath.Join(got, "chrome"), false); err != nil {
+		t.Fatalf("browser session: %v", err)
+	}
+	w := s.cliJSON("workspace", "show", "bot1")
+	if w["instance"] != newID || w["generation"].(float64) != 1 || w["provider"] != "sbx" {
+		t.Fatalf("workspace after the recovery: %v", w)
+	}
+	s.stop()
+	if strings.Contains(s.stderr.String(), key) {
+		t.Fatal("the server's log holds the E2B API key")
+	}
+}
+
+// TestRestartManagedAgentsSessionThroughServe: a real `lifeboat serve`
+// with a managed-agents provider instance whose platform is the contract
+// server (providers/managedagents/matest, from DigitalOcean's Harness
+// Runtime sessions reference). Restart without a native checkpoint is a
+// clean refusal; each park takes a native checkpoint before the portable
+// capture (which the adapter cannot do: it has no file access) and keeps
+// only the newest; a delete the platform refuses is retried on the next
+// park; `lifeboat restart` rolls the session back onto the newest
+// checkpoint and records the new sandbox in the workspace's instance id.
+func TestRestartManagedAgentsSessionThroughServe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the lifeboat binary")
+	}
+	const token = "dop_v1_contract_token"
+	srv := matest.Start(t, token)
+	inst := srv.Add("sess_1", "v1")
+	s := newSvcEnv(t, "")
+	tokFile := filepath.Join(s.dir, "agents.token")
+	must(t, os.WriteFile(tokFile, []byte(token+"\n"), 0o600))
+	cfg, err := os.ReadFile(s.cfgPath)
+	must(t, err)
+	cfg = append(cfg, fmt.Sprintf(`
+[providers.agents]
+type = "managed-agents"
+token_file = %q
+base_url = %q
+
+[workspaces.bot1]
+park_interval = "1ns"
+`, tokFile, srv.URL)...)
+	must(t, os.WriteFile(s.cfgPath, cfg, 0o600))
+	s.start("LIFEBOAT_LIFECYCLE_NATIVE_INTERVAL=1ns")
+	s.cliOK("workspace", "add", "bot1", "--provider", "agents", "--instance", inst)
+	if r := s.cli("restart", "bot1"); r.code != exitRefused || !strings.Contains(r.stderr, "no native checkpoint") {
+		t.Fatalf("restart without a native checkpoint: %d %s", r.code, r.stderr)
+	}
+	if ss, _ := srv.Get("sess_1"); ss.SandboxID+"" == "" || "sess_1/"+ss.SandboxID != inst {
+		t.Fatalf("the refused restart changed the session: %+v", ss)
+	}
+	park := func() map[string]any {
+		t.Helper()
+		r := s.cli("--json", "park", "bot1")
+		lines := jsonLines(t, r.stdout)
+		if len(lines) == 0 {
+			t.Fatalf("park printed nothing: %d %s", r.code, r.stderr)
+		}
+		rc := lines[len(lines)-1]
+		if rc["native"] == nil || rc["native"] == "" {
+			t.Fatalf("park took no native checkpoint: %v\n%s", rc, r.stderr)
+		}
+		return rc
+	}
+	checkpoints := func() []string {
+		ss, _ := srv.Get("sess_1")
+		var ids []string
+		for id := range ss.Checkpoints {
+			ids = append(ids, "sess_1/"+id)
+		}
+		return ids
+	}
+	first := park()["native"].(string)
+	second := park()["native"].(string)
+	if cps := checkpoints(); len(cps) != 1 || cps[0] != second || first == second {
+		t.Fatalf("after two parks the platform holds %v; want only the newest %s", cps, second)
+	}
+	// The platform refuses deletes for a while: the old checkpoint stays
+	// and is deleted by a later park.
+	srv.SetFault(func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Method != http.MethodDelete {
+			return false
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprint(w, `{"id":"service_unavailable","message":"try again"}`)
+		return true
+	})
+	third := park()["native"].(string)
+	if cps := checkpoints(); len(cps) != 2 {
+		t.Fatalf("with deletes refused the platform holds %v; want %s and %s", cps, second, third)
+	}
+	srv.SetFault(nil)
+	srv.Update("sess_1", func(ss *matest.Session) { ss.Data = "v2" })
+	fourth := park()["native"].(string)
+	if cps := checkpoints(); len(cps) != 1 || cps[0] != fourth {
+		t.Fatalf("after the deletes came back the platform holds %v; want only %s", cps, fourth)
+	}
+
+	srv.Update("sess_1", func(ss *matest.Session) { ss.Data = "v3 (after the checkpoint)" })
+	rr := s.cliJSON("restart", "bot1")
+	ss, _ := srv.Get("sess_1")
+	to := "sess_1/" + ss.SandboxID
+	if rr["checkpoint"] != fourth || rr["from"] != inst || rr["to"] != to || to == inst || ss.Data != "v2" {
+		t.Fatalf("restart: %v; session %+v", rr, ss)
+	}
+	w := s.cliJSON("workspace", "show", "bot1")
+	if w["instance"] != to || w["generation"].(float64) != 1 {
+		t.Fatalf("workspace after the restart: %v", w)
+	}
+	if st := s.cliJSON("workspace", "check", "bot1"); st["state"] == "lost" {
+		t.Fatalf("check after the restart: %v", st)
+	}
+	s.stop()
+	if strings.Contains(s.stderr.String(), token) {
+		t.Fatal("the server's log holds the API token")
+	}
+}

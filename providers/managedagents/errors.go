@@ -1,0 +1,5 @@
+package managedagents
+
+import "errors"
+
+var errNoCheckpointID = errors.New("POST .../checkpoints answered without a checkpoint_id")
