@@ -17,9 +17,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"lifeboat/backend"
-	"lifeboat/backend/local"
 	"lifeboat/blob"
 	"lifeboat/crypt"
+	"lifeboat/internal/storetest"
 	"lifeboat/repo"
 )
 
@@ -41,17 +41,20 @@ var capTestPassword = []byte("capture test password")
 // capTestRepo is a repository in a temp dir, reopenable with the same
 // local cache (as a later run of lifeboat would).
 type capTestRepo struct {
-	dir, cache string
+	dir, cache string // dir: the store's location (a directory for a local store)
+	store      storetest.Store
 }
 
 func newCapTestRepo(t testing.TB) *capTestRepo {
 	t.Helper()
-	tr := &capTestRepo{dir: t.TempDir(), cache: t.TempDir()}
-	be, err := local.Create(tr.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := repo.Init(context.Background(), be, capTestPassword, repo.InitOptions{PackSize: 4 << 20, KDF: crypt.NewKDFParams(1, 64, 1)}); err != nil {
+	return newCapTestRepoIn(t, storetest.Local(t))
+}
+
+// newCapTestRepoIn makes a repository in s.
+func newCapTestRepoIn(t testing.TB, s storetest.Store) *capTestRepo {
+	t.Helper()
+	tr := &capTestRepo{dir: s.Location, cache: t.TempDir(), store: s}
+	if _, err := repo.Init(context.Background(), s.Create(t), capTestPassword, repo.InitOptions{PackSize: 4 << 20, KDF: crypt.NewKDFParams(1, 64, 1)}); err != nil {
 		t.Fatal(err)
 	}
 	return tr
@@ -60,11 +63,7 @@ func newCapTestRepo(t testing.TB) *capTestRepo {
 // open opens the repository; the test closes it at cleanup (or earlier).
 func (tr *capTestRepo) open(t testing.TB) *repo.Repository {
 	t.Helper()
-	be, err := local.Open(tr.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return capTestOpenBackend(t, be, capTestPassword, tr.cache)
+	return capTestOpenBackend(t, tr.store.Open(t), capTestPassword, tr.cache)
 }
 
 // capTestOpenBackend opens the repository in be with pw and the local

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"lifeboat/internal/storetest"
 )
 
 // A capture killed with SIGKILL at chosen points (while reading the Nth
@@ -19,7 +21,9 @@ import (
 
 const capKillEnv = "LIFEBOAT_CAPTURE_KILL_CHILD"
 
-func TestCaptureKilled(t *testing.T) {
+func TestCaptureKilled(t *testing.T) { storetest.Each(t, testCaptureKilled) }
+
+func testCaptureKilled(t *testing.T, s storetest.Store) {
 	rng := capTestRand(t)
 	root := t.TempDir()
 	files := map[string]string{}
@@ -31,7 +35,7 @@ func TestCaptureKilled(t *testing.T) {
 		files[filepath.Join("d"+strconv.Itoa(i%4), "f"+strconv.Itoa(i))] = string(b)
 	}
 	capTestWrite(t, root, files)
-	tr := newCapTestRepo(t)
+	tr := newCapTestRepoIn(t, s)
 	r := tr.open(t)
 	o := capTestOptions(nil)
 	o.Cache = r.Index()
@@ -53,7 +57,7 @@ func TestCaptureKilled(t *testing.T) {
 	}
 	for _, point := range points {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCaptureKilledChild$")
-		cmd.Env = append(os.Environ(), capKillEnv+"="+strings.Join([]string{tr.dir, tr.cache, root, point}, "\n"))
+		cmd.Env = append(append(os.Environ(), s.Env()...), capKillEnv+"="+strings.Join([]string{tr.dir, tr.cache, root, point}, "\n"))
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -112,7 +116,7 @@ func TestCaptureKilledChild(t *testing.T) {
 		t.Skip("runs only as the child of TestCaptureKilled")
 	}
 	parts := strings.Split(env, "\n")
-	tr := &capTestRepo{dir: parts[0], cache: parts[1]}
+	tr := &capTestRepo{dir: parts[0], cache: parts[1], store: storetest.At(parts[0])}
 	root, point := parts[2], parts[3]
 	r := tr.open(t)
 	o := capTestOptions(nil) // no file cache: every file is opened

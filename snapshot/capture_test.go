@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"lifeboat/blob"
+	"lifeboat/internal/storetest"
 	"lifeboat/repo"
 )
 
@@ -79,9 +80,11 @@ func capTestRichTree(t *testing.T) string {
 	return root
 }
 
-func TestCaptureRoundTrip(t *testing.T) {
+func TestCaptureRoundTrip(t *testing.T) { storetest.Each(t, testCaptureRoundTrip) }
+
+func testCaptureRoundTrip(t *testing.T, s storetest.Store) {
 	root := capTestRichTree(t)
-	r := capTestOpenRepo(t)
+	r := newCapTestRepoIn(t, s).open(t)
 	var read atomic.Int64
 	o := capTestOptions(&read)
 	o.Host, o.Instance, o.Tags = "host-1", "i-123", []string{"t1", "t2"}

@@ -19,9 +19,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"lifeboat/backend/local"
 	"lifeboat/blob"
 	"lifeboat/crypt"
+	"lifeboat/internal/storetest"
 	"lifeboat/repo"
 )
 
@@ -40,12 +40,15 @@ type rsRepo struct {
 // newRestoreRepo makes a repository with small packs in a temp dir.
 func newRestoreRepo(t testing.TB) *rsRepo {
 	t.Helper()
+	return newRestoreRepoIn(t, storetest.Local(t))
+}
+
+// newRestoreRepoIn makes a repository with small packs in s.
+func newRestoreRepoIn(t testing.TB, s storetest.Store) *rsRepo {
+	t.Helper()
 	ctx := context.Background()
-	dir := t.TempDir()
-	be, err := local.Create(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := s.Location
+	be := s.Create(t)
 	if _, err := repo.Init(ctx, be, rsTestPassword, repo.InitOptions{PackSize: 1 << 20, KDF: crypt.NewKDFParams(1, 64, 1)}); err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +57,7 @@ func newRestoreRepo(t testing.TB) *rsRepo {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = r.Close(context.Background()) })
-	return &rsRepo{Repository: r, path: dir}
+	return &rsRepo{Repository: r, path: dir} // path: a directory for a local store
 }
 
 // saveData stores data as content chunks cut by the repository's chunker.

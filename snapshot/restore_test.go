@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"lifeboat/blob"
+	"lifeboat/internal/storetest"
 )
 
 const rsGiB = 1 << 30
@@ -111,10 +112,12 @@ func rsMakeSource(t *testing.T, parent string) string {
 	return src
 }
 
-func TestRestoreRoundTrip(t *testing.T) {
+func TestRestoreRoundTrip(t *testing.T) { storetest.Each(t, testRestoreRoundTrip) }
+
+func testRestoreRoundTrip(t *testing.T, s storetest.Store) {
 	base := t.TempDir()
 	src := rsMakeSource(t, base)
-	r := newRestoreRepo(t)
+	r := newRestoreRepoIn(t, s)
 	m := r.rsCapture(t, src)
 	parent := filepath.Join(base, "out")
 	if err := os.Mkdir(parent, 0o755); err != nil {

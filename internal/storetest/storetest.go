@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -64,4 +65,16 @@ func (s Store) Open(t testing.TB) backend.Backend {
 	}
 	t.Cleanup(func() { _ = be.Close() })
 	return be
+}
+
+// At is the store at loc as a child process sees it: a directory, or an
+// s3: location with the credentials of the environment (Env of the
+// parent's store).
+func At(loc string) Store {
+	s := Store{Kind: "local", Location: loc}
+	if location.IsS3(loc) {
+		s.Kind = "s3"
+		s.S3.FromEnv(os.LookupEnv)
+	}
+	return s
 }
