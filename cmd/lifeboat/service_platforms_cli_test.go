@@ -26,7 +26,10 @@ import (
 // offers, and on approval recovers into a new sandbox made through the
 // platform's API. The new sandbox holds what was captured: files, modes
 // (setuid, sticky), mtimes, hard links, a named pipe, symlinks and the
-// browser session. The contract servers are providers/platformtest's,
+// browser session. On cloudflare, whose adapter has native checkpoints
+// (directory backups), the first capture takes one and `lifeboat restart`
+// rolls the sandbox back to it in place. The contract servers are
+// providers/platformtest's,
 // built from each platform's public API reference (see there).
 func TestRecoverPlatformWorkspaceThroughServe(t *testing.T) {
 	if testing.Short() {
@@ -37,13 +40,14 @@ func TestRecoverPlatformWorkspaceThroughServe(t *testing.T) {
 		handler                func(*platformtest.Sandboxes) http.Handler
 		extra                  string // config keys beyond type, base_url and the credential
 		byFile                 bool   // the credential from api_key_file, else api_key_env
+		native                 bool   // the adapter takes native checkpoints at a park
 	}{
 		{kind: "vercel", workspace: "/vercel/sandbox/workspace", state: "running",
 			handler: func(s *platformtest.Sandboxes) http.Handler { return s.Vercel("team_1") },
 			extra:   "team_id = \"team_1\"\nproject_id = \"prj_1\"\n"},
 		{kind: "daytona", workspace: "/home/daytona/workspace", state: "started", byFile: true,
 			handler: func(s *platformtest.Sandboxes) http.Handler { return s.Daytona() }},
-		{kind: "cloudflare", workspace: "/workspace", state: "running",
+		{kind: "cloudflare", workspace: "/workspace", state: "running", native: true,
 			handler: func(s *platformtest.Sandboxes) http.Handler { return s.Cloudflare() }},
 	} {
 		t.Run(pc.kind, func(t *testing.T) {
@@ -87,7 +91,8 @@ func TestRecoverPlatformWorkspaceThroughServe(t *testing.T) {
 
 			s.start(env...)
 			s.cliOK("workspace", "add", "bot1", "--provider", "box1", "--instance", box.ID)
-			if rc := s.cliJSON("capture", "--workspace", "bot1"); rc["outcome"] != "captured" {
+			rc := s.cliJSON("capture", "--workspace", "bot1")
+			if rc["outcome"] != "captured" {
 				t.Fatalf("capture from %s: %v", pc.kind, rc)
 			}
 			must(t, os.WriteFile(filepath.Join(work, "d2", "late.txt"), []byte("written before the park"), 0o640))
@@ -96,6 +101,27 @@ func TestRecoverPlatformWorkspaceThroughServe(t *testing.T) {
 				t.Fatalf("park on %s: %v", pc.kind, park)
 			}
 			good := park["snapshot"].(string)
+			// The first capture takes a native checkpoint where the adapter
+			// has them (the park comes within the native interval).
+			if (rc["native"] != nil) != pc.native {
+				t.Fatalf("capture's native checkpoint: %v, want one: %v", rc["native"], pc.native)
+			}
+			if pc.native {
+				// Rollback restart to it: late.txt, written after it, goes;
+				// the instance stays. The park captures the result again.
+				r := s.cliJSON("restart", "bot1")
+				if r["checkpoint"] != rc["native"] || r["to"] != box.ID {
+					t.Fatalf("restart: %v", r)
+				}
+				if _, err := os.Lstat(filepath.Join(work, "d2", "late.txt")); !os.IsNotExist(err) {
+					t.Fatalf("the restart kept a file written after the checkpoint: %v", err)
+				}
+				park = s.cliJSON("park", "bot1")
+				if park["outcome"] != "captured" {
+					t.Fatalf("park after the restart: %v", park)
+				}
+				good = park["snapshot"].(string)
+			}
 
 			// Lost: the platform removes the sandbox (kept aside to compare with).
 			want := filepath.Join(t.TempDir(), "want")
@@ -137,7 +163,11 @@ func TestRecoverPlatformWorkspaceThroughServe(t *testing.T) {
 				t.Fatalf("browser session: %v", err)
 			}
 			w := s.cliJSON("workspace", "show", "bot1")
-			if w["instance"] != newID || w["generation"].(float64) != 1 || w["provider"] != "box1" {
+			gen := 1.0
+			if pc.native {
+				gen = 2 // the restart moved it on once
+			}
+			if w["instance"] != newID || w["generation"].(float64) != gen || w["provider"] != "box1" {
 				t.Fatalf("workspace after the recovery: %v", w)
 			}
 			s.stop()
