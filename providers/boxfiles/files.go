@@ -61,17 +61,18 @@ func (f *Files) err(op string, id providers.InstanceID, k providers.Kind, format
 	return &providers.Error{Provider: f.Provider, Op: op, Instance: id, Kind: k, Err: fmt.Errorf(format, args...)}
 }
 
-// failed turns a command's non-zero exit into an error: KindPermission
-// when its stderr says an access was refused, else KindConflict; the
-// message carries the command's own words.
-func (f *Files) failed(op string, id providers.InstanceID, what string, res providers.ExecResult) error {
+// failed turns a non-zero exit of a command run in dir into an error:
+// KindPermission when its stderr says an access was refused, else
+// KindConflict; the message carries the command's own words (paths in
+// them are relative to dir).
+func (f *Files) failed(op string, id providers.InstanceID, dir, what string, res providers.ExecResult) error {
 	msg := strings.TrimSpace(string(res.Stderr))
 	k := providers.KindConflict
 	if strings.Contains(msg, "Permission denied") || strings.Contains(msg, "Operation not permitted") {
 		k = providers.KindPermission
 		msg += "; fix the permissions there (retrying will not help)"
 	}
-	return f.err(op, id, k, "%s in %s exited %d: %s", what, f.Layout.Workspace, res.ExitCode, msg)
+	return f.err(op, id, k, "%s (run in %s) exited %d: %s", what, dir, res.ExitCode, msg)
 }
 
 // run runs argv in dir and fails unless it exits 0.
@@ -81,7 +82,7 @@ func (f *Files) run(ctx context.Context, op string, id providers.InstanceID, dir
 		return err
 	}
 	if res.ExitCode != 0 {
-		return f.failed(op, id, what, res)
+		return f.failed(op, id, dir, what, res)
 	}
 	return nil
 }

@@ -56,7 +56,7 @@ func (f *Files) readFiles(ctx context.Context, op string, id providers.InstanceI
 		return "", err
 	}
 	if res.ExitCode > 1 {
-		return "", f.failed(op, id, "tar --create", res)
+		return "", f.failed(op, id, f.Layout.Parent(), "tar --create", res)
 	}
 	remote := path.Join(f.Layout.Parent(), f.Layout.Area(), "tmp", name)
 	defer func() {

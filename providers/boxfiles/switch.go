@@ -37,5 +37,5 @@ func (f *Files) Switch(ctx context.Context, id providers.InstanceID, staging str
 	case 3:
 		return f.err(op, id, providers.KindInvalid, "staging directory %s does not exist in the instance", staging)
 	}
-	return f.failed(op, id, "switching the workspace", res)
+	return f.failed(op, id, f.Layout.Parent(), "switching the workspace", res)
 }

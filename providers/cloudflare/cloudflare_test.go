@@ -31,7 +31,7 @@ func newProvider(t *testing.T, base, cache, token string) *Provider {
 
 func TestConformance(t *testing.T) {
 	s, base, cache := start(t)
-	providertest.Run(t, s.Harness(base, "ws-absent", func(t *testing.T, base string) providers.Provider {
+	providertest.Run(t, s.Harness(base, "ws-absent", "/.lifeboat-workspace/staging", func(t *testing.T, base string) providers.Provider {
 		return newProvider(t, base, cache, "bridge-token")
 	}))
 }

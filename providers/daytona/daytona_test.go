@@ -32,7 +32,7 @@ func newProvider(t *testing.T, base, cache, key string) *Provider {
 
 func TestConformance(t *testing.T) {
 	s, base, cache := start(t)
-	providertest.Run(t, s.Harness(base, "5f0c1e8e-0000-4000-8000-000000000000", func(t *testing.T, base string) providers.Provider {
+	providertest.Run(t, s.Harness(base, "5f0c1e8e-0000-4000-8000-000000000000", "/home/daytona/.lifeboat-workspace/staging", func(t *testing.T, base string) providers.Provider {
 		return newProvider(t, base, cache, "dtn_key")
 	}))
 }

@@ -2,7 +2,12 @@ package platformtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -81,13 +86,54 @@ func CheckStatuses(t *testing.T, s *Sandboxes, p providers.Provider, id provider
 
 // Harness is the conformance harness for an adapter built by newAt against
 // the contract server at base: the platform removes a sandbox behind the
-// adapter's back, and the same adapter aimed at a server that is gone is
-// unreachable.
-func (s *Sandboxes) Harness(base string, absent providers.InstanceID, newAt func(t *testing.T, base string) providers.Provider) providertest.Harness {
+// adapter's back; the same adapter aimed at a server that is gone is
+// unreachable; Peek lists every sandbox's files; DenyWrites makes the
+// staging directory (staging, absolute in the sandbox) of every sandbox
+// refuse new entries and returns the name an error must carry (its last
+// two components, as the adapter's commands name it).
+func (s *Sandboxes) Harness(base string, absent providers.InstanceID, staging string, newAt func(t *testing.T, base string) providers.Provider) providertest.Harness {
 	return providertest.Harness{
 		New:              func(t *testing.T) providers.Provider { return newAt(t, base) },
 		RemoveBehindBack: func(t *testing.T, id providers.InstanceID) { s.Remove(string(id)) },
 		Unreachable:      func(t *testing.T) providers.Provider { return newAt(t, Down()) },
 		Absent:           absent,
+		Peek:             func(t *testing.T) string { return s.peek(t) },
+		DenyWrites: func(t *testing.T) string {
+			for _, b := range s.List(nil) {
+				hp, err := s.HostPath(b.ID, staging)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.MkdirAll(hp, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if !providertest.DenyWrites(t, hp) {
+					return ""
+				}
+			}
+			return path.Join(path.Base(path.Dir(staging)), path.Base(staging))
+		},
 	}
+}
+
+// peek lists every file of every sandbox with its type and size.
+func (s *Sandboxes) peek(t *testing.T) string {
+	var lines []string
+	root := filepath.Join(s.root, "boxes")
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		lines = append(lines, fmt.Sprintf("%s %v %d", rel, info.Mode().Type(), info.Size()))
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("peeking at the sandboxes: %v", err)
+	}
+	return strings.Join(lines, "\n")
 }

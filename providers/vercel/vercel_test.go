@@ -30,7 +30,7 @@ func newProvider(t *testing.T, base, cache, token string) *Provider {
 
 func TestConformance(t *testing.T) {
 	s, base, cache := start(t)
-	providertest.Run(t, s.Harness(base, "sbx_absent", func(t *testing.T, base string) providers.Provider { return newProvider(t, base, cache, "tok") }))
+	providertest.Run(t, s.Harness(base, "sbx_absent", "/vercel/sandbox/.lifeboat-workspace/staging", func(t *testing.T, base string) providers.Provider { return newProvider(t, base, cache, "tok") }))
 }
 
 // TestStatusMapping: 404 of the control plane is the only Missing; 502,
