@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"lifeboat/backend"
-	"lifeboat/backend/local"
 	"lifeboat/blob"
 	"lifeboat/crypt"
+	"lifeboat/internal/storetest"
 	"lifeboat/repo"
 )
 
@@ -29,11 +29,14 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	dir := t.TempDir()
-	be, err := local.Create(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	return newEnvIn(t, storetest.Local(t))
+}
+
+// newEnvIn makes the repository in s (dir is its location).
+func newEnvIn(t *testing.T, s storetest.Store) *env {
+	t.Helper()
+	dir := s.Location
+	be := s.Create(t)
 	if _, err := repo.Init(t.Context(), be, testPassword, repo.InitOptions{PackSize: 1 << 20, KDF: crypt.NewKDFParams(1, 64, 1)}); err != nil {
 		t.Fatal(err)
 	}

@@ -10,11 +10,14 @@ import (
 	"lifeboat/backend/fault"
 	"lifeboat/blob"
 	"lifeboat/index"
+	"lifeboat/internal/storetest"
 	"lifeboat/repo"
 )
 
-func TestPruneDeletesAndRepacks(t *testing.T) {
-	e := newEnv(t)
+func TestPruneDeletesAndRepacks(t *testing.T) { storetest.Each(t, testPruneDeletesAndRepacks) }
+
+func testPruneDeletesAndRepacks(t *testing.T, s storetest.Store) {
+	e := newEnvIn(t, s)
 	r := e.open(nil)
 	ids := saveBlobs(t, r, 1, 120)
 	a := e.src.add("a", ids[:80])

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
+
+	"lifeboat/internal/storetest"
 )
 
 // A real lifeboat capture is killed with SIGKILL after each of its saves
@@ -16,7 +18,11 @@ import (
 // be redone.
 func TestKillAtEverySave(t *testing.T) {
 	bin := lifeboatBinary(t)
-	e := newEnv(t)
+	storetest.Each(t, func(t *testing.T, s storetest.Store) { testKillAtEverySave(t, s, bin) })
+}
+
+func testKillAtEverySave(t *testing.T, s storetest.Store, bin string) {
+	e := newEnvIn(t, s)
 	e.ok("init", "--kdf-memory-kib", "64", "--kdf-time", "1", "--pack-size", "1")
 	base, work := filepath.Join(e.dir, "base"), filepath.Join(e.dir, "work")
 	writeTree(t, base, 1)

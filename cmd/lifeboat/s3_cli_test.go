@@ -10,6 +10,7 @@ import (
 
 	"lifeboat/bench"
 	"lifeboat/internal/s3test"
+	"lifeboat/internal/storetest"
 )
 
 // TestS3RepositoryThroughBinary drives the built binary against a real S3
@@ -133,6 +134,19 @@ func TestS3RepositoryInServeConfig(t *testing.T) {
 	if r := s.run("--config", s.cfgPath, "check", "--read-data"); r.code != 0 {
 		t.Fatalf("check --read-data: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+}
+
+// newEnvIn is newEnv with the repository in s; for S3 the process's
+// environment holds the credentials (commands run in-process and the
+// binary inherit it).
+func newEnvIn(t *testing.T, s storetest.Store) *env {
+	e := newEnv(t)
+	e.repo = s.Location
+	for _, kv := range s.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	return e
 }
 
 // quoteTOML quotes s as a TOML basic string (the paths and locations here
