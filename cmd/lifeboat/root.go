@@ -75,7 +75,7 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 		newSnapshotsCommand(g), newLsCommand(g), newDiffCommand(g),
 		newCaptureCommand(g), newWorkspaceCommand(g), newParkCommand(g), newRestoreCommand(g), newDemoCommand(g), newBenchCommand(g),
 		newForgetCommand(g), newPolicyCommand(g), newPruneCommand(g), newUnlockCommand(g), newServeCommand(g),
-		newConfigCommand(g), newRestartCommand(g), newRecoveryCommand(g), newProcessCommand(g))
+		newConfigCommand(g), newRestartCommand(g), newRecoveryCommand(g), newProcessCommand(g), newProviderCommand(g))
 	g.root = root
 	return root
 }

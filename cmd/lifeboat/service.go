@@ -49,59 +49,63 @@ func (g *globalOptions) newLogger(c *config.Config) *slog.Logger {
 func providerInstances(c *config.Config) (map[string]providers.Provider, error) {
 	out := map[string]providers.Provider{}
 	for _, p := range c.Providers {
-		switch p := p.(type) {
-		case config.LocalProvider:
-			out[p.Name] = local.New(p.Root)
-		case config.SSHProvider:
-			b, err := os.ReadFile(p.KeyFile)
-			if err != nil {
-				return nil, usageError{fmt.Sprintf("provider %s: reading key_file: %v", p.Name, err)}
-			}
-			signer, err := xssh.ParsePrivateKey(b)
-			clear(b)
-			if err != nil {
-				return nil, usageError{fmt.Sprintf("provider %s: key_file %s is not a usable private key (an unencrypted OpenSSH or PEM key is needed): %v", p.Name, p.KeyFile, err)}
-			}
-			sp, err := ssh.New(ssh.Config{Addr: p.Addr(), User: p.User, Signers: []xssh.Signer{signer}, KnownHosts: p.KnownHosts,
-				Root: p.Root, CacheDir: p.CacheDir})
-			if err != nil {
-				return nil, usageError{fmt.Sprintf("provider %s: %v", p.Name, err)}
-			}
-			out[p.Name] = sp
-		case config.PlatformProvider:
-			pp, err := platformProvider(c, p)
-			if err != nil {
-				return nil, err
-			}
-			out[p.Name] = pp
-		case config.DockerProvider:
-			dp, err := docker.New(docker.Config{Host: p.Host, CAFile: p.TLSCA, CertFile: p.TLSCert, KeyFile: p.TLSKey,
-				Image: p.Image, Command: p.Command, Workdir: p.Workdir, Mounts: p.Mounts, Labels: p.Labels, Network: p.Network,
-				CheckpointRepository: p.CheckpointRepository, CacheDir: p.CacheDir})
-			if err != nil {
-				return nil, usageError{fmt.Sprintf("provider %s: %v", p.Name, err)}
-			}
-			out[p.Name] = dp
-		case config.E2BProvider:
-			key, err := c.Secret(p.APIKey)
-			if err != nil {
-				return nil, usageError{fmt.Sprintf("provider %s: %v", p.Name, err)}
-			}
-			out[p.Name] = e2b.New(e2b.Config{APIKey: key, BaseURL: p.BaseURL, SandboxURL: p.SandboxURL, Domain: p.Domain,
-				Template: p.Template, SandboxTimeout: int(p.SandboxTimeout / time.Second), User: p.User, Home: p.Home,
-				Workspace: p.Workspace, Timeout: p.Timeout, TransferTimeout: p.Transfer, CacheDir: p.CacheDir})
-		case config.ManagedAgentsProvider:
-			tok, err := c.Secret(p.Token)
-			if err != nil {
-				return nil, usageError{fmt.Sprintf("provider %s: %v", p.Name, err)}
-			}
-			out[p.Name] = managedagents.New(managedagents.Config{Token: tok, BaseURL: p.BaseURL, Timeout: p.Timeout,
-				CheckpointTimeout: p.CheckpointTimeout, Label: p.Label})
-		default:
-			return nil, fmt.Errorf("provider %s: type %s is not supported by this lifeboat", p.InstanceName(), p.Type())
+		pi, err := providerInstance(c, p)
+		if err != nil {
+			return nil, err
 		}
+		out[p.InstanceName()] = pi
 	}
 	return out, nil
+}
+
+// providerInstance builds one configured provider instance.
+func providerInstance(c *config.Config, p config.Provider) (providers.Provider, error) {
+	switch p := p.(type) {
+	case config.LocalProvider:
+		return local.New(p.Root), nil
+	case config.SSHProvider:
+		b, err := os.ReadFile(p.KeyFile)
+		if err != nil {
+			return nil, usageError{fmt.Sprintf("provider %s: reading key_file: %v", p.Name, err)}
+		}
+		signer, err := xssh.ParsePrivateKey(b)
+		clear(b)
+		if err != nil {
+			return nil, usageError{fmt.Sprintf("provider %s: key_file %s is not a usable private key (an unencrypted OpenSSH or PEM key is needed): %v", p.Name, p.KeyFile, err)}
+		}
+		sp, err := ssh.New(ssh.Config{Addr: p.Addr(), User: p.User, Signers: []xssh.Signer{signer}, KnownHosts: p.KnownHosts,
+			Root: p.Root, CacheDir: p.CacheDir})
+		if err != nil {
+			return nil, usageError{fmt.Sprintf("provider %s: %v", p.Name, err)}
+		}
+		return sp, nil
+	case config.PlatformProvider:
+		return platformProvider(c, p)
+	case config.DockerProvider:
+		dp, err := docker.New(docker.Config{Host: p.Host, CAFile: p.TLSCA, CertFile: p.TLSCert, KeyFile: p.TLSKey,
+			Image: p.Image, Command: p.Command, Workdir: p.Workdir, Mounts: p.Mounts, Labels: p.Labels, Network: p.Network,
+			CheckpointRepository: p.CheckpointRepository, CacheDir: p.CacheDir})
+		if err != nil {
+			return nil, usageError{fmt.Sprintf("provider %s: %v", p.Name, err)}
+		}
+		return dp, nil
+	case config.E2BProvider:
+		key, err := c.Secret(p.APIKey)
+		if err != nil {
+			return nil, usageError{fmt.Sprintf("provider %s: %v", p.Name, err)}
+		}
+		return e2b.New(e2b.Config{APIKey: key, BaseURL: p.BaseURL, SandboxURL: p.SandboxURL, Domain: p.Domain,
+			Template: p.Template, SandboxTimeout: int(p.SandboxTimeout / time.Second), User: p.User, Home: p.Home,
+			Workspace: p.Workspace, Timeout: p.Timeout, TransferTimeout: p.Transfer, CacheDir: p.CacheDir}), nil
+	case config.ManagedAgentsProvider:
+		tok, err := c.Secret(p.Token)
+		if err != nil {
+			return nil, usageError{fmt.Sprintf("provider %s: %v", p.Name, err)}
+		}
+		return managedagents.New(managedagents.Config{Token: tok, BaseURL: p.BaseURL, Timeout: p.Timeout,
+			CheckpointTimeout: p.CheckpointTimeout, Label: p.Label}), nil
+	}
+	return nil, fmt.Errorf("provider %s: type %s is not supported by this lifeboat", p.InstanceName(), p.Type())
 }
 
 // openService puts the service together over r; close releases it.
