@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"lifeboat/blob"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
 )
@@ -83,8 +87,11 @@ func newSnapshotsCommand(g *globalOptions) *cobra.Command {
 				if tw != nil {
 					_ = tw.Flush()
 				}
-				for id, err := range bad {
-					g.out.note("snapshot %s does not load: %v", id.Short(), err)
+				ids := slices.SortedFunc(maps.Keys(bad), func(a, b blob.ID) int { return bytes.Compare(a[:], b[:]) })
+				for _, id := range ids {
+					g.out.note("snapshot %s does not load: %v", id.Short(), bad[id])
+					g.out.emit(skippedSnapshotMessage{MessageType: "unreadable_snapshot", skippedSnapshot: skippedSnapshot{id.String(), bad[id].Error()}},
+						func(io.Writer) {})
 				}
 				return nil
 			})

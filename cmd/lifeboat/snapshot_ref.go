@@ -19,9 +19,9 @@ type skippedSnapshot struct {
 // skippedSnapshotMessage is printed by ls, diff and export under --json for
 // each snapshot `latest --skip-damaged` passed over, before their results.
 type skippedSnapshotMessage struct {
-	MessageType string `json:"message_type"` // "skipped_snapshot"
+	MessageType string `json:"message_type"` // "skipped_snapshot", or "unreadable_snapshot" (snapshots)
 	skippedSnapshot
-	Used string `json:"used"` // the snapshot used instead
+	Used string `json:"used,omitempty"` // the snapshot used instead
 }
 
 // addSkipDamaged adds --skip-damaged to a command that resolves `latest`.

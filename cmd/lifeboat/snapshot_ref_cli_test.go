@@ -60,8 +60,19 @@ func TestSnapshotRefStrictCLI(t *testing.T) {
 			t.Errorf("--json %v: exit %d\nstdout: %s\nstderr: %s", skip, res.code, res.stdout, res.stderr)
 		}
 	}
+	// snapshots lists the readable one and names the damaged one, also
+	// under --json.
+	res := e.ok("--json", "snapshots")
+	lines := jsonLines(t, res.stdout)
+	if len(lines) != 2 || lines[0]["message_type"] != "snapshot" || lines[0]["id"] != older ||
+		lines[1]["message_type"] != "unreadable_snapshot" || lines[1]["id"] != newest || !strings.Contains(lines[1]["error"].(string), newest[:8]) {
+		t.Errorf("snapshots --json with a damaged snapshot:\n%s", res.stdout)
+	}
+	if res := e.ok("snapshots"); !strings.Contains(res.stderr, "snapshot "+newest[:8]+" does not load") {
+		t.Errorf("snapshots with a damaged snapshot:\n%s\n%s", res.stdout, res.stderr)
+	}
 	// What ls --skip-damaged listed is the older snapshot: a, not b.
-	res := e.ok("ls", "--skip-damaged", "--workspace", "w", "latest")
+	res = e.ok("ls", "--skip-damaged", "--workspace", "w", "latest")
 	if !strings.Contains(res.stdout, " a\n") || strings.Contains(res.stdout, " b\n") {
 		t.Fatalf("ls --skip-damaged latest listed:\n%s", res.stdout)
 	}
