@@ -1,9 +1,7 @@
 package config
 
 import (
-	"bytes"
 	"fmt"
-	"os"
 	"path"
 	"path/filepath"
 	"time"
@@ -109,25 +107,9 @@ func (d *decoder) platform(c *Config, r *reader, name, kind string) PlatformProv
 // final newline, or the value of the variable api_key_env. Errors name the
 // provider and the file or variable, never the content.
 func (c *Config) APIKey(p PlatformProvider) (string, error) {
-	if f := p.APIKeyFile; f != "" {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return "", fmt.Errorf("provider %s: reading api_key_file: %w", p.Name, err)
-		}
-		b = bytes.TrimSuffix(bytes.TrimSuffix(b, []byte("\n")), []byte("\r"))
-		if len(b) == 0 {
-			return "", fmt.Errorf("provider %s: api_key_file %s is empty", p.Name, f)
-		}
-		return string(b), nil
+	k, err := c.Secret(Secret{File: p.APIKeyFile, Env: p.APIKeyEnv, Key: "api_key"})
+	if err != nil {
+		return "", fmt.Errorf("provider %s: %w", p.Name, err)
 	}
-	v, ok := c.lookup(p.APIKeyEnv)
-	switch {
-	case p.APIKeyEnv == "":
-		return "", fmt.Errorf("provider %s: no credential: set api_key_file or api_key_env", p.Name)
-	case !ok:
-		return "", fmt.Errorf("provider %s: the environment variable %s (api_key_env) is not set", p.Name, p.APIKeyEnv)
-	case v == "":
-		return "", fmt.Errorf("provider %s: the environment variable %s (api_key_env) is empty", p.Name, p.APIKeyEnv)
-	}
-	return v, nil
+	return k, nil
 }

@@ -6,14 +6,13 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"strings"
 	"time"
 )
 
 // Secret says where a provider's API key or token is: the content of File
 // (without its final newline) or the value of the environment variable
-// Env; exactly one is set. Key names the pair for messages
-// ("providers.sbx.api_key").
+// Env; exactly one is set. Key names the pair for messages ("api_key" for
+// api_key_file and api_key_env); callers add the provider's name.
 type Secret struct {
 	File string
 	Env  string
@@ -55,8 +54,7 @@ type E2BProvider struct {
 	Template       string
 	SandboxTimeout time.Duration
 	User           string
-	Home           string // absolute path in the sandbox
-	Workspace      string // relative to Home
+	Workspace      string // absolute path in the sandbox
 	Timeout        time.Duration
 	Transfer       time.Duration
 	CacheDir       string
@@ -95,8 +93,7 @@ var e2bKeys = []spec{
 	{name: "template", kind: kString, def: "base"},
 	{name: "sandbox_timeout", kind: kDuration, def: "5m"},
 	{name: "user", kind: kString, def: "user"},
-	{name: "home", kind: kString, def: "/home/user"},
-	{name: "workspace", kind: kString, def: "workspace"},
+	{name: "workspace", kind: kString, def: "/home/user/workspace"},
 	{name: "timeout", kind: kDuration, def: "30s"},
 	{name: "transfer_timeout", kind: kDuration, def: "30m"},
 	{name: "cache_dir", kind: kString, defNote: "<state.dir>/mirrors/<name>"},
@@ -114,7 +111,7 @@ var managedAgentsKeys = []spec{
 
 // secret reads the pair <key>_file / <key>_env of r: exactly one.
 func (d *decoder) secret(c *Config, r *reader, key string) Secret {
-	s := Secret{File: r.str(key + "_file"), Env: r.str(key + "_env"), Key: strings.Join(join(r.path, key), ".")}
+	s := Secret{File: r.str(key + "_file"), Env: r.str(key + "_env"), Key: key}
 	fk, ek := key+"_file", key+"_env"
 	switch {
 	case r.given(fk) && r.given(ek):
@@ -141,19 +138,17 @@ func (d *decoder) e2b(c *Config, r *reader, name string) E2BProvider {
 		Template:       r.str("template"),
 		SandboxTimeout: r.dur("sandbox_timeout"),
 		User:           r.str("user"),
-		Home:           r.str("home"),
 		Workspace:      r.str("workspace"),
 		Timeout:        r.dur("timeout"),
 		Transfer:       r.dur("transfer_timeout"),
 		CacheDir:       r.str("cache_dir"),
 	}
 	p.APIKey = d.secret(c, r, "api_key")
-	if p.Home != "" && (!path.IsAbs(p.Home) || path.Clean(p.Home) == "/") {
-		d.fail(r.src("home"), join(r.path, "home"), "home %q must be an absolute directory in the sandbox other than /", p.Home)
+	if w := p.Workspace; w != "" && (!path.IsAbs(w) || path.Clean(w) == "/") {
+		d.fail(r.src("workspace"), join(r.path, "workspace"), "workspace %q must be an absolute directory in the sandbox other than /", w)
 	}
-	if w := p.Workspace; w != "" && (path.IsAbs(w) || !filepath.IsLocal(w) || path.Clean(w) != w || w == "." || strings.HasPrefix(w, ".lifeboat")) {
-		d.fail(r.src("workspace"), join(r.path, "workspace"),
-			"workspace %q must be a clean path relative to home (such as \"workspace\" or \"src/app\"), not absolute, not containing .., not .lifeboat", w)
+	if p.Workspace != "" {
+		p.Workspace = path.Clean(p.Workspace)
 	}
 	if p.CacheDir == "" && c.State.Dir != "" {
 		p.CacheDir = filepath.Join(c.State.Dir, "mirrors", name)

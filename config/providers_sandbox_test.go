@@ -13,7 +13,7 @@ const sandboxProviders = `
 type = "e2b"
 api_key_env = "E2B_KEY"
 sandbox_url = "http://127.0.0.1:9/"
-workspace = "src/app"
+workspace = "/home/user/src/app"
 sandbox_timeout = "10m"
 
 [providers.agents]
@@ -35,8 +35,8 @@ func TestSandboxProviders(t *testing.T) {
 			m = p
 		}
 	}
-	if e.Name != "sbx" || e.BaseURL != "https://api.e2b.app" || e.SandboxURL != "http://127.0.0.1:9" || e.Workspace != "src/app" ||
-		e.Home != "/home/user" || e.User != "user" || e.SandboxTimeout != 10*time.Minute || e.Timeout != 30*time.Second ||
+	if e.Name != "sbx" || e.BaseURL != "https://api.e2b.app" || e.SandboxURL != "http://127.0.0.1:9" || e.Workspace != "/home/user/src/app" ||
+		e.User != "user" || e.SandboxTimeout != 10*time.Minute || e.Timeout != 30*time.Second ||
 		e.Transfer != 30*time.Minute || e.Template != "base" || !strings.HasSuffix(e.CacheDir, "/state/mirrors/sbx") {
 		t.Fatalf("e2b provider: %+v", e)
 	}
@@ -63,7 +63,7 @@ func TestSandboxProviders(t *testing.T) {
 	c = f.mustLoad(f.write("c.toml", minimal+sandboxProviders), nil)
 	for _, p := range c.Providers {
 		if e, ok := p.(E2BProvider); ok {
-			if _, err := c.Secret(e.APIKey); err == nil || !strings.Contains(err.Error(), "E2B_KEY (providers.sbx.api_key_env) is not set") {
+			if _, err := c.Secret(e.APIKey); err == nil || !strings.Contains(err.Error(), "E2B_KEY (api_key_env) is not set") {
 				t.Fatalf("unset key variable: %v", err)
 			}
 		}
@@ -80,9 +80,8 @@ func TestSandboxProviderErrors(t *testing.T) {
 			"providers.sbx.api_key_env", "both set", 13},
 		{"no key", "[providers.sbx]\ntype = \"e2b\"\n", "providers.sbx", "no api_key: set api_key_file", 11},
 		{"inline key", "[providers.sbx]\ntype = \"e2b\"\napi_key = \"e2b_inline\"\n", "providers.sbx.api_key", "never inline", 13},
-		{"absolute workspace", "[providers.sbx]\ntype = \"e2b\"\napi_key_env = \"K\"\nworkspace = \"/etc\"\n", "providers.sbx.workspace", "relative to home", 14},
-		{"dotdot workspace", "[providers.sbx]\ntype = \"e2b\"\napi_key_env = \"K\"\nworkspace = \"../x\"\n", "providers.sbx.workspace", "relative to home", 14},
-		{"relative home", "[providers.sbx]\ntype = \"e2b\"\napi_key_env = \"K\"\nhome = \"user\"\n", "providers.sbx.home", "absolute", 14},
+		{"relative workspace", "[providers.sbx]\ntype = \"e2b\"\napi_key_env = \"K\"\nworkspace = \"work\"\n", "providers.sbx.workspace", "absolute directory", 14},
+		{"root workspace", "[providers.sbx]\ntype = \"e2b\"\napi_key_env = \"K\"\nworkspace = \"/\"\n", "providers.sbx.workspace", "other than /", 14},
 		{"bad url", "[providers.sbx]\ntype = \"e2b\"\napi_key_env = \"K\"\nsandbox_url = \"ftp://x\"\n", "providers.sbx.sandbox_url", "", 14},
 		{"no token", "[providers.ag]\ntype = \"managed-agents\"\n", "providers.ag", "no token: set token_file", 11},
 		{"unknown key", "[providers.ag]\ntype = \"managed-agents\"\ntoken_env = \"T\"\nworkspace = \"w\"\n", "providers.ag.workspace", "unknown key", 14},

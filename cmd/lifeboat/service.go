@@ -94,9 +94,13 @@ func providerInstance(c *config.Config, p config.Provider) (providers.Provider, 
 		if err != nil {
 			return nil, usageError{fmt.Sprintf("provider %s: %v", p.Name, err)}
 		}
-		return e2b.New(e2b.Config{APIKey: key, BaseURL: p.BaseURL, SandboxURL: p.SandboxURL, Domain: p.Domain,
-			Template: p.Template, SandboxTimeout: int(p.SandboxTimeout / time.Second), User: p.User, Home: p.Home,
-			Workspace: p.Workspace, Timeout: p.Timeout, TransferTimeout: p.Transfer, CacheDir: p.CacheDir}), nil
+		ep, err := e2b.New(e2b.Config{APIKey: key, BaseURL: p.BaseURL, SandboxURL: p.SandboxURL, Domain: p.Domain,
+			Template: p.Template, SandboxTimeout: int(p.SandboxTimeout / time.Second), User: p.User,
+			Workspace: p.Workspace, Timeout: p.Timeout, TransferTimeout: p.Transfer, CacheDir: p.CacheDir})
+		if err != nil {
+			return nil, usageError{fmt.Sprintf("provider %s: %v", p.Name, err)}
+		}
+		return ep, nil
 	case config.ManagedAgentsProvider:
 		tok, err := c.Secret(p.Token)
 		if err != nil {

@@ -5,24 +5,13 @@
 // (spec/envd/envd.yaml and spec/envd/process/process.proto of the same
 // repository), reached at https://49983-<sandbox>.<domain> or, when
 // Config.SandboxURL is set, at that URL with the E2b-Sandbox-Id and
-// E2b-Sandbox-Port headers (the SDKs' E2B_SANDBOX_URL mode):
+// E2b-Sandbox-Port headers (the SDKs' E2B_SANDBOX_URL mode). Files and
+// Exec are boxfiles over envd (box.go): uploads with POST /files, downloads
+// with GET /files, commands with process.Process/Start (Connect protocol,
+// JSON, server stream); trees move as tar archives made and unpacked by
+// GNU tar in the sandbox. What survives is what FileSupport says: hard
+// links and fifos yes; xattrs, holes and owners no.
 //
-//   - Exec is process.Process/Start (Connect protocol, JSON, server
-//     stream), run in the workspace directory; stdin is uploaded as a file
-//     first and fed to the command from it.
-//   - WriteFiles packs the tree as a PAX tar (package tartree), uploads it
-//     with POST /files and has GNU tar in the sandbox extract it into a new
-//     staging directory; Switch moves the workspace aside and the staging
-//     directory into its place with two renames (mv -T), undoing the first
-//     if the second fails.
-//   - ReadFiles has GNU tar in the sandbox pack the workspace, downloads the
-//     archive with GET /files and extracts it into a fresh local directory
-//     (the whole tree is transferred on every call).
-//
-// Every path the adapter puts in a command is relative to the sandbox
-// user's home (Config.Home), where processes start; its own files live
-// under <home>/.lifeboat. What survives the tar round trip is what
-// FileSupport says: hard links and fifos yes; xattrs, holes and owners no.
 // It has been tested only against a local contract server built from the
 // specifications above (e2btest), never against the live service.
 //
@@ -37,10 +26,12 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"time"
 
 	"lifeboat/providers"
+	"lifeboat/providers/boxfiles"
 	"lifeboat/providers/httpapi"
 )
 
@@ -89,22 +80,21 @@ type Config struct {
 	Domain string
 	// User is the sandbox user commands and files act as (default "user").
 	User string
-	// Home is that user's home directory in the sandbox, where processes
-	// start and relative paths resolve (default "/home/user").
-	Home string
-	// Workspace is the workspace directory, relative to Home (default
-	// "workspace").
+	// Workspace is the workspace directory in the sandbox, absolute, not
+	// "/" (default "/home/user/workspace"); Lifeboat keeps its own files
+	// beside it, in .lifeboat-<base> (see boxfiles).
 	Workspace string
 	// TransferTimeout bounds one file transfer or command (default 30 min).
 	TransferTimeout time.Duration
-	// CacheDir holds the local copies ReadFiles makes (default the system
-	// temporary directory).
+	// CacheDir holds the local mirrors ReadFiles makes, one per instance
+	// (default <system temp>/lifeboat-e2b).
 	CacheDir string
 }
 
 // Provider is an E2B account.
 type Provider struct {
 	httpapi.NoCheckpoints
+	boxfiles.Files
 	c     httpapi.Client // control plane
 	data  httpapi.Client // envd: no API key, a longer timeout
 	cfg   Config
@@ -114,8 +104,9 @@ type Provider struct {
 
 var _ providers.Provider = (*Provider)(nil)
 
-// New returns a Provider for cfg.
-func New(cfg Config) *Provider {
+// New returns a Provider for cfg; a workspace that is not absolute, or is
+// "/", is an error.
+func New(cfg Config) (*Provider, error) {
 	if cfg.BaseURL == "" {
 		cfg.BaseURL = DefaultBaseURL
 	}
@@ -131,22 +122,24 @@ func New(cfg Config) *Provider {
 	if cfg.User == "" {
 		cfg.User = "user"
 	}
-	if cfg.Home == "" {
-		cfg.Home = "/home/user"
-	}
 	if cfg.Workspace == "" {
-		cfg.Workspace = "workspace"
+		cfg.Workspace = "/home/user/workspace"
+	}
+	if err := boxfiles.CheckWorkspace(cfg.Workspace); err != nil {
+		return nil, err
 	}
 	if cfg.CacheDir == "" {
 		cfg.CacheDir = filepath.Join(os.TempDir(), "lifeboat-e2b")
 	}
-	return &Provider{
+	p := &Provider{
 		NoCheckpoints: httpapi.NoCheckpoints{Provider: Name},
 		c: httpapi.Client{Provider: Name, BaseURL: cfg.BaseURL, Header: http.Header{"X-Api-Key": {cfg.APIKey}},
 			HTTP: &http.Client{Timeout: cfg.Timeout}, Table: statusTable},
 		data: httpapi.Client{Provider: Name, HTTP: &http.Client{Timeout: cfg.TransferTimeout}, Table: statusTable},
 		cfg:  cfg, now: time.Now,
 	}
+	p.Files = boxfiles.Files{Provider: Name, Box: box{p}, Layout: boxfiles.Layout{Workspace: path.Clean(cfg.Workspace)}, CacheDir: cfg.CacheDir}
+	return p, nil
 }
 
 // Name implements providers.Provider.
@@ -198,8 +191,11 @@ func (p *Provider) Inspect(ctx context.Context, id providers.InstanceID) (provid
 // Create implements providers.Provider: E2B has no idempotency key, so the
 // key is stored in the sandbox's metadata and Create first lists sandboxes
 // carrying it (GET /v2/sandboxes?metadata=...); it creates (POST
-// /sandboxes) only when none is found. Creates with one key are serialised
-// in this process; two processes racing with one key can still make two.
+// /sandboxes) only when none is found; either way it makes the workspace
+// directory (mkdir -p through envd; a sandbox envd cannot route yet is
+// unavailable, and the retried Create finds the same sandbox). Creates with
+// one key are serialised in this process; two processes racing with one
+// key can still make two.
 func (p *Provider) Create(ctx context.Context, spec providers.CreateSpec) (providers.InstanceID, error) {
 	const op = "create"
 	if spec.IdempotencyKey != "" {
@@ -211,7 +207,8 @@ func (p *Provider) Create(ctx context.Context, spec providers.CreateSpec) (provi
 		}
 		for _, sb := range found {
 			if sb.Metadata[keyLabel] == spec.IdempotencyKey && sb.SandboxID != "" {
-				return providers.InstanceID(sb.SandboxID), nil
+				id := providers.InstanceID(sb.SandboxID)
+				return id, p.MakeWorkspace(ctx, op, id)
 			}
 		}
 	}
@@ -237,12 +234,16 @@ func (p *Provider) Create(ctx context.Context, spec providers.CreateSpec) (provi
 	if sb.SandboxID == "" {
 		return "", &providers.Error{Provider: Name, Op: op, Kind: providers.KindUnavailable, Err: errNoID}
 	}
-	return providers.InstanceID(sb.SandboxID), nil
+	id := providers.InstanceID(sb.SandboxID)
+	return id, p.MakeWorkspace(ctx, op, id)
 }
 
 // Destroy implements providers.Provider: DELETE /sandboxes/{id} (E2B's
-// kill); 404 means already gone.
+// kill); 404 means already gone. The local mirror goes too.
 func (p *Provider) Destroy(ctx context.Context, id providers.InstanceID) error {
 	_, err := p.c.Do(ctx, "destroy", id, http.MethodDelete, sandboxPath(id), nil, nil, http.StatusNotFound)
+	if err == nil {
+		p.DropMirror(id)
+	}
 	return err
 }

@@ -24,17 +24,26 @@ func start(t *testing.T) (*e2btest.Server, Config) {
 	return srv, Config{APIKey: "key", BaseURL: srv.URL, SandboxURL: srv.URL, CacheDir: filepath.Join(t.TempDir(), "cache")}
 }
 
+func mustNew(t *testing.T, cfg Config) *Provider {
+	t.Helper()
+	p, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func TestConformance(t *testing.T) {
 	srv, cfg := start(t)
 	providertest.Run(t, providertest.Harness{
-		New:              func(t *testing.T) providers.Provider { return New(cfg) },
+		New:              func(t *testing.T) providers.Provider { return mustNew(t, cfg) },
 		RemoveBehindBack: func(t *testing.T, id providers.InstanceID) { srv.Remove(string(id)) },
 		Unreachable: func(t *testing.T) providers.Provider {
 			down := httptest.NewServer(http.NotFoundHandler())
 			down.Close()
 			c := cfg
 			c.BaseURL, c.SandboxURL = down.URL, down.URL
-			return New(c)
+			return mustNew(t, c)
 		},
 		Absent: "sb-absent",
 	})
@@ -79,7 +88,7 @@ var statusCases = []struct {
 // only ever to Missing from Inspect, Retry-After honoured.
 func TestStatusMapping(t *testing.T) {
 	srv, cfg := start(t)
-	p := New(cfg)
+	p := mustNew(t, cfg)
 	ctx := context.Background()
 	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
 	if err != nil {
@@ -115,7 +124,7 @@ func TestStatusMapping(t *testing.T) {
 // Inspect still finds the sandbox running.
 func TestDataPlaneStatusMapping(t *testing.T) {
 	srv, cfg := start(t)
-	p := New(cfg)
+	p := mustNew(t, cfg)
 	ctx := context.Background()
 	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
 	if err != nil {
@@ -155,7 +164,7 @@ func TestDataPlaneStatusMapping(t *testing.T) {
 
 func TestPausedAndTimeout(t *testing.T) {
 	srv, cfg := start(t)
-	p := New(cfg)
+	p := mustNew(t, cfg)
 	ctx := context.Background()
 	id, _ := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
 	srv.SetState(string(id), "paused")
@@ -182,7 +191,7 @@ func TestPausedAndTimeout(t *testing.T) {
 	srv.SetFault(nil)
 	bad := cfg
 	bad.APIKey = "wrong"
-	_, err = New(bad).Inspect(ctx, id)
+	_, err = mustNew(t, bad).Inspect(ctx, id)
 	providertest.WantKind(t, "Inspect with a wrong key", err, providers.KindUnauthorized)
 	if strings.Contains(err.Error(), "wrong") {
 		t.Fatalf("error carries the API key: %v", err)
@@ -194,7 +203,7 @@ func TestPausedAndTimeout(t *testing.T) {
 // conflict, never Missing.
 func TestPauseResume(t *testing.T) {
 	srv, cfg := start(t)
-	p := New(cfg)
+	p := mustNew(t, cfg)
 	ctx := context.Background()
 	id, _ := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
 	for i := range 2 {

@@ -3,7 +3,6 @@ package e2b
 import (
 	"context"
 	"encoding/base64"
-	"fmt"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -66,21 +65,18 @@ func (p *Provider) envd(ctx context.Context, op string, id providers.InstanceID)
 	return &envd{p: p, id: id, base: base, header: h}, nil
 }
 
-// abs is a path relative to the user's home as an absolute sandbox path.
-func (e *envd) abs(rel string) string { return path.Join(e.p.cfg.Home, rel) }
-
-func (e *envd) filesURL(rel string) string {
-	q := url.Values{"path": {e.abs(rel)}, "username": {e.p.cfg.User}}
+func (e *envd) filesURL(p string) string {
+	q := url.Values{"path": {p}, "username": {e.p.cfg.User}}
 	return e.base + "/files?" + q.Encode()
 }
 
-// upload writes r to the file rel (relative to home) through POST /files
+// upload writes r to the file at the absolute path p through POST /files
 // (multipart/form-data, field "file"); envd makes the parent directories.
-func (e *envd) upload(ctx context.Context, op, rel string, r io.Reader) error {
+func (e *envd) upload(ctx context.Context, op, p string, r io.Reader) error {
 	pr, pw := io.Pipe()
 	mw := multipart.NewWriter(pw)
 	go func() {
-		fw, err := mw.CreateFormFile("file", path.Base(rel))
+		fw, err := mw.CreateFormFile("file", path.Base(p))
 		if err == nil {
 			_, err = io.Copy(fw, r)
 		}
@@ -91,8 +87,8 @@ func (e *envd) upload(ctx context.Context, op, rel string, r io.Reader) error {
 	}()
 	h := e.header.Clone()
 	h.Set("Content-Type", mw.FormDataContentType())
-	resp, err := e.p.data.Send(ctx, httpapi.Request{Op: op, Instance: e.id, Method: http.MethodPost, URL: e.filesURL(rel), Header: h, Body: pr,
-		What: "POST /files " + e.abs(rel)})
+	resp, err := e.p.data.Send(ctx, httpapi.Request{Op: op, Instance: e.id, Method: http.MethodPost, URL: e.filesURL(p), Header: h, Body: pr,
+		What: "POST /files " + p})
 	pr.CloseWithError(io.ErrClosedPipe)
 	if err != nil {
 		return err
@@ -101,16 +97,12 @@ func (e *envd) upload(ctx context.Context, op, rel string, r io.Reader) error {
 	return resp.Body.Close()
 }
 
-// download opens the file rel (relative to home) through GET /files.
-func (e *envd) download(ctx context.Context, op, rel string) (io.ReadCloser, error) {
-	resp, err := e.p.data.Send(ctx, httpapi.Request{Op: op, Instance: e.id, Method: http.MethodGet, URL: e.filesURL(rel), Header: e.header,
-		What: "GET /files " + e.abs(rel)})
+// download opens the file at the absolute path p through GET /files.
+func (e *envd) download(ctx context.Context, op, p string) (io.ReadCloser, error) {
+	resp, err := e.p.data.Send(ctx, httpapi.Request{Op: op, Instance: e.id, Method: http.MethodGet, URL: e.filesURL(p), Header: e.header,
+		What: "GET /files " + p})
 	if err != nil {
 		return nil, err
 	}
 	return resp.Body, nil
-}
-
-func (e *envd) fail(op string, k providers.Kind, format string, args ...any) error {
-	return &providers.Error{Provider: Name, Op: op, Instance: e.id, Kind: k, Err: fmt.Errorf(format, args...)}
 }

@@ -18,5 +18,3 @@ var (
 	errNotFound = errors.New("GET /sandboxes/{id} answered 404 (Inspect confirms whether it is missing)")
 	errPaused   = errors.New("the sandbox is paused: resume it first")
 )
-
-var errNoArgv = errors.New("empty command")

@@ -76,11 +76,14 @@ var connectKinds = map[string]providers.Kind{
 	"canceled":            providers.KindUnavailable,
 }
 
-// run starts argv (argv[0] is the program) in the sandbox with working
-// directory cwd (relative to home) through process.Process/Start and
-// waits for its end event.
+// run starts argv (argv[0] is the program) in the sandbox with the
+// absolute working directory cwd through process.Process/Start and waits
+// for its end event.
 func (e *envd) run(ctx context.Context, op string, cwd string, argv []string) (providers.ExecResult, error) {
-	req := startRequest{Process: processConfig{Cmd: argv[0], Args: argv[1:], Cwd: e.abs(cwd)}}
+	if len(argv) == 0 {
+		return providers.ExecResult{}, e.fail(op, providers.KindInvalid, "empty command")
+	}
+	req := startRequest{Process: processConfig{Cmd: argv[0], Args: argv[1:], Cwd: cwd}}
 	msg, err := json.Marshal(req)
 	if err != nil {
 		return providers.ExecResult{}, e.fail(op, providers.KindInvalid, "encoding the command: %v", err)
@@ -168,4 +171,8 @@ func appendBounded(dst, b []byte) []byte {
 		b = b[:max(room, 0)]
 	}
 	return append(dst, b...)
+}
+
+func (e *envd) fail(op string, k providers.Kind, format string, args ...any) error {
+	return &providers.Error{Provider: Name, Op: op, Instance: e.id, Kind: k, Err: fmt.Errorf(format, args...)}
 }
