@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
 )
 
 // printer writes command output: text for people, or JSON lines (each with
@@ -11,20 +12,40 @@ import (
 type printer struct {
 	w, errw io.Writer
 	json    bool
+	// err is the first message that could not be written as JSON; the
+	// command then fails with it (run).
+	err error
 }
 
 // emit prints v as one JSON line under --json, or calls text otherwise.
-// v must carry a MessageType field.
+// v must carry a MessageType field. A message that does not encode (a
+// value read from storage that Go decodes but cannot encode, which the
+// decoders refuse) is left out and fails the command, never panics.
 func (p *printer) emit(v any, text func(w io.Writer)) {
 	if p.json {
 		b, err := json.Marshal(v)
 		if err != nil {
-			panic(err) // message structs always marshal
+			if p.err == nil {
+				p.err = fmt.Errorf("a %s message cannot be written as JSON (%w); it holds a value read from storage that cannot be written back: run `lifeboat check`, or use the text output",
+					messageType(v), err)
+			}
+			return
 		}
 		fmt.Fprintf(p.w, "%s\n", b)
 		return
 	}
 	text(p.w)
+}
+
+// messageType is v's MessageType field, for messages about v.
+func messageType(v any) string {
+	rv := reflect.Indirect(reflect.ValueOf(v))
+	if rv.Kind() == reflect.Struct {
+		if f := rv.FieldByName("MessageType"); f.IsValid() && f.Kind() == reflect.String {
+			return fmt.Sprintf("%q", f.String())
+		}
+	}
+	return fmt.Sprintf("%T", v)
 }
 
 // note prints an informational line to stderr in text mode only.

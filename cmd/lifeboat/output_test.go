@@ -1,0 +1,36 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A message holding a value Go decodes but cannot encode (a time with an
+// offset of +24:00) is not printed and fails the command with an error
+// naming the message; it never panics, and later messages still print.
+func TestEmitUnencodableFailsNotPanics(t *testing.T) {
+	var bad time.Time
+	if err := json.Unmarshal([]byte(`"2026-01-02T03:04:05+24:00"`), &bad); err != nil {
+		t.Fatal(err)
+	}
+	type msg struct {
+		MessageType string    `json:"message_type"`
+		Time        time.Time `json:"time"`
+	}
+	var out bytes.Buffer
+	p := &printer{w: &out, errw: &out, json: true}
+	p.emit(msg{"snapshot", bad}, nil)
+	p.emit(msg{"snapshot", time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}, nil)
+	if p.err == nil || !strings.Contains(p.err.Error(), `a "snapshot" message cannot be written as JSON`) {
+		t.Fatalf("err = %v", p.err)
+	}
+	if lines := strings.Split(strings.TrimSpace(out.String()), "\n"); len(lines) != 1 || !strings.Contains(lines[0], "2026-01-02T03:04:05Z") {
+		t.Fatalf("printed %q", out.String())
+	}
+	if code := exitCode(p.err); code != exitFailure {
+		t.Fatalf("exit code %d, want %d", code, exitFailure)
+	}
+}
