@@ -10,13 +10,14 @@
 //	W                              the workspace
 //	dir(W)/.lifeboat-base(W)/staging/N  WriteFiles trees awaiting Switch
 //	dir(W)/.lifeboat-base(W)/old/N      the previous tree during a Switch
-//	dir(W)/.lifeboat-base(W)/tmp/       archives and stdin in transit (removed after use)
+//	dir(W)/.lifeboat-base(W)/tmp/       listings, archives and stdin in transit (removed after use)
 //
 // Commands run with dir(W) (or W, for Exec) as their working directory and
 // name everything by relative paths.
 //
-// ReadFiles transfers the whole tree each time (a tar archive; no
-// incremental mirroring) into CacheDir/<instance>, swapped in whole.
+// ReadFiles mirrors incrementally into CacheDir/<instance>: GNU find lists
+// the workspace, and only what changed travels (one tar archive); see
+// sync.go. GNU find must be in the image too.
 // WriteFiles keeps hard links and fifos (GNU tar extracts them) but not
 // xattrs, owners or holes (FileSupport says so). Switch exchanges the
 // trees in one rename where the sandbox's mv has --exchange (coreutils

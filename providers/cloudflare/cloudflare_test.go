@@ -2,7 +2,11 @@ package cloudflare
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
 	"lifeboat/providers"
 	"lifeboat/providers/platformtest"
@@ -101,5 +105,74 @@ func TestLostDiskRolledBack(t *testing.T) {
 	defer f.Close()
 	if got, want := providertest.Listing(t, f.Dir()), providertest.Listing(t, src); got != want {
 		t.Fatalf("after the rollback:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestReadFilesIsIncremental: a second ReadFiles transfers only what
+// changed: an unchanged file keeps its inode in the mirror (so capture's
+// file cache skips it), a changed one is made anew, a removed one goes, a
+// new one comes, and the mirror equals the workspace.
+func TestReadFilesIsIncremental(t *testing.T) {
+	s, base, cache := start(t)
+	p := newProvider(t, base, cache, "bridge-token")
+	ctx := context.Background()
+	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	work, err := s.HostPath(string(id), DefaultWorkspace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	providertest.Tree(t, work, "inc")
+	old := time.Now().Add(-time.Hour)
+	for _, f := range []string{"README", "src/main.go", "ro.txt", "src/deep/a/b/c.txt"} {
+		if err := os.Chtimes(filepath.Join(work, f), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// inode and ctime: a file made anew has a new ctime (its inode
+	// number may be reused).
+	inode := func(dir, rel string) [2]int64 {
+		fi, err := os.Lstat(filepath.Join(dir, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		return [2]int64{int64(st.Ino), st.Ctim.Nano()}
+	}
+	f, err := p.ReadFiles(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mirror := f.Dir()
+	keep, change := inode(mirror, "README"), inode(mirror, "src/main.go")
+	f.Close()
+
+	if err := os.WriteFile(filepath.Join(work, "src/main.go"), []byte("package main // changed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(filepath.Join(work, "src/main.go"), old, old); err != nil { // same mtime: the size tells
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(work, "ro.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "new.txt"), []byte("new"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err = p.ReadFiles(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if got, want := providertest.Listing(t, f.Dir()), providertest.Listing(t, work); got != want {
+		t.Fatalf("mirror after the second ReadFiles:\n%s\nwant:\n%s", got, want)
+	}
+	if inode(f.Dir(), "README") != keep {
+		t.Fatal("an unchanged file was transferred again (new inode or ctime)")
+	}
+	if inode(f.Dir(), "src/main.go") == change {
+		t.Fatal("a changed file was not made anew in the mirror")
 	}
 }
