@@ -1,7 +1,13 @@
 package docker
 
 import (
+	"archive/tar"
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
 	"testing"
 
 	"github.com/moby/moby/client"
@@ -41,7 +47,68 @@ func harness(t *testing.T, d *dockertest.Daemon, cfg Config) providertest.Harnes
 			return mustNew(t, down)
 		},
 		Absent: "never-created",
+		Peek:   func(t *testing.T) string { return peek(t, cli) },
+		DenyWrites: func(t *testing.T) string {
+			// The immutable attribute, set from this host on the staging
+			// directory in the upper layer of every running container (the
+			// suite has just created its instance).
+			l, err := cli.ContainerList(context.Background(), client.ContainerListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range l.Items {
+				ins, err := cli.ContainerInspect(context.Background(), c.ID, client.ContainerInspectOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				upper := ins.Container.GraphDriver.Data["UpperDir"]
+				if upper == "" {
+					return ""
+				}
+				dir := filepath.Join(upper, stagingDir)
+				if err := os.MkdirAll(dir, 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if !providertest.DenyWrites(t, dir) {
+					return ""
+				}
+			}
+			return stagingDir
+		},
 	}
+}
+
+// peek lists every container and, for each, the names and sizes under
+// /.lifeboat and /workspace (through the archive endpoint, so stopped
+// containers are listed too).
+func peek(t *testing.T, cli *client.Client) string {
+	ctx := context.Background()
+	l, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, c := range l.Items {
+		out = append(out, "container "+c.ID)
+		for _, dir := range []string{metaDir, "/workspace"} {
+			res, err := cli.CopyFromContainer(ctx, c.ID, client.CopyFromContainerOptions{SourcePath: dir})
+			if err != nil {
+				out = append(out, dir+": "+err.Error())
+				continue
+			}
+			tr := tar.NewReader(res.Content)
+			for {
+				h, err := tr.Next()
+				if err != nil {
+					break
+				}
+				out = append(out, fmt.Sprintf("%s %d %o %s", h.Name, h.Size, h.Mode, h.ModTime))
+			}
+			res.Content.Close()
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, "\n")
 }
 
 // TestConformance runs the providers conformance suite against a private
@@ -153,4 +220,36 @@ func TestPauseStopAndCheckpoints(t *testing.T) {
 	}
 	err = p.Stop(ctx, "never-created")
 	providertest.WantKind(t, "Stop of an absent container", err, providers.KindConflict)
+}
+
+// TestTLS: over tcp:// with TLS the provider works with the client
+// certificate the daemon trusts; one another CA signed is refused as
+// unauthorized (never missing, never unavailable), and so is a daemon
+// certificate the provider's CA did not sign.
+func TestTLS(t *testing.T) {
+	d := dockertest.StartTLS(t)
+	ctx := context.Background()
+	cfg := testConfig(t, d)
+	cfg.Host, cfg.CAFile, cfg.CertFile, cfg.KeyFile = d.TCPHost, d.ClientTLS.CA, d.ClientTLS.Cert, d.ClientTLS.Key
+	p := mustNew(t, cfg)
+	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "tls"})
+	if err != nil {
+		t.Fatalf("Create over TLS: %v", err)
+	}
+	if st, err := p.Inspect(ctx, id); err != nil || st.State != providers.Running {
+		t.Fatalf("Inspect over TLS: %+v %v", st, err)
+	}
+	if err := p.Destroy(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	for name, f := range map[string]dockertest.TLSFiles{
+		"a client certificate the daemon does not trust":   d.RogueTLS,
+		"a daemon certificate the provider does not trust": {CA: d.RogueTLS.Cert, Cert: d.ClientTLS.Cert, Key: d.ClientTLS.Key},
+	} {
+		bad := cfg
+		bad.CAFile, bad.CertFile, bad.KeyFile = f.CA, f.Cert, f.Key
+		_, err := mustNew(t, bad).Inspect(ctx, id)
+		providertest.WantKind(t, "Inspect with "+name, err, providers.KindUnauthorized)
+		t.Logf("%s: %v", name, err)
+	}
 }

@@ -167,9 +167,31 @@ func (p *Provider) WriteFiles(ctx context.Context, id providers.InstanceID, src 
 		if noSuchContainer(err) {
 			return "", newErr(op, id, providers.KindConflict, "container %s disappeared during the upload (Inspect confirms whether it is missing)", id)
 		}
+		if code := refusedExtraction(err); code != "" {
+			e := newErr(op, id, providers.KindPermission, "container %s refused a write while the daemon extracted the upload into %s (%v); fix the permissions there (retrying will not help)", id, staging, err).(*providers.Error)
+			e.Code = code
+			return "", e
+		}
 		return "", wrap(op, id, ctxErr(ctx, err))
 	}
 	return staging, nil
+}
+
+// refusedExtraction is the errno of a daemon's failure to extract an
+// upload because the container's filesystem refused it ("Error processing
+// tar file(exit status 1): lchown /x: operation not permitted"), or "".
+func refusedExtraction(err error) string {
+	msg := err.Error()
+	if !strings.Contains(msg, "Error processing tar file") {
+		return ""
+	}
+	switch {
+	case strings.Contains(msg, "operation not permitted"):
+		return "EPERM"
+	case strings.Contains(msg, "permission denied"):
+		return "EACCES"
+	}
+	return ""
 }
 
 // removeQuietly removes a path in the container through exec, on its own

@@ -42,6 +42,13 @@ type Daemon struct {
 	Dir  string // its directory: docker.sock, root/, exec/, pid, log
 	Host string // unix://<Dir>/docker.sock
 
+	// With StartTLS: the daemon's TCP address and the files of a client
+	// it accepts and of one it refuses.
+	TCPHost             string
+	ClientTLS, RogueTLS TLSFiles
+
+	extra []string // more dockerd flags
+
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{}
@@ -77,11 +84,19 @@ func Require(t testing.TB) {
 func Start(t testing.TB) *Daemon {
 	t.Helper()
 	Require(t)
+	return start(t, nil)
+}
+
+func start(t testing.TB, tune func(*Daemon)) *Daemon {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "lbdock")
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := &Daemon{Dir: dir, Host: "unix://" + filepath.Join(dir, "docker.sock")}
+	if tune != nil {
+		tune(d)
+	}
 	t.Cleanup(func() {
 		d.Stop(t)
 		_ = exec.Command("umount", "-R", filepath.Join(dir, "root")).Run() // overlay mounts a killed daemon left
@@ -113,6 +128,7 @@ func (d *Daemon) Restart(t testing.TB) {
 	cmd := exec.Command(Dockerd, "--host", d.Host, "--bridge", "none", "--iptables=false", "--ip6tables=false",
 		"--data-root", filepath.Join(d.Dir, "root"), "--exec-root", filepath.Join(d.Dir, "exec"),
 		"--pidfile", filepath.Join(d.Dir, "pid"), "--shutdown-timeout", "2")
+	cmd.Args = append(cmd.Args, d.extra...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting dockerd: %v", err)
