@@ -32,6 +32,7 @@ type PlatformProvider struct {
 	Workspace      string        // absolute directory in the sandbox
 	CacheDir       string        // local mirrors; default <state.dir>/mirrors/<name>
 	Timeout        time.Duration // per control-plane request
+	SandboxTimeout time.Duration // vercel: the lifetime asked for a new sandbox; 0 the platform's
 }
 
 // InstanceName implements Provider.
@@ -60,6 +61,7 @@ func platformKeys(kind string) []spec {
 			spec{name: "team_id", kind: kString, defNote: "the token's own scope"},
 			spec{name: "project_id", kind: kString, required: true},
 			spec{name: "runtime", kind: kString, defNote: "the platform's"},
+			spec{name: "sandbox_timeout", kind: kDurationOff, def: "off", defNote: "the platform's"},
 			spec{name: "workspace", kind: kString, def: "/vercel/sandbox/workspace"})
 	case TypeDaytona:
 		keys = append(keys,
@@ -80,6 +82,7 @@ func (d *decoder) platform(c *Config, r *reader, name, kind string) PlatformProv
 	switch kind {
 	case TypeVercel:
 		p.TeamID, p.ProjectID, p.Template = r.str("team_id"), r.str("project_id"), r.str("runtime")
+		p.SandboxTimeout = r.dur("sandbox_timeout")
 	case TypeDaytona:
 		p.OrganizationID, p.Template = r.str("organization_id"), r.str("snapshot")
 	}

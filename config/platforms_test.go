@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 const vercelBox = `[providers.vc]
@@ -13,6 +14,7 @@ type = "vercel"
 api_key_file = "{{dir}}/vercel.tok"
 team_id = "team_1"
 project_id = "prj_1"
+sandbox_timeout = "45m"
 `
 
 // TestPlatformErrors: config check names file:line:key for the platform
@@ -73,7 +75,7 @@ func TestPlatformCredential(t *testing.T) {
 			dt = p.(PlatformProvider)
 		}
 	}
-	if vc.Kind != TypeVercel || vc.ProjectID != "prj_1" || vc.BaseURL != "https://vercel.com/api" || vc.Workspace != "/vercel/sandbox/workspace" ||
+	if vc.Kind != TypeVercel || vc.ProjectID != "prj_1" || vc.SandboxTimeout != 45*time.Minute || vc.BaseURL != "https://vercel.com/api" || vc.Workspace != "/vercel/sandbox/workspace" ||
 		vc.CacheDir != filepath.Join(f.dir, "state", "mirrors", "vc") {
 		t.Fatalf("vercel provider: %+v", vc)
 	}

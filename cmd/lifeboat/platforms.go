@@ -21,7 +21,7 @@ func platformProvider(c *config.Config, p config.PlatformProvider) (providers.Pr
 	switch p.Kind {
 	case config.TypeVercel:
 		pp, err = vercel.New(vercel.Config{Token: key, TeamID: p.TeamID, ProjectID: p.ProjectID, BaseURL: p.BaseURL,
-			Runtime: p.Template, Workspace: p.Workspace, CacheDir: p.CacheDir, Timeout: p.Timeout})
+			Runtime: p.Template, Workspace: p.Workspace, CacheDir: p.CacheDir, Timeout: p.Timeout, SandboxTimeout: p.SandboxTimeout})
 	case config.TypeDaytona:
 		pp, err = daytona.New(daytona.Config{APIKey: key, OrganizationID: p.OrganizationID, BaseURL: p.BaseURL,
 			Snapshot: p.Template, Workspace: p.Workspace, CacheDir: p.CacheDir, Timeout: p.Timeout})
