@@ -20,10 +20,13 @@ const (
 	Lock     FileType = "locks"     // lock objects
 	Policy   FileType = "policies"  // retention policies, one per workspace
 	Pin      FileType = "pins"      // snapshots the lifecycle holds, one per workspace
+	// Condemned holds condemnation objects: packs a prune will delete
+	// after a safety margin.
+	Condemned FileType = "condemned"
 )
 
 // FileTypes lists every file type in a fixed order.
-var FileTypes = []FileType{Config, Key, Pack, Index, Snapshot, Lock, Policy, Pin}
+var FileTypes = []FileType{Config, Key, Pack, Index, Snapshot, Lock, Policy, Pin, Condemned}
 
 // Handle names one file.
 type Handle struct {
@@ -142,7 +145,7 @@ func (h Handle) Valid() error {
 			return fmt.Errorf("invalid config handle name %q", h.Name)
 		}
 		return nil
-	case Key, Pack, Index, Snapshot, Lock, Policy, Pin:
+	case Key, Pack, Index, Snapshot, Lock, Policy, Pin, Condemned:
 	default:
 		return fmt.Errorf("invalid file type %q", h.Type)
 	}

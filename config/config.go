@@ -118,6 +118,9 @@ func (h Hook) AppliesTo(id string) bool {
 type Prune struct {
 	Every     time.Duration // 0: no schedule
 	MaxUnused float64       // a fraction, as prune.Options.MaxUnused takes it
+	// DeleteAfter is the two-phase prune's margin between condemning a
+	// pack and deleting it (prune.Options.DeleteAfter).
+	DeleteAfter time.Duration
 }
 
 // WorkspaceOverride is [workspaces.ID]: one workspace's own intervals;

@@ -110,7 +110,7 @@ func TestLoadFull(t *testing.T) {
 			{Name: "db", Pause: []string{"db-ctl", "pause"}, Resume: []string{"db-ctl", "resume"}, Timeout: 30 * time.Second},
 		},
 		Retention: &prune.Policy{Last: 10, Within: 72 * time.Hour, Hourly: 1, Daily: 7, Weekly: 4, Monthly: 2, Tags: []string{"release"}},
-		Prune:     Prune{Every: 24 * time.Hour, MaxUnused: 0.1},
+		Prune:     Prune{Every: 24 * time.Hour, MaxUnused: 0.1, DeleteAfter: 24 * time.Hour},
 		Providers: []Provider{
 			SSHProvider{Name: "box1", Host: "10.0.0.5", Port: 2200, User: "lifeboat", KeyFile: d + "/id_ed25519",
 				KnownHosts: d + "/known_hosts", Root: "/home/lifeboat/workspaces", CacheDir: d + "/mirror"},
@@ -168,7 +168,7 @@ root = "/w"
 		Log: Log{Format: "text", Level: slog.LevelInfo},
 		Lifecycle: Lifecycle{ParkInterval: 5 * time.Minute, PeriodicInterval: 15 * time.Minute, NativeInterval: 5 * time.Minute,
 			CheckInterval: time.Minute, MaxParallel: 2, QuiesceTimeout: 30 * time.Second},
-		Prune: Prune{MaxUnused: 0.05},
+		Prune: Prune{MaxUnused: 0.05, DeleteAfter: 24 * time.Hour},
 		Providers: []Provider{SSHProvider{Name: "box1", Host: "box1.example", Port: 22, User: "lb", KeyFile: d + "/id_ed25519",
 			KnownHosts: d + "/known_hosts", Root: "/w", CacheDir: filepath.Join(d, "state", "mirrors", "box1")}},
 	}

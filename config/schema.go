@@ -117,6 +117,7 @@ var fixedSections = []section{
 	{"prune", []spec{
 		{name: "every", kind: kDurationOff, def: "off"},
 		{name: "max_unused", kind: kPercent, def: "5%"},
+		{name: "delete_after", kind: kDuration, def: "24h"},
 	}},
 }
 

@@ -219,5 +219,5 @@ func (d *decoder) anyErrorUnder(path []string) bool {
 
 func (d *decoder) prune(c *Config) {
 	r := d.section("prune")
-	c.Prune = Prune{Every: r.dur("every"), MaxUnused: r.float("max_unused")}
+	c.Prune = Prune{Every: r.dur("every"), MaxUnused: r.float("max_unused"), DeleteAfter: r.dur("delete_after")}
 }

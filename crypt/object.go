@@ -17,6 +17,8 @@ const (
 	KindLock     ObjectKind = 4
 	KindPolicy   ObjectKind = 5 // a workspace's retention policy
 	KindPin      ObjectKind = 6 // the snapshots the lifecycle holds for a workspace
+	// KindCondemned lists packs a prune condemned (repo.Condemnation).
+	KindCondemned ObjectKind = 7
 )
 
 func (k ObjectKind) String() string {
@@ -33,6 +35,8 @@ func (k ObjectKind) String() string {
 		return "policy"
 	case KindPin:
 		return "pin"
+	case KindCondemned:
+		return "condemnation"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }

@@ -32,9 +32,15 @@ var (
 	bucketPacks   = []byte("packs")   // pack id -> tier|size|entries|entry bytes (see packValue)
 	bucketObjects = []byte("objects") // index object id -> tier|state
 	bucketCopies  = []byte("copies")  // tier|type|id|pack id -> a blob's other places (copies.go)
-	keyVersion    = []byte("version")
-	keyRepo       = []byte("repo")
-	keyRemovals   = []byte("removals") // the removal generation, u64 LE (filecache.go)
+	// objpacks and packobjs record which packs each applied index object
+	// lists (object id|pack id and pack id|object id, empty values), so
+	// that a Sync that finds objects gone drops their packs' places
+	// instead of rebuilding (incremental.go).
+	bucketObjPacks = []byte("objpacks")
+	bucketPackObjs = []byte("packobjs")
+	keyVersion     = []byte("version")
+	keyRepo        = []byte("repo")
+	keyRemovals    = []byte("removals") // the removal generation, u64 LE (filecache.go)
 )
 
 // States of an index object in the objects bucket.
@@ -71,7 +77,15 @@ type DB struct {
 	// syncMu is held by ApplyAll, and by Sync while it lists the objects
 	// and decides what to apply.
 	syncMu sync.Mutex
+
+	// lookups counts blob lookups (Lookups), for benchmarks.
+	lookups atomic.Int64
 }
+
+// Lookups returns how many blob lookups the DB has answered: Lookup,
+// LookupUsable and LookupMany count one per id, FileCacheIndexed one per
+// chunk it checks.
+func (d *DB) Lookups() int64 { return d.lookups.Load() }
 
 // OpenDB opens (or creates) the index cache for repository repoID under
 // dir. A file that does not open, or belongs to another repository or
@@ -252,7 +266,7 @@ func checkDBFileSize(path string) error {
 
 // dbBuckets are the buckets a rebuild empties (the file cache and the
 // unusable packs stay).
-var dbBuckets = [][]byte{bucketMeta, bucketBlobs, bucketPacks, bucketObjects, bucketCopies}
+var dbBuckets = [][]byte{bucketMeta, bucketBlobs, bucketPacks, bucketObjects, bucketCopies, bucketObjPacks, bucketPackObjs}
 
 // resetTx empties every bucket and stamps the DB with its version and repo.
 // The file cache stays, so the removal generation moves on (filecache.go).
@@ -334,6 +348,7 @@ func decodeLoc(k, v []byte) (Location, error) {
 
 // Lookup returns where the blob is stored, if the index knows it.
 func (d *DB) Lookup(t blob.Tier, typ blob.Type, id blob.ID) (loc Location, ok bool, err error) {
+	d.lookups.Add(1)
 	k := blobKey(t, typ, id)
 	if d.ruledOut(k) {
 		return Location{}, false, nil
@@ -366,6 +381,7 @@ func (d *DB) LookupMany(t blob.Tier, typ blob.Type, ids []blob.ID, fn func(i int
 	if len(ids) == 0 {
 		return nil
 	}
+	d.lookups.Add(int64(len(ids)))
 	order := make([]int32, len(ids))
 	for i := range order {
 		order[i] = int32(i)

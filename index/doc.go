@@ -6,10 +6,11 @@
 //     headers alone.
 //   - DB: a local bbolt cache of all index objects a key can open, so a
 //     lookup costs one B+tree search and memory does not grow with the
-//     number of blobs. It records which index objects it has applied; it
-//     catches up on new ones, and is rebuilt from scratch when an applied
-//     object has gone (a prune superseded it), or when the file is missing,
-//     corrupt or from another repository or format.
+//     number of blobs. It records which index objects it has applied and
+//     the packs each lists; it catches up on new ones and drops the gone
+//     ones (a prune superseded them) with the places in packs no present
+//     object lists, and is rebuilt from scratch only when the file is
+//     missing, corrupt or from another repository or format.
 //
 // A blob with several places keeps them all: one answers lookups (never
 // one in a pack that is not stored while another is, so a stale index

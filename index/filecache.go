@@ -108,6 +108,7 @@ type FileChunks struct {
 func (d *DB) FileCacheIndexed(t blob.Tier, q []FileChunks) error {
 	return d.db.View(func(tx *bolt.Tx) error {
 		for i := range q {
+			d.lookups.Add(int64(len(q[i].IDs)))
 			q[i].Indexed = len(q[i].IDs) > 0 && chunksIndexed(tx, t, q[i].IDs, q[i].Size)
 		}
 		return nil

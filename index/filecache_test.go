@@ -236,10 +236,10 @@ func TestFileCacheGenMoves(t *testing.T) {
 		t.Errorf("a Drop that deleted nothing moved the generation")
 	}
 	delete(src.objs, ids[1])
-	if st, err := d.Sync(context.Background(), src); err != nil || !st.Rebuilt {
-		t.Fatalf("sync after removing an object: %+v %v", st, err)
+	if st, err := d.Sync(context.Background(), src); err != nil || st.Rebuilt || st.Dropped != 1 {
+		t.Fatalf("sync after removing an object: %+v %v; want it dropped without a rebuild", st, err)
 	}
 	if g := gen(); g <= g0 {
-		t.Errorf("a rebuild left the generation at %d", g)
+		t.Errorf("dropping a removed object's blobs left the generation at %d", g)
 	}
 }

@@ -81,13 +81,22 @@ func (d *DB) HasPack(id blob.ID) (ok bool, err error) {
 
 // dropPlace removes blob key k's place, in one of the packs being
 // dropped: a copy in a pack that stays takes its place, if there is one.
-func dropPlace(blobs, copies *bolt.Bucket, k []byte, packs map[blob.ID]bool) error {
+// A copy in a pack known not to be stored is taken only when no other is.
+func dropPlace(blobs, copies, unusableB *bolt.Bucket, k []byte, packs map[blob.ID]bool) error {
 	var keep, keepKey []byte
 	c := copies.Cursor()
 	for ck, cv := c.Seek(k); ck != nil && bytes.HasPrefix(ck, k); ck, cv = c.Next() {
 		if _, err := decodeCopy(ck, cv); err == nil && !packs[blob.ID(cv[:blob.IDSize])] {
-			keep, keepKey = bytes.Clone(cv), bytes.Clone(ck)
-			break
+			gone := false
+			if v := unusableB.Get(cv[:blob.IDSize]); len(v) == 1 && v[0]&UnusableGone != 0 {
+				gone = true
+			}
+			if keep == nil || !gone {
+				keep, keepKey = bytes.Clone(cv), bytes.Clone(ck)
+			}
+			if !gone {
+				break
+			}
 		}
 	}
 	if keep == nil {
@@ -135,7 +144,7 @@ func (d *DB) Drop(objs []blob.ID, packs map[blob.ID]bool) error {
 				}
 				copies := tx.Bucket(bucketCopies)
 				for _, k := range del {
-					if err := dropPlace(b, copies, k, packs); err != nil {
+					if err := dropPlace(b, copies, tx.Bucket(bucketUnusable), k, packs); err != nil {
 						return err
 					}
 				}
@@ -179,6 +188,6 @@ func (d *DB) Drop(objs []blob.ID, packs map[blob.ID]bool) error {
 				return err
 			}
 		}
-		return nil
+		return forgetObjects(tx, objs)
 	})
 }

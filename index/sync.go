@@ -103,7 +103,11 @@ var ErrObjectDamaged = errors.New("index object is damaged")
 
 // SyncStats says what a Sync did.
 type SyncStats struct {
-	Rebuilt bool      // the DB was emptied first because an applied object is gone
+	Rebuilt bool // the DB was emptied first (it cannot tell which packs a gone object listed)
+	// Dropped counts applied index objects found gone (a prune superseded
+	// them): their packs that no present object lists left the DB, with
+	// every place in them, without a rebuild.
+	Dropped int
 	Applied int       // index objects newly applied
 	Locked  int       // index objects of tiers the key cannot open
 	Damaged []blob.ID // index objects skipped because they are damaged
@@ -121,7 +125,7 @@ func (d *DB) Sync(ctx context.Context, src Source) (SyncStats, error) {
 	// (or, between its transactions, it marked applied with part of its
 	// entries). Once todo is known, ApplyAll and the loads below may mix.
 	d.syncMu.Lock()
-	todo, err := d.syncTodo(ctx, src, &st)
+	todo, gone, present, err := d.syncTodo(ctx, src, &st)
 	d.syncMu.Unlock()
 	if err != nil {
 		return st, err
@@ -186,22 +190,21 @@ func (d *DB) Sync(ctx context.Context, src Source) (SyncStats, error) {
 			return st, err
 		}
 	}
-	return st, nil
+	return st, d.dropGone(gone, present, &st)
 }
 
 // syncTodo lists the repository's index objects and returns those the DB
 // has yet to apply, emptying the DB first (st.Rebuilt) when an object it
 // applied is gone. d.syncMu held.
-func (d *DB) syncTodo(ctx context.Context, src Source, st *SyncStats) ([]blob.ID, error) {
-	present := map[blob.ID]bool{}
+func (d *DB) syncTodo(ctx context.Context, src Source, st *SyncStats) (todo, gone []blob.ID, present map[blob.ID]bool, err error) {
+	present = map[blob.ID]bool{}
 	if err := src.ListIndex(ctx, func(id blob.ID) error { present[id] = true; return nil }); err != nil {
-		return nil, fmt.Errorf("listing index objects: %w", err)
+		return nil, nil, nil, fmt.Errorf("listing index objects: %w", err)
 	}
 	if synced, err := d.synced(present); err != nil || synced {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	var todo []blob.ID
-	err := d.db.Update(func(tx *bolt.Tx) error {
+	err = d.db.Update(func(tx *bolt.Tx) error {
 		objs := tx.Bucket(bucketObjects)
 		seen := map[blob.ID]byte{}
 		err := objs.ForEach(func(k, v []byte) error {
@@ -218,12 +221,15 @@ func (d *DB) syncTodo(ctx context.Context, src Source, st *SyncStats) ([]blob.ID
 			switch {
 			case present[id]:
 			case state == objApplied || state == objPartial:
-				st.Rebuilt = true
+				gone = append(gone, id)
 			default: // seen while its tier was locked, and gone since: forget it
 				if err := objs.Delete(id[:]); err != nil {
 					return err
 				}
 			}
+		}
+		if len(gone) > 0 && (tx.Bucket(bucketObjPacks) == nil || tx.Bucket(bucketPackObjs) == nil) {
+			st.Rebuilt = true
 		}
 		if st.Rebuilt {
 			repo := bytes.Clone(tx.Bucket(bucketMeta).Get(keyRepo))
@@ -239,7 +245,35 @@ func (d *DB) syncTodo(ctx context.Context, src Source, st *SyncStats) ([]blob.ID
 		}
 		return nil
 	})
-	return todo, err
+	if st.Rebuilt {
+		gone = nil
+	}
+	return todo, gone, present, err
+}
+
+// dropGone drops the applied objects that are gone from the repository,
+// after the new ones are applied: the places in packs that no present
+// object lists go (a copy elsewhere takes over), and so do the objects. A
+// pack a new object lists again (a prune's replacement) stays as it is.
+// Until then the gone packs' places stay, as they did between the prune
+// and this Sync; a pack a two-phase prune deleted is condemned in this DB
+// until after the Sync (repo: BeginSession), so dedup does not use them.
+func (d *DB) dropGone(gone []blob.ID, present map[blob.ID]bool, st *SyncStats) error {
+	if len(gone) == 0 {
+		return nil
+	}
+	var packs map[blob.ID]bool
+	err := d.db.View(func(tx *bolt.Tx) error {
+		packs = goneObjectPacks(tx, gone, present)
+		return nil
+	})
+	if err == nil {
+		err = d.Drop(gone, packs)
+	}
+	if err == nil {
+		st.Dropped = len(gone)
+	}
+	return err
 }
 
 // synced reports whether the DB has applied exactly the index objects
@@ -300,6 +334,13 @@ func (d *DB) Apply(id blob.ID, o *Object) error { return d.ApplyAll([]Named{{id,
 // Sync, or undone by a rebuild if an object is gone.
 func (d *DB) ApplyAll(objs []Named) error {
 	return d.applyStored(objs, nil)
+}
+
+// ApplyChecked is ApplyAll where stored says which packs are stored (nil:
+// all of them): a place in a pack that is not stored never takes a blob
+// over and is never reused (unusable.go).
+func (d *DB) ApplyChecked(objs []Named, stored func(pack blob.ID) bool) error {
+	return d.applyStored(objs, stored)
 }
 
 // applyStored is ApplyAll with stored telling which packs are stored.
@@ -413,8 +454,12 @@ func (d *DB) applyAll(objs []Named, stopAfter int, stored func(pack blob.ID) boo
 			}
 			if n == 0 {
 				// Before any entry is visible: a place in a pack that is
-				// not stored must never be reused (unusable.go).
+				// not stored must never be reused (unusable.go), and a
+				// Sync that finds an object gone must know its packs.
 				if err := markStored(tx, objs, stored); err != nil {
+					return err
+				}
+				if err := recordPacks(tx, objs); err != nil {
 					return err
 				}
 			}

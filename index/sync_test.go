@@ -142,7 +142,10 @@ func TestSyncAppliesNewObjects(t *testing.T) {
 	checkDB(t, d, locations(src.all()...))
 }
 
-func TestSyncRebuildsWhenObjectRemoved(t *testing.T) {
+// An applied object gone from the repository (a prune superseded it) is
+// dropped without a rebuild: only the new objects are loaded, and the
+// places in packs no object lists any more go.
+func TestSyncDropsRemovedObjects(t *testing.T) {
 	r := newRand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()
@@ -158,7 +161,10 @@ func TestSyncRebuildsWhenObjectRemoved(t *testing.T) {
 	delete(src.objs, ids[2])
 	src.totalLoads()
 
-	mustSync(t, d, src, index.SyncStats{Rebuilt: true, Applied: 5})
+	mustSync(t, d, src, index.SyncStats{Dropped: 1})
+	if n := src.totalLoads(); n != 0 {
+		t.Errorf("dropping a removed object loaded %d objects, want none", n)
+	}
 	checkDB(t, d, locations(src.all()...))
 	for _, p := range removed.Packs {
 		for _, e := range p.Entries {
@@ -172,7 +178,7 @@ func TestSyncRebuildsWhenObjectRemoved(t *testing.T) {
 		wantPacks += len(o.Packs)
 	}
 	if _, packs, _ := d.Count(); packs != wantPacks {
-		t.Errorf("Count packs = %d after rebuild, want %d", packs, wantPacks)
+		t.Errorf("Count packs = %d after the drop, want %d", packs, wantPacks)
 	}
 	mustSync(t, d, src, index.SyncStats{})
 
@@ -182,12 +188,16 @@ func TestSyncRebuildsWhenObjectRemoved(t *testing.T) {
 	delete(src.objs, ids[0])
 	delete(src.objs, ids[4])
 	src.objs[randID(r)] = merged
-	mustSync(t, d, src, index.SyncStats{Rebuilt: true, Applied: 4})
+	src.totalLoads()
+	mustSync(t, d, src, index.SyncStats{Applied: 1, Dropped: 2})
+	if n := src.totalLoads(); n != 1 {
+		t.Errorf("a prune's replacement made the sync load %d objects, want only it", n)
+	}
 	checkDB(t, d, locations(src.all()...))
 
 	// Every object gone: an empty DB.
 	clear(src.objs)
-	mustSync(t, d, src, index.SyncStats{Rebuilt: true})
+	mustSync(t, d, src, index.SyncStats{Dropped: 4})
 	checkDB(t, d, nil)
 	if _, packs, _ := d.Count(); packs != 0 {
 		t.Errorf("%d packs left with no index objects", packs)

@@ -70,6 +70,7 @@ func usablePlace(tx *bolt.Tx, k []byte) []byte {
 // its copies), and not found when it has none, so that the caller stores
 // the blob again rather than reference a pack that is, or will be, gone.
 func (d *DB) LookupUsable(t blob.Tier, typ blob.Type, id blob.ID) (loc Location, ok bool, err error) {
+	d.lookups.Add(1)
 	k := blobKey(t, typ, id)
 	if d.ruledOut(k) {
 		return Location{}, false, nil
@@ -155,22 +156,25 @@ func (d *DB) MarkGone(stored func(pack blob.ID) bool) error {
 	})
 }
 
-// SetCondemned makes exactly packs the condemned ones (UnusableCondemned):
-// the packs the repository's condemnation objects name. It returns how
-// many were newly condemned.
-func (d *DB) SetCondemned(packs map[blob.ID]bool) (added int, err error) {
+// SetCondemned marks packs condemned (UnusableCondemned); with exact, it
+// also clears the mark of every other pack, so that the condemned packs
+// are exactly packs: the ones the repository's condemnation objects name.
+// It returns how many were newly condemned.
+func (d *DB) SetCondemned(packs map[blob.ID]bool, exact bool) (added int, err error) {
 	err = d.db.Update(func(tx *bolt.Tx) error {
 		added = 0
 		u := tx.Bucket(bucketUnusable)
 		var clear, set []blob.ID
-		err := u.ForEach(func(k, v []byte) error {
-			if len(k) == blob.IDSize && len(v) == 1 && v[0]&UnusableCondemned != 0 && !packs[blob.ID(k)] {
-				clear = append(clear, blob.ID(k))
+		if exact {
+			err := u.ForEach(func(k, v []byte) error {
+				if len(k) == blob.IDSize && len(v) == 1 && v[0]&UnusableCondemned != 0 && !packs[blob.ID(k)] {
+					clear = append(clear, blob.ID(k))
+				}
+				return nil
+			})
+			if err != nil {
+				return err
 			}
-			return nil
-		})
-		if err != nil {
-			return err
 		}
 		for id := range packs {
 			if v := u.Get(id[:]); len(v) != 1 || v[0]&UnusableCondemned == 0 {

@@ -5,10 +5,14 @@
 //   - The newest complete snapshot of every workspace, its last good root,
 //     is kept whatever a policy says; a partial snapshot never counts as one.
 //   - Prune writes new packs and index objects before it deletes anything,
-//     deletes old index objects before the packs they list, and deletes only
-//     under an exclusive repository lock after checking for snapshots that
-//     appeared while it planned. A prune killed at any point leaves a
-//     repository that checks clean; running it again finishes the job.
+//     and deletes old index objects before the packs they list. A
+//     two-phase prune (Options.DeleteAfter, condemn.go) first condemns
+//     what it finds unused, in a condemnation object captures respect, and
+//     deletes only packs condemned a margin earlier that nothing stored
+//     since needs, with no lock captures wait for; a one-phase prune
+//     deletes at once under an exclusive lock. Both check for snapshots
+//     that appeared while they planned. A prune killed at any point leaves
+//     a repository that checks clean; running it again finishes the job.
 //   - Memory stays bounded as the repository grows: the set of live blobs
 //     is a sorted run of files on disk, merged against the bbolt index.
 //

@@ -29,6 +29,10 @@ type ExecOptions struct {
 	ForgetDamaged bool
 	// Progress, when set, is told what phase starts.
 	Progress func(phase string)
+	// Held, when set, is the prune lock the caller holds: a two-phase
+	// prune checks it is not lost before it condemns and before each
+	// delete (a one-phase prune checks Lock's).
+	Held *repo.Lock
 }
 
 // Stats says what Execute did.
@@ -42,6 +46,10 @@ type Stats struct {
 	Rescued            int    `json:"rescued"`             // planned deletions kept because a new snapshot uses them
 	NewSnapshots       int    `json:"new_snapshots"`       // snapshots that appeared while prune planned
 	SnapshotsForgotten int    `json:"snapshots_forgotten"` // damaged snapshots removed
+	// Two-phase: packs condemned by this run, and condemnation objects
+	// removed (executed, or not decodable).
+	PacksCondemned       int `json:"packs_condemned"`
+	CondemnationsRemoved int `json:"condemnations_removed"`
 }
 
 // repackBatch bounds the live entries Execute collects at once.
@@ -67,11 +75,14 @@ const repackBatch = 200_000
 // are deleted then).
 func (p *Plan) Execute(ctx context.Context, r *repo.Repository, src Source, o ExecOptions) (Stats, error) {
 	var st Stats
-	if o.Lock == nil {
-		return st, errors.New("prune: ExecOptions.Lock is required")
-	}
 	if len(p.Damaged) > 0 && !o.ForgetDamaged {
 		return st, fmt.Errorf("%w: the plan has damaged snapshots and ForgetDamaged is not set", ErrDamaged)
+	}
+	if p.TwoPhase {
+		return p.executeTwoPhase(ctx, r, src, o)
+	}
+	if o.Lock == nil {
+		return st, errors.New("prune: ExecOptions.Lock is required")
 	}
 	progress := func(s string) {
 		if o.Progress != nil {

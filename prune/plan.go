@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"lifeboat/backend"
 	"lifeboat/blob"
@@ -61,6 +62,17 @@ type Options struct {
 	// sensitive blobs only with a key that has that tier, so a
 	// workspace-only key's prune leaves every sensitive pack alone.
 	Tiers []blob.Tier
+	// DeleteAfter, when above zero, makes the prune two-phase (condemn.go):
+	// it deletes only packs condemned at least this long ago (by Now), and
+	// condemns what it finds unused now; it takes no exclusive lock, and
+	// captures run beside it. It must exceed every capture's session
+	// limit (repo.DefaultSessionLimit) plus CondemnSlack plus the clock
+	// difference between hosts. Zero: one-phase, deleting at once under
+	// the exclusive lock (ExecOptions.Lock), which lock-free captures do
+	// not respect: only when nothing captures.
+	DeleteAfter time.Duration
+	// Now is the clock of a two-phase prune; default time.Now.
+	Now func() time.Time
 }
 
 // PackInfo is one pack the plan acts on.
@@ -89,20 +101,29 @@ type DamagedSnapshot struct {
 // anything; Execute carries out exactly this plan (checking, under the
 // exclusive lock, for snapshots that appeared since).
 type Plan struct {
-	Snapshots      int               `json:"snapshots"` // snapshots marked
-	Damaged        []DamagedSnapshot `json:"damaged"`   // forgotten when ForgetDamaged, else the plan refuses
-	Packs          int               `json:"packs"`     // indexed packs
-	Blobs          int               `json:"blobs"`     // indexed blobs
-	LiveBlobs      int               `json:"live_blobs"`
-	TotalBytes     uint64            `json:"total_bytes"`  // sizes of indexed packs
-	UnusedBytes    uint64            `json:"unused_bytes"` // of that, not used by a kept snapshot (whole dead packs, dead blobs in others)
-	Delete         []PackInfo        `json:"delete"`       // packs with nothing live
-	Repack         []PackInfo        `json:"repack"`       // live blobs copied to new packs, then deleted
-	Unindexed      []PackInfo        `json:"unindexed"`    // stored packs no index lists (left by interrupted saves): deleted
-	IndexObjects   int               `json:"index_objects"`
-	BytesFreed     uint64            `json:"bytes_freed"`     // pack bytes deleted minus bytes rewritten
-	BytesRewritten uint64            `json:"bytes_rewritten"` // live bytes copied into new packs
-	UnusedAfter    uint64            `json:"unused_after"`    // dead blob bytes left in kept packs
+	Snapshots    int               `json:"snapshots"` // snapshots marked
+	Damaged      []DamagedSnapshot `json:"damaged"`   // forgotten when ForgetDamaged, else the plan refuses
+	Packs        int               `json:"packs"`     // indexed packs
+	Blobs        int               `json:"blobs"`     // indexed blobs
+	LiveBlobs    int               `json:"live_blobs"`
+	TotalBytes   uint64            `json:"total_bytes"`  // sizes of indexed packs
+	UnusedBytes  uint64            `json:"unused_bytes"` // of that, not used by a kept snapshot (whole dead packs, dead blobs in others)
+	Delete       []PackInfo        `json:"delete"`       // packs with nothing live
+	Repack       []PackInfo        `json:"repack"`       // live blobs copied to new packs, then deleted
+	Unindexed    []PackInfo        `json:"unindexed"`    // stored packs no index lists (left by interrupted saves): deleted
+	IndexObjects int               `json:"index_objects"`
+	// Two-phase only: packs condemned now (their deletion waits for
+	// DeleteAfter), packs condemned at least DeleteAfter ago deleted now,
+	// packs condemned earlier that still wait, and ripe packs a snapshot
+	// uses again (rescued: kept, and usable again).
+	Condemn        []blob.ID  `json:"condemn,omitempty"`
+	DeleteNow      []PackInfo `json:"delete_now,omitempty"`
+	Waiting        int        `json:"condemned_waiting,omitempty"`
+	Rescue         int        `json:"rescue,omitempty"`
+	TwoPhase       bool       `json:"two_phase,omitempty"`
+	BytesFreed     uint64     `json:"bytes_freed"`     // pack bytes deleted minus bytes rewritten
+	BytesRewritten uint64     `json:"bytes_rewritten"` // live bytes copied into new packs
+	UnusedAfter    uint64     `json:"unused_after"`    // dead blob bytes left in kept packs
 
 	oldObjects map[blob.ID]blob.Tier // applied index objects the plan saw
 	marked     map[blob.ID]bool      // snapshots the live set covers
@@ -112,11 +133,20 @@ type Plan struct {
 	condemned  map[blob.ID]bool // packs to delete or repack
 	repack     map[blob.ID]*PackInfo
 	runKeys    int
+
+	// Two-phase: the ripe condemnation objects (removed at the end), the
+	// ones that do not decode (removed too: nobody acts on them), the
+	// clock and the margin.
+	ripeObjects  []blob.ID
+	damagedConds []blob.ID
+	now          func() time.Time
+	deleteAfter  time.Duration
 }
 
 // Nothing reports whether the plan deletes and rewrites nothing.
 func (p *Plan) Nothing() bool {
-	return len(p.Delete) == 0 && len(p.Repack) == 0 && len(p.Unindexed) == 0 && len(p.Damaged) == 0
+	return len(p.Delete) == 0 && len(p.Repack) == 0 && len(p.Unindexed) == 0 && len(p.Damaged) == 0 &&
+		len(p.ripeObjects) == 0 && len(p.damagedConds) == 0
 }
 
 // Close removes the plan's temporary files.
@@ -155,6 +185,25 @@ func PlanPrune(ctx context.Context, r *repo.Repository, src Source, o Options) (
 	// the index synced next. (The other order could list a snapshot whose
 	// index object arrived after the sync, and call it damaged.) Snapshots
 	// that appear later are walked under the exclusive lock (Execute).
+	// Two-phase: the condemnations and the clock before the snapshots, so
+	// that every snapshot stored before a ripe condemnation's margin
+	// ended is listed.
+	var conds []repo.StoredCondemnation
+	var badConds map[blob.ID]error
+	var now time.Time
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.DeleteAfter > 0 {
+		if err := r.RefreshCondemned(ctx); err != nil {
+			return nil, err
+		}
+		now = o.Now()
+		var err error
+		if conds, badConds, err = r.Condemnations(ctx); err != nil {
+			return nil, err
+		}
+	}
 	ids, err := src.Snapshots(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing snapshots: %w", err)
@@ -200,6 +249,13 @@ func PlanPrune(ctx context.Context, r *repo.Repository, src Source, o Options) (
 		return nil, err
 	}
 	p.IndexObjects = len(p.oldObjects)
+	if o.DeleteAfter > 0 {
+		p.TwoPhase, p.now, p.deleteAfter = true, o.Now, o.DeleteAfter
+		for id := range badConds {
+			p.damagedConds = append(p.damagedConds, id)
+		}
+		p.phases(conds, now, o.DeleteAfter)
+	}
 	if len(p.Damaged) > 0 {
 		if err := p.checkHeld(ctx, r); err != nil {
 			return p, err

@@ -104,11 +104,9 @@ func (l *Lifecycle) captureQuiesced(ctx context.Context, w Workspace, p provider
 	}
 	procRecs, procs := l.procs.snapshot(w.ID, l.cfg.Redact)
 	var res Result
-	err = l.repoWork(ctx, func() error {
-		var err error
-		res, err = l.cfg.Capturer.Capture(ctx, CaptureRequest{Workspace: w, Dir: files.Dir(), Reason: rec.Reason, Time: rec.Started})
-		return err
-	})
+	// No repository lock: a capture is a session (repo.BeginSession) that
+	// a two-phase prune beside it respects; see docs/guarantees.md.
+	res, err = l.cfg.Capturer.Capture(ctx, CaptureRequest{Workspace: w, Dir: files.Dir(), Reason: rec.Reason, Time: rec.Started})
 	if err == nil && ctx.Err() != nil {
 		err = ctx.Err() // cancelled after the snapshot was written: not promoted
 	}

@@ -45,6 +45,13 @@ type PruneOptions struct {
 	Lock repo.LockOptions
 	// Plan, when set, is shown the plan before it is carried out.
 	Plan func(*prune.Plan)
+	// DeleteAfter, when above zero, makes the prune two-phase: no
+	// exclusive lock, captures go on beside it, and packs are deleted
+	// only DeleteAfter after they were condemned (prune.Options). Zero
+	// deletes at once under the exclusive lock (only when nothing captures).
+	DeleteAfter time.Duration
+	// Now is the two-phase prune's clock; default time.Now.
+	Now func() time.Time
 }
 
 // RunPrune plans a prune of r and, unless DryRun, carries it out. The
@@ -53,7 +60,8 @@ type PruneOptions struct {
 // exclusive lock.
 func RunPrune(ctx context.Context, r *repo.Repository, l *repo.Lock, o PruneOptions) (prune.Stats, error) {
 	src := PruneSource{r}
-	p, err := prune.PlanPrune(ctx, r, src, prune.Options{MaxUnused: o.MaxUnused, ForgetDamaged: o.ForgetDamaged, Tiers: r.Tiers()})
+	p, err := prune.PlanPrune(ctx, r, src, prune.Options{MaxUnused: o.MaxUnused, ForgetDamaged: o.ForgetDamaged, Tiers: r.Tiers(),
+		DeleteAfter: o.DeleteAfter, Now: o.Now})
 	if p != nil {
 		defer p.Close()
 		if o.Plan != nil {
@@ -65,6 +73,9 @@ func RunPrune(ctx context.Context, r *repo.Repository, l *repo.Lock, o PruneOpti
 	}
 	lo := o.Lock
 	lo.Owner = l.Owner()
+	if o.DeleteAfter > 0 {
+		return p.Execute(ctx, r, src, prune.ExecOptions{ForgetDamaged: o.ForgetDamaged, Held: l})
+	}
 	return p.Execute(ctx, r, src, prune.ExecOptions{ForgetDamaged: o.ForgetDamaged,
 		Lock: func(ctx context.Context) (*repo.Lock, error) { return r.Lock(ctx, repo.LockExclusive, lo) }})
 }
@@ -79,6 +90,9 @@ type Maintenance struct {
 	// nil leaves them alone.
 	Default   *prune.Policy
 	MaxUnused float64
+	// DeleteAfter is the two-phase prune's margin (PruneOptions).
+	DeleteAfter time.Duration
+	Now         func() time.Time
 	// Lock are the options of every lock taken (Wait, Command).
 	Lock repo.LockOptions
 	// Observe, when set, is told of every run (metrics).
@@ -138,7 +152,7 @@ func (m *Maintenance) maintain(ctx context.Context, rep *MaintenanceReport) erro
 	}
 	lo.Command = "serve: prune"
 	err = m.Repo.WithLock(ctx, repo.LockPrune, lo, func(l *repo.Lock) error {
-		st, err := RunPrune(ctx, m.Repo, l, PruneOptions{MaxUnused: m.MaxUnused, Lock: m.Lock, Plan: func(p *prune.Plan) {
+		st, err := RunPrune(ctx, m.Repo, l, PruneOptions{MaxUnused: m.MaxUnused, Lock: m.Lock, DeleteAfter: m.DeleteAfter, Now: m.Now, Plan: func(p *prune.Plan) {
 			rep.Plan = &pruneSummary{Snapshots: p.Snapshots, Packs: p.Packs, UnusedBytes: p.UnusedBytes, BytesFreed: p.BytesFreed}
 			for _, d := range p.Damaged {
 				rep.Damaged = append(rep.Damaged, d.ID.String()+": "+d.Error)

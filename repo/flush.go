@@ -134,7 +134,7 @@ func (r *Repository) applyIndexLocked() error {
 			err = r.testApplyErr()
 		}
 		if err == nil {
-			err = r.idx.ApplyAll(r.unapplied)
+			err = r.idx.ApplyChecked(r.unapplied, r.slowPacks(context.Background()))
 		}
 		if err != nil {
 			return fmt.Errorf("%d index objects saved, but updating the local index failed: %w", len(r.unapplied), err)
@@ -144,6 +144,7 @@ func (r *Repository) applyIndexLocked() error {
 	for _, no := range r.unapplied {
 		t := no.Object.Tier
 		for _, p := range no.Object.Packs {
+			delete(r.uploadStart, p.ID)
 			for _, e := range p.Entries {
 				delete(r.pending, pendingKey{t, e.Type, e.ID})
 			}
@@ -205,4 +206,36 @@ func (s indexSource) LoadIndex(ctx context.Context, id blob.ID) (*index.Object, 
 		return nil, fmt.Errorf("%w: %w: index/%s: %w", ErrCorrupt, index.ErrObjectDamaged, id, err)
 	}
 	return o, err
+}
+
+// slowPacks returns the stored func for applying r.unapplied: a writer
+// vouches that the packs it has just uploaded are stored, except those
+// whose upload began longer than the session limit ago. A prune may have
+// condemned such a pack as unindexed and deleted it after its margin while
+// this process was stopped; the storage is asked about those, and a place
+// in one that is gone is never reused (index: the unusable packs). r.indexMu
+// held. nil when none is slow.
+func (r *Repository) slowPacks(ctx context.Context) func(blob.ID) bool {
+	r.mu.Lock()
+	var slow []blob.ID
+	for _, no := range r.unapplied {
+		for _, p := range no.Object.Packs {
+			if st, ok := r.uploadStart[p.ID]; ok && r.since(st) > r.opts.SessionLimit {
+				slow = append(slow, p.ID)
+			}
+		}
+	}
+	r.mu.Unlock()
+	if len(slow) == 0 {
+		return nil
+	}
+	stored := map[blob.ID]bool{}
+	for _, id := range slow {
+		ok, err := indexSource{r}.PackStored(ctx, id)
+		stored[id] = ok && err == nil
+	}
+	return func(id blob.ID) bool {
+		ok, asked := stored[id]
+		return ok || !asked
+	}
 }

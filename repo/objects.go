@@ -14,11 +14,12 @@ import (
 
 // kindFiles maps sealed object kinds to where they are stored.
 var kindFiles = map[crypt.ObjectKind]backend.FileType{
-	crypt.KindIndex:    backend.Index,
-	crypt.KindSnapshot: backend.Snapshot,
-	crypt.KindLock:     backend.Lock,
-	crypt.KindPolicy:   backend.Policy,
-	crypt.KindPin:      backend.Pin,
+	crypt.KindIndex:     backend.Index,
+	crypt.KindSnapshot:  backend.Snapshot,
+	crypt.KindLock:      backend.Lock,
+	crypt.KindPolicy:    backend.Policy,
+	crypt.KindPin:       backend.Pin,
+	crypt.KindCondemned: backend.Condemned,
 }
 
 func fileType(kind crypt.ObjectKind) (backend.FileType, error) {

@@ -146,8 +146,9 @@ func (r *Repository) upload(t blob.Tier, p *openPack, seq uint64) {
 		r.testBeforeUpload()
 	}
 	r.uploads <- struct{}{}
+	start := r.startNow() // before the pack can be stored: see flush.go
 	go func() {
-		err := r.savePack(r.bg, t, p)
+		err := r.savePack(r.bg, t, p, start)
 		<-r.uploads
 		r.mu.Lock()
 		if err != nil && r.err == nil {
@@ -161,13 +162,14 @@ func (r *Repository) upload(t blob.Tier, p *openPack, seq uint64) {
 
 // savePack writes one pack and records its blobs as uploaded. Once enough
 // packs wait for an index object, it writes one.
-func (r *Repository) savePack(ctx context.Context, t blob.Tier, p *openPack) error {
+func (r *Repository) savePack(ctx context.Context, t blob.Tier, p *openPack, start startTime) error {
 	size, id, entries, err := r.storePack(ctx, p)
 	if err != nil {
 		return err
 	}
 	info := &index.PackInfo{ID: id, Size: uint32(size), Entries: entries}
 	r.mu.Lock()
+	r.uploadStart[id] = start
 	for i, e := range entries {
 		if p := r.pending[pendingKey{t, e.Type, e.ID}]; p != nil {
 			p.pack, p.entry = info, int32(i)

@@ -31,6 +31,10 @@ type Options struct {
 	Compress  pack.Compression // overrides the config's compression
 	Now       func() time.Time // clock; default time.Now
 	NoIndexDB bool             // skip the local index (key commands that do not touch blobs)
+	// SessionLimit is how long a capture session may run (Session);
+	// default DefaultSessionLimit. A pack uploaded longer ago than this
+	// before its index object is written is not vouched for (flush.go).
+	SessionLimit time.Duration
 }
 
 // InitOptions are the settings fixed at init.
@@ -86,6 +90,15 @@ type Repository struct {
 	unapplied []index.Named
 	closeOnce sync.Once
 	closeErr  error
+
+	// gcMu serialises refreshes of the condemned packs (condemned.go);
+	// condemned holds the condemnation objects seen, by id (only their
+	// packs).
+	gcMu      sync.Mutex
+	condemned map[blob.ID]*Condemnation
+	// uploadStart is when the upload of each pack not yet indexed began
+	// (flush.go: a slow index write is not vouched for).
+	uploadStart map[blob.ID]startTime
 }
 
 // DefaultCacheDir is the cache root used when none is given.
@@ -174,7 +187,7 @@ func Open(ctx context.Context, be backend.Backend, password []byte, o Options) (
 	o = o.withDefaults(cfg)
 	r := &Repository{be: be, cfg: cfg, keys: keys, keyID: keyID, pols: pols, opts: o, now: o.Now,
 		pending: map[pendingKey]*pendingBlob{}, unindexed: map[blob.Tier][]index.PackInfo{},
-		packers: map[packerKey]*packerSet{}, uploads: make(chan struct{}, o.Uploads), inflight: map[uint64]bool{},
+		packers: map[packerKey]*packerSet{}, condemned: map[blob.ID]*Condemnation{}, uploadStart: map[blob.ID]startTime{}, uploads: make(chan struct{}, o.Uploads), inflight: map[uint64]bool{},
 		seals: make(chan struct{}, runtime.GOMAXPROCS(0))}
 	r.cond = sync.NewCond(&r.mu)
 	r.bg, r.cancel = context.WithCancel(context.Background())
@@ -212,6 +225,9 @@ func (o Options) withDefaults(cfg *Config) Options {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.SessionLimit <= 0 {
+		o.SessionLimit = DefaultSessionLimit
 	}
 	return o
 }

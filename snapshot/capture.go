@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"lifeboat/backend"
 	"lifeboat/blob"
 	"lifeboat/crypt"
 	"lifeboat/index"
@@ -63,9 +64,10 @@ type CaptureOptions struct {
 	// sensitive tier after the walk (capture_sensitive.go).
 	Discover Discoverer
 
-	hooks *captureHooks // tests only
-	part  *capturePart  // set by captureSensitive: tree-only captures and the manifest's reference
-	omit  []string      // set by captureSensitive: slash paths below the root left out, with their subtrees
+	session *repo.Session // the capture's session (repo.BeginSession), begun by the outermost Capture
+	hooks   *captureHooks // tests only
+	part    *capturePart  // set by captureSensitive: tree-only captures and the manifest's reference
+	omit    []string      // set by captureSensitive: slash paths below the root left out, with their subtrees
 }
 
 // FileCache stores, per workspace key and record key (opaque bytes:
@@ -98,6 +100,7 @@ type captureHooks struct {
 	beforeRead func(path string, attempt int) // a read of an open file is about to start
 	afterRead  func(path string, attempt int) // a read finished, before the second fstat
 	walked     func()                         // the walker is done listing
+	saved      func()                         // the manifest is stored, before the session's second check
 	listed     func(dir string)               // a directory was listed and its first part stat'ed (any goroutine)
 	flushed    func()                         // Flush returned, the manifest is next
 	bytesRead  *atomic.Int64                  // file content bytes read
@@ -159,6 +162,16 @@ const maxCaptureErrors = 1000
 func Capture(ctx context.Context, r *repo.Repository, root string, o CaptureOptions) (*Manifest, error) {
 	if o.Workspace == "" {
 		return nil, errors.New("capture: no workspace id given")
+	}
+	if o.session == nil {
+		// Before anything is looked up: what a prune condemned before
+		// this moment is never reused, and the snapshot is refused if
+		// the session outlives its limit (repo.Session.Commit).
+		s, err := r.BeginSession(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("capture: %w", err)
+		}
+		o.session = s
 	}
 	if o.part == nil && (len(o.Sensitive) > 0 || o.Discover != nil) {
 		return captureSensitive(ctx, r, root, o)
@@ -427,8 +440,20 @@ func (c *capturer) run() (*Manifest, error) {
 	if c.o.part != nil && c.o.part.apply(m) {
 		return m, nil // a sensitive tree: no manifest of its own
 	}
-	if _, err := SaveManifest(c.ctx, c.r, m); err != nil {
-		return nil, fmt.Errorf("capture: saving the snapshot manifest: %w", err)
+	save := func(ctx context.Context) error {
+		if _, err := SaveManifest(ctx, c.r, m); err != nil {
+			return fmt.Errorf("capture: saving the snapshot manifest: %w", err)
+		}
+		if c.o.hooks.saved != nil {
+			c.o.hooks.saved()
+		}
+		return nil
+	}
+	undo := func(ctx context.Context) error {
+		return c.r.RemoveFile(ctx, backend.Handle{Type: backend.Snapshot, Name: m.ID.String()})
+	}
+	if err := c.o.session.Commit(c.ctx, save, undo); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

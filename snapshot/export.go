@@ -9,6 +9,7 @@ import (
 	"io"
 	"strings"
 
+	"lifeboat/backend"
 	"lifeboat/blob"
 	"lifeboat/repo"
 )
@@ -36,6 +37,12 @@ var ErrExportSensitive = errors.New("--include-sensitive needs keys with the sen
 // is saved. The new manifest keeps the workspace, time, host, tags, totals
 // and errors, and has no parent (the parent's id means nothing in dst).
 func Export(ctx context.Context, src, dst *repo.Repository, m *Manifest, o ExportOptions) (*Manifest, error) {
+	// Writing into dst is a capture session there: a two-phase prune of
+	// dst beside the export never deletes what it reuses (repo.Session).
+	sess, err := dst.BeginSession(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
 	x := &exporter{ctx: ctx, src: src, dst: dst, trees: map[string][]blob.ID{}}
 	var part *SensitivePart
 	if o.IncludeSensitive && m.Sensitive != nil {
@@ -80,8 +87,17 @@ func Export(ctx context.Context, src, dst *repo.Repository, m *Manifest, o Expor
 	if err := dst.Flush(ctx); err != nil {
 		return nil, fmt.Errorf("export: flushing %s: %w", dst.Backend().Location(), err)
 	}
-	if _, err := SaveManifest(ctx, dst, nm); err != nil {
-		return nil, fmt.Errorf("export: saving the snapshot in %s: %w", dst.Backend().Location(), err)
+	save := func(ctx context.Context) error {
+		if _, err := SaveManifest(ctx, dst, nm); err != nil {
+			return fmt.Errorf("export: saving the snapshot in %s: %w", dst.Backend().Location(), err)
+		}
+		return nil
+	}
+	undo := func(ctx context.Context) error {
+		return dst.RemoveFile(ctx, backend.Handle{Type: backend.Snapshot, Name: nm.ID.String()})
+	}
+	if err := sess.Commit(ctx, save, undo); err != nil {
+		return nil, err
 	}
 	return nm, nil
 }

@@ -185,7 +185,7 @@ func TestReplayedIndexObjectsAfterPrune(t *testing.T) {
 	before := e.indexFiles()
 
 	e.ok("forget", "--workspace", "w", "--keep-last", "1")
-	out := jsonLines(t, e.ok("prune", "--json", "--max-unused", "0%").stdout)
+	out := jsonLines(t, e.ok("prune", "--instant-delete", "--json", "--max-unused", "0%").stdout)
 	st := out[len(out)-1]
 	if st["index_removed"].(float64) == 0 || st["blobs_copied"].(float64) == 0 {
 		t.Fatalf("the prune replaced no index object or repacked nothing: %v", st)
@@ -247,7 +247,7 @@ func TestReplayedIndexObjectsAfterPrune(t *testing.T) {
 	checkNamesReplay("with the cache rebuilt")
 
 	// The next prune removes the stale objects and keeps every snapshot.
-	e.ok("prune", "--max-unused", "0%")
+	e.ok("prune", "--instant-delete", "--max-unused", "0%")
 	if code, problems, _ := e.checkReport("--read-data"); code != 0 || len(problems) != 0 {
 		t.Fatalf("check after the second prune: exit %d, problems %v", code, problems)
 	}

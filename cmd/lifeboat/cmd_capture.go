@@ -83,7 +83,9 @@ func newCaptureCommand(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return g.withLockedRepo(cmd.Context(), repo.LockShared, "capture", func(r *repo.Repository, _ *repo.Lock) error {
+			// No repository lock: the capture is a session (repo.BeginSession)
+			// that a two-phase prune beside it respects.
+			return g.withRepo(cmd.Context(), true, func(r *repo.Repository) error {
 				return runCapture(cmd, g, r, args[0], explicit, o)
 			})
 		},

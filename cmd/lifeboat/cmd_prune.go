@@ -45,33 +45,44 @@ func parseMaxUnused(s string) (float64, error) {
 
 func newPruneCommand(g *globalOptions) *cobra.Command {
 	var (
-		dryRun, forgetDamaged bool
-		maxUnused             string
+		dryRun, forgetDamaged, instant bool
+		maxUnused                      string
+		deleteAfter                    time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "prune [--dry-run] [--max-unused 5%]",
 		Short: "Delete data that no snapshot uses",
-		Long: "Mark every blob the snapshots reach, then delete packs with nothing live and repack packs whose unused share is largest " +
-			"until at most --max-unused of the repository is unused. New packs and index come first, deletions last, under an " +
-			"exclusive lock taken only for the delete phase (captures go on while prune plans and repacks). --dry-run prints the plan. " +
-			"A damaged snapshot stops prune before it deletes anything, unless --forget-damaged.",
+		Long: "Mark every blob the snapshots reach, then condemn packs with nothing live and repack packs whose unused share is largest " +
+			"until at most --max-unused of the repository is unused. Condemned packs are no longer reused by captures; a later prune " +
+			"deletes them once --delete-after has passed (default 24h), unless a snapshot stored meanwhile needs them. Prune takes no lock " +
+			"that captures wait for. --instant-delete deletes at once under an exclusive lock instead: only when nothing captures. " +
+			"--dry-run prints the plan. A damaged snapshot stops prune before it deletes anything, unless --forget-damaged.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			mu, err := parseMaxUnused(maxUnused)
 			if err != nil {
 				return err
 			}
+			if !instant && deleteAfter < prune.MinDeleteAfter {
+				return usageError{fmt.Sprintf("--delete-after %s: want at least %s (a capture's session limit, the condemn slack and an hour of clock difference), or --instant-delete when nothing captures", deleteAfter, prune.MinDeleteAfter)}
+			}
+			if instant {
+				deleteAfter = 0
+			}
 			mode := repo.LockPrune
 			if dryRun {
 				mode = repo.LockShared
 			}
 			return g.withLockedRepo(cmd.Context(), mode, "prune", func(r *repo.Repository, l *repo.Lock) error {
-				return runPrune(cmd.Context(), g, r, l, dryRun, prune.Options{MaxUnused: mu, ForgetDamaged: forgetDamaged, Tiers: r.Tiers()})
+				return runPrune(cmd.Context(), g, r, l, dryRun, prune.Options{MaxUnused: mu, ForgetDamaged: forgetDamaged, Tiers: r.Tiers(),
+					DeleteAfter: deleteAfter, Now: pruneClock()})
 			})
 		},
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "only print the plan")
 	cmd.Flags().StringVar(&maxUnused, "max-unused", "5%", "unused share of the repository to tolerate (percent, or unlimited)")
+	cmd.Flags().DurationVar(&deleteAfter, "delete-after", prune.DefaultDeleteAfter, "delete condemned packs only this long after a prune condemned them")
+	cmd.Flags().BoolVar(&instant, "instant-delete", false, "delete unused packs at once, under an exclusive lock (only when nothing captures)")
 	cmd.Flags().BoolVar(&forgetDamaged, "forget-damaged", false, "forget snapshots whose manifest or trees are missing or damaged instead of refusing")
 	return cmd
 }
@@ -80,6 +91,7 @@ func runPrune(ctx context.Context, g *globalOptions, r *repo.Repository, l *repo
 	start := time.Now()
 	nothing := false
 	st, err := recovery.RunPrune(ctx, r, l, recovery.PruneOptions{MaxUnused: o.MaxUnused, ForgetDamaged: o.ForgetDamaged, DryRun: dryRun,
+		DeleteAfter: o.DeleteAfter, Now: o.Now,
 		Lock: g.lockOptions("prune"), Plan: func(p *prune.Plan) {
 			nothing = p.Nothing()
 			g.out.emit(prunePlanMessage{"prune_plan", dryRun, p}, func(w io.Writer) { printPlan(w, p) })
@@ -93,6 +105,9 @@ func runPrune(ctx context.Context, g *globalOptions, r *repo.Repository, l *repo
 	g.out.emit(pruneMessage{"prune", st, time.Since(start).Seconds()}, func(w io.Writer) {
 		fmt.Fprintf(w, "deleted %d packs (%s), wrote %d packs (%d blobs copied), replaced %d index objects with %d",
 			st.PacksDeleted, snapshot.HumanBytes(st.BytesDeleted), st.PacksWritten, st.BlobsCopied, st.IndexRemoved, st.IndexWritten)
+		if o.DeleteAfter > 0 {
+			fmt.Fprintf(w, "; condemned %d packs (deleted by a prune %s from now or later)", st.PacksCondemned, o.DeleteAfter)
+		}
 		if st.Rescued > 0 {
 			fmt.Fprintf(w, "; kept %d packs that %d snapshots made while prune ran need", st.Rescued, st.NewSnapshots)
 		}
@@ -112,6 +127,10 @@ func printPlan(w io.Writer, p *prune.Plan) {
 		snapshot.HumanBytes(p.TotalBytes), p.LiveBlobs, p.Blobs, snapshot.HumanBytes(p.UnusedBytes))
 	for _, d := range p.Damaged {
 		fmt.Fprintf(w, "damaged snapshot %s: %s\n", d.ID, d.Error)
+	}
+	if p.TwoPhase {
+		fmt.Fprintf(w, "two-phase: condemn %d packs now, delete %d condemned long enough ago (%s), %d still wait, %d rescued\n",
+			len(p.Condemn), len(p.DeleteNow), snapshot.HumanBytes(sum(p.DeleteNow)), p.Waiting, p.Rescue)
 	}
 	fmt.Fprintf(w, "delete  %d packs with nothing live (%s)\n", len(p.Delete), snapshot.HumanBytes(sum(p.Delete)))
 	fmt.Fprintf(w, "repack  %d packs (%s), copying %s of live blobs\n", len(p.Repack), snapshot.HumanBytes(sum(p.Repack)), snapshot.HumanBytes(p.BytesRewritten))

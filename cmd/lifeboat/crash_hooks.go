@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"lifeboat/backend"
 )
@@ -68,4 +69,17 @@ func recoveryStopHook() func(point string) {
 			select {} // until the test kills the process
 		}
 	}
+}
+
+// pruneClockEnv shifts a two-phase prune's clock by a duration, so that a
+// test sees condemnations ripen without waiting for the margin.
+const pruneClockEnv = "LIFEBOAT_TEST_PRUNE_CLOCK_OFFSET"
+
+// pruneClock returns the clock pruneClockEnv shifts, or nil.
+func pruneClock() func() time.Time {
+	d, err := time.ParseDuration(os.Getenv(pruneClockEnv))
+	if err != nil || d == 0 {
+		return nil
+	}
+	return func() time.Time { return time.Now().Add(d) }
 }

@@ -141,7 +141,7 @@ func TestPruneRefusesHeldDamagedSnapshot(t *testing.T) {
 	}
 	packs := countFiles(t, filepath.Join(e.repo, "data"))
 	indexes := countFiles(t, filepath.Join(e.repo, "index"))
-	res := e.run("prune", "--forget-damaged")
+	res := e.run("prune", "--instant-delete", "--forget-damaged")
 	if res.code != exitCorrupt || !strings.Contains(res.stderr, badID) || !strings.Contains(res.stderr, "held: "+recovery.HeldLastGood) ||
 		!strings.Contains(res.stderr, "capture the workspace again") || !strings.Contains(res.stderr, "older checkpoint") {
 		t.Fatalf("prune --forget-damaged with a held damaged snapshot: exit %d\n%s", res.code, res.stderr)
@@ -157,7 +157,7 @@ func TestPruneRefusesHeldDamagedSnapshot(t *testing.T) {
 	}
 	// Once the lifecycle holds it no more, --forget-damaged forgets it.
 	e.unpin("bad")
-	e.ok("prune", "--forget-damaged")
+	e.ok("prune", "--instant-delete", "--forget-damaged")
 	if e.hasSnapshot(badID) {
 		t.Fatal("the damaged snapshot was not forgotten")
 	}

@@ -498,13 +498,13 @@ func TestProfilePrune(t *testing.T) {
 	before := sensitivePacks()
 	// A workspace-only key's prune cannot see what profiles need: it is
 	// refused (exit 16) and changes nothing.
-	if r := e.lb(e.wsPW, "prune", "--max-unused", "0%"); r.code != exitTierLocked || !strings.Contains(r.stderr, "every tier") {
+	if r := e.lb(e.wsPW, "prune", "--instant-delete", "--max-unused", "0%"); r.code != exitTierLocked || !strings.Contains(r.stderr, "every tier") {
 		t.Fatalf("prune with a workspace-only key: exit %d %s", r.code, r.stderr)
 	}
 	if got := sensitivePacks(); got != before {
 		t.Fatalf("prune with a workspace-only key changed sensitive packs: %d -> %d", before, got)
 	}
-	e.lbOK(e.fullPW, "prune", "--max-unused", "0%")
+	e.lbOK(e.fullPW, "prune", "--instant-delete", "--max-unused", "0%")
 	if got := sensitivePacks(); got >= before {
 		t.Fatalf("prune with a full key freed no sensitive pack (%d before, %d after)", before, got)
 	}

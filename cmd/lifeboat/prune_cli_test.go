@@ -148,11 +148,11 @@ func TestForgetAndPrune(t *testing.T) {
 	if n := len(jsonLines(t, e.ok("snapshots", "--json").stdout)); n != 3 {
 		t.Fatalf("%d snapshots after forget", n)
 	}
-	plan := jsonLines(t, e.ok("prune", "--dry-run", "--json", "--max-unused", "0%").stdout)
+	plan := jsonLines(t, e.ok("prune", "--instant-delete", "--dry-run", "--json", "--max-unused", "0%").stdout)
 	if len(plan) != 1 || plan[0]["message_type"] != "prune_plan" || len(plan[0]["delete"].([]any))+len(plan[0]["repack"].([]any)) == 0 {
 		t.Fatalf("plan %v", plan)
 	}
-	out := jsonLines(t, e.ok("prune", "--json", "--max-unused", "0%").stdout)
+	out := jsonLines(t, e.ok("prune", "--instant-delete", "--json", "--max-unused", "0%").stdout)
 	st := out[len(out)-1]
 	if st["message_type"] != "prune" || st["packs_deleted"].(float64) == 0 {
 		t.Fatalf("prune: %v", st)
@@ -165,7 +165,7 @@ func TestForgetAndPrune(t *testing.T) {
 		t.Fatal("forgotten snapshot still restores")
 	}
 	// Nothing left to do.
-	plan = jsonLines(t, e.ok("prune", "--dry-run", "--json", "--max-unused", "0%").stdout)
+	plan = jsonLines(t, e.ok("prune", "--instant-delete", "--dry-run", "--json", "--max-unused", "0%").stdout)
 	if len(plan[0]["delete"].([]any))+len(plan[0]["repack"].([]any))+len(plan[0]["unindexed"].([]any)) != 0 {
 		t.Fatalf("second plan not empty: %v", plan[0])
 	}
@@ -257,11 +257,11 @@ func TestPruneDamagedSnapshot(t *testing.T) {
 	if err := r.Backend().Remove(t.Context(), backend.Handle{Type: backend.Pack, Name: loc.Pack.String()}); err != nil {
 		t.Fatal(err)
 	}
-	res := e.run("prune")
+	res := e.run("prune", "--instant-delete")
 	if res.code != exitCorrupt || !strings.Contains(res.stderr, badID) || !strings.Contains(res.stderr, "--forget-damaged") {
 		t.Fatalf("prune with a damaged snapshot: exit %d\n%s", res.code, res.stderr)
 	}
-	plan := jsonLines(t, e.ok("prune", "--forget-damaged", "--json").stdout)
+	plan := jsonLines(t, e.ok("prune", "--instant-delete", "--forget-damaged", "--json").stdout)
 	if d := plan[0]["damaged"].([]any); len(d) != 1 || d[0].(map[string]any)["id"] != badID {
 		t.Fatalf("damaged %v", d)
 	}
@@ -342,7 +342,7 @@ func TestKillPrune(t *testing.T) {
 			if out, err := exec.Command("cp", "-a", start, e.repo).CombinedOutput(); err != nil {
 				t.Fatalf("%v %s", err, out)
 			}
-			cmd := exec.Command(bin, "--repo", e.repo, "--cache-dir", e.cache, "--password-file", e.passwdFile, "prune", "--max-unused", "0%")
+			cmd := exec.Command(bin, "--repo", e.repo, "--cache-dir", e.cache, "--password-file", e.passwdFile, "prune", "--instant-delete", "--max-unused", "0%")
 			cmd.Env = append(os.Environ(), env+"="+strconv.Itoa(n))
 			out, err := cmd.CombinedOutput()
 			var exit *exec.ExitError
@@ -359,8 +359,8 @@ func TestKillPrune(t *testing.T) {
 			e.ok("check", "--read-data")
 			e.restoreID(ids[2], versions[2])
 			e.restoreID(ids[3], versions[3])
-			e.ok("prune", "--max-unused", "0%")
-			plan := jsonLines(t, e.ok("prune", "--dry-run", "--json", "--max-unused", "0%").stdout)[0]
+			e.ok("prune", "--instant-delete", "--max-unused", "0%")
+			plan := jsonLines(t, e.ok("prune", "--instant-delete", "--dry-run", "--json", "--max-unused", "0%").stdout)[0]
 			if len(plan["delete"].([]any))+len(plan["repack"].([]any))+len(plan["unindexed"].([]any)) != 0 {
 				t.Fatalf("%s=%d: after the finishing run, plan not empty: %v", env, n, plan)
 			}
@@ -385,8 +385,8 @@ func TestKillPrune(t *testing.T) {
 
 // TestCapturesWhilePruning runs captures of two workspaces and two prunes
 // (each after a forget) at once, as separate processes, several rounds.
-// Prunes plan while captures run, take the exclusive lock only to delete,
-// and one prune waits for the other. Afterwards the repository checks
+// Prunes (two-phase: they condemn, and take no lock captures wait for)
+// run while captures run, and one prune waits for the other's prune lock. Afterwards the repository checks
 // clean and the newest snapshot of each workspace restores exactly.
 func TestCapturesWhilePruning(t *testing.T) {
 	bin := lifeboatBinary(t)

@@ -16,6 +16,7 @@ import (
 	"lifeboat/providers/local"
 	"lifeboat/providers/managedagents"
 	"lifeboat/providers/ssh"
+	"lifeboat/prune"
 	"lifeboat/recovery"
 	"lifeboat/repo"
 	"lifeboat/server"
@@ -114,6 +115,9 @@ func providerInstance(c *config.Config, p config.Provider) (providers.Provider, 
 
 // openService puts the service together over r; close releases it.
 func (g *globalOptions) openService(c *config.Config, r *repo.Repository, tokens *server.Tokens, periodic bool) (s *service, err error) {
+	if d := c.Prune.DeleteAfter; d < prune.MinDeleteAfter {
+		return nil, usageError{fmt.Sprintf("[prune] delete_after %s: want at least %s (a capture's session limit, the condemn slack and an hour of clock difference)", d, prune.MinDeleteAfter)}
+	}
 	s = &service{log: g.newLogger(c), events: server.NewEvents()}
 	defer func() {
 		if err != nil {
@@ -163,6 +167,7 @@ func (g *globalOptions) openService(c *config.Config, r *repo.Repository, tokens
 	}
 	s.metrics.SetSource(server.MetricsSource{Workspaces: s.store, Operations: s.store, Holds: s.svc, Logger: s.log})
 	s.maint = &recovery.Maintenance{Repo: r, Default: c.Retention, MaxUnused: c.Prune.MaxUnused, Lock: lock, Logger: s.log,
+		DeleteAfter: c.Prune.DeleteAfter, Now: pruneClock(),
 		Observe: func(rep recovery.MaintenanceReport, err error) {
 			s.metrics.Prune(rep.Prune, err)
 			ev := map[string]any{"report": rep}

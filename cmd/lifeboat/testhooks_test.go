@@ -60,7 +60,7 @@ func TestReleaseBuildHasNoTestHooks(t *testing.T) {
 		nil, // new content
 		{"capture", "--workspace", "w", work},
 		{"forget", "--keep-last", "1"},
-		{"prune", "--max-unused", "0%"},
+		{"prune", "--instant-delete", "--max-unused", "0%"},
 	}
 	for _, args := range steps {
 		if args == nil {

@@ -1,0 +1,232 @@
+package prune
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"lifeboat/blob"
+	"lifeboat/repo"
+)
+
+// testClock is the clock every repository and prune of a test shares.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *testClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+const (
+	testSessionLimit = 10 * time.Minute
+	testDeleteAfter  = 20 * time.Minute
+)
+
+// openAt opens the repository as another process would: its own cache,
+// the test's clock and a short session limit.
+func (e *env) openAt(clk *testClock) *repo.Repository {
+	e.t.Helper()
+	r, err := repo.Open(e.t.Context(), e.be, testPassword, repo.Options{CacheDir: e.t.TempDir(), PackSize: 64 << 10,
+		Now: clk.Now, SessionLimit: testSessionLimit})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { _ = r.Close(context.Background()) })
+	return r
+}
+
+// blobData returns n seeded blobs of 1-8 KiB.
+func blobData(t *testing.T, seed uint64, n int) [][]byte {
+	t.Logf("blobs: seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 11))
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = make([]byte, 1024+rng.IntN(7*1024))
+		for j := range out[i] {
+			out[i][j] = byte(rng.Uint32())
+		}
+	}
+	return out
+}
+
+// saveAll saves data into r and returns the ids and how many were known.
+func saveAll(t *testing.T, r *repo.Repository, data [][]byte) ([]blob.ID, int) {
+	t.Helper()
+	ids := make([]blob.ID, len(data))
+	known := 0
+	for i, d := range data {
+		id, k, err := r.SaveBlob(t.Context(), blob.Workspace, blob.Data, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = id
+		if k {
+			known++
+		}
+	}
+	if err := r.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return ids, known
+}
+
+// twoPhase plans and executes a two-phase prune of r at the clock's time.
+func (e *env) twoPhase(r *repo.Repository, clk *testClock) (*Plan, Stats) {
+	e.t.Helper()
+	p, err := PlanPrune(e.t.Context(), r, e.src, Options{MaxUnused: 1e-9, DeleteAfter: testDeleteAfter, Now: clk.Now})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer p.Close()
+	st, err := p.Execute(e.t.Context(), r, e.src, ExecOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return p, st
+}
+
+// A capture that reused blobs and then stopped (between its lookups and
+// its commit) while a two-phase prune condemned their packs and, a margin
+// later, deleted them: its snapshot is either stored in time, and then the
+// second prune sees it and keeps what it needs, or refused. Either way
+// every stored snapshot's blobs load and check --read-data is clean.
+func TestTwoPhasePruneBesideStoppedCapture(t *testing.T) {
+	for _, commitInTime := range []bool{true, false} {
+		name := "stopped past the margin: refused"
+		if commitInTime {
+			name = "committed before the delete: kept"
+		}
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			clk := &testClock{t: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
+			capture, pruner := e.openAt(clk), e.openAt(clk)
+			data := blobData(t, 1, 40)
+			old, _ := saveAll(t, capture, data)
+			e.src.forget(e.src.add("old", old)) // every old blob is unused now
+
+			sess, err := capture.BeginSession(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			reused, known := saveAll(t, capture, data[:10])
+			if known != 10 {
+				t.Fatalf("the capture reused %d of 10 blobs, want all", known)
+			}
+			// The capture stops here. A prune condemns every old pack.
+			clk.Add(time.Minute)
+			p1, st1 := e.twoPhase(pruner, clk)
+			if st1.PacksCondemned == 0 || st1.PacksDeleted != 0 || len(p1.Condemn) == 0 {
+				t.Fatalf("first prune: condemned %d, deleted %d; want some condemned, none deleted", st1.PacksCondemned, st1.PacksDeleted)
+			}
+			commit := func() error {
+				return sess.Commit(t.Context(), func(context.Context) error { e.src.add("new", reused); return nil },
+					func(context.Context) error { e.src.forget(e.src.add("new", nil)); return nil })
+			}
+			if commitInTime {
+				clk.Add(testSessionLimit - 2*time.Minute)
+				if err := commit(); err != nil {
+					t.Fatalf("commit within the limit: %v", err)
+				}
+			}
+			clk.Add(testDeleteAfter + time.Minute)
+			_, st2 := e.twoPhase(pruner, clk)
+			if st2.PacksDeleted == 0 {
+				t.Fatalf("second prune deleted nothing: %+v", st2)
+			}
+			if commitInTime {
+				if st2.Rescued == 0 {
+					t.Fatalf("second prune rescued nothing for the committed snapshot: %+v", st2)
+				}
+				loadAll(t, pruner, reused)
+			} else {
+				err := commit()
+				if !errors.Is(err, repo.ErrSessionExpired) {
+					t.Fatalf("commit after the margin: %v, want ErrSessionExpired", err)
+				}
+				if ids, _ := e.src.Snapshots(t.Context()); len(ids) != 0 {
+					t.Fatalf("the refused snapshot is stored: %d snapshots", len(ids))
+				}
+			}
+			// Every stored snapshot's blobs load, in both processes.
+			ids, _ := e.src.Snapshots(t.Context())
+			for _, id := range ids {
+				for _, k := range e.src.snaps[id] {
+					for _, r := range []*repo.Repository{pruner, capture} {
+						if _, err := r.BeginSession(t.Context()); err != nil {
+							t.Fatal(err)
+						}
+						if _, err := r.LoadBlob(t.Context(), blob.Workspace, blob.Data, blob.ID(k[2:]), nil); err != nil {
+							t.Fatalf("snapshot %s: %v", id.Short(), err)
+						}
+					}
+				}
+			}
+			checkClean(t, pruner)
+		})
+	}
+}
+
+// A capture that begins after packs were condemned does not reuse them: it
+// stores the blobs again, and the prune that deletes the condemned packs
+// leaves its snapshot whole.
+func TestTwoPhaseCondemnedPacksAreNotReused(t *testing.T) {
+	e := newEnv(t)
+	clk := &testClock{t: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
+	capture, pruner := e.openAt(clk), e.openAt(clk)
+	data := blobData(t, 2, 30)
+	old, _ := saveAll(t, capture, data)
+	e.src.forget(e.src.add("old", old))
+	clk.Add(time.Minute)
+	_, st1 := e.twoPhase(pruner, clk)
+	if st1.PacksCondemned == 0 {
+		t.Fatal("nothing condemned")
+	}
+	sess, err := capture.BeginSession(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, known := saveAll(t, capture, data[:10])
+	if known != 0 {
+		t.Fatalf("a capture that began after the condemnation reused %d blobs of condemned packs", known)
+	}
+	if err := sess.Commit(t.Context(), func(context.Context) error { e.src.add("new", again); return nil }, nil); err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(testDeleteAfter + time.Minute)
+	_, st2 := e.twoPhase(pruner, clk)
+	if st2.PacksDeleted == 0 || st2.CondemnationsRemoved == 0 {
+		t.Fatalf("second prune: %+v; want the condemned packs deleted and their condemnation removed", st2)
+	}
+	loadAll(t, pruner, again)
+	if _, err := capture.BeginSession(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	loadAll(t, capture, again)
+	checkClean(t, pruner)
+}
+
+// A process stopped after the commit's first check and before its
+// snapshot is stored past the limit removes the snapshot again.
+func TestSessionCommitChecksAfterTheStore(t *testing.T) {
+	e := newEnv(t)
+	clk := &testClock{t: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
+	r := e.openAt(clk)
+	sess, err := r.BeginSession(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, undone := false, false
+	err = sess.Commit(t.Context(), func(context.Context) error { stored = true; clk.Add(testSessionLimit + time.Second); return nil },
+		func(context.Context) error { undone = true; return nil })
+	if !errors.Is(err, repo.ErrSessionExpired) || !stored || !undone {
+		t.Fatalf("commit: %v, stored %v, undone %v; want ErrSessionExpired after storing and undoing", err, stored, undone)
+	}
+}

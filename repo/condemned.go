@@ -1,0 +1,178 @@
+package repo
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"lifeboat/backend"
+	"lifeboat/blob"
+	"lifeboat/crypt"
+)
+
+// Condemnation is the plaintext of a condemnation object (kind 7,
+// condemned/<id>, sealed in the workspace tier): packs a prune will
+// delete once DeleteAfter has passed since Time, unless a snapshot stored
+// by then needs them. From the moment it is stored, captures do not reuse
+// what these packs hold (BeginSession); the prune that deletes them
+// removes the object last. See docs/guarantees.md (Concurrency).
+type Condemnation struct {
+	Version int `json:"version"`
+	// Time is when the prune condemned the packs, by its clock, taken
+	// before the object was stored.
+	Time time.Time `json:"time"`
+	// DeleteAfter is the safety margin the condemning prune used: the
+	// packs are deleted no sooner than Time + DeleteAfter (or a later
+	// prune's larger margin).
+	DeleteAfter time.Duration `json:"delete_after"`
+	Host        string        `json:"host,omitempty"`
+	Packs       []blob.ID     `json:"packs"`
+}
+
+// StoredCondemnation is a condemnation object with its id.
+type StoredCondemnation struct {
+	ID blob.ID
+	Condemnation
+}
+
+// DecodeCondemnation decodes and checks a condemnation object's plaintext.
+func DecodeCondemnation(b []byte) (Condemnation, error) {
+	var c Condemnation
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return c, fmt.Errorf("condemnation: %w", err)
+	}
+	if dec.More() {
+		return c, errors.New("condemnation: data after the object")
+	}
+	switch {
+	case c.Version != 1:
+		return c, fmt.Errorf("condemnation: version %d, want 1", c.Version)
+	case c.Time.IsZero():
+		return c, errors.New("condemnation: no time")
+	case c.DeleteAfter < 0:
+		return c, fmt.Errorf("condemnation: negative delete_after %v", c.DeleteAfter)
+	}
+	for _, id := range c.Packs {
+		if id.IsNull() {
+			return c, errors.New("condemnation: null pack id")
+		}
+	}
+	return c, nil
+}
+
+// Condemn stores a condemnation object for packs, condemned at t with
+// margin deleteAfter, and marks them condemned in the local index at once.
+func (r *Repository) Condemn(ctx context.Context, t time.Time, deleteAfter time.Duration, packs []blob.ID) (blob.ID, error) {
+	host, _ := os.Hostname()
+	b, err := json.Marshal(Condemnation{Version: 1, Time: t.UTC(), DeleteAfter: deleteAfter, Host: host, Packs: packs})
+	if err != nil {
+		return blob.ID{}, err
+	}
+	id, err := r.SaveObject(ctx, crypt.KindCondemned, blob.Workspace, b)
+	if err != nil {
+		return id, err
+	}
+	r.gcMu.Lock()
+	defer r.gcMu.Unlock()
+	r.condemned[id] = &Condemnation{Packs: packs}
+	set := map[blob.ID]bool{}
+	for _, p := range packs {
+		set[p] = true
+	}
+	_, err = r.idx.SetCondemned(set, false)
+	return id, err
+}
+
+// Condemnations loads every condemnation object. One that does not load
+// or decode is returned in damaged with its error; nobody acts on it
+// (captures do not know what it condemns, so no prune deletes its packs).
+func (r *Repository) Condemnations(ctx context.Context) (list []StoredCondemnation, damaged map[blob.ID]error, err error) {
+	damaged = map[blob.ID]error{}
+	var ids []blob.ID
+	if err := r.ListObjects(ctx, crypt.KindCondemned, func(id blob.ID) error { ids = append(ids, id); return nil }); err != nil {
+		return nil, nil, fmt.Errorf("listing condemnation objects: %w", err)
+	}
+	for _, id := range ids {
+		_, b, err := r.LoadObject(ctx, crypt.KindCondemned, id)
+		if errors.Is(err, backend.ErrNotFound) {
+			continue // executed since it was listed
+		}
+		if err != nil {
+			if errors.Is(err, ErrCorrupt) || errors.Is(err, crypt.ErrTierLocked) || errors.Is(err, crypt.ErrAuth) {
+				damaged[id] = err
+				continue
+			}
+			return nil, nil, err
+		}
+		c, err := DecodeCondemnation(b)
+		if err != nil {
+			damaged[id] = err
+			continue
+		}
+		list = append(list, StoredCondemnation{id, c})
+	}
+	return list, damaged, nil
+}
+
+// refreshCondemned lists the condemnation objects, loads those it has not
+// seen, syncs the local index, and then makes the index's condemned packs
+// exactly those the objects name. The order matters: a pack stops being
+// condemned only when its object is gone, which a prune removes after the
+// index objects that list the pack's deleted places, so the sync that
+// follows the listing has dropped those places already. r.gcMu held.
+func (r *Repository) refreshCondemned(ctx context.Context) error {
+	present := map[blob.ID]bool{}
+	if err := r.ListObjects(ctx, crypt.KindCondemned, func(id blob.ID) error { present[id] = true; return nil }); err != nil {
+		return fmt.Errorf("listing condemnation objects: %w", err)
+	}
+	for id := range present {
+		if _, ok := r.condemned[id]; ok {
+			continue
+		}
+		_, b, err := r.LoadObject(ctx, crypt.KindCondemned, id)
+		var c Condemnation
+		if err == nil {
+			c, err = DecodeCondemnation(b)
+		}
+		switch {
+		case errors.Is(err, backend.ErrNotFound):
+			delete(present, id)
+			continue
+		case err != nil && ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil:
+			// Damaged: what it condemns is unknown, and no prune deletes
+			// it (prune reads it the same way).
+			c = Condemnation{}
+		}
+		r.condemned[id] = &Condemnation{Packs: c.Packs}
+	}
+	if _, err := r.SyncIndex(ctx); err != nil {
+		return err
+	}
+	for id := range r.condemned {
+		if !present[id] {
+			delete(r.condemned, id)
+		}
+	}
+	return r.markCondemned()
+}
+
+// markCondemned sets the local index's condemned packs to those of
+// r.condemned. r.gcMu held.
+func (r *Repository) markCondemned() error {
+	packs := map[blob.ID]bool{}
+	for _, c := range r.condemned {
+		for _, id := range c.Packs {
+			packs[id] = true
+		}
+	}
+	_, err := r.idx.SetCondemned(packs, true)
+	return err
+}
