@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"mime/multipart"
 	"net/http"
 	"net/url"
 	"path"
@@ -12,6 +11,7 @@ import (
 
 	"lifeboat/providers"
 	"lifeboat/providers/boxfiles"
+	"lifeboat/providers/httpapi"
 )
 
 // maxOutput bounds each of a command's stdout and stderr.
@@ -31,19 +31,8 @@ func toolboxPath(id providers.InstanceID, route string) string {
 // Upload implements boxfiles.Box: POST .../files/upload?path= with the
 // file as the multipart field "file".
 func (b box) Upload(ctx context.Context, id providers.InstanceID, p string, r io.Reader, _ int64) error {
-	pr, pw := io.Pipe()
-	mw := multipart.NewWriter(pw)
-	go func() {
-		fw, err := mw.CreateFormFile("file", path.Base(p))
-		if err == nil {
-			_, err = io.Copy(fw, r)
-		}
-		if err == nil {
-			err = mw.Close()
-		}
-		pw.CloseWithError(err)
-	}()
-	hdr := http.Header{"Content-Type": {mw.FormDataContentType()}}
+	pr, ctype := httpapi.MultipartFile("file", path.Base(p), r)
+	hdr := http.Header{"Content-Type": {ctype}}
 	resp, err := boxfiles.Stream(ctx, &b.p.d, "upload", id, http.MethodPost, toolboxPath(id, "files/upload")+"?"+url.Values{"path": {p}}.Encode(), hdr, pr)
 	pr.Close()
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"io"
-	"mime/multipart"
 	"net/http"
 	"net/url"
 	"path"
@@ -73,20 +72,9 @@ func (e *envd) filesURL(p string) string {
 // upload writes r to the file at the absolute path p through POST /files
 // (multipart/form-data, field "file"); envd makes the parent directories.
 func (e *envd) upload(ctx context.Context, op, p string, r io.Reader) error {
-	pr, pw := io.Pipe()
-	mw := multipart.NewWriter(pw)
-	go func() {
-		fw, err := mw.CreateFormFile("file", path.Base(p))
-		if err == nil {
-			_, err = io.Copy(fw, r)
-		}
-		if err == nil {
-			err = mw.Close()
-		}
-		pw.CloseWithError(err)
-	}()
+	pr, ctype := httpapi.MultipartFile("file", path.Base(p), r)
 	h := e.header.Clone()
-	h.Set("Content-Type", mw.FormDataContentType())
+	h.Set("Content-Type", ctype)
 	resp, err := e.p.data.Send(ctx, httpapi.Request{Op: op, Instance: e.id, Method: http.MethodPost, URL: e.filesURL(p), Header: h, Body: pr,
 		What: "POST /files " + p})
 	pr.CloseWithError(io.ErrClosedPipe)

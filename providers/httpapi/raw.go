@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"strconv"
 	"strings"
@@ -82,4 +83,25 @@ func (c *Client) StatusError(op string, id providers.InstanceID, what string, re
 		e.RetryAfter = ParseRetryAfter(resp.Header.Get("Retry-After"), now)
 	}
 	return e
+}
+
+// MultipartFile streams r as the one file of a multipart/form-data body,
+// in the form field field with file name name (the upload shape of E2B's
+// envd and Daytona's toolbox). The returned body must be closed by the
+// caller once the request is done (that stops the writer if the request
+// ended early); contentType is the Content-Type header to send with it.
+func MultipartFile(field, name string, r io.Reader) (body *io.PipeReader, contentType string) {
+	pr, pw := io.Pipe()
+	mw := multipart.NewWriter(pw)
+	go func() {
+		fw, err := mw.CreateFormFile(field, name)
+		if err == nil {
+			_, err = io.Copy(fw, r)
+		}
+		if err == nil {
+			err = mw.Close()
+		}
+		pw.CloseWithError(err)
+	}()
+	return pr, mw.FormDataContentType()
 }

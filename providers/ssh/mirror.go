@@ -17,6 +17,7 @@ import (
 
 	"lifeboat/providers"
 	"lifeboat/providers/fsmeta"
+	"lifeboat/providers/tartree"
 )
 
 // racyWindow: a file changed twice within one mtime tick with the same
@@ -308,7 +309,7 @@ func (m *mirror) syncEntry(rel string, rfi fs.FileInfo) error {
 			lfi = nil
 		}
 		if lfi == nil {
-			if err := mkfifoIn(m.local, rel); err != nil {
+			if err := tartree.MkfifoIn(m.local, rel); err != nil {
 				return err
 			}
 		}

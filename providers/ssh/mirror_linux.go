@@ -10,17 +10,6 @@ import (
 	"lifeboat/providers/fsmeta"
 )
 
-// mkfifoIn makes a fifo at rel under r, through its parent directory
-// opened in r, so no component can lead outside it.
-func mkfifoIn(r *os.Root, rel string) error {
-	d, err := r.Open(filepath.Dir(rel))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return unix.Mkfifoat(int(d.Fd()), filepath.Base(rel), 0o600)
-}
-
 // applyXattrs turns f's user.* attributes from have into want.
 func applyXattrs(f *os.File, have, want []fsmeta.Xattr) error {
 	keep := make(map[string]bool, len(want))

@@ -3,7 +3,6 @@
 package ssh
 
 import (
-	"errors"
 	"os"
 	"time"
 
@@ -12,8 +11,6 @@ import (
 
 // Outside Linux the mirror makes no fifos, sets no xattrs and leaves
 // symlink times as they are.
-
-func mkfifoIn(*os.Root, string) error { return errors.ErrUnsupported }
 
 func applyXattrs(*os.File, []fsmeta.Xattr, []fsmeta.Xattr) error { return nil }
 

@@ -243,11 +243,11 @@ func uploadFile(src *os.Root, c *sftp.Client, rel, remote string, srcErr func(st
 	if err != nil {
 		return dstErr("create", rel, err)
 	}
-	_, err = out.ReadFrom(taggedReader{in})
-	var re *readError
+	_, err = out.ReadFrom(tartree.TaggedReader{R: in})
+	var re *tartree.ReadError
 	if errors.As(err, &re) {
 		out.Close()
-		return srcErr(rel, re.err)
+		return srcErr(rel, re.Err)
 	}
 	if err == nil {
 		err = out.Chmod(permBits(info.Mode()))

@@ -96,7 +96,7 @@ func Extract(ctx context.Context, r io.Reader, dst *os.Root, o ExtractOptions) e
 			if err := parent(dst, rel); err != nil {
 				return fail(rel, err)
 			}
-			if err := mkfifoIn(dst, rel); err != nil {
+			if err := MkfifoIn(dst, rel); err != nil {
 				return fail(rel, err)
 			}
 			if err := dst.Chmod(rel, mode); err != nil {

@@ -7,9 +7,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// mkfifoIn makes a fifo at rel under r, through its parent directory
+// MkfifoIn makes a fifo at rel under r, through its parent directory
 // opened in r, so no component can lead outside it.
-func mkfifoIn(r *os.Root, rel string) error {
+func MkfifoIn(r *os.Root, rel string) error {
 	d, err := r.Open(filepath.Dir(rel))
 	if err != nil {
 		return err

@@ -7,4 +7,4 @@ import (
 	"os"
 )
 
-func mkfifoIn(*os.Root, string) error { return errors.ErrUnsupported }
+func MkfifoIn(*os.Root, string) error { return errors.ErrUnsupported }

@@ -27,18 +27,21 @@ type WriteOptions struct {
 
 type inodeKey struct{ dev, ino uint64 }
 
-// readError marks a failure reading the source, as opposed to sending.
-type readError struct{ err error }
+// ReadError marks a failure reading the source, as opposed to sending
+// (see TaggedReader).
+type ReadError struct{ Err error }
 
-func (e *readError) Error() string { return e.err.Error() }
-func (e *readError) Unwrap() error { return e.err }
+func (e *ReadError) Error() string { return e.Err.Error() }
+func (e *ReadError) Unwrap() error { return e.Err }
 
-type taggedReader struct{ r io.Reader }
+// TaggedReader wraps every read error of R (io.EOF aside) in a
+// *ReadError, so a copy loop can tell a source failure from a sink one.
+type TaggedReader struct{ R io.Reader }
 
-func (t taggedReader) Read(p []byte) (int, error) {
-	n, err := t.r.Read(p)
+func (t TaggedReader) Read(p []byte) (int, error) {
+	n, err := t.R.Read(p)
 	if err != nil && err != io.EOF {
-		err = &readError{err}
+		err = &ReadError{err}
 	}
 	return n, err
 }
@@ -149,13 +152,13 @@ func tarFile(src *os.Root, tw *tar.Writer, rel string, h *tar.Header, xattrs boo
 	if err := tw.WriteHeader(h); err != nil {
 		return err
 	}
-	_, err = io.CopyN(tw, taggedReader{f}, fi.Size())
-	var re *readError
+	_, err = io.CopyN(tw, TaggedReader{f}, fi.Size())
+	var re *ReadError
 	switch {
 	case errors.Is(err, io.EOF):
 		return srcErr(rel, errors.New("shrank while being copied"))
 	case errors.As(err, &re):
-		return srcErr(rel, re.err)
+		return srcErr(rel, re.Err)
 	}
 	return err
 }
