@@ -137,6 +137,19 @@ func LoadRange(ctx context.Context, be Backend, h Handle, offset int64, length i
 	return be.Load(ctx, h, offset, length)
 }
 
+// ListConfig is List for the Config type, built on Stat: fn is called
+// once when the config exists.
+func ListConfig(ctx context.Context, b Backend, fn func(FileInfo) error) error {
+	fi, err := b.Stat(ctx, Handle{Type: Config, Name: "config"})
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return fn(fi)
+}
+
 // Valid reports whether h names a file this package can store.
 func (h Handle) Valid() error {
 	switch h.Type {

@@ -24,14 +24,7 @@ func (b *Backend) List(ctx context.Context, t backend.FileType, fn func(backend.
 	}
 	switch t {
 	case backend.Config:
-		fi, err := b.Stat(ctx, backend.Handle{Type: backend.Config, Name: "config"})
-		if errors.Is(err, backend.ErrNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		return fn(fi)
+		return backend.ListConfig(ctx, b, fn)
 	case backend.Pack:
 		dir := filepath.Join(b.dir, string(t))
 		shards, err := readDir(dir)

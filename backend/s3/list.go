@@ -2,7 +2,6 @@ package s3
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -22,14 +21,7 @@ func (b *Backend) List(ctx context.Context, t backend.FileType, fn func(backend.
 		return fmt.Errorf("s3: list %s: %w", t, err)
 	}
 	if t == backend.Config {
-		fi, err := b.Stat(ctx, backend.Handle{Type: backend.Config, Name: "config"})
-		if errors.Is(err, backend.ErrNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		return fn(fi)
+		return backend.ListConfig(ctx, b, fn)
 	}
 	ctx, cancel := context.WithCancel(ctx) // stops the listing goroutine when fn fails
 	defer cancel()

@@ -78,13 +78,9 @@ var ErrNoBucket = errors.New("bucket does not exist")
 // (bad credentials, no permission) wraps fs.ErrPermission; an unreachable
 // server wraps backend.ErrUnavailable.
 func Open(ctx context.Context, cfg Config) (*Backend, error) {
-	b, err := newBackend(cfg)
+	b, ok, err := openBucket(ctx, cfg, "open")
 	if err != nil {
 		return nil, err
-	}
-	ok, err := b.client.BucketExists(ctx, b.loc.Bucket)
-	if err != nil {
-		return nil, b.fail("open", nil, err)
 	}
 	if !ok {
 		return nil, fmt.Errorf("s3: open %s: %w: create bucket %q (or let `lifeboat init` create it), or check the location", b.loc, ErrNoBucket, b.loc.Bucket)
@@ -96,13 +92,9 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 // when it does not exist (in cfg.Region). It refuses a location that
 // already holds a config.
 func Create(ctx context.Context, cfg Config) (*Backend, error) {
-	b, err := newBackend(cfg)
+	b, ok, err := openBucket(ctx, cfg, "create")
 	if err != nil {
 		return nil, err
-	}
-	ok, err := b.client.BucketExists(ctx, b.loc.Bucket)
-	if err != nil {
-		return nil, b.fail("create", nil, err)
 	}
 	if !ok {
 		err := b.client.MakeBucket(ctx, b.loc.Bucket, minio.MakeBucketOptions{Region: cfg.Region})
@@ -116,6 +108,19 @@ func Create(ctx context.Context, cfg Config) (*Backend, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// openBucket makes the backend and asks whether its bucket exists.
+func openBucket(ctx context.Context, cfg Config, op string) (*Backend, bool, error) {
+	b, err := newBackend(cfg)
+	if err != nil {
+		return nil, false, err
+	}
+	ok, err := b.client.BucketExists(ctx, b.loc.Bucket)
+	if err != nil {
+		return nil, false, b.fail(op, nil, err)
+	}
+	return b, ok, nil
 }
 
 func alreadyOwned(err error) bool {
