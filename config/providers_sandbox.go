@@ -57,6 +57,7 @@ type E2BProvider struct {
 	Workspace      string // absolute path in the sandbox
 	Timeout        time.Duration
 	Transfer       time.Duration
+	Ready          time.Duration
 	CacheDir       string
 }
 
@@ -96,6 +97,7 @@ var e2bKeys = []spec{
 	{name: "workspace", kind: kString, def: "/home/user/workspace"},
 	{name: "timeout", kind: kDuration, def: "30s"},
 	{name: "transfer_timeout", kind: kDuration, def: "30m"},
+	{name: "ready_timeout", kind: kDuration, def: "1m"},
 	{name: "cache_dir", kind: kString, defNote: "<state.dir>/mirrors/<name>"},
 }
 
@@ -141,6 +143,7 @@ func (d *decoder) e2b(c *Config, r *reader, name string) E2BProvider {
 		Workspace:      r.str("workspace"),
 		Timeout:        r.dur("timeout"),
 		Transfer:       r.dur("transfer_timeout"),
+		Ready:          r.dur("ready_timeout"),
 		CacheDir:       r.str("cache_dir"),
 	}
 	p.APIKey = d.secret(c, r, "api_key")

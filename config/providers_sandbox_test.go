@@ -37,7 +37,7 @@ func TestSandboxProviders(t *testing.T) {
 	}
 	if e.Name != "sbx" || e.BaseURL != "https://api.e2b.app" || e.SandboxURL != "http://127.0.0.1:9" || e.Workspace != "/home/user/src/app" ||
 		e.User != "user" || e.SandboxTimeout != 10*time.Minute || e.Timeout != 30*time.Second ||
-		e.Transfer != 30*time.Minute || e.Template != "base" || !strings.HasSuffix(e.CacheDir, "/state/mirrors/sbx") {
+		e.Transfer != 30*time.Minute || e.Ready != time.Minute || e.Template != "base" || !strings.HasSuffix(e.CacheDir, "/state/mirrors/sbx") {
 		t.Fatalf("e2b provider: %+v", e)
 	}
 	if k, err := c.Secret(e.APIKey); err != nil || k != "e2b_secret_value" {

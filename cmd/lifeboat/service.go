@@ -97,7 +97,7 @@ func providerInstance(c *config.Config, p config.Provider) (providers.Provider, 
 		}
 		ep, err := e2b.New(e2b.Config{APIKey: key, BaseURL: p.BaseURL, SandboxURL: p.SandboxURL, Domain: p.Domain,
 			Template: p.Template, SandboxTimeout: int(p.SandboxTimeout / time.Second), User: p.User,
-			Workspace: p.Workspace, Timeout: p.Timeout, TransferTimeout: p.Transfer, CacheDir: p.CacheDir})
+			Workspace: p.Workspace, Timeout: p.Timeout, TransferTimeout: p.Transfer, ReadyTimeout: p.Ready, CacheDir: p.CacheDir})
 		if err != nil {
 			return nil, usageError{fmt.Sprintf("provider %s: %v", p.Name, err)}
 		}

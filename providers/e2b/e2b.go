@@ -86,6 +86,9 @@ type Config struct {
 	Workspace string
 	// TransferTimeout bounds one file transfer or command (default 30 min).
 	TransferTimeout time.Duration
+	// ReadyTimeout is how long Create waits for a new sandbox's envd to
+	// answer (default 60 s).
+	ReadyTimeout time.Duration
 	// CacheDir holds the local mirrors ReadFiles makes, one per instance
 	// (default <system temp>/lifeboat-e2b).
 	CacheDir string
@@ -100,6 +103,9 @@ type Provider struct {
 	cfg   Config
 	locks httpapi.KeyLocks
 	now   func() time.Time
+	// readyBackoff is the first wait between tries of a new sandbox's
+	// envd (tests shorten it).
+	readyBackoff time.Duration
 }
 
 var _ providers.Provider = (*Provider)(nil)
@@ -115,6 +121,9 @@ func New(cfg Config) (*Provider, error) {
 	}
 	if cfg.TransferTimeout <= 0 {
 		cfg.TransferTimeout = 30 * time.Minute
+	}
+	if cfg.ReadyTimeout <= 0 {
+		cfg.ReadyTimeout = time.Minute
 	}
 	if cfg.Domain == "" {
 		cfg.Domain = "e2b.app"
@@ -136,7 +145,7 @@ func New(cfg Config) (*Provider, error) {
 		c: httpapi.Client{Provider: Name, BaseURL: cfg.BaseURL, Header: http.Header{"X-Api-Key": {cfg.APIKey}},
 			HTTP: &http.Client{Timeout: cfg.Timeout}, Table: statusTable},
 		data: httpapi.Client{Provider: Name, HTTP: &http.Client{Timeout: cfg.TransferTimeout}, Table: statusTable},
-		cfg:  cfg, now: time.Now,
+		cfg:  cfg, now: time.Now, readyBackoff: 250 * time.Millisecond,
 	}
 	p.Files = boxfiles.Files{Provider: Name, Box: box{p}, Layout: boxfiles.Layout{Workspace: path.Clean(cfg.Workspace)}, CacheDir: cfg.CacheDir}
 	return p, nil
@@ -208,7 +217,7 @@ func (p *Provider) Create(ctx context.Context, spec providers.CreateSpec) (provi
 		for _, sb := range found {
 			if sb.Metadata[keyLabel] == spec.IdempotencyKey && sb.SandboxID != "" {
 				id := providers.InstanceID(sb.SandboxID)
-				return id, p.MakeWorkspace(ctx, op, id)
+				return id, p.ready(ctx, op, id)
 			}
 		}
 	}
@@ -235,7 +244,31 @@ func (p *Provider) Create(ctx context.Context, spec providers.CreateSpec) (provi
 		return "", &providers.Error{Provider: Name, Op: op, Kind: providers.KindUnavailable, Err: errNoID}
 	}
 	id := providers.InstanceID(sb.SandboxID)
-	return id, p.MakeWorkspace(ctx, op, id)
+	return id, p.ready(ctx, op, id)
+}
+
+// ready makes the workspace of a sandbox just created, retrying while
+// envd is unavailable for up to Config.ReadyTimeout: E2B answers POST
+// /sandboxes before its edge can route to the new sandbox, and meanwhile
+// answers envd requests with the same 502 "sandbox was not found" as for
+// a dead one. Any other failure (auth, a refused mkdir) ends it at once.
+func (p *Provider) ready(ctx context.Context, op string, id providers.InstanceID) error {
+	deadline := p.now().Add(p.cfg.ReadyTimeout)
+	wait := p.readyBackoff
+	for {
+		err := p.MakeWorkspace(ctx, op, id)
+		if err == nil || providers.KindOf(err) != providers.KindUnavailable || ctx.Err() != nil || !p.now().Before(deadline) {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
 }
 
 // Destroy implements providers.Provider: DELETE /sandboxes/{id} (E2B's

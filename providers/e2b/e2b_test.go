@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -229,5 +231,63 @@ func TestPauseResume(t *testing.T) {
 	providertest.WantKind(t, "Resume rate limited", err, providers.KindRateLimited)
 	if d, _ := providers.RetryAfter(err); d != 3*time.Second {
 		t.Fatalf("Resume RetryAfter %v", d)
+	}
+}
+
+// TestCreateWaitsForEnvd: E2B answers POST /sandboxes before its edge
+// routes to the sandbox, meanwhile answering envd with the 502 "sandbox
+// was not found" (a third-party report of this gap, and E2B's own edge
+// template for that answer). Create keeps trying to make the workspace
+// until envd answers, and never reports the sandbox missing; an envd that
+// refuses the access token fails Create at once.
+func TestCreateWaitsForEnvd(t *testing.T) {
+	srv, cfg := start(t)
+	p := mustNew(t, cfg)
+	p.readyBackoff = time.Millisecond
+	ctx := context.Background()
+	var mu sync.Mutex
+	refused := 0
+	srv.SetFault(func(w http.ResponseWriter, r *http.Request) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.Header.Get("E2b-Sandbox-Id") == "" || refused == 3 {
+			return false
+		}
+		refused++
+		w.WriteHeader(http.StatusBadGateway)
+		fmt.Fprintf(w, `{"sandboxId":%q,"message":"The sandbox was not found","code":502}`, r.Header.Get("E2b-Sandbox-Id"))
+		return true
+	})
+	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
+	if err != nil {
+		t.Fatalf("Create while envd was not routable yet: %v", err)
+	}
+	mu.Lock()
+	if refused != 3 {
+		t.Fatalf("envd refused %d times, want 3", refused)
+	}
+	mu.Unlock()
+	if fi, err := os.Stat(srv.WorkspaceDir(string(id))); err != nil || !fi.IsDir() {
+		t.Fatalf("no workspace in the new sandbox: %v", err)
+	}
+
+	calls := 0
+	srv.SetFault(func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Header.Get("E2b-Sandbox-Id") == "" {
+			return false
+		}
+		mu.Lock()
+		calls++
+		mu.Unlock()
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprint(w, `{"message":"invalid access token","code":401}`)
+		return true
+	})
+	_, err = p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k2"})
+	providertest.WantKind(t, "Create with envd refusing the token", err, providers.KindUnauthorized)
+	mu.Lock()
+	defer mu.Unlock()
+	if calls != 1 {
+		t.Fatalf("an unauthorized envd was asked %d times, want once", calls)
 	}
 }
