@@ -1,19 +1,13 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
-	"lifeboat/bench"
-	"lifeboat/profile"
 	"lifeboat/providers/platformtest"
 )
 
@@ -78,16 +72,7 @@ func TestRecoverPlatformWorkspaceThroughServe(t *testing.T) {
 			must(t, err)
 			work, err := sb.HostPath(box.ID, pc.workspace)
 			must(t, err)
-			writeTree(t, work, 11)
-			must(t, os.Link(filepath.Join(work, "d0", "f0.txt"), filepath.Join(work, "d1", "f0-link.txt")))
-			must(t, unix.Mkfifo(filepath.Join(work, "events.fifo"), 0o620))
-			must(t, os.Symlink("d0/f0.txt", filepath.Join(work, "latest")))
-			must(t, os.WriteFile(filepath.Join(work, "tool"), []byte("#!/bin/sh\n"), 0o755))
-			must(t, os.Chmod(filepath.Join(work, "tool"), 0o755|os.ModeSetuid))
-			must(t, os.Mkdir(filepath.Join(work, "shared"), 0o777))
-			must(t, os.Chmod(filepath.Join(work, "shared"), 0o777|os.ModeSticky))
-			fx := profile.NewFixture(29)
-			must(t, fx.Write(context.Background(), filepath.Join(work, "chrome"), profile.FixtureOptions{}))
+			fx := writeRecoverableTree(t, work, 11, 29)
 
 			s.start(env...)
 			s.cliOK("workspace", "add", "bot1", "--provider", "box1", "--instance", box.ID)
@@ -146,22 +131,7 @@ func TestRecoverPlatformWorkspaceThroughServe(t *testing.T) {
 			got, err := sb.HostPath(newID, pc.workspace)
 			must(t, err)
 
-			d, err := bench.CompareSkip(want, got, func(rel string) bool { return rel == "chrome" })
-			if err != nil || len(d) > 0 {
-				t.Fatalf("the new sandbox differs from the captured tree: %v %v", d, err)
-			}
-			var a, b syscall.Stat_t
-			must(t, syscall.Stat(filepath.Join(got, "d0", "f0.txt"), &a))
-			must(t, syscall.Stat(filepath.Join(got, "d1", "f0-link.txt"), &b))
-			if a.Ino != b.Ino || a.Nlink != 2 {
-				t.Fatalf("hard link split: inodes %d and %d, %d links", a.Ino, b.Ino, a.Nlink)
-			}
-			if fi, err := os.Lstat(filepath.Join(got, "events.fifo")); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
-				t.Fatalf("fifo: %v %v", fi, err)
-			}
-			if err := fx.Check(context.Background(), filepath.Join(got, "chrome"), false); err != nil {
-				t.Fatalf("browser session: %v", err)
-			}
+			checkRecoveredTree(t, want, got, fx)
 			w := s.cliJSON("workspace", "show", "bot1")
 			gen := 1.0
 			if pc.native {

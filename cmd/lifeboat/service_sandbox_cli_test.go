@@ -1,20 +1,16 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
-	"lifeboat/bench"
-	"lifeboat/profile"
 	"lifeboat/providers/e2b/e2btest"
 	"lifeboat/providers/managedagents/matest"
 )
@@ -54,16 +50,7 @@ park_interval = "1ns"
 
 	srv.Add("sbx-orig")
 	work := srv.WorkspaceDir("sbx-orig")
-	writeTree(t, work, 11)
-	must(t, os.Link(filepath.Join(work, "d0", "f0.txt"), filepath.Join(work, "d1", "f0-link.txt")))
-	must(t, unix.Mkfifo(filepath.Join(work, "events.fifo"), 0o620))
-	must(t, os.Symlink("d0/f0.txt", filepath.Join(work, "latest")))
-	must(t, os.WriteFile(filepath.Join(work, "tool"), []byte("#!/bin/sh\n"), 0o755))
-	must(t, os.Chmod(filepath.Join(work, "tool"), 0o755|os.ModeSetuid))
-	must(t, os.Mkdir(filepath.Join(work, "shared"), 0o777))
-	must(t, os.Chmod(filepath.Join(work, "shared"), 0o777|os.ModeSticky))
-	fx := profile.NewFixture(31)
-	must(t, fx.Write(context.Background(), filepath.Join(work, "chrome"), profile.FixtureOptions{}))
+	fx := writeRecoverableTree(t, work, 11, 31)
 	xattrs := unix.Setxattr(filepath.Join(work, "d0", "f3.txt"), "user.origin", []byte("agent run 17"), 0) == nil
 	old := time.Date(2026, 10, 1, 12, 0, 0, 123456789, time.UTC)
 	must(t, os.Chtimes(filepath.Join(work, "d0", "f4.txt"), old, old))
@@ -114,24 +101,9 @@ park_interval = "1ns"
 		}
 		must(t, unix.Removexattr(filepath.Join(want, "d0", "f3.txt"), "user.origin"))
 	}
-	d, err := bench.CompareSkip(want, got, func(rel string) bool { return rel == "chrome" })
-	if err != nil || len(d) > 0 {
-		t.Fatalf("the replacement differs from the captured tree: %v %v", d, err)
-	}
-	var a, b syscall.Stat_t
-	must(t, syscall.Stat(filepath.Join(got, "d0", "f0.txt"), &a))
-	must(t, syscall.Stat(filepath.Join(got, "d1", "f0-link.txt"), &b))
-	if a.Ino != b.Ino || a.Nlink != 2 {
-		t.Fatalf("hard link split: inodes %d and %d, %d links", a.Ino, b.Ino, a.Nlink)
-	}
-	if fi, err := os.Lstat(filepath.Join(got, "events.fifo")); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
-		t.Fatalf("fifo: %v %v", fi, err)
-	}
+	checkRecoveredTree(t, want, got, fx)
 	if fi, err := os.Stat(filepath.Join(got, "d0", "f4.txt")); err != nil || !fi.ModTime().Equal(old) {
 		t.Fatalf("mtime: %v %v, want %v", fi.ModTime(), err, old)
-	}
-	if err := fx.Check(context.Background(), filepath.Join(got, "chrome"), false); err != nil {
-		t.Fatalf("browser session: %v", err)
 	}
 	w := s.cliJSON("workspace", "show", "bot1")
 	if w["instance"] != newID || w["generation"].(float64) != 1 || w["provider"] != "sbx" {

@@ -1,19 +1,16 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/user"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
-	"lifeboat/bench"
 	"lifeboat/profile"
 	"lifeboat/providers/ssh/sshdtest"
 )
@@ -64,19 +61,10 @@ park_interval = "1ns"
 
 	// The sandbox on the host: a tree with what a faithful recovery keeps.
 	work := filepath.Join(remote, "bot1")
-	writeTree(t, work, 7)
-	must(t, os.Link(filepath.Join(work, "d0", "f0.txt"), filepath.Join(work, "d1", "f0-link.txt")))
+	fx := writeRecoverableTree(t, work, 7, 28)
 	if err := unix.Setxattr(filepath.Join(work, "d0", "f4.txt"), "user.origin", []byte("agent run 17"), 0); err != nil {
 		t.Skipf("the filesystem under the test's temp dir refuses user xattrs: %v", err)
 	}
-	must(t, unix.Mkfifo(filepath.Join(work, "events.fifo"), 0o620))
-	must(t, os.Symlink("d0/f0.txt", filepath.Join(work, "latest")))
-	must(t, os.WriteFile(filepath.Join(work, "tool"), []byte("#!/bin/sh\n"), 0o755))
-	must(t, os.Chmod(filepath.Join(work, "tool"), 0o755|os.ModeSetuid))
-	must(t, os.Mkdir(filepath.Join(work, "shared"), 0o777))
-	must(t, os.Chmod(filepath.Join(work, "shared"), 0o777|os.ModeSticky))
-	fx := profile.NewFixture(28)
-	must(t, fx.Write(context.Background(), filepath.Join(work, "chrome"), profile.FixtureOptions{}))
 	old := time.Date(2026, 10, 1, 12, 0, 0, 0, time.UTC)
 	must(t, os.Chtimes(filepath.Join(work, "d0", "f4.txt"), old, old))
 
@@ -115,26 +103,11 @@ park_interval = "1ns"
 
 	// Files, modes, mtimes, symlinks, fifo: as captured, the browser
 	// profile aside (capture leaves its caches and locks out).
-	d, err := bench.CompareSkip(want, got, func(rel string) bool { return rel == "chrome" })
-	if err != nil || len(d) > 0 {
-		t.Fatalf("the replacement differs from the captured tree: %v %v", d, err)
-	}
-	var a, b syscall.Stat_t
-	must(t, syscall.Stat(filepath.Join(got, "d0", "f0.txt"), &a))
-	must(t, syscall.Stat(filepath.Join(got, "d1", "f0-link.txt"), &b))
-	if a.Ino != b.Ino || a.Nlink != 2 {
-		t.Fatalf("hard link split: inodes %d and %d, %d links", a.Ino, b.Ino, a.Nlink)
-	}
+	checkRecoveredTree(t, want, got, fx)
 	buf := make([]byte, 64)
 	n, err := unix.Getxattr(filepath.Join(got, "d0", "f4.txt"), "user.origin", buf)
 	if err != nil || string(buf[:n]) != "agent run 17" {
 		t.Fatalf("xattr: %q %v", buf[:n], err)
-	}
-	if fi, err := os.Lstat(filepath.Join(got, "events.fifo")); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
-		t.Fatalf("fifo: %v %v", fi, err)
-	}
-	if err := fx.Check(context.Background(), filepath.Join(got, "chrome"), false); err != nil {
-		t.Fatalf("browser session: %v", err)
 	}
 	for _, p := range profile.FixtureDropped {
 		if _, err := os.Lstat(filepath.Join(got, "chrome", p)); err == nil {
