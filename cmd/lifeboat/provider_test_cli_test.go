@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
 	"lifeboat/providers/docker/dockertest"
@@ -27,11 +26,7 @@ func TestProviderTestCommand(t *testing.T) {
 	d := dockertest.Start(t)
 	cli := d.Client(t)
 	ctx := context.Background()
-	res, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{Name: "not-lifeboats",
-		Config: &container.Config{Image: dockertest.Image, Cmd: dockertest.Command}, HostConfig: &container.HostConfig{NetworkMode: "none"}})
-	must(t, err)
-	_, err = cli.ContainerStart(ctx, res.ID, client.ContainerStartOptions{})
-	must(t, err)
+	operators := startContainer(t, cli, "not-lifeboats")
 	t.Setenv("LIFEBOAT_TEST_VERCEL_TOKEN", "")
 	s := newSvcEnv(t, fmt.Sprintf(`
 [providers.dock]
@@ -71,7 +66,7 @@ project_id = "prj_test"
 	}
 	l, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true})
 	must(t, err)
-	if len(l.Items) != 1 || l.Items[0].ID != res.ID || l.Items[0].State != "running" {
+	if len(l.Items) != 1 || l.Items[0].ID != operators || l.Items[0].State != "running" {
 		t.Fatalf("containers after the test: %+v", l.Items)
 	}
 

@@ -38,13 +38,7 @@ func TestRecoverDockerWorkspaceThroughServe(t *testing.T) {
 	ctx := context.Background()
 
 	// The sandbox: a container the operator started, with a workspace.
-	res, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{Name: "bot1-box",
-		Config:     &container.Config{Image: dockertest.Image, Cmd: dockertest.Command, WorkingDir: "/workspace"},
-		HostConfig: &container.HostConfig{NetworkMode: "none"}})
-	must(t, err)
-	orig := res.ID
-	_, err = cli.ContainerStart(ctx, orig, client.ContainerStartOptions{})
-	must(t, err)
+	orig := startContainer(t, cli, "bot1-box")
 	src := filepath.Join(t.TempDir(), "workspace")
 	writeTree(t, src, 11)
 	must(t, os.Link(filepath.Join(src, "d0", "f0.txt"), filepath.Join(src, "d1", "f0-link.txt")))
@@ -182,6 +176,20 @@ park_interval = "1ns"
 		t.Fatalf("workspace after the recovery: %v", w)
 	}
 	s.stop()
+}
+
+// startContainer starts a container of the test image, as an operator
+// would (not labelled as Lifeboat's), and returns its id.
+func startContainer(t *testing.T, cli *client.Client, name string) string {
+	t.Helper()
+	ctx := context.Background()
+	res, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{Name: name,
+		Config:     &container.Config{Image: dockertest.Image, Cmd: dockertest.Command, WorkingDir: "/workspace"},
+		HostConfig: &container.HostConfig{NetworkMode: "none"}})
+	must(t, err)
+	_, err = cli.ContainerStart(ctx, res.ID, client.ContainerStartOptions{})
+	must(t, err)
+	return res.ID
 }
 
 // pushTree copies the local tree src into /workspace of a container
