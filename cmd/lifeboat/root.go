@@ -56,7 +56,7 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err.Error()} })
 	f := root.PersistentFlags()
-	f.StringVarP(&g.repo, "repo", "r", envOr("LIFEBOAT_REPO", defaultRepo()), "repository location (env LIFEBOAT_REPO)")
+	f.StringVarP(&g.repo, "repo", "r", envOr("LIFEBOAT_REPO", defaultRepo()), "repository location: a directory, or s3:https://HOST[:PORT]/BUCKET[/PREFIX] with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY set (env LIFEBOAT_REPO)")
 	f.StringVar(&g.passwordFile, "password-file", os.Getenv("LIFEBOAT_PASSWORD_FILE"), "read the password from this file (env LIFEBOAT_PASSWORD_FILE; or set LIFEBOAT_PASSWORD)")
 	f.StringVar(&g.cacheDir, "cache-dir", os.Getenv("LIFEBOAT_CACHE_DIR"), "local cache directory (env LIFEBOAT_CACHE_DIR; default: the user cache dir)")
 	f.StringVar(&g.keyHint, "key-hint", os.Getenv("LIFEBOAT_KEY_HINT"), "try only key files whose id starts with this")
