@@ -425,43 +425,42 @@ func (p *Provider) dropDanglingCheckpoint(ctx context.Context, image string) {
 // Stopped, ReadFiles still works. Stopping a stopped container is not an
 // error; a missing one is KindConflict.
 func (p *Provider) Stop(ctx context.Context, id providers.InstanceID) error {
-	const op = "stop"
-	if err := checkID(op, id); err != nil {
-		return err
-	}
-	ctx, cancel := p.bound(ctx)
-	defer cancel()
-	if _, err := p.needContainer(ctx, op, id); err != nil {
-		return err
-	}
-	timeout := 10
-	if _, err := p.cli.ContainerStop(ctx, string(id), client.ContainerStopOptions{Timeout: &timeout}); err != nil {
+	return p.onContainer(ctx, "stop", id, func(ctx context.Context, _ *container.InspectResponse) error {
+		timeout := 10
+		_, err := p.cli.ContainerStop(ctx, string(id), client.ContainerStopOptions{Timeout: &timeout})
 		if noSuchContainer(err) {
-			return newErr(op, id, providers.KindConflict, "container %s disappeared while stopping it (Inspect confirms whether it is missing)", id)
+			return newErr("stop", id, providers.KindConflict, "container %s disappeared while stopping it (Inspect confirms whether it is missing)", id)
 		}
-		return wrap(op, id, ctxErr(ctx, err))
-	}
-	return nil
+		return err
+	})
 }
 
-// Pause implements providers.Pauser: every process of the container is
-// frozen (cgroup freezer). Pausing a paused container is not an error.
-func (p *Provider) Pause(ctx context.Context, id providers.InstanceID) error {
-	const op = "pause"
+// onContainer runs fn on the existing container id, within the provider's
+// timeout; an absent container is KindConflict, and fn's error is
+// wrapped.
+func (p *Provider) onContainer(ctx context.Context, op string, id providers.InstanceID, fn func(context.Context, *container.InspectResponse) error) error {
 	if err := checkID(op, id); err != nil {
 		return err
 	}
 	ctx, cancel := p.bound(ctx)
 	defer cancel()
 	c, err := p.needContainer(ctx, op, id)
-	if err != nil || (c.State != nil && c.State.Paused) {
+	if err != nil {
 		return err
 	}
-	if c.State == nil || !c.State.Running {
-		return nil // nothing runs: nothing writes
-	}
-	_, err = p.cli.ContainerPause(ctx, string(id), client.ContainerPauseOptions{})
-	return wrap(op, id, ctxErr(ctx, err))
+	return wrap(op, id, ctxErr(ctx, fn(ctx, c)))
+}
+
+// Pause implements providers.Pauser: every process of the container is
+// frozen (cgroup freezer). Pausing a paused container is not an error.
+func (p *Provider) Pause(ctx context.Context, id providers.InstanceID) error {
+	return p.onContainer(ctx, "pause", id, func(ctx context.Context, c *container.InspectResponse) error {
+		if c.State == nil || c.State.Paused || !c.State.Running {
+			return nil // paused already, or nothing runs: nothing writes
+		}
+		_, err := p.cli.ContainerPause(ctx, string(id), client.ContainerPauseOptions{})
+		return err
+	})
 }
 
 // PausedFilesReadable implements providers.CapturePauser: the archive
@@ -471,18 +470,13 @@ func (p *Provider) PausedFilesReadable() bool { return true }
 // Resume implements providers.Pauser: a paused container is thawed; one
 // that is not paused is left as it is.
 func (p *Provider) Resume(ctx context.Context, id providers.InstanceID) error {
-	const op = "resume"
-	if err := checkID(op, id); err != nil {
+	return p.onContainer(ctx, "resume", id, func(ctx context.Context, c *container.InspectResponse) error {
+		if c.State == nil || !c.State.Paused {
+			return nil
+		}
+		_, err := p.cli.ContainerUnpause(ctx, string(id), client.ContainerUnpauseOptions{})
 		return err
-	}
-	ctx, cancel := p.bound(ctx)
-	defer cancel()
-	c, err := p.needContainer(ctx, op, id)
-	if err != nil || c.State == nil || !c.State.Paused {
-		return err
-	}
-	_, err = p.cli.ContainerUnpause(ctx, string(id), client.ContainerUnpauseOptions{})
-	return wrap(op, id, ctxErr(ctx, err))
+	})
 }
 
 // mirrorDir is the local mirror of an instance.
