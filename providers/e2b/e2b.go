@@ -96,9 +96,9 @@ type Config struct {
 
 // Provider is an E2B account.
 type Provider struct {
-	httpapi.NoCheckpoints
 	boxfiles.Files
 	c     httpapi.Client // control plane
+	long  httpapi.Client // control plane, for snapshots (TransferTimeout)
 	data  httpapi.Client // envd: no API key, a longer timeout
 	cfg   Config
 	locks httpapi.KeyLocks
@@ -141,9 +141,10 @@ func New(cfg Config) (*Provider, error) {
 		cfg.CacheDir = filepath.Join(os.TempDir(), "lifeboat-e2b")
 	}
 	p := &Provider{
-		NoCheckpoints: httpapi.NoCheckpoints{Provider: Name},
 		c: httpapi.Client{Provider: Name, BaseURL: cfg.BaseURL, Header: http.Header{"X-Api-Key": {cfg.APIKey}},
 			HTTP: &http.Client{Timeout: cfg.Timeout}, Table: statusTable},
+		long: httpapi.Client{Provider: Name, BaseURL: cfg.BaseURL, Header: http.Header{"X-Api-Key": {cfg.APIKey}},
+			HTTP: &http.Client{Timeout: cfg.TransferTimeout}, Table: statusTable},
 		data: httpapi.Client{Provider: Name, HTTP: &http.Client{Timeout: cfg.TransferTimeout}, Table: statusTable},
 		cfg:  cfg, now: time.Now, readyBackoff: 250 * time.Millisecond,
 	}
@@ -155,9 +156,10 @@ func New(cfg Config) (*Provider, error) {
 func (p *Provider) Name() string { return Name }
 
 // Capabilities implements providers.Provider: files and Exec through
-// envd, Create and Destroy, Pause and Resume; no native checkpoints.
+// envd, Create and Destroy, Pause and Resume, native checkpoints as E2B
+// snapshots.
 func (p *Provider) Capabilities() providers.Capabilities {
-	return providers.Capabilities{Files: true, Exec: true, Create: true, Pause: true}
+	return providers.Capabilities{Files: true, Exec: true, Create: true, Pause: true, NativeCheckpoints: true}
 }
 
 type sandbox struct {

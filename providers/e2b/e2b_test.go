@@ -291,3 +291,69 @@ func TestCreateWaitsForEnvd(t *testing.T) {
 		t.Fatalf("an unauthorized envd was asked %d times, want once", calls)
 	}
 }
+
+// TestSnapshotRollback: a rollback makes a new sandbox from the snapshot
+// and kills the old one; retried, it finds the same new sandbox; the
+// snapshot outlives both; snapshot calls map the control plane's answers
+// like every other call.
+func TestSnapshotRollback(t *testing.T) {
+	srv, cfg := start(t)
+	p := mustNew(t, cfg)
+	ctx := context.Background()
+	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(filepath.Join(srv.WorkspaceDir(string(id)), "state.txt"), []byte("v1"), 0o644))
+	cp, err := p.Checkpoint(ctx, id)
+	must(err)
+	must(os.WriteFile(filepath.Join(srv.WorkspaceDir(string(id)), "state.txt"), []byte("v2"), 0o644))
+	to, err := p.Rollback(ctx, id, cp)
+	must(err)
+	if to == id {
+		t.Fatalf("Rollback kept sandbox %s", id)
+	}
+	if b, err := os.ReadFile(filepath.Join(srv.WorkspaceDir(string(to)), "state.txt")); err != nil || string(b) != "v1" {
+		t.Fatalf("the new sandbox has %q, %v; want the snapshot's v1", b, err)
+	}
+	if _, ok := srv.Lookup(string(id)); ok {
+		t.Fatalf("the old sandbox %s still runs after the rollback", id)
+	}
+	again, err := p.Rollback(ctx, id, cp)
+	if err != nil || again != to {
+		t.Fatalf("a retried Rollback = %s, %v; want %s", again, err, to)
+	}
+	if n := len(srv.IDs()); n != 1 {
+		t.Fatalf("%d sandboxes after two rollbacks, want 1", n)
+	}
+	for _, c := range statusCases {
+		answer(srv, nil, c.status, c.body, c.retryAfter)
+		_, err := p.Checkpoint(ctx, to)
+		providertest.WantKind(t, fmt.Sprintf("Checkpoint answered %d", c.status), err, c.want)
+		if d, _ := providers.RetryAfter(err); d != c.wantWait {
+			t.Fatalf("Checkpoint %d: RetryAfter %v, want %v", c.status, d, c.wantWait)
+		}
+		if c.status != 404 {
+			providertest.WantKind(t, fmt.Sprintf("DeleteCheckpoint answered %d", c.status), p.DeleteCheckpoint(ctx, cp), c.want)
+		}
+		_, err = p.Rollback(ctx, to, cp)
+		providertest.WantKind(t, fmt.Sprintf("Rollback answered %d", c.status), err, c.want)
+	}
+	srv.SetFault(nil)
+	if snaps := srv.Snapshots(); len(snaps) != 1 || snaps[0] != string(cp) {
+		t.Fatalf("snapshots after the faults: %v", snaps)
+	}
+	must(p.DeleteCheckpoint(ctx, cp))
+	must(p.DeleteCheckpoint(ctx, cp))
+	_, err = p.Rollback(ctx, to, cp)
+	providertest.WantKind(t, "Rollback to a deleted snapshot", err, providers.KindConflict)
+	if st, err := p.Inspect(ctx, to); err != nil || st.State != providers.Running {
+		t.Fatalf("a failed rollback touched the sandbox: %+v, %v", st, err)
+	}
+}

@@ -18,3 +18,5 @@ var (
 	errNotFound = errors.New("GET /sandboxes/{id} answered 404 (Inspect confirms whether it is missing)")
 	errPaused   = errors.New("the sandbox is paused: resume it first")
 )
+
+var errNoSnapshotID = errors.New("POST /sandboxes/{id}/snapshots answered without a snapshotID")

@@ -2,7 +2,10 @@
 // server answering both of E2B's planes as E2B documents them, for tests
 // (the adapter's own and `lifeboat serve` end to end). References, in
 // github.com/e2b-dev/E2B: spec/openapi.yml (the control plane:
-// /sandboxes, /v2/sandboxes, pause, resume; X-API-Key), spec/envd/envd.yaml
+// /sandboxes, /v2/sandboxes, pause, resume, POST /sandboxes/{id}/snapshots,
+// DELETE /templates/{id} for a snapshot, a snapshot id accepted as the
+// template of POST /sandboxes, as packages/js-sdk's sandboxApi.ts uses
+// them; X-API-Key), spec/envd/envd.yaml
 // (GET and POST /files, multipart field "file", username and path query
 // parameters, paths relative to the user's home) and
 // spec/envd/process/process.proto (process.Process/Start as a Connect
@@ -24,6 +27,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -51,13 +55,14 @@ type Server struct {
 
 	mu        sync.Mutex
 	sandboxes map[string]*Sandbox
+	snapshots map[string]bool // snapshot ids; their homes are under root/snapshots
 	next      int
 	fault     func(w http.ResponseWriter, r *http.Request) bool
 }
 
 // Start starts a server accepting apiKey; it is closed when t ends.
 func Start(t testing.TB, apiKey string) *Server {
-	s := &Server{APIKey: apiKey, root: t.TempDir(), sandboxes: map[string]*Sandbox{}}
+	s := &Server{APIKey: apiKey, root: t.TempDir(), sandboxes: map[string]*Sandbox{}, snapshots: map[string]bool{}}
 	s.Server = httptest.NewServer(s)
 	t.Cleanup(s.Close)
 	return s
@@ -175,9 +180,29 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusBadRequest, map[string]any{"code": 400, "message": err.Error()})
 			return
 		}
+		snap := strings.HasPrefix(body.Template, "snap-")
+		if snap && !s.snapshots[body.Template] {
+			writeJSON(w, http.StatusNotFound, map[string]any{"code": 404, "message": fmt.Sprintf("template %q not found", body.Template)})
+			return
+		}
 		s.next++
 		sb := s.addLocked(fmt.Sprintf("sb%04d", s.next), body.Template, body.Metadata)
+		if snap {
+			if err := copyTree(s.snapshotHome(body.Template), s.HomeDir(sb.ID)); err != nil {
+				writeJSON(w, http.StatusInternalServerError, map[string]any{"code": 500, "message": err.Error()})
+				return
+			}
+		}
 		writeJSON(w, http.StatusCreated, sb)
+	case r.Method == http.MethodDelete && strings.HasPrefix(r.URL.Path, "/templates/"):
+		id := strings.TrimPrefix(r.URL.Path, "/templates/")
+		if !s.snapshots[id] {
+			writeJSON(w, http.StatusNotFound, map[string]any{"code": 404, "message": fmt.Sprintf("template %q not found", id)})
+			return
+		}
+		delete(s.snapshots, id)
+		_ = os.RemoveAll(filepath.Dir(s.snapshotHome(id)))
+		w.WriteHeader(http.StatusNoContent)
 	case !isSandbox || id == "":
 		writeJSON(w, http.StatusNotFound, map[string]any{"code": 404, "message": "no such route"})
 	default:
@@ -192,6 +217,15 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request) {
 		case r.Method == http.MethodDelete && action == "":
 			delete(s.sandboxes, id)
 			w.WriteHeader(http.StatusNoContent)
+		case r.Method == http.MethodPost && action == "snapshots":
+			s.next++
+			snap := fmt.Sprintf("snap-%04d", s.next)
+			if err := copyTree(s.HomeDir(id), s.snapshotHome(snap)); err != nil {
+				writeJSON(w, http.StatusInternalServerError, map[string]any{"code": 500, "message": err.Error()})
+				return
+			}
+			s.snapshots[snap] = true
+			writeJSON(w, http.StatusCreated, map[string]any{"snapshotID": snap, "names": []string{}})
 		case r.Method == http.MethodPost && action == "pause":
 			if sb.State == "paused" {
 				writeJSON(w, http.StatusConflict, map[string]any{"code": 409, "message": "sandbox is already paused"})
@@ -217,6 +251,34 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusNotFound, map[string]any{"code": 404, "message": "no such route"})
 		}
 	}
+}
+
+func (s *Server) snapshotHome(id string) string {
+	return filepath.Join(s.root, "snapshots", id, "home")
+}
+
+// Snapshots lists the snapshot ids the server holds.
+func (s *Server) Snapshots() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for id := range s.snapshots {
+		out = append(out, id)
+	}
+	return out
+}
+
+// copyTree copies the directory src to dst (absent) with GNU cp -a, which
+// keeps modes, times, hard links, symlinks and fifos.
+func copyTree(src, dst string) error {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	_ = os.RemoveAll(dst)
+	if out, err := exec.Command("cp", "-a", src, dst).CombinedOutput(); err != nil {
+		return fmt.Errorf("cp -a %s %s: %v: %s", src, dst, err, out)
+	}
+	return nil
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
