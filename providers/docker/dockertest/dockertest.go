@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -130,6 +131,9 @@ func (d *Daemon) Restart(t testing.TB) {
 		"--pidfile", filepath.Join(d.Dir, "pid"), "--shutdown-timeout", "2")
 	cmd.Args = append(cmd.Args, d.extra...)
 	cmd.Stdout, cmd.Stderr = log, log
+	// A test binary killed before its cleanups (a timeout) takes the
+	// daemon with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting dockerd: %v", err)
 	}
