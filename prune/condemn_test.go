@@ -3,6 +3,8 @@ package prune
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -230,3 +232,100 @@ func TestSessionCommitChecksAfterTheStore(t *testing.T) {
 		t.Fatalf("commit: %v, stored %v, undone %v; want ErrSessionExpired after storing and undoing", err, stored, undone)
 	}
 }
+
+// A randomised model of captures and two-phase prunes in three processes
+// sharing a clock: sessions begin, save blobs (reusing old ones, some
+// forgotten), commit or outlive their limit; snapshots are forgotten;
+// prunes run; time moves on. After every prune every stored snapshot's
+// blobs load, a commit is refused only past the session limit, and at the
+// end check --read-data is clean. The seed is logged (-model-seed replays).
+func TestTwoPhaseModel(t *testing.T) {
+	seed := *modelSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("model: seed %d (replay with -model-seed=%d)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	e := newEnv(t)
+	clk := &testClock{t: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
+	captures := []*repo.Repository{e.openAt(clk), e.openAt(clk)}
+	pruner := e.openAt(clk)
+	pool := blobData(t, seed, 48)
+	type session struct {
+		r     *repo.Repository
+		s     *repo.Session
+		start time.Time
+		ids   []blob.ID
+	}
+	var open []*session
+	var names []string
+	n, refused, deleted, rescued := 0, 0, 0, 0
+	verify := func() {
+		t.Helper()
+		if _, err := pruner.BeginSession(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		ids, _ := e.src.Snapshots(t.Context())
+		for _, id := range ids {
+			for _, k := range e.src.snaps[id] {
+				if _, err := pruner.LoadBlob(t.Context(), blob.Workspace, blob.Data, blob.ID(k[2:]), nil); err != nil {
+					t.Fatalf("seed %d: snapshot %s lost blob %s: %v", seed, id.Short(), blob.ID(k[2:]).Short(), err)
+				}
+			}
+		}
+	}
+	for range 160 {
+		switch op := rng.IntN(6); {
+		case op == 0 && len(open) < 3:
+			r := captures[rng.IntN(len(captures))]
+			s, err := r.BeginSession(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			open = append(open, &session{r: r, s: s, start: clk.Now()})
+		case op == 1 && len(open) > 0:
+			s := open[rng.IntN(len(open))]
+			var data [][]byte
+			for range 1 + rng.IntN(6) {
+				data = append(data, pool[rng.IntN(len(pool))])
+			}
+			ids, _ := saveAll(t, s.r, data)
+			s.ids = append(s.ids, ids...)
+		case op == 2 && len(open) > 0:
+			i := rng.IntN(len(open))
+			s := open[i]
+			open = append(open[:i], open[i+1:]...)
+			name := fmt.Sprintf("s%d", n)
+			n++
+			err := s.s.Commit(t.Context(), func(context.Context) error { e.src.add(name, s.ids); return nil },
+				func(context.Context) error { t.Fatal("undo without a stop between the checks"); return nil })
+			switch late := clk.Now().Sub(s.start) > testSessionLimit; {
+			case err == nil && !late:
+				names = append(names, name)
+			case errors.Is(err, repo.ErrSessionExpired) && late:
+				refused++
+			default:
+				t.Fatalf("seed %d: commit after %s: %v", seed, clk.Now().Sub(s.start), err)
+			}
+		case op == 3 && len(names) > 0:
+			i := rng.IntN(len(names))
+			sid := blob.ID{}
+			copy(sid[:], names[i])
+			e.src.forget(sid)
+			names = append(names[:i], names[i+1:]...)
+		case op == 4:
+			_, st := e.twoPhase(pruner, clk)
+			deleted, rescued = deleted+st.PacksDeleted, rescued+st.Rescued
+			verify()
+		case op == 5:
+			clk.Add(time.Duration(rng.IntN(15)) * time.Minute)
+		}
+	}
+	clk.Add(2 * testDeleteAfter)
+	_, st := e.twoPhase(pruner, clk)
+	verify()
+	checkClean(t, pruner)
+	t.Logf("%d commits, %d refused, %d packs deleted (%d at the end), %d rescued", n, refused, deleted+st.PacksDeleted, st.PacksDeleted, rescued)
+}
+
+var modelSeed = flag.Uint64("model-seed", 0, "seed of TestTwoPhaseModel (0: from the clock)")
