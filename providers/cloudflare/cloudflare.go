@@ -102,6 +102,9 @@ type sandbox struct {
 	State string `json:"state"`
 }
 
+// detailLost is Inspect's detail for a sandbox whose container lost its disk.
+const detailLost = "state lost: the sandbox's container restarted without its disk"
+
 // Inspect implements providers.Provider.
 func (p *Provider) Inspect(ctx context.Context, id providers.InstanceID) (providers.Status, error) {
 	const op = "inspect"
@@ -120,7 +123,7 @@ func (p *Provider) Inspect(ctx context.Context, id providers.InstanceID) (provid
 	case sb.State == "running":
 		st.State, st.Detail = providers.Running, "state running"
 	case sb.State == "lost":
-		st.State, st.Detail = providers.Missing, "state lost: the sandbox's container restarted without its disk"
+		st.State, st.Detail = providers.Missing, detailLost
 	default:
 		return providers.Status{}, &providers.Error{Provider: Name, Op: op, Instance: id, Kind: providers.KindConflict, Code: sb.State,
 			Err: errors.New("the bridge reports state " + sb.State + ", neither running nor lost")}
@@ -174,9 +177,29 @@ func (p *Provider) Checkpoint(ctx context.Context, id providers.InstanceID) (pro
 }
 
 // Rollback implements providers.Provider: the backup is restored into the
-// same sandbox (POST .../backups/{cp}/restore), whose id is returned.
+// same sandbox (POST .../backups/{cp}/restore), whose id is returned. A
+// sandbox the bridge no longer has (destroyed, or never recorded) is made
+// again under the same name first (a name always resolves to a Durable
+// Object, with a fresh container); if the restore then fails, that new
+// sandbox is destroyed again, so a failed rollback never leaves an empty
+// sandbox where the lost one was.
 func (p *Provider) Rollback(ctx context.Context, id providers.InstanceID, cp providers.CheckpointID) (providers.InstanceID, error) {
-	if _, err := p.c.Do(ctx, "rollback", id, http.MethodPost, sandboxPath(id)+"/backups/"+url.PathEscape(string(cp))+"/restore", nil, nil); err != nil {
+	const op = "rollback"
+	st, err := p.Inspect(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	made := false
+	if st.State == providers.Missing && st.Detail != detailLost {
+		if _, err := p.c.Do(ctx, op, id, http.MethodPut, sandboxPath(id), map[string]any{}, nil); err != nil {
+			return "", err
+		}
+		made = true
+	}
+	if _, err := p.c.Do(ctx, op, id, http.MethodPost, sandboxPath(id)+"/backups/"+url.PathEscape(string(cp))+"/restore", nil, nil); err != nil {
+		if made {
+			_, _ = p.c.Do(context.WithoutCancel(ctx), op, id, http.MethodDelete, sandboxPath(id), nil, nil, http.StatusNotFound)
+		}
 		return "", err
 	}
 	return id, nil

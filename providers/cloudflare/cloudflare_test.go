@@ -176,3 +176,51 @@ func TestReadFilesIsIncremental(t *testing.T) {
 		t.Fatal("a changed file was not made anew in the mirror")
 	}
 }
+
+// TestRollbackOfDestroyed: rolling a destroyed sandbox back to a backup
+// makes it again under its name with the backup's files; a rollback to a
+// backup that is gone leaves no empty sandbox behind.
+func TestRollbackOfDestroyed(t *testing.T) {
+	s, base, cache := start(t)
+	p := newProvider(t, base, cache, "bridge-token")
+	ctx := context.Background()
+	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := t.TempDir()
+	providertest.Tree(t, src, "rolled")
+	staging, err := p.WriteFiles(ctx, id, src)
+	if err == nil {
+		err = p.Switch(ctx, id, staging)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := p.Checkpoint(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Destroy(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Rollback(ctx, id, "bak-gone"); err == nil {
+		t.Fatal("rollback to a backup that does not exist succeeded")
+	}
+	if st, err := p.Inspect(ctx, id); err != nil || st.State != providers.Missing {
+		t.Fatalf("a failed rollback left the sandbox: %+v, %v", st, err)
+	}
+	to, err := p.Rollback(ctx, id, cp)
+	if err != nil || to != id {
+		t.Fatalf("Rollback = %s, %v", to, err)
+	}
+	f, err := p.ReadFiles(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if got, want := providertest.Listing(t, f.Dir()), providertest.Listing(t, src); got != want {
+		t.Fatalf("after the rollback:\n%s\nwant:\n%s", got, want)
+	}
+	_ = s
+}
