@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"lifeboat/bench"
 	"lifeboat/providers/e2b/e2btest"
 	"lifeboat/providers/managedagents/matest"
 )
@@ -219,4 +220,60 @@ park_interval = "1ns"
 	if strings.Contains(s.stderr.String(), token) {
 		t.Fatal("the server's log holds the API token")
 	}
+}
+
+// TestRestartE2BSandboxThroughServe: with the contract server as E2B, a
+// capture takes a snapshot before the portable capture; `lifeboat
+// restart` rolls the workspace back onto it: a new sandbox made from the
+// snapshot (without what was written after), the old one killed, the new
+// sandbox id recorded.
+func TestRestartE2BSandboxThroughServe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the lifeboat binary")
+	}
+	const key = "e2b_fedcba9876543210fedcba9876543210"
+	srv := e2btest.Start(t, key)
+	keyFile := filepath.Join(t.TempDir(), "e2b.key")
+	must(t, os.WriteFile(keyFile, []byte(key+"\n"), 0o600))
+	s := newSvcEnv(t, fmt.Sprintf(`
+[providers.sbx]
+type = "e2b"
+api_key_file = %q
+base_url = %q
+sandbox_url = %q
+`, keyFile, srv.URL, srv.URL))
+	srv.Add("sbx-orig")
+	work := srv.WorkspaceDir("sbx-orig")
+	writeTree(t, work, 5)
+	s.start()
+	s.cliOK("workspace", "add", "bot1", "--provider", "sbx", "--instance", "sbx-orig")
+	rc := s.cliJSON("capture", "--workspace", "bot1")
+	if rc["outcome"] != "captured" || rc["native"] == nil {
+		t.Fatalf("capture: %v", rc)
+	}
+	snap := rc["native"].(string)
+	must(t, os.WriteFile(filepath.Join(work, "after.txt"), []byte("written after the snapshot"), 0o644))
+	rr := s.cliJSON("restart", "bot1")
+	to, _ := rr["to"].(string)
+	if rr["checkpoint"] != snap || rr["from"] != "sbx-orig" || to == "" || to == "sbx-orig" {
+		t.Fatalf("restart: %v", rr)
+	}
+	if _, ok := srv.Lookup("sbx-orig"); ok {
+		t.Fatal("the old sandbox still runs after the restart")
+	}
+	d, err := bench.CompareSkip(work, srv.WorkspaceDir(to), func(rel string) bool { return rel == "after.txt" })
+	if err != nil || len(d) > 0 {
+		t.Fatalf("the new sandbox differs from the snapshot: %v %v", d, err)
+	}
+	if _, err := os.Lstat(filepath.Join(srv.WorkspaceDir(to), "after.txt")); err == nil {
+		t.Fatal("a file written after the snapshot is in the rolled-back sandbox")
+	}
+	w := s.cliJSON("workspace", "show", "bot1")
+	if w["instance"] != to || w["generation"].(float64) != 1 {
+		t.Fatalf("workspace after the restart: %v", w)
+	}
+	if st := s.cliJSON("workspace", "check", "bot1"); st["state"] == "lost" {
+		t.Fatalf("check after the restart: %v", st)
+	}
+	s.stop()
 }
