@@ -224,3 +224,19 @@ func TestRollbackOfDestroyed(t *testing.T) {
 	}
 	_ = s
 }
+
+// TestLive runs the conformance suite against a deployed bridge Worker
+// when LIFEBOAT_LIVE_CLOUDFLARE_BRIDGE_URL and
+// LIFEBOAT_LIVE_CLOUDFLARE_BRIDGE_TOKEN are set. Never run for this
+// repository so far: no bridge Worker is deployed.
+func TestLive(t *testing.T) {
+	env := platformtest.LiveEnv(t, "LIFEBOAT_LIVE_CLOUDFLARE_BRIDGE_URL", "LIFEBOAT_LIVE_CLOUDFLARE_BRIDGE_TOKEN")
+	cache := t.TempDir()
+	providertest.Run(t, platformtest.LiveHarness(func(t *testing.T) providers.Provider {
+		p, err := New(Config{Token: env["LIFEBOAT_LIVE_CLOUDFLARE_BRIDGE_TOKEN"], BaseURL: env["LIFEBOAT_LIVE_CLOUDFLARE_BRIDGE_URL"], CacheDir: cache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}, "ws-lifeboatabsent"))
+}

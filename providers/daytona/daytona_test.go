@@ -3,6 +3,7 @@ package daytona
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -107,4 +108,28 @@ func TestQuoteRoundTrip(t *testing.T) {
 	if err != nil || fmt.Sprintf("%q", got) != fmt.Sprintf("%q", argv) {
 		t.Fatalf("ShellWords(Quote(%q)) = %q, %v", argv, got, err)
 	}
+}
+
+// TestLive runs the conformance suite against Daytona itself when
+// LIFEBOAT_LIVE_DAYTONA_API_KEY is set (LIFEBOAT_LIVE_DAYTONA_API_URL for
+// another API than Daytona's cloud). Never run for this repository so
+// far: no credentials.
+func TestLive(t *testing.T) {
+	env := platformtest.LiveEnv(t, "LIFEBOAT_LIVE_DAYTONA_API_KEY")
+	cache := t.TempDir()
+	providertest.Run(t, platformtest.LiveHarness(func(t *testing.T) providers.Provider {
+		p, err := New(Config{APIKey: env["LIFEBOAT_LIVE_DAYTONA_API_KEY"], BaseURL: os.Getenv("LIFEBOAT_LIVE_DAYTONA_API_URL"), CacheDir: cache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}, "00000000-0000-4000-8000-"))
+}
+
+// TestLiveHarness runs the live test's harness against the contract
+// server, so the harness TestLive would use is itself tested.
+func TestLiveHarness(t *testing.T) {
+	_, base, cache := start(t)
+	providertest.Run(t, platformtest.LiveHarness(func(t *testing.T) providers.Provider { return newProvider(t, base, cache, "dtn_key") },
+		"00000000-0000-4000-8000-"))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"testing"
+	"time"
 
 	"lifeboat/providers"
 	"lifeboat/providers/platformtest"
@@ -113,4 +114,21 @@ func TestDestroyDropsMirror(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("mirror %s still there after Destroy: %v", dir, err)
 	}
+}
+
+// TestLive runs the conformance suite against Vercel itself when
+// LIFEBOAT_LIVE_VERCEL_TOKEN and LIFEBOAT_LIVE_VERCEL_PROJECT are set
+// (LIFEBOAT_LIVE_VERCEL_TEAM too for a team's token). Never run for this
+// repository so far: no credentials.
+func TestLive(t *testing.T) {
+	env := platformtest.LiveEnv(t, "LIFEBOAT_LIVE_VERCEL_TOKEN", "LIFEBOAT_LIVE_VERCEL_PROJECT")
+	cache := t.TempDir()
+	providertest.Run(t, platformtest.LiveHarness(func(t *testing.T) providers.Provider {
+		p, err := New(Config{Token: env["LIFEBOAT_LIVE_VERCEL_TOKEN"], ProjectID: env["LIFEBOAT_LIVE_VERCEL_PROJECT"],
+			TeamID: os.Getenv("LIFEBOAT_LIVE_VERCEL_TEAM"), CacheDir: cache, SandboxTimeout: 10 * time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}, "sbx_lifeboatabsent"))
 }
