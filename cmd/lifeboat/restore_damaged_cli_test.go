@@ -37,16 +37,25 @@ func (e *env) flipSnapshot(id string) {
 	}
 }
 
+// damagedNewest captures workspace w twice, a file a holding "one" and
+// then a file named second holding "two", and flips a byte of the newer
+// snapshot's stored object. It returns both ids.
+func (e *env) damagedNewest(second string) (older, newest string) {
+	e.t.Helper()
+	src := filepath.Join(e.dir, "src")
+	must(e.t, os.MkdirAll(src, 0o755))
+	must(e.t, os.WriteFile(filepath.Join(src, "a"), []byte("one"), 0o644))
+	older = e.capture("w", src)["snapshot"].(string)
+	must(e.t, os.WriteFile(filepath.Join(src, second), []byte("two"), 0o644))
+	newest = e.capture("w", src)["snapshot"].(string)
+	e.flipSnapshot(newest)
+	return older, newest
+}
+
 func TestRestoreLatestDamagedCLI(t *testing.T) {
 	e := newEnv(t)
 	e.init()
-	src := filepath.Join(e.dir, "src")
-	must(t, os.MkdirAll(src, 0o755))
-	must(t, os.WriteFile(filepath.Join(src, "a"), []byte("one"), 0o644))
-	older := e.capture("w", src)["snapshot"].(string)
-	must(t, os.WriteFile(filepath.Join(src, "a"), []byte("two"), 0o644))
-	newest := e.capture("w", src)["snapshot"].(string)
-	e.flipSnapshot(newest)
+	older, newest := e.damagedNewest("a")
 
 	// latest: refused, naming the damaged snapshot; nothing restored.
 	target := filepath.Join(e.dir, "t")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,13 +14,7 @@ import (
 func TestSnapshotRefStrictCLI(t *testing.T) {
 	e := newEnv(t)
 	e.init()
-	src := filepath.Join(e.dir, "src")
-	must(t, os.MkdirAll(src, 0o755))
-	must(t, os.WriteFile(filepath.Join(src, "a"), []byte("one"), 0o644))
-	older := e.capture("w", src)["snapshot"].(string)
-	must(t, os.WriteFile(filepath.Join(src, "b"), []byte("two"), 0o644))
-	newest := e.capture("w", src)["snapshot"].(string)
-	e.flipSnapshot(newest)
+	older, newest := e.damagedNewest("b")
 	dst := filepath.Join(e.dir, "dst")
 	e.ok("--repo", dst, "init", "--kdf-memory-kib", "64", "--kdf-time", "1")
 	export := []string{"export", "--to", dst, "--to-password-file", e.passwdFile, "--workspace", "w"}
