@@ -68,19 +68,7 @@ func TestLostDiskRolledBack(t *testing.T) {
 	s, base, cache := start(t)
 	p := newProvider(t, base, cache, "bridge-token")
 	ctx := context.Background()
-	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := t.TempDir()
-	providertest.Tree(t, src, "backed-up")
-	staging, err := p.WriteFiles(ctx, id, src)
-	if err == nil {
-		err = p.Switch(ctx, id, staging)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	id, src := platformtest.NewWithTree(t, p, "k", "backed-up")
 	cp, err := p.Checkpoint(ctx, id)
 	if err != nil {
 		t.Fatal(err)
@@ -98,14 +86,7 @@ func TestLostDiskRolledBack(t *testing.T) {
 	if err != nil || to != id {
 		t.Fatalf("Rollback = %s, %v", to, err)
 	}
-	f, err := p.ReadFiles(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if got, want := providertest.Listing(t, f.Dir()), providertest.Listing(t, src); got != want {
-		t.Fatalf("after the rollback:\n%s\nwant:\n%s", got, want)
-	}
+	platformtest.WantTree(t, p, id, src, "after the rollback")
 }
 
 // TestReadFilesIsIncremental: a second ReadFiles transfers only what
@@ -181,22 +162,10 @@ func TestReadFilesIsIncremental(t *testing.T) {
 // makes it again under its name with the backup's files; a rollback to a
 // backup that is gone leaves no empty sandbox behind.
 func TestRollbackOfDestroyed(t *testing.T) {
-	s, base, cache := start(t)
+	_, base, cache := start(t)
 	p := newProvider(t, base, cache, "bridge-token")
 	ctx := context.Background()
-	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := t.TempDir()
-	providertest.Tree(t, src, "rolled")
-	staging, err := p.WriteFiles(ctx, id, src)
-	if err == nil {
-		err = p.Switch(ctx, id, staging)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	id, src := platformtest.NewWithTree(t, p, "k", "rolled")
 	cp, err := p.Checkpoint(ctx, id)
 	if err != nil {
 		t.Fatal(err)
@@ -214,15 +183,7 @@ func TestRollbackOfDestroyed(t *testing.T) {
 	if err != nil || to != id {
 		t.Fatalf("Rollback = %s, %v", to, err)
 	}
-	f, err := p.ReadFiles(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if got, want := providertest.Listing(t, f.Dir()), providertest.Listing(t, src); got != want {
-		t.Fatalf("after the rollback:\n%s\nwant:\n%s", got, want)
-	}
-	_ = s
+	platformtest.WantTree(t, p, id, src, "after the rollback")
 }
 
 // TestLive runs the conformance suite against a deployed bridge Worker

@@ -66,19 +66,7 @@ func TestStopKeepsFiles(t *testing.T) {
 	s, base, cache := start(t)
 	p := newProvider(t, base, cache, "dtn_key")
 	ctx := context.Background()
-	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := t.TempDir()
-	providertest.Tree(t, src, "kept")
-	staging, err := p.WriteFiles(ctx, id, src)
-	if err == nil {
-		err = p.Switch(ctx, id, staging)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	id, src := platformtest.NewWithTree(t, p, "k", "kept")
 	for range 2 {
 		if err := p.Stop(ctx, id); err != nil {
 			t.Fatalf("Stop: %v", err)
@@ -92,14 +80,7 @@ func TestStopKeepsFiles(t *testing.T) {
 	providertest.WantKind(t, "ReadFiles of a stopped sandbox", err, providers.KindConflict)
 	providertest.WantKind(t, "Stop of an absent sandbox", p.Stop(ctx, "absent"), providers.KindConflict)
 	s.Update(string(id), func(b *platformtest.Box) { b.State = "started" })
-	f, err := p.ReadFiles(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if got, want := providertest.Listing(t, f.Dir()), providertest.Listing(t, src); got != want {
-		t.Fatalf("after a stop and start:\n%s\nwant:\n%s", got, want)
-	}
+	platformtest.WantTree(t, p, id, src, "after a stop and start")
 }
 
 func TestQuoteRoundTrip(t *testing.T) {

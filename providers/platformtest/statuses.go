@@ -137,3 +137,38 @@ func (s *Sandboxes) peek(t *testing.T) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// NewWithTree creates an instance of p (key k) and puts providertest.Tree
+// (tag) into it through WriteFiles and Switch; it returns the instance and
+// the source tree.
+func NewWithTree(t *testing.T, p providers.Provider, key, tag string) (providers.InstanceID, string) {
+	t.Helper()
+	ctx := context.Background()
+	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := t.TempDir()
+	providertest.Tree(t, src, tag)
+	staging, err := p.WriteFiles(ctx, id, src)
+	if err == nil {
+		err = p.Switch(ctx, id, staging)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id, src
+}
+
+// WantTree fails t unless ReadFiles of id shows the tree src.
+func WantTree(t *testing.T, p providers.Provider, id providers.InstanceID, src, when string) {
+	t.Helper()
+	f, err := p.ReadFiles(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if got, want := providertest.Listing(t, f.Dir()), providertest.Listing(t, src); got != want {
+		t.Fatalf("%s:\n%s\nwant:\n%s", when, got, want)
+	}
+}
