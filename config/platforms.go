@@ -2,8 +2,6 @@ package config
 
 import (
 	"fmt"
-	"path"
-	"path/filepath"
 	"time"
 )
 
@@ -93,16 +91,7 @@ func (d *decoder) platform(c *Config, r *reader, name, kind string) PlatformProv
 	case file && env:
 		d.fail(r.src("api_key_env"), join(r.path, "api_key_env"), "api_key_file and api_key_env are both set: give one")
 	}
-	if w := p.Workspace; w != "" && (!path.IsAbs(w) || path.Clean(w) == "/") {
-		d.fail(r.src("workspace"), join(r.path, "workspace"), "workspace %q must be an absolute directory in the sandbox other than /", w)
-	}
-	if p.Workspace != "" {
-		p.Workspace = path.Clean(p.Workspace)
-	}
-	if p.CacheDir == "" && c.State.Dir != "" {
-		p.CacheDir = filepath.Join(c.State.Dir, "mirrors", name)
-		r.line("cache_dir").val = quote(p.CacheDir)
-	}
+	d.sandboxPaths(c, r, name, &p.Workspace, &p.CacheDir)
 	return p
 }
 

@@ -147,16 +147,7 @@ func (d *decoder) e2b(c *Config, r *reader, name string) E2BProvider {
 		CacheDir:       r.str("cache_dir"),
 	}
 	p.APIKey = d.secret(c, r, "api_key")
-	if w := p.Workspace; w != "" && (!path.IsAbs(w) || path.Clean(w) == "/") {
-		d.fail(r.src("workspace"), join(r.path, "workspace"), "workspace %q must be an absolute directory in the sandbox other than /", w)
-	}
-	if p.Workspace != "" {
-		p.Workspace = path.Clean(p.Workspace)
-	}
-	if p.CacheDir == "" && c.State.Dir != "" {
-		p.CacheDir = filepath.Join(c.State.Dir, "mirrors", name)
-		r.line("cache_dir").val = quote(p.CacheDir)
-	}
+	d.sandboxPaths(c, r, name, &p.Workspace, &p.CacheDir)
 	return p
 }
 
@@ -170,4 +161,21 @@ func (d *decoder) managedAgents(c *Config, r *reader, name string) ManagedAgents
 	}
 	p.Token = d.secret(c, r, "token")
 	return p
+}
+
+// sandboxPaths checks and completes the workspace and cache_dir keys of a
+// sandbox platform's provider: the workspace is an absolute directory in
+// the sandbox other than / (cleaned); cache_dir defaults to
+// <state.dir>/mirrors/<name>.
+func (d *decoder) sandboxPaths(c *Config, r *reader, name string, workspace, cacheDir *string) {
+	if w := *workspace; w != "" && (!path.IsAbs(w) || path.Clean(w) == "/") {
+		d.fail(r.src("workspace"), join(r.path, "workspace"), "workspace %q must be an absolute directory in the sandbox other than /", w)
+	}
+	if *workspace != "" {
+		*workspace = path.Clean(*workspace)
+	}
+	if *cacheDir == "" && c.State.Dir != "" {
+		*cacheDir = filepath.Join(c.State.Dir, "mirrors", name)
+		r.line("cache_dir").val = quote(*cacheDir)
+	}
 }
