@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -104,3 +107,80 @@ keep_last = 1
 // pruneClockEnvForTest is crash_hooks.go's pruneClockEnv (the hooks build
 // only defines it).
 const pruneClockEnvForTest = "LIFEBOAT_TEST_PRUNE_CLOCK_OFFSET"
+
+// TestKillTwoPhasePrune kills a real two-phase `lifeboat prune` that
+// deletes what an earlier prune condemned (its clock moved past the
+// margin) after its Nth save, and after its Nth remove, for every N, each
+// time from the same starting repository. After every crash the
+// repository checks clean and every kept snapshot restores; running prune
+// again twice (a margin later) leaves nothing ripe to delete and nothing
+// unused that is not condemned.
+func TestKillTwoPhasePrune(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the lifeboat binary")
+	}
+	bin := lifeboatBinary(t)
+	e := newEnv(t)
+	e.ok("init", "--kdf-memory-kib", "64", "--kdf-time", "1", "--pack-size", "1")
+	_, versions, ids := e.history("w", 4)
+	e.ok("forget", "--keep-last", "2")
+	if st := jsonLines(t, e.ok("prune", "--json", "--max-unused", "0%").stdout); st[len(st)-1]["packs_condemned"].(float64) == 0 {
+		t.Fatalf("the first prune condemned nothing: %v", st)
+	}
+	start := filepath.Join(e.dir, "start")
+	if out, err := exec.Command("cp", "-a", e.repo, start).CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	later := pruneClockEnvForTest + "=25h"
+	lifeboat := func(env []string, args ...string) ([]byte, error) {
+		cmd := exec.Command(bin, append([]string{"--repo", e.repo, "--cache-dir", e.cache, "--password-file", e.passwdFile}, args...)...)
+		cmd.Env = append(os.Environ(), env...)
+		return cmd.CombinedOutput()
+	}
+	for _, env := range []string{crashEnv, crashRemoveEnv} {
+		crashes := 0
+		for n := 1; ; n++ {
+			must(t, os.RemoveAll(e.repo))
+			if out, err := exec.Command("cp", "-a", start, e.repo).CombinedOutput(); err != nil {
+				t.Fatalf("%v %s", err, out)
+			}
+			out, err := lifeboat([]string{env + "=" + strconv.Itoa(n), later}, "prune", "--max-unused", "0%")
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) {
+				if err != nil {
+					t.Fatalf("%s=%d: %v\n%s", env, n, err, out)
+				}
+				break // finished before the Nth operation: every point was crashed
+			}
+			if ws, ok := exit.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+				t.Fatalf("%s=%d: not killed by SIGKILL: %v\n%s", env, n, err, out)
+			}
+			crashes++
+			e.ok("check", "--read-data")
+			e.restoreID(ids[2], versions[2])
+			e.restoreID(ids[3], versions[3])
+			// Two finishing runs: the first deletes what is ripe, and may
+			// find more unused (duplicates the killed run left, once its
+			// own copies are indexed), which the second condemns.
+			for range 2 {
+				if out, err := lifeboat([]string{later}, "prune", "--max-unused", "0%"); err != nil {
+					t.Fatalf("%s=%d: finishing prune: %v\n%s", env, n, err, out)
+				}
+			}
+			out, err = lifeboat([]string{later}, "prune", "--dry-run", "--json", "--max-unused", "0%")
+			if err != nil {
+				t.Fatalf("%s=%d: %v\n%s", env, n, err, out)
+			}
+			plan := jsonLines(t, string(out))[0]
+			if plan["delete_now"] != nil || plan["condemn"] != nil {
+				t.Fatalf("%s=%d: after the finishing runs, still to delete or condemn: %v", env, n, plan)
+			}
+			e.ok("check", "--read-data")
+			e.restoreID(ids[3], versions[3])
+		}
+		if crashes < 3 {
+			t.Fatalf("%s: only %d crash points", env, crashes)
+		}
+		t.Logf("%s: crashed at %d points", env, crashes)
+	}
+}
