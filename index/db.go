@@ -348,13 +348,20 @@ func decodeLoc(k, v []byte) (Location, error) {
 
 // Lookup returns where the blob is stored, if the index knows it.
 func (d *DB) Lookup(t blob.Tier, typ blob.Type, id blob.ID) (loc Location, ok bool, err error) {
+	return d.lookup(t, typ, id, func(tx *bolt.Tx, k []byte) []byte { return tx.Bucket(bucketBlobs).Get(k) })
+}
+
+// lookup answers Lookup and LookupUsable: place picks the blob's place
+// (nil: none) inside a read transaction. A key the filter rules out is a
+// miss without one.
+func (d *DB) lookup(t blob.Tier, typ blob.Type, id blob.ID, place func(tx *bolt.Tx, k []byte) []byte) (loc Location, ok bool, err error) {
 	d.lookups.Add(1)
 	k := blobKey(t, typ, id)
 	if d.ruledOut(k) {
 		return Location{}, false, nil
 	}
 	err = d.db.View(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketBlobs).Get(k)
+		v := place(tx, k)
 		if v == nil {
 			return nil
 		}

@@ -70,24 +70,7 @@ func usablePlace(tx *bolt.Tx, k []byte) []byte {
 // its copies), and not found when it has none, so that the caller stores
 // the blob again rather than reference a pack that is, or will be, gone.
 func (d *DB) LookupUsable(t blob.Tier, typ blob.Type, id blob.ID) (loc Location, ok bool, err error) {
-	d.lookups.Add(1)
-	k := blobKey(t, typ, id)
-	if d.ruledOut(k) {
-		return Location{}, false, nil
-	}
-	err = d.db.View(func(tx *bolt.Tx) error {
-		v := usablePlace(tx, k)
-		if v == nil {
-			return nil
-		}
-		ok = true
-		loc, err = decodeLoc(k, v)
-		return err
-	})
-	if err == nil && !ok {
-		d.noteMiss()
-	}
-	return loc, ok, err
+	return d.lookup(t, typ, id, usablePlace)
 }
 
 // setUnusable sets (on) or clears reason for packs in the unusable bucket

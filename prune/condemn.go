@@ -156,34 +156,9 @@ func (p *Plan) executeTwoPhase(ctx context.Context, r *repo.Repository, src Sour
 		return st, err
 	}
 	st.Rescued += p.Rescue
-	gone := func(id blob.ID) bool { return p.condemned[id] && !rescued[id] }
-	var affected []blob.ID
-	if len(p.condemned) > len(rescued) {
-		progress("index")
-		if affected, err = p.rewriteIndex(ctx, r, gone, &st); err != nil {
-			return st, fmt.Errorf("writing the new index (nothing was deleted): %w", err)
-		}
-	}
-	progress("delete")
-	if o.ForgetDamaged {
-		for _, d := range p.Damaged {
-			if err := held(); err != nil {
-				return st, err
-			}
-			if err := r.RemoveFile(ctx, backend.Handle{Type: backend.Snapshot, Name: d.ID.String()}); err != nil {
-				return st, err
-			}
-			st.SnapshotsForgotten++
-		}
-	}
-	for _, id := range affected {
-		if err := held(); err != nil {
-			return st, err
-		}
-		if err := r.RemoveFile(ctx, backend.Handle{Type: backend.Index, Name: id.String()}); err != nil {
-			return st, err
-		}
-		st.IndexRemoved++
+	gone, affected, err := p.replaceIndex(ctx, r, rescued, o.ForgetDamaged, held, progress, &st)
+	if err != nil {
+		return st, err
 	}
 	deleted := map[blob.ID]bool{}
 	for _, pi := range p.DeleteNow {

@@ -120,34 +120,9 @@ func (p *Plan) Execute(ctx context.Context, r *repo.Repository, src Source, o Ex
 	if err != nil {
 		return st, err
 	}
-	gone := func(id blob.ID) bool { return p.condemned[id] && !rescued[id] }
-	var affected []blob.ID
-	if len(p.condemned) > len(rescued) { // otherwise no index object lists a pack that goes
-		progress("index")
-		if affected, err = p.rewriteIndex(ctx, r, gone, &st); err != nil {
-			return st, fmt.Errorf("writing the new index (nothing was deleted): %w", err)
-		}
-	}
-	progress("delete")
-	if o.ForgetDamaged {
-		for _, d := range p.Damaged {
-			if err := lock.Err(); err != nil {
-				return st, err
-			}
-			if err := r.RemoveFile(ctx, backend.Handle{Type: backend.Snapshot, Name: d.ID.String()}); err != nil {
-				return st, err
-			}
-			st.SnapshotsForgotten++
-		}
-	}
-	for _, id := range affected {
-		if err := lock.Err(); err != nil {
-			return st, err
-		}
-		if err := r.RemoveFile(ctx, backend.Handle{Type: backend.Index, Name: id.String()}); err != nil {
-			return st, err
-		}
-		st.IndexRemoved++
+	gone, affected, err := p.replaceIndex(ctx, r, rescued, o.ForgetDamaged, lock.Err, progress, &st)
+	if err != nil {
+		return st, err
 	}
 	deleted := map[blob.ID]bool{}
 	del := func(pi PackInfo) error {
@@ -528,4 +503,42 @@ func (p *Plan) rewriteIndex(ctx context.Context, r *repo.Repository, gone func(b
 		}
 	}
 	return affected, nil
+}
+
+// replaceIndex is the first part of both delete phases: it writes the
+// index objects that replace those listing a pack that goes (gone: the
+// condemned packs not rescued), then removes the damaged snapshots (with
+// forget) and the replaced index objects, checking held before each
+// removal. It returns gone and the removed index objects.
+func (p *Plan) replaceIndex(ctx context.Context, r *repo.Repository, rescued map[blob.ID]bool, forget bool, held func() error,
+	progress func(string), st *Stats) (gone func(blob.ID) bool, affected []blob.ID, err error) {
+	gone = func(id blob.ID) bool { return p.condemned[id] && !rescued[id] }
+	if len(p.condemned) > len(rescued) { // otherwise no index object lists a pack that goes
+		progress("index")
+		if affected, err = p.rewriteIndex(ctx, r, gone, st); err != nil {
+			return nil, nil, fmt.Errorf("writing the new index (nothing was deleted): %w", err)
+		}
+	}
+	progress("delete")
+	remove := func(h backend.Handle) error {
+		if err := held(); err != nil {
+			return err
+		}
+		return r.RemoveFile(ctx, h)
+	}
+	if forget {
+		for _, d := range p.Damaged {
+			if err := remove(backend.Handle{Type: backend.Snapshot, Name: d.ID.String()}); err != nil {
+				return nil, nil, err
+			}
+			st.SnapshotsForgotten++
+		}
+	}
+	for _, id := range affected {
+		if err := remove(backend.Handle{Type: backend.Index, Name: id.String()}); err != nil {
+			return nil, nil, err
+		}
+		st.IndexRemoved++
+	}
+	return gone, affected, nil
 }
