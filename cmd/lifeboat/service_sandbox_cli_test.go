@@ -277,3 +277,53 @@ sandbox_url = %q
 	}
 	s.stop()
 }
+
+// TestProviderTestE2B: `lifeboat provider test` against the E2B contract
+// server runs the whole story (create, files and a profile, a snapshot as
+// native checkpoint, capture, destroy confirmed missing, recovery,
+// rollback), removes every sandbox it made, and leaves a sandbox it did not
+// make untouched.
+func TestProviderTestE2B(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the whole recovery story")
+	}
+	const key = "e2b_00112233445566778899aabbccddeeff"
+	srv := e2btest.Start(t, key)
+	srv.Add("operators-own")
+	opsWork := srv.WorkspaceDir("operators-own")
+	must(t, os.MkdirAll(opsWork, 0o755))
+	must(t, os.WriteFile(filepath.Join(opsWork, "keep.txt"), []byte("the operator's"), 0o600))
+	t.Setenv("LB_TEST_E2B_KEY", key)
+	s := newSvcEnv(t, fmt.Sprintf("\n[providers.sbx]\ntype = \"e2b\"\nbase_url = %q\nsandbox_url = %q\napi_key_env = \"LB_TEST_E2B_KEY\"\n", srv.URL, srv.URL))
+	r := s.run("--config", s.cfgPath, "provider", "test", "sbx", "--json")
+	if r.code != 0 {
+		t.Fatalf("provider test sbx: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	rep := jsonLines(t, r.stdout)[0]
+	if rep["result"] != "passed" || rep["type"] != "e2b" {
+		t.Fatalf("report: %v", rep)
+	}
+	checks := map[string]string{}
+	for _, c := range rep["checks"].([]any) {
+		m := c.(map[string]any)
+		checks[m["name"].(string)] = m["result"].(string)
+	}
+	for _, name := range []string{"create", "write files and a browser profile", "native checkpoint", "portable capture",
+		"destroy and confirm missing", "recover into a replacement", "rollback to the native checkpoint"} {
+		if checks[name] != "passed" {
+			t.Fatalf("check %q: %q (all: %v)", name, checks[name], checks)
+		}
+	}
+	if ids := srv.IDs(); len(ids) != 1 || ids[0] != "operators-own" {
+		t.Fatalf("sandboxes left on the platform: %v (report %v)", ids, rep)
+	}
+	if snaps := srv.Snapshots(); len(snaps) != 0 {
+		t.Fatalf("snapshots left on the platform: %v (report %v)", snaps, rep)
+	}
+	if b, err := os.ReadFile(filepath.Join(opsWork, "keep.txt")); err != nil || string(b) != "the operator's" {
+		t.Fatalf("the operator's sandbox was touched: %q %v", b, err)
+	}
+	if strings.Contains(r.stdout+r.stderr, key) {
+		t.Fatal("the report holds the API key")
+	}
+}
