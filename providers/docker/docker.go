@@ -78,6 +78,10 @@ type Provider struct {
 	cfg Config
 	cli *client.Client
 	now func() time.Time
+	// sameClock: the daemon is on this machine (a unix socket), so file
+	// mtimes in its archives are on our clock and ReadFiles can keep
+	// unchanged files of a mirror (see racyWindow).
+	sameClock bool
 
 	mu    sync.Mutex
 	locks map[providers.InstanceID]*sync.Mutex
@@ -129,7 +133,7 @@ func New(cfg Config) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docker provider: %w", err)
 	}
-	return &Provider{cfg: cfg, cli: cli, now: time.Now, locks: map[providers.InstanceID]*sync.Mutex{}}, nil
+	return &Provider{cfg: cfg, cli: cli, now: time.Now, sameClock: u.Scheme == "unix", locks: map[providers.InstanceID]*sync.Mutex{}}, nil
 }
 
 // Close releases the client's idle connections.
@@ -499,6 +503,7 @@ func (p *Provider) dropMirror(id providers.InstanceID) {
 	}
 	defer m.Unlock()
 	if r, err := os.OpenRoot(p.cfg.CacheDir); err == nil {
+		_ = r.Remove(syncStateName(string(id)))
 		_ = fsmeta.RemoveTree(r, string(id))
 		r.Close()
 	}

@@ -76,6 +76,10 @@ func (p *Provider) pull(ctx context.Context, op string, id providers.InstanceID)
 		return "", local(err)
 	}
 	defer cache.Close()
+	start := p.now()
+	racy, trusted := takeState(cache, string(id))
+	mirror, merr := cache.Lstat(string(id))
+	incremental := trusted && p.sameClock && merr == nil && mirror.IsDir()
 	fresh := "." + string(id) + ".new-" + randHex(8)
 	if err := cache.Mkdir(fresh, 0o700); err != nil {
 		return "", local(err)
@@ -91,14 +95,33 @@ func (p *Provider) pull(ctx context.Context, op string, id providers.InstanceID)
 	defer res.Content.Close()
 	stop := context.AfterFunc(ctx, func() { res.Content.Close() })
 	defer stop()
+	where := fmt.Sprintf("the mirror of container %s", id)
+	if incremental {
+		dst, err := cache.OpenRoot(string(id))
+		if err != nil {
+			return "", local(err)
+		}
+		defer dst.Close()
+		s := &syncer{dst: dst, chown: os.Geteuid() == 0, racy: racy, start: start, where: where}
+		if err := s.run(ctx, res.Content); err != nil {
+			return "", wrap(op, id, ctxErr(ctx, err))
+		}
+		if err := putState(cache, string(id), s.newRacy); err != nil {
+			return "", local(err)
+		}
+		return p.mirrorDir(id), nil
+	}
 	dst, err := cache.OpenRoot(fresh)
 	if err != nil {
 		return "", local(err)
 	}
 	defer dst.Close()
-	where := fmt.Sprintf("the mirror of container %s", id)
 	if err := tartree.Extract(ctx, res.Content, dst, tartree.ExtractOptions{Where: where, Owners: os.Geteuid() == 0}); err != nil {
 		return "", wrap(op, id, ctxErr(ctx, err))
+	}
+	newRacy, err := racyEntries(dst, start)
+	if err != nil {
+		return "", local(err)
 	}
 	old := "." + string(id) + ".old-" + randHex(8)
 	if err := cache.Rename(string(id), old); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -108,6 +131,11 @@ func (p *Provider) pull(ctx context.Context, op string, id providers.InstanceID)
 		return "", local(err)
 	}
 	_ = fsmeta.RemoveTree(cache, old)
+	if p.sameClock {
+		if err := putState(cache, string(id), newRacy); err != nil {
+			return "", local(err)
+		}
+	}
 	return p.mirrorDir(id), nil
 }
 
