@@ -9,10 +9,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"sort"
-	"strings"
 	"syscall"
 	"time"
 
@@ -126,7 +124,7 @@ func (s *syncer) run(ctx context.Context, r io.Reader) error {
 		if err != nil {
 			return fmt.Errorf("reading the archive for %s: %w", s.where, err)
 		}
-		rel, ok := localName(h.Name)
+		rel, ok := tartree.LocalName(h.Name)
 		if !ok {
 			return &fsmeta.EntryError{Verb: "create", Rel: h.Name, Where: s.where, Dest: true, Err: errors.New("the name leaves the tree (absolute or ..); refused")}
 		}
@@ -141,7 +139,7 @@ func (s *syncer) run(ctx context.Context, r io.Reader) error {
 	if err := s.prune(); err != nil {
 		return err
 	}
-	sort.SliceStable(s.dirs, func(i, j int) bool { return depth(s.dirs[i].rel) > depth(s.dirs[j].rel) })
+	sort.SliceStable(s.dirs, func(i, j int) bool { return tartree.Depth(s.dirs[i].rel) > tartree.Depth(s.dirs[j].rel) })
 	for _, d := range s.dirs {
 		if s.chown {
 			if err := s.dst.Lchown(d.rel, d.uid, d.gid); err != nil {
@@ -211,7 +209,7 @@ func (s *syncer) entry(tr *tar.Reader, h *tar.Header, rel string) error {
 			return err
 		})
 	case tar.TypeLink:
-		target, ok := localName(h.Linkname)
+		target, ok := tartree.LocalName(h.Linkname)
 		if !ok || target == "." {
 			return fmt.Errorf("hard link to %q leaves the tree; refused", h.Linkname)
 		}
@@ -308,27 +306,4 @@ func links(fi fs.FileInfo) uint64 {
 		return uint64(st.Nlink)
 	}
 	return 0
-}
-
-// localName cleans a tar entry name to a path relative to the mirror;
-// false for one that is absolute or leaves it.
-func localName(name string) (string, bool) {
-	if name == "" || strings.HasPrefix(name, "/") {
-		return "", false
-	}
-	c := path.Clean(name)
-	if c == "." {
-		return ".", true
-	}
-	if !filepath.IsLocal(c) {
-		return "", false
-	}
-	return filepath.FromSlash(c), true
-}
-
-func depth(rel string) int {
-	if rel == "." {
-		return 0
-	}
-	return strings.Count(rel, string(filepath.Separator)) + 1
 }

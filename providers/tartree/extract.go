@@ -54,7 +54,7 @@ func Extract(ctx context.Context, r io.Reader, dst *os.Root, o ExtractOptions) e
 		if err != nil {
 			return fmt.Errorf("reading the tar stream for %s: %w", o.Where, err)
 		}
-		rel, ok := localName(h.Name)
+		rel, ok := LocalName(h.Name)
 		if !ok {
 			return fail(h.Name, errors.New("the name leaves the tree (absolute or ..); refused"))
 		}
@@ -82,7 +82,7 @@ func Extract(ctx context.Context, r io.Reader, dst *os.Root, o ExtractOptions) e
 				return fail(rel, err)
 			}
 		case tar.TypeLink:
-			target, ok := localName(h.Linkname)
+			target, ok := LocalName(h.Linkname)
 			if !ok || target == "." {
 				return fail(rel, fmt.Errorf("hard link to %q leaves the tree; refused", h.Linkname))
 			}
@@ -123,7 +123,7 @@ func Extract(ctx context.Context, r io.Reader, dst *os.Root, o ExtractOptions) e
 		}
 	}
 	// Deepest first, so setting a child's mtime never moves its parent's.
-	sort.SliceStable(dirs, func(i, j int) bool { return depth(dirs[i].rel) > depth(dirs[j].rel) })
+	sort.SliceStable(dirs, func(i, j int) bool { return Depth(dirs[i].rel) > Depth(dirs[j].rel) })
 	for _, d := range dirs {
 		if o.Owners {
 			if err := dst.Lchown(d.rel, d.uid, d.gid); err != nil {
@@ -166,9 +166,9 @@ func parent(dst *os.Root, rel string) error {
 	return nil
 }
 
-// localName cleans a tar entry name to a path relative to the tree; false
+// LocalName cleans a tar entry name to a path relative to the tree; false
 // for one that is absolute or leaves it.
-func localName(name string) (string, bool) {
+func LocalName(name string) (string, bool) {
 	if name == "" || strings.HasPrefix(name, "/") {
 		return "", false
 	}
@@ -182,7 +182,8 @@ func localName(name string) (string, bool) {
 	return filepath.FromSlash(c), true
 }
 
-func depth(rel string) int {
+// Depth is how many names deep rel is (0 for ".").
+func Depth(rel string) int {
 	if rel == "." {
 		return 0
 	}
