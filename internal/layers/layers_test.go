@@ -31,6 +31,7 @@ var rank = map[string]int{
 	"recovery":  6,
 	"bench":     7,
 	"server":    7,
+	"livetest":  7,
 	"config":    7,
 	"cmd":       8,
 	"internal":  9,
