@@ -25,9 +25,11 @@ func TestCaptureS3Faults(t *testing.T) {
 	srv := s3test.Start(t)
 	p := srv.Proxy(t)
 	bucket := srv.NewBucket(t)
-	creds := location.S3{AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey, MaxRetries: 3}
+	creds := location.S3{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey}
 	direct := storetest.Store{Kind: "s3", Location: srv.Location(bucket, "repo"), S3: creds}
-	via := storetest.Store{Kind: "s3", Location: p.Location(bucket, "repo"), S3: creds}
+	via := storetest.Store{Kind: "s3", Location: p.Location(bucket, "repo"), S3: creds} // 6 tries a request
+	failFast := via
+	failFast.S3.MaxRetries = 3 // lasting faults fail sooner
 	tr := newCapTestRepoIn(t, direct)
 
 	rng := capTestRand(t)
@@ -91,7 +93,7 @@ func TestCaptureS3Faults(t *testing.T) {
 			}
 			p.Clear()
 			p.Add(s3test.Fault{Method: http.MethodPut, Path: path, Action: s3test.SlowDown})
-			r := capTestOpenBackend(t, via.Open(t), capTestPassword, tr.cache)
+			r := capTestOpenBackend(t, failFast.Open(t), capTestPassword, tr.cache)
 			_, err := Capture(context.Background(), r, root, capTestOptions(nil))
 			if !errors.Is(err, backend.ErrUnavailable) {
 				t.Fatalf("capture while every PUT to %s answers SlowDown: %v, want ErrUnavailable", path, err)

@@ -53,7 +53,7 @@ func TestOpenKinds(t *testing.T) {
 	}
 
 	srv := s3test.Start(t)
-	creds := S3{AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey}
+	creds := S3{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey}
 	loc := srv.Location("made-by-create", "p")
 	be, err = Create(t.Context(), loc, creds)
 	if err != nil {

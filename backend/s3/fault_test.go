@@ -22,7 +22,7 @@ func faultBackend(t *testing.T, srv *s3test.Server, tries int) (*Backend, *s3tes
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := testConfig(loc)
+	cfg := testConfig(srv, loc)
 	cfg.MaxRetries = tries
 	b, err := Open(t.Context(), cfg)
 	if err != nil {

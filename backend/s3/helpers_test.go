@@ -13,13 +13,13 @@ func newTestBackend(t testing.TB, srv *s3test.Server, prefix string) *Backend {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Open(t.Context(), testConfig(loc))
+	b, err := Open(t.Context(), testConfig(srv, loc))
 	if err != nil {
 		t.Fatalf("Open %s: %v", loc, err)
 	}
 	return b
 }
 
-func testConfig(loc Location) Config {
-	return Config{Location: loc, AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey, Addressing: AddressPath, TempDir: ""}
+func testConfig(srv *s3test.Server, loc Location) Config {
+	return Config{Location: loc, AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey, Addressing: AddressPath}
 }

@@ -40,7 +40,7 @@ func TestS3RepositoryThroughBinary(t *testing.T) {
 		if code != wantCode {
 			t.Fatalf("lifeboat %v: exit %d, want %d\n%s", args, code, wantCode, out)
 		}
-		if strings.Contains(string(out), s3test.SecretKey) {
+		if strings.Contains(string(out), srv.SecretKey) {
 			t.Fatalf("lifeboat %v printed the S3 secret key:\n%s", args, out)
 		}
 		return string(out)
@@ -92,11 +92,11 @@ func TestS3RepositoryInServeConfig(t *testing.T) {
 	bucket := srv.NewBucket(t)
 	loc := srv.Location(bucket, "fleet")
 	secretFile := filepath.Join(s.dir, "s3-secret")
-	must(t, os.WriteFile(secretFile, []byte(s3test.SecretKey+"\n"), 0o600))
+	must(t, os.WriteFile(secretFile, []byte(srv.SecretKey+"\n"), 0o600))
 	cfg, err := os.ReadFile(s.cfgPath)
 	must(t, err)
 	text := strings.Replace(string(cfg), "location = "+quoteTOML(s.repo), "location = "+quoteTOML(loc)+
-		"\ns3_access_key_id = "+quoteTOML(s3test.AccessKey)+"\ns3_secret_access_key_file = "+quoteTOML(secretFile)+
+		"\ns3_access_key_id = "+quoteTOML(srv.AccessKey)+"\ns3_secret_access_key_file = "+quoteTOML(secretFile)+
 		"\ns3_addressing = \"path\"", 1)
 	if text == string(cfg) {
 		t.Fatal("the service config has no location line to replace")
@@ -111,7 +111,7 @@ func TestS3RepositoryInServeConfig(t *testing.T) {
 		t.Fatalf("init through the config: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	show := s.run("--config", s.cfgPath, "config", "show")
-	if show.code != 0 || strings.Contains(show.stdout, s3test.SecretKey) || !strings.Contains(show.stdout, secretFile) ||
+	if show.code != 0 || strings.Contains(show.stdout, srv.SecretKey) || !strings.Contains(show.stdout, secretFile) ||
 		!strings.Contains(show.stdout, loc) {
 		t.Fatalf("config show (exit %d) must name the location and the secret's file, never the secret:\n%s%s", show.code, show.stdout, show.stderr)
 	}

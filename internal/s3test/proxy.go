@@ -1,6 +1,7 @@
 package s3test
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net/http"
@@ -176,7 +177,18 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	// The body is read whole first and sent in one go: versitygw answers
+	// a refused conditional PUT (412) without reading the body and closes
+	// the connection, and a proxy still writing the body then meets a
+	// reset instead of the answer (it answers 502; the client retries).
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		p.record(r, http.StatusBadRequest, action)
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
 	out := r.Clone(r.Context())
+	out.Body = io.NopCloser(bytes.NewReader(body))
 	out.URL.Scheme, out.URL.Host, out.RequestURI = "http", p.target, ""
 	out.Host = r.Host // signed by the client
 	resp, err := p.tr.RoundTrip(out)

@@ -3,6 +3,8 @@ package s3test
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -25,13 +27,6 @@ const Version = "v1.8.0"
 // CachePath is where .ci/run installs the binary.
 const CachePath = "/var/cache/lifeboat-ci/versitygw-" + Version + "/versitygw"
 
-// Root credentials of every test server (not secrets: the server lives
-// for one test on 127.0.0.1).
-const (
-	AccessKey = "lifeboat-test"
-	SecretKey = "lifeboat-test-secret-key"
-)
-
 // Binary returns the versitygw binary, or "" when there is none.
 func Binary() string {
 	if p := os.Getenv("LIFEBOAT_VERSITYGW"); p != "" {
@@ -50,7 +45,11 @@ func Binary() string {
 type Server struct {
 	Addr string // 127.0.0.1:PORT
 	Dir  string // the directory it stores buckets in
-	log  *lockedWriter
+	// Root credentials, made up for this server (so a request can only
+	// succeed on it, not on another test's server that took the port).
+	// Not secrets: the server lives for one test on 127.0.0.1.
+	AccessKey, SecretKey string
+	log                  *lockedWriter
 }
 
 // Endpoint is the server's URL.
@@ -58,7 +57,7 @@ func (s *Server) Endpoint() string { return "http://" + s.Addr }
 
 // Env is the environment a lifeboat process needs to reach the server.
 func (s *Server) Env() []string {
-	return []string{"AWS_ACCESS_KEY_ID=" + AccessKey, "AWS_SECRET_ACCESS_KEY=" + SecretKey}
+	return []string{"AWS_ACCESS_KEY_ID=" + s.AccessKey, "AWS_SECRET_ACCESS_KEY=" + s.SecretKey}
 }
 
 // Start starts a versitygw for t and stops it when t ends. It skips t
@@ -93,9 +92,9 @@ func start(t testing.TB, bin string) (*Server, error) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	s := &Server{Addr: addr, Dir: t.TempDir(), log: &lockedWriter{w: &bytes.Buffer{}}}
+	s := &Server{Addr: addr, Dir: t.TempDir(), AccessKey: "lb" + randomHex(8), SecretKey: randomHex(20), log: &lockedWriter{w: &bytes.Buffer{}}}
 	cmd := exec.Command(bin, "--port", addr, "posix", s.Dir)
-	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+AccessKey, "ROOT_SECRET_KEY="+SecretKey)
+	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+s.AccessKey, "ROOT_SECRET_KEY="+s.SecretKey)
 	cmd.Stdout, cmd.Stderr = s.log, s.log
 	setDeathSignal(cmd)
 	if err := cmd.Start(); err != nil {
@@ -108,7 +107,11 @@ func start(t testing.TB, bin string) (*Server, error) {
 		_ = cmd.Process.Kill()
 		<-exited
 	}
-	if err := waitReady(addr, exited); err != nil {
+	err = waitReady(addr, exited)
+	if err == nil {
+		err = s.ours()
+	}
+	if err != nil {
 		stop()
 		return nil, fmt.Errorf("%w (exit: %v); its output:\n%s", err, waitErr, s.output())
 	}
@@ -149,16 +152,41 @@ func (s *Server) output() string {
 	return s.log.w.String()
 }
 
+// ours checks that the server answering on Addr is this one: it accepts
+// this server's made-up credentials.
+func (s *Server) ours() error {
+	c, err := s.client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.ListBuckets(ctx); err != nil {
+		return fmt.Errorf("the server on %s refused this server's credentials (another process took the port?): %w", s.Addr, err)
+	}
+	return nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
 var bucketSeq atomic.Int64
 
 // Client is a minio-go client of the server with the root credentials.
 func (s *Server) Client(t testing.TB) *minio.Client {
 	t.Helper()
-	c, err := minio.New(s.Addr, &minio.Options{Creds: credentials.NewStaticV4(AccessKey, SecretKey, ""), BucketLookup: minio.BucketLookupPath})
+	c, err := s.client()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
+}
+
+func (s *Server) client() (*minio.Client, error) {
+	return minio.New(s.Addr, &minio.Options{Creds: credentials.NewStaticV4(s.AccessKey, s.SecretKey, ""), BucketLookup: minio.BucketLookupPath, MaxRetries: 1})
 }
 
 // NewBucket creates an empty bucket with a name unique in this process.

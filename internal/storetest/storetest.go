@@ -36,7 +36,7 @@ func Local(t testing.TB) Store {
 // S3 is a fresh bucket on srv, under a prefix.
 func S3(t testing.TB, srv *s3test.Server) Store {
 	return Store{Kind: "s3", Location: srv.Location(srv.NewBucket(t), "repo"), env: srv.Env(),
-		S3: location.S3{AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey}}
+		S3: location.S3{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey}}
 }
 
 // Env is what a child process needs in its environment to open the
