@@ -114,20 +114,36 @@ func (c *Client) fail(op string, id providers.InstanceID, k providers.Kind, code
 	return &providers.Error{Provider: c.Provider, Op: op, Instance: id, Kind: k, Code: code, Err: err}
 }
 
+// MaxRetryAfter caps the wait a platform can ask for: a longer (or
+// absurd) Retry-After is read as this, so a misbehaving platform cannot
+// park checks and recoveries for days.
+const MaxRetryAfter = time.Hour
+
 // ParseRetryAfter reads a Retry-After header: delay-seconds or an HTTP
-// date; 0 when absent or unreadable.
+// date, at most MaxRetryAfter; 0 when absent or unreadable.
 func ParseRetryAfter(v string, now time.Time) time.Duration {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		return 0
 	}
-	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+	if strings.Trim(v, "0123456789") == "" {
+		// Digits only: a number too large to parse is over the cap too.
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || n > uint64(MaxRetryAfter/time.Second) {
+			return MaxRetryAfter
+		}
 		return time.Duration(n) * time.Second
 	}
 	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
+		return CapRetryAfter(t.Sub(now))
 	}
 	return 0
+}
+
+// CapRetryAfter bounds a wait computed from a platform's answer to
+// [0, MaxRetryAfter].
+func CapRetryAfter(d time.Duration) time.Duration {
+	return max(0, min(d, MaxRetryAfter))
 }
 
 // KeyLocks serialises Create per idempotency key within one process, so

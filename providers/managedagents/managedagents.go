@@ -174,11 +174,15 @@ func (p *Provider) do(ctx context.Context, c *httpapi.Client, op string, id prov
 	return resp.StatusCode, nil
 }
 
-// resetWait reads ratelimit-reset (Unix seconds) as a wait from now.
+// resetWait reads ratelimit-reset (Unix seconds) as a wait from now, at
+// most httpapi.MaxRetryAfter.
 func resetWait(v string, now time.Time) time.Duration {
 	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 	if err != nil || n <= now.Unix() {
 		return 0
 	}
-	return time.Unix(n, 0).Sub(now)
+	if n-now.Unix() > int64(httpapi.MaxRetryAfter/time.Second) {
+		return httpapi.MaxRetryAfter
+	}
+	return httpapi.CapRetryAfter(time.Unix(n, 0).Sub(now))
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"lifeboat/providers"
+	"lifeboat/providers/httpapi"
 	"lifeboat/providers/managedagents/matest"
 	"lifeboat/providers/providertest"
 )
@@ -130,6 +131,8 @@ func TestStatusMapping(t *testing.T) {
 		{422, nil, providers.KindInvalid, 0},
 		{429, map[string]string{"Retry-After": "9"}, providers.KindRateLimited, 9 * time.Second},
 		{429, map[string]string{"Ratelimit-Reset": strconv.FormatInt(now.Add(42*time.Second).Unix(), 10)}, providers.KindRateLimited, 42 * time.Second},
+		{429, map[string]string{"Ratelimit-Reset": strconv.FormatInt(now.Add(30*24*time.Hour).Unix(), 10)}, providers.KindRateLimited, httpapi.MaxRetryAfter},
+		{429, map[string]string{"Ratelimit-Reset": "9223372036854775807"}, providers.KindRateLimited, httpapi.MaxRetryAfter},
 		{429, nil, providers.KindRateLimited, 0},
 		{500, nil, providers.KindUnavailable, 0},
 		{501, nil, providers.KindUnsupported, 0},
