@@ -49,9 +49,14 @@ type S3 struct {
 	TempDir     string // where packs wait for their upload; "" is the system temp dir
 }
 
-// State is [state].
+// State is [state]. URL, when set, names a PostgreSQL state store that
+// several servers share (Dir still holds this server's local files); its
+// password comes from PasswordFile or PasswordEnv, never from the URL.
 type State struct {
-	Dir string // the state store directory
+	Dir          string // the state directory; the embedded store when URL is ""
+	URL          string // postgres:// or postgresql://, without a password
+	PasswordFile string
+	PasswordEnv  string
 }
 
 // Server is [server].

@@ -80,6 +80,9 @@ var fixedSections = []section{
 	}},
 	{"state", []spec{
 		{name: "dir", kind: kString, required: true},
+		{name: "url", kind: kString, defNote: "the embedded store <dir>/state.db"},
+		{name: "password_file", kind: kFile, secret: true},
+		{name: "password_env", kind: kEnvName},
 	}},
 	{"server", []spec{
 		{name: "listen", kind: kListen, def: "127.0.0.1:8080"},

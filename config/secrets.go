@@ -103,3 +103,33 @@ func secretAlternative(path []string) (string, bool) {
 	}
 	return "file path or environment variable name", true
 }
+
+// StatePassword reads the state database password: the content of
+// [state] password_file without its final newline, the value of the
+// variable password_env names, or nil when neither is set (the database
+// needs none, or finds it in ~/.pgpass). Errors never hold the password.
+func (c *Config) StatePassword() ([]byte, error) {
+	if f := c.State.PasswordFile; f != "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("reading the state database password file (state.password_file): %w", err)
+		}
+		b = bytes.TrimSuffix(bytes.TrimSuffix(b, []byte("\n")), []byte("\r"))
+		if len(b) == 0 {
+			return nil, fmt.Errorf("the state database password file %s (state.password_file) is empty", f)
+		}
+		return b, nil
+	}
+	name := c.State.PasswordEnv
+	if name == "" {
+		return nil, nil
+	}
+	v, ok := c.lookup(name)
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("the environment variable %s (state.password_env) is not set", name)
+	case v == "":
+		return nil, fmt.Errorf("the environment variable %s (state.password_env) is empty", name)
+	}
+	return []byte(v), nil
+}

@@ -4,6 +4,7 @@ import (
 	"lifeboat/backend/s3"
 	"log/slog"
 	"net"
+	"net/url"
 	"regexp"
 
 	"lifeboat/prune"
@@ -78,7 +79,53 @@ func (d *decoder) repositoryS3(r *reader, c *Config) {
 }
 
 func (d *decoder) state(c *Config) {
-	c.State.Dir = d.section("state").str("dir")
+	r := d.section("state")
+	c.State = State{Dir: r.str("dir"), URL: r.str("url"), PasswordFile: r.str("password_file"), PasswordEnv: r.str("password_env")}
+	if c.State.URL == "" {
+		if r.given("password_file") || r.given("password_env") {
+			d.fail(r.src("url"), []string{"state", "url"}, "a database password is set but no url: set url = \"postgres://USER@HOST:PORT/DATABASE\" or remove the password key")
+		}
+		return
+	}
+	r.line("url").val = quote(redactURL(c.State.URL))
+	u, err := url.Parse(c.State.URL)
+	switch {
+	case err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "":
+		d.fail(r.src("url"), []string{"state", "url"}, "%s is not a PostgreSQL URL: use postgres://USER@HOST:PORT/DATABASE (or leave url unset for the embedded store in dir)", quote(redactURL(c.State.URL)))
+	case hasPassword(u):
+		d.fail(r.src("url"), []string{"state", "url"}, "the URL holds a password: remove it from the URL and give it with password_file (a file holding it) or password_env (the name of an environment variable holding it)")
+	case r.given("password_file") && r.given("password_env"):
+		d.fail(r.src("password_env"), []string{"state", "password_env"}, "password_file (%s) and password_env are both set: give at most one", r.src("password_file"))
+	}
+	if name := c.State.PasswordEnv; name != "" {
+		state := "is not set"
+		if v, ok := c.lookup(name); ok && v != "" {
+			state = "is set"
+		}
+		r.line("password_env").note += "; " + name + " " + state + " (its value is never shown)"
+	}
+}
+
+// hasPassword reports whether a database URL carries a password.
+func hasPassword(u *url.URL) bool {
+	_, ok := u.User.Password()
+	return ok || u.Query().Has("password")
+}
+
+// redactURL is a database URL with any password replaced.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(a URL that does not parse)"
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "REDACTED")
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "REDACTED")
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
 }
 
 func (d *decoder) server(c *Config) {

@@ -17,7 +17,7 @@ var ErrFenced = errors.New("workspace generation changed during the capture")
 // run is one capture of ws under its lease: quiesce, capture, verify,
 // promote, native checkpoint, resume, retention.
 func (l *Lifecycle) run(ctx context.Context, ws string, rec *Receipt) {
-	release, err := l.lease(ctx, ws)
+	release, err := l.localLease(ctx, ws)
 	if err != nil {
 		rec.fail(Cancelled, err)
 		return
@@ -33,6 +33,18 @@ func (l *Lifecycle) run(ctx context.Context, ws string, rec *Receipt) {
 		rec.fail(Cancelled, ctx.Err())
 		return
 	}
+	// Among servers, after the semaphore: a capture waiting for its turn
+	// holds no database connection.
+	shared, err := l.sharedLease(ctx, ws)
+	if err != nil {
+		o := Failed
+		if ctx.Err() != nil {
+			o = Cancelled
+		}
+		rec.fail(o, err)
+		return
+	}
+	defer shared()
 	w, err := l.store.Workspace(ws)
 	if err != nil {
 		rec.fail(Failed, err)
@@ -50,7 +62,7 @@ func (l *Lifecycle) run(ctx context.Context, ws string, rec *Receipt) {
 		l.failed(ws, rec, Failed, err)
 		return
 	}
-	err = l.store.update(ws, func(_ *boltTx, w *Workspace) error {
+	err = l.store.update(ws, func(_ stateTx, w *Workspace) error {
 		w.InFlight = &InFlight{Started: rec.Started, Reason: rec.Reason, PID: pid}
 		return nil
 	})
@@ -141,7 +153,7 @@ func (l *Lifecycle) captureQuiesced(ctx context.Context, w Workspace, p provider
 		l.failed(w.ID, rec, Failed, fmt.Errorf("promoting snapshot %s: recording its hold in the repository: %w", res.Snapshot, err))
 		return false
 	}
-	err = l.store.update(w.ID, func(tx *boltTx, cur *Workspace) error {
+	err = l.store.update(w.ID, func(tx stateTx, cur *Workspace) error {
 		if err := promote(*cur); err != nil {
 			return err
 		}
@@ -174,7 +186,7 @@ func outcomeOf(err error) Outcome {
 // clears its in-flight mark.
 func (l *Lifecycle) failed(ws string, rec *Receipt, o Outcome, err error) {
 	rec.fail(o, err)
-	uerr := l.store.update(ws, func(_ *boltTx, w *Workspace) error {
+	uerr := l.store.update(ws, func(_ stateTx, w *Workspace) error {
 		w.InFlight = nil
 		w.Failures++
 		rec.Attempt = w.Failures

@@ -10,6 +10,7 @@ import (
 	"lifeboat/providers"
 	"lifeboat/providers/local"
 	"lifeboat/recovery/dirlock"
+	"lifeboat/recovery/statedb"
 	"lifeboat/repo"
 )
 
@@ -38,6 +39,9 @@ func (s *Service) drive(ctx context.Context, id string) {
 			continue
 		case errors.Is(err, errHookStop) || ctx.Err() != nil:
 			return // stays at its persisted step; Resume continues it
+		case errors.Is(err, statedb.ErrLeaseLost):
+			s.log.Error("recovery operation taken over by another server; this one stops driving it", "operation", id, "err", err)
+			return
 		case transient(err) && !errors.As(err, new(*permanentError)):
 			s.park(op, err)
 			return
@@ -141,6 +145,11 @@ func (s *Service) restore(ctx context.Context, op Operation, p providers.Provide
 	// What the provider keeps is asked once and stored with the digest:
 	// the comparisons after WriteFiles and Switch use the same answer.
 	op.Keep = fileSupport(ctx, p)
+	if s.store.Shared() {
+		// Another server may have started the operation: the local tree
+		// is this server's own.
+		op.LocalTree = filepath.Join(s.cfg.StateDir, "recovery", op.ID)
+	}
 	info, digest, err := s.restoreLocal(ctx, op)
 	if err != nil {
 		return err
@@ -184,9 +193,9 @@ func (s *Service) restore(ctx context.Context, op Operation, p providers.Provide
 	if err != nil {
 		return err
 	}
-	keep := op.Keep
+	keep, tree := op.Keep, op.LocalTree
 	return s.advance(op.ID, func(op *Operation, _ *Workspace) error {
-		op.Staging, op.Digest, op.State = staging, digest, OpValidating
+		op.Staging, op.Digest, op.State, op.LocalTree = staging, digest, OpValidating, tree
 		op.Keep = keep
 		op.Profiles, op.Problems = info.Profiles, info.Problems
 		return nil
@@ -267,7 +276,7 @@ func (s *Service) switchIn(ctx context.Context, op Operation, p providers.Provid
 	case !ok:
 		return fmt.Errorf("replacement %s does not hold the restored checkpoint after the switch", op.Replacement)
 	}
-	err = s.advanceTx(op.ID, func(tx *boltTx, op *Operation, w *Workspace) error {
+	err = s.advanceTx(op.ID, func(tx stateTx, op *Operation, w *Workspace) error {
 		if w.Operation != op.ID || w.Generation != op.Generation {
 			return fmt.Errorf("%w: operation %s was issued for generation %d, workspace %s is at %d", ErrStaleGeneration, op.ID, op.Generation, w.ID, w.Generation)
 		}
@@ -275,7 +284,10 @@ func (s *Service) switchIn(ctx context.Context, op Operation, p providers.Provid
 		if w.LastGood == nil || w.LastGood.Snapshot != op.Checkpoint {
 			// Recovered from an earlier checkpoint (the last good one was
 			// damaged or gone): that is what the workspace now holds.
-			cp := findCheckpoint(tx, w.ID, op.Checkpoint)
+			cp, err := findCheckpoint(tx, w.ID, op.Checkpoint)
+			if err != nil {
+				return err
+			}
 			if cp == nil {
 				return fmt.Errorf("checkpoint %s of %s is no longer in its history", op.Checkpoint, w.ID)
 			}
@@ -397,13 +409,13 @@ func (s *Service) park(op Operation, err error) {
 // advance changes an operation (and its workspace) in one transaction and
 // publishes the change.
 func (s *Service) advance(id string, fn func(op *Operation, w *Workspace) error) error {
-	return s.advanceTx(id, func(_ *boltTx, op *Operation, w *Workspace) error { return fn(op, w) })
+	return s.advanceTx(id, func(_ stateTx, op *Operation, w *Workspace) error { return fn(op, w) })
 }
 
 // advanceTx is advance with the transaction, for records written with it.
-func (s *Service) advanceTx(id string, fn func(tx *boltTx, op *Operation, w *Workspace) error) error {
+func (s *Service) advanceTx(id string, fn func(tx stateTx, op *Operation, w *Workspace) error) error {
 	var before OpState
-	op, err := s.store.updateOp(id, s.clock.Now(), func(tx *boltTx, op *Operation, w *Workspace) error {
+	op, err := s.store.updateOp(id, s.lease(id), s.clock.Now(), func(tx stateTx, op *Operation, w *Workspace) error {
 		before = op.State
 		return fn(tx, op, w)
 	})

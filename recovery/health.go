@@ -112,7 +112,7 @@ func (s *Service) Check(ctx context.Context, ws string) (Health, error) {
 	now := s.clock.Now()
 	h := healthOf(w, st, ierr, now, s.cfg.CheckInterval)
 	changed := false
-	err = s.store.update(ws, func(_ *boltTx, cur *Workspace) error {
+	err = s.store.update(ws, func(_ stateTx, cur *Workspace) error {
 		if cur.Operation != "" || cur.Instance != w.Instance || cur.Generation != w.Generation {
 			// Recovered or being recovered since: this answer is about
 			// an instance the workspace no longer uses.

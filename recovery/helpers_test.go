@@ -412,7 +412,7 @@ func newEnv(t *testing.T, native, withRepo bool, tune func(*Config)) *env {
 		e.cap.inner = &RepoCapturer{Repo: e.r}
 	}
 	var err error
-	if e.store, err = OpenStore(t.TempDir()); err != nil {
+	if e.store, err = openTestStore(t, t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = e.store.Close() })

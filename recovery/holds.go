@@ -11,6 +11,7 @@ import (
 
 	"lifeboat/providers"
 	"lifeboat/recovery/dirlock"
+	"lifeboat/recovery/statedb"
 )
 
 // Hold is a repair hold: a copy-back into a replacement failed for good,
@@ -93,8 +94,8 @@ func (s *Service) holdAndFail(op Operation, p providers.Provider, cbe *dirlock.C
 	h := Hold{ID: "hold-" + randomHex(8), Workspace: op.Workspace, Operation: op.ID, Provider: op.Provider,
 		Replacement: op.Replacement, Lost: op.OldInstance, Source: op.LocalTree, Checkpoint: op.Checkpoint,
 		Class: cbe.Class, Attempts: cbe.Attempts, Error: cbe.Error(), Created: now}
-	err := s.advanceTx(op.ID, func(tx *boltTx, op *Operation, w *Workspace) error {
-		if err := putJSON(tx, bucketHolds, h.ID, &h); err != nil {
+	err := s.advanceTx(op.ID, func(tx stateTx, op *Operation, w *Workspace) error {
+		if err := putHold(tx, &h); err != nil {
 			return err
 		}
 		op.State, op.Error, op.Hold, op.LastError = OpFailed, "repair hold "+h.ID+" keeps the replacement: "+cbe.Error(), h.ID, ""
@@ -147,14 +148,14 @@ func (s *Service) StopHold(ctx context.Context, id string) (Hold, error) {
 			rc.Stopped, rc.Detail = true, "provider "+h.Provider+" stopped instance "+string(h.Replacement)
 		}
 	}
-	err = s.store.db.Update(func(tx *boltTx) error {
-		got, err := getJSON[Hold](tx, bucketHolds, id, "repair hold")
+	err = s.store.updateTx(func(tx stateTx) error {
+		got, err := getJSON[Hold](tx, statedb.Holds, id, "repair hold")
 		if err != nil || got == nil {
 			return cmpErr(err, fmt.Errorf("%w %q", ErrUnknownHold, id))
 		}
 		got.Stop = &rc
 		h = *got
-		return putJSON(tx, bucketHolds, id, got)
+		return putHold(tx, got)
 	})
 	if err == nil {
 		s.publish(Event{Workspace: h.Workspace, Kind: EventHold, Hold: h.ID})
@@ -172,8 +173,8 @@ func cmpErr(a, b error) error {
 // Hold returns one repair hold, resolved or not.
 func (s *Service) Hold(id string) (Hold, error) {
 	var h Hold
-	err := s.store.db.View(func(tx *boltTx) error {
-		got, err := getJSON[Hold](tx, bucketHolds, id, "repair hold")
+	err := s.store.view(func(tx stateTx) error {
+		got, err := getJSON[Hold](tx, statedb.Holds, id, "repair hold")
 		if err == nil && got == nil {
 			err = fmt.Errorf("%w %q", ErrUnknownHold, id)
 		}
@@ -216,8 +217,9 @@ func (s *Service) RepairHolds() ([]Hold, error) {
 // AllHolds returns every repair hold, resolved ones included, oldest first.
 func (s *Service) AllHolds() ([]Hold, error) {
 	var out []Hold
-	err := s.store.db.View(func(tx *boltTx) error {
-		return tx.Bucket(bucketHolds).ForEach(func(k, v []byte) error {
+	err := s.store.view(func(tx stateTx) error {
+		out = nil
+		return tx.List(statedb.Holds, func(k string, v []byte) error {
 			var h Hold
 			if err := json.Unmarshal(v, &h); err != nil {
 				return fmt.Errorf("state store: repair hold %s does not decode: %w", k, err)
@@ -244,8 +246,8 @@ func (s *Service) ResolveHold(id string, outcome HoldOutcome, evidence string) (
 		return Hold{}, fmt.Errorf("resolve repair hold %s: evidence is required (what was done, and how it was checked)", id)
 	}
 	var h Hold
-	err := s.store.db.Update(func(tx *boltTx) error {
-		got, err := getJSON[Hold](tx, bucketHolds, id, "repair hold")
+	err := s.store.updateTx(func(tx stateTx) error {
+		got, err := getJSON[Hold](tx, statedb.Holds, id, "repair hold")
 		if err != nil {
 			return err
 		}
@@ -257,7 +259,7 @@ func (s *Service) ResolveHold(id string, outcome HoldOutcome, evidence string) (
 		}
 		got.Resolution = &Resolution{Outcome: outcome, Evidence: evidence, Time: s.clock.Now()}
 		h = *got
-		return putJSON(tx, bucketHolds, id, got)
+		return putHold(tx, got)
 	})
 	if err != nil {
 		return Hold{}, err

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"lifeboat/providers"
+	"lifeboat/recovery/statedb"
 )
 
 // Capturer takes the portable checkpoint: it saves dir as a snapshot of
@@ -282,8 +283,23 @@ func (l *Lifecycle) settings(w Workspace) (park, periodic time.Duration) {
 	return park, periodic
 }
 
-// lease takes the per-workspace lease that captures and restarts share.
+// lease takes the per-workspace lease that captures and restarts share:
+// in this process, and on a shared store among every server.
 func (l *Lifecycle) lease(ctx context.Context, ws string) (release func(), err error) {
+	local, err := l.localLease(ctx, ws)
+	if err != nil {
+		return nil, err
+	}
+	shared, err := l.sharedLease(ctx, ws)
+	if err != nil {
+		local()
+		return nil, err
+	}
+	return func() { shared(); local() }, nil
+}
+
+// localLease is the lease among this process's captures and restarts.
+func (l *Lifecycle) localLease(ctx context.Context, ws string) (release func(), err error) {
 	l.mu.Lock()
 	ch, ok := l.locks[ws]
 	if !ok {
@@ -299,9 +315,23 @@ func (l *Lifecycle) lease(ctx context.Context, ws string) (release func(), err e
 	}
 }
 
+// sharedLease is the lease among the servers of a shared store: the
+// workspace's lock in the database, held on a connection of its own and
+// gone with a server that dies (always granted on an embedded store).
+func (l *Lifecycle) sharedLease(ctx context.Context, ws string) (release func(), err error) {
+	unlock, err := l.store.db.Lock(ctx, workspaceLockName(ws), true)
+	if err != nil {
+		return nil, fmt.Errorf("workspace %s: taking its lock in the state store: %w", ws, err)
+	}
+	return unlock, nil
+}
+
+func workspaceLockName(ws string) string { return "workspace/" + ws }
+
 // recoverInterrupted turns in-flight markers left by a dead process into
-// recovery records. The store is held by one process at a time, so every
-// marker found at open is stale.
+// recovery records. On a store one process holds, every marker found at
+// open is stale; on a shared one, a marker is stale when no server holds
+// the workspace's lock.
 func (l *Lifecycle) recoverInterrupted() error {
 	wss, err := l.store.Workspaces()
 	if err != nil {
@@ -311,14 +341,25 @@ func (l *Lifecycle) recoverInterrupted() error {
 		if w.InFlight == nil {
 			continue
 		}
-		err := l.store.update(w.ID, func(_ *boltTx, w *Workspace) error {
+		unlock, err := l.store.db.Lock(context.Background(), workspaceLockName(w.ID), false)
+		if errors.Is(err, statedb.ErrLocked) {
+			continue // another server captures it now
+		}
+		if err != nil {
+			return err
+		}
+		err = l.store.update(w.ID, func(_ stateTx, w *Workspace) error {
 			f := w.InFlight
+			if f == nil {
+				return nil
+			}
 			w.InFlight = nil
 			w.Failures++
 			w.addRecord(RecoveryRecord{Time: l.clock.Now(), Reason: f.Reason, Attempt: w.Failures, Outcome: Interrupted,
 				Error: fmt.Sprintf("%v (started %s by process %d)", ErrInterrupted, f.Started.UTC().Format(time.RFC3339), f.PID)})
 			return nil
 		})
+		unlock()
 		if err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"lifeboat/providers"
+	"lifeboat/recovery/statedb"
 )
 
 // LostSet is the processes recorded with the checkpoint a workspace was
@@ -83,8 +84,9 @@ func (s *Service) LostProcesses(ws string) ([]LostProcess, error) {
 
 func (s *Service) restarts(ws string, gen uint64) ([]ProcessRestart, error) {
 	var out []ProcessRestart
-	err := s.store.db.View(func(tx *boltTx) error {
-		return tx.Bucket(bucketRestarts).ForEach(func(k, v []byte) error {
+	err := s.store.view(func(tx stateTx) error {
+		out = nil
+		return tx.List(statedb.Restarts, func(k string, v []byte) error {
 			var r ProcessRestart
 			if err := json.Unmarshal(v, &r); err != nil {
 				return fmt.Errorf("state store: process restart %q does not decode: %w", k, err)
@@ -110,10 +112,18 @@ func (s *Service) RestartProcess(ctx context.Context, ws string, index int, key 
 	}
 	unlock := s.restart.lock(key)
 	defer unlock()
+	// Among servers sharing the store, the lock is held while the command
+	// runs: a record left running without it belongs to a process that died.
+	unlockShared, err := s.store.db.Lock(ctx, restartLockName(key), true)
+	if err != nil {
+		return ProcessRestart{}, fmt.Errorf("restart process %d of %s: %w", index, ws, err)
+	}
+	defer unlockShared()
 	var rec ProcessRestart
 	started := false
-	err := s.store.db.Update(func(tx *boltTx) error {
-		got, err := getJSON[ProcessRestart](tx, bucketRestarts, key, "process restart")
+	err = s.store.updateTx(func(tx stateTx) error {
+		started = false
+		got, err := getJSON[ProcessRestart](tx, statedb.Restarts, key, "process restart")
 		if err != nil {
 			return err
 		}
@@ -144,7 +154,7 @@ func (s *Service) RestartProcess(ctx context.Context, ws string, index int, key 
 		rec = ProcessRestart{Key: key, Workspace: ws, Index: index, Command: w.Lost.Processes[index].Command,
 			Instance: w.Instance, Generation: w.Generation, State: "running", Started: s.clock.Now()}
 		started = true
-		return putJSON(tx, bucketRestarts, key, &rec)
+		return putRestart(tx, &rec)
 	})
 	if err != nil || !started {
 		return rec, err
@@ -163,7 +173,7 @@ func (s *Service) RestartProcess(ctx context.Context, ws string, index int, key 
 		rec.State, rec.Error = "failed", err.Error()
 	}
 	rec.Output = s.tail(append(append([]byte(nil), res.Stdout...), res.Stderr...))
-	if perr := s.store.db.Update(func(tx *boltTx) error { return putJSON(tx, bucketRestarts, key, &rec) }); perr != nil {
+	if perr := s.store.updateTx(func(tx stateTx) error { return putRestart(tx, &rec) }); perr != nil {
 		return rec, perr
 	}
 	s.publish(Event{Workspace: ws, Kind: EventProcess})
@@ -180,12 +190,11 @@ func (s *Service) tail(out []byte) string {
 // markInterruptedRestarts records restarts a dead process left running:
 // their commands may have run, so they are never run again for that key.
 func (s *Service) markInterruptedRestarts() error {
-	return s.store.db.Update(func(tx *boltTx) error {
-		b := tx.Bucket(bucketRestarts)
+	return s.store.updateTx(func(tx stateTx) error {
 		var fix []ProcessRestart
-		err := b.ForEach(func(_, v []byte) error {
+		err := tx.List(statedb.Restarts, func(_ string, v []byte) error {
 			var r ProcessRestart
-			if err := json.Unmarshal(v, &r); err == nil && r.State == "running" {
+			if err := json.Unmarshal(v, &r); err == nil && r.State == "running" && !s.restartRunning(r.Key) {
 				r.State, r.Error = "interrupted", "the lifeboat process running it stopped before it returned; it was not run again"
 				fix = append(fix, r)
 			}
@@ -193,9 +202,27 @@ func (s *Service) markInterruptedRestarts() error {
 		})
 		for _, r := range fix {
 			if err == nil {
-				err = putJSON(tx, bucketRestarts, r.Key, &r)
+				err = putRestart(tx, &r)
 			}
 		}
 		return err
 	})
+}
+
+func restartLockName(key string) string { return "restart/" + key }
+
+// restartRunning reports whether another process of a shared store runs
+// the restart with key now (it holds its lock).
+func (s *Service) restartRunning(key string) bool {
+	if !s.store.Shared() {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(s.base, txTimeout)
+	defer cancel()
+	unlock, err := s.store.db.Lock(ctx, restartLockName(key), false)
+	if err != nil {
+		return true
+	}
+	unlock()
+	return false
 }

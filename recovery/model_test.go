@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"lifeboat/providers"
+	"lifeboat/recovery/statedb"
 )
 
 // modelProv answers Inspect from a script and checks, at every Create,
@@ -125,7 +126,7 @@ func TestModelNoCreateWithoutConfirmedMissing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	store.db.NoSync = true // thousands of transactions; durability is not what is tested here
+	store.db.(*statedb.Bolt).SetNoSync(true) // thousands of transactions; durability is not what is tested here
 	lc, err := New(Config{Store: store, Capturer: &scripted{}, Providers: []providers.Provider{m}, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
@@ -139,20 +140,20 @@ func TestModelNoCreateWithoutConfirmedMissing(t *testing.T) {
 	// forget removes a finished sequence's workspace and operations (no
 	// driver runs for them), so sequences stay independent.
 	forget := func(ws string) {
-		err := store.db.Update(func(tx *boltTx) error {
-			var ids [][]byte
-			_ = tx.Bucket(bucketOps).ForEach(func(k, v []byte) error {
-				if op, _ := getOp(tx, string(k)); op != nil && op.Workspace == ws {
-					ids = append(ids, append([]byte(nil), k...))
+		err := store.updateTx(func(tx stateTx) error {
+			var ids []string
+			_ = tx.List(statedb.Operations, func(k string, v []byte) error {
+				if op, _ := getOp(tx, k); op != nil && op.Workspace == ws {
+					ids = append(ids, k)
 				}
 				return nil
 			})
 			for _, k := range ids {
-				if err := tx.Bucket(bucketOps).Delete(k); err != nil {
+				if err := tx.Delete(statedb.Operations, k); err != nil {
 					return err
 				}
 			}
-			return tx.Bucket(bucketWorkspaces).Delete([]byte(ws))
+			return tx.Delete(statedb.Workspaces, ws)
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -184,7 +185,7 @@ func TestModelNoCreateWithoutConfirmedMissing(t *testing.T) {
 		}
 		snap := fmt.Sprintf("%064x", seq)
 		if seq%10 != 0 { // some workspaces were lost before their first checkpoint
-			err := store.update(ws, func(_ *boltTx, w *Workspace) error {
+			err := store.update(ws, func(_ stateTx, w *Workspace) error {
 				w.LastGood = &Checkpoint{Snapshot: snap, Time: clock.Now()}
 				return nil
 			})

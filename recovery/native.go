@@ -38,7 +38,7 @@ func (l *Lifecycle) takeNative(ctx context.Context, w Workspace, p providers.Pro
 		return
 	}
 	var old *PendingDelete
-	err = l.store.update(w.ID, func(tx *boltTx, cur *Workspace) error {
+	err = l.store.update(w.ID, func(tx stateTx, cur *Workspace) error {
 		if cur.Native != nil && cur.Native.ID != id {
 			old = &PendingDelete{Workspace: w.ID, Provider: w.Provider, Checkpoint: cur.Native.ID, Since: now}
 			if err := putPending(tx, old); err != nil {
@@ -65,7 +65,7 @@ func (l *Lifecycle) takeNative(ctx context.Context, w Workspace, p providers.Pro
 // recordNative adds a native checkpoint failure to the recovery record;
 // it does not count as a failed capture.
 func (l *Lifecycle) recordNative(ws string, rec *Receipt, err error) {
-	uerr := l.store.update(ws, func(_ *boltTx, w *Workspace) error {
+	uerr := l.store.update(ws, func(_ stateTx, w *Workspace) error {
 		w.addRecord(RecoveryRecord{Time: l.clock.Now(), Reason: rec.Reason, Outcome: NativeFailed, Error: err.Error()})
 		return nil
 	})
@@ -152,7 +152,7 @@ func (l *Lifecycle) Restart(ctx context.Context, ws string) (RestartReceipt, err
 		return RestartReceipt{}, fmt.Errorf("restart %s: rollback to native checkpoint %s failed; the workspace is unchanged: %w", ws, w.Native.ID, err)
 	}
 	r := RestartReceipt{Workspace: ws, Checkpoint: w.Native.ID, From: w.Instance, To: to, Time: l.clock.Now()}
-	err = l.store.update(ws, func(_ *boltTx, cur *Workspace) error {
+	err = l.store.update(ws, func(_ stateTx, cur *Workspace) error {
 		cur.Instance = to
 		cur.Generation++
 		cur.Fingerprint = nil // the next periodic round captures
@@ -173,7 +173,7 @@ func (l *Lifecycle) Restart(ctx context.Context, ws string) (RestartReceipt, err
 // workspace leaves the instance it was taken of (a recovery or a new
 // instance after a wake): rolling the new instance back to it would
 // restore another sandbox. In the caller's transaction.
-func retireNative(tx *boltTx, w *Workspace, now time.Time) error {
+func retireNative(tx stateTx, w *Workspace, now time.Time) error {
 	if w.Native == nil {
 		return nil
 	}

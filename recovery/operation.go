@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"lifeboat/providers"
+	"lifeboat/recovery/statedb"
 )
 
 // OpState is a step of a recovery operation. The operation is persisted
@@ -96,10 +97,10 @@ var (
 	ErrStaleGeneration = errors.New("operation issued for an older instance of the workspace")
 )
 
-func getJSON[T any](tx *boltTx, bucket []byte, key string, what string) (*T, error) {
-	v := tx.Bucket(bucket).Get([]byte(key))
-	if v == nil {
-		return nil, nil
+func getJSON[T any](tx stateTx, kind statedb.Kind, key string, what string) (*T, error) {
+	v, err := tx.Get(kind, key)
+	if err != nil || v == nil {
+		return nil, err
 	}
 	var out T
 	if err := json.Unmarshal(v, &out); err != nil {
@@ -108,16 +109,31 @@ func getJSON[T any](tx *boltTx, bucket []byte, key string, what string) (*T, err
 	return &out, nil
 }
 
-func putJSON(tx *boltTx, bucket []byte, key string, v any) error {
+// putJSON writes record r of kind with v as its body.
+func putJSON(tx stateTx, kind statedb.Kind, r statedb.Record, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	return tx.Bucket(bucket).Put([]byte(key), b)
+	r.Body = b
+	return tx.Put(kind, r)
 }
 
-func getOp(tx *boltTx, id string) (*Operation, error) {
-	op, err := getJSON[Operation](tx, bucketOps, id, "operation")
+func putOp(tx stateTx, op *Operation) error {
+	return putJSON(tx, statedb.Operations, statedb.Record{Key: op.ID, Workspace: op.Workspace, IdemKey: op.IdempotencyKey,
+		State: string(op.State), Active: !op.State.Terminal()}, op)
+}
+
+func putHold(tx stateTx, h *Hold) error {
+	return putJSON(tx, statedb.Holds, statedb.Record{Key: h.ID, Workspace: h.Workspace}, h)
+}
+
+func putRestart(tx stateTx, r *ProcessRestart) error {
+	return putJSON(tx, statedb.Restarts, statedb.Record{Key: r.Key, Workspace: r.Workspace}, r)
+}
+
+func getOp(tx stateTx, id string) (*Operation, error) {
+	op, err := getJSON[Operation](tx, statedb.Operations, id, "operation")
 	if err == nil && op == nil {
 		err = fmt.Errorf("%w %q", ErrUnknownOperation, id)
 	}
@@ -127,7 +143,7 @@ func getOp(tx *boltTx, id string) (*Operation, error) {
 // Operation returns one recovery operation.
 func (s *Store) Operation(id string) (Operation, error) {
 	var op Operation
-	err := s.db.View(func(tx *boltTx) error {
+	err := s.view(func(tx stateTx) error {
 		got, err := getOp(tx, id)
 		if err == nil {
 			op = *got
@@ -141,8 +157,9 @@ func (s *Store) Operation(id string) (Operation, error) {
 // ws is empty), oldest first.
 func (s *Store) Operations(ws string) ([]Operation, error) {
 	var out []Operation
-	err := s.db.View(func(tx *boltTx) error {
-		return tx.Bucket(bucketOps).ForEach(func(k, v []byte) error {
+	err := s.view(func(tx stateTx) error {
+		out = nil
+		return tx.List(statedb.Operations, func(k string, v []byte) error {
 			var op Operation
 			if err := json.Unmarshal(v, &op); err != nil {
 				return fmt.Errorf("state store: operation %s does not decode: %w", k, err)
@@ -157,11 +174,24 @@ func (s *Store) Operations(ws string) ([]Operation, error) {
 	return out, err
 }
 
+// opLease is the driver lease of an operation this process holds: every
+// write of the operation checks it in the writing transaction.
+type opLease struct {
+	owner string
+	epoch uint64
+}
+
 // updateOp changes an operation and, when fn returns a workspace change,
-// its workspace, in one transaction.
-func (s *Store) updateOp(id string, now time.Time, fn func(tx *boltTx, op *Operation, w *Workspace) error) (Operation, error) {
+// its workspace, in one transaction. With a lease, the transaction fails
+// with statedb.ErrLeaseLost when another process took the operation over.
+func (s *Store) updateOp(id string, lease *opLease, now time.Time, fn func(tx stateTx, op *Operation, w *Workspace) error) (Operation, error) {
 	var out Operation
-	err := s.db.Update(func(tx *boltTx) error {
+	err := s.updateTx(func(tx stateTx) error {
+		if lease != nil {
+			if err := tx.CheckLease(opLeaseName(id), lease.owner, lease.epoch); err != nil {
+				return fmt.Errorf("operation %s: %w", id, err)
+			}
+		}
 		op, err := getOp(tx, id)
 		if err != nil {
 			return err
@@ -179,10 +209,13 @@ func (s *Store) updateOp(id string, now time.Time, fn func(tx *boltTx, op *Opera
 			op.History = append(op.History, Transition{State: op.State, Time: now, Note: op.Error})
 		}
 		out = *op
-		if err := putJSON(tx, bucketOps, op.ID, op); err != nil {
+		if err := putOp(tx, op); err != nil {
 			return err
 		}
 		return putWS(tx, w)
 	})
 	return out, err
 }
+
+// opLeaseName is the name of operation id's driver lease.
+func opLeaseName(id string) string { return "operation/" + id }

@@ -6,12 +6,13 @@ import (
 	"testing"
 
 	"lifeboat/profile/profiletest"
+	"lifeboat/recovery/statedb/pgtest"
 	"lifeboat/snapshot"
 )
 
 func TestMain(m *testing.M) {
 	runKillChildIfSet()
-	profiletest.Main(m)
+	profiletest.Main(m, pgtest.Stop)
 }
 
 // A browser paused by a writer (its process stopped) passes the quiesce

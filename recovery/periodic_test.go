@@ -9,43 +9,45 @@ import (
 )
 
 func TestPeriodicCaptureSkipsUnchanged(t *testing.T) {
-	receipts := make(chan Receipt, 16)
-	e := newEnv(t, false, true, func(c *Config) {
-		c.PeriodicInterval = 10 * time.Minute
-		c.OnReceipt = func(r Receipt) { receipts <- r }
-	})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- e.l.Run(ctx) }()
-	round := func(want Outcome) Receipt {
-		t.Helper()
-		e.clock.waitFor(t, 10*time.Minute)
-		e.clock.Advance(10 * time.Minute)
-		r := <-receipts
-		if r.Reason != ReasonPeriodic || r.Outcome != want {
-			t.Fatalf("periodic receipt %+v, want %s", r, want)
+	eachStore(t, func(t *testing.T) {
+		receipts := make(chan Receipt, 16)
+		e := newEnv(t, false, true, func(c *Config) {
+			c.PeriodicInterval = 10 * time.Minute
+			c.OnReceipt = func(r Receipt) { receipts <- r }
+		})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- e.l.Run(ctx) }()
+		round := func(want Outcome) Receipt {
+			t.Helper()
+			e.clock.waitFor(t, 10*time.Minute)
+			e.clock.Advance(10 * time.Minute)
+			r := <-receipts
+			if r.Reason != ReasonPeriodic || r.Outcome != want {
+				t.Fatalf("periodic receipt %+v, want %s", r, want)
+			}
+			return r
 		}
-		return r
-	}
-	first := round(Captured)
-	round(Unchanged)
-	round(Unchanged)
-	writeFiles(t, e.prov.dir("i1"), map[string]string{"sub/c.txt": "charlie"})
-	second := round(Captured)
-	if second.Snapshot == first.Snapshot || second.Files != 3 {
-		t.Fatalf("second periodic capture: %+v", second)
-	}
-	round(Unchanged)
-	e.prov.mu.Lock()
-	e.prov.state["i1"] = providers.Stopped
-	e.prov.mu.Unlock()
-	writeFiles(t, e.prov.dir("i1"), map[string]string{"sub/d.txt": "delta"})
-	round(NotRunning)
-	cancel()
-	if err := <-done; err != context.Canceled {
-		t.Fatalf("Run returned %v", err)
-	}
-	if n := countSnapshots(t, e.r, "ws1"); n != 2 {
-		t.Fatalf("%d snapshots, want 2", n)
-	}
+		first := round(Captured)
+		round(Unchanged)
+		round(Unchanged)
+		writeFiles(t, e.prov.dir("i1"), map[string]string{"sub/c.txt": "charlie"})
+		second := round(Captured)
+		if second.Snapshot == first.Snapshot || second.Files != 3 {
+			t.Fatalf("second periodic capture: %+v", second)
+		}
+		round(Unchanged)
+		e.prov.mu.Lock()
+		e.prov.state["i1"] = providers.Stopped
+		e.prov.mu.Unlock()
+		writeFiles(t, e.prov.dir("i1"), map[string]string{"sub/d.txt": "delta"})
+		round(NotRunning)
+		cancel()
+		if err := <-done; err != context.Canceled {
+			t.Fatalf("Run returned %v", err)
+		}
+		if n := countSnapshots(t, e.r, "ws1"); n != 2 {
+			t.Fatalf("%d snapshots, want 2", n)
+		}
+	})
 }

@@ -9,57 +9,59 @@ import (
 )
 
 func TestProcessRecordsKeptWithCheckpoints(t *testing.T) {
-	e := newEnv(t, false, false, func(c *Config) {
-		c.TailBytes = 64
-		c.Redact = RedactPatterns(regexp.MustCompile(`sk-[A-Za-z0-9]+`))
-	})
-	ctx := context.Background()
-	if _, err := e.l.StartProcess("nope", []string{"x"}, "/"); err == nil {
-		t.Fatal("a process of an unknown workspace was accepted")
-	}
-	build, err := e.l.StartProcess("ws1", []string{"make", "TOKEN=sk-abc123"}, "/work")
-	if err != nil {
-		t.Fatal(err)
-	}
-	server, err := e.l.StartProcess("ws1", []string{"npm", "start"}, "/work/app")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 20 { // 20 lines of 10 bytes: more than the tail keeps
-		_, _ = build.Write([]byte(strings.Repeat(string(rune('a'+i)), 9) + "\n"))
-	}
-	_, _ = build.Write([]byte("key sk-SECRET99 used\n"))
-	build.Exit(2, e.clock.Now())
-	_, _ = server.Write([]byte("listening on :3000 — ready\n"))
+	eachStore(t, func(t *testing.T) {
+		e := newEnv(t, false, false, func(c *Config) {
+			c.TailBytes = 64
+			c.Redact = RedactPatterns(regexp.MustCompile(`sk-[A-Za-z0-9]+`))
+		})
+		ctx := context.Background()
+		if _, err := e.l.StartProcess("nope", []string{"x"}, "/"); err == nil {
+			t.Fatal("a process of an unknown workspace was accepted")
+		}
+		build, err := e.l.StartProcess("ws1", []string{"make", "TOKEN=sk-abc123"}, "/work")
+		if err != nil {
+			t.Fatal(err)
+		}
+		server, err := e.l.StartProcess("ws1", []string{"npm", "start"}, "/work/app")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 20 { // 20 lines of 10 bytes: more than the tail keeps
+			_, _ = build.Write([]byte(strings.Repeat(string(rune('a'+i)), 9) + "\n"))
+		}
+		_, _ = build.Write([]byte("key sk-SECRET99 used\n"))
+		build.Exit(2, e.clock.Now())
+		_, _ = server.Write([]byte("listening on :3000 — ready\n"))
 
-	e.want(e.l.Capture(ctx, "ws1", ReasonManual), Captured)
-	cp := e.ws("ws1").LastGood
-	if len(cp.Processes) != 2 {
-		t.Fatalf("processes: %+v", cp.Processes)
-	}
-	b := cp.Processes[0]
-	if b.Command[1] != "TOKEN=[REDACTED]" || b.Dir != "/work" || *b.ExitCode != 2 || b.Ended == nil || !b.Truncated {
-		t.Fatalf("build record: %+v", b)
-	}
-	if len(b.Tail) > 64 || !strings.HasSuffix(b.Tail, "key [REDACTED] used\n") || strings.Contains(b.Tail, "SECRET") {
-		t.Fatalf("build tail %q", b.Tail)
-	}
-	s := cp.Processes[1]
-	if s.Ended != nil || s.Truncated || s.Tail != "listening on :3000 — ready\n" {
-		t.Fatalf("server record: %+v", s)
-	}
-	// The exited build is recorded once; the running server stays.
-	e.clock.Advance(time.Minute)
-	_, _ = server.Write([]byte("GET /\n"))
-	e.want(e.l.Capture(ctx, "ws1", ReasonManual), Captured)
-	cp = e.ws("ws1").LastGood
-	if len(cp.Processes) != 1 || cp.Processes[0].Command[0] != "npm" || !strings.HasSuffix(cp.Processes[0].Tail, "GET /\n") {
-		t.Fatalf("second checkpoint's processes: %+v", cp.Processes)
-	}
-	hist, err := e.store.Checkpoints("ws1")
-	if err != nil || len(hist) != 2 || len(hist[0].Processes) != 2 {
-		t.Fatalf("history keeps each checkpoint's records: %+v %v", hist, err)
-	}
+		e.want(e.l.Capture(ctx, "ws1", ReasonManual), Captured)
+		cp := e.ws("ws1").LastGood
+		if len(cp.Processes) != 2 {
+			t.Fatalf("processes: %+v", cp.Processes)
+		}
+		b := cp.Processes[0]
+		if b.Command[1] != "TOKEN=[REDACTED]" || b.Dir != "/work" || *b.ExitCode != 2 || b.Ended == nil || !b.Truncated {
+			t.Fatalf("build record: %+v", b)
+		}
+		if len(b.Tail) > 64 || !strings.HasSuffix(b.Tail, "key [REDACTED] used\n") || strings.Contains(b.Tail, "SECRET") {
+			t.Fatalf("build tail %q", b.Tail)
+		}
+		s := cp.Processes[1]
+		if s.Ended != nil || s.Truncated || s.Tail != "listening on :3000 — ready\n" {
+			t.Fatalf("server record: %+v", s)
+		}
+		// The exited build is recorded once; the running server stays.
+		e.clock.Advance(time.Minute)
+		_, _ = server.Write([]byte("GET /\n"))
+		e.want(e.l.Capture(ctx, "ws1", ReasonManual), Captured)
+		cp = e.ws("ws1").LastGood
+		if len(cp.Processes) != 1 || cp.Processes[0].Command[0] != "npm" || !strings.HasSuffix(cp.Processes[0].Tail, "GET /\n") {
+			t.Fatalf("second checkpoint's processes: %+v", cp.Processes)
+		}
+		hist, err := e.store.Checkpoints("ws1")
+		if err != nil || len(hist) != 2 || len(hist[0].Processes) != 2 {
+			t.Fatalf("history keeps each checkpoint's records: %+v %v", hist, err)
+		}
+	})
 }
 
 func TestProcessTailCutsWholeCharacters(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"lifeboat/recovery/dirlock"
+	"lifeboat/recovery/statedb"
 )
 
 // ServiceConfig sets up a recovery Service. Lifecycle, Restorer and
@@ -36,6 +37,11 @@ type ServiceConfig struct {
 	// replacement; default dirlock.DefaultRetryPolicy.
 	CopyBack dirlock.RetryPolicy
 	Logger   *slog.Logger
+	// LeaseTTL is how long a server's claim on an operation it drives
+	// lasts without renewal, on a state store several servers share
+	// (renewed every third of it); another server resumes the operation
+	// after it lapsed. Default 30 s.
+	LeaseTTL time.Duration
 	// TestStep is for tests only (leave it nil): it is called at every
 	// crash point of an operation with the point, "before:<state>" once
 	// the step's intent is stored and "after:<state>" once its external
@@ -63,6 +69,7 @@ type Service struct {
 
 	mu      sync.Mutex
 	running map[string]chan struct{} // operation id -> closed when its driver stops
+	leases  map[string]*opLease      // operation id -> the driver lease held (shared stores)
 	subs    map[chan Event]struct{}
 	restart keyLocks // per restart idempotency key
 	hooks   serviceHooks
@@ -83,6 +90,7 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 		return nil, errors.New("recovery: a Lifecycle, a Restorer and a StateDir are required")
 	}
 	setDefault(&cfg.CheckInterval, time.Minute)
+	setDefault(&cfg.LeaseTTL, 30*time.Second)
 	if cfg.LockWait == 0 {
 		cfg.LockWait = dirlock.DefaultWait
 	}
@@ -94,12 +102,17 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{cfg: cfg, lc: cfg.Lifecycle, store: cfg.Lifecycle.store, clock: cfg.Lifecycle.clock, log: cfg.Logger,
-		locks: lk, running: map[string]chan struct{}{}, subs: map[chan Event]struct{}{}}
+		locks: lk, running: map[string]chan struct{}{}, leases: map[string]*opLease{}, subs: map[chan Event]struct{}{}}
 	if cfg.TestStep != nil {
 		s.hooks.step = func(_ Operation, point string) error { cfg.TestStep(point); return nil }
 	}
 	s.base, s.stop = context.WithCancel(context.Background())
 	if err := s.markInterruptedRestarts(); err != nil {
+		s.stop()
+		return nil, err
+	}
+	if err := s.listen(); err != nil {
+		s.stop()
 		return nil, err
 	}
 	return s, nil
@@ -114,8 +127,10 @@ func (s *Service) Close() {
 
 // Resume starts a driver for every unfinished operation that has none;
 // call it once the service is open, to continue what a previous process
-// left (the store is held by one process, so none of them runs). It does
-// not wait for them; Wait does.
+// left. On a store one process holds, none of them runs elsewhere; on a
+// shared one, a driver first claims the operation's lease, so an
+// operation another live server drives is left to it. It does not wait
+// for them; Wait does.
 func (s *Service) Resume(ctx context.Context) {
 	s.resume(false)
 	// A replacement held by a process that died before it stopped it.
@@ -164,8 +179,68 @@ func (s *Service) start(id string) {
 			s.mu.Unlock()
 			close(done)
 		}()
-		s.drive(s.base, id)
+		s.driveLeased(id)
 	})
+}
+
+// driveLeased drives operation id while this process holds its lease. On
+// a shared store the lease is claimed first (an operation another server
+// drives is left alone) and renewed while the driver runs; when renewal
+// fails the driver is stopped, and every write it makes after another
+// server claimed the operation fails in its transaction.
+func (s *Service) driveLeased(id string) {
+	if !s.store.Shared() {
+		s.drive(s.base, id)
+		return
+	}
+	name, owner, ttl := opLeaseName(id), s.store.owner, s.cfg.LeaseTTL
+	epoch, err := s.store.db.ClaimLease(s.base, name, owner, s.clock.Now(), ttl)
+	if err != nil {
+		if !errors.Is(err, statedb.ErrLeaseHeld) {
+			s.log.Error("claiming a recovery operation", "operation", id, "err", err)
+		}
+		return
+	}
+	s.mu.Lock()
+	s.leases[id] = &opLease{owner: owner, epoch: epoch}
+	s.mu.Unlock()
+	ctx, cancel := context.WithCancel(s.base)
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.clock.After(ttl / 3):
+			}
+			if err := s.store.db.RenewLease(ctx, name, owner, epoch, s.clock.Now(), ttl); err != nil {
+				if ctx.Err() == nil {
+					s.log.Error("renewing the lease of a recovery operation; this server stops driving it", "operation", id, "err", err)
+				}
+				cancel()
+				return
+			}
+		}
+	}()
+	s.drive(ctx, id)
+	cancel()
+	<-renewed
+	s.mu.Lock()
+	delete(s.leases, id)
+	s.mu.Unlock()
+	rctx, rcancel := context.WithTimeout(context.Background(), txTimeout)
+	defer rcancel()
+	if err := s.store.db.ReleaseLease(rctx, name, owner, epoch); err != nil {
+		s.log.Warn("releasing the lease of a recovery operation (it lapses on its own)", "operation", id, "err", err)
+	}
+}
+
+// lease is the driver lease this process holds on operation id, or nil.
+func (s *Service) lease(id string) *opLease {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.leases[id]
 }
 
 // Wait waits until operation id's driver stops (it ended, or waits on a
@@ -215,9 +290,14 @@ func (s *Service) Approve(ctx context.Context, ws, checkpoint, key string) (Oper
 	now := s.clock.Now()
 	var op Operation
 	fresh := false
-	err := s.store.db.Update(func(tx *boltTx) error {
-		if id := tx.Bucket(bucketOpKeys).Get([]byte(key)); id != nil {
-			got, err := getOp(tx, string(id))
+	err := s.store.updateTx(func(tx stateTx) error {
+		fresh = false
+		id, err := tx.OperationByKey(key)
+		if err != nil {
+			return err
+		}
+		if id != "" {
+			got, err := getOp(tx, id)
 			if err != nil {
 				return err
 			}
@@ -236,12 +316,15 @@ func (s *Service) Approve(ctx context.Context, ws, checkpoint, key string) (Oper
 		}
 		cp := w.LastGood
 		if cp.Snapshot != checkpoint {
-			if cp = findCheckpoint(tx, ws, checkpoint); cp == nil {
+			if cp, err = findCheckpoint(tx, ws, checkpoint); err != nil {
+				return err
+			}
+			if cp == nil {
 				return fmt.Errorf("%w: approved %s, which is neither the last good checkpoint of %s (%s, taken %s) nor one of its earlier checkpoints; review the offer again",
 					ErrStaleOffer, checkpoint, ws, w.LastGood.Snapshot, w.LastGood.Time.UTC().Format(time.RFC3339))
 			}
 		}
-		id := "op-" + randomHex(8)
+		id = "op-" + randomHex(8)
 		op = Operation{ID: id, Workspace: ws, IdempotencyKey: key, Checkpoint: checkpoint, CheckpointTime: cp.Time,
 			Provider: w.Provider, OldInstance: w.Instance, Generation: w.Generation, State: OpApproved,
 			CreateKey: "lifeboat-recovery/" + ws + "/" + id, Processes: cp.Processes, Created: now, Updated: now,
@@ -252,10 +335,7 @@ func (s *Service) Approve(ctx context.Context, ws, checkpoint, key string) (Oper
 		h.State, h.Since, h.Action = HealthRecovering, now, "recovery operation "+id+" is running; bot operations wait for it"
 		w.Health = &h
 		fresh = true
-		if err := tx.Bucket(bucketOpKeys).Put([]byte(key), []byte(id)); err != nil {
-			return err
-		}
-		if err := putJSON(tx, bucketOps, id, &op); err != nil {
+		if err := putOp(tx, &op); err != nil {
 			return err
 		}
 		return putWS(tx, w)
@@ -276,8 +356,8 @@ func (s *Service) Approve(ctx context.Context, ws, checkpoint, key string) (Oper
 // approvedBefore returns the operation an idempotency key started, if any.
 func (s *Service) approvedBefore(key string) string {
 	var id string
-	_ = s.store.db.View(func(tx *boltTx) error {
-		id = string(tx.Bucket(bucketOpKeys).Get([]byte(key)))
+	_ = s.store.view(func(tx stateTx) error {
+		id, _ = tx.OperationByKey(key)
 		return nil
 	})
 	return id

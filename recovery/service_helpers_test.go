@@ -117,7 +117,7 @@ func (e *renv) dir(id providers.InstanceID) string { return filepath.Join(e.p.Ro
 func (e *renv) open() {
 	e.t.Helper()
 	var err error
-	if e.store, err = OpenStore(e.stateDir); err != nil {
+	if e.store, err = openTestStore(e.t, e.stateDir); err != nil {
 		e.t.Fatal(err)
 	}
 	e.lc, err = New(Config{Store: e.store, Capturer: e.capturer, Providers: []providers.Provider{e.p}, Clock: e.clock,

@@ -2,6 +2,7 @@ package recovery
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -50,8 +51,29 @@ func (s *Service) Subscribe() (<-chan Event, func()) {
 	}
 }
 
+// publish sends e to this process's subscribers and, on a shared store,
+// to every other server's (through the store).
 func (s *Service) publish(e Event) {
 	e.Time = s.clock.Now()
+	s.deliver(e)
+	if !s.store.Shared() {
+		return
+	}
+	b, err := json.Marshal(e)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(s.base), eventTimeout)
+		err = s.store.db.Publish(ctx, s.store.owner, b)
+		cancel()
+	}
+	if err != nil {
+		s.log.Warn("sending an event to the other servers (their clients see the change at their next read)", "workspace", e.Workspace, "kind", e.Kind, "err", err)
+	}
+}
+
+// eventTimeout bounds sending one event to the other servers.
+const eventTimeout = 5 * time.Second
+
+func (s *Service) deliver(e Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for ch := range s.subs {
@@ -60,6 +82,25 @@ func (s *Service) publish(e Event) {
 		default:
 		}
 	}
+}
+
+// listen delivers the events other servers of a shared store publish
+// after it returns to this process's subscribers, until the service
+// closes.
+func (s *Service) listen() error {
+	done, err := s.store.db.Listen(s.base, s.store.owner, func(b []byte) {
+		var e Event
+		if err := json.Unmarshal(b, &e); err != nil {
+			s.log.Warn("an event from another server does not decode", "err", err)
+			return
+		}
+		s.deliver(e)
+	})
+	if err != nil {
+		return fmt.Errorf("receiving the other servers' events: %w", err)
+	}
+	s.wg.Go(func() { <-done })
+	return nil
 }
 
 // Offer is what a user sees before approving a recovery.
@@ -244,9 +285,10 @@ func (s *Service) candidates(ctx context.Context, w Workspace, now time.Time) ([
 // history.
 func (s *Service) checkpoint(ws, snap string) (*Checkpoint, error) {
 	var cp *Checkpoint
-	err := s.store.db.View(func(tx *boltTx) error {
-		cp = findCheckpoint(tx, ws, snap)
-		return nil
+	err := s.store.view(func(tx stateTx) error {
+		var err error
+		cp, err = findCheckpoint(tx, ws, snap)
+		return err
 	})
 	if err == nil && cp == nil {
 		err = fmt.Errorf("%w: workspace %s has no checkpoint %s", ErrStaleOffer, ws, snap)

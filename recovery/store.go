@@ -1,29 +1,25 @@
 package recovery
 
 import (
-	"bytes"
-	"crypto/rand"
-	"encoding/binary"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-	berrors "go.etcd.io/bbolt/errors"
+	"lifeboat/recovery/statedb"
 )
 
-// boltTx keeps bbolt out of the signatures of other files.
-type boltTx = bolt.Tx
+// stateTx is a transaction of the state store's storage.
+type stateTx = statedb.Tx
 
-// StoreSchema is the version of the state store's layout.
-const StoreSchema = 1
+// StoreSchema is the version of the embedded state store's layout.
+const StoreSchema = statedb.BoltSchema
 
-// StoreFile is the state store's file name inside the state directory.
-const StoreFile = "state.db"
+// StoreFile is the embedded state store's file name inside the state directory.
+const StoreFile = statedb.BoltFile
 
 var (
 	// ErrUnknownWorkspace: no workspace with that id in the state store.
@@ -31,107 +27,76 @@ var (
 	// ErrWorkspaceExists: a workspace with that id is already registered.
 	ErrWorkspaceExists = errors.New("workspace already exists")
 	// ErrStoreBusy: another process has the state store open.
-	ErrStoreBusy = errors.New("state store in use by another lifeboat process")
+	ErrStoreBusy = statedb.ErrBusy
 	// ErrStoreNewer: the state store was written by a newer lifeboat.
-	ErrStoreNewer = errors.New("state store written by a newer lifeboat")
+	ErrStoreNewer = statedb.ErrNewer
 	// ErrBadWorkspaceID: a workspace id that is not allowed.
 	ErrBadWorkspaceID = errors.New("bad workspace id")
-)
-
-var (
-	bucketMeta        = []byte("meta")
-	bucketWorkspaces  = []byte("workspaces")
-	bucketCheckpoints = []byte("checkpoints") // one nested bucket per workspace
-	bucketPending     = []byte("pending")
-	bucketOps         = []byte("operations")       // recovery operations by id
-	bucketOpKeys      = []byte("operation-keys")   // approval idempotency key -> operation id
-	bucketHolds       = []byte("repair-holds")     // repair holds by id
-	bucketRestarts    = []byte("process-restarts") // restart idempotency key -> ProcessRestart
-	keySchema         = []byte("schema")
-	keySalt           = []byte("salt")
-	keyID             = []byte("id")
+	// ErrStateUnavailable: the shared state database cannot be reached.
+	ErrStateUnavailable = statedb.ErrUnavailable
 )
 
 // Store is the lifecycle's state: workspaces, their last good and native
-// checkpoints, recovery records and pending work, in one bbolt file that
-// one process holds open at a time. Every change is one transaction.
+// checkpoints, recovery records and pending work. Every change is one
+// transaction. Its storage is one bbolt file that one process holds
+// (OpenStore), or a PostgreSQL database many servers share (OpenStoreAt).
 type Store struct {
-	db   *bolt.DB
-	path string
-	salt []byte
-	id   string
+	db    statedb.DB
+	salt  []byte
+	id    string
+	owner string // this process among the store's users: leases and events
 }
 
-// OpenStore opens (or creates) the state store in dir.
+// storeBusyHint is what ErrStoreBusy tells the user to do.
+const storeBusyHint = " (when `lifeboat serve` runs on it, go through the server: pass --server URL and --token-file FILE, or --config FILE; else wait for the other process to finish)"
+
+// OpenStore opens (or creates) the embedded state store in dir.
 func OpenStore(dir string) (*Store, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("state directory %s: %w", dir, err)
-	}
-	path := filepath.Join(dir, StoreFile)
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
-	if errors.Is(err, berrors.ErrTimeout) {
-		return nil, fmt.Errorf("%w: %s (when `lifeboat serve` runs on it, go through the server: pass --server URL and --token-file FILE, or --config FILE; else wait for the other process to finish)", ErrStoreBusy, path)
-	}
+	db, err := statedb.OpenBolt(dir, storeBusyHint)
 	if err != nil {
-		return nil, fmt.Errorf("state store %s: %w", path, err)
-	}
-	s := &Store{db: db, path: path}
-	err = db.Update(func(tx *bolt.Tx) error {
-		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
-		if err != nil {
-			return err
-		}
-		if v := meta.Get(keySchema); v != nil {
-			if len(v) != 8 {
-				return fmt.Errorf("state store %s: schema record is damaged", path)
-			}
-			if got := binary.BigEndian.Uint64(v); got > StoreSchema {
-				return fmt.Errorf("%w: %s has schema %d, this lifeboat reads %d; upgrade lifeboat", ErrStoreNewer, path, got, StoreSchema)
-			}
-		} else if err := meta.Put(keySchema, binary.BigEndian.AppendUint64(nil, StoreSchema)); err != nil {
-			return err
-		}
-		if s.salt = meta.Get(keySalt); s.salt == nil {
-			s.salt = make([]byte, 32)
-			if _, err := rand.Read(s.salt); err != nil {
-				return err
-			}
-			if err := meta.Put(keySalt, s.salt); err != nil {
-				return err
-			}
-		}
-		s.salt = append([]byte(nil), s.salt...)
-		if v := meta.Get(keyID); v != nil {
-			s.id = string(v)
-		} else {
-			s.id = "store-" + randomHex(12)
-			if err := meta.Put(keyID, []byte(s.id)); err != nil {
-				return err
-			}
-		}
-		for _, b := range [][]byte{bucketWorkspaces, bucketCheckpoints, bucketPending, bucketOps, bucketOpKeys, bucketHolds, bucketRestarts} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		_ = db.Close()
 		return nil, err
 	}
-	return s, nil
+	return NewStore(db), nil
+}
+
+// NewStore makes a Store over storage db; Close closes db.
+func NewStore(db statedb.DB) *Store {
+	host, _ := os.Hostname()
+	return &Store{db: db, salt: db.Salt(), id: db.ID(), owner: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), randomHex(4))}
 }
 
 // ID names this state store (random, made when it was created): the
 // owner of the holds its lifecycle writes in the repository.
 func (s *Store) ID() string { return s.id }
 
-// Path is the store's file.
-func (s *Store) Path() string { return s.path }
+// Path names the store's storage: its file, or its database URL without
+// the password.
+func (s *Store) Path() string { return s.db.Where() }
+
+// Shared reports whether other lifeboat processes use the store at once
+// (a PostgreSQL state store).
+func (s *Store) Shared() bool { return s.db.Shared() }
+
+// Owner names this process among the store's users.
+func (s *Store) Owner() string { return s.owner }
 
 // Close closes the store.
 func (s *Store) Close() error { return s.db.Close() }
+
+// txTimeout bounds one transaction on a shared database.
+const txTimeout = 30 * time.Second
+
+func (s *Store) view(fn func(tx stateTx) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), txTimeout)
+	defer cancel()
+	return s.db.View(ctx, fn)
+}
+
+func (s *Store) updateTx(fn func(tx stateTx) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), txTimeout)
+	defer cancel()
+	return s.db.Update(ctx, fn)
+}
 
 var wsIDRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
@@ -152,9 +117,9 @@ func (s *Store) AddWorkspace(w Workspace) error {
 	if w.Provider == "" || w.Instance == "" {
 		return fmt.Errorf("workspace %s: a provider and an instance id are required", w.ID)
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
-		if tx.Bucket(bucketWorkspaces).Get([]byte(w.ID)) != nil {
-			return fmt.Errorf("%w: %s", ErrWorkspaceExists, w.ID)
+	return s.updateTx(func(tx stateTx) error {
+		if v, err := tx.Get(statedb.Workspaces, w.ID); err != nil || v != nil {
+			return cmpErr(err, fmt.Errorf("%w: %s", ErrWorkspaceExists, w.ID))
 		}
 		return putWS(tx, &w)
 	})
@@ -163,7 +128,7 @@ func (s *Store) AddWorkspace(w Workspace) error {
 // Workspace returns one workspace.
 func (s *Store) Workspace(id string) (Workspace, error) {
 	var w Workspace
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx stateTx) error {
 		got, err := getWS(tx, id)
 		if err == nil {
 			w = *got
@@ -176,8 +141,9 @@ func (s *Store) Workspace(id string) (Workspace, error) {
 // Workspaces returns every workspace, by id.
 func (s *Store) Workspaces() ([]Workspace, error) {
 	var out []Workspace
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketWorkspaces).ForEach(func(k, v []byte) error {
+	err := s.view(func(tx stateTx) error {
+		out = nil
+		return tx.List(statedb.Workspaces, func(k string, v []byte) error {
 			var w Workspace
 			if err := json.Unmarshal(v, &w); err != nil {
 				return fmt.Errorf("state store: workspace %s does not decode: %w", k, err)
@@ -190,8 +156,9 @@ func (s *Store) Workspaces() ([]Workspace, error) {
 }
 
 // update changes one workspace in one transaction; fn's error aborts it.
-func (s *Store) update(id string, fn func(tx *boltTx, w *Workspace) error) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+// On a shared store fn may run again after a conflict (statedb.DB.Update).
+func (s *Store) update(id string, fn func(tx stateTx, w *Workspace) error) error {
+	return s.updateTx(func(tx stateTx) error {
 		w, err := getWS(tx, id)
 		if err != nil {
 			return err
@@ -203,8 +170,11 @@ func (s *Store) update(id string, fn func(tx *boltTx, w *Workspace) error) error
 	})
 }
 
-func getWS(tx *bolt.Tx, id string) (*Workspace, error) {
-	v := tx.Bucket(bucketWorkspaces).Get([]byte(id))
+func getWS(tx stateTx, id string) (*Workspace, error) {
+	v, err := tx.Get(statedb.Workspaces, id)
+	if err != nil {
+		return nil, err
+	}
 	if v == nil {
 		return nil, fmt.Errorf("%w %q (add it with `lifeboat workspace add`)", ErrUnknownWorkspace, id)
 	}
@@ -215,66 +185,44 @@ func getWS(tx *bolt.Tx, id string) (*Workspace, error) {
 	return &w, nil
 }
 
-func putWS(tx *bolt.Tx, w *Workspace) error {
+func putWS(tx stateTx, w *Workspace) error {
 	b, err := json.Marshal(w)
 	if err != nil {
 		return err
 	}
-	return tx.Bucket(bucketWorkspaces).Put([]byte(w.ID), b)
+	return tx.Put(statedb.Workspaces, statedb.Record{Key: w.ID, Body: b, Generation: w.Generation})
 }
 
 // putCheckpoint adds cp to the workspace's checkpoint history, dropping
-// the oldest beyond maxCheckpoints. Keys sort by time.
-func putCheckpoint(tx *bolt.Tx, ws string, cp *Checkpoint) error {
-	b, err := tx.Bucket(bucketCheckpoints).CreateBucketIfNotExists([]byte(ws))
-	if err != nil {
-		return err
-	}
+// the oldest beyond maxCheckpoints. The history is ordered by time.
+func putCheckpoint(tx stateTx, ws string, cp *Checkpoint) error {
 	v, err := json.Marshal(cp)
 	if err != nil {
 		return err
 	}
-	key := binary.BigEndian.AppendUint64(nil, uint64(cp.Time.UnixNano()))
-	key = append(key, cp.Snapshot...)
-	if err := b.Put(key, v); err != nil {
-		return err
-	}
-	for n := b.Stats().KeyN - maxCheckpoints; n > 0; n-- {
-		k, _ := b.Cursor().First()
-		if err := b.Delete(k); err != nil {
-			return err
-		}
-	}
-	return nil
+	return tx.PutCheckpoint(ws, cp.Time.UnixNano(), cp.Snapshot, v, maxCheckpoints)
 }
 
 // findCheckpoint returns the checkpoint of ws whose snapshot is snap from
 // the history, or nil.
-func findCheckpoint(tx *bolt.Tx, ws, snap string) *Checkpoint {
-	b := tx.Bucket(bucketCheckpoints).Bucket([]byte(ws))
-	if b == nil {
-		return nil
-	}
+func findCheckpoint(tx stateTx, ws, snap string) (*Checkpoint, error) {
 	var found *Checkpoint
-	_ = b.ForEach(func(_, v []byte) error {
+	err := tx.Checkpoints(ws, func(v []byte) error {
 		var cp Checkpoint
 		if json.Unmarshal(v, &cp) == nil && cp.Snapshot == snap {
 			found = &cp
 		}
 		return nil
 	})
-	return found
+	return found, err
 }
 
 // Checkpoints returns a workspace's checkpoint history, oldest first.
 func (s *Store) Checkpoints(ws string) ([]Checkpoint, error) {
 	var out []Checkpoint
-	err := s.db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketCheckpoints).Bucket([]byte(ws))
-		if b == nil {
-			return nil
-		}
-		return b.ForEach(func(_, v []byte) error {
+	err := s.view(func(tx stateTx) error {
+		out = nil
+		return tx.Checkpoints(ws, func(v []byte) error {
 			var cp Checkpoint
 			if err := json.Unmarshal(v, &cp); err != nil {
 				return fmt.Errorf("state store: a checkpoint of %s does not decode: %w", ws, err)
@@ -286,22 +234,21 @@ func (s *Store) Checkpoints(ws string) ([]Checkpoint, error) {
 	return out, err
 }
 
-func pendingKey(ws string, cp string) []byte { return []byte(ws + "\x00" + cp) }
-
-func putPending(tx *bolt.Tx, p *PendingDelete) error {
+func putPending(tx stateTx, p *PendingDelete) error {
 	b, err := json.Marshal(p)
 	if err != nil {
 		return err
 	}
-	return tx.Bucket(bucketPending).Put(pendingKey(p.Workspace, string(p.Checkpoint)), b)
+	return tx.Put(statedb.Pending, statedb.Record{Key: statedb.PendingKey(p.Workspace, string(p.Checkpoint)), Body: b, Workspace: p.Workspace})
 }
 
 // Pending returns the pending native checkpoint deletes of workspace ws
 // (all workspaces when ws is empty).
 func (s *Store) Pending(ws string) ([]PendingDelete, error) {
 	var out []PendingDelete
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketPending).ForEach(func(k, v []byte) error {
+	err := s.view(func(tx stateTx) error {
+		out = nil
+		return tx.List(statedb.Pending, func(k string, v []byte) error {
 			var p PendingDelete
 			if err := json.Unmarshal(v, &p); err != nil {
 				return fmt.Errorf("state store: pending record %q does not decode: %w", k, err)
@@ -316,19 +263,19 @@ func (s *Store) Pending(ws string) ([]PendingDelete, error) {
 }
 
 func (s *Store) putPending(p PendingDelete) error {
-	return s.db.Update(func(tx *bolt.Tx) error { return putPending(tx, &p) })
+	return s.updateTx(func(tx stateTx) error { return putPending(tx, &p) })
 }
 
 func (s *Store) removePending(p PendingDelete) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketPending).Delete(pendingKey(p.Workspace, string(p.Checkpoint)))
+	return s.updateTx(func(tx stateTx) error {
+		return tx.Delete(statedb.Pending, statedb.PendingKey(p.Workspace, string(p.Checkpoint)))
 	})
 }
 
 // removeWorkspace deletes a workspace's record, checkpoint history and
 // pending work in one transaction, if it is still at generation gen.
 func (s *Store) removeWorkspace(id string, gen uint64) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.updateTx(func(tx stateTx) error {
 		w, err := getWS(tx, id)
 		if err != nil {
 			return err
@@ -336,22 +283,6 @@ func (s *Store) removeWorkspace(id string, gen uint64) error {
 		if w.Generation != gen {
 			return fmt.Errorf("%w: workspace %s moved to generation %d while it was being removed; try again", ErrStaleGeneration, id, w.Generation)
 		}
-		if err := tx.Bucket(bucketWorkspaces).Delete([]byte(id)); err != nil {
-			return err
-		}
-		if tx.Bucket(bucketCheckpoints).Bucket([]byte(id)) != nil {
-			if err := tx.Bucket(bucketCheckpoints).DeleteBucket([]byte(id)); err != nil {
-				return err
-			}
-		}
-		pending := tx.Bucket(bucketPending)
-		prefix := pendingKey(id, "")
-		c := pending.Cursor()
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
-			if err := pending.Delete(k); err != nil {
-				return err
-			}
-		}
-		return nil
+		return tx.DeleteWorkspace(id)
 	})
 }

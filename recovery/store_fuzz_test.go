@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"lifeboat/providers"
+	"lifeboat/recovery/statedb"
 )
 
 // fuzzRecord decodes data as a state store record of type T, as the store
@@ -79,7 +80,7 @@ func FuzzStoreRecords(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { _ = s.Close() })
-	s.db.NoSync = true // a fuzzing run writes the same keys again and again
+	s.db.(*statedb.Bolt).SetNoSync(true) // a fuzzing run writes the same keys again and again
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ws, wsBadTime := fuzzRecord[Workspace](t, data)
 		_, b1 := fuzzRecord[Checkpoint](t, data)
@@ -88,9 +89,12 @@ func FuzzStoreRecords(f *testing.F) {
 		_, b4 := fuzzRecord[Hold](t, data)
 		_, b5 := fuzzRecord[ProcessRestart](t, data)
 
-		err := s.db.Update(func(tx *boltTx) error {
-			for _, kv := range []struct{ bucket, key []byte }{{bucketWorkspaces, []byte("fz")}, {bucketOps, []byte("op-fz")}, {bucketPending, pendingKey("fz", "c")}} {
-				if err := tx.Bucket(kv.bucket).Put(kv.key, data); err != nil {
+		err := s.updateTx(func(tx stateTx) error {
+			for _, kv := range []struct {
+				kind statedb.Kind
+				key  string
+			}{{statedb.Workspaces, "fz"}, {statedb.Operations, "op-fz"}, {statedb.Pending, statedb.PendingKey("fz", "c")}} {
+				if err := tx.Put(kv.kind, statedb.Record{Key: kv.key, Body: data}); err != nil {
 					return err
 				}
 			}

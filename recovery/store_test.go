@@ -1,11 +1,10 @@
 package recovery
 
 import (
-	"encoding/binary"
 	"errors"
 	"testing"
 
-	bolt "go.etcd.io/bbolt"
+	"lifeboat/recovery/statedb"
 )
 
 func TestStoreReopenAndValidate(t *testing.T) {
@@ -47,10 +46,7 @@ func TestStoreReopenAndValidate(t *testing.T) {
 		t.Fatalf("unknown: %v", err)
 	}
 	// A store from a newer lifeboat is refused, not rewritten.
-	err = s.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketMeta).Put(keySchema, binary.BigEndian.AppendUint64(nil, StoreSchema+1))
-	})
-	if err != nil {
+	if err := s.db.(*statedb.Bolt).SetSchema(StoreSchema + 1); err != nil {
 		t.Fatal(err)
 	}
 	_ = s.Close()

@@ -115,7 +115,7 @@ func (l *Lifecycle) ChangeWorkspace(ctx context.Context, ws string, c WorkspaceC
 		}
 	}
 	var out Workspace
-	err = l.store.update(ws, func(tx *boltTx, w *Workspace) error {
+	err = l.store.update(ws, func(tx stateTx, w *Workspace) error {
 		if c.Instance != nil && *c.Instance != w.Instance {
 			if err := guard(*w); err != nil {
 				return err

@@ -35,6 +35,7 @@ const (
 	exitRecovering  = 21  // the workspace is lost or being recovered; capture or restart refused
 	exitNoAccess    = 22  // the repository is there but this user may not read it (permission denied)
 	exitUnavailable = 23  // the repository's storage could not be reached or kept failing; retryable
+	exitStateDown   = 24  // the PostgreSQL state store cannot be reached or refused the login; retryable
 	exitInterrupted = 130 // interrupted by a signal
 	_               = exitPartial
 )
@@ -84,6 +85,8 @@ func exitCode(err error) int {
 		return exitLocked
 	case errors.Is(err, repo.ErrAccessDenied):
 		return exitNoAccess
+	case errors.Is(err, recovery.ErrStateUnavailable):
+		return exitStateDown
 	case errors.Is(err, repo.ErrNoRepository):
 		return exitNoRepo
 	case errors.Is(err, crypt.ErrWrongPassword), errors.Is(err, repo.ErrNoUsableKey):

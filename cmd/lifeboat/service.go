@@ -128,7 +128,7 @@ func (g *globalOptions) openService(c *config.Config, r *repo.Repository, tokens
 	if err != nil {
 		return nil, err
 	}
-	if s.store, err = recovery.OpenStore(c.State.Dir); err != nil {
+	if s.store, err = openStateStore(c); err != nil {
 		return nil, err
 	}
 	s.metrics = server.NewMetrics(server.MetricsSource{Logger: s.log})
@@ -181,6 +181,22 @@ func (g *globalOptions) openService(c *config.Config, r *repo.Repository, tokens
 		Maintenance: maintainer{s.maint}, Metrics: s.metrics,
 		Timeouts: server.Timeouts{Read: c.Server.ReadTimeout, Write: c.Server.WriteTimeout, Idle: c.Server.IdleTimeout}})
 	return s, err
+}
+
+// openStateStore opens the state store [state] names: PostgreSQL at url
+// (its password from password_file or password_env), else the embedded
+// store in dir.
+func openStateStore(c *config.Config) (*recovery.Store, error) {
+	pw, err := c.StatePassword()
+	if err != nil {
+		return nil, usageError{err.Error()}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// Each capture in flight holds a connection (its workspace's lock)
+	// and may need another for a transaction.
+	conns := int32(max(32, 2*c.Lifecycle.MaxParallel+8))
+	return recovery.OpenStoreAt(ctx, recovery.StoreOptions{Dir: c.State.Dir, URL: c.State.URL, Password: string(pw), MaxConns: conns})
 }
 
 // maintainer is the server's view of the maintenance.

@@ -155,9 +155,16 @@ func (w *Writer) Kill() {
 
 // Main is the TestMain of a package that uses StartWriter: it runs the
 // writer when this process was started as one, and the tests otherwise.
-func Main(m *testing.M) {
+//
+// The after functions run once the tests ended (servers a test binary
+// started for all its tests are stopped there).
+func Main(m *testing.M, after ...func()) {
 	runWriterIfChild()
-	os.Exit(m.Run())
+	code := m.Run()
+	for _, f := range after {
+		f()
+	}
+	os.Exit(code)
 }
 
 // runWriterIfChild runs the writer and exits when this process was
