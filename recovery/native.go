@@ -39,6 +39,7 @@ func (l *Lifecycle) takeNative(ctx context.Context, w Workspace, p providers.Pro
 	}
 	var old *PendingDelete
 	err = l.store.update(w.ID, func(tx stateTx, cur *Workspace) error {
+		old = nil // the transaction may run again (statedb.DB.Update)
 		if cur.Native != nil && cur.Native.ID != id {
 			old = &PendingDelete{Workspace: w.ID, Provider: w.Provider, Checkpoint: cur.Native.ID, Since: now}
 			if err := putPending(tx, old); err != nil {

@@ -281,3 +281,41 @@ func TestSharedOperationTakeover(t *testing.T) {
 		}
 	})
 }
+
+// A change one server makes reaches the other server's subscribers (the
+// events table and NOTIFY), in order, and a server does not get its own
+// events twice.
+func TestSharedEvents(t *testing.T) {
+	onPostgres(t, func(t *testing.T) {
+		a := newREnv(t, botFiles)
+		b := a.second(nil)
+		fromA, stopA := a.svc.Subscribe()
+		defer stopA()
+		fromB, stopB := b.svc.Subscribe()
+		defer stopB()
+		a.capture()
+		a.lose() // a's check publishes the health change
+		if e := <-fromB; e.Kind != EventHealth || e.Workspace != "bot1" || e.State != HealthLost {
+			t.Fatalf("b's subscriber got %+v", e)
+		}
+		if e := <-fromA; e.Kind != EventHealth || e.State != HealthLost {
+			t.Fatalf("a's subscriber got %+v", e)
+		}
+		// b's own change (the instance came back): once on b, once on a.
+		writeFiles(t, a.dir("bot1"), botFiles)
+		if _, err := b.svc.Check(b.ctx, "bot1"); err != nil {
+			t.Fatal(err)
+		}
+		if e := <-fromB; e.Kind != EventHealth || e.State != HealthOK {
+			t.Fatalf("b's subscriber got %+v", e)
+		}
+		if e := <-fromA; e.Kind != EventHealth || e.State != HealthOK {
+			t.Fatalf("a's subscriber got %+v", e)
+		}
+		select {
+		case e := <-fromB:
+			t.Fatalf("b got an event twice or one more: %+v", e)
+		default:
+		}
+	})
+}

@@ -14,10 +14,14 @@ import (
 	"lifeboat/repo"
 )
 
-// openState opens the lifecycle state store named by --state-dir.
+// openState opens the lifecycle state store named by --state-dir, or the
+// PostgreSQL one --config names ([state] url).
 func (g *globalOptions) openState() (*recovery.Store, error) {
 	if g.stateDir == "" {
 		return nil, usageError{"no state store: pass --state-dir or set LIFEBOAT_STATE_DIR (workspaces and their checkpoints are recorded there)"}
+	}
+	if g.cfg != nil && g.cfg.State.URL != "" && g.stateDir == g.cfg.State.Dir {
+		return openStateStore(g.cfg)
 	}
 	return recovery.OpenStore(g.stateDir)
 }

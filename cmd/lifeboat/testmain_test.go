@@ -5,6 +5,7 @@ import (
 
 	"lifeboat/bench"
 	"lifeboat/profile/profiletest"
+	"lifeboat/recovery/statedb/pgtest"
 )
 
 // TestMain lets this test binary stand in for the helpers tests start:
@@ -13,5 +14,5 @@ import (
 // tests. Each returns at once unless this process was started as one.
 func TestMain(m *testing.M) {
 	bench.Trampoline()
-	profiletest.Main(m)
+	profiletest.Main(m, pgtest.Stop)
 }

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"lifeboat/bench"
+	"lifeboat/recovery/statedb/pgtest"
+)
+
+// TestServeTwoServersOneDatabase: two `lifeboat serve` processes with
+// their own state directories and one PostgreSQL state store ([state] url,
+// here from LIFEBOAT_STATE_URL) drive the same workspace: one registers
+// it, the other sees it and captures it; the loss is seen on one, the
+// offer read on the other; approvals with one key on both make one
+// operation, another key is refused while it runs, and the operation is
+// seen to its end on the server that did not drive it. Afterwards the
+// checkpoint restores with the repository alone.
+func TestServeTwoServersOneDatabase(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the lifeboat binary")
+	}
+	url := pgtest.URL(t)
+	env := "LIFEBOAT_STATE_URL=" + url
+	a := newSvcEnv(t, "")
+	b := a.sharing(t)
+	a.start(env)
+	b.start(env)
+
+	work := a.sandbox("bot1", 1)
+	a.cliJSON("workspace", "add", "bot1", "--provider", "local", "--instance", "bot1")
+	if w := b.cliJSON("workspace", "show", "bot1"); w["workspace"] != "bot1" && w["id"] != "bot1" {
+		t.Fatalf("server B does not see the workspace server A added: %v", w)
+	}
+	rc := b.cliJSON("capture", "--workspace", "bot1")
+	if rc["outcome"] != "captured" {
+		t.Fatalf("capture on B: %v", rc)
+	}
+	good := rc["snapshot"].(string)
+
+	want := filepath.Join(a.dir, "want-bot1")
+	must(t, os.Rename(work, want))
+	if st := a.cliJSON("workspace", "check", "bot1"); st["state"] != "lost" {
+		t.Fatalf("check on A: %v", st)
+	}
+	if o := b.cliJSON("recovery", "offer", "bot1"); o["checkpoint"] != good {
+		t.Fatalf("offer on B: %v", o)
+	}
+	op := a.cliJSON("recovery", "approve", "bot1", "--checkpoint", good, "--idempotency-key", "k-1")
+	same := b.cliJSON("recovery", "approve", "bot1", "--checkpoint", good, "--idempotency-key", "k-1")
+	if same["id"] != op["id"] {
+		t.Fatalf("one key, two operations: %v %v", op, same)
+	}
+	if r := b.cli("recovery", "approve", "bot1", "--checkpoint", good, "--idempotency-key", "k-2"); r.code == 0 {
+		t.Fatalf("a second key was approved while the first operation ran or after it ended: %s", r.stdout)
+	}
+	done := b.cliJSON("recovery", "approve", "bot1", "--checkpoint", good, "--idempotency-key", "k-1", "--wait")
+	if done["step"] != "recovered" || done["id"] != op["id"] {
+		t.Fatalf("operation seen from B: %v", done)
+	}
+	repl := done["new_instance"].(string)
+	if d, err := bench.Compare(want, filepath.Join(a.root, repl)); err != nil || len(d) > 0 {
+		t.Fatalf("replacement differs from the captured tree: %v %v", d, err)
+	}
+	for _, s := range []*svcEnv{a, b} {
+		if ops := jsonLines(t, s.cliOK("recovery", "operations", "bot1", "--json").stdout); len(ops) != 1 || ops[0]["id"] != op["id"] {
+			t.Fatalf("operations on %s: %v", s.url, ops)
+		}
+	}
+	if entries, err := os.ReadDir(a.root); err != nil || len(entries) != 1 || entries[0].Name() != repl {
+		t.Fatalf("instances: %v %v (want only %s)", entries, err, repl)
+	}
+	a.stop()
+	b.stop()
+	// The checkpoint is in the repository: restorable with the repository
+	// and its key alone, without the database.
+	back := filepath.Join(a.dir, "restored")
+	a.ok("restore", "--workspace", "bot1", "--target", back, "latest")
+	if d, err := bench.Compare(want, back); err != nil || len(d) > 0 {
+		t.Fatalf("restored without the database: %v %v", d, err)
+	}
+}
+
+// sharing is a second server beside s: the same repository, provider root
+// and tokens, its own state directory and config file.
+func (s *svcEnv) sharing(t *testing.T) *svcEnv {
+	t.Helper()
+	b := *s
+	b.state = filepath.Join(s.dir, "state-b")
+	b.cfgPath = filepath.Join(s.dir, "lifeboat-b.toml")
+	b.cmd, b.url, b.stderr, b.stopped = nil, "", nil, false
+	cfg, err := os.ReadFile(s.cfgPath)
+	must(t, err)
+	must(t, os.WriteFile(b.cfgPath, []byte(strings.Replace(string(cfg), "dir = \""+s.state+"\"", "dir = \""+b.state+"\"", 1)), 0o600))
+	return &b
+}
