@@ -19,15 +19,7 @@ func (c *Config) lookup(name string) (string, bool) {
 // password_env. Errors name the file or the variable, never the content.
 func (c *Config) Password() ([]byte, error) {
 	if f := c.Repository.PasswordFile; f != "" {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("reading the repository password file (repository.password_file): %w", err)
-		}
-		b = bytes.TrimSuffix(bytes.TrimSuffix(b, []byte("\n")), []byte("\r"))
-		if len(b) == 0 {
-			return nil, fmt.Errorf("the repository password file %s (repository.password_file) is empty", f)
-		}
-		return b, nil
+		return readSecretFile(f, "repository password file", "repository.password_file")
 	}
 	name := c.Repository.PasswordEnv
 	v, ok := c.lookup(name)
@@ -49,15 +41,8 @@ func (c *Config) Password() ([]byte, error) {
 func (c *Config) S3SecretAccessKey() (string, error) {
 	s := c.Repository.S3
 	if f := s.SecretFile; f != "" {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return "", fmt.Errorf("reading the S3 secret access key file (repository.s3_secret_access_key_file): %w", err)
-		}
-		b = bytes.TrimSuffix(bytes.TrimSuffix(b, []byte("\n")), []byte("\r"))
-		if len(b) == 0 {
-			return "", fmt.Errorf("the S3 secret access key file %s (repository.s3_secret_access_key_file) is empty", f)
-		}
-		return string(b), nil
+		b, err := readSecretFile(f, "S3 secret access key file", "repository.s3_secret_access_key_file")
+		return string(b), err
 	}
 	v, ok := c.lookup(s.SecretEnv)
 	switch {
@@ -110,15 +95,7 @@ func secretAlternative(path []string) (string, bool) {
 // needs none, or finds it in ~/.pgpass). Errors never hold the password.
 func (c *Config) StatePassword() ([]byte, error) {
 	if f := c.State.PasswordFile; f != "" {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("reading the state database password file (state.password_file): %w", err)
-		}
-		b = bytes.TrimSuffix(bytes.TrimSuffix(b, []byte("\n")), []byte("\r"))
-		if len(b) == 0 {
-			return nil, fmt.Errorf("the state database password file %s (state.password_file) is empty", f)
-		}
-		return b, nil
+		return readSecretFile(f, "state database password file", "state.password_file")
 	}
 	name := c.State.PasswordEnv
 	if name == "" {
@@ -132,4 +109,18 @@ func (c *Config) StatePassword() ([]byte, error) {
 		return nil, fmt.Errorf("the environment variable %s (state.password_env) is empty", name)
 	}
 	return []byte(v), nil
+}
+
+// readSecretFile reads a secret file without its final newline; errors
+// name the file (what, at key), never its content.
+func readSecretFile(path, what, key string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the %s (%s): %w", what, key, err)
+	}
+	b = bytes.TrimSuffix(bytes.TrimSuffix(b, []byte("\n")), []byte("\r"))
+	if len(b) == 0 {
+		return nil, fmt.Errorf("the %s %s (%s) is empty", what, path, key)
+	}
+	return b, nil
 }
