@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,4 +104,24 @@ func (s *svcEnv) sharing(t *testing.T) *svcEnv {
 	must(t, err)
 	must(t, os.WriteFile(b.cfgPath, []byte(strings.Replace(string(cfg), "dir = \""+s.state+"\"", "dir = \""+b.state+"\"", 1)), 0o600))
 	return &b
+}
+
+// A PostgreSQL state store that cannot be reached stops serve at start
+// with exit 24, naming the database without its password.
+func TestServeStateDatabaseUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	s := newSvcEnv(t, "")
+	must(t, os.WriteFile(filepath.Join(s.dir, "db.pw"), []byte("db-pw-4711\n"), 0o600))
+	t.Setenv("LIFEBOAT_STATE_URL", "postgres://lifeboat@"+addr+"/state?sslmode=disable&connect_timeout=5")
+	t.Setenv("LIFEBOAT_STATE_PASSWORD_FILE", filepath.Join(s.dir, "db.pw"))
+	r := s.run("--config", s.cfgPath, "serve")
+	if r.code != exitStateDown || !strings.Contains(r.stderr, addr) || strings.Contains(r.stdout+r.stderr, "db-pw-4711") {
+		t.Fatalf("serve on an unreachable database: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := s.run("--config", s.cfgPath, "config", "show"); r.code != 0 || strings.Contains(r.stdout, "db-pw-4711") || !strings.Contains(r.stdout, addr) {
+		t.Fatalf("config show: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 }

@@ -119,9 +119,10 @@ func (g *globalOptions) openService(c *config.Config, r *repo.Repository, tokens
 		return nil, usageError{fmt.Sprintf("[prune] delete_after %s: want at least %s (a capture's session limit, the condemn slack and an hour of clock difference)", d, prune.MinDeleteAfter)}
 	}
 	s = &service{log: g.newLogger(c), events: server.NewEvents()}
+	built := s // the returns below give nil on an error
 	defer func() {
 		if err != nil {
-			s.close()
+			built.close()
 		}
 	}()
 	instances, err := providerInstances(c)

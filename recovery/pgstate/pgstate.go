@@ -98,7 +98,7 @@ func Redact(u string) string {
 // the password; connection failures become statedb.ErrUnavailable.
 func (d *DB) wrap(err error) error {
 	msg := err.Error()
-	if d.secret != "" {
+	if len(d.secret) >= 4 { // a shorter one would garble the message, and says little
 		msg = strings.ReplaceAll(msg, d.secret, "REDACTED")
 	}
 	var pe *pgconn.PgError
