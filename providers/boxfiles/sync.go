@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -199,8 +200,12 @@ func (f *Files) sync(ctx context.Context, op string, id providers.InstanceID, di
 		return err
 	}
 	var lb bytes.Buffer
-	err := f.Box.Download(ctx, id, path.Join(l.Parent(), list), &lb)
+	lw := &boundedWriter{w: &lb, left: maxListing}
+	err := f.Box.Download(ctx, id, path.Join(l.Parent(), list), lw)
 	_, _ = f.Box.Run(context.WithoutCancel(ctx), id, l.Parent(), []string{"rm", "-f", list})
+	if lw.over {
+		return f.err(op, id, providers.KindConflict, "the workspace listing of %s is larger than %d bytes; refused (more entries than Lifeboat mirrors, or the listing file in the sandbox was replaced)", l.Workspace, maxListing)
+	}
 	if err != nil {
 		return err
 	}
@@ -243,7 +248,12 @@ func (f *Files) sync(ctx context.Context, op string, id providers.InstanceID, di
 	}
 	defer os.Remove(af.Name())
 	defer af.Close()
-	if err := f.Box.Download(ctx, id, path.Join(l.Parent(), tmp, archive), af); err != nil {
+	aw := &boundedWriter{w: af, left: archiveBound(entries, send)}
+	err = f.Box.Download(ctx, id, path.Join(l.Parent(), tmp, archive), aw)
+	if aw.over {
+		return f.err(op, id, providers.KindConflict, "the archive of the workspace %s is larger than %d bytes, more than its listing allows; refused (the workspace grew while it was read, or the archive in the sandbox was replaced; the next read tries again)", l.Workspace, aw.limit())
+	}
+	if err != nil {
 		return err
 	}
 	if _, err := af.Seek(0, 0); err != nil {
@@ -268,6 +278,53 @@ func (f *Files) sync(ctx context.Context, op string, id providers.InstanceID, di
 	}
 	return nil
 }
+
+// maxListing bounds the workspace listing ReadFiles downloads (about 2.5
+// million entries).
+var maxListing int64 = 256 << 20
+
+// archiveBound is the most bytes the archive of send may hold: the listed
+// sizes of its regular files, a generous allowance per entry for its tar
+// headers (long names and link targets included), and a quarter plus
+// 64 MiB for files that grew between the listing and the archive.
+func archiveBound(entries []remoteEntry, send []string) int64 {
+	sizes := make(map[string]int64, len(entries))
+	for _, e := range entries {
+		if e.typ == 'f' {
+			sizes[e.rel] = e.size
+		}
+	}
+	var n int64
+	for _, rel := range send {
+		n += (sizes[rel]+511)/512*512 + 16<<10
+	}
+	return n + n/4 + 64<<20
+}
+
+// boundedWriter passes at most left bytes on to w; past that, writes fail
+// and over is set.
+type boundedWriter struct {
+	w     io.Writer
+	left  int64
+	total int64
+	over  bool
+}
+
+var errTooLarge = errors.New("larger than allowed")
+
+func (b *boundedWriter) Write(p []byte) (int, error) {
+	if int64(len(p)) > b.left {
+		b.over = true
+		return 0, errTooLarge
+	}
+	n, err := b.w.Write(p)
+	b.left -= int64(n)
+	b.total += int64(n)
+	return n, err
+}
+
+// limit is the bound b was made with.
+func (b *boundedWriter) limit() int64 { return b.left + b.total }
 
 // onlyVanished reports whether tar's complaints are all about names that
 // went between the listing and the archive (they are then simply not in
