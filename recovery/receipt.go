@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"lifeboat/backend"
 	"time"
 
 	"lifeboat/profile"
@@ -77,13 +78,14 @@ func (r *Receipt) fail(o Outcome, err error) {
 
 // Retryable reports whether a failed capture may succeed when simply tried
 // again later: a quiesce timeout, a running browser, a provider outage or
-// rate limit, a cancellation.
+// rate limit, a repository storage outage (S3 unreachable or failing), a
+// cancellation.
 func Retryable(err error) bool {
 	switch {
 	case err == nil:
 		return false
 	case errors.Is(err, ErrQuiesceTimeout), errors.Is(err, profile.ErrBrowserRunning),
-		errors.Is(err, providers.ErrUnavailable), errors.Is(err, providers.ErrRateLimited),
+		errors.Is(err, providers.ErrUnavailable), errors.Is(err, providers.ErrRateLimited), errors.Is(err, backend.ErrUnavailable),
 		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, ErrInterrupted):
 		return true
