@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -141,7 +142,21 @@ func start() (string, error) {
 		Stop()
 		return "", fmt.Errorf("pg_ctl start: %v: %s %s", err, out, log)
 	}
+	reap(d)
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port), nil
+}
+
+// reap starts a watchdog that stops the cluster in d and removes d once
+// this process is gone, however it ends (a test binary killed at its
+// timeout runs no TestMain code).
+func reap(d string) {
+	stop := strings.Join(asPostgres(filepath.Join(BinDir, "pg_ctl"), "-D", filepath.Join(d, "data"), "-m", "immediate", "-w", "stop").Args, " ")
+	w := exec.Command("sh", "-c", `while kill -0 "$1" 2>/dev/null; do sleep 1; done; `+stop+` >/dev/null 2>&1; rm -rf "$2"`,
+		"pgtest-reaper", strconv.Itoa(os.Getpid()), d)
+	w.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if w.Start() == nil {
+		_ = w.Process.Release()
+	}
 }
 
 // asPostgres runs a program as the postgres user when this process is
@@ -160,13 +175,4 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// Redacted is u with its password replaced, for messages.
-func Redacted(u string) string {
-	p, err := url.Parse(u)
-	if err != nil {
-		return "(a URL)"
-	}
-	return strings.TrimSpace(p.Redacted())
 }
