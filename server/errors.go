@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"lifeboat/backend"
 	"net/http"
 	"strconv"
 
@@ -52,6 +53,7 @@ var errorCodes = []struct {
 	{recovery.ErrLost, http.StatusConflict, "lost"},
 	{recovery.ErrStaleGeneration, http.StatusConflict, "stale_generation"},
 	{providers.ErrUnavailable, http.StatusServiceUnavailable, "provider_unavailable"},
+	{backend.ErrUnavailable, http.StatusServiceUnavailable, "storage_unavailable"},
 	{providers.ErrUnauthorized, http.StatusBadGateway, "provider_auth_failed"},
 	{providers.ErrRateLimited, http.StatusTooManyRequests, "provider_rate_limited"},
 	{providers.ErrInvalid, http.StatusBadRequest, "provider_invalid"},

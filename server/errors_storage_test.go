@@ -1,0 +1,23 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"lifeboat/backend"
+)
+
+// TestStorageUnavailable: a repository storage outage is answered 503
+// storage_unavailable, and a client's answer with that code is
+// backend.ErrUnavailable again (the CLI exits with 23).
+func TestStorageUnavailable(t *testing.T) {
+	ae := toAPIError(fmt.Errorf("capture: saving data/ab: %w", backend.ErrUnavailable))
+	if ae.Status != http.StatusServiceUnavailable || ae.Code != "storage_unavailable" {
+		t.Fatalf("storage outage answered %d %s", ae.Status, ae.Code)
+	}
+	if !errors.Is(&APIError{Status: ae.Status, Code: ae.Code}, backend.ErrUnavailable) {
+		t.Fatal("a storage_unavailable answer is not backend.ErrUnavailable")
+	}
+}
