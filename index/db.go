@@ -200,11 +200,17 @@ func openDBFile(path string, repoID blob.ID) (d *DB, err error) {
 // for any other mapping) between reading it and the madvise.
 func (d *DB) dropResident() {
 	_ = d.db.View(func(tx *bolt.Tx) error {
-		if size := tx.Size(); size > 0 {
-			_, _, _ = unix.Syscall(unix.SYS_MADVISE, d.db.Info().Data, uintptr(size), unix.MADV_DONTNEED)
-		}
+		dropMapped(d.db, tx)
 		return nil
 	})
+}
+
+// dropMapped lets go of the pages of the file mapped for tx (held open by
+// the caller, so no remap moves the mapping meanwhile).
+func dropMapped(db *bolt.DB, tx *bolt.Tx) {
+	if size := tx.Size(); size > 0 {
+		_, _, _ = unix.Syscall(unix.SYS_MADVISE, db.Info().Data, uintptr(size), unix.MADV_DONTNEED)
+	}
 }
 
 const lockTimeout = 250 * time.Millisecond

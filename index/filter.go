@@ -122,18 +122,42 @@ func (d *DB) noteMiss() {
 	}
 	err := d.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketBlobs)
-		f := newBlobFilter(int64(b.Stats().KeyN))
+		f := newBlobFilter(entriesEstimate(tx))
 		c := b.Cursor()
+		n := 0
 		for k, _ := c.First(); k != nil; k, _ = c.Next() {
 			if len(k) == keySize {
 				f.add(k)
 			}
+			if n++; n%filterDropEvery == 0 {
+				dropMapped(d.db, tx) // the scan touches every page of the blobs: let them go as it goes
+			}
 		}
 		d.filter.Store(f)
+		dropMapped(d.db, tx)
 		return nil
 	})
 	if err != nil {
 		d.filter.Store(nil)
 	}
-	d.dropResident() // the scan touched every page of the blobs
+}
+
+// filterDropEvery: the filter's scan lets go of the pages it read every
+// this many keys (about 8 MiB of leaves), so its memory does not grow with
+// the index.
+const filterDropEvery = 1 << 16
+
+// entriesEstimate is the number of entries the index objects list for
+// the packs the DB knows (at least the number of blobs: a blob in two
+// packs counts twice). It reads the packs bucket alone; counting the blobs
+// bucket's keys would read all of it.
+func entriesEstimate(tx *bolt.Tx) int64 {
+	var n int64
+	_ = tx.Bucket(bucketPacks).ForEach(func(_, v []byte) error {
+		if len(v) == packValueSize {
+			n += int64(binary.LittleEndian.Uint32(v[5:]))
+		}
+		return nil
+	})
+	return n
 }
