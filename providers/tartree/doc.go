@@ -9,7 +9,8 @@
 // Invariants: Extract writes only through an os.Root, so no entry can
 // reach outside its directory (an absolute name, "..", a hard link or a
 // path through a symlink that would leave it are refused with an error
-// naming the entry); it never creates devices or sockets, never writes
+// naming the entry); it never creates devices or sockets nor sparse
+// entries (whose expanded size the stream does not bound), never writes
 // through a symlink as a file's last component, and sets directory modes
 // and mtimes after their children, so read-only directories extract.
 package tartree

@@ -34,7 +34,8 @@ type dirMeta struct {
 // files, directories, symlinks, hard links (to an earlier entry) and
 // fifos, each with its permission bits and mtime (directories' after all
 // their children), and with o.Owners its owner. Xattrs are not applied. A device, a socket
-// or an entry whose name or link target leaves dst is refused: the error
+// a sparse entry (its holes would be written out, unbounded by the
+// stream) or an entry whose name or link target leaves dst is refused: the error
 // is a *fsmeta.EntryError naming the entry. Extract stops at the first
 // error; what it wrote so far stays for the caller to remove.
 func Extract(ctx context.Context, r io.Reader, dst *os.Root, o ExtractOptions) error {
@@ -68,6 +69,9 @@ func Extract(ctx context.Context, r io.Reader, dst *os.Root, o ExtractOptions) e
 			}
 			dirs = append(dirs, dirMeta{rel: rel, mode: mode, mtime: h.ModTime, uid: h.Uid, gid: h.Gid})
 		case tar.TypeReg, tar.TypeRegA:
+			if sparse(h) {
+				return fail(rel, fmt.Errorf("a sparse entry (declaring %d bytes) is never extracted: nothing Lifeboat reads writes one; refused", h.Size))
+			}
 			if err := parent(dst, rel); err != nil {
 				return fail(rel, err)
 			}
@@ -156,6 +160,18 @@ func writeFile(dst *os.Root, rel string, r io.Reader, mode os.FileMode, mtime ti
 		err = dst.Chtimes(rel, mtime, mtime)
 	}
 	return err
+}
+
+// sparse reports a PAX sparse entry (GNU.sparse.* records): archive/tar
+// expands its holes, so its size is not bounded by the stream's and a
+// small hostile archive could fill the disk.
+func sparse(h *tar.Header) bool {
+	for k := range h.PAXRecords {
+		if strings.HasPrefix(k, "GNU.sparse.") {
+			return true
+		}
+	}
+	return false
 }
 
 // parent makes sure rel's directory exists (a stream need not list it).
