@@ -53,6 +53,13 @@ func (l *Lifecycle) run(ctx context.Context, ws string, rec *Receipt) {
 	if w.LastGood != nil {
 		rec.LastGood = w.LastGood.Snapshot
 	}
+	if l.store.Shared() && rec.Reason == ReasonPeriodic && w.LastGood != nil && w.LastGood.Time.After(rec.Started) {
+		// Another server's capture, started after this round asked for
+		// one, was promoted while this one waited for the workspace: it
+		// holds every change this one would have captured.
+		rec.Outcome = Unchanged
+		return
+	}
 	if err := captureFence(w); err != nil {
 		rec.fail(Refused, err) // not a failed capture: nothing was tried
 		return

@@ -319,3 +319,40 @@ func TestSharedEvents(t *testing.T) {
 		}
 	})
 }
+
+// A periodic capture that waited for the workspace while another server
+// captured it, in a capture begun after this one was asked for, is not
+// taken again: that checkpoint holds every change it would have.
+func TestSharedPeriodicAfterOtherServersCapture(t *testing.T) {
+	onPostgres(t, func(t *testing.T) {
+		a := newREnv(t, botFiles)
+		cp := a.capture()
+		b := a.second(nil)
+		writeFiles(t, a.dir("bot1"), map[string]string{"notes.txt": "changed after the checkpoint"})
+		release, err := a.lc.lease(a.ctx, "bot1") // a's capture runs
+		if err != nil {
+			t.Fatal(err)
+		}
+		waiting := make(chan struct{})
+		b.lc.hooks.semWait = func(string) { close(waiting) }
+		got := make(chan []Receipt, 1)
+		go func() { got <- b.lc.Tick(b.ctx) }()
+		<-waiting // b's capture was asked for, and waits for the workspace
+		a.clock.Advance(time.Second)
+		if err := a.store.update("bot1", func(tx stateTx, w *Workspace) error {
+			c := &Checkpoint{Snapshot: cp.Snapshot, Time: a.clock.Now(), Reason: ReasonPark}
+			w.LastGood = c
+			return putCheckpoint(tx, w.ID, c)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		release()
+		rs := <-got
+		if len(rs) != 1 || rs[0].Outcome != Unchanged || rs[0].LastGood != cp.Snapshot {
+			t.Fatalf("b's periodic round: %+v", rs)
+		}
+		if hist, _ := a.store.Checkpoints("bot1"); len(hist) != 2 {
+			t.Fatalf("checkpoints: %d, want the two recorded", len(hist))
+		}
+	})
+}
