@@ -164,10 +164,11 @@ func removeLocal(dir string) error {
 	return os.RemoveAll(dir)
 }
 
-// MakeWorkspace makes the workspace directory of a new instance (mkdir -p
-// in its parent), for the adapters' Create.
+// MakeWorkspace makes the workspace directory of a new instance, and its
+// parents (mkdir -p from /, by a relative path like every command), for
+// the adapters' Create.
 func (f *Files) MakeWorkspace(ctx context.Context, op string, id providers.InstanceID) error {
-	return f.run(ctx, op, id, f.Layout.Parent(), "making the workspace "+f.Layout.Workspace, "mkdir", "-p", f.Layout.Base())
+	return f.run(ctx, op, id, "/", "making the workspace "+f.Layout.Workspace, "mkdir", "-p", strings.TrimPrefix(f.Layout.Workspace, "/"))
 }
 
 // CheckWorkspace says what is wrong with w as a workspace directory: it

@@ -179,7 +179,9 @@ func (p *Provider) Create(ctx context.Context, spec providers.CreateSpec) (provi
 		}
 		for _, sb := range found {
 			if sb.Labels[keyLabel] == labels[keyLabel] && sb.ID != "" && sb.State != "destroyed" && sb.State != "destroying" {
-				return providers.InstanceID(sb.ID), nil
+				// The first Create may have failed before its mkdir.
+				id := providers.InstanceID(sb.ID)
+				return id, p.MakeWorkspace(ctx, op, id)
 			}
 		}
 	}

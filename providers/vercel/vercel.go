@@ -165,7 +165,9 @@ func (p *Provider) Create(ctx context.Context, spec providers.CreateSpec) (provi
 		defer p.keys.Lock(spec.IdempotencyKey)()
 		rec = filepath.Join(p.cfg.CacheDir, "keys", providers.KeyedName(spec.IdempotencyKey))
 		if b, err := os.ReadFile(rec); err == nil && len(b) > 0 {
-			return providers.InstanceID(strings.TrimSpace(string(b))), nil
+			// The first Create may have failed before its mkdir.
+			id := providers.InstanceID(strings.TrimSpace(string(b)))
+			return id, p.MakeWorkspace(ctx, op, id)
 		}
 	}
 	body := map[string]any{"projectId": p.cfg.ProjectID}

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
-	"strings"
 )
 
 // envd answers a request for sandbox id as envd behind E2B's edge would.
@@ -50,17 +49,12 @@ func (s *Server) envd(w http.ResponseWriter, r *http.Request, id string) {
 }
 
 // local maps a sandbox path (absolute, or relative to the home) to this
-// machine; only paths under the home are mapped.
+// machine, under the sandbox's root directory (see HomeDir).
 func (s *Server) local(id, p string) (string, error) {
 	if !path.IsAbs(p) {
 		p = path.Join(Home, p)
 	}
-	p = path.Clean(p)
-	rel, ok := strings.CutPrefix(p, Home)
-	if !ok || (rel != "" && rel[0] != '/') {
-		return "", fmt.Errorf("path %s is outside %s (the contract server maps only the home)", p, Home)
-	}
-	return filepath.Join(s.HomeDir(id), filepath.FromSlash(rel)), nil
+	return filepath.Join(s.rootDir(id), filepath.FromSlash(path.Clean(p))), nil
 }
 
 func (s *Server) filePath(w http.ResponseWriter, r *http.Request, id string) (string, bool) {

@@ -76,8 +76,14 @@ func (s *Server) SetFault(fn func(w http.ResponseWriter, r *http.Request) bool) 
 	s.mu.Unlock()
 }
 
-// HomeDir is where sandbox id's home directory lives on this machine.
-func (s *Server) HomeDir(id string) string { return filepath.Join(s.root, id, "home") }
+// rootDir is where sandbox id's / lives on this machine.
+func (s *Server) rootDir(id string) string { return filepath.Join(s.root, id, "fs") }
+
+// HomeDir is where sandbox id's home directory (Home) lives on this
+// machine.
+func (s *Server) HomeDir(id string) string {
+	return filepath.Join(s.rootDir(id), filepath.FromSlash(Home))
+}
 
 // WorkspaceDir is the default workspace of sandbox id on this machine.
 func (s *Server) WorkspaceDir(id string) string { return filepath.Join(s.HomeDir(id), "workspace") }
