@@ -2,7 +2,6 @@ package recovery
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -221,7 +220,7 @@ func (s *Service) AllHolds() ([]Hold, error) {
 		out = nil
 		return tx.List(statedb.Holds, func(k string, v []byte) error {
 			var h Hold
-			if err := json.Unmarshal(v, &h); err != nil {
+			if err := decodeRecord(v, &h); err != nil {
 				return fmt.Errorf("state store: repair hold %s does not decode: %w", k, err)
 			}
 			out = append(out, h)

@@ -2,7 +2,6 @@ package recovery
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -88,7 +87,7 @@ func (s *Service) restarts(ws string, gen uint64) ([]ProcessRestart, error) {
 		out = nil
 		return tx.List(statedb.Restarts, func(k string, v []byte) error {
 			var r ProcessRestart
-			if err := json.Unmarshal(v, &r); err != nil {
+			if err := decodeRecord(v, &r); err != nil {
 				return fmt.Errorf("state store: process restart %q does not decode: %w", k, err)
 			}
 			if r.Workspace == ws && r.Generation == gen {
@@ -194,7 +193,7 @@ func (s *Service) markInterruptedRestarts() error {
 		var fix []ProcessRestart
 		err := tx.List(statedb.Restarts, func(_ string, v []byte) error {
 			var r ProcessRestart
-			if err := json.Unmarshal(v, &r); err == nil && r.State == "running" && !s.restartRunning(r.Key) {
+			if err := decodeRecord(v, &r); err == nil && r.State == "running" && !s.restartRunning(r.Key) {
 				r.State, r.Error = "interrupted", "the lifeboat process running it stopped before it returned; it was not run again"
 				fix = append(fix, r)
 			}

@@ -103,7 +103,7 @@ func getJSON[T any](tx stateTx, kind statedb.Kind, key string, what string) (*T,
 		return nil, err
 	}
 	var out T
-	if err := json.Unmarshal(v, &out); err != nil {
+	if err := decodeRecord(v, &out); err != nil {
 		return nil, fmt.Errorf("state store: %s %s does not decode: %w", what, key, err)
 	}
 	return &out, nil
@@ -161,7 +161,7 @@ func (s *Store) Operations(ws string) ([]Operation, error) {
 		out = nil
 		return tx.List(statedb.Operations, func(k string, v []byte) error {
 			var op Operation
-			if err := json.Unmarshal(v, &op); err != nil {
+			if err := decodeRecord(v, &op); err != nil {
 				return fmt.Errorf("state store: operation %s does not decode: %w", k, err)
 			}
 			if ws == "" || op.Workspace == ws {

@@ -145,7 +145,7 @@ func (s *Store) Workspaces() ([]Workspace, error) {
 		out = nil
 		return tx.List(statedb.Workspaces, func(k string, v []byte) error {
 			var w Workspace
-			if err := json.Unmarshal(v, &w); err != nil {
+			if err := decodeRecord(v, &w); err != nil {
 				return fmt.Errorf("state store: workspace %s does not decode: %w", k, err)
 			}
 			out = append(out, w)
@@ -179,7 +179,7 @@ func getWS(tx stateTx, id string) (*Workspace, error) {
 		return nil, fmt.Errorf("%w %q (add it with `lifeboat workspace add`)", ErrUnknownWorkspace, id)
 	}
 	var w Workspace
-	if err := json.Unmarshal(v, &w); err != nil {
+	if err := decodeRecord(v, &w); err != nil {
 		return nil, fmt.Errorf("state store: workspace %s does not decode: %w", id, err)
 	}
 	return &w, nil
@@ -209,7 +209,7 @@ func findCheckpoint(tx stateTx, ws, snap string) (*Checkpoint, error) {
 	var found *Checkpoint
 	err := tx.Checkpoints(ws, func(v []byte) error {
 		var cp Checkpoint
-		if json.Unmarshal(v, &cp) == nil && cp.Snapshot == snap {
+		if decodeRecord(v, &cp) == nil && cp.Snapshot == snap {
 			found = &cp
 		}
 		return nil
@@ -224,7 +224,7 @@ func (s *Store) Checkpoints(ws string) ([]Checkpoint, error) {
 		out = nil
 		return tx.Checkpoints(ws, func(v []byte) error {
 			var cp Checkpoint
-			if err := json.Unmarshal(v, &cp); err != nil {
+			if err := decodeRecord(v, &cp); err != nil {
 				return fmt.Errorf("state store: a checkpoint of %s does not decode: %w", ws, err)
 			}
 			out = append(out, cp)
@@ -250,7 +250,7 @@ func (s *Store) Pending(ws string) ([]PendingDelete, error) {
 		out = nil
 		return tx.List(statedb.Pending, func(k string, v []byte) error {
 			var p PendingDelete
-			if err := json.Unmarshal(v, &p); err != nil {
+			if err := decodeRecord(v, &p); err != nil {
 				return fmt.Errorf("state store: pending record %q does not decode: %w", k, err)
 			}
 			if ws == "" || p.Workspace == ws {
@@ -285,4 +285,18 @@ func (s *Store) removeWorkspace(id string, gen uint64) error {
 		}
 		return tx.DeleteWorkspace(id)
 	})
+}
+
+// decodeRecord decodes a record's JSON body into v, and refuses one that
+// could not be written back (a time whose offset is 24 hours or more, or
+// whose year is past 9999): every later update of it would fail, so the
+// record is reported damaged where it is read.
+func decodeRecord(b []byte, v any) error {
+	if err := json.Unmarshal(b, v); err != nil {
+		return err
+	}
+	if _, err := json.Marshal(v); err != nil {
+		return fmt.Errorf("it holds a value that cannot be written back: %w", err)
+	}
+	return nil
 }
