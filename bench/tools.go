@@ -96,7 +96,7 @@ func binaryVersion(path string) string {
 
 func (d *lifeboatDriver) tool() Tool {
 	return Tool{Name: "lifeboat", Path: d.path, Version: d.version,
-		Config: fmt.Sprintf("defaults: argon2id %d MiB key, zstd fastest, 16 MiB packs; restore --profiles; prune --max-unused 0%%", crypt.DefaultKDFMemoryKiB>>10)}
+		Config: fmt.Sprintf("defaults: argon2id %d MiB key, zstd fastest, 16 MiB packs; restore --profiles; prune --instant-delete --max-unused 0%%", crypt.DefaultKDFMemoryKiB>>10)}
 }
 
 // cmd is a lifeboat command line; measured ones write the scenario's
@@ -125,7 +125,7 @@ func (d *lifeboatDriver) step(s *site, scenario string) ([]command, command) {
 	case ScenarioRestore:
 		return nil, d.cmd(s, true, "restore", "--workspace", "w", "--profiles", "--target", s.target, "latest")
 	case ScenarioPrune:
-		return []command{d.cmd(s, false, "forget", "--keep-last", "1")}, d.cmd(s, true, "prune", "--max-unused", "0%")
+		return []command{d.cmd(s, false, "forget", "--keep-last", "1")}, d.cmd(s, true, "prune", "--instant-delete", "--max-unused", "0%")
 	}
 	return nil, d.cmd(s, true, "capture", "--workspace", "w", s.work)
 }
