@@ -51,7 +51,8 @@ const maxBody = 512
 // Do sends method path with body (JSON-encoded when not nil) and decodes a
 // 2xx answer into out (when not nil). Statuses in pass are returned to the
 // caller with a nil error (e.g. 404 for an Inspect that reads it as
-// Missing); every other non-2xx status is an *Error via c.Table.
+// Missing), a 404 or 410 only when it carries the platform's JSON error
+// (see notPlatform); every other non-2xx status is an *Error via c.Table.
 func (c *Client) Do(ctx context.Context, op string, id providers.InstanceID, method, path string, body, out any, pass ...int) (int, error) {
 	var rd io.Reader
 	if body != nil {
@@ -89,6 +90,9 @@ func (c *Client) Do(ctx context.Context, op string, id providers.InstanceID, met
 	defer resp.Body.Close()
 	for _, s := range pass {
 		if resp.StatusCode == s {
+			if err := c.notPlatform(op, id, method+" "+path, resp); err != nil {
+				return s, err
+			}
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 			return s, nil
 		}

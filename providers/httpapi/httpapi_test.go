@@ -1,9 +1,14 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
+
+	"lifeboat/providers"
 )
 
 func TestParseRetryAfter(t *testing.T) {
@@ -34,5 +39,58 @@ func TestParseRetryAfterCapped(t *testing.T) {
 	}
 	if got := ParseRetryAfter("3599", now); got != 3599*time.Second {
 		t.Errorf("ParseRetryAfter(3599) = %v, want it as sent", got)
+	}
+}
+
+// TestNotFoundNeedsPlatformAnswer: a 404 or 410 the caller would take as
+// "gone" counts only when it carries the platform's JSON error; a 404
+// page from a proxy or a wrong base_url (HTML, plain text) is an
+// unavailable error, never passed back as proof, through Do and Send.
+func TestNotFoundNeedsPlatformAnswer(t *testing.T) {
+	ctype, status := "", 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ctype != "" {
+			w.Header().Set("Content-Type", ctype)
+		}
+		w.WriteHeader(status)
+		if strings.Contains(ctype, "json") || ctype == "text/plain; charset=utf-8" && status == 404 {
+			_, _ = w.Write([]byte(`{"code":404,"message":"sandbox not found"}`))
+		} else {
+			_, _ = w.Write([]byte("<html><body>404 Not Found</body></html>"))
+		}
+	}))
+	t.Cleanup(srv.Close)
+	c := &Client{Provider: "fake", BaseURL: srv.URL, Table: StatusTable{404: providers.KindConflict}}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		ctype  string
+		status int
+		pass   bool
+	}{
+		{"application/json", 404, true},
+		{"application/json; charset=utf-8", 410, true},
+		{"application/problem+json", 404, true},
+		{"text/plain; charset=utf-8", 404, true}, // a JSON body under another type
+		{"text/html", 404, false},
+		{"text/plain; charset=utf-8", 410, false},
+		{"", 404, false},
+	} {
+		ctype, status = tc.ctype, tc.status
+		got, err := c.Do(ctx, "inspect", "sb1", http.MethodGet, "/sandboxes/sb1", nil, nil, 404, 410)
+		resp, serr := c.Send(ctx, Request{Op: "inspect", Instance: "sb1", Method: http.MethodGet, URL: srv.URL + "/x", Pass: []int{404, 410}})
+		if serr == nil {
+			resp.Body.Close()
+		}
+		if tc.pass {
+			if err != nil || got != tc.status || serr != nil {
+				t.Errorf("%d %q: Do = %d, %v; Send error %v; want it passed back", tc.status, tc.ctype, got, err, serr)
+			}
+			continue
+		}
+		for what, e := range map[string]error{"Do": err, "Send": serr} {
+			if providers.KindOf(e) != providers.KindUnavailable || !strings.Contains(e.Error(), "not the platform's") {
+				t.Errorf("%d %q: %s = %v, want unavailable (not the platform's answer)", tc.status, tc.ctype, what, e)
+			}
+		}
 	}
 }

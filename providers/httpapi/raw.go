@@ -30,7 +30,8 @@ type Request struct {
 }
 
 // Send sends r and returns the response, whose body the caller reads and
-// closes, for a 2xx status or one in r.Pass. Every other status is an
+// closes, for a 2xx status or one in r.Pass (a 404 or 410 only with the
+// platform's JSON body, as for Do). Every other status is an
 // *providers.Error through c.Table (Retry-After parsed for a rate limit),
 // and a transport failure or a timeout is KindUnavailable, as for Do.
 func (c *Client) Send(ctx context.Context, r Request) (*http.Response, error) {
@@ -62,6 +63,10 @@ func (c *Client) Send(ctx context.Context, r Request) (*http.Response, error) {
 	}
 	for _, s := range r.Pass {
 		if resp.StatusCode == s {
+			if err := c.notPlatform(r.Op, r.Instance, what, resp); err != nil {
+				resp.Body.Close()
+				return nil, err
+			}
 			return resp, nil
 		}
 	}
