@@ -291,20 +291,24 @@ func TestLockExitCodes(t *testing.T) {
 	writeTree(t, src, 5)
 	e.capture("w", src)
 	x := e.holdLock(repo.LockExclusive)
-	r := e.run("--lock-wait", "0", "capture", "--workspace", "w", src)
+	// A capture takes no lock (two-phase prune): it goes on under an
+	// exclusive lock. Restore takes a shared one and is refused, naming
+	// the holder.
+	e.ok("--lock-wait", "0", "capture", "--workspace", "w", src)
+	r := e.run("--lock-wait", "0", "restore", "--target", filepath.Join(e.dir, "t0"), "--workspace", "w", "latest")
 	if r.code != exitLocked || !strings.Contains(r.stderr, "PID "+strconv.Itoa(os.Getpid())) || !strings.Contains(r.stderr, "(test)") {
-		t.Fatalf("capture under an exclusive lock: exit %d: %s", r.code, r.stderr)
+		t.Fatalf("restore under an exclusive lock: exit %d: %s", r.code, r.stderr)
 	}
 	if r := e.run("--json", "--lock-wait", "0", "restore", "--target", filepath.Join(e.dir, "t"), "--workspace", "w", "latest"); r.code != exitLocked || !strings.Contains(r.stderr, `"code":12`) {
-		t.Fatalf("restore under an exclusive lock: exit %d: %s", r.code, r.stderr)
+		t.Fatalf("restore --json under an exclusive lock: exit %d: %s", r.code, r.stderr)
 	}
 	// unlock leaves a live lock; --force removes it.
 	e.ok("unlock")
-	if r := e.run("--lock-wait", "0", "capture", "--workspace", "w", src); r.code != exitLocked {
+	if r := e.run("--lock-wait", "0", "restore", "--target", filepath.Join(e.dir, "t1"), "--workspace", "w", "latest"); r.code != exitLocked {
 		t.Fatalf("unlock removed a live lock: %d", r.code)
 	}
 	e.ok("unlock", "--force")
-	e.ok("--lock-wait", "0", "capture", "--workspace", "w", src)
+	e.ok("--lock-wait", "0", "restore", "--target", filepath.Join(e.dir, "t2"), "--workspace", "w", "latest")
 	if !errors.Is(x.Refresh(t.Context()), repo.ErrLockLost) {
 		t.Fatal("forced-out holder not told")
 	}
