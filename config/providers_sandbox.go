@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -165,11 +166,14 @@ func (d *decoder) managedAgents(c *Config, r *reader, name string) ManagedAgents
 
 // sandboxPaths checks and completes the workspace and cache_dir keys of a
 // sandbox platform's provider: the workspace is an absolute directory in
-// the sandbox other than / (cleaned); cache_dir defaults to
+// the sandbox other than / (cleaned) whose last name does not start with
+// "-"; cache_dir defaults to
 // <state.dir>/mirrors/<name>.
 func (d *decoder) sandboxPaths(c *Config, r *reader, name string, workspace, cacheDir *string) {
 	if w := *workspace; w != "" && (!path.IsAbs(w) || path.Clean(w) == "/") {
 		d.fail(r.src("workspace"), join(r.path, "workspace"), "workspace %q must be an absolute directory in the sandbox other than /", w)
+	} else if strings.HasPrefix(path.Base(w), "-") {
+		d.fail(r.src("workspace"), join(r.path, "workspace"), "workspace %q: its last name starts with -, which the sandbox's find and mv would read as an option; rename it", w)
 	}
 	if *workspace != "" {
 		*workspace = path.Clean(*workspace)

@@ -81,6 +81,7 @@ func TestSandboxProviderErrors(t *testing.T) {
 		{"no key", "[providers.sbx]\ntype = \"e2b\"\n", "providers.sbx", "no api_key: set api_key_file", 11},
 		{"inline key", "[providers.sbx]\ntype = \"e2b\"\napi_key = \"e2b_inline\"\n", "providers.sbx.api_key", "never inline", 13},
 		{"relative workspace", "[providers.sbx]\ntype = \"e2b\"\napi_key_env = \"K\"\nworkspace = \"work\"\n", "providers.sbx.workspace", "absolute directory", 14},
+		{"dash workspace", "[providers.sbx]\ntype = \"e2b\"\napi_key_env = \"K\"\nworkspace = \"/home/user/-delete\"\n", "providers.sbx.workspace", "starts with -", 14},
 		{"root workspace", "[providers.sbx]\ntype = \"e2b\"\napi_key_env = \"K\"\nworkspace = \"/\"\n", "providers.sbx.workspace", "other than /", 14},
 		{"bad url", "[providers.sbx]\ntype = \"e2b\"\napi_key_env = \"K\"\nsandbox_url = \"ftp://x\"\n", "providers.sbx.sandbox_url", "", 14},
 		{"no token", "[providers.ag]\ntype = \"managed-agents\"\n", "providers.ag", "no token: set token_file", 11},

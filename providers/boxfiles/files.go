@@ -172,10 +172,15 @@ func (f *Files) MakeWorkspace(ctx context.Context, op string, id providers.Insta
 }
 
 // CheckWorkspace says what is wrong with w as a workspace directory: it
-// must be absolute and not "/".
+// must be absolute and not "/", and its last name must not start with "-"
+// (the sandbox's find, tar and mv are given it as an argument and would
+// read it as an option).
 func CheckWorkspace(w string) error {
 	if !strings.HasPrefix(w, "/") || path.Clean(w) == "/" {
 		return fmt.Errorf("the workspace %q must be an absolute directory other than /", w)
+	}
+	if strings.HasPrefix(path.Base(w), "-") {
+		return fmt.Errorf("the workspace %q: its last name starts with -, which the sandbox's find and mv would read as an option; rename it", w)
 	}
 	return nil
 }

@@ -24,3 +24,15 @@ func TestParseListing(t *testing.T) {
 		t.Fatalf("a listing without its clock: %v", err)
 	}
 }
+
+// TestCheckWorkspace: a workspace whose last name starts with "-" is
+// refused (the sandbox's find, tar and mv would read it as an option:
+// "-delete" would make find delete its working directory's tree).
+func TestCheckWorkspace(t *testing.T) {
+	for w, ok := range map[string]bool{"/home/user/workspace": true, "/a/b-c": true, "/home/-x/w": true,
+		"/": false, "rel": false, "/home/user/-delete": false, "/-w": false, "/home/user/-w/": false} {
+		if err := CheckWorkspace(w); (err == nil) != ok {
+			t.Errorf("CheckWorkspace(%q) = %v", w, err)
+		}
+	}
+}
