@@ -105,6 +105,10 @@ func (l *Lifecycle) captureQuiesced(ctx context.Context, w Workspace, p provider
 	// The provider's own checkpoint comes first, on its own clock: a
 	// portable capture that fails below is retried without another one.
 	l.takeNative(ctx, w, p, rec)
+	if !p.Capabilities().Files {
+		l.nativeOnlyProvider(w, p, rec)
+		return false
+	}
 	files, err := p.ReadFiles(ctx, w.Instance)
 	if err != nil {
 		l.failed(w.ID, rec, outcomeOf(err), err)
@@ -202,6 +206,18 @@ func (l *Lifecycle) failed(ws string, rec *Receipt, o Outcome, err error) {
 	})
 	if uerr != nil {
 		l.log.Error("recording a failed capture", "workspace", ws, "err", uerr, "capture_err", err)
+	}
+}
+
+// nativeOnlyProvider ends the capture of a workspace whose provider has
+// no file access (a sessions API with native checkpoints only): the native
+// checkpoint above is all there is, so the portable capture is refused,
+// saying so, rather than failing at every park and counting as a failure.
+func (l *Lifecycle) nativeOnlyProvider(w Workspace, p providers.Provider, rec *Receipt) {
+	rec.fail(Refused, fmt.Errorf("workspace %s: provider %s has no file access, so only its native checkpoint is taken (%s); "+
+		"no portable checkpoint is kept, and a lost instance cannot be recovered into a replacement", w.ID, w.Provider, p.Name()))
+	if err := l.store.update(w.ID, func(_ stateTx, w *Workspace) error { w.InFlight = nil; return nil }); err != nil {
+		l.log.Error("clearing an in-flight capture", "workspace", w.ID, "err", err)
 	}
 }
 

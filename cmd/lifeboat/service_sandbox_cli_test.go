@@ -120,8 +120,8 @@ park_interval = "1ns"
 // with a managed-agents provider instance whose platform is the contract
 // server (providers/managedagents/matest, from DigitalOcean's Harness
 // Runtime sessions reference). Restart without a native checkpoint is a
-// clean refusal; each park takes a native checkpoint before the portable
-// capture (which the adapter cannot do: it has no file access) and keeps
+// clean refusal; each park takes a native checkpoint and refuses the
+// portable capture, saying so (the adapter has no file access), and keeps
 // only the newest; a delete the platform refuses is retried on the next
 // park; `lifeboat restart` rolls the session back onto the newest
 // checkpoint and records the new sandbox in the workspace's instance id.
@@ -165,6 +165,11 @@ park_interval = "1ns"
 		rc := lines[len(lines)-1]
 		if rc["native"] == nil || rc["native"] == "" {
 			t.Fatalf("park took no native checkpoint: %v\n%s", rc, r.stderr)
+		}
+		// No file access: the portable capture is refused, saying why, and
+		// is not counted as a failure.
+		if rc["outcome"] != "refused" || !strings.Contains(fmt.Sprint(rc["error"]), "no file access") || rc["attempt"] != nil {
+			t.Fatalf("park's portable capture on a provider without files: %v", rc)
 		}
 		return rc
 	}
