@@ -20,6 +20,10 @@ import (
 // maxOutput bounds each of a command's stdout and stderr.
 const maxOutput = 1 << 20
 
+// maxLogs bounds how much of a command's log stream is read: both outputs
+// at their bound, with room for JSON escaping and framing.
+const maxLogs = 16 * maxOutput
+
 // box is the Vercel data plane for boxfiles.
 type box struct{ p *Provider }
 
@@ -111,14 +115,17 @@ func (b box) Run(ctx context.Context, id providers.InstanceID, dir string, argv 
 	}
 	defer lr.Body.Close()
 	out, errOut := providers.BoundedBuffer{Max: maxOutput}, providers.BoundedBuffer{Max: maxOutput}
-	ld := json.NewDecoder(bufio.NewReader(lr.Body))
+	// The stream is read up to maxLogs: what lies beyond would be cut from
+	// the bounded output anyway.
+	lim := &io.LimitedReader{R: lr.Body, N: maxLogs}
+	ld := json.NewDecoder(bufio.NewReader(lim))
 	for {
 		var l struct {
 			Stream string          `json:"stream"`
 			Data   json.RawMessage `json:"data"`
 		}
 		err := ld.Decode(&l)
-		if err == io.EOF {
+		if err == io.EOF || err != nil && lim.N == 0 {
 			break
 		}
 		if err != nil {
