@@ -15,10 +15,12 @@
 // route is the documented {"sandboxId":..,"message":"The sandbox was not
 // found","code":502}.
 //
-// Each sandbox's home directory (/home/user) is a directory on this
-// machine, and commands really run there (with /bin/sh and the host's GNU
-// tar): the server maps the paths it is given, it does not confine the
-// commands. It is for tests only.
+// Each sandbox's filesystem is a directory on this machine (its home
+// /home/user inside it; snapshots keep only the home), and commands really
+// run there (with /bin/sh and the host's GNU tar): the server maps the
+// paths and working directories it is given, it does not confine the
+// commands (an absolute path in a command's arguments is this machine's).
+// It is for tests only.
 package e2btest
 
 import (
