@@ -3,14 +3,12 @@ package vercel
 import (
 	"context"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"lifeboat/providers"
 	"lifeboat/providers/platformtest"
-	"lifeboat/providers/providertest"
 )
 
 // TestCreateRetriedMakesWorkspace: a Create whose sandbox was made and
@@ -19,35 +17,8 @@ import (
 // with its workspace made.
 func TestCreateRetriedMakesWorkspace(t *testing.T) {
 	s, base, cache := start(t)
-	p := newProvider(t, base, cache, "tok")
-	ctx := context.Background()
-	s.SetFault(func(w http.ResponseWriter, r *http.Request) bool {
-		if !strings.HasSuffix(r.URL.Path, "/cmd") {
-			return false
-		}
-		return platformtest.Status(http.StatusBadGateway, `{"error":{"code":"bad_gateway","message":"Bad Gateway"}}`, "")(w, r)
-	})
-	_, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "retry"})
-	providertest.WantKind(t, "Create with the command endpoint down", err, providers.KindUnavailable)
-	s.SetFault(nil)
-	boxes := s.List(nil)
-	if len(boxes) != 1 {
-		t.Fatalf("%d sandboxes after the failed Create, want 1", len(boxes))
-	}
-	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "retry"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(id) != boxes[0].ID || len(s.List(nil)) != 1 {
-		t.Fatalf("the retried Create returned %s (sandboxes %d), want the first one %s", id, len(s.List(nil)), boxes[0].ID)
-	}
-	host, err := s.HostPath(string(id), DefaultWorkspace)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fi, err := os.Stat(host); err != nil || !fi.IsDir() {
-		t.Fatalf("the retried Create did not make the workspace: %v", err)
-	}
+	platformtest.CheckRetriedCreate(t, s, newProvider(t, base, cache, "tok"), DefaultWorkspace,
+		func(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, "/cmd") }, `{"error":{"code":"bad_gateway","message":"Bad Gateway"}}`)
 }
 
 // TestExecBoundsLogStream: a command log stream that never ends (or one
