@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"lifeboat/backend"
 	"lifeboat/providers"
 	"lifeboat/providers/local"
 	"lifeboat/recovery/dirlock"
@@ -59,7 +60,8 @@ func (e *permanentError) Unwrap() error { return e.error }
 func transient(err error) bool {
 	return errors.Is(err, providers.ErrUnavailable) || errors.Is(err, providers.ErrRateLimited) ||
 		errors.Is(err, providers.ErrUnauthorized) || errors.Is(err, dirlock.ErrBusy) || errors.Is(err, repo.ErrLocked) ||
-		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, statedb.ErrUnavailable)
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, statedb.ErrUnavailable) ||
+		errors.Is(err, backend.ErrUnavailable)
 }
 
 func (s *Service) hook(op Operation, point string) error {
