@@ -10,10 +10,10 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"lifeboat/providers"
 	"lifeboat/providers/fsmeta"
+	"lifeboat/providers/mirror"
 )
 
 // Files implements ReadFiles, WriteFiles, Switch, Exec and FileSupport for
@@ -24,29 +24,13 @@ type Files struct {
 	Layout   Layout
 	CacheDir string // local mirrors, one directory per instance
 
-	mu    sync.Mutex
-	locks map[string]*sync.Mutex // instance -> held while its mirror is in use
-}
-
-// lock returns id's mirror lock.
-func (f *Files) lock(id providers.InstanceID) *sync.Mutex {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.locks == nil {
-		f.locks = map[string]*sync.Mutex{}
-	}
-	l, ok := f.locks[string(id)]
-	if !ok {
-		l = &sync.Mutex{}
-		f.locks[string(id)] = l
-	}
-	return l
+	locks mirror.Locks // instance -> held while its mirror is in use
 }
 
 // DropMirror removes id's local mirror, for the adapters' Destroy; a
 // mirror a ReadFiles still holds is left (the next ReadFiles replaces it).
 func (f *Files) DropMirror(id providers.InstanceID) {
-	l := f.lock(id)
+	l := f.locks.Of(id)
 	if !l.TryLock() {
 		return
 	}

@@ -5,21 +5,8 @@ import (
 	"path/filepath"
 
 	"lifeboat/providers"
+	"lifeboat/providers/mirror"
 )
-
-type mirrorFiles struct {
-	dir    string
-	unlock func()
-}
-
-func (m *mirrorFiles) Dir() string { return m.dir }
-func (m *mirrorFiles) Close() error {
-	if m.unlock != nil {
-		m.unlock()
-		m.unlock = nil
-	}
-	return nil
-}
 
 // ReadFiles implements providers.Provider: the mirror CacheDir/<instance>
 // is brought up to date. GNU find lists the workspace in the instance;
@@ -33,15 +20,13 @@ func (m *mirrorFiles) Close() error {
 // ReadFiles of the instance until Close.
 func (f *Files) ReadFiles(ctx context.Context, id providers.InstanceID) (providers.Files, error) {
 	const op = "read files"
-	l := f.lock(id)
-	l.Lock()
-	unlock := l.Unlock
+	unlock := f.locks.Lock(id)
 	dir, err := f.readFiles(ctx, op, id)
 	if err != nil {
 		unlock()
 		return nil, err
 	}
-	return &mirrorFiles{dir: dir, unlock: unlock}, nil
+	return mirror.NewFiles(dir, unlock), nil
 }
 
 func (f *Files) readFiles(ctx context.Context, op string, id providers.InstanceID) (string, error) {

@@ -12,7 +12,6 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/moby/moby/api/types/container"
@@ -20,6 +19,7 @@ import (
 
 	"lifeboat/providers"
 	"lifeboat/providers/fsmeta"
+	"lifeboat/providers/mirror"
 )
 
 // Name is this adapter's name in errors and configuration.
@@ -83,8 +83,7 @@ type Provider struct {
 	// unchanged files of a mirror (see racyWindow).
 	sameClock bool
 
-	mu    sync.Mutex
-	locks map[providers.InstanceID]*sync.Mutex
+	locks mirror.Locks // instance -> held while its mirror is in use (ReadFiles to Files.Close)
 }
 
 var (
@@ -133,7 +132,7 @@ func New(cfg Config) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docker provider: %w", err)
 	}
-	return &Provider{cfg: cfg, cli: cli, now: time.Now, sameClock: u.Scheme == "unix", locks: map[providers.InstanceID]*sync.Mutex{}}, nil
+	return &Provider{cfg: cfg, cli: cli, now: time.Now, sameClock: u.Scheme == "unix"}, nil
 }
 
 // Close releases the client's idle connections.
@@ -166,18 +165,6 @@ func checkID(op string, id providers.InstanceID) error {
 		return newErr(op, id, providers.KindInvalid, "instance id %q is not a container id or name (letters, digits, '.', '_', '-', at most %d bytes)", string(id), providers.MaxNameLen)
 	}
 	return nil
-}
-
-func (p *Provider) lock(id providers.InstanceID) func() {
-	p.mu.Lock()
-	m, ok := p.locks[id]
-	if !ok {
-		m = &sync.Mutex{}
-		p.locks[id] = m
-	}
-	p.mu.Unlock()
-	m.Lock()
-	return m.Unlock
 }
 
 // bound gives ctx the provider's timeout when it has no deadline.
@@ -491,13 +478,7 @@ func (p *Provider) mirrorDir(id providers.InstanceID) string {
 // dropMirror removes the local mirror of a destroyed instance unless a
 // ReadFiles still holds it.
 func (p *Provider) dropMirror(id providers.InstanceID) {
-	p.mu.Lock()
-	m, ok := p.locks[id]
-	if !ok {
-		m = &sync.Mutex{}
-		p.locks[id] = m
-	}
-	p.mu.Unlock()
+	m := p.locks.Of(id)
 	if !m.TryLock() {
 		return
 	}

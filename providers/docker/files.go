@@ -15,24 +15,9 @@ import (
 
 	"lifeboat/providers"
 	"lifeboat/providers/fsmeta"
+	"lifeboat/providers/mirror"
 	"lifeboat/providers/tartree"
 )
-
-// mirrorFiles is the local mirror handed to capture; Close releases the
-// instance's lock so the next ReadFiles can replace it.
-type mirrorFiles struct {
-	dir    string
-	unlock func()
-}
-
-func (m *mirrorFiles) Dir() string { return m.dir }
-func (m *mirrorFiles) Close() error {
-	if m.unlock != nil {
-		m.unlock()
-		m.unlock = nil
-	}
-	return nil
-}
 
 // ReadFiles implements providers.Provider: the workspace directory is
 // read through the archive endpoint (GET /containers/{id}/archive, one
@@ -53,13 +38,13 @@ func (p *Provider) ReadFiles(ctx context.Context, id providers.InstanceID) (prov
 	if _, err := p.needContainer(ctx, op, id); err != nil {
 		return nil, err
 	}
-	unlock := p.lock(id)
+	unlock := p.locks.Lock(id)
 	dir, err := p.pull(ctx, op, id)
 	if err != nil {
 		unlock()
 		return nil, err
 	}
-	return &mirrorFiles{dir: dir, unlock: unlock}, nil
+	return mirror.NewFiles(dir, unlock), nil
 }
 
 // pull extracts the workspace into a fresh directory beside the mirror

@@ -75,7 +75,7 @@ func (p *Provider) Rollback(ctx context.Context, id providers.InstanceID, cp pro
 	if err := checkCP(op, cp); err != nil {
 		return "", err
 	}
-	defer p.lock(id)()
+	defer p.locks.Lock(id)()
 	r, err := p.openRoot(ctx, op, id)
 	if err != nil {
 		return "", err

@@ -119,7 +119,7 @@ func (p *Provider) Switch(ctx context.Context, id providers.InstanceID, staging 
 	if err != nil {
 		return err
 	}
-	defer p.lock(id)()
+	defer p.locks.Lock(id)()
 	r, err := p.openRoot(ctx, op, id)
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 
 	"lifeboat/providers"
 	"lifeboat/providers/fsmeta"
+	"lifeboat/providers/mirror"
 )
 
 // Name is this adapter's name in errors and configuration.
@@ -36,8 +37,7 @@ type Provider struct {
 	root string
 	now  func() time.Time
 
-	mu    sync.Mutex
-	locks map[providers.InstanceID]*sync.Mutex
+	locks mirror.Locks // serialises the mutating operations on one instance in this process
 
 	supportMu sync.Mutex
 	support   *providers.FileSupport // probed once, see FileSupport
@@ -58,7 +58,7 @@ func New(root string) *Provider {
 	if err == nil {
 		root = abs
 	}
-	return &Provider{root: filepath.Clean(root), now: time.Now, locks: map[providers.InstanceID]*sync.Mutex{}}
+	return &Provider{root: filepath.Clean(root), now: time.Now}
 }
 
 // Root is the directory the instances live under.
@@ -84,19 +84,6 @@ func checkID(op string, id providers.InstanceID) error {
 		return invalid(op, id, "instance id %q is not a plain name (letters, digits, '.', '_', '-', not starting with '.', at most %d bytes)", string(id), providers.MaxNameLen)
 	}
 	return nil
-}
-
-// lock serialises the mutating operations on one instance in this process.
-func (p *Provider) lock(id providers.InstanceID) func() {
-	p.mu.Lock()
-	m, ok := p.locks[id]
-	if !ok {
-		m = &sync.Mutex{}
-		p.locks[id] = m
-	}
-	p.mu.Unlock()
-	m.Lock()
-	return m.Unlock
 }
 
 // openRoot opens the root for one call. It is opened per call, not held,
@@ -206,7 +193,7 @@ func (p *Provider) Create(ctx context.Context, spec providers.CreateSpec) (provi
 			return "", invalid(op, id, "template %q must name an instance under the root: %v", spec.Template, err)
 		}
 	}
-	defer p.lock(id)()
+	defer p.locks.Lock(id)()
 	r, err := p.openRoot(ctx, op, id)
 	if err != nil {
 		return "", err
@@ -261,7 +248,7 @@ func (p *Provider) Destroy(ctx context.Context, id providers.InstanceID) error {
 	if err := checkID(op, id); err != nil {
 		return err
 	}
-	defer p.lock(id)()
+	defer p.locks.Lock(id)()
 	r, err := p.openRoot(ctx, op, id)
 	if err != nil {
 		return err

@@ -26,7 +26,7 @@ func (p *Provider) Stop(ctx context.Context, id providers.InstanceID) error {
 	if err := checkID(op, id); err != nil {
 		return err
 	}
-	defer p.lock(id)()
+	defer p.locks.Lock(id)()
 	r, err := p.openExisting(ctx, op, id)
 	if err != nil {
 		return err

@@ -17,6 +17,7 @@ import (
 
 	"lifeboat/providers"
 	"lifeboat/providers/fsmeta"
+	mirrorpkg "lifeboat/providers/mirror"
 	"lifeboat/providers/tartree"
 )
 
@@ -28,22 +29,6 @@ import (
 // "racy" rule); this assumes the host's clock is within the window of
 // ours.
 const racyWindow = 2 * time.Second
-
-// mirrorFiles is the local mirror handed to capture; Close releases the
-// instance's lock so the next ReadFiles can update it.
-type mirrorFiles struct {
-	dir    string
-	unlock func()
-}
-
-func (m *mirrorFiles) Dir() string { return m.dir }
-func (m *mirrorFiles) Close() error {
-	if m.unlock != nil {
-		m.unlock()
-		m.unlock = nil
-	}
-	return nil
-}
 
 // ReadFiles implements providers.Provider: the instance tree is mirrored
 // into CacheDir/<id>, transferring only what changed since the last call
@@ -89,7 +74,7 @@ func (p *Provider) ReadFiles(ctx context.Context, id providers.InstanceID) (prov
 	if err != nil {
 		return nil, err
 	}
-	unlock := p.lock(id)
+	unlock := p.locks.Lock(id)
 	dir := p.mirrorDir(id)
 	err = os.MkdirAll(dir, 0o700)
 	var root *os.Root
@@ -115,7 +100,7 @@ func (p *Provider) ReadFiles(ctx context.Context, id providers.InstanceID) (prov
 		unlock()
 		return nil, wrap(op, id, ctxErr(ctx, err))
 	}
-	return &mirrorFiles{dir: dir, unlock: unlock}, nil
+	return mirrorpkg.NewFiles(dir, unlock), nil
 }
 
 type mirror struct {

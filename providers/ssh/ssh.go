@@ -20,6 +20,7 @@ import (
 
 	"lifeboat/providers"
 	"lifeboat/providers/fsmeta"
+	mirrorpkg "lifeboat/providers/mirror"
 )
 
 // Name is this adapter's name in errors and configuration.
@@ -60,8 +61,7 @@ type Provider struct {
 	hostKeys ssh.HostKeyCallback
 	now      func() time.Time
 
-	mu    sync.Mutex
-	locks map[providers.InstanceID]*sync.Mutex
+	locks mirrorpkg.Locks // instance -> held while its mirror is in use (ReadFiles to Files.Close)
 
 	hsMu      sync.Mutex
 	hs        *hostSupport                  // probed once, see FileSupport
@@ -91,7 +91,7 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = 15 * time.Second
 	}
-	p := &Provider{cfg: cfg, now: time.Now, locks: map[providers.InstanceID]*sync.Mutex{}}
+	p := &Provider{cfg: cfg, now: time.Now}
 	if cfg.KnownHosts != "" {
 		cb, err := knownhosts.New(cfg.KnownHosts)
 		if err != nil {
@@ -213,18 +213,6 @@ func checkID(op string, id providers.InstanceID) error {
 }
 
 func (p *Provider) instDir(id providers.InstanceID) string { return path.Join(p.cfg.Root, string(id)) }
-
-func (p *Provider) lock(id providers.InstanceID) func() {
-	p.mu.Lock()
-	m, ok := p.locks[id]
-	if !ok {
-		m = &sync.Mutex{}
-		p.locks[id] = m
-	}
-	p.mu.Unlock()
-	m.Lock()
-	return m.Unlock
-}
 
 // statInstance checks the root, then the instance: (nil, nil) when the
 // root is there and the instance is not. An absent root is an outage (an
@@ -366,13 +354,7 @@ func (p *Provider) Destroy(ctx context.Context, id providers.InstanceID) error {
 // ReadFiles still holds it (its Files not closed yet): then it stays, and
 // a later Destroy or the operator removes it.
 func (p *Provider) dropMirror(id providers.InstanceID) {
-	p.mu.Lock()
-	m, ok := p.locks[id]
-	if !ok {
-		m = &sync.Mutex{}
-		p.locks[id] = m
-	}
-	p.mu.Unlock()
+	m := p.locks.Of(id)
 	if !m.TryLock() {
 		return
 	}

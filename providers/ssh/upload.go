@@ -316,7 +316,7 @@ func (p *Provider) Switch(ctx context.Context, id providers.InstanceID, staging 
 	if path.Clean(staging) != path.Join(p.cfg.Root, stagingDir, base) || !strings.HasPrefix(base, string(id)+".write.") {
 		return newErr(op, id, providers.KindInvalid, "%s is not a staging directory WriteFiles made for this instance under %s", staging, path.Join(p.cfg.Root, stagingDir))
 	}
-	defer p.lock(id)()
+	defer p.locks.Lock(id)()
 	c, err := p.dial(ctx, op, id)
 	if err != nil {
 		return err
