@@ -30,12 +30,7 @@ type Files struct {
 // DropMirror removes id's local mirror, for the adapters' Destroy; a
 // mirror a ReadFiles still holds is left (the next ReadFiles replaces it).
 func (f *Files) DropMirror(id providers.InstanceID) {
-	l := f.locks.Of(id)
-	if !l.TryLock() {
-		return
-	}
-	defer l.Unlock()
-	_ = removeLocal(filepath.Join(f.CacheDir, mirrorName(id)))
+	f.locks.IfUnlocked(id, func() { _ = removeLocal(filepath.Join(f.CacheDir, mirrorName(id))) })
 }
 
 // maxStdin bounds what Exec sends as a command's standard input.

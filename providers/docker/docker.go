@@ -478,16 +478,13 @@ func (p *Provider) mirrorDir(id providers.InstanceID) string {
 // dropMirror removes the local mirror of a destroyed instance unless a
 // ReadFiles still holds it.
 func (p *Provider) dropMirror(id providers.InstanceID) {
-	m := p.locks.Of(id)
-	if !m.TryLock() {
-		return
-	}
-	defer m.Unlock()
-	if r, err := os.OpenRoot(p.cfg.CacheDir); err == nil {
-		_ = r.Remove(syncStateName(string(id)))
-		_ = fsmeta.RemoveTree(r, string(id))
-		r.Close()
-	}
+	p.locks.IfUnlocked(id, func() {
+		if r, err := os.OpenRoot(p.cfg.CacheDir); err == nil {
+			_ = r.Remove(syncStateName(string(id)))
+			_ = fsmeta.RemoveTree(r, string(id))
+			r.Close()
+		}
+	})
 }
 
 func randHex(n int) string {

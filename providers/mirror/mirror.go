@@ -39,6 +39,18 @@ func (l *Locks) Lock(id providers.InstanceID) func() {
 	return m.Unlock
 }
 
+// IfUnlocked runs fn holding id's lock, unless someone holds it (a
+// ReadFiles whose Files is not closed yet): then fn is not run. Destroy
+// uses it to remove a mirror nobody is using.
+func (l *Locks) IfUnlocked(id providers.InstanceID, fn func()) {
+	m := l.Of(id)
+	if !m.TryLock() {
+		return
+	}
+	defer m.Unlock()
+	fn()
+}
+
 // Files is the local mirror handed to capture: Dir is the mirror, and
 // Close runs the unlock given to NewFiles once (later calls do nothing),
 // so the next ReadFiles of the instance can replace the mirror.

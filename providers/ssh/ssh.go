@@ -354,15 +354,12 @@ func (p *Provider) Destroy(ctx context.Context, id providers.InstanceID) error {
 // ReadFiles still holds it (its Files not closed yet): then it stays, and
 // a later Destroy or the operator removes it.
 func (p *Provider) dropMirror(id providers.InstanceID) {
-	m := p.locks.Of(id)
-	if !m.TryLock() {
-		return
-	}
-	defer m.Unlock()
-	if r, err := os.OpenRoot(p.cfg.CacheDir); err == nil {
-		_ = fsmeta.RemoveTree(r, string(id))
-		r.Close()
-	}
+	p.locks.IfUnlocked(id, func() {
+		if r, err := os.OpenRoot(p.cfg.CacheDir); err == nil {
+			_ = fsmeta.RemoveTree(r, string(id))
+			r.Close()
+		}
+	})
 }
 
 // Checkpoint implements providers.Provider: unsupported.
