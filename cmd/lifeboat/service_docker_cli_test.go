@@ -7,14 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
-	"lifeboat/bench"
-	"lifeboat/profile"
 	"lifeboat/providers/docker/dockertest"
 	"lifeboat/providers/tartree"
 )
@@ -27,8 +24,8 @@ import (
 // checkpoint, rolls the workspace back onto the stored image (`lifeboat
 // restart`), reports the stopped daemon as unreachable without creating
 // anything, sees the removed container as lost, offers, and on approval
-// recovers into a new container with the files, modes, hard links and the
-// browser session.
+// recovers into a new container with the files, modes, hard links, a fifo
+// and the browser session.
 func TestRecoverDockerWorkspaceThroughServe(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the lifeboat binary and dockerd")
@@ -40,15 +37,7 @@ func TestRecoverDockerWorkspaceThroughServe(t *testing.T) {
 	// The sandbox: a container the operator started, with a workspace.
 	orig := startContainer(t, cli, "bot1-box")
 	src := filepath.Join(t.TempDir(), "workspace")
-	writeTree(t, src, 11)
-	must(t, os.Link(filepath.Join(src, "d0", "f0.txt"), filepath.Join(src, "d1", "f0-link.txt")))
-	must(t, os.Symlink("d0/f0.txt", filepath.Join(src, "latest")))
-	must(t, os.WriteFile(filepath.Join(src, "tool"), []byte("#!/bin/sh\n"), 0o755))
-	must(t, os.Chmod(filepath.Join(src, "tool"), 0o755|os.ModeSetuid))
-	must(t, os.Mkdir(filepath.Join(src, "shared"), 0o777))
-	must(t, os.Chmod(filepath.Join(src, "shared"), 0o777|os.ModeSticky))
-	fx := profile.NewFixture(29)
-	must(t, fx.Write(ctx, filepath.Join(src, "chrome"), profile.FixtureOptions{}))
+	fx := writeRecoverableTree(t, src, 11, 29)
 	pushTree(t, cli, orig, src)
 
 	s := newSvcEnv(t, fmt.Sprintf(`
@@ -155,21 +144,9 @@ park_interval = "1ns"
 	repl := op["new_instance"].(string)
 	got := filepath.Join(t.TempDir(), "got")
 	pullTree(t, cli, repl, got)
-	diffs, err := bench.CompareSkip(want, got, func(rel string) bool { return rel == "chrome" })
-	if err != nil || len(diffs) > 0 {
-		t.Fatalf("the replacement differs from the captured container: %v %v", diffs, err)
-	}
-	var a, b syscall.Stat_t
-	must(t, syscall.Stat(filepath.Join(got, "d0", "f0.txt"), &a))
-	must(t, syscall.Stat(filepath.Join(got, "d1", "f0-link.txt"), &b))
-	if a.Ino != b.Ino || a.Nlink != 2 {
-		t.Fatalf("hard link split: inodes %d and %d, %d links", a.Ino, b.Ino, a.Nlink)
-	}
+	checkRecoveredTree(t, want, got, fx)
 	if fi, err := os.Lstat(filepath.Join(got, "tool")); err != nil || fi.Mode()&os.ModeSetuid == 0 {
 		t.Fatalf("setuid tool: %v %v", fi, err)
-	}
-	if err := fx.Check(ctx, filepath.Join(got, "chrome"), false); err != nil {
-		t.Fatalf("browser session: %v", err)
 	}
 	w := s.cliJSON("workspace", "show", "bot1")
 	if w["instance"] != repl || w["provider"] != "dock" {
