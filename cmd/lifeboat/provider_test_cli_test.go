@@ -50,17 +50,7 @@ project_id = "prj_test"
 	if rep["message_type"] != "provider_test" || rep["result"] != "passed" || rep["type"] != "docker" || rep["snapshot"] == nil {
 		t.Fatalf("report: %v", rep)
 	}
-	checks := map[string]string{}
-	for _, c := range rep["checks"].([]any) {
-		m := c.(map[string]any)
-		checks[m["name"].(string)] = m["result"].(string)
-	}
-	for _, name := range []string{"create", "write files and a browser profile", "native checkpoint", "portable capture",
-		"destroy and confirm missing", "recover into a replacement", "rollback to the native checkpoint"} {
-		if checks[name] != "passed" {
-			t.Fatalf("check %q: %q (all: %v)", name, checks[name], checks)
-		}
-	}
+	wantChecksPassed(t, rep, allChecks...)
 	if len(rep["created"].([]any)) != 4 || len(rep["destroyed"].([]any)) != 4 || rep["left"] != nil {
 		t.Fatalf("not everything it made was removed: %v", rep)
 	}
@@ -91,4 +81,26 @@ project_id = "prj_test"
 	if r := s.run("--config", s.cfgPath, "provider", "test", "nowhere"); r.code != exitUsage || !strings.Contains(r.stderr, "dock, local, vc") {
 		t.Fatalf("an unknown instance: exit %d %s", r.code, r.stderr)
 	}
+}
+
+// allChecks names every check of `lifeboat provider test` on a provider
+// with native checkpoints.
+var allChecks = []string{"create", "write files and a browser profile", "native checkpoint", "portable capture",
+	"destroy and confirm missing", "recover into a replacement", "rollback to the native checkpoint"}
+
+// wantChecksPassed fails t unless each named check of the `provider test
+// --json` report rep passed; it returns every check's result by name.
+func wantChecksPassed(t *testing.T, rep map[string]any, names ...string) map[string]string {
+	t.Helper()
+	checks := map[string]string{}
+	for _, c := range rep["checks"].([]any) {
+		m := c.(map[string]any)
+		checks[m["name"].(string)] = m["result"].(string)
+	}
+	for _, name := range names {
+		if checks[name] != "passed" {
+			t.Fatalf("check %q: %q (all: %v)", name, checks[name], checks)
+		}
+	}
+	return checks
 }

@@ -55,18 +55,9 @@ func TestProviderTestPlatforms(t *testing.T) {
 			if rep["message_type"] != "provider_test" || rep["result"] != "passed" || rep["type"] != pc.kind || rep["snapshot"] == nil {
 				t.Fatalf("report: %v", rep)
 			}
-			checks := map[string]string{}
-			for _, c := range rep["checks"].([]any) {
-				m := c.(map[string]any)
-				checks[m["name"].(string)] = m["result"].(string)
-			}
+			checks := wantChecksPassed(t, rep, "create", "write files and a browser profile", "portable capture",
+				"destroy and confirm missing", "recover into a replacement")
 			t.Logf("checks: %v", checks)
-			for _, name := range []string{"create", "write files and a browser profile", "portable capture",
-				"destroy and confirm missing", "recover into a replacement"} {
-				if checks[name] != "passed" {
-					t.Fatalf("check %q: %q (all: %v)", name, checks[name], checks)
-				}
-			}
 			if pc.native && (checks["native checkpoint"] != "passed" || checks["rollback to the native checkpoint"] != "passed") {
 				t.Fatalf("native checkpoint checks: %v", checks)
 			}

@@ -308,17 +308,7 @@ func TestProviderTestE2B(t *testing.T) {
 	if rep["result"] != "passed" || rep["type"] != "e2b" {
 		t.Fatalf("report: %v", rep)
 	}
-	checks := map[string]string{}
-	for _, c := range rep["checks"].([]any) {
-		m := c.(map[string]any)
-		checks[m["name"].(string)] = m["result"].(string)
-	}
-	for _, name := range []string{"create", "write files and a browser profile", "native checkpoint", "portable capture",
-		"destroy and confirm missing", "recover into a replacement", "rollback to the native checkpoint"} {
-		if checks[name] != "passed" {
-			t.Fatalf("check %q: %q (all: %v)", name, checks[name], checks)
-		}
-	}
+	wantChecksPassed(t, rep, allChecks...)
 	if ids := srv.IDs(); len(ids) != 1 || ids[0] != "operators-own" {
 		t.Fatalf("sandboxes left on the platform: %v (report %v)", ids, rep)
 	}
