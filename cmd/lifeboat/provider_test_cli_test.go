@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -28,19 +27,12 @@ func TestProviderTestCommand(t *testing.T) {
 	ctx := context.Background()
 	operators := startContainer(t, cli, "not-lifeboats")
 	t.Setenv("LIFEBOAT_TEST_VERCEL_TOKEN", "")
-	s := newSvcEnv(t, fmt.Sprintf(`
-[providers.dock]
-type = "docker"
-host = %q
-image = %q
-command = [%q, %q, %q]
-network = "none"
-
+	s := newSvcEnv(t, "\n"+dockSection(d)+`
 [providers.vc]
 type = "vercel"
 api_key_env = "LIFEBOAT_TEST_VERCEL_TOKEN"
 project_id = "prj_test"
-`, d.Host, dockertest.Image, dockertest.Command[0], dockertest.Command[1], dockertest.Command[2]))
+`)
 
 	r := s.run("--config", s.cfgPath, "provider", "test", "dock", "--json")
 	if r.code != 0 {

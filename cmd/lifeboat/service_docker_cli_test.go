@@ -40,17 +40,10 @@ func TestRecoverDockerWorkspaceThroughServe(t *testing.T) {
 	fx := writeRecoverableTree(t, src, 11, 29)
 	pushTree(t, cli, orig, src)
 
-	s := newSvcEnv(t, fmt.Sprintf(`
-[providers.dock]
-type = "docker"
-host = %q
-image = %q
-command = [%q, %q, %q]
-network = "none"
-
+	s := newSvcEnv(t, "\n"+dockSection(d)+`
 [workspaces.bot1]
 park_interval = "1ns"
-`, d.Host, dockertest.Image, dockertest.Command[0], dockertest.Command[1], dockertest.Command[2]))
+`)
 	cfg, err := os.ReadFile(s.cfgPath)
 	must(t, err)
 	must(t, os.WriteFile(s.cfgPath, []byte(strings.Replace(string(cfg), "[lifecycle]\n", "[lifecycle]\nnative_interval = \"1ns\"\n", 1)), 0o600))
@@ -167,6 +160,18 @@ func startContainer(t *testing.T, cli *client.Client, name string) string {
 	_, err = cli.ContainerStart(ctx, res.ID, client.ContainerStartOptions{})
 	must(t, err)
 	return res.ID
+}
+
+// dockSection is the TOML of a docker provider instance "dock" on the
+// private dockerd d, running dockertest's image without a network.
+func dockSection(d *dockertest.Daemon) string {
+	return fmt.Sprintf(`[providers.dock]
+type = "docker"
+host = %q
+image = %q
+command = [%q, %q, %q]
+network = "none"
+`, d.Host, dockertest.Image, dockertest.Command[0], dockertest.Command[1], dockertest.Command[2])
 }
 
 // pushTree copies the local tree src into /workspace of a container
