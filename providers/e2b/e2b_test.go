@@ -14,6 +14,7 @@ import (
 
 	"lifeboat/providers"
 	"lifeboat/providers/e2b/e2btest"
+	"lifeboat/providers/platformtest"
 	"lifeboat/providers/providertest"
 )
 
@@ -92,10 +93,7 @@ func TestStatusMapping(t *testing.T) {
 	srv, cfg := start(t)
 	p := mustNew(t, cfg)
 	ctx := context.Background()
-	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := platformtest.MustCreate(t, p, "k")
 	for _, c := range statusCases {
 		answer(srv, nil, c.status, c.body, c.retryAfter)
 		st, err := p.Inspect(ctx, id)
@@ -128,10 +126,7 @@ func TestDataPlaneStatusMapping(t *testing.T) {
 	srv, cfg := start(t)
 	p := mustNew(t, cfg)
 	ctx := context.Background()
-	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := platformtest.MustCreate(t, p, "k")
 	src := t.TempDir()
 	providertest.Tree(t, src, "d")
 	envdOnly := func(r *http.Request) bool { return r.Header.Get("E2b-Sandbox-Id") != "" }
@@ -168,7 +163,7 @@ func TestPausedAndTimeout(t *testing.T) {
 	srv, cfg := start(t)
 	p := mustNew(t, cfg)
 	ctx := context.Background()
-	id, _ := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
+	id := platformtest.MustCreate(t, p, "k")
 	srv.SetState(string(id), "paused")
 	if st, err := p.Inspect(ctx, id); err != nil || st.State != providers.Stopped {
 		t.Fatalf("paused sandbox: %+v, %v", st, err)
@@ -207,7 +202,7 @@ func TestPauseResume(t *testing.T) {
 	srv, cfg := start(t)
 	p := mustNew(t, cfg)
 	ctx := context.Background()
-	id, _ := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
+	id := platformtest.MustCreate(t, p, "k")
 	for i := range 2 {
 		if err := p.Pause(ctx, id); err != nil {
 			t.Fatalf("Pause #%d: %v", i+1, err)
@@ -300,10 +295,7 @@ func TestSnapshotRollback(t *testing.T) {
 	srv, cfg := start(t)
 	p := mustNew(t, cfg)
 	ctx := context.Background()
-	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := platformtest.MustCreate(t, p, "k")
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
