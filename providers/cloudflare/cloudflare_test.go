@@ -47,7 +47,7 @@ func TestStatusMapping(t *testing.T) {
 	s, base, cache := start(t)
 	p := newProvider(t, base, cache, "bridge-token")
 	ctx := context.Background()
-	id := platformtest.MustCreate(t, p, "k")
+	id := providertest.MustCreate(t, p, "k")
 	cases := append(platformtest.CommonStatuses(`{"error":{"code":"UNAUTHORIZED","message":"bad bridge token"}}`, `{"error":{"code":"RATE_LIMITED"}}`),
 		platformtest.StatusCase{Status: 503, Body: `{"error":{"code":"CONTAINER_UNAVAILABLE","message":"container_starting","retryAfterMs":2000}}`,
 			RetryAfter: "2", Want: providers.KindUnavailable})
@@ -94,7 +94,7 @@ func TestReadFilesIsIncremental(t *testing.T) {
 	s, base, cache := start(t)
 	p := newProvider(t, base, cache, "bridge-token")
 	ctx := context.Background()
-	id := platformtest.MustCreate(t, p, "k")
+	id := providertest.MustCreate(t, p, "k")
 	work, err := s.HostPath(string(id), DefaultWorkspace)
 	if err != nil {
 		t.Fatal(err)

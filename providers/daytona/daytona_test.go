@@ -45,7 +45,7 @@ func TestStatusMapping(t *testing.T) {
 	s, base, cache := start(t)
 	p := newProvider(t, base, cache, "dtn_key")
 	ctx := context.Background()
-	id := platformtest.MustCreate(t, p, "k")
+	id := providertest.MustCreate(t, p, "k")
 	cases := platformtest.CommonStatuses(`{"statusCode":401,"message":"Unauthorized","error":"Unauthorized"}`,
 		`{"statusCode":429,"message":"ThrottlerException: Too Many Requests"}`)
 	platformtest.CheckStatuses(t, s, p, id, cases, map[string]func() error{

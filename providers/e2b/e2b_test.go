@@ -14,7 +14,6 @@ import (
 
 	"lifeboat/providers"
 	"lifeboat/providers/e2b/e2btest"
-	"lifeboat/providers/platformtest"
 	"lifeboat/providers/providertest"
 )
 
@@ -93,7 +92,7 @@ func TestStatusMapping(t *testing.T) {
 	srv, cfg := start(t)
 	p := mustNew(t, cfg)
 	ctx := context.Background()
-	id := platformtest.MustCreate(t, p, "k")
+	id := providertest.MustCreate(t, p, "k")
 	for _, c := range statusCases {
 		answer(srv, nil, c.status, c.body, c.retryAfter)
 		st, err := p.Inspect(ctx, id)
@@ -126,7 +125,7 @@ func TestDataPlaneStatusMapping(t *testing.T) {
 	srv, cfg := start(t)
 	p := mustNew(t, cfg)
 	ctx := context.Background()
-	id := platformtest.MustCreate(t, p, "k")
+	id := providertest.MustCreate(t, p, "k")
 	src := t.TempDir()
 	providertest.Tree(t, src, "d")
 	envdOnly := func(r *http.Request) bool { return r.Header.Get("E2b-Sandbox-Id") != "" }
@@ -163,7 +162,7 @@ func TestPausedAndTimeout(t *testing.T) {
 	srv, cfg := start(t)
 	p := mustNew(t, cfg)
 	ctx := context.Background()
-	id := platformtest.MustCreate(t, p, "k")
+	id := providertest.MustCreate(t, p, "k")
 	srv.SetState(string(id), "paused")
 	if st, err := p.Inspect(ctx, id); err != nil || st.State != providers.Stopped {
 		t.Fatalf("paused sandbox: %+v, %v", st, err)
@@ -202,7 +201,7 @@ func TestPauseResume(t *testing.T) {
 	srv, cfg := start(t)
 	p := mustNew(t, cfg)
 	ctx := context.Background()
-	id := platformtest.MustCreate(t, p, "k")
+	id := providertest.MustCreate(t, p, "k")
 	for i := range 2 {
 		if err := p.Pause(ctx, id); err != nil {
 			t.Fatalf("Pause #%d: %v", i+1, err)
@@ -295,7 +294,7 @@ func TestSnapshotRollback(t *testing.T) {
 	srv, cfg := start(t)
 	p := mustNew(t, cfg)
 	ctx := context.Background()
-	id := platformtest.MustCreate(t, p, "k")
+	id := providertest.MustCreate(t, p, "k")
 	must := func(err error) {
 		t.Helper()
 		if err != nil {

@@ -167,10 +167,7 @@ func TestSymlinkEscapes(t *testing.T) {
 
 	// A source tree whose symlinks point out: copied as links, and the
 	// instance built from them does not write through them.
-	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := providertest.MustCreate(t, p, "k")
 	src := t.TempDir()
 	if err := os.Symlink(outside, filepath.Join(src, "out")); err != nil {
 		t.Fatal(err)
@@ -208,10 +205,7 @@ func TestSymlinkEscapes(t *testing.T) {
 func TestSpecialFiles(t *testing.T) {
 	ctx := context.Background()
 	p := New(t.TempDir())
-	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := providertest.MustCreate(t, p, "k")
 	src := t.TempDir()
 	if err := mkfifo(filepath.Join(src, "pipe")); err != nil {
 		t.Fatal(err)
@@ -272,10 +266,7 @@ func TestCheckpointFidelity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := providertest.MustCreate(t, p, "k")
 	dir := filepath.Join(p.Root(), string(id))
 	if err := os.Remove(dir); err != nil {
 		t.Fatal(err)
@@ -344,10 +335,7 @@ func TestStop(t *testing.T) {
 	p := New(root)
 	when := time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
 	p.now = func() time.Time { return when }
-	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := providertest.MustCreate(t, p, "k")
 	providertest.WantKind(t, "Stop of a missing instance", p.Stop(ctx, "never-created"), providers.KindConflict)
 	providertest.WantKind(t, "Stop of a bad id", p.Stop(ctx, "../x"), providers.KindInvalid)
 	for i := range 2 {
@@ -438,10 +426,7 @@ func TestCheckpointIsACopy(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
 	p := New(root)
-	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := providertest.MustCreate(t, p, "k")
 	f := filepath.Join(root, string(id), "db")
 	if err := os.WriteFile(f, []byte("before"), 0o600); err != nil {
 		t.Fatal(err)
@@ -486,17 +471,14 @@ func TestSwitchFallbackInterrupted(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
 	p := New(root)
-	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := providertest.MustCreate(t, p, "k")
 	if err := os.MkdirAll(filepath.Join(root, switchingDir), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Rename(filepath.Join(root, string(id)), filepath.Join(root, switchingDir, string(id))); err != nil {
 		t.Fatal(err)
 	}
-	_, err = p.Inspect(ctx, id)
+	_, err := p.Inspect(ctx, id)
 	providertest.WantKind(t, "Inspect mid-switch", err, providers.KindConflict)
 	if !strings.Contains(err.Error(), switchingDir) {
 		t.Fatalf("error does not say where the old tree is: %v", err)
@@ -573,10 +555,7 @@ func TestDestroyReadOnlyTree(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
 	p := New(root)
-	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := providertest.MustCreate(t, p, "k")
 	dir := filepath.Join(root, string(id))
 	modes := []struct {
 		rel  string

@@ -138,24 +138,13 @@ func (s *Sandboxes) peek(t *testing.T) string {
 	return strings.Join(lines, "\n")
 }
 
-// MustCreate creates an instance of p with the idempotency key key, and
-// fails t if it cannot.
-func MustCreate(t *testing.T, p providers.Provider, key string) providers.InstanceID {
-	t.Helper()
-	id, err := p.Create(context.Background(), providers.CreateSpec{IdempotencyKey: key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return id
-}
-
 // NewWithTree creates an instance of p (key k) and puts providertest.Tree
 // (tag) into it through WriteFiles and Switch; it returns the instance and
 // the source tree.
 func NewWithTree(t *testing.T, p providers.Provider, key, tag string) (providers.InstanceID, string) {
 	t.Helper()
 	ctx := context.Background()
-	id := MustCreate(t, p, key)
+	id := providertest.MustCreate(t, p, key)
 	src := t.TempDir()
 	providertest.Tree(t, src, tag)
 	staging, err := p.WriteFiles(ctx, id, src)

@@ -79,6 +79,17 @@ func RunFiles(t *testing.T, h Harness) {
 // switched and read back keeps what FileSupport claims.
 func Fidelity(t *testing.T, h Harness) { testFidelity(t, h) }
 
+// MustCreate creates an instance of p with the idempotency key key, and
+// fails t if it cannot.
+func MustCreate(t testing.TB, p providers.Provider, key string) providers.InstanceID {
+	t.Helper()
+	id, err := p.Create(context.Background(), providers.CreateSpec{IdempotencyKey: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
 // WantKind fails t unless err is a *providers.Error of kind k.
 func WantKind(t testing.TB, what string, err error, k providers.Kind) {
 	t.Helper()

@@ -15,7 +15,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"lifeboat/providers"
 	"lifeboat/providers/providertest"
 )
 
@@ -114,10 +113,7 @@ func TestMirrorKeepsNanosecondMtimes(t *testing.T) {
 	_, cfg := setup(t)
 	p := mustNew(t, cfg)
 	ctx := context.Background()
-	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := providertest.MustCreate(t, p, "k")
 	dir := filepath.Join(cfg.Root, string(id))
 	nsTree(t, dir)
 	m := read(t, p, id)
@@ -160,11 +156,7 @@ func TestHostWithoutFindMirrorsWholeSeconds(t *testing.T) {
 	_, cfg := setup(t)
 	p := mustNew(t, cfg)
 	p.limitHost = func(h hostSupport) hostSupport { h.find = false; return h }
-	ctx := context.Background()
-	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := providertest.MustCreate(t, p, "k")
 	dir := filepath.Join(cfg.Root, string(id))
 	nsTree(t, dir)
 	m := read(t, p, id)

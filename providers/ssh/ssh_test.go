@@ -105,10 +105,7 @@ func TestMirrorKeepsLinksFifosXattrs(t *testing.T) {
 	_, cfg := setup(t)
 	p := mustNew(t, cfg)
 	ctx := context.Background()
-	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := providertest.MustCreate(t, p, "k")
 	t.Cleanup(func() { _ = p.Destroy(ctx, id) })
 	keep, err := p.FileSupport(ctx)
 	if err != nil {
@@ -171,10 +168,7 @@ func TestMirrorPermissionRefused(t *testing.T) {
 	_, cfg := setup(t)
 	p := mustNew(t, cfg)
 	ctx := context.Background()
-	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := providertest.MustCreate(t, p, "k")
 	t.Cleanup(func() { _ = p.Destroy(ctx, id) })
 	dir := filepath.Join(cfg.Root, string(id))
 	providertest.Tree(t, dir, "p")
@@ -182,7 +176,7 @@ func TestMirrorPermissionRefused(t *testing.T) {
 	if err := os.WriteFile(secret, []byte("k"), 0o000); err != nil {
 		t.Fatal(err)
 	}
-	_, err = p.ReadFiles(ctx, id)
+	_, err := p.ReadFiles(ctx, id)
 	providertest.WantKind(t, "ReadFiles of an unreadable file", err, providers.KindPermission)
 	if !strings.Contains(err.Error(), "src/secret") {
 		t.Fatalf("error does not name the file: %v", err)
@@ -194,12 +188,9 @@ func TestStoppedSSHDIsUnavailable(t *testing.T) {
 	s, cfg := setup(t)
 	p := mustNew(t, cfg)
 	ctx := context.Background()
-	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := providertest.MustCreate(t, p, "k")
 	s.stop()
-	_, err = p.Inspect(ctx, id)
+	_, err := p.Inspect(ctx, id)
 	providertest.WantKind(t, "Inspect with sshd stopped", err, providers.KindUnavailable)
 	if !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("not a connection refusal: %v", err)
@@ -237,10 +228,7 @@ func TestRemovedDirectoryIsMissing(t *testing.T) {
 	_, cfg := setup(t)
 	p := mustNew(t, cfg)
 	ctx := context.Background()
-	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := providertest.MustCreate(t, p, "k")
 	if st, err := p.Inspect(ctx, id); err != nil || st.State != providers.Running {
 		t.Fatalf("Inspect = %+v, %v", st, err)
 	}
@@ -254,7 +242,7 @@ func TestRemovedDirectoryIsMissing(t *testing.T) {
 	if err := os.RemoveAll(cfg.Root); err != nil {
 		t.Fatal(err)
 	}
-	_, err = p.Inspect(ctx, id)
+	_, err := p.Inspect(ctx, id)
 	providertest.WantKind(t, "Inspect with the root gone", err, providers.KindUnavailable)
 }
 
@@ -319,11 +307,7 @@ func TestNewRefusesUncheckedHostKeys(t *testing.T) {
 func TestMirrorIsIncremental(t *testing.T) {
 	_, cfg := setup(t)
 	p := mustNew(t, cfg)
-	ctx := context.Background()
-	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "k"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := providertest.MustCreate(t, p, "k")
 	dir := filepath.Join(cfg.Root, string(id))
 	providertest.Tree(t, dir, "v1")
 	old := time.Now().Add(-time.Hour)

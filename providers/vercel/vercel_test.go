@@ -41,7 +41,7 @@ func TestStatusMapping(t *testing.T) {
 	s, base, cache := start(t)
 	p := newProvider(t, base, cache, "tok")
 	ctx := context.Background()
-	id := platformtest.MustCreate(t, p, "k")
+	id := providertest.MustCreate(t, p, "k")
 	cases := append(platformtest.CommonStatuses(`{"error":{"code":"forbidden","message":"Not authorized"}}`, `{"error":{"code":"rate_limited","message":"Too many requests"}}`),
 		platformtest.StatusCase{Status: 400, Body: `{"error":{"code":"bad_request"}}`, Want: providers.KindInvalid})
 	platformtest.CheckStatuses(t, s, p, id, cases, map[string]func() error{
@@ -57,7 +57,7 @@ func TestStoppedIsMissing(t *testing.T) {
 	s, base, cache := start(t)
 	p := newProvider(t, base, cache, "tok")
 	ctx := context.Background()
-	id := platformtest.MustCreate(t, p, "k")
+	id := providertest.MustCreate(t, p, "k")
 	s.Update(string(id), func(b *platformtest.Box) { b.State = "stopped" })
 	_, err := p.ReadFiles(ctx, id)
 	providertest.WantKind(t, "ReadFiles of a stopped sandbox (410)", err, providers.KindConflict)
@@ -77,7 +77,7 @@ func TestDestroyDropsMirror(t *testing.T) {
 	_, base, cache := start(t)
 	p := newProvider(t, base, cache, "tok")
 	ctx := context.Background()
-	id := platformtest.MustCreate(t, p, "k")
+	id := providertest.MustCreate(t, p, "k")
 	f, err := p.ReadFiles(ctx, id)
 	if err != nil {
 		t.Fatal(err)
