@@ -107,9 +107,10 @@ type FileChunks struct {
 // removal generation.
 func (d *DB) FileCacheIndexed(t blob.Tier, q []FileChunks) error {
 	return d.db.View(func(tx *bolt.Tx) error {
+		u := newUsable(tx)
 		for i := range q {
 			d.lookups.Add(int64(len(q[i].IDs)))
-			q[i].Indexed = len(q[i].IDs) > 0 && chunksIndexed(tx, t, q[i].IDs, q[i].Size)
+			q[i].Indexed = len(q[i].IDs) > 0 && chunksIndexed(u, t, q[i].IDs, q[i].Size)
 		}
 		return nil
 	})
@@ -118,11 +119,11 @@ func (d *DB) FileCacheIndexed(t blob.Tier, q []FileChunks) error {
 // chunksIndexed reports whether every chunk of ids is an indexed data blob
 // of tier t with a place that may be reused (not in a pack known to be
 // gone or condemned: unusable.go) and their plain lengths add up to size.
-func chunksIndexed(tx *bolt.Tx, t blob.Tier, ids []blob.ID, size uint64) bool {
+func chunksIndexed(u usable, t blob.Tier, ids []blob.ID, size uint64) bool {
 	var total uint64
 	for _, id := range ids {
 		k := blobKey(t, blob.Data, id)
-		loc := usablePlace(tx, k)
+		loc := u.place(k)
 		if loc == nil {
 			return false
 		}

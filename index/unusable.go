@@ -45,20 +45,30 @@ func unusable(u *bolt.Bucket, v []byte) bool {
 	return len(r) == 1 && r[0] != 0
 }
 
-// usablePlace returns blob key k's place that may be reused: its place,
-// else the first copy in a pack that is not unusable; nil when none.
-func usablePlace(tx *bolt.Tx, k []byte) []byte {
-	v := tx.Bucket(bucketBlobs).Get(k)
-	if v == nil {
-		return nil
-	}
-	u := tx.Bucket(bucketUnusable)
-	if u.Stats().KeyN == 0 || !unusable(u, v) {
+// usable picks the places of blobs that may be reused, inside one read
+// transaction: it opens the buckets once, for every key it is asked about.
+type usable struct {
+	blobs, copies, unusable *bolt.Bucket
+	none                    bool // the unusable bucket is empty: every place may be reused
+}
+
+func newUsable(tx *bolt.Tx) usable {
+	u := usable{blobs: tx.Bucket(bucketBlobs), copies: tx.Bucket(bucketCopies), unusable: tx.Bucket(bucketUnusable)}
+	first, _ := u.unusable.Cursor().First()
+	u.none = first == nil
+	return u
+}
+
+// place returns blob key k's place that may be reused: its place, else
+// the first copy in a pack that is not unusable; nil when none.
+func (u usable) place(k []byte) []byte {
+	v := u.blobs.Get(k)
+	if v == nil || u.none || !unusable(u.unusable, v) {
 		return v
 	}
-	c := tx.Bucket(bucketCopies).Cursor()
+	c := u.copies.Cursor()
 	for ck, cv := c.Seek(k); ck != nil && bytes.HasPrefix(ck, k); ck, cv = c.Next() {
-		if len(cv) == locSize && !unusable(u, cv) {
+		if len(cv) == locSize && !unusable(u.unusable, cv) {
 			return cv
 		}
 	}
@@ -70,7 +80,7 @@ func usablePlace(tx *bolt.Tx, k []byte) []byte {
 // its copies), and not found when it has none, so that the caller stores
 // the blob again rather than reference a pack that is, or will be, gone.
 func (d *DB) LookupUsable(t blob.Tier, typ blob.Type, id blob.ID) (loc Location, ok bool, err error) {
-	return d.lookup(t, typ, id, usablePlace)
+	return d.lookup(t, typ, id, func(tx *bolt.Tx, k []byte) []byte { return newUsable(tx).place(k) })
 }
 
 // setUnusable sets (on) or clears reason for packs in the unusable bucket
