@@ -150,6 +150,20 @@ func (f *Files) MakeWorkspace(ctx context.Context, op string, id providers.Insta
 	return f.run(ctx, op, id, "/", "making the workspace "+f.Layout.Workspace, "mkdir", "-p", strings.TrimPrefix(f.Layout.Workspace, "/"))
 }
 
+// Init sets f up for the HTTP adapter name over box: workspace must pass
+// CheckWorkspace, and cacheDir, which holds the local mirrors (in
+// cacheDir/mirrors), is required; errors start with name.
+func (f *Files) Init(name string, box Box, workspace, cacheDir string) error {
+	if cacheDir == "" {
+		return errors.New(name + ": a cache directory is required")
+	}
+	if err := CheckWorkspace(workspace); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	f.Provider, f.Box, f.Layout, f.CacheDir = name, box, Layout{Workspace: filepath.Clean(workspace)}, filepath.Join(cacheDir, "mirrors")
+	return nil
+}
+
 // CheckWorkspace says what is wrong with w as a workspace directory: it
 // must be absolute and not "/", and its last name must not start with "-"
 // (the sandbox's find, tar and mv are given it as an argument and would

@@ -1,13 +1,12 @@
 package cloudflare
 
 import (
+	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"time"
 
 	"lifeboat/providers"
@@ -61,27 +60,14 @@ var (
 
 // New returns a Provider for cfg.
 func New(cfg Config) (*Provider, error) {
-	if cfg.Workspace == "" {
-		cfg.Workspace = DefaultWorkspace
-	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = 30 * time.Second
-	}
-	switch {
-	case cfg.BaseURL == "":
+	if cfg.BaseURL == "" {
 		return nil, errors.New("cloudflare: the bridge's base URL is required")
-	case cfg.CacheDir == "":
-		return nil, errors.New("cloudflare: a cache directory is required")
 	}
-	if err := boxfiles.CheckWorkspace(cfg.Workspace); err != nil {
-		return nil, fmt.Errorf("cloudflare: %w", err)
+	p := &Provider{cfg: cfg, now: time.Now}
+	if err := p.Files.Init(Name, box{p}, cmp.Or(cfg.Workspace, DefaultWorkspace), cfg.CacheDir); err != nil {
+		return nil, err
 	}
-	hdr := http.Header{"Authorization": {"Bearer " + cfg.Token}}
-	p := &Provider{cfg: cfg, now: time.Now,
-		c: httpapi.Client{Provider: Name, BaseURL: cfg.BaseURL, Header: hdr, HTTP: &http.Client{Timeout: cfg.Timeout}, Table: statusTable},
-		d: httpapi.Client{Provider: Name, BaseURL: cfg.BaseURL, Header: hdr, HTTP: &http.Client{}, Table: statusTable}}
-	p.Files = boxfiles.Files{Provider: Name, Box: box{p}, Layout: boxfiles.Layout{Workspace: filepath.Clean(cfg.Workspace)},
-		CacheDir: filepath.Join(cfg.CacheDir, "mirrors")}
+	p.c, p.d = httpapi.Planes(Name, cfg.BaseURL, http.Header{"Authorization": {"Bearer " + cfg.Token}}, cfg.Timeout, statusTable, statusTable)
 	return p, nil
 }
 

@@ -5,10 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"time"
 
 	"lifeboat/providers"
@@ -87,31 +85,15 @@ var (
 
 // New returns a Provider for cfg.
 func New(cfg Config) (*Provider, error) {
-	if cfg.BaseURL == "" {
-		cfg.BaseURL = DefaultBaseURL
-	}
-	if cfg.Workspace == "" {
-		cfg.Workspace = DefaultWorkspace
-	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = 30 * time.Second
-	}
-	switch {
-	case cfg.CacheDir == "":
-		return nil, errors.New("daytona: a cache directory is required")
-	}
-	if err := boxfiles.CheckWorkspace(cfg.Workspace); err != nil {
-		return nil, fmt.Errorf("daytona: %w", err)
+	p := &Provider{NoCheckpoints: httpapi.NoCheckpoints{Provider: Name}, cfg: cfg, now: time.Now}
+	if err := p.Files.Init(Name, box{p}, cmp.Or(cfg.Workspace, DefaultWorkspace), cfg.CacheDir); err != nil {
+		return nil, err
 	}
 	hdr := http.Header{"Authorization": {"Bearer " + cfg.APIKey}}
 	if cfg.OrganizationID != "" {
 		hdr.Set("X-Daytona-Organization-ID", cfg.OrganizationID)
 	}
-	p := &Provider{NoCheckpoints: httpapi.NoCheckpoints{Provider: Name}, cfg: cfg, now: time.Now,
-		c: httpapi.Client{Provider: Name, BaseURL: cfg.BaseURL, Header: hdr, HTTP: &http.Client{Timeout: cfg.Timeout}, Table: controlTable},
-		d: httpapi.Client{Provider: Name, BaseURL: cfg.BaseURL, Header: hdr, HTTP: &http.Client{}, Table: toolboxTable}}
-	p.Files = boxfiles.Files{Provider: Name, Box: box{p}, Layout: boxfiles.Layout{Workspace: filepath.Clean(cfg.Workspace)},
-		CacheDir: filepath.Join(cfg.CacheDir, "mirrors")}
+	p.c, p.d = httpapi.Planes(Name, cmp.Or(cfg.BaseURL, DefaultBaseURL), hdr, cfg.Timeout, controlTable, toolboxTable)
 	return p, nil
 }
 

@@ -1,5 +1,5 @@
 // Package httpapi is the small JSON-over-HTTP client the HTTP sandbox
-// platform adapters (e2b, daytona) share: one request helper that maps every
+// platform adapters (e2b, vercel, daytona, cloudflare) share: one request helper that maps every
 // non-2xx answer through the calling adapter's status table into a
 // *providers.Error, parses Retry-After, and turns transport failures and
 // timeouts into KindUnavailable. It never puts credentials in errors.
@@ -43,6 +43,18 @@ type Client struct {
 	Header   http.Header // auth headers; never echoed into errors
 	HTTP     *http.Client
 	Table    StatusTable
+}
+
+// Planes returns an adapter's control-plane client, each request bounded
+// by timeout (30 s when not positive), and its data-plane client (file
+// transfers and commands, bounded only by their context); both send hdr to
+// baseURL and map statuses through their own table.
+func Planes(provider, baseURL string, hdr http.Header, timeout time.Duration, control, data StatusTable) (c, d Client) {
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	return Client{Provider: provider, BaseURL: baseURL, Header: hdr, HTTP: &http.Client{Timeout: timeout}, Table: control},
+		Client{Provider: provider, BaseURL: baseURL, Header: hdr, HTTP: &http.Client{}, Table: data}
 }
 
 // maxBody bounds how much of an error body is kept for the message.

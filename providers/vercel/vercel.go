@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -73,30 +72,14 @@ var (
 
 // New returns a Provider for cfg.
 func New(cfg Config) (*Provider, error) {
-	if cfg.BaseURL == "" {
-		cfg.BaseURL = DefaultBaseURL
-	}
-	if cfg.Workspace == "" {
-		cfg.Workspace = DefaultWorkspace
-	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = 30 * time.Second
-	}
-	switch {
-	case cfg.CacheDir == "":
-		return nil, errors.New("vercel: a cache directory is required")
-	case cfg.ProjectID == "":
+	if cfg.ProjectID == "" {
 		return nil, errors.New("vercel: a project id is required")
 	}
-	if err := boxfiles.CheckWorkspace(cfg.Workspace); err != nil {
-		return nil, fmt.Errorf("vercel: %w", err)
+	p := &Provider{NoCheckpoints: httpapi.NoCheckpoints{Provider: Name}, cfg: cfg, now: time.Now}
+	if err := p.Files.Init(Name, box{p}, cmp.Or(cfg.Workspace, DefaultWorkspace), cfg.CacheDir); err != nil {
+		return nil, err
 	}
-	hdr := http.Header{"Authorization": {"Bearer " + cfg.Token}}
-	p := &Provider{NoCheckpoints: httpapi.NoCheckpoints{Provider: Name}, cfg: cfg, now: time.Now,
-		c: httpapi.Client{Provider: Name, BaseURL: cfg.BaseURL, Header: hdr, HTTP: &http.Client{Timeout: cfg.Timeout}, Table: statusTable},
-		d: httpapi.Client{Provider: Name, BaseURL: cfg.BaseURL, Header: hdr, HTTP: &http.Client{}, Table: statusTable}}
-	p.Files = boxfiles.Files{Provider: Name, Box: box{p}, Layout: boxfiles.Layout{Workspace: filepath.Clean(cfg.Workspace)},
-		CacheDir: filepath.Join(cfg.CacheDir, "mirrors")}
+	p.c, p.d = httpapi.Planes(Name, cmp.Or(cfg.BaseURL, DefaultBaseURL), http.Header{"Authorization": {"Bearer " + cfg.Token}}, cfg.Timeout, statusTable, statusTable)
 	return p, nil
 }
 
