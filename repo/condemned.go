@@ -99,25 +99,38 @@ func (r *Repository) Condemnations(ctx context.Context) (list []StoredCondemnati
 		return nil, nil, fmt.Errorf("listing condemnation objects: %w", err)
 	}
 	for _, id := range ids {
-		_, b, err := r.LoadObject(ctx, crypt.KindCondemned, id)
-		if errors.Is(err, backend.ErrNotFound) {
+		c, bad, err := r.loadCondemnation(ctx, id)
+		switch {
+		case errors.Is(err, backend.ErrNotFound):
 			continue // executed since it was listed
-		}
-		if err != nil {
-			if errors.Is(err, ErrCorrupt) || errors.Is(err, crypt.ErrTierLocked) || errors.Is(err, crypt.ErrAuth) {
-				damaged[id] = err
-				continue
-			}
+		case err != nil:
 			return nil, nil, err
+		case bad != nil:
+			damaged[id] = bad
+		default:
+			list = append(list, StoredCondemnation{id, c})
 		}
-		c, err := DecodeCondemnation(b)
-		if err != nil {
-			damaged[id] = err
-			continue
-		}
-		list = append(list, StoredCondemnation{id, c})
 	}
 	return list, damaged, nil
+}
+
+// loadCondemnation loads and decodes condemnation object id. One that is
+// corrupt, sealed in a tier the key cannot open, or does not decode is
+// damaged (err nil): prune and captures alike treat it as condemning
+// nothing, and no prune deletes what it names. Any other failure (the
+// object is gone, a read failed) is err.
+func (r *Repository) loadCondemnation(ctx context.Context, id blob.ID) (c Condemnation, damaged, err error) {
+	_, b, err := r.LoadObject(ctx, crypt.KindCondemned, id)
+	if errors.Is(err, ErrCorrupt) || errors.Is(err, crypt.ErrTierLocked) || errors.Is(err, crypt.ErrAuth) {
+		return c, err, nil
+	}
+	if err != nil {
+		return c, nil, err
+	}
+	if c, err = DecodeCondemnation(b); err != nil {
+		return Condemnation{}, err, nil
+	}
+	return c, nil, nil
 }
 
 // refreshCondemned lists the condemnation objects, loads those it has not
@@ -135,21 +148,15 @@ func (r *Repository) refreshCondemned(ctx context.Context) error {
 		if _, ok := r.condemned[id]; ok {
 			continue
 		}
-		_, b, err := r.LoadObject(ctx, crypt.KindCondemned, id)
-		var c Condemnation
-		if err == nil {
-			c, err = DecodeCondemnation(b)
-		}
+		// A damaged one condemns nothing (loadCondemnation); a read that
+		// fails fails the session rather than miss what it condemns.
+		c, _, err := r.loadCondemnation(ctx, id)
 		switch {
 		case errors.Is(err, backend.ErrNotFound):
 			delete(present, id)
 			continue
-		case err != nil && ctx.Err() != nil:
-			return ctx.Err()
 		case err != nil:
-			// Damaged: what it condemns is unknown, and no prune deletes
-			// it (prune reads it the same way).
-			c = Condemnation{}
+			return fmt.Errorf("loading condemnation %s: %w", id.Short(), err)
 		}
 		r.condemned[id] = &Condemnation{Packs: c.Packs}
 	}

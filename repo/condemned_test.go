@@ -1,0 +1,84 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"lifeboat/backend"
+	"lifeboat/blob"
+	"lifeboat/index"
+)
+
+// condemnedLoadFails is a backend whose condemnation objects cannot be
+// read, with err.
+type condemnedLoadFails struct {
+	backend.Backend
+	err error
+}
+
+func (b condemnedLoadFails) Load(ctx context.Context, h backend.Handle, off int64, n int) ([]byte, error) {
+	if h.Type == backend.Condemned {
+		return nil, b.err
+	}
+	return b.Backend.Load(ctx, h, off, n)
+}
+
+// A session that cannot read a condemnation object fails instead of
+// taking it to condemn nothing (prune, which reads it fine later, would
+// delete packs the capture reused); a condemnation that does not decode
+// condemns nothing, for captures and prune alike, and one that reads
+// condemns its packs in the session's index.
+func TestSessionCondemnationLoads(t *testing.T) {
+	ctx := t.Context()
+	tr := newTestRepo(t)
+	pack := blob.ID{1}
+	open := func(be backend.Backend) *Repository {
+		t.Helper()
+		r, err := Open(ctx, be, testPassword, Options{CacheDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = r.Close(context.Background()) })
+		return r
+	}
+	id, err := open(tr.be).Condemn(ctx, time.Now(), time.Hour, []blob.ID{pack})
+	must(t, err)
+
+	if _, err := open(condemnedLoadFails{tr.be, syscall.EIO}).BeginSession(ctx); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("session with an unreadable condemnation: %v, want EIO", err)
+	}
+
+	r := open(tr.be)
+	if _, err := r.BeginSession(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if u, err := r.Index().Unusable(pack); err != nil || u&index.UnusableCondemned == 0 {
+		t.Fatalf("condemned pack after the session began: reasons %d, %v", u, err)
+	}
+	list, damaged, err := r.Condemnations(ctx)
+	if err != nil || len(list) != 1 || list[0].ID != id || len(damaged) != 0 {
+		t.Fatalf("Condemnations: %v, %v, %v", list, damaged, err)
+	}
+
+	// Damaged on the store: nobody acts on it.
+	path := filepath.Join(tr.dir, "condemned", id.String())
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("condemnation object not at %s: %v", path, err)
+	}
+	must(t, os.WriteFile(path, []byte("not a sealed object"), 0o600))
+	r = open(tr.be)
+	if _, err := r.BeginSession(ctx); err != nil {
+		t.Fatalf("session with a damaged condemnation: %v", err)
+	}
+	if u, err := r.Index().Unusable(pack); err != nil || u != 0 {
+		t.Fatalf("pack of a damaged condemnation: reasons %d, %v", u, err)
+	}
+	if list, damaged, err := r.Condemnations(ctx); err != nil || len(list) != 0 || damaged[id] == nil {
+		t.Fatalf("Condemnations with one damaged: %v, %v, %v", list, damaged, err)
+	}
+}
