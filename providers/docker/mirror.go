@@ -237,7 +237,7 @@ func (s *syncer) entry(tr *tar.Reader, h *tar.Header, rel string) error {
 			return nil
 		}
 		return s.replace(rel, cur, func(tmp string) error {
-			if err := mkfifoIn(s.dst, tmp); err != nil {
+			if err := tartree.MkfifoIn(s.dst, tmp); err != nil {
 				return err
 			}
 			if s.chown {
