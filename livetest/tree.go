@@ -66,8 +66,9 @@ func writeTree(dir string, keep providers.FileSupport) error {
 
 // compareTrees says how got differs from want, leaving out the subtree
 // skip: the same entries, types, permission bits, content, symlink
-// targets, file mtimes to the second, and the hard-link structure where
-// keep says the provider keeps it.
+// targets, file mtimes to the second, the hard-link structure where
+// keep says the provider keeps it, and no names linked in got that are
+// separate files in want.
 func compareTrees(want, got string, keep providers.FileSupport, skip string) error {
 	type entry struct {
 		mode   fs.FileMode
@@ -149,12 +150,24 @@ func compareTrees(want, got string, keep providers.FileSupport, skip string) err
 	}
 	if keep.HardLinks {
 		for _, names := range links {
+			sort.Strings(names)
 			for _, n := range names[1:] {
 				if g[n].ino != g[names[0]].ino {
 					diffs = append(diffs, fmt.Sprintf("%s and %s: one file in the source, two in the instance", names[0], n))
 				}
 			}
 		}
+	}
+	gotLinks := map[uint64]string{}
+	for rel, ge := range g {
+		if ge.ino == 0 {
+			continue
+		}
+		if first, ok := gotLinks[ge.ino]; ok && w[first].ino != w[rel].ino {
+			a, b := min(first, rel), max(first, rel)
+			diffs = append(diffs, fmt.Sprintf("%s and %s: two files in the source, one in the instance", a, b))
+		}
+		gotLinks[ge.ino] = rel
 	}
 	if len(diffs) > 0 {
 		sort.Strings(diffs)
