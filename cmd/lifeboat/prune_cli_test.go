@@ -340,24 +340,12 @@ func TestKillPrune(t *testing.T) {
 	for _, env := range []string{crashEnv, crashRemoveEnv} {
 		crashes := 0
 		for n := 1; ; n++ {
-			if err := os.RemoveAll(e.repo); err != nil {
-				t.Fatal(err)
-			}
-			if out, err := exec.Command("cp", "-a", start, e.repo).CombinedOutput(); err != nil {
-				t.Fatalf("%v %s", err, out)
-			}
+			copyRepo(t, start, e.repo)
 			cmd := exec.Command(bin, "--repo", e.repo, "--cache-dir", e.cache, "--password-file", e.passwdFile, "prune", "--instant-delete", "--max-unused", "0%")
 			cmd.Env = append(os.Environ(), env+"="+strconv.Itoa(n))
 			out, err := cmd.CombinedOutput()
-			var exit *exec.ExitError
-			if !errors.As(err, &exit) {
-				if err != nil {
-					t.Fatalf("%s=%d: %v\n%s", env, n, err, out)
-				}
+			if !killedByHook(t, fmt.Sprintf("%s=%d", env, n), out, err) {
 				break // finished before the Nth operation: every point was crashed
-			}
-			if ws, ok := exit.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
-				t.Fatalf("%s=%d: not killed by SIGKILL: %v\n%s", env, n, err, out)
 			}
 			crashes++
 			e.ok("check", "--read-data")
@@ -385,6 +373,33 @@ func TestKillPrune(t *testing.T) {
 		}
 		t.Logf("%s: crashed at %d points", env, crashes)
 	}
+}
+
+// copyRepo makes dst (removed first) a copy of the repository directory src.
+func copyRepo(t *testing.T, src, dst string) {
+	t.Helper()
+	must(t, os.RemoveAll(dst))
+	if out, err := exec.Command("cp", "-a", src, dst).CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+}
+
+// killedByHook reports whether a run of the binary with a crash hook set
+// (what names it) was killed by SIGKILL at the hook, or finished: the
+// hook's Nth operation never came. Any other end fails t.
+func killedByHook(t *testing.T, what string, out []byte, err error) bool {
+	t.Helper()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", what, err, out)
+		}
+		return false
+	}
+	if ws, ok := exit.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("%s: not killed by SIGKILL: %v\n%s", what, err, out)
+	}
+	return true
 }
 
 // TestCapturesWhilePruning runs captures of two workspaces and two prunes

@@ -3,14 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 )
 
@@ -140,20 +139,10 @@ func TestKillTwoPhasePrune(t *testing.T) {
 	for _, env := range []string{crashEnv, crashRemoveEnv} {
 		crashes := 0
 		for n := 1; ; n++ {
-			must(t, os.RemoveAll(e.repo))
-			if out, err := exec.Command("cp", "-a", start, e.repo).CombinedOutput(); err != nil {
-				t.Fatalf("%v %s", err, out)
-			}
+			copyRepo(t, start, e.repo)
 			out, err := lifeboat([]string{env + "=" + strconv.Itoa(n), later}, "prune", "--max-unused", "0%")
-			var exit *exec.ExitError
-			if !errors.As(err, &exit) {
-				if err != nil {
-					t.Fatalf("%s=%d: %v\n%s", env, n, err, out)
-				}
+			if !killedByHook(t, fmt.Sprintf("%s=%d", env, n), out, err) {
 				break // finished before the Nth operation: every point was crashed
-			}
-			if ws, ok := exit.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
-				t.Fatalf("%s=%d: not killed by SIGKILL: %v\n%s", env, n, err, out)
 			}
 			crashes++
 			e.ok("check", "--read-data")
