@@ -128,8 +128,11 @@ func TestFaults(t *testing.T) {
 		if err := b.Save(t.Context(), pack, data); err != nil {
 			t.Fatal(err)
 		}
-		p.Add(s3test.Fault{Method: http.MethodGet, Path: "/data/", Times: 1, Action: s3test.SlowBody, Delay: time.Millisecond})
+		f := p.Add(s3test.Fault{Method: http.MethodGet, Path: "/data/", Times: 1, Action: s3test.SlowBody, Delay: time.Millisecond})
 		loadEqual(t, b, pack, data)
+		if p.Hits(f) != 1 {
+			t.Fatalf("slow body hit %d downloads, want 1", p.Hits(f))
+		}
 		// Cancelled while the body trickles in: the Load returns the
 		// cancellation, not a short read and not after the whole body.
 		fired := make(chan struct{}, 1)
@@ -137,7 +140,11 @@ func TestFaults(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
 		go func() { _, err := b.Load(ctx, pack, 0, 0); done <- err }()
-		<-fired
+		select {
+		case <-fired:
+		case err := <-done:
+			t.Fatalf("Load returned (%v) before the slow-body fault fired", err)
+		}
 		cancel()
 		if err := <-done; !errors.Is(err, context.Canceled) {
 			t.Fatalf("Load cancelled during a slow body: %v, want context.Canceled", err)
