@@ -116,7 +116,7 @@ type Backend interface {
 }
 
 // LoaderInto is implemented by backends that can read a range into a
-// caller's buffer (the local one). Readers of many ranges, such as
+// caller's buffer (local and S3). Readers of many ranges, such as
 // restore, use it through LoadRange to recycle their buffers.
 type LoaderInto interface {
 	// LoadInto reads len(dst) bytes of h from offset into dst, with the
@@ -135,6 +135,29 @@ func LoadRange(ctx context.Context, be Backend, h Handle, offset int64, length i
 		return buf[:length], nil
 	}
 	return be.Load(ctx, h, offset, length)
+}
+
+// ReadFunc reads length bytes of h from offset (the rest of the file for
+// 0) into the buffer alloc returns for the length it settled on. A backend
+// writes its range read in this shape and gets Load and LoadInto from it.
+type ReadFunc func(ctx context.Context, h Handle, offset int64, length int, alloc func(n int64) []byte) error
+
+// Load is Backend.Load on read: into a new buffer.
+func (read ReadFunc) Load(ctx context.Context, h Handle, offset int64, length int) ([]byte, error) {
+	var buf []byte
+	if err := read(ctx, h, offset, length, func(n int64) []byte { buf = make([]byte, n); return buf }); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// LoadInto is LoaderInto.LoadInto on read. An empty dst is an error:
+// length 0 would mean the rest of the file.
+func (read ReadFunc) LoadInto(ctx context.Context, h Handle, offset int64, dst []byte) error {
+	if len(dst) == 0 {
+		return fmt.Errorf("load %s: empty range at offset %d", h, offset)
+	}
+	return read(ctx, h, offset, len(dst), func(int64) []byte { return dst })
 }
 
 // ListConfig is List for the Config type, built on Stat: fn is called

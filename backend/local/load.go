@@ -14,21 +14,13 @@ import (
 // length is 0. It checks the range against the file size before reading
 // and reads with pread, never more than asked.
 func (b *Backend) Load(ctx context.Context, h backend.Handle, offset int64, length int) ([]byte, error) {
-	var buf []byte
-	err := b.load(ctx, h, offset, length, func(n int64) []byte { buf = make([]byte, n); return buf })
-	if err != nil {
-		return nil, err
-	}
-	return buf, nil
+	return backend.ReadFunc(b.load).Load(ctx, h, offset, length)
 }
 
 // LoadInto reads len(dst) bytes of h from offset into dst
 // (backend.LoaderInto), with Load's checks.
 func (b *Backend) LoadInto(ctx context.Context, h backend.Handle, offset int64, dst []byte) error {
-	if len(dst) == 0 {
-		return fmt.Errorf("local: load %s: empty range at offset %d", h, offset)
-	}
-	return b.load(ctx, h, offset, len(dst), func(int64) []byte { return dst })
+	return backend.ReadFunc(b.load).LoadInto(ctx, h, offset, dst)
 }
 
 // load reads length bytes of h from offset (the rest of the file for 0)

@@ -17,21 +17,13 @@ import (
 // when length is 0, with one ranged GET. A body that breaks off is asked
 // for again.
 func (b *Backend) Load(ctx context.Context, h backend.Handle, offset int64, length int) ([]byte, error) {
-	var buf []byte
-	err := b.load(ctx, h, offset, length, func(n int64) []byte { buf = make([]byte, n); return buf })
-	if err != nil {
-		return nil, err
-	}
-	return buf, nil
+	return backend.ReadFunc(b.load).Load(ctx, h, offset, length)
 }
 
 // LoadInto reads len(dst) bytes of h from offset into dst
 // (backend.LoaderInto), with Load's checks.
 func (b *Backend) LoadInto(ctx context.Context, h backend.Handle, offset int64, dst []byte) error {
-	if len(dst) == 0 {
-		return fmt.Errorf("s3: load %s: empty range at offset %d", h, offset)
-	}
-	return b.load(ctx, h, offset, len(dst), func(int64) []byte { return dst })
+	return backend.ReadFunc(b.load).LoadInto(ctx, h, offset, dst)
 }
 
 // errBrokenBody marks a response whose body ended before its length: the
