@@ -83,17 +83,15 @@ func runExport(ctx context.Context, g *globalOptions, src *repo.Repository, refs
 		return fmt.Errorf("export target %s: %w", o.to, err)
 	}
 	err = func() error {
-		// The same shared lock a capture takes, taken before the target's
-		// index is read: a prune of the target cannot then delete a blob
-		// this export reuses.
+		// A shared lock on the target, so that an exclusive one (prune
+		// --instant-delete, repair) waits; each Export is also a capture
+		// session there (it syncs the target's index), which a two-phase
+		// prune respects.
 		l, err := dst.Lock(ctx, repo.LockShared, g.lockOptions("export"))
 		if err != nil {
 			return fmt.Errorf("export target %s: %w", o.to, err)
 		}
 		defer func() { _ = l.Unlock(context.WithoutCancel(ctx)) }()
-		if _, err := dst.SyncIndex(ctx); err != nil {
-			return fmt.Errorf("export target %s: %w", o.to, err)
-		}
 		for _, m := range snaps {
 			start := time.Now()
 			nm, err := snapshot.Export(ctx, src, dst, m, snapshot.ExportOptions{IncludeSensitive: o.includeSensitive})
