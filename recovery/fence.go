@@ -10,7 +10,8 @@ import (
 var ErrLost = errors.New("workspace instance is lost")
 
 // Refused: the capture was refused before it started, because the
-// workspace is being recovered or its instance is lost (see Receipt.Error).
+// workspace is being recovered or its instance is lost, or (a provider
+// without file access) after the native checkpoint (see Receipt.Error).
 const Refused Outcome = "refused"
 
 // captureFence refuses captures (and restarts) of a workspace that is

@@ -128,10 +128,15 @@ func (g *globalOptions) emitReceipt(r recovery.Receipt) error {
 	case recovery.QuiesceTimeout:
 		return fmt.Errorf("%w: %s", recovery.ErrQuiesceTimeout, r.Error)
 	case recovery.Refused:
-		if strings.Contains(r.Error, recovery.ErrLost.Error()) {
+		// Refused for a lost or recovering workspace (21), or, on a
+		// provider without file access, the portable capture after the
+		// native checkpoint (1, as without a server).
+		switch {
+		case strings.Contains(r.Error, recovery.ErrLost.Error()):
 			return fmt.Errorf("%w (%s)", recovery.ErrLost, r.Error)
+		case strings.Contains(r.Error, recovery.ErrRecovering.Error()):
+			return fmt.Errorf("%w (%s)", recovery.ErrRecovering, r.Error)
 		}
-		return fmt.Errorf("%w (%s)", recovery.ErrRecovering, r.Error)
 	case recovery.Cancelled:
 		return fmt.Errorf("%w: %s", context.Canceled, r.Error)
 	}

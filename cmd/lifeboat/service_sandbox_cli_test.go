@@ -14,6 +14,7 @@ import (
 	"lifeboat/bench"
 	"lifeboat/providers/e2b/e2btest"
 	"lifeboat/providers/managedagents/matest"
+	"lifeboat/recovery"
 )
 
 // TestRecoverE2BWorkspaceThroughServe: a real `lifeboat serve` with an
@@ -170,6 +171,10 @@ park_interval = "1ns"
 		// is not counted as a failure.
 		if rc["outcome"] != "refused" || !strings.Contains(fmt.Sprint(rc["error"]), "no file access") || rc["attempt"] != nil {
 			t.Fatalf("park's portable capture on a provider without files: %v", rc)
+		}
+		// Exit 1, not 21: the workspace is neither lost nor recovering.
+		if r.code != exitFailure || strings.Contains(r.stderr, recovery.ErrRecovering.Error()) || !strings.Contains(r.stderr, "no file access") {
+			t.Fatalf("park on a provider without files: exit %d, want %d\n%s", r.code, exitFailure, r.stderr)
 		}
 		return rc
 	}
