@@ -134,6 +134,34 @@ func TestS3RepositoryInServeConfig(t *testing.T) {
 	if r := s.run("--config", s.cfgPath, "check", "--read-data"); r.code != 0 {
 		t.Fatalf("check --read-data: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+
+	// export --to s3: takes the target's credentials from the AWS_*
+	// variables only, never from the config's s3_* keys (those are the
+	// [repository]'s).
+	to := srv.Location(bucket, "copy")
+	s.repo = to
+	if r := s.run("--config", s.cfgPath, "init", "--kdf-memory-kib", "64", "--kdf-time", "1"); r.code != 0 {
+		t.Fatalf("init of the export target: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	s.repo = loc
+	export := []string{"--config", s.cfgPath, "export", "--to", to, "--to-password-file", s.passwdFile, "--workspace", "bot1", "latest"}
+	if r := s.run(export...); r.code != exitNoRepo || !strings.Contains(r.stderr, "no credentials") {
+		t.Fatalf("export --to s3: without AWS_* credentials: exit %d, want %d naming the missing credentials\n%s%s", r.code, exitNoRepo, r.stdout, r.stderr)
+	}
+	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
+	t.Setenv("LIFEBOAT_REPOSITORY_S3_ADDRESSING", "path")
+	if r := s.run(export...); r.code != 0 {
+		t.Fatalf("export --to s3: with AWS_* credentials: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	s.repo = to
+	exported := filepath.Join(s.dir, "exported")
+	if r := s.run("--config", s.cfgPath, "restore", "--workspace", "bot1", "--target", exported, "latest"); r.code != 0 {
+		t.Fatalf("restore from the export target: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if d, err := bench.Compare(dir, exported); err != nil || len(d) > 0 {
+		t.Fatalf("exported tree differs: %v %v", d, err)
+	}
 }
 
 // newEnvIn is newEnv with the repository in s; for S3 the process's
