@@ -57,6 +57,9 @@ type State struct {
 	URL          string // postgres:// or postgresql://, without a password
 	PasswordFile string
 	PasswordEnv  string
+	// Lease is how long a server's claim on a recovery operation it
+	// drives lasts without renewal on a shared (PostgreSQL) store.
+	Lease time.Duration
 }
 
 // Server is [server].

@@ -20,6 +20,7 @@ key_hint = "ab12"
 
 [state]
 dir = "{{dir}}/state"
+lease = "45s"
 
 [server]
 listen = "0.0.0.0:8443"
@@ -97,7 +98,7 @@ func TestLoadFull(t *testing.T) {
 	d := f.dir
 	want := &Config{
 		Repository: Repository{Location: d + "/repo", PasswordEnv: "LB_PW", CacheDir: d + "/cache", KeyHint: "ab12", S3: s3Defaults},
-		State:      State{Dir: d + "/state"},
+		State:      State{Dir: d + "/state", Lease: 45 * time.Second},
 		Server: Server{Listen: "0.0.0.0:8443", TokensFile: d + "/tokens", TLSCert: d + "/tls.crt", TLSKey: d + "/tls.key",
 			URL: "https://lifeboat.internal:8443", TokenFile: d + "/client.tok",
 			ReadTimeout: 20 * time.Second, WriteTimeout: 40 * time.Second, IdleTimeout: 90 * time.Second},
@@ -162,7 +163,7 @@ root = "/w"
 	d := f.dir
 	want := &Config{
 		Repository: Repository{Location: d + "/repo", PasswordFile: d + "/repo.pw", S3: s3Defaults},
-		State:      State{Dir: d + "/state"},
+		State:      State{Dir: d + "/state", Lease: 30 * time.Second},
 		Server: Server{Listen: "127.0.0.1:8080", TokensFile: d + "/tokens", URL: "http://127.0.0.1:8080",
 			ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute},
 		Log: Log{Format: "text", Level: slog.LevelInfo},

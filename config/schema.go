@@ -83,6 +83,7 @@ var fixedSections = []section{
 		{name: "url", kind: kString, defNote: "the embedded store <dir>/state.db"},
 		{name: "password_file", kind: kFile, secret: true},
 		{name: "password_env", kind: kEnvName},
+		{name: "lease", kind: kDuration, def: "30s"},
 	}},
 	{"server", []spec{
 		{name: "listen", kind: kListen, def: "127.0.0.1:8080"},

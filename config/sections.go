@@ -80,7 +80,8 @@ func (d *decoder) repositoryS3(r *reader, c *Config) {
 
 func (d *decoder) state(c *Config) {
 	r := d.section("state")
-	c.State = State{Dir: r.str("dir"), URL: r.str("url"), PasswordFile: r.str("password_file"), PasswordEnv: r.str("password_env")}
+	c.State = State{Dir: r.str("dir"), URL: r.str("url"), PasswordFile: r.str("password_file"), PasswordEnv: r.str("password_env"),
+		Lease: r.dur("lease")}
 	if c.State.URL == "" {
 		if r.given("password_file") || r.given("password_env") {
 			d.fail(r.src("url"), []string{"state", "url"}, "a database password is set but no url: set url = \"postgres://USER@HOST:PORT/DATABASE\" or remove the password key")

@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"lifeboat/bench"
 	"lifeboat/recovery/statedb/pgtest"
@@ -90,6 +92,55 @@ func TestServeTwoServersOneDatabase(t *testing.T) {
 	if d, err := bench.Compare(want, back); err != nil || len(d) > 0 {
 		t.Fatalf("restored without the database: %v %v", d, err)
 	}
+}
+
+// TestServeSharedStateTakeover: two `lifeboat serve` processes share one
+// PostgreSQL state store with a short operation lease ([state] lease).
+// Server A drives an approved recovery until its replacement is created,
+// and is killed with SIGKILL there; server B claims the operation at its
+// next check once A's lease lapsed, finds the replacement A created (by
+// its create key, not a second one) and finishes the recovery.
+func TestServeSharedStateTakeover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the lifeboat binary")
+	}
+	env := []string{"LIFEBOAT_STATE_URL=" + pgtest.URL(t), "LIFEBOAT_STATE_LEASE=2s", "LIFEBOAT_LIFECYCLE_CHECK_INTERVAL=1s"}
+	a := newSvcEnv(t, "")
+	a.watch = "at after:creating"
+	a.start(append(env, recoveryStopEnv+"=after:creating")...)
+	b := a.sharing(t)
+	b.watch = ""
+	b.start(env...)
+
+	work := a.sandbox("bot1", 1)
+	a.cliJSON("workspace", "add", "bot1", "--provider", "local", "--instance", "bot1")
+	good := a.cliJSON("capture", "--workspace", "bot1")["snapshot"].(string)
+	want := filepath.Join(a.dir, "want-bot1")
+	must(t, os.Rename(work, want))
+	if st := a.cliJSON("workspace", "check", "bot1"); st["state"] != "lost" {
+		t.Fatalf("check on A: %v", st)
+	}
+	op := a.cliJSON("recovery", "approve", "bot1", "--checkpoint", good, "--idempotency-key", "k-1")
+	select {
+	case <-a.stderr.found:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("server A did not reach after:creating\n%s", a.stderr)
+	}
+	must(t, a.cmd.Process.Signal(syscall.SIGKILL))
+	_ = a.cmd.Wait()
+
+	done := b.cliJSON("recovery", "approve", "bot1", "--checkpoint", good, "--idempotency-key", "k-1", "--wait")
+	if done["step"] != "recovered" || done["id"] != op["id"] {
+		t.Fatalf("operation after the takeover: %v\nB: %s", done, b.stderr)
+	}
+	repl := done["new_instance"].(string)
+	if got := sandboxes(t, a.root); len(got) != 1 || got[0] != repl {
+		t.Fatalf("instances: %v (want only %s, the one A created)", got, repl)
+	}
+	if d, err := bench.Compare(want, filepath.Join(a.root, repl)); err != nil || len(d) > 0 {
+		t.Fatalf("replacement differs from the captured tree: %v %v", d, err)
+	}
+	b.stop()
 }
 
 // sharing is a second server beside s: the same repository, provider root

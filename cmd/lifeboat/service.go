@@ -162,7 +162,7 @@ func (g *globalOptions) openService(c *config.Config, r *repo.Repository, tokens
 		}
 	}
 	s.svc, err = recovery.NewService(recovery.ServiceConfig{Lifecycle: s.life, Restorer: &recovery.RepoRestorer{Repo: r},
-		StateDir: c.State.Dir, CheckInterval: c.Lifecycle.CheckInterval, Logger: s.log, TestStep: recoveryStopHook()})
+		StateDir: c.State.Dir, CheckInterval: c.Lifecycle.CheckInterval, LeaseTTL: c.State.Lease, Logger: s.log, TestStep: recoveryStopHook()})
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -34,6 +35,7 @@ type svcEnv struct {
 	url      string
 	cmd      *exec.Cmd
 	stderr   *lineWatch
+	watch    string // the stderr line start watches for (stderr.found); default the stop line
 	stopped  bool
 	extraTOM string
 }
@@ -84,7 +86,7 @@ func (s *svcEnv) start(env ...string) {
 	if s.bin == "" {
 		s.bin = lifeboatBinary(s.t)
 	}
-	s.stderr = newLineWatch("lifeboat serve: stopped")
+	s.stderr = newLineWatch(cmp.Or(s.watch, "lifeboat serve: stopped"))
 	s.cmd = exec.Command(s.bin, "--json", "--config", s.cfgPath, "serve")
 	s.cmd.Env = append(os.Environ(), env...)
 	stdout, err := s.cmd.StdoutPipe()
