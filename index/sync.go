@@ -103,7 +103,6 @@ var ErrObjectDamaged = errors.New("index object is damaged")
 
 // SyncStats says what a Sync did.
 type SyncStats struct {
-	Rebuilt bool // the DB was emptied first (it cannot tell which packs a gone object listed)
 	// Dropped counts applied index objects found gone (a prune superseded
 	// them): their packs that no present object lists left the DB, with
 	// every place in them, without a rebuild.
@@ -125,7 +124,7 @@ func (d *DB) Sync(ctx context.Context, src Source) (SyncStats, error) {
 	// (or, between its transactions, it marked applied with part of its
 	// entries). Once todo is known, ApplyAll and the loads below may mix.
 	d.syncMu.Lock()
-	todo, gone, present, err := d.syncTodo(ctx, src, &st)
+	todo, gone, present, err := d.syncTodo(ctx, src)
 	d.syncMu.Unlock()
 	if err != nil {
 		return st, err
@@ -194,9 +193,9 @@ func (d *DB) Sync(ctx context.Context, src Source) (SyncStats, error) {
 }
 
 // syncTodo lists the repository's index objects and returns those the DB
-// has yet to apply, emptying the DB first (st.Rebuilt) when an object it
-// applied is gone. d.syncMu held.
-func (d *DB) syncTodo(ctx context.Context, src Source, st *SyncStats) (todo, gone []blob.ID, present map[blob.ID]bool, err error) {
+// has yet to apply, and those it applied that are gone (dropGone drops
+// them). d.syncMu held.
+func (d *DB) syncTodo(ctx context.Context, src Source) (todo, gone []blob.ID, present map[blob.ID]bool, err error) {
 	present = map[blob.ID]bool{}
 	if err := src.ListIndex(ctx, func(id blob.ID) error { present[id] = true; return nil }); err != nil {
 		return nil, nil, nil, fmt.Errorf("listing index objects: %w", err)
@@ -228,16 +227,6 @@ func (d *DB) syncTodo(ctx context.Context, src Source, st *SyncStats) (todo, gon
 				}
 			}
 		}
-		if len(gone) > 0 && (tx.Bucket(bucketObjPacks) == nil || tx.Bucket(bucketPackObjs) == nil) {
-			st.Rebuilt = true
-		}
-		if st.Rebuilt {
-			repo := bytes.Clone(tx.Bucket(bucketMeta).Get(keyRepo))
-			if err := resetTx(tx, blob.ID(repo)); err != nil {
-				return err
-			}
-			seen = nil
-		}
 		for id := range present {
 			if state, ok := seen[id]; !ok || state == objLocked || state == objPartial {
 				todo = append(todo, id)
@@ -245,9 +234,6 @@ func (d *DB) syncTodo(ctx context.Context, src Source, st *SyncStats) (todo, gon
 		}
 		return nil
 	})
-	if st.Rebuilt {
-		gone = nil
-	}
 	return todo, gone, present, err
 }
 

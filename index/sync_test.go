@@ -265,7 +265,7 @@ func TestSyncLoadError(t *testing.T) {
 	// along with whatever the failed Sync did not reach.
 	delete(src.failing, badID)
 	st, err := d.Sync(context.Background(), src)
-	if err != nil || st.Rebuilt || st.Locked != 0 || st.Applied < 1 {
+	if err != nil || st.Dropped != 0 || st.Locked != 0 || st.Applied < 1 {
 		t.Fatalf("Sync after the error cleared = %+v, %v", st, err)
 	}
 	checkDB(t, d, locations(src.all()...))
