@@ -1,9 +1,6 @@
 package config
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
 // The HTTP sandbox platforms' provider types.
 const (
@@ -16,13 +13,12 @@ const (
 // Vercel Sandbox, Daytona, or Cloudflare sandboxes through a bridge
 // Worker. The credential (Vercel's access token, Daytona's API key, the
 // bridge's token) is given as a file or an environment variable name,
-// never inline; APIKey reads it.
+// never inline; Config.Secret reads it.
 type PlatformProvider struct {
 	Name           string
 	Kind           string        // TypeVercel, TypeDaytona or TypeCloudflare
 	BaseURL        string        // the API (the bridge's URL for cloudflare)
-	APIKeyFile     string        // a secret
-	APIKeyEnv      string        // the name of a variable holding it
+	APIKey         Secret        // api_key_file or api_key_env
 	TeamID         string        // vercel
 	ProjectID      string        // vercel
 	OrganizationID string        // daytona
@@ -75,8 +71,7 @@ func platformKeys(kind string) []spec {
 }
 
 func (d *decoder) platform(c *Config, r *reader, name, kind string) PlatformProvider {
-	p := PlatformProvider{Name: name, Kind: kind, BaseURL: r.str("base_url"),
-		APIKeyFile: r.str("api_key_file"), APIKeyEnv: r.str("api_key_env")}
+	p := PlatformProvider{Name: name, Kind: kind, BaseURL: r.str("base_url"), APIKey: d.secret(c, r, "api_key")}
 	switch kind {
 	case TypeVercel:
 		p.TeamID, p.ProjectID, p.Template = r.str("team_id"), r.str("project_id"), r.str("runtime")
@@ -85,23 +80,6 @@ func (d *decoder) platform(c *Config, r *reader, name, kind string) PlatformProv
 		p.OrganizationID, p.Template = r.str("organization_id"), r.str("snapshot")
 	}
 	p.Workspace, p.CacheDir, p.Timeout = r.str("workspace"), r.str("cache_dir"), r.dur("timeout")
-	switch file, env := r.given("api_key_file"), r.given("api_key_env"); {
-	case !file && !env:
-		d.fail(d.tableSource(r.path), join(r.path, "api_key_file"), "missing: give the %s credential as api_key_file (a file holding it) or api_key_env (the name of an environment variable holding it)", kind)
-	case file && env:
-		d.fail(r.src("api_key_env"), join(r.path, "api_key_env"), "api_key_file and api_key_env are both set: give one")
-	}
 	d.sandboxPaths(c, r, name, &p.Workspace, &p.CacheDir)
 	return p
-}
-
-// APIKey reads p's credential: the content of api_key_file without its
-// final newline, or the value of the variable api_key_env. Errors name the
-// provider and the file or variable, never the content.
-func (c *Config) APIKey(p PlatformProvider) (string, error) {
-	k, err := c.Secret(Secret{File: p.APIKeyFile, Env: p.APIKeyEnv, Key: "api_key"})
-	if err != nil {
-		return "", fmt.Errorf("provider %s: %w", p.Name, err)
-	}
-	return k, nil
 }

@@ -25,9 +25,9 @@ func TestPlatformErrors(t *testing.T) {
 		want       []wantErr
 	}{
 		{name: "no credential", more: "[providers.d]\ntype = \"daytona\"",
-			want: []wantErr{{at: "[providers.d]", key: "providers.d.api_key_file", msg: "missing: give the daytona credential as api_key_file"}}},
+			want: []wantErr{{at: "[providers.d]", key: "providers.d", msg: "no api_key: set api_key_file (a file holding it) or api_key_env (the name of an environment variable holding it)"}}},
 		{name: "both credentials", more: vercelBox + "api_key_env = \"VERCEL_TOKEN\"",
-			want: []wantErr{{at: "api_key_env", key: "providers.vc.api_key_env", msg: "api_key_file and api_key_env are both set"}}},
+			want: []wantErr{{at: "api_key_env", key: "providers.vc.api_key_env", msg: "and api_key_env are both set: give exactly one"}}},
 		{name: "missing credential file", more: strings.Replace(vercelBox, "vercel.tok", "nope.tok", 1),
 			want: []wantErr{{at: "api_key_file", key: "providers.vc.api_key_file", msg: "nope.tok: no such file or directory"}}},
 		{name: "vercel without a project", more: strings.Replace(vercelBox, "project_id = \"prj_1\"\n", "", 1),
@@ -79,11 +79,11 @@ func TestPlatformCredential(t *testing.T) {
 		vc.CacheDir != filepath.Join(f.dir, "state", "mirrors", "vc") {
 		t.Fatalf("vercel provider: %+v", vc)
 	}
-	if k, err := c.APIKey(vc); err != nil || k != "tok-content" {
-		t.Fatalf("APIKey(vc) = %q, %v", k, err)
+	if k, err := c.Secret(vc.APIKey); err != nil || k != "tok-content" {
+		t.Fatalf("Secret(vc.APIKey) = %q, %v", k, err)
 	}
-	if k, err := c.APIKey(dt); err != nil || k != "dtn-content" {
-		t.Fatalf("APIKey(dt) = %q, %v", k, err)
+	if k, err := c.Secret(dt.APIKey); err != nil || k != "dtn-content" {
+		t.Fatalf("Secret(dt.APIKey) = %q, %v", k, err)
 	}
 	var out bytes.Buffer
 	if err := c.Show(&out); err != nil {
@@ -98,7 +98,7 @@ func TestPlatformCredential(t *testing.T) {
 		t.Fatalf("config show does not name the credential's file and variable:\n%s", out.String())
 	}
 	c = f.mustLoad(path, map[string]string{})
-	if _, err := c.APIKey(dt); err == nil || !strings.Contains(err.Error(), "DAYTONA_API_KEY (api_key_env) is not set") {
+	if _, err := c.Secret(dt.APIKey); err == nil || !strings.Contains(err.Error(), "DAYTONA_API_KEY (api_key_env) is not set") {
 		t.Fatalf("APIKey without the variable: %v", err)
 	}
 }

@@ -163,7 +163,7 @@ func (g *globalOptions) providerTest(ctx context.Context, c *config.Config, r *r
 func credentialsMissing(c *config.Config, p config.Provider) string {
 	switch p := p.(type) {
 	case config.PlatformProvider:
-		if _, err := c.APIKey(p); err != nil {
+		if _, err := c.Secret(p.APIKey); err != nil {
 			return "credentials missing: " + err.Error()
 		}
 	case config.E2BProvider:

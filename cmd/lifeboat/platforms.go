@@ -13,9 +13,9 @@ import (
 // platformProvider builds a vercel, daytona or cloudflare provider
 // instance; its credential is read here and kept only in the adapter.
 func platformProvider(c *config.Config, p config.PlatformProvider) (providers.Provider, error) {
-	key, err := c.APIKey(p)
+	key, err := c.Secret(p.APIKey)
 	if err != nil {
-		return nil, usageError{err.Error()}
+		return nil, usageError{fmt.Sprintf("provider %s: %v", p.Name, err)}
 	}
 	var pp providers.Provider
 	switch p.Kind {
