@@ -57,7 +57,8 @@ func TestPlatformErrors(t *testing.T) {
 }
 
 // TestPlatformCredential: the credential comes from the file or the
-// variable, config show names them and never their content, and errors
+// variable, config show names them (and says whether the variable is set)
+// and never their content, and errors
 // name the file or variable only.
 func TestPlatformCredential(t *testing.T) {
 	f := newFixture(t)
@@ -94,7 +95,8 @@ func TestPlatformCredential(t *testing.T) {
 			t.Fatalf("config show prints a credential:\n%s", out.String())
 		}
 	}
-	if !strings.Contains(out.String(), `api_key_env = "DAYTONA_API_KEY"`) || !strings.Contains(out.String(), "vercel.tok") {
+	if !strings.Contains(out.String(), `api_key_env = "DAYTONA_API_KEY"`) || !strings.Contains(out.String(), "vercel.tok") ||
+		!strings.Contains(out.String(), "DAYTONA_API_KEY is set (its value is never shown)") {
 		t.Fatalf("config show does not name the credential's file and variable:\n%s", out.String())
 	}
 	c = f.mustLoad(path, map[string]string{})
