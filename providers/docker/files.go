@@ -21,13 +21,15 @@ import (
 
 // ReadFiles implements providers.Provider: the workspace directory is
 // read through the archive endpoint (GET /containers/{id}/archive, one
-// tar stream; it works on running, paused and stopped containers) and
-// extracted into CacheDir/<id>: directories, regular files, symlinks,
-// hard links, fifos, permission bits with setuid, setgid and sticky,
-// whole-second mtimes (all the daemon's tar carries), and owners when
-// Lifeboat runs as root. Devices and sockets are not mirrored; the
-// daemon's tar carries no user.* xattrs. The whole tree is transferred
-// each time (the archive endpoint has no notion of changes). The mirror
+// tar stream; it works on running, paused and stopped containers) into
+// the mirror CacheDir/<id>, extracted whole the first time and brought up
+// to date in place after (see syncer and racyWindow): directories,
+// regular files, symlinks, hard links, fifos, permission bits with
+// setuid, setgid and sticky, whole-second mtimes (all the daemon's tar
+// carries), and owners when Lifeboat runs as root. Devices and sockets
+// are not mirrored; the daemon's tar carries no user.* xattrs. The whole
+// tree is transferred each time (the archive endpoint has no notion of
+// changes); only what changed is written into the mirror. The mirror
 // stays locked against other ReadFiles of the same instance until
 // Files.Close.
 func (p *Provider) ReadFiles(ctx context.Context, id providers.InstanceID) (providers.Files, error) {
