@@ -9,10 +9,10 @@ import (
 	"lifeboat/backend"
 )
 
-// TestReview10LoadIntoErrorsAsLoad: for each failing case, LoadInto gives
+// TestLoadIntoErrorsAsLoad: for each failing case, LoadInto gives
 // the error Load gives for the same range (same text, same sentinel), and
 // leaves the caller's buffer as it was where it fails before reading.
-func TestReview10LoadIntoErrorsAsLoad(t *testing.T) {
+func TestLoadIntoErrorsAsLoad(t *testing.T) {
 	b := newRepo(t)
 	h, data := packOf(100)
 	if err := b.Save(t.Context(), h, data); err != nil {
