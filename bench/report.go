@@ -33,7 +33,7 @@ type Report struct {
 	// stage by stage.
 	Ceilings []Ceiling `json:"ceilings"`
 	Ceiling  Ceiling   `json:"ceiling"`
-	// TargetChecks are issue 6's targets checked on the medians.
+	// TargetChecks are the performance targets checked on the medians.
 	TargetChecks []Target `json:"targets"`
 }
 

@@ -7,7 +7,7 @@ import (
 	"text/tabwriter"
 )
 
-// Target is one of issue 6's targets: against restic, checked on a run's
+// Target is one of the performance targets: against restic, checked on a run's
 // medians; the first capture against the stage ceiling, round by round
 // (Targets). The targets are fixed: a miss is reported, never loosened.
 type Target struct {
@@ -18,7 +18,7 @@ type Target struct {
 	Detail string  `json:"detail,omitempty"`
 }
 
-// speedTargets are the speed-ups over restic issue 6 asks for.
+// speedTargets are the speed-ups over restic the targets ask for.
 var speedTargets = []struct {
 	scenario string
 	min      float64
@@ -54,7 +54,7 @@ func (r *Report) firstCapture(round int) (Result, bool) {
 	return Result{}, false
 }
 
-// Targets checks the run against issue 6's targets: the first capture
+// Targets checks the run against the performance targets: the first capture
 // against the stage ceiling measured around it, the median of the
 // rounds' shares (CeilingShares); the rest against restic, on the
 // medians (none when restic did not run).
@@ -103,7 +103,7 @@ func (r *Report) writeTargets(w io.Writer) error {
 	if len(ts) == 0 {
 		return nil
 	}
-	fmt.Fprintf(w, "\ntargets of issue 6 (against restic, on the medians; the first capture against the ceiling of its round)\n")
+	fmt.Fprintf(w, "\nperformance targets (against restic, on the medians; the first capture against the ceiling of its round)\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	met := 0
 	for _, t := range ts {

@@ -41,7 +41,7 @@ func newBenchCommand(g *globalOptions) *cobra.Command {
 			"old snapshots. Every tool runs as a child process, measured the same way (wall, user and system CPU, peak RSS from " +
 			"wait4). In each round, right before and right after Lifeboat's first capture, this process measures what the save " +
 			"path's stages allow on the corpus (the stage ceiling). Prints medians, Lifeboat's ratios to each peer, the stage " +
-			"ceiling and issue 6's targets (met or MISSED). " +
+			"ceiling and the performance targets (met or MISSED). " +
 			"--cpuprofile and --memprofile are passed to every measured " +
 			"Lifeboat child, one file per scenario and round. See docs/performance.md.",
 		Args: cobra.NoArgs,

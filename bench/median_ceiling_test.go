@@ -7,7 +7,7 @@ import "testing"
 // runtime follows a changed CPU affinity or cgroup limit) agree when each
 // allowed the same: here every round allows 100 MB/s, reading 100 MB in
 // 2 CPU seconds on 2 cores or 4 on 4. Stages are matched by name.
-func TestReview11MedianCeilingProcs(t *testing.T) {
+func TestMedianCeilingAcrossProcs(t *testing.T) {
 	round := func(procs int, read, compress float64) Ceiling {
 		return Ceiling{Procs: procs, Bytes: 100e6, Files: 10, Blobs: 10,
 			Stages: []StageTime{{Name: StageRead, Seconds: read}, {Name: StageCompress, Seconds: compress}}}

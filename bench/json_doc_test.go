@@ -9,7 +9,7 @@ import (
 
 // docs/json.md's `bench` section names every field of the bench report's
 // JSON: the report's own, a target's, a stage ceiling's and a stage's.
-func TestReview11BenchJSONDocumented(t *testing.T) {
+func TestBenchJSONDocumented(t *testing.T) {
 	b, err := os.ReadFile("../docs/json.md")
 	if err != nil {
 		t.Fatal(err)
