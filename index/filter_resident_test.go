@@ -8,13 +8,13 @@ import (
 	"lifeboat/index"
 )
 
-// Review 12: the filter's build lets go of the pages its scan touched
+// The filter's build lets go of the pages its scan touched
 // (dropResident). It must not read bbolt's mapping outside a transaction:
 // a write transaction of another caller (here the file cache's, as a
 // capture's cache writer does beside its lookups) that grows the file
 // remaps it, and the old address may be unmapped or reused by then. Under
 // -race this test reports the unsynchronised read of the mapping.
-func TestReview12FilterBuildBesideRemap(t *testing.T) {
+func TestFilterBuildBesideRemap(t *testing.T) {
 	r := newRand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()

@@ -9,12 +9,12 @@ import (
 	"lifeboat/index"
 )
 
-// Review 12: the filter never rules out a key the DB holds, whatever runs
+// The filter never rules out a key the DB holds, whatever runs
 // beside it. Two goroutines apply objects (the filter is small, so it
 // overflows, is dropped and rebuilt many times); four look up random ids
 // (the misses that build it) and ids whose Apply has returned (each must
 // be found); one writes the file cache (bbolt remaps as the file grows).
-func TestReview12FilterStress(t *testing.T) {
+func TestFilterStress(t *testing.T) {
 	defer index.SetFilterMinRoom(1000)()
 	seedR := newRand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)

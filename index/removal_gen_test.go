@@ -16,7 +16,7 @@ import (
 // that record's chunks left the DB in the rebuild, and a match would let
 // a capture reuse them unchecked (it looks chunks up, FileCacheIndexed,
 // only for records of another generation).
-func TestRegressionRemovalGenAfterOldRebuild(t *testing.T) {
+func TestRemovalGenAfterOldRebuild(t *testing.T) {
 	r := newRand(t)
 	dir := t.TempDir()
 	d := mustOpenDB(t, dir, testRepo)

@@ -9,13 +9,13 @@ import (
 	"lifeboat/pack"
 )
 
-// Review 12: bbolt panics on damaged pages (openBolt and openDBFile
+// bbolt panics on damaged pages (openBolt and openDBFile
 // recover such panics, and the daemon's flights recover a capture's). A
 // bbolt write transaction rolls back when its function panics, so the DB
 // stays usable; apply's batch must then not leave d.filterMu held, or
 // every later Apply and filter build of the process blocks for ever.
 // Here the damage is a missing blobs bucket.
-func TestReview12ApplyPanicReleasesFilterLock(t *testing.T) {
+func TestApplyPanicReleasesFilterLock(t *testing.T) {
 	d, err := OpenDB(t.TempDir(), blob.ID{1})
 	if err != nil {
 		t.Fatal(err)
