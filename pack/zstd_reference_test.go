@@ -13,10 +13,10 @@ import (
 	"lifeboat/blob"
 )
 
-// review9Kinds are contents that drive zstd's match finder differently:
+// zstdKinds are contents that drive zstd's match finder differently:
 // no matches, one long match, short periods, small alphabets, copies at
 // many offsets (repeat offsets included), structured binary, text.
-var review9Kinds = []struct {
+var zstdKinds = []struct {
 	name string
 	gen  func(r *rand.Rand, n int) []byte
 }{
@@ -67,14 +67,14 @@ var review9Kinds = []struct {
 	}},
 }
 
-// TestReview9FramesDecodeWithReferenceZstd encodes every size from 1 byte
+// TestFramesDecodeWithReferenceZstd encodes every size from 1 byte
 // to past the 1 KiB threshold, in every content kind, with the encoder
 // SealBlob picks at the fastest setting, and decodes all of the frames
 // with the reference zstd tool. Frames below 1 KiB that hold a compressed
 // block must carry their literals raw (or RLE), as docs/format.md says;
 // the frames of blobs SealBlob actually compresses are checked through
 // SealBlob too.
-func TestReview9FramesDecodeWithReferenceZstd(t *testing.T) {
+func TestFramesDecodeWithReferenceZstd(t *testing.T) {
 	zstdPath, err := exec.LookPath("zstd")
 	if err != nil {
 		t.Skip("the zstd tool is not installed")
@@ -96,7 +96,7 @@ func TestReview9FramesDecodeWithReferenceZstd(t *testing.T) {
 	const maxN = fastLiteralsBelow + 100
 	compressedBlocks, sealedCompressed := 0, 0
 	for n := 1; n <= maxN; n++ {
-		for _, kind := range review9Kinds {
+		for _, kind := range zstdKinds {
 			plain := kind.gen(r, n)
 			enc, err := encoderFor(CompressFastest, n)
 			if err != nil {
@@ -104,7 +104,7 @@ func TestReview9FramesDecodeWithReferenceZstd(t *testing.T) {
 			}
 			z := enc.EncodeAll(plain, nil)
 			name := fmt.Sprintf("%s, %d bytes", kind.name, n)
-			lit, compressed, err := review9LiteralsType(z)
+			lit, compressed, err := zstdLiteralsType(z)
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
@@ -157,10 +157,10 @@ func TestReview9FramesDecodeWithReferenceZstd(t *testing.T) {
 	}
 }
 
-// review9LiteralsType parses a single-block zstd frame (RFC 8878, 3.1.1)
+// zstdLiteralsType parses a single-block zstd frame (RFC 8878, 3.1.1)
 // and returns the literals block type of its block when that block is
 // compressed.
-func review9LiteralsType(z []byte) (lit int, compressed bool, err error) {
+func zstdLiteralsType(z []byte) (lit int, compressed bool, err error) {
 	if len(z) < 6 || binary.LittleEndian.Uint32(z) != 0xFD2FB528 {
 		return 0, false, fmt.Errorf("no zstd frame")
 	}

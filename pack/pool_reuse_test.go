@@ -13,10 +13,10 @@ import (
 	"lifeboat/blob"
 )
 
-// review9Scribble takes pooled buffers of every small class, fills them
+// scribblePool takes pooled buffers of every small class, fills them
 // with garbage and gives them back until stop closes, so that any code
 // still holding a buffer it gave back sees its bytes change.
-func review9Scribble(stop <-chan struct{}, done *sync.WaitGroup) {
+func scribblePool(stop <-chan struct{}, done *sync.WaitGroup) {
 	done.Go(func() {
 		for i := 0; ; i++ {
 			select {
@@ -37,10 +37,10 @@ func review9Scribble(stop <-chan struct{}, done *sync.WaitGroup) {
 	})
 }
 
-// review9Plain returns a blob of a random small size and kind: text or
+// smallPlain returns a blob of a random small size and kind: text or
 // zeros (compressed) or random bytes (stored raw), around the 256-byte and
 // 1 KiB thresholds and the pool's classes.
-func review9Plain(r *rand.Rand) []byte {
+func smallPlain(r *rand.Rand) []byte {
 	var n int
 	switch r.IntN(4) {
 	case 0:
@@ -61,20 +61,20 @@ func review9Plain(r *rand.Rand) []byte {
 	return randBytes(r, n)
 }
 
-// TestReview9SealedBlobsSurviveBufferReuse seals many small blobs on
+// TestSealedBlobsSurviveBufferReuse seals many small blobs on
 // several goroutines while a scribbler recycles pooled buffers with
 // garbage. Each goroutine keeps its last sealed blobs, opens them again
 // (into pooled buffers, as a reader reusing them would) only after later
 // seals and opens reused the buffers, and releases them then. A sealed
 // blob whose bytes shared a buffer that went back to the pool would no
 // longer open to its input. Run with -race.
-func TestReview9SealedBlobsSurviveBufferReuse(t *testing.T) {
+func TestSealedBlobsSurviveBufferReuse(t *testing.T) {
 	seed := newRand(t).Uint64()
 	levels := []Compression{CompressFastest, CompressFastest, CompressDefault, CompressBetter, CompressOff}
 	stop := make(chan struct{})
 	var scribblers sync.WaitGroup
 	for range 2 {
-		review9Scribble(stop, &scribblers)
+		scribblePool(stop, &scribblers)
 	}
 	defer func() { close(stop); scribblers.Wait() }()
 
@@ -108,7 +108,7 @@ func TestReview9SealedBlobsSurviveBufferReuse(t *testing.T) {
 				}
 			}()
 			for i := range perWorker {
-				plain := review9Plain(r)
+				plain := smallPlain(r)
 				c := levels[r.IntN(len(levels))]
 				sb, err := SealBlob(wsKeys, blob.Data, wsKeys.BlobID(plain), plain, c)
 				if err != nil {
@@ -138,15 +138,15 @@ func TestReview9SealedBlobsSurviveBufferReuse(t *testing.T) {
 	}
 }
 
-// TestReview9PackAfterRelease builds packs, in memory and streamed, the
+// TestPackAfterRelease builds packs, in memory and streamed, the
 // way the repository does: every sealed blob is released right after Add
 // while other blobs are sealed and the scribbler reuses the buffers; the
 // finished pack verifies and every blob opens to its input.
-func TestReview9PackAfterRelease(t *testing.T) {
+func TestPackAfterRelease(t *testing.T) {
 	r := newRand(t)
 	stop := make(chan struct{})
 	var scribblers sync.WaitGroup
-	review9Scribble(stop, &scribblers)
+	scribblePool(stop, &scribblers)
 	defer func() { close(stop); scribblers.Wait() }()
 
 	for _, streamed := range []bool{false, true} {
@@ -158,7 +158,7 @@ func TestReview9PackAfterRelease(t *testing.T) {
 			}
 			plains := map[blob.ID][]byte{}
 			for i := 0; i < 2000; i++ {
-				plain := review9Plain(r)
+				plain := smallPlain(r)
 				if i%50 == 0 { // a few larger than the stream's write buffer
 					plain = randBytes(r, streamBuffer+r.IntN(streamBuffer))
 				}
