@@ -8,12 +8,12 @@ import (
 	"testing"
 )
 
-// TestRegressionPrepareBusyIsRunning: a database whose write-ahead log
+// TestPrepareBusyIsRunning: a database whose write-ahead log
 // cannot be checkpointed because another connection holds it (a browser
 // this host cannot see as running: another PID namespace or host) is a
 // running browser, exit 18, not a problem after which the capture goes
 // on without the WAL's committed rows.
-func TestRegressionPrepareBusyIsRunning(t *testing.T) {
+func TestPrepareBusyIsRunning(t *testing.T) {
 	ctx := context.Background()
 	for _, hold := range []string{"BEGIN IMMEDIATE", "BEGIN; SELECT count(*) FROM moz_cookies"} {
 		root := filepath.Join(t.TempDir(), "firefox")
