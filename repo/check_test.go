@@ -118,11 +118,11 @@ func TestDamagedIndexObject(t *testing.T) {
 	checkRepo(t, r2)
 }
 
-// Issue 31, item 1: with the local index warm (every index object
-// applied), an index object flipped or truncated in the repository went
-// unseen by Check, which read the cache. Now every Check loads each one
-// from the repository, names the damaged one, and rebuilds the cache
-// without it; put back intact, Check is clean again.
+// With the local index warm (every index object applied), an index
+// object flipped or truncated in the repository is still seen by Check,
+// which does not read the cache: every Check loads each one from the
+// repository, names the damaged one, and rebuilds the cache without it;
+// put back intact, Check is clean again.
 func TestCheckReadsStoredIndexObjects(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRepo(t)
@@ -186,7 +186,7 @@ func copyPack(t *testing.T, r *Repository, p blob.ID) blob.ID {
 	return info.ID
 }
 
-// Issue 31, item 6: a blob with several places is read from another when
+// A blob with several places is read from another when
 // its pack is damaged or missing; check calls a missing pack whose every
 // blob is stored elsewhere a stale index object (a notice naming it, not
 // damage), and the lookups move to the stored copy.

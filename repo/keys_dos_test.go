@@ -20,7 +20,7 @@ import (
 	"lifeboat/crypt"
 )
 
-// Regression tests of issue 31, item 5: anyone who can write to keys/
+// Key-file denial of service: anyone who can write to keys/
 // (knowing no password) adds key files with huge argon2id parameters,
 // named to sort first and dated newest. None of these tests is parallel:
 // they count derivations and capture the default logger.

@@ -15,7 +15,7 @@ import (
 // sees, whatever their mode, age or waiting state, also when it is refused
 // itself; it never removes a lock of another host (even one whose PID is
 // not running here, or one stale by time) nor a live lock of this host.
-// Listing alone removes nothing (issue 31, item 14c).
+// Listing alone removes nothing.
 func TestLockRemovesDeadHere(t *testing.T) {
 	tr := newTestRepo(t)
 	c := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}

@@ -26,7 +26,7 @@ func (b loadFails) Load(ctx context.Context, h backend.Handle, off int64, n int)
 
 // Only a missing config means "no repository": a refused one is
 // ErrAccessDenied naming the path and what to do, and any other failure
-// stays itself (issue 31, item 14b).
+// stays itself.
 func TestOpenConfigErrors(t *testing.T) {
 	tr := newTestRepo(t)
 	open := func(err error) error {

@@ -20,43 +20,43 @@ import (
 	"lifeboat/pack"
 )
 
-var errReview9Write = errors.New("review9: planned temp write failure")
+var errPlannedWrite = errors.New("planned temp write failure")
 
-// review9FailSize is a temp-file backend whose pack temp files fail the
+// failSizeBackend is a temp-file backend whose pack temp files fail the
 // write of exactly size bytes: a sealed chunk of at least the stream
 // buffer goes to the file in one write of its own, so one chosen chunk of
 // a stream fails to save.
-type review9FailSize struct {
+type failSizeBackend struct {
 	fault.TempBackend
 	size atomic.Int64
 	hits atomic.Int64
 }
 
-func (b *review9FailSize) CreateTemp() (backend.TempFile, error) {
+func (b *failSizeBackend) CreateTemp() (backend.TempFile, error) {
 	f, err := b.TempBackend.CreateTemp()
 	if err != nil {
 		return nil, err
 	}
-	return review9FailFile{f, b}, nil
+	return failSizeFile{f, b}, nil
 }
 
-type review9FailFile struct {
+type failSizeFile struct {
 	backend.TempFile
-	b *review9FailSize
+	b *failSizeBackend
 }
 
-func (f review9FailFile) Write(p []byte) (int, error) {
+func (f failSizeFile) Write(p []byte) (int, error) {
 	if int64(len(p)) == f.b.size.Load() {
 		f.b.hits.Add(1)
-		return 0, errReview9Write
+		return 0, errPlannedWrite
 	}
 	return f.TempFile.Write(p)
 }
 
-// review9Stream returns seeded random bytes that c cuts into at least
+// seededStream returns seeded random bytes that c cuts into at least
 // four chunks, the last at least 300 KiB (so its sealed bytes are written
 // to a pack file in one write), of distinct sizes; and those sizes.
-func review9Stream(t *testing.T, r *Repository, seed uint64) ([]byte, []int) {
+func seededStream(t *testing.T, r *Repository, seed uint64) ([]byte, []int) {
 	t.Helper()
 	t.Logf("stream: seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 9))
@@ -93,10 +93,10 @@ func review9Stream(t *testing.T, r *Repository, seed uint64) ([]byte, []int) {
 	return nil, nil
 }
 
-// review9Scribble fills pooled buffers of the chunk sizes with garbage
+// scribblePool fills pooled buffers of the chunk sizes with garbage
 // until stop closes, so a chunk buffer used after it went back to the
 // pool shows as different data.
-func review9Scribble(stop <-chan struct{}, done *sync.WaitGroup) {
+func scribblePool(stop <-chan struct{}, done *sync.WaitGroup) {
 	done.Go(func() {
 		for i := 0; ; i++ {
 			select {
@@ -115,15 +115,15 @@ func review9Scribble(stop <-chan struct{}, done *sync.WaitGroup) {
 	})
 }
 
-// review9Seals counts how SaveStream sealed a stream's chunks: in the
+// sealCounts counts how SaveStream sealed a stream's chunks: in the
 // caller's goroutine as soon as each was cut (inline), or held and sealed
 // beside the chunking (the last chunk sealed at the end is not counted).
 // With busy, the stream sees procs-1 other streams under way, so exactly
 // GOMAXPROCS, as when a capture's readers keep the cores busy.
-type review9Seals struct{ inline, beside atomic.Int64 }
+type sealCounts struct{ inline, beside atomic.Int64 }
 
-func review9CountSeals(r *Repository, procs int, busy bool) (s *review9Seals, done func()) {
-	s = &review9Seals{}
+func countSeals(r *Repository, procs int, busy bool) (s *sealCounts, done func()) {
+	s = &sealCounts{}
 	r.testStreamSeal = func(inline bool) {
 		if inline {
 			s.inline.Add(1)
@@ -140,7 +140,7 @@ func review9CountSeals(r *Repository, procs int, busy bool) (s *review9Seals, do
 
 // check fails t unless the chunks were sealed inline when the stream was
 // busy or had one core, and beside the chunking otherwise.
-func (s *review9Seals) check(t *testing.T, procs int, busy bool) {
+func (s *sealCounts) check(t *testing.T, procs int, busy bool) {
 	t.Helper()
 	in, beside := s.inline.Load(), s.beside.Load()
 	if wantInline := busy || procs == 1; wantInline && (in == 0 || beside != 0) || !wantInline && (beside == 0 || in != 0) {
@@ -152,11 +152,11 @@ func (s *review9Seals) check(t *testing.T, procs int, busy bool) {
 // among as many streams as cores, while the chunk buffers are recycled
 // with garbage: the ids come back in order, the stats add up, and the
 // stream reads back identical.
-func TestReview9SaveStreamProcs(t *testing.T) {
+func TestSaveStreamProcs(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	stop := make(chan struct{})
 	var scribblers sync.WaitGroup
-	review9Scribble(stop, &scribblers)
+	scribblePool(stop, &scribblers)
 	defer func() { close(stop); scribblers.Wait() }()
 	for _, procs := range []int{1, 2, 3} {
 		for _, busy := range []bool{false, true} {
@@ -164,10 +164,10 @@ func TestReview9SaveStreamProcs(t *testing.T) {
 				runtime.GOMAXPROCS(procs)
 				tr := newTestRepo(t)
 				r := tr.open(t, nil, testPassword)
-				data, sizes := review9Stream(t, r, uint64(procs))
+				data, sizes := seededStream(t, r, uint64(procs))
 				c, err := r.Chunker(blob.Workspace)
 				must(t, err)
-				seals, done := review9CountSeals(r, procs, busy)
+				seals, done := countSeals(r, procs, busy)
 				ids, st, err := r.SaveStream(context.Background(), blob.Workspace, c, bytes.NewReader(data))
 				done()
 				must(t, err)
@@ -191,15 +191,15 @@ func TestReview9SaveStreamProcs(t *testing.T) {
 	}
 }
 
-// review9Barrier is a reader whose first Read waits until every reader
+// firstReadBarrier is a reader whose first Read waits until every reader
 // of its group has made its first Read.
-type review9Barrier struct {
+type firstReadBarrier struct {
 	io.Reader
 	group *sync.WaitGroup
 	once  sync.Once
 }
 
-func (b *review9Barrier) Read(p []byte) (int, error) {
+func (b *firstReadBarrier) Read(p []byte) (int, error) {
 	b.once.Do(func() { b.group.Done(); b.group.Wait() })
 	return b.Reader.Read(p)
 }
@@ -213,7 +213,7 @@ func TestSaveStreamsAtOnce(t *testing.T) {
 	const streams = 4
 	tr := newTestRepo(t)
 	r := tr.open(t, nil, testPassword)
-	seals, _ := review9CountSeals(r, 2, false)
+	seals, _ := countSeals(r, 2, false)
 	var group sync.WaitGroup
 	group.Add(streams)
 	type result struct {
@@ -224,7 +224,7 @@ func TestSaveStreamsAtOnce(t *testing.T) {
 	results := make([]result, streams)
 	datas := make([][]byte, streams)
 	for i := range datas {
-		datas[i], _ = review9Stream(t, r, uint64(100+i))
+		datas[i], _ = seededStream(t, r, uint64(100+i))
 	}
 	var wg sync.WaitGroup
 	for i := range streams {
@@ -235,7 +235,7 @@ func TestSaveStreamsAtOnce(t *testing.T) {
 				group.Done() // the others must not wait for this one
 				return
 			}
-			ids, _, err := r.SaveStream(context.Background(), blob.Workspace, c, &review9Barrier{Reader: bytes.NewReader(datas[i]), group: &group})
+			ids, _, err := r.SaveStream(context.Background(), blob.Workspace, c, &firstReadBarrier{Reader: bytes.NewReader(datas[i]), group: &group})
 			results[i] = result{datas[i], ids, err}
 		})
 	}
@@ -253,7 +253,7 @@ func TestSaveStreamsAtOnce(t *testing.T) {
 // (the last is sealed in the caller's goroutine), at GOMAXPROCS 1, 2 and
 // 4, the stream alone or among as many streams as cores: SaveStream
 // returns that error and no ids, and does not hang.
-func TestReview9SaveStreamChunkFails(t *testing.T) {
+func TestSaveStreamChunkFails(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for _, procs := range []int{1, 2, 4} {
 		for _, which := range []string{"first", "middle", "last"} {
@@ -261,19 +261,19 @@ func TestReview9SaveStreamChunkFails(t *testing.T) {
 				t.Run(fmt.Sprintf("GOMAXPROCS=%d/%s/busy=%v", procs, which, busy), func(t *testing.T) {
 					runtime.GOMAXPROCS(procs)
 					tr := newTestRepo(t)
-					fb := &review9FailSize{TempBackend: tr.be.(*local.Backend)}
+					fb := &failSizeBackend{TempBackend: tr.be.(*local.Backend)}
 					r, err := Open(context.Background(), fb, testPassword, Options{CacheDir: tr.cache, PackSize: 256 << 10, Packers: 1})
 					must(t, err)
 					defer func() { _ = r.Close(context.Background()) }()
-					data, sizes := review9Stream(t, r, 7)
+					data, sizes := seededStream(t, r, 7)
 					target := map[string]int{"first": 0, "middle": len(sizes) / 2, "last": len(sizes) - 1}[which]
 					fb.size.Store(int64(sizes[target] + crypt.Overhead)) // random data is stored raw
 					c, err := r.Chunker(blob.Workspace)
 					must(t, err)
-					seals, done := review9CountSeals(r, procs, busy)
+					seals, done := countSeals(r, procs, busy)
 					ids, _, err := r.SaveStream(context.Background(), blob.Workspace, c, bytes.NewReader(data))
 					done()
-					if !errors.Is(err, errReview9Write) || ids != nil {
+					if !errors.Is(err, errPlannedWrite) || ids != nil {
 						t.Fatalf("chunk %d of %d fails: SaveStream = %d ids, %v; want no ids and the write error", target, len(sizes), len(ids), err)
 					}
 					if fb.hits.Load() != 1 {
@@ -291,7 +291,7 @@ func TestReview9SaveStreamChunkFails(t *testing.T) {
 // or among as many streams as cores: SaveStream
 // returns context.Canceled once that save ends, and the repository is
 // not damaged: the same stream saves and reads back afterwards.
-func TestReview9SaveStreamCancelledWhileSaving(t *testing.T) {
+func TestSaveStreamCancelledWhileSaving(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for _, procs := range []int{1, 2} {
 		for _, busy := range []bool{false, true} {
@@ -301,7 +301,7 @@ func TestReview9SaveStreamCancelledWhileSaving(t *testing.T) {
 				r, err := Open(context.Background(), tr.be, testPassword, Options{CacheDir: tr.cache, PackSize: 256 << 10, Packers: 1})
 				must(t, err)
 				defer func() { _ = r.Close(context.Background()) }()
-				data, _ := review9Stream(t, r, 3)
+				data, _ := seededStream(t, r, 3)
 				held, release := make(chan struct{}), make(chan struct{})
 				var first atomic.Bool
 				r.testBeforeUpload = func() { // the second chunk's save hands the first's pack off
@@ -318,7 +318,7 @@ func TestReview9SaveStreamCancelledWhileSaving(t *testing.T) {
 					ids []blob.ID
 					err error
 				}
-				seals, busyDone := review9CountSeals(r, procs, busy)
+				seals, busyDone := countSeals(r, procs, busy)
 				done := make(chan result, 1)
 				go func() {
 					ids, _, err := r.SaveStream(ctx, blob.Workspace, c, bytes.NewReader(data))
