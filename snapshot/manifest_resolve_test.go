@@ -16,7 +16,7 @@ import (
 )
 
 // `latest` means the newest snapshot: one that cannot be read is never
-// silently passed over (issue 31, items 7 and 14a). The repositories here
+// silently passed over. The repositories here
 // are real; the damage is a byte flipped in a stored snapshot object, or a
 // manifest sealed with the repository's key whose content does not
 // validate.

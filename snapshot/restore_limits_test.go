@@ -16,7 +16,7 @@ import (
 )
 
 // Restore's memory is bounded by what its plan has expanded, whatever a
-// manifest declares (issue 31, item 4). The snapshots here are forged in a
+// manifest declares. The snapshots here are forged in a
 // real repository through its API: trees that share subtrees (a DAG), and
 // manifests with inflated, overflowing or missing totals.
 

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -8,11 +9,15 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"lifeboat/backend/local"
+	"lifeboat/crypt"
+	"lifeboat/repo"
 )
 
-// Issue 31, item 3: restore --replace into the repository itself
-// (--target REPO/data, REPO/index, REPO/keys, REPO/snapshots) was not
-// refused: it succeeded and destroyed the repository.
+// restore (with or without --replace) into the repository itself
+// (--target REPO/data, REPO/index, REPO/keys, REPO/snapshots) or over a
+// directory holding it is refused, and the repository stays.
 
 // rsRefused restores m into target and checks the restore is refused with
 // ErrTargetOverlaps naming the target and what it overlaps, and that
@@ -128,4 +133,31 @@ func TestRestoreRefusesRepositoryThroughBindMount(t *testing.T) {
 		t.Fatal(err)
 	}
 	capTestCheck(t, r.Repository)
+}
+
+// restore --replace of a directory that holds the repository is refused
+// with ErrTargetHoldsRepository, and the repository stays.
+func TestReplaceRefusesRepositoryParent(t *testing.T) {
+	ctx := context.Background()
+	home := t.TempDir()
+	repoDir := filepath.Join(home, "backups")
+	be, err := local.Create(repoDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.Init(ctx, be, rsTestPassword, repo.InitOptions{KDF: crypt.NewKDFParams(1, 64, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := repo.Open(ctx, be, rsTestPassword, repo.Options{CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr := &rsRepo{Repository: r, path: repoDir}
+	m := rr.manifest(t, rr.dir(t, "root", rr.file(t, "f", []byte("hello"))), true)
+	if _, err := Restore(ctx, r, m, RestoreOptions{Target: home, Replace: true}); !errors.Is(err, ErrTargetHoldsRepository) {
+		t.Fatalf("restore --replace over the repository's parent: %v, want ErrTargetHoldsRepository", err)
+	}
+	if _, err := os.Stat(repoDir); err != nil {
+		t.Errorf("repository gone after restore --replace of its parent: %v", err)
+	}
 }

@@ -19,8 +19,9 @@ import (
 	"lifeboat/repo"
 )
 
-// Issue 31, item 4 (second half): a killed restore left its
-// .lifeboat-restore-* staging directory beside the target for good.
+// A killed restore's .lifeboat-restore-* staging directory beside the
+// target does not stay there for good: a later restore of the target (or
+// `lifeboat unlock`) removes it.
 
 // rsKillEnv carries the arguments of TestRestoreKilledChild.
 const rsKillEnv = "LIFEBOAT_TEST_RESTORE_KILL_CHILD"

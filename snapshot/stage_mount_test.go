@@ -11,10 +11,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Issue 31, item 2: restore --replace of a directory holding a bind mount
-// removed the replaced tree through the mount and deleted the mounted
-// files (the mount's source lost them), saying only "the replaced tree
-// could not be removed".
+// restore --replace of a directory holding a bind mount must not remove
+// the replaced tree through the mount: the mounted files (the mount's
+// source) stay, and the restore says which mount point stayed rather than
+// only "the replaced tree could not be removed".
 
 // rsBind bind-mounts src at dst (root, in the test's own mount namespace)
 // and unmounts it, wherever a switch moved it, before the test's

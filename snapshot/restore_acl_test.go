@@ -33,7 +33,7 @@ func rsDefaultACL(t *testing.T, dir string) {
 // from the ACL rather than the umask, so a file created with its final
 // mode (createMode) can come out with fewer bits than the snapshot says.
 // Every mode must come back exact.
-func TestRegressionRestoreModeUnderDefaultACL(t *testing.T) {
+func TestRestoreModeUnderDefaultACL(t *testing.T) {
 	base := t.TempDir()
 	src := filepath.Join(base, "src")
 	if err := os.Mkdir(src, 0o755); err != nil {

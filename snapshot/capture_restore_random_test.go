@@ -8,7 +8,7 @@ import (
 )
 
 // End to end: real Capture then Restore of random trees.
-func TestRegressionCaptureRestoreRandom(t *testing.T) {
+func TestCaptureRestoreRandom(t *testing.T) {
 	rng := capTestRand(t)
 	r := capTestOpenRepo(t)
 	for round := range 8 {

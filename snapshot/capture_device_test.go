@@ -11,14 +11,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestReview10FileReplacedByDevice: a regular file whose name holds a
+// TestFileReplacedByDevice: a regular file whose name holds a
 // character device that never ends (/dev/zero's numbers, 1:5) by the time
 // a reader opens it. The walk's lstat stands for the fstat before the
 // read, so nothing looked at the descriptor's type before reading: the
 // reader must still notice, at the latest once it reads past the size the
 // lstat gave, and record the file as replaced rather than read without
-// end. (Without the fix the capture runs until the guard's deadline.)
-func TestReview10FileReplacedByDevice(t *testing.T) {
+// end. (A reader that did not notice would run until the guard's deadline.)
+func TestFileReplacedByDevice(t *testing.T) {
 	root := t.TempDir()
 	capTestWrite(t, root, map[string]string{"dev": "was a small file", "keep": "kept"})
 	// Can this process make a device node here, and open it?
@@ -46,7 +46,7 @@ func TestReview10FileReplacedByDevice(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	// A guard, not a wait: with the fix the capture ends at once.
+	// A guard, not a wait: a reader that notices ends the capture at once.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	m, err := Capture(ctx, r, root, o)

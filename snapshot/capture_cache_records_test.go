@@ -17,7 +17,7 @@ import (
 // the part's record pairs with its other files' entries: savePart packs
 // the part's nodes for the tree, so the record is built before that.
 // Every other file keeps its own entry, and the next capture reads nothing.
-func TestReview13LeftOutEntryKeepsRecordNames(t *testing.T) {
+func TestLeftOutEntryKeepsRecordNames(t *testing.T) {
 	root := t.TempDir()
 	files := map[string]string{"d/a": "aaaa", "d/b": "bbbb", "d/c": "cccccc", "d/e": "eeeeeeee", "d/f": "ffffffffff"}
 	capTestWrite(t, root, files)
@@ -63,7 +63,7 @@ func TestReview13LeftOutEntryKeepsRecordNames(t *testing.T) {
 // nothing; a file that became a directory, a directory that became a
 // file, a removed name and an edited file are read (only they), and the
 // capture after that reads nothing again.
-func TestReview13MergeJoinMixedListing(t *testing.T) {
+func TestMergeJoinMixedListing(t *testing.T) {
 	root := t.TempDir()
 	files := map[string]string{
 		"d/a": "1", "d/a\x80": "22", "d/a\xff\xfe": "333", "d/ab": "4444", "d/\u00e9": "55555",
@@ -126,7 +126,7 @@ func TestReview13MergeJoinMixedListing(t *testing.T) {
 // (a directory's second part once it has fewer entries, a directory whose
 // files are all empty now) and keeps the others; a capture that fails
 // writes and deletes no record.
-func TestReview13PruneAndFailedCapture(t *testing.T) {
+func TestCacheRecordsPruneAndFailedCapture(t *testing.T) {
 	root := t.TempDir()
 	files := map[string]string{"e/x": "x", "e/y": "yy", "k/z": "zzz"}
 	for i := range MaxNodesPerBlob + 2 {

@@ -18,7 +18,7 @@ import (
 // since) is used once its chunks are looked up, leaves its node's content
 // intact, and is written back in a record stamped with the current
 // generation, so the capture after that trusts it by its generation.
-func TestReview11CacheEntriesTrustedAfterRestamp(t *testing.T) {
+func TestCacheEntriesTrustedAfterRestamp(t *testing.T) {
 	rng := capTestRand(t)
 	root := t.TempDir()
 	files := map[string]string{}

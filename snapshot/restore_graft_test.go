@@ -10,10 +10,10 @@ import (
 	"lifeboat/blob"
 )
 
-// TestRegressionGraftSubtreeBomb: a sensitive tree that lists one subtree
+// TestGraftSubtreeBomb: a sensitive tree that lists one subtree
 // twice per level expands to 2^depth entries. Like the snapshot's own
 // tree, a graft is held to the totals its sensitive part declares.
-func TestRegressionGraftSubtreeBomb(t *testing.T) {
+func TestGraftSubtreeBomb(t *testing.T) {
 	ctx := context.Background()
 	r := capTestOpenRepo(t)
 	src := sensTestTree(t)
@@ -44,21 +44,21 @@ func TestRegressionGraftSubtreeBomb(t *testing.T) {
 	}
 }
 
-// TestRegressionGraftReadOnlyParentNonRoot runs
-// TestRegressionGraftReadOnlyParent as user nobody (when the tests run as
+// TestGraftReadOnlyParentNonRoot runs
+// TestGraftReadOnlyParent as user nobody (when the tests run as
 // root, which writes into read-only directories anyway).
-func TestRegressionGraftReadOnlyParentNonRoot(t *testing.T) {
-	rsRunAsNobody(t, "TestRegressionGraftReadOnlyParent")
+func TestGraftReadOnlyParentNonRoot(t *testing.T) {
+	rsRunAsNobody(t, "TestGraftReadOnlyParent")
 }
 
-// TestRegressionGraftReadOnlyParent: a profile whose parent directory is
+// TestGraftReadOnlyParent: a profile whose parent directory is
 // read-only (0555) is restored as a non-root user: the graft is created
 // after the workspace tree's directories got their modes, so it must not
 // need write permission the parent no longer grants; the parent keeps
 // its mode.
-func TestRegressionGraftReadOnlyParent(t *testing.T) {
+func TestGraftReadOnlyParent(t *testing.T) {
 	if os.Getenv(rsUnprivilegedEnv) == "" && os.Geteuid() == 0 {
-		t.Skip("run through TestRegressionGraftReadOnlyParentNonRoot")
+		t.Skip("run through TestGraftReadOnlyParentNonRoot")
 	}
 	ctx := context.Background()
 	base := t.TempDir()

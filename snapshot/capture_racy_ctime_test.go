@@ -11,7 +11,7 @@ import (
 
 // A file whose ctime is "now" (mtime forged old, as cp -p/tar/npm do) is
 // not cached: its last change, the ctime, is inside the racy window.
-func TestRegressionRacyUsesMtimeOnly(t *testing.T) {
+func TestRacyWindowUsesCtime(t *testing.T) {
 	root := t.TempDir()
 	p := filepath.Join(root, "f")
 	if err := os.WriteFile(p, []byte("AAAA"), 0o644); err != nil {

@@ -7,40 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"lifeboat/blob"
 	"lifeboat/repo"
 )
 
-// Root node xattrs bypass safeCheckNode: trusted.* / system.posix_acl_* land on the target.
-func TestRegressionRootXattrNotChecked(t *testing.T) {
-	r := newRestoreRepo(t)
-	root := r.dir(t, "root", r.file(t, "f", []byte("x")))
-	// ACL: user::rwx, user:65534:rwx, group::r-x, mask::rwx, other::r-x
-	acl := []byte{2, 0, 0, 0,
-		1, 0, 7, 0, 0xff, 0xff, 0xff, 0xff,
-		2, 0, 7, 0, 0xfe, 0xff, 0, 0,
-		4, 0, 5, 0, 0xff, 0xff, 0xff, 0xff,
-		0x10, 0, 7, 0, 0xff, 0xff, 0xff, 0xff,
-		0x20, 0, 5, 0, 0xff, 0xff, 0xff, 0xff}
-	root.Xattrs = []Xattr{{Name: "system.posix_acl_default", Value: acl}, {Name: "trusted.evil", Value: []byte("1")}}
-	m := r.manifest(t, root, false)
-	target := filepath.Join(t.TempDir(), "t")
-	_, err := Restore(context.Background(), r.Repository, m, RestoreOptions{Target: target})
-	t.Logf("restore err: %v", err)
-	buf := make([]byte, 256)
-	n, gerr := unix.Getxattr(target, "trusted.evil", buf)
-	t.Logf("trusted.evil on target: %q %v", buf[:max(n, 0)], gerr)
-	n, gerr = unix.Getxattr(target, "system.posix_acl_default", buf)
-	t.Logf("posix_acl_default on target: %d bytes %v", n, gerr)
-	if gerr == nil {
-		t.Errorf("root xattr outside user.* was applied to the target")
-	}
-}
-
-// CheckSnapshots skips the rest of a multi-blob directory once its first blob was seen.
-func TestRegressionCheckSkipsSecondBlob(t *testing.T) {
+// CheckSnapshots reads every blob of a multi-blob directory, also when its
+// first blob was seen already (in another snapshot).
+func TestCheckSnapshotsEveryBlobOfDirectory(t *testing.T) {
 	r := newRestoreRepo(t)
 	ctx := context.Background()
 	var nodes []Node
