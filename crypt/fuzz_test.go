@@ -16,7 +16,7 @@ import (
 func FuzzDecodeKeyFile(f *testing.F) {
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`{"version":1,"tiers":["workspace"],"kdf":{"algorithm":"argon2id","time":1,"memory_kib":8,"threads":1,"salt":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="},"data":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}`))
-	// The attack of issue 31: 1 GiB and 16 passes (decodes, never derived),
+	// The key-file denial of service: 1 GiB and 16 passes (decodes, never derived),
 	// and one pass more (does not decode).
 	f.Add([]byte(`{"version":1,"tiers":["workspace"],"kdf":{"algorithm":"argon2id","time":16,"memory_kib":1048576,"threads":4,"salt":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="},"data":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}`))
 	f.Add([]byte(`{"version":1,"tiers":["workspace"],"kdf":{"algorithm":"argon2id","time":17,"memory_kib":64,"threads":1,"salt":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="},"data":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}`))

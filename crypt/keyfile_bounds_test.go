@@ -37,7 +37,7 @@ func smallKeyFile(t *testing.T, m *MasterKeys, kdf KDFParams) []byte {
 	return data
 }
 
-// The key-file denial of service of issue 31: a forged key file asking for
+// The key-file denial of service: a forged key file asking for
 // 1 GiB and 16 passes (what older Lifeboats allowed) decodes, so it can be
 // listed and removed, but opening it with a password derives nothing and
 // says why; parameters beyond that do not even decode. Not parallel: it

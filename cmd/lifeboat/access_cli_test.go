@@ -14,7 +14,7 @@ import (
 // naming the path, the user and what to do, with exit code 22, never as
 // "no repository" (10). As root (which permissions do not stop) the built
 // lifeboat runs as user nobody (65534); otherwise the repository is made
-// mode 000 (issue 31, item 14b).
+// mode 000.
 func TestRepositoryPermissionDenied(t *testing.T) {
 	if os.Geteuid() != 0 {
 		testRepositoryMode000(t)

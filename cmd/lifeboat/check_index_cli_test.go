@@ -51,10 +51,10 @@ func (e *env) checkReport(args ...string) (code int, problems, notices []map[str
 	return r.code, problems, notices
 }
 
-// Issue 31, item 1: check read the local index cache, not the repository.
-// With the cache warm (every index object applied), an index object
-// flipped at any byte or truncated went unseen: "no problems found", exit
-// 0. Now check loads and authenticates every index object from the
+// check reads index objects from the repository, not the local index
+// cache: with the cache warm (every index object applied), an index object
+// flipped at any byte or truncated is not "no problems found", exit 0.
+// check loads and authenticates every index object from the
 // repository on every run, with or without --read-data, and names the
 // damaged one (index_damaged, exit 13); put back intact, it is clean again.
 func TestCheckIndexDamagedWithWarmCache(t *testing.T) {
@@ -148,11 +148,11 @@ func writeRandomFiles(t *testing.T, rng *rand.Rand, dir, prefix string, n, size 
 	}
 }
 
-// Issue 31, item 6: index objects a prune deleted, put back (an attacker,
-// a stale object-store listing, an old backup of the repository), named
-// packs the prune had deleted, and the stale places won over the live
-// ones: restores of intact snapshots failed with "pack named by the index
-// is missing". Here the first capture's data packs hold chunks of files
+// Index objects a prune deleted, put back (an attacker, a stale
+// object-store listing, an old backup of the repository), name packs the
+// prune had deleted; the stale places must not win over the live ones,
+// or restores of intact snapshots fail with "pack named by the index is
+// missing". Here the first capture's data packs hold chunks of files
 // the second capture keeps and of files it lost, so the prune repacks
 // them: the put-back objects place live chunks in deleted packs. Now a
 // place in a pack that is not stored never takes a blob over, so every

@@ -8,7 +8,7 @@ import (
 )
 
 // A malformed --exclude glob is a usage error: exit 2, the message names
-// the pattern, and nothing is captured (issue 31, item 8).
+// the pattern, and nothing is captured.
 func TestCaptureBadExcludeExitsUsage(t *testing.T) {
 	e := newEnv(t)
 	e.init()

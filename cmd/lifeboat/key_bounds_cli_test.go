@@ -17,8 +17,8 @@ import (
 	"lifeboat/crypt"
 )
 
-// Regression tests of issue 31, item 5 (key-file denial of service),
-// through the command line. Not parallel: they count key derivations and
+// The key-file denial of service (see repo/keys_dos_test.go), through
+// the command line. Not parallel: they count key derivations and
 // capture the default logger.
 
 func (e *env) keyFileNames() []string {

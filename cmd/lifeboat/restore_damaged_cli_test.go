@@ -14,8 +14,7 @@ import (
 	"lifeboat/snapshot"
 )
 
-// Restore of damaged and forged snapshots through the CLI (issue 31, items
-// 4, 7 and 14a): `latest` never silently falls back, a damaged snapshot
+// Restore of damaged and forged snapshots through the CLI: `latest` never silently falls back, a damaged snapshot
 // named by id is reported as damaged, and a forged snapshot whose trees
 // expand past what restore plans is refused; all with exit code 13 and
 // nothing written.

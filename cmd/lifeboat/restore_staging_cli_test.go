@@ -15,8 +15,9 @@ import (
 	"lifeboat/bench"
 )
 
-// Issue 31, item 4 (second half): a killed restore left its
-// .lifeboat-restore-* staging directory beside the target for good.
+// A killed restore's .lifeboat-restore-* staging directory beside the
+// target does not stay there for good: a later restore of the target (or
+// `lifeboat unlock`) removes it.
 
 // restoreChildEnv carries the arguments of TestLifeboatChild, one a line.
 const restoreChildEnv = "LIFEBOAT_TEST_CLI_CHILD_ARGS"

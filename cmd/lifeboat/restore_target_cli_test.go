@@ -13,8 +13,8 @@ import (
 	"lifeboat/bench"
 )
 
-// Issue 31, item 3: `restore --replace --target REPO/data` (or index,
-// keys, snapshots) succeeded and destroyed the repository. Every target
+// `restore --replace --target REPO/data` (or index, keys, snapshots)
+// must not destroy the repository. Every target
 // inside or around the repository, the cache directory or the state
 // directory (--state-dir, LIFEBOAT_STATE_DIR, the config's), by a plain
 // or a symlinked spelling, is refused with exit code 2 and a message
@@ -107,7 +107,7 @@ func dumpDir(t *testing.T, dir string) string {
 	return b.String()
 }
 
-// Issue 31, item 2, through the CLI: `restore --replace` of a directory
+// Through the CLI: `restore --replace` of a directory
 // holding a bind mount of a directory on the same filesystem exits 0, the
 // mount's source keeps every file, the rest of the replaced tree is
 // removed, and the output names the mount point that stayed and says to
