@@ -195,14 +195,11 @@ func PlanPrune(ctx context.Context, r *repo.Repository, src Source, o Options) (
 		o.Now = time.Now
 	}
 	if o.DeleteAfter > 0 {
-		if err := r.RefreshCondemned(ctx); err != nil {
-			return nil, err
-		}
-		now = o.Now()
 		var err error
 		if conds, badConds, err = r.Condemnations(ctx); err != nil {
 			return nil, err
 		}
+		now = o.Now()
 	}
 	ids, err := src.Snapshots(ctx)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"lifeboat/backend"
@@ -70,7 +71,8 @@ func DecodeCondemnation(b []byte) (Condemnation, error) {
 // margin deleteAfter, and marks them condemned in the local index at once.
 func (r *Repository) Condemn(ctx context.Context, t time.Time, deleteAfter time.Duration, packs []blob.ID) (blob.ID, error) {
 	host, _ := os.Hostname()
-	b, err := json.Marshal(Condemnation{Version: 1, Time: t.UTC(), DeleteAfter: deleteAfter, Host: host, Packs: packs})
+	c := Condemnation{Version: 1, Time: t.UTC(), DeleteAfter: deleteAfter, Host: host, Packs: packs}
+	b, err := json.Marshal(c)
 	if err != nil {
 		return blob.ID{}, err
 	}
@@ -80,7 +82,7 @@ func (r *Repository) Condemn(ctx context.Context, t time.Time, deleteAfter time.
 	}
 	r.gcMu.Lock()
 	defer r.gcMu.Unlock()
-	r.condemned[id] = &Condemnation{Packs: packs}
+	r.condemned[id] = condemnedObject{Condemnation: c}
 	set := map[blob.ID]bool{}
 	for _, p := range packs {
 		set[p] = true
@@ -89,28 +91,32 @@ func (r *Repository) Condemn(ctx context.Context, t time.Time, deleteAfter time.
 	return id, err
 }
 
-// Condemnations loads every condemnation object. One that does not load
-// or decode is returned in damaged with its error; nobody acts on it
+// condemnedObject is a condemnation object as a refresh loaded it:
+// damaged (with its error, condemning nothing) or not.
+type condemnedObject struct {
+	Condemnation
+	damaged error
+}
+
+// Condemnations refreshes the condemned packs (as BeginSession does) and
+// returns the condemnation objects it found, by id. One that does not
+// load or decode is returned in damaged with its error; nobody acts on it
 // (captures do not know what it condemns, so no prune deletes its packs).
 func (r *Repository) Condemnations(ctx context.Context) (list []StoredCondemnation, damaged map[blob.ID]error, err error) {
-	damaged = map[blob.ID]error{}
-	var ids []blob.ID
-	if err := r.ListObjects(ctx, crypt.KindCondemned, func(id blob.ID) error { ids = append(ids, id); return nil }); err != nil {
-		return nil, nil, fmt.Errorf("listing condemnation objects: %w", err)
+	r.gcMu.Lock()
+	defer r.gcMu.Unlock()
+	if err := r.refreshCondemned(ctx); err != nil {
+		return nil, nil, err
 	}
-	for _, id := range ids {
-		c, bad, err := r.loadCondemnation(ctx, id)
-		switch {
-		case errors.Is(err, backend.ErrNotFound):
-			continue // executed since it was listed
-		case err != nil:
-			return nil, nil, err
-		case bad != nil:
-			damaged[id] = bad
-		default:
-			list = append(list, StoredCondemnation{id, c})
+	damaged = map[blob.ID]error{}
+	for id, c := range r.condemned {
+		if c.damaged != nil {
+			damaged[id] = c.damaged
+		} else {
+			list = append(list, StoredCondemnation{id, c.Condemnation})
 		}
 	}
+	slices.SortFunc(list, func(a, b StoredCondemnation) int { return bytes.Compare(a.ID[:], b.ID[:]) })
 	return list, damaged, nil
 }
 
@@ -150,7 +156,7 @@ func (r *Repository) refreshCondemned(ctx context.Context) error {
 		}
 		// A damaged one condemns nothing (loadCondemnation); a read that
 		// fails fails the session rather than miss what it condemns.
-		c, _, err := r.loadCondemnation(ctx, id)
+		c, bad, err := r.loadCondemnation(ctx, id)
 		switch {
 		case errors.Is(err, backend.ErrNotFound):
 			delete(present, id)
@@ -158,7 +164,7 @@ func (r *Repository) refreshCondemned(ctx context.Context) error {
 		case err != nil:
 			return fmt.Errorf("loading condemnation %s: %w", id.Short(), err)
 		}
-		r.condemned[id] = &Condemnation{Packs: c.Packs}
+		r.condemned[id] = condemnedObject{c, bad}
 	}
 	if _, err := r.SyncIndex(ctx); err != nil {
 		return err

@@ -92,10 +92,10 @@ type Repository struct {
 	closeErr  error
 
 	// gcMu serialises refreshes of the condemned packs (condemned.go);
-	// condemned holds the condemnation objects seen, by id (only their
-	// packs).
+	// condemned holds the condemnation objects seen, by id, each loaded
+	// once.
 	gcMu      sync.Mutex
-	condemned map[blob.ID]*Condemnation
+	condemned map[blob.ID]condemnedObject
 	// uploadStart is when the upload of each pack not yet indexed began
 	// (flush.go: a slow index write is not vouched for).
 	uploadStart map[blob.ID]startTime
@@ -187,7 +187,7 @@ func Open(ctx context.Context, be backend.Backend, password []byte, o Options) (
 	o = o.withDefaults(cfg)
 	r := &Repository{be: be, cfg: cfg, keys: keys, keyID: keyID, pols: pols, opts: o, now: o.Now,
 		pending: map[pendingKey]*pendingBlob{}, unindexed: map[blob.Tier][]index.PackInfo{},
-		packers: map[packerKey]*packerSet{}, condemned: map[blob.ID]*Condemnation{}, uploadStart: map[blob.ID]startTime{}, uploads: make(chan struct{}, o.Uploads), inflight: map[uint64]bool{},
+		packers: map[packerKey]*packerSet{}, condemned: map[blob.ID]condemnedObject{}, uploadStart: map[blob.ID]startTime{}, uploads: make(chan struct{}, o.Uploads), inflight: map[uint64]bool{},
 		seals: make(chan struct{}, runtime.GOMAXPROCS(0))}
 	r.cond = sync.NewCond(&r.mu)
 	r.bg, r.cancel = context.WithCancel(context.Background())
