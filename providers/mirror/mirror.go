@@ -17,8 +17,8 @@ type Locks struct {
 	m  map[providers.InstanceID]*sync.Mutex
 }
 
-// Of returns id's mutex.
-func (l *Locks) Of(id providers.InstanceID) *sync.Mutex {
+// of returns id's mutex.
+func (l *Locks) of(id providers.InstanceID) *sync.Mutex {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.m == nil {
@@ -34,7 +34,7 @@ func (l *Locks) Of(id providers.InstanceID) *sync.Mutex {
 
 // Lock locks id and returns the unlock function.
 func (l *Locks) Lock(id providers.InstanceID) func() {
-	m := l.Of(id)
+	m := l.of(id)
 	m.Lock()
 	return m.Unlock
 }
@@ -43,7 +43,7 @@ func (l *Locks) Lock(id providers.InstanceID) func() {
 // ReadFiles whose Files is not closed yet): then fn is not run. Destroy
 // uses it to remove a mirror nobody is using.
 func (l *Locks) IfUnlocked(id providers.InstanceID, fn func()) {
-	m := l.Of(id)
+	m := l.of(id)
 	if !m.TryLock() {
 		return
 	}
