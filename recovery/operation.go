@@ -121,7 +121,7 @@ func putJSON(tx stateTx, kind statedb.Kind, r statedb.Record, v any) error {
 
 func putOp(tx stateTx, op *Operation) error {
 	return putJSON(tx, statedb.Operations, statedb.Record{Key: op.ID, Workspace: op.Workspace, IdemKey: op.IdempotencyKey,
-		State: string(op.State), Active: !op.State.Terminal()}, op)
+		Active: !op.State.Terminal()}, op)
 }
 
 func putHold(tx stateTx, h *Hold) error {

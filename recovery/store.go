@@ -190,7 +190,7 @@ func putWS(tx stateTx, w *Workspace) error {
 	if err != nil {
 		return err
 	}
-	return tx.Put(statedb.Workspaces, statedb.Record{Key: w.ID, Body: b, Generation: w.Generation})
+	return tx.Put(statedb.Workspaces, statedb.Record{Key: w.ID, Body: b})
 }
 
 // putCheckpoint adds cp to the workspace's checkpoint history, dropping

@@ -53,13 +53,13 @@ func (t pgTx) Put(k statedb.Kind, r statedb.Record) error {
 	var err error
 	switch k {
 	case statedb.Workspaces:
-		_, err = t.tx.Exec(t.ctx, `INSERT INTO workspaces (id, generation, body) VALUES ($1, $2, $3)
-			ON CONFLICT (id) DO UPDATE SET generation = EXCLUDED.generation, body = EXCLUDED.body`, r.Key, int64(r.Generation), body)
+		_, err = t.tx.Exec(t.ctx, `INSERT INTO workspaces (id, body) VALUES ($1, $2)
+			ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body`, r.Key, body)
 	case statedb.Operations:
-		_, err = t.tx.Exec(t.ctx, `INSERT INTO operations (id, workspace, idempotency_key, state, active, body) VALUES ($1, $2, $3, $4, $5, $6)
+		_, err = t.tx.Exec(t.ctx, `INSERT INTO operations (id, workspace, idempotency_key, active, body) VALUES ($1, $2, $3, $4, $5)
 			ON CONFLICT (id) DO UPDATE SET workspace = EXCLUDED.workspace, idempotency_key = EXCLUDED.idempotency_key,
-				state = EXCLUDED.state, active = EXCLUDED.active, body = EXCLUDED.body`,
-			r.Key, r.Workspace, []byte(r.IdemKey), r.State, r.Active, body)
+				active = EXCLUDED.active, body = EXCLUDED.body`,
+			r.Key, r.Workspace, []byte(r.IdemKey), r.Active, body)
 	default:
 		tb := tables[k]
 		_, err = t.tx.Exec(t.ctx, `INSERT INTO `+tb.name+` (`+tb.key+`, workspace, body) VALUES ($1, $2, $3)

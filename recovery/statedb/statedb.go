@@ -37,12 +37,9 @@ type Record struct {
 	// Workspace names the workspace an operation, hold, restart or
 	// pending delete belongs to.
 	Workspace string
-	// Generation is a workspace's generation.
-	Generation uint64
-	// Operations only: the idempotency key that approved it, its state,
-	// and whether it is still active (not ended).
+	// Operations only: the idempotency key that approved it, and
+	// whether it is still active (not ended).
 	IdemKey string
-	State   string
 	Active  bool
 }
 
