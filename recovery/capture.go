@@ -120,7 +120,7 @@ func (l *Lifecycle) captureQuiesced(ctx context.Context, w Workspace, p provider
 		return false
 	}
 	qcancel()
-	fp, err := fingerprint(l.store.salt, files.Dir())
+	fp, err := fingerprint(l.store.db.Salt(), files.Dir())
 	if err != nil {
 		l.failed(w.ID, rec, Failed, fmt.Errorf("listing %s: %w", files.Dir(), err))
 		return false
@@ -306,6 +306,6 @@ func (l *Lifecycle) sameFingerprint(ctx context.Context, w Workspace, p provider
 		return false, err
 	}
 	defer files.Close()
-	fp, err := fingerprint(l.store.salt, files.Dir())
+	fp, err := fingerprint(l.store.db.Salt(), files.Dir())
 	return err == nil && bytes.Equal(fp, w.Fingerprint), err
 }

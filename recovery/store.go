@@ -42,8 +42,6 @@ var (
 // (OpenStore), or a PostgreSQL database many servers share (OpenStoreAt).
 type Store struct {
 	db    statedb.DB
-	salt  []byte
-	id    string
 	owner string // this process among the store's users: leases and events
 }
 
@@ -62,12 +60,12 @@ func OpenStore(dir string) (*Store, error) {
 // NewStore makes a Store over storage db; Close closes db.
 func NewStore(db statedb.DB) *Store {
 	host, _ := os.Hostname()
-	return &Store{db: db, salt: db.Salt(), id: db.ID(), owner: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), randomHex(4))}
+	return &Store{db: db, owner: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), randomHex(4))}
 }
 
 // ID names this state store (random, made when it was created): the
 // owner of the holds its lifecycle writes in the repository.
-func (s *Store) ID() string { return s.id }
+func (s *Store) ID() string { return s.db.ID() }
 
 // Path names the store's storage: its file, or its database URL without
 // the password.

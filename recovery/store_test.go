@@ -30,7 +30,7 @@ func TestStoreReopenAndValidate(t *testing.T) {
 	if _, err := OpenStore(dir); !errors.Is(err, ErrStoreBusy) {
 		t.Fatalf("second open while held: %v", err)
 	}
-	salt := s.salt
+	salt := s.db.Salt()
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestStoreReopenAndValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	w, err := s.Workspace("bot-1")
-	if err != nil || w.Instance != "i" || string(s.salt) != string(salt) {
+	if err != nil || w.Instance != "i" || string(s.db.Salt()) != string(salt) {
 		t.Fatalf("after reopen: %+v %v", w, err)
 	}
 	if _, err := s.Workspace("bot-9"); !errors.Is(err, ErrUnknownWorkspace) {
