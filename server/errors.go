@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"lifeboat/backend"
 	"net/http"
 	"strconv"
 
+	"lifeboat/backend"
 	"lifeboat/providers"
 	"lifeboat/recovery"
 )
@@ -54,6 +54,7 @@ var errorCodes = []struct {
 	{recovery.ErrStaleGeneration, http.StatusConflict, "stale_generation"},
 	{providers.ErrUnavailable, http.StatusServiceUnavailable, "provider_unavailable"},
 	{backend.ErrUnavailable, http.StatusServiceUnavailable, "storage_unavailable"},
+	{recovery.ErrStateUnavailable, http.StatusServiceUnavailable, "state_unavailable"},
 	{providers.ErrUnauthorized, http.StatusBadGateway, "provider_auth_failed"},
 	{providers.ErrRateLimited, http.StatusTooManyRequests, "provider_rate_limited"},
 	{providers.ErrInvalid, http.StatusBadRequest, "provider_invalid"},
