@@ -59,7 +59,7 @@ func generateMix(dir string, seed uint64, rng *rand.Rand, s Scale, write writeFu
 		}
 		// No WAL: its header holds random salts, and the same seed must
 		// give the same bytes.
-		if err := profile.NewFixture(profileSeed(seed)).Write(ctx, udd, profile.FixtureOptions{}); err != nil {
+		if err := profile.NewFixture(ProfileSeed(seed)).Write(ctx, udd, profile.FixtureOptions{}); err != nil {
 			return fmt.Errorf("browser profile: %w", err)
 		}
 		// leveldb's info log holds wall-clock times: give it fixed text.
@@ -71,9 +71,9 @@ func generateMix(dir string, seed uint64, rng *rand.Rand, s Scale, write writeFu
 	return nil
 }
 
-// profileSeed is the seed of the browser profile fixture in the corpus of
+// ProfileSeed is the seed of the browser profile fixture in the corpus of
 // seed.
-func profileSeed(seed uint64) uint64 { return seed ^ 0x9e3779b97f4a7c15 }
+func ProfileSeed(seed uint64) uint64 { return seed ^ 0x9e3779b97f4a7c15 }
 
 // randomBytes returns n incompressible bytes.
 func randomBytes(rng *rand.Rand, n int) []byte {

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Scales are the named corpus presets of `lifeboat bench --scale`: small
+// Scales are the named corpus presets of `lifeboat-bench --scale`: small
 // runs in seconds (tests, CI), medium in a few minutes, full is the mix
 // the published numbers use (100,040 files, 833 MB).
 var Scales = map[string]Scale{

@@ -7,12 +7,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"lifeboat/bench"
+	"lifeboat/demo"
 )
 
 type demoMessage struct {
 	MessageType string `json:"message_type"` // "demo_step"
-	bench.Step
+	demo.Step
 }
 
 func newDemoCommand(g *globalOptions) *cobra.Command {
@@ -34,7 +34,7 @@ func newDemoCommand(g *globalOptions) *cobra.Command {
 			if !keep {
 				defer os.RemoveAll(dir)
 			}
-			err = bench.Demo(cmd.Context(), dir, func(s bench.Step) {
+			err = demo.Run(cmd.Context(), dir, func(s demo.Step) {
 				g.out.emit(demoMessage{"demo_step", s}, func(w io.Writer) {
 					rate := ""
 					if s.MBps > 0 {

@@ -8,7 +8,6 @@ import (
 	"runtime/debug"
 	"syscall"
 
-	"lifeboat/bench"
 	"lifeboat/cmd/lifeboat/internal/gcfloor"
 )
 
@@ -29,7 +28,6 @@ const (
 )
 
 func main() {
-	bench.Trampoline() // when started by `lifeboat bench` to measure a tool
 	if os.Getenv("GOGC") == "" {
 		gcfloor.Start(defaultGCPercent, defaultHeapFloor)
 	}

@@ -73,7 +73,7 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 	f.StringVar(&g.prof.tracePath, "trace", "", "write a Go execution trace to this file (go tool trace)")
 	root.AddCommand(newInitCommand(g), newExportCommand(g), newKeyCommand(g), newRepairCommand(g), newCatCommand(g), newCheckCommand(g),
 		newSnapshotsCommand(g), newLsCommand(g), newDiffCommand(g),
-		newCaptureCommand(g), newWorkspaceCommand(g), newParkCommand(g), newRestoreCommand(g), newDemoCommand(g), newBenchCommand(g),
+		newCaptureCommand(g), newWorkspaceCommand(g), newParkCommand(g), newRestoreCommand(g), newDemoCommand(g),
 		newForgetCommand(g), newPolicyCommand(g), newPruneCommand(g), newUnlockCommand(g), newServeCommand(g),
 		newConfigCommand(g), newRestartCommand(g), newRecoveryCommand(g), newProcessCommand(g), newProviderCommand(g))
 	g.root = root

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"lifeboat/bench"
+	"lifeboat/demo"
 	"lifeboat/profile"
 	"lifeboat/recovery"
 )
@@ -121,12 +122,12 @@ func TestDemo(t *testing.T) {
 	if err != nil || len(kept) != 1 {
 		t.Fatalf("kept directories %v %v", kept, err)
 	}
-	st, err := recovery.OpenStore(filepath.Join(kept[0], bench.DemoState))
+	st, err := recovery.OpenStore(filepath.Join(kept[0], demo.StateDir))
 	must(t, err)
 	defer st.Close()
-	w, err := st.Workspace(bench.DemoWorkspace)
+	w, err := st.Workspace(demo.Workspace)
 	must(t, err)
-	ops, err := st.Operations(bench.DemoWorkspace)
+	ops, err := st.Operations(demo.Workspace)
 	must(t, err)
 	if len(ops) != 1 || ops[0].State != recovery.OpRecovered || ops[0].OldInstance == w.Instance || ops[0].Replacement != w.Instance || w.Generation != 1 {
 		t.Fatalf("workspace %+v after operations %+v", w, ops)
@@ -136,12 +137,12 @@ func TestDemo(t *testing.T) {
 			t.Fatalf("step %v names neither the checkpoint nor the replacement", s)
 		}
 	}
-	sandbox := filepath.Join(kept[0], bench.DemoSandboxes, string(w.Instance))
-	d, err := bench.Compare(filepath.Join(kept[0], bench.DemoExpected), filepath.Join(sandbox, "project"))
+	sandbox := filepath.Join(kept[0], demo.SandboxesDir, string(w.Instance))
+	d, err := bench.Compare(filepath.Join(kept[0], demo.ExpectedDir), filepath.Join(sandbox, "project"))
 	if err != nil || len(d) > 0 {
 		t.Fatalf("replacement differs from what was captured: %v %v", d, err)
 	}
-	must(t, profile.NewFixture(bench.DemoSeed).Check(context.Background(), filepath.Join(sandbox, filepath.FromSlash(bench.ProfileRel)), true))
+	must(t, profile.NewFixture(demo.Seed).Check(context.Background(), filepath.Join(sandbox, filepath.FromSlash(bench.ProfileRel)), true))
 }
 
 func TestPartialExitCode(t *testing.T) {

@@ -3,16 +3,14 @@ package main
 import (
 	"testing"
 
-	"lifeboat/bench"
 	"lifeboat/profile/profiletest"
 	"lifeboat/recovery/statedb/pgtest"
 )
 
-// TestMain lets this test binary stand in for the helpers tests start:
-// the bench trampoline (`lifeboat bench` run in-process measures its
-// children through it) and the stand-in browser of the paused-profile
-// tests. Each returns at once unless this process was started as one.
+// TestMain lets this test binary stand in for the browser of the
+// paused-profile tests (profiletest.Main returns at once unless this
+// process was started as one) and stops the PostgreSQL cluster the
+// tests may have started.
 func TestMain(m *testing.M) {
-	bench.Trampoline()
 	profiletest.Main(m, pgtest.Stop)
 }

@@ -15,31 +15,42 @@ import (
 const module = "lifeboat"
 
 // rank orders the top-level packages; imports must go to a lower rank.
-// Packages under one top-level folder may import each other.
+// Packages under one top-level folder may import each other. A package
+// under internal/ with a rank of its own is a layer by itself (a leaf the
+// tools of lower layers use); the rest of internal/ is test support.
 var rank = map[string]int{
-	"blob":      0,
-	"crypt":     1,
-	"chunk":     1,
-	"backend":   1,
-	"pack":      2,
-	"index":     3,
-	"repo":      4,
-	"snapshot":  5,
-	"profile":   5,
-	"prune":     5,
-	"providers": 5,
-	"recovery":  6,
-	"bench":     7,
-	"server":    7,
-	"livetest":  7,
-	"config":    7,
-	"cmd":       8,
-	"internal":  9,
+	"blob":               0,
+	"internal/memsample": 0,
+	"crypt":              1,
+	"chunk":              1,
+	"backend":            1,
+	"pack":               2,
+	"index":              3,
+	"repo":               4,
+	"snapshot":           5,
+	"profile":            5,
+	"prune":              5,
+	"providers":          5,
+	"recovery":           6,
+	"bench":              6,
+	"demo":               7,
+	"server":             7,
+	"livetest":           7,
+	"config":             7,
+	"cmd":                8,
+	"internal":           9,
 }
 
+// top is a package's layer: its top-level folder, or FOLDER/NAME when
+// that has a rank of its own.
 func top(pkg string) string {
-	rel := strings.TrimPrefix(pkg, module+"/")
-	return strings.SplitN(rel, "/", 2)[0]
+	parts := strings.SplitN(strings.TrimPrefix(pkg, module+"/"), "/", 3)
+	if len(parts) > 1 {
+		if _, ok := rank[parts[0]+"/"+parts[1]]; ok {
+			return parts[0] + "/" + parts[1]
+		}
+	}
+	return parts[0]
 }
 
 // violations lists every import under root that breaks the ranking.

@@ -19,8 +19,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"flag"
@@ -32,9 +30,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
-	"strconv"
-	"sync"
-	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -42,6 +37,7 @@ import (
 	"lifeboat/blob"
 	"lifeboat/crypt"
 	"lifeboat/index"
+	"lifeboat/internal/memsample"
 	"lifeboat/pack"
 )
 
@@ -77,7 +73,7 @@ func main() {
 		defer pprof.StopCPUProfile()
 	}
 
-	s := startSampler()
+	s := memsample.Start(10 * time.Millisecond)
 	report("go", runtime.Version())
 	if *lookupOnly {
 		if *dir == "" {
@@ -168,8 +164,8 @@ func object(seed uint64, first, last int) *index.Object {
 	return o
 }
 
-func build(s *sampler, dir string, p params) {
-	s.phase("build")
+func build(s *memsample.Sampler, dir string, p params) {
+	s.Phase("build")
 	start := time.Now()
 	d, err := index.OpenDB(dir, repoID)
 	if err != nil {
@@ -187,32 +183,32 @@ func build(s *sampler, dir string, p params) {
 	el := time.Since(start)
 	report("build_time", el.Round(time.Millisecond))
 	report("build_entries_per_s", int(float64(p.N)/el.Seconds()))
-	s.endPhase()
-	report("RssAnon after build", kib(readStatus()["RssAnon"]))
+	s.EndPhase()
+	report("RssAnon after build", mib(memsample.Status()["RssAnon"]))
 	debug.FreeOSMemory() // so the later phases' RssAnon peaks are their own
-	report("RssAnon after GC+release", kib(readStatus()["RssAnon"]))
+	report("RssAnon after GC+release", mib(memsample.Status()["RssAnon"]))
 }
 
 // applyOnePhase adds one full object of new blobs to an existing DB: what
 // recording a large capture's index object costs.
-func applyOnePhase(s *sampler, dir string, p params) {
-	s.phase("open")
+func applyOnePhase(s *memsample.Sampler, dir string, p params) {
+	s.Phase("open")
 	start := time.Now()
 	d, err := index.OpenDB(dir, repoID)
 	if err != nil {
 		log.Fatal(err)
 	}
 	report("open_time", time.Since(start).Round(time.Millisecond))
-	s.endPhase()
+	s.EndPhase()
 	debug.FreeOSMemory()
-	s.phase("apply-one")
+	s.Phase("apply-one")
 	seed := p.Seed + uint64(time.Now().UnixNano()) // new blobs on every run
 	start = time.Now()
 	if err := d.Apply(blobID(seed+1, 0), object(seed, 0, index.MaxObjectEntries)); err != nil {
 		log.Fatal(err)
 	}
 	report("apply_one_time", time.Since(start).Round(time.Millisecond))
-	s.endPhase()
+	s.EndPhase()
 	if err := d.Close(); err != nil {
 		log.Fatal(err)
 	}
@@ -239,14 +235,14 @@ func pageStats(dir string) {
 // getter is a lookup of one workspace blob.
 type getter func(typ blob.Type, id blob.ID) bool
 
-func lookupPhase(s *sampler, dir string, p params, lookups int, raw bool) {
-	s.phase("open")
+func lookupPhase(s *memsample.Sampler, dir string, p params, lookups int, raw bool) {
+	s.Phase("open")
 	start := time.Now()
 	get, closeFn := openGetter(dir, raw)
 	report("open_time", time.Since(start).Round(time.Millisecond))
-	s.endPhase()
+	s.EndPhase()
 
-	s.phase("lookup")
+	s.Phase("lookup")
 	r := rand.New(rand.NewPCG(p.Seed, 99))
 	hits := 0
 	start = time.Now()
@@ -265,7 +261,7 @@ func lookupPhase(s *sampler, dir string, p params, lookups int, raw bool) {
 	report("lookups", lookups)
 	report("lookup_time", el.Round(time.Millisecond))
 	report("lookups_per_s", int(float64(lookups)/el.Seconds()))
-	s.endPhase()
+	s.EndPhase()
 	closeFn()
 }
 
@@ -304,21 +300,17 @@ func openGetter(dir string, raw bool) (getter, func()) {
 	}, func() { _ = bdb.Close() }
 }
 
-func finish(s *sampler, dir string) {
+func finish(s *memsample.Sampler, dir string) {
 	if fi, err := os.Stat(filepath.Join(dir, "index.db")); err == nil {
 		report("db_file_size", mib(fi.Size()))
 	}
-	st := readStatus()
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	report("VmHWM (peak RSS)", kib(st["VmHWM"]))
-	report("getrusage maxrss", kib(ru.Maxrss))
-	report("RssAnon now", kib(st["RssAnon"]))
-	report("RssFile now", kib(st["RssFile"]))
-	s.stop()
-	for _, ph := range s.order {
-		pk := s.peaks[ph]
-		report("peak in "+ph, fmt.Sprintf("RssAnon %s  RssFile %s  VmRSS %s", kib(pk.anon), kib(pk.file), kib(pk.rss)))
+	st := memsample.Status()
+	report("VmHWM (peak RSS)", mib(st["VmHWM"]))
+	report("getrusage maxrss", mib(memsample.SelfMaxRSS()))
+	report("RssAnon now", mib(st["RssAnon"]))
+	report("RssFile now", mib(st["RssFile"]))
+	for _, pk := range s.Stop() {
+		report("peak in "+pk.Phase, fmt.Sprintf("RssAnon %s  RssFile %s  VmRSS %s", mib(pk.Anon), mib(pk.File), mib(pk.RSS)))
 	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
@@ -327,90 +319,4 @@ func finish(s *sampler, dir string) {
 
 func report(k string, v any) { fmt.Printf("%-26s %v\n", k+":", v) }
 
-func kib(v int64) string { return fmt.Sprintf("%.1f MiB", float64(v)/1024) }
 func mib(v int64) string { return fmt.Sprintf("%.1f MiB", float64(v)/(1<<20)) }
-
-// readStatus returns the kB fields of /proc/self/status.
-func readStatus() map[string]int64 {
-	m := map[string]int64{}
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return m
-	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		k, v, ok := bytes.Cut(sc.Bytes(), []byte(":"))
-		if !ok {
-			continue
-		}
-		f := bytes.Fields(v)
-		if len(f) == 2 && string(f[1]) == "kB" {
-			n, _ := strconv.ParseInt(string(f[0]), 10, 64)
-			m[string(k)] = n
-		}
-	}
-	return m
-}
-
-type peak struct{ anon, file, rss int64 }
-
-// sampler records the peak RssAnon, RssFile and VmRSS of each phase.
-type sampler struct {
-	mu    sync.Mutex
-	cur   string
-	order []string
-	peaks map[string]peak
-	done  chan struct{}
-	wg    sync.WaitGroup
-}
-
-func startSampler() *sampler {
-	s := &sampler{peaks: map[string]peak{}, done: make(chan struct{})}
-	s.wg.Go(func() {
-		t := time.NewTicker(10 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-s.done:
-				return
-			case <-t.C:
-				s.sample()
-			}
-		}
-	})
-	return s
-}
-
-func (s *sampler) sample() {
-	st := readStatus()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cur == "" {
-		return
-	}
-	p := s.peaks[s.cur]
-	p.anon = max(p.anon, st["RssAnon"])
-	p.file = max(p.file, st["RssFile"])
-	p.rss = max(p.rss, st["VmRSS"])
-	s.peaks[s.cur] = p
-}
-
-func (s *sampler) phase(name string) {
-	s.mu.Lock()
-	s.cur = name
-	s.order = append(s.order, name)
-	s.mu.Unlock()
-	s.sample()
-}
-
-func (s *sampler) endPhase() {
-	s.sample()
-	s.mu.Lock()
-	s.cur = ""
-	s.mu.Unlock()
-}
-
-func (s *sampler) stop() {
-	close(s.done)
-	s.wg.Wait()
-}

@@ -22,15 +22,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
-	"strconv"
-	"strings"
-	"sync/atomic"
-	"syscall"
 	"time"
 
 	"lifeboat/backend/local"
 	"lifeboat/blob"
 	"lifeboat/crypt"
+	"lifeboat/internal/memsample"
 	"lifeboat/prune"
 	"lifeboat/repo"
 )
@@ -68,41 +65,9 @@ func (s source) Reach(_ context.Context, _ blob.ID, m prune.Marker) error {
 	return nil
 }
 
-// peaks samples RssAnon and RssFile from /proc/self/status every 10 ms.
-type peaks struct{ anon, file atomic.Int64 }
-
-func (p *peaks) sample() {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		v, _ := strconv.ParseInt(f[1], 10, 64)
-		switch f[0] {
-		case "RssAnon:":
-			if v > p.anon.Load() {
-				p.anon.Store(v)
-			}
-		case "RssFile:":
-			if v > p.file.Load() {
-				p.file.Store(v)
-			}
-		}
-	}
-}
-
 func main() {
-	var pk peaks
-	go func() {
-		for {
-			pk.sample()
-			time.Sleep(10 * time.Millisecond)
-		}
-	}()
+	sampler := memsample.Start(10 * time.Millisecond)
+	sampler.Phase("run")
 	build := flag.Bool("build", false, "build the repository")
 	doPrune := flag.Bool("prune", false, "prune it")
 	n := flag.Int("n", 1_000_000, "blobs")
@@ -171,13 +136,12 @@ func main() {
 		if err := r.Close(ctx); err != nil {
 			log.Fatal(err)
 		}
-		var ru syscall.Rusage
-		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-		pk.sample()
+		sampler.EndPhase()
+		pk := sampler.Stop()[0]
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		fmt.Printf("open %.1fs, plan %.1fs, execute %.1fs; %+v\npeak RSS %d MiB (peak RssAnon %d MiB, peak RssFile %d MiB: the mmapped local index); Go heap peak sys %d MiB\n",
-			opened.Sub(start).Seconds(), planned.Sub(opened).Seconds(), time.Since(planned).Seconds(), st, ru.Maxrss>>10,
-			pk.anon.Load()>>10, pk.file.Load()>>10, ms.HeapSys>>20)
+			opened.Sub(start).Seconds(), planned.Sub(opened).Seconds(), time.Since(planned).Seconds(), st, memsample.SelfMaxRSS()>>20,
+			pk.Anon>>20, pk.File>>20, ms.HeapSys>>20)
 	}
 }

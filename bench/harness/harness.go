@@ -1,4 +1,4 @@
-package bench
+package harness
 
 import (
 	"context"
@@ -10,24 +10,30 @@ import (
 	"strings"
 	"time"
 
+	"lifeboat/bench"
 	"lifeboat/profile"
 )
 
 // Options configure Run.
 type Options struct {
 	Dir       string  // work directory: made if missing, must be empty
-	ScaleName string  // a key of Scales
+	ScaleName string  // a key of bench.Scales
 	Seed      uint64  // corpus seed
 	Churn     float64 // fraction the churn step changes (0.05 for 5%)
 	Rounds    int     // rounds; each runs every scenario for every tool in turn, order rotated
 	Lifeboat  string  // the lifeboat binary to measure
-	// Trampoline is a binary that calls bench.Trampoline first thing
-	// (lifeboat does); default: this process's executable.
+	// Trampoline is a binary that calls harness.Trampoline first thing
+	// (lifeboat-bench does); default: this process's executable.
 	Trampoline string
 	Compare    []string
 	// CPUProfile and MemProfile, when set, are base names of profiles
 	// that every measured Lifeboat child writes (see profileFile).
 	CPUProfile, MemProfile string
+	// PruneHistory is how many more captures each tool makes right
+	// before the prune scenario, each after a churn of its copy of the
+	// corpus (unmeasured): prune then works on a longer history, as after
+	// days of checkpoints, with more packs to delete and repack.
+	PruneHistory int
 	// VerifyRounds is how many rounds check each restore against the
 	// captured tree, file by file (the first ones).
 	VerifyRounds int
@@ -64,7 +70,7 @@ type Result struct {
 // round. Peers that are not installed are skipped, with the
 // reason in the report.
 func Run(ctx context.Context, o Options) (*Report, error) {
-	scale, err := ScaleNamed(o.ScaleName)
+	scale, err := bench.ScaleNamed(o.ScaleName)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrOption, err)
 	}
@@ -73,6 +79,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	if o.Rounds < 1 {
 		return nil, fmt.Errorf("%w: rounds %d: want at least 1", ErrOption, o.Rounds)
+	}
+	if o.PruneHistory < 0 {
+		return nil, fmt.Errorf("%w: prune history %d: want 0 or more captures", ErrOption, o.PruneHistory)
 	}
 	lb, err := newLifeboat(o.Lifeboat)
 	if err != nil {
@@ -113,10 +122,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep.Machine = machineInfo()
 	pristine := filepath.Join(dir, "corpus")
 	start := time.Now()
-	if err := Generate(pristine, o.Seed, scale); err != nil {
+	if err := bench.Generate(pristine, o.Seed, scale); err != nil {
 		return nil, fmt.Errorf("generate the corpus: %w", err)
 	}
-	if rep.Corpus, err = Stat(pristine); err != nil {
+	if rep.Corpus, err = bench.Stat(pristine); err != nil {
 		return nil, err
 	}
 	rep.CorpusSeconds = time.Since(start).Seconds()
@@ -227,8 +236,13 @@ func runRound(ctx context.Context, o Options, drivers []driver, dir, pristine st
 	for _, sc := range Scenarios {
 		for _, t := range tools {
 			if sc == ScenarioChurn {
-				if _, err := ChurnFraction(t.s.work, o.Seed+1, o.Churn); err != nil {
+				if _, err := bench.ChurnFraction(t.s.work, o.Seed+1, o.Churn); err != nil {
 					return nil, nil, fmt.Errorf("round %d, %s: churn: %w", round, t.name, err)
+				}
+			}
+			if sc == ScenarioPrune {
+				if err := t.history(ctx, o.PruneHistory); err != nil {
+					return nil, nil, fmt.Errorf("round %d, %s: %w", round, t.name, err)
 				}
 			}
 			res, err := t.scenario(ctx, sc)
@@ -271,7 +285,7 @@ func newToolRound(ctx context.Context, o Options, d driver, dir, pristine string
 			return t, err
 		}
 	}
-	if err := CopyTree(pristine, work); err != nil {
+	if err := bench.CopyTree(pristine, work); err != nil {
 		return t, fmt.Errorf("copy the corpus: %w", err)
 	}
 	if _, err := syncFS(dir); err != nil {
@@ -296,13 +310,30 @@ func (t *toolRound) log(step string) string {
 	return filepath.Join(t.logs, fmt.Sprintf("r%d.%s.%s.log", t.s.round, t.name, step))
 }
 
+// history makes n more captures, unmeasured, each after a churn of the
+// tool's copy of the corpus (the same churns for every tool).
+func (t *toolRound) history(ctx context.Context, n int) error {
+	t.s.profiles = nil // not measured: no profiles
+	for i := range n {
+		if _, err := bench.ChurnFraction(t.s.work, t.o.Seed+2+uint64(i), t.o.Churn); err != nil {
+			return fmt.Errorf("churn before history capture %d: %w", i+1, err)
+		}
+		name := fmt.Sprintf("history-%d", i+1)
+		_, c := t.d.step(t.s, name)
+		if _, err := measure(ctx, t.o.Trampoline, c, t.log(name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // scenario measures one scenario: its unmeasured commands first, then a
 // flushed file system and a warm page cache, then the measured command;
 // after a restore, the sync and the verification.
 func (t *toolRound) scenario(ctx context.Context, sc string) (Result, error) {
 	s, o := t.s, t.o
 	res := Result{Round: s.round, Tool: t.name, Scenario: sc}
-	tree, err := Stat(s.work)
+	tree, err := bench.Stat(s.work)
 	if err != nil {
 		return res, err
 	}
@@ -388,16 +419,16 @@ func (t *toolRound) scenario(ctx context.Context, sc string) (Result, error) {
 func verifyRestore(ctx context.Context, seed uint64, tool, want, got string) error {
 	var skip func(rel string) bool
 	if tool == "lifeboat" {
-		prof := filepath.FromSlash(ProfileRel)
+		prof := filepath.FromSlash(bench.ProfileRel)
 		skip = func(rel string) bool { return rel == prof || strings.HasPrefix(rel, prof+string(filepath.Separator)) }
 		udd := filepath.Join(got, prof)
 		if _, err := os.Stat(filepath.Join(want, prof)); err == nil {
-			if err := profile.NewFixture(profileSeed(seed)).Check(ctx, udd, false); err != nil {
+			if err := profile.NewFixture(bench.ProfileSeed(seed)).Check(ctx, udd, false); err != nil {
 				return fmt.Errorf("restored browser profile %s: %w", udd, err)
 			}
 		}
 	}
-	d, err := CompareSkip(want, got, skip)
+	d, err := bench.CompareSkip(want, got, skip)
 	if err != nil {
 		return fmt.Errorf("verify the restore: %w", err)
 	}

@@ -1,10 +1,11 @@
-package bench
+package harness
 
 import (
 	"bytes"
 	"context"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -434,5 +435,32 @@ func TestNewToolRoundError(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "trash", "work-r1-lifeboat")); err != nil {
 		t.Fatalf("work1 was not moved under trash/: %v", err)
+	}
+}
+
+// With PruneHistory, each tool makes that many more captures before the
+// prune scenario: Lifeboat's forget then removes all five snapshots but
+// the last (first, unchanged, churn and two of history).
+func TestRunPruneHistory(t *testing.T) {
+	bin := lifeboatBinary(t)
+	work := filepath.Join(t.TempDir(), "work")
+	rep, err := Run(context.Background(), Options{Dir: work, ScaleName: "small", Seed: 5, Churn: 0.05, Rounds: 1, Lifeboat: bin, PruneHistory: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 2; i++ {
+		if _, err := os.Stat(filepath.Join(work, "logs", fmt.Sprintf("r1.lifeboat.history-%d.log", i))); err != nil {
+			t.Errorf("history capture %d: %v", i, err)
+		}
+	}
+	forget, err := os.ReadFile(filepath.Join(work, "logs", "r1.lifeboat.prune-before0.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(forget), "kept 1 snapshots, removed 4;") {
+		t.Fatalf("forget before prune:\n%s", forget)
+	}
+	if m, ok := rep.Median("lifeboat", ScenarioPrune); !ok || m.Bytes <= 0 {
+		t.Fatalf("prune result %+v, %v", m, ok)
 	}
 }

@@ -1,4 +1,4 @@
-package bench
+package harness
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"lifeboat/bench"
 )
 
 // Usage is what one child process cost, from wait4's rusage: every tool,
@@ -74,7 +76,7 @@ func measure(ctx context.Context, self string, c command, log string) (Usage, er
 	}
 	switch {
 	case derr != nil:
-		return Usage{}, fmt.Errorf("%s: no usage report from the trampoline %s (does it call bench.Trampoline?): %w", c, self, derr)
+		return Usage{}, fmt.Errorf("%s: no usage report from the trampoline %s (does it call harness.Trampoline?): %w", c, self, derr)
 	case rep.Error != "":
 		return Usage{}, fmt.Errorf("%s: %s (output in %s)", c, rep.Error, log)
 	case rep.ExitCode != 0:
@@ -127,6 +129,6 @@ func syncFS(dir string) (float64, error) {
 
 // duBytes is the apparent size of the files under dir (du -sb).
 func duBytes(dir string) (int64, error) {
-	s, err := Stat(dir)
+	s, err := bench.Stat(dir)
 	return s.Bytes, err
 }

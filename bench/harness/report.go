@@ -1,4 +1,4 @@
-package bench
+package harness
 
 import (
 	"bufio"
@@ -11,6 +11,8 @@ import (
 	"text/tabwriter"
 
 	"golang.org/x/sys/unix"
+
+	"lifeboat/bench"
 )
 
 // Report is the outcome of Run.
@@ -20,7 +22,7 @@ type Report struct {
 	Seed          uint64            `json:"seed"`
 	Churn         float64           `json:"churn"`
 	Rounds        int               `json:"rounds"`
-	Corpus        TreeStats         `json:"corpus"`
+	Corpus        bench.TreeStats   `json:"corpus"`
 	CorpusSeconds float64           `json:"corpus_seconds"` // time to generate it
 	Tools         []Tool            `json:"tools"`
 	Skipped       map[string]string `json:"skipped"` // peer -> why it did not run

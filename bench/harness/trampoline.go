@@ -1,4 +1,4 @@
-package bench
+package harness
 
 import (
 	"encoding/json"
@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"syscall"
 	"time"
+
+	"lifeboat/internal/memsample"
 )
 
 // The harness does not start the tools itself. On Linux a child's
@@ -27,7 +29,7 @@ type trampolineReport struct {
 
 // Trampoline runs the command in os.Args[1:] and exits, if this process
 // was started as the harness's trampoline; otherwise it returns at once.
-// Binaries that run the harness (lifeboat, test binaries) call it first
+// Binaries that run the harness (lifeboat-bench, test binaries) call it first
 // thing in main or TestMain.
 func Trampoline() {
 	if os.Getenv(trampolineEnv) != "1" {
@@ -76,6 +78,6 @@ func usageOf(ps *os.ProcessState, wall time.Duration) (Usage, error) {
 		Wall:   wall.Seconds(),
 		User:   time.Duration(ru.Utime.Nano()).Seconds(),
 		Sys:    time.Duration(ru.Stime.Nano()).Seconds(),
-		MaxRSS: ru.Maxrss << 10, // KiB on Linux
+		MaxRSS: memsample.MaxRSS(ru),
 	}, nil
 }

@@ -1,4 +1,4 @@
-package bench
+package demo
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"lifeboat/backend/local"
+	"lifeboat/bench"
 	"lifeboat/crypt"
 	"lifeboat/providers"
 	localprov "lifeboat/providers/local"
@@ -29,34 +30,34 @@ type Step struct {
 // The demo's workspace id, the seed of its sample files and browser
 // profile, and the idempotency key of its approval.
 const (
-	DemoWorkspace = "demo"
-	DemoSeed      = 1
-	DemoApproval  = "demo-approve-1"
+	Workspace = "demo"
+	Seed      = 1
+	Approval  = "demo-approve-1"
 )
 
 // The demo's layout under its directory.
 const (
-	DemoRepo      = "repo"      // the encrypted repository
-	DemoState     = "state"     // the lifecycle's state store and recovery staging
-	DemoSandboxes = "sandboxes" // the local provider's root: one directory per sandbox
-	DemoExpected  = "expected"  // a copy of the project files the last checkpoint holds
+	RepoDir      = "repo"      // the encrypted repository
+	StateDir     = "state"     // the lifecycle's state store and recovery staging
+	SandboxesDir = "sandboxes" // the local provider's root: one directory per sandbox
+	ExpectedDir  = "expected"  // a copy of the project files the last checkpoint holds
 )
 
-// Demo shows the whole job in dir (which it fills), on built-in defaults
+// Run shows the whole job in dir (which it fills), on built-in defaults
 // and the local provider: it makes a repository, a state store and a
 // sandbox (an instance directory under the provider's root) holding a
 // workspace of sample files (under "project") and a browser profile (the
-// session fixture of DemoSeed at ProfileRel), checkpoints it through the
+// session fixture of Seed at bench.ProfileRel), checkpoints it through the
 // lifecycle, changes it and checkpoints again, destroys the sandbox, has
 // the recovery service detect the loss and show its offer, approves it
 // with an idempotency key, waits for the restore into a replacement
 // sandbox, and confirms that the files match what was captured, that the
 // browser session came back, and that the workspace keeps its id on a new
 // instance and generation. report is called after each step.
-func Demo(ctx context.Context, dir string, report func(Step)) error {
+func Run(ctx context.Context, dir string, report func(Step)) error {
 	password := []byte("lifeboat demo password")
-	repoDir, stateDir := filepath.Join(dir, DemoRepo), filepath.Join(dir, DemoState)
-	ref := filepath.Join(dir, DemoExpected)
+	repoDir, stateDir := filepath.Join(dir, RepoDir), filepath.Join(dir, StateDir)
+	ref := filepath.Join(dir, ExpectedDir)
 	step := func(name, detail string, start time.Time, bytes uint64) {
 		d := time.Since(start)
 		s := Step{Name: name, Detail: detail, Duration: d, Seconds: d.Seconds()}
@@ -85,7 +86,7 @@ func Demo(ctx context.Context, dir string, report func(Step)) error {
 		return err
 	}
 	defer store.Close()
-	prov := localprov.New(filepath.Join(dir, DemoSandboxes))
+	prov := localprov.New(filepath.Join(dir, SandboxesDir))
 	if err := os.MkdirAll(prov.Root(), 0o700); err != nil {
 		return err
 	}
@@ -108,22 +109,22 @@ func Demo(ctx context.Context, dir string, report func(Step)) error {
 		return err
 	}
 	sandbox := filepath.Join(prov.Root(), string(inst))
-	fx, err := WriteProfileWorkspace(ctx, sandbox, DemoSeed, SmallScale)
+	fx, err := bench.WriteProfileWorkspace(ctx, sandbox, Seed, bench.SmallScale)
 	if err != nil {
 		return err
 	}
-	if err := store.AddWorkspace(recovery.Workspace{ID: DemoWorkspace, Provider: prov.Name(), Instance: inst, Created: time.Now()}); err != nil {
+	if err := store.AddWorkspace(recovery.Workspace{ID: Workspace, Provider: prov.Name(), Instance: inst, Created: time.Now()}); err != nil {
 		return err
 	}
-	if h, err := svc.Check(ctx, DemoWorkspace); err != nil || h.State != recovery.HealthOK {
+	if h, err := svc.Check(ctx, Workspace); err != nil || h.State != recovery.HealthOK {
 		return fmt.Errorf("the new sandbox %s is not healthy: %+v %v", inst, h, err)
 	}
 	step("workspace", fmt.Sprintf("workspace %s in sandbox %s: sample files (source tree, dependencies, a model file, a log) and a signed-in browser profile at %s",
-		DemoWorkspace, inst, ProfileRel), start, 0)
+		Workspace, inst, bench.ProfileRel), start, 0)
 
 	capture := func(name string) (recovery.Receipt, error) {
 		start := time.Now()
-		rc := lc.Capture(ctx, DemoWorkspace, recovery.ReasonManual)
+		rc := lc.Capture(ctx, Workspace, recovery.ReasonManual)
 		if rc.Outcome != recovery.Captured {
 			return rc, fmt.Errorf("%s: %s: %s", name, rc.Outcome, rc.Error)
 		}
@@ -135,7 +136,7 @@ func Demo(ctx context.Context, dir string, report func(Step)) error {
 		return err
 	}
 	start = time.Now()
-	n, err := Churn(filepath.Join(sandbox, "project"), 2)
+	n, err := bench.Churn(filepath.Join(sandbox, "project"), 2)
 	if err != nil {
 		return err
 	}
@@ -144,7 +145,7 @@ func Demo(ctx context.Context, dir string, report func(Step)) error {
 	if err != nil {
 		return err
 	}
-	if err := CopyTree(filepath.Join(sandbox, "project"), ref); err != nil { // what the check compares against
+	if err := bench.CopyTree(filepath.Join(sandbox, "project"), ref); err != nil { // what the check compares against
 		return err
 	}
 
@@ -155,17 +156,17 @@ func Demo(ctx context.Context, dir string, report func(Step)) error {
 	step("lose", fmt.Sprintf("sandbox %s destroyed, with the workspace in it", inst), start, 0)
 
 	start = time.Now()
-	h, err := svc.Check(ctx, DemoWorkspace)
+	h, err := svc.Check(ctx, Workspace)
 	if err != nil {
 		return err
 	}
 	if h.State != recovery.HealthLost {
 		return fmt.Errorf("after the sandbox was destroyed the check found %s (%s), want %s", h.State, h.Detail, recovery.HealthLost)
 	}
-	step("detect", fmt.Sprintf("workspace %s is %s: %s", DemoWorkspace, h.State, h.Action), start, 0)
+	step("detect", fmt.Sprintf("workspace %s is %s: %s", Workspace, h.State, h.Action), start, 0)
 
 	start = time.Now()
-	offer, err := svc.Offer(ctx, DemoWorkspace)
+	offer, err := svc.Offer(ctx, Workspace)
 	if err != nil {
 		return err
 	}
@@ -182,19 +183,19 @@ func Demo(ctx context.Context, dir string, report func(Step)) error {
 		strings.Join(offer.Profiles, ", "), strings.Join(lost, "; ")), start, 0)
 
 	start = time.Now()
-	op, err := svc.Approve(ctx, DemoWorkspace, offer.Checkpoint, DemoApproval)
+	op, err := svc.Approve(ctx, Workspace, offer.Checkpoint, Approval)
 	if err != nil {
 		return err
 	}
-	again, err := svc.Approve(ctx, DemoWorkspace, offer.Checkpoint, DemoApproval)
+	again, err := svc.Approve(ctx, Workspace, offer.Checkpoint, Approval)
 	if err != nil {
 		return err
 	}
 	if again.ID != op.ID {
-		return fmt.Errorf("a repeated approval with key %s started operation %s besides %s", DemoApproval, again.ID, op.ID)
+		return fmt.Errorf("a repeated approval with key %s started operation %s besides %s", Approval, again.ID, op.ID)
 	}
 	step("approve", fmt.Sprintf("checkpoint %s approved with idempotency key %s: operation %s (a repeated approval returned the same operation)",
-		short(offer.Checkpoint), DemoApproval, op.ID), start, 0)
+		short(offer.Checkpoint), Approval, op.ID), start, 0)
 
 	start = time.Now()
 	op, err = svc.Wait(ctx, op.ID)
@@ -212,24 +213,24 @@ func Demo(ctx context.Context, dir string, report func(Step)) error {
 		op.Replacement, strings.Join(states, " > ")), start, offer.Bytes)
 
 	start = time.Now()
-	st, err := svc.State(DemoWorkspace)
+	st, err := svc.State(Workspace)
 	if err != nil {
 		return err
 	}
-	if st.Workspace != DemoWorkspace || st.Instance != op.Replacement || st.Instance == inst || st.Generation != op.Generation+1 ||
+	if st.Workspace != Workspace || st.Instance != op.Replacement || st.Instance == inst || st.Generation != op.Generation+1 ||
 		st.Health == nil || st.Health.State != recovery.HealthOK {
 		return fmt.Errorf("after recovery workspace %s is on instance %s generation %d (health %+v), want %s generation %d",
 			st.Workspace, st.Instance, st.Generation, st.Health, op.Replacement, op.Generation+1)
 	}
 	replacement := filepath.Join(prov.Root(), string(st.Instance))
-	diffs, err := Compare(ref, filepath.Join(replacement, "project"))
+	diffs, err := bench.Compare(ref, filepath.Join(replacement, "project"))
 	if err != nil {
 		return err
 	}
 	if len(diffs) > 0 {
 		return fmt.Errorf("restored workspace differs from what was captured: %v", diffs)
 	}
-	if err := fx.Check(ctx, filepath.Join(replacement, filepath.FromSlash(ProfileRel)), true); err != nil {
+	if err := fx.Check(ctx, filepath.Join(replacement, filepath.FromSlash(bench.ProfileRel)), true); err != nil {
 		return fmt.Errorf("restored browser profile: %w", err)
 	}
 	sandboxes, err := Sandboxes(prov.Root())

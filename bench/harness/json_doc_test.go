@@ -1,4 +1,4 @@
-package bench
+package harness
 
 import (
 	"os"
@@ -10,7 +10,7 @@ import (
 // docs/json.md's `bench` section names every field of the bench report's
 // JSON: the report's own, a target's, a stage ceiling's and a stage's.
 func TestBenchJSONDocumented(t *testing.T) {
-	b, err := os.ReadFile("../docs/json.md")
+	b, err := os.ReadFile("../../docs/json.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package bench
+package harness
 
 import (
 	"context"
@@ -53,7 +53,10 @@ type driver interface {
 	// init makes a fresh repository (not measured).
 	init(s *site) command
 	// step is the measured command of a scenario; before lists commands
-	// run first, unmeasured (forget before prune).
+	// run first, unmeasured (forget before prune). Every scenario but
+	// restore and prune is a capture, the scenario's name naming it
+	// where the tool names captures (borg archives): the capture
+	// scenarios and the prune history's "history-N".
 	step(s *site, scenario string) (before []command, c command)
 	// restored is where the restore put the captured tree.
 	restored(s *site) string

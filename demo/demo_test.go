@@ -1,4 +1,4 @@
-package bench
+package demo
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"lifeboat/bench"
 	"lifeboat/profile"
 	"lifeboat/recovery"
 )
@@ -21,7 +22,7 @@ func TestDemo(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	var names []string
-	err := Demo(ctx, dir, func(s Step) {
+	err := Run(ctx, dir, func(s Step) {
 		names = append(names, s.Name)
 		if s.Detail == "" || s.Seconds < 0 {
 			t.Errorf("step %+v", s)
@@ -35,16 +36,16 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("steps %q, want %q", got, want)
 	}
 
-	st, err := recovery.OpenStore(filepath.Join(dir, DemoState))
+	st, err := recovery.OpenStore(filepath.Join(dir, StateDir))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	w, err := st.Workspace(DemoWorkspace)
+	w, err := st.Workspace(Workspace)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ops, err := st.Operations(DemoWorkspace)
+	ops, err := st.Operations(Workspace)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,11 +53,11 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("%d recovery operations, want 1: %+v", len(ops), ops)
 	}
 	op := ops[0]
-	if op.State != recovery.OpRecovered || op.IdempotencyKey != DemoApproval || op.Replacement != w.Instance ||
+	if op.State != recovery.OpRecovered || op.IdempotencyKey != Approval || op.Replacement != w.Instance ||
 		op.OldInstance == w.Instance || op.OldInstance == "" || w.Generation != 1 || op.NewGeneration != 1 || w.LastGood.Snapshot != op.Checkpoint {
 		t.Fatalf("workspace %+v after operation %+v", w, op)
 	}
-	root := filepath.Join(dir, DemoSandboxes)
+	root := filepath.Join(dir, SandboxesDir)
 	if got, err := Sandboxes(root); err != nil || !slices.Equal(got, []string{string(w.Instance)}) {
 		t.Fatalf("sandboxes %v (%v), want only %s", got, err, w.Instance)
 	}
@@ -65,17 +66,17 @@ func TestDemo(t *testing.T) {
 	// and, apart from the times the churn set from the clock, what the seed
 	// and the churn make.
 	replacement := filepath.Join(root, string(w.Instance))
-	if d, err := Compare(filepath.Join(dir, DemoExpected), filepath.Join(replacement, "project")); err != nil || len(d) > 0 {
+	if d, err := bench.Compare(filepath.Join(dir, ExpectedDir), filepath.Join(replacement, "project")); err != nil || len(d) > 0 {
 		t.Fatalf("replacement differs from what was captured: %v %v", d, err)
 	}
 	regen := t.TempDir()
-	if err := Generate(regen, DemoSeed, SmallScale); err != nil {
+	if err := bench.Generate(regen, Seed, bench.SmallScale); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Churn(regen, 2); err != nil {
+	if _, err := bench.Churn(regen, 2); err != nil {
 		t.Fatal(err)
 	}
-	d, err := Compare(regen, filepath.Join(replacement, "project"))
+	d, err := bench.Compare(regen, filepath.Join(replacement, "project"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func TestDemo(t *testing.T) {
 			t.Fatalf("replacement differs from the seeded workspace: %s", x)
 		}
 	}
-	if err := profile.NewFixture(DemoSeed).Check(ctx, filepath.Join(replacement, filepath.FromSlash(ProfileRel)), true); err != nil {
+	if err := profile.NewFixture(Seed).Check(ctx, filepath.Join(replacement, filepath.FromSlash(bench.ProfileRel)), true); err != nil {
 		t.Fatalf("browser profile in the replacement: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(root, string(op.OldInstance))); !os.IsNotExist(err) {

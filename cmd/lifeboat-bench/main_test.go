@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"lifeboat/bench/harness"
+)
+
+// TestMain lets this test binary be the harness's trampoline: run
+// in-process, the command measures its children through it.
+func TestMain(m *testing.M) {
+	harness.Trampoline()
+	os.Exit(m.Run())
+}
+
+// lifeboatBinary builds the lifeboat binary the tests measure.
+func lifeboatBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "lifeboat")
+	if out, err := exec.Command("go", "build", "-o", bin, "lifeboat/cmd/lifeboat").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// runBenchCommand runs lifeboat-bench in-process.
+func runBenchCommand(args ...string) result {
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, &out, &errb)
+	return result{code, out.String(), errb.String()}
+}
+
+// jsonLines decodes JSON lines and checks each has a message_type.
+func jsonLines(t *testing.T, s string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(s))
+	for sc.Scan() {
+		m := map[string]any{}
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("not JSON: %q: %v", sc.Text(), err)
+		}
+		if m["message_type"] == nil {
+			t.Fatalf("no message_type: %q", sc.Text())
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// lifeboat-bench end to end at the small scale: one round against
+// restic and borg (each skipped with its reason when not installed),
+// JSON lines, the SVG chart, and a CPU and memory profile of every
+// Lifeboat scenario (none of the harness itself).
+func TestBenchCommand(t *testing.T) {
+	bin := lifeboatBinary(t)
+	tmp := t.TempDir()
+	dir, prof, svg := filepath.Join(tmp, "bench"), filepath.Join(tmp, "prof"), filepath.Join(tmp, "chart.svg")
+	r := runBenchCommand("--scale", "small", "--rounds", "1", "--compare", "restic,borg", "--json", "--svg", svg, "--lifeboat", bin,
+		"--dir", dir, "--cpuprofile", filepath.Join(prof, "cpu.out"), "--memprofile", filepath.Join(prof, "mem.out"))
+	if r.code != exitOK {
+		t.Fatalf("exit %d\nstderr: %s", r.code, r.stderr)
+	}
+	lines := jsonLines(t, r.stdout)
+	last := lines[len(lines)-1]
+	if last["message_type"] != "bench" {
+		t.Fatalf("last message %v", last["message_type"])
+	}
+	tools := len(last["tools"].([]any))
+	skipped := last["skipped"].(map[string]any)
+	if tools+len(skipped) != 3 {
+		t.Fatalf("tools %v, skipped %v", last["tools"], skipped)
+	}
+	for name, why := range skipped {
+		t.Logf("%s skipped: %v", name, why)
+	}
+	if steps := len(lines) - 1; steps != tools*len(harness.Scenarios) {
+		t.Fatalf("%d bench_step lines, want %d", steps, tools*len(harness.Scenarios))
+	}
+	for _, l := range lines[:len(lines)-1] {
+		if l["message_type"] != "bench_step" || l["wall_seconds"].(float64) <= 0 || l["max_rss_bytes"].(float64) <= 0 {
+			t.Fatalf("step %v", l)
+		}
+	}
+	if n := len(last["ratios"].([]any)); n != (tools-1)*len(harness.Scenarios) {
+		t.Fatalf("%d ratios", n)
+	}
+	for _, sc := range harness.Scenarios {
+		for _, kind := range []string{"cpu", "mem"} {
+			p := filepath.Join(prof, kind+"."+sc+".r1.out")
+			if fi, err := os.Stat(p); err != nil || fi.Size() == 0 {
+				t.Errorf("profile %s: %v", p, err)
+			}
+		}
+	}
+	for _, p := range []string{"cpu.out", "mem.out"} {
+		if _, err := os.Stat(filepath.Join(prof, p)); !os.IsNotExist(err) {
+			t.Errorf("the harness profiled itself into %s: %v", p, err)
+		}
+	}
+	b, err := os.ReadFile(svg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := xml.Unmarshal(b, new(struct{})); err != nil || !strings.Contains(string(b), ">prune<") {
+		t.Fatalf("chart: %v", err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("work directory kept without --keep: %v", err)
+	}
+}
+
+func TestBenchUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"--scale", "huge"},
+		{"--scale", "small", "--compare", "kopia", "--lifeboat", "/bin/true"},
+		{"--scale", "small", "--churn", "0", "--lifeboat", "/bin/true"},
+		{"--scale", "small", "--rounds", "0", "--lifeboat", "/bin/true"},
+		{"--scale", "small", "--lifeboat", filepath.Join(t.TempDir(), "no-such-lifeboat")},
+		{"--no-such-flag"},
+		{"extra-argument"},
+	} {
+		if r := runBenchCommand(args...); r.code != exitUsage || !strings.Contains(r.stderr, "lifeboat-bench: ") {
+			t.Errorf("%v: exit %d, stderr %q", args, r.code, r.stderr)
+		}
+	}
+}

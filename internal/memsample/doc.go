@@ -1,0 +1,10 @@
+// Package memsample measures a process's memory the one way every
+// measuring tool of Lifeboat does (the bench harness and the rsscheck
+// programs of index/ and prune/): peak RSS from getrusage or wait4's
+// rusage (MaxRSS), the fields of /proc/self/status (Status), and a
+// Sampler that records the peak RssAnon, RssFile and VmRSS of named
+// phases. Linux only; it is test and benchmark tooling, not linked into
+// the lifeboat binary.
+//
+// Invariant: every size it returns is in bytes.
+package memsample
