@@ -2,68 +2,87 @@ package recovery
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
+	"log/slog"
 	"path/filepath"
+	"time"
 
 	"lifeboat/blob"
-	"lifeboat/crypt"
-	"lifeboat/profile"
+	"lifeboat/checkpoint"
+	"lifeboat/prune"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
 )
 
-// RepoCapturer is the real Capturer: snapshot.Capture into a repository
-// (browser profiles discovered and captured into the sensitive tier,
-// unchanged files found through the file cache), then Verify.
+// RepoCapturer is the real Capturer: checkpoint.Capture into a repository
+// (browser profiles named in Profiles or discovered, captured into the
+// sensitive tier; unchanged files found through the file cache), always
+// verified.
 type RepoCapturer struct {
 	Repo     *repo.Repository
 	Excludes []string
 	Readers  int
 	NoCache  bool // read every file
-	// NoProfileDiscovery leaves browser profiles to the excludes.
+	// NoProfileDiscovery leaves browser profiles to the excludes, except
+	// those Profiles names.
 	NoProfileDiscovery bool
-	Progress           snapshot.Progress
+	// Profiles names, by workspace id, browser profile directories
+	// relative to the workspace's root, captured as profiles whether or
+	// not discovery finds them.
+	Profiles map[string][]string
+	Progress snapshot.Progress
 }
 
 // Capture saves req.Dir as a snapshot of the workspace and verifies it.
 func (c *RepoCapturer) Capture(ctx context.Context, req CaptureRequest) (Result, error) {
-	parent, err := snapshot.Find(ctx, c.Repo, "latest", req.Workspace.ID)
-	if err != nil && !errors.Is(err, snapshot.ErrNoSnapshot) {
-		return Result{}, err
+	var named []string
+	for _, rel := range c.Profiles[req.Workspace.ID] {
+		named = append(named, filepath.Join(req.Dir, filepath.FromSlash(rel)))
 	}
-	host, _ := os.Hostname()
-	o := snapshot.CaptureOptions{Workspace: req.Workspace.ID, Host: host, Instance: string(req.Workspace.Instance),
-		Tags: []string{"reason:" + string(req.Reason)}, Excludes: c.Excludes, Readers: c.Readers, Parent: parent,
-		Progress: c.Progress}
-	if !c.NoProfileDiscovery { // found by the capture's walk
-		abs, err := filepath.Abs(req.Dir)
-		if err != nil {
-			return Result{}, err
-		}
-		o.Discover = &profile.Finder{Root: abs, Allow: func(p profile.Profile) error {
-			if !hasTier(c.Repo, blob.Sensitive) {
-				return fmt.Errorf("workspace %s holds a browser profile (%s), captured only into the sensitive tier: %w",
-					req.Workspace.ID, p.Rel, crypt.ErrTierLocked)
-			}
-			return nil
-		}}
+	ps, err := checkpoint.ResolveProfiles(req.Dir, named)
+	if err != nil {
+		return Result{}, fmt.Errorf("workspace %s: %w", req.Workspace.ID, err)
 	}
-	if !c.NoCache {
-		o.Cache = c.Repo.Index()
-	}
-	m, err := snapshot.Capture(ctx, c.Repo, req.Dir, o)
+	cr, err := checkpoint.Capture(ctx, c.Repo, req.Dir, checkpoint.Options{Workspace: req.Workspace.ID,
+		Instance: string(req.Workspace.Instance), Tags: []string{"reason:" + string(req.Reason)}, Excludes: c.Excludes,
+		Readers: c.Readers, NoCache: c.NoCache, Profiles: ps, NoDiscovery: c.NoProfileDiscovery, Verify: true, Progress: c.Progress})
 	if err != nil {
 		return Result{}, err
 	}
-	if err := Verify(ctx, c.Repo, m.ID); err != nil {
-		return Result{}, err
-	}
+	m := cr.Manifest
 	res := Result{Snapshot: m.ID.String(), Complete: m.Complete, Problems: len(m.Errors),
 		Files: m.Totals.Files, Bytes: m.Totals.Bytes, NewBytes: m.Totals.NewBytes}
 	for _, p := range m.Prefixes {
 		res.Prefixes = append(res.Prefixes, p.Path)
 	}
 	return res, nil
+}
+
+// RepoRetention is the real Retention: checkpoint.Retain for the
+// workspace, keeping lastGood. A snapshot already removed by someone else
+// is logged, not an error. The caller holds a shared repository lock, as
+// for the capture.
+type RepoRetention struct {
+	Repo    *repo.Repository
+	Now     func() time.Time // default time.Now
+	Default *prune.Policy    // for a workspace with no stored policy; nil = leave it alone
+	Logger  *slog.Logger     // optional: tells of snapshots already gone
+}
+
+// Apply implements Retention.
+func (rr RepoRetention) Apply(ctx context.Context, ws, lastGood string) error {
+	id, err := blob.ParseID(lastGood)
+	if err != nil {
+		return fmt.Errorf("retention for %s: the last good checkpoint %q is not a snapshot id, so nothing was removed: %w", ws, lastGood, err)
+	}
+	now := time.Now
+	if rr.Now != nil {
+		now = rr.Now
+	}
+	res, err := checkpoint.Retain(ctx, rr.Repo, checkpoint.RetainOptions{Workspace: ws, LastGood: id, Default: rr.Default, Now: now()})
+	if len(res.Gone) > 0 && rr.Logger != nil {
+		rr.Logger.Info("retention: snapshots were already removed by another forget or retention beside this one",
+			"workspace", ws, "snapshots", shortIDs(res.Gone))
+	}
+	return err
 }

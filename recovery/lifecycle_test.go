@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"lifeboat/blob"
+	"lifeboat/checkpoint"
 	"lifeboat/providers"
 )
 
@@ -438,11 +439,11 @@ func TestVerify(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := Verify(context.Background(), e.r, id); err != nil {
+		if err := checkpoint.Verify(context.Background(), e.r, id); err != nil {
 			t.Fatalf("verify of a good snapshot: %v", err)
 		}
 		id[0] ^= 1
-		if err := Verify(context.Background(), e.r, id); err == nil {
+		if err := checkpoint.Verify(context.Background(), e.r, id); err == nil {
 			t.Fatal("verify of a snapshot that is not there passed")
 		}
 	})

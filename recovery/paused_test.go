@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"lifeboat/checkpoint"
 	"lifeboat/profile/profiletest"
 	"lifeboat/recovery/statedb/pgtest"
 	"lifeboat/snapshot"
@@ -29,7 +30,7 @@ func TestQuiescePausedBrowserCaptured(t *testing.T) {
 	lockProfile(t, prof, w.PID)
 	r := e.l.Capture(context.Background(), "ws1", ReasonManual)
 	e.want(r, Captured)
-	if err := Verify(context.Background(), e.r, mustID(t, r.Snapshot)); err != nil {
+	if err := checkpoint.Verify(context.Background(), e.r, mustID(t, r.Snapshot)); err != nil {
 		t.Fatal(err)
 	}
 	m, err := snapshot.LoadManifest(context.Background(), e.r, mustID(t, r.Snapshot))

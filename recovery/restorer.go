@@ -3,6 +3,7 @@ package recovery
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -93,7 +94,7 @@ func (r *RepoRestorer) load(ctx context.Context, id string) (*snapshot.Manifest,
 	if m.Sensitive == nil {
 		return m, nil, false, nil
 	}
-	if !hasTier(r.Repo, blob.Sensitive) {
+	if !slices.Contains(r.Repo.Tiers(), blob.Sensitive) {
 		return m, nil, true, nil
 	}
 	part, err := snapshot.LoadSensitivePart(ctx, r.Repo, m)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"lifeboat/checkpoint"
 	"lifeboat/providers"
 	"lifeboat/prune"
 )
@@ -136,7 +137,7 @@ func TestLastGoodHeldInRepository(t *testing.T) {
 		if _, err := (&RepoCapturer{Repo: e.r}).Capture(ctx, CaptureRequest{Workspace: Workspace{ID: "ws1", Instance: "i1"}, Dir: other, Reason: ReasonManual}); err != nil {
 			t.Fatal(err)
 		}
-		res, err := Forget(ctx, e.r, ForgetOptions{Workspace: "ws1", Policy: &prune.Policy{Last: 1}})
+		res, err := checkpoint.Forget(ctx, e.r, checkpoint.ForgetOptions{Workspace: "ws1", Policy: &prune.Policy{Last: 1}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,7 +154,7 @@ func TestLastGoodHeldInRepository(t *testing.T) {
 		if _, held := pins.Held("ws1", mustID(t, good.Snapshot)); held {
 			t.Fatal("the older checkpoint is still held")
 		}
-		if _, err := Forget(ctx, e.r, ForgetOptions{Workspace: "ws1", Policy: &prune.Policy{Last: 1}}); err != nil {
+		if _, err := checkpoint.Forget(ctx, e.r, checkpoint.ForgetOptions{Workspace: "ws1", Policy: &prune.Policy{Last: 1}}); err != nil {
 			t.Fatal(err)
 		}
 		if n := countSnapshots(t, e.r, "ws1"); n != 1 {

@@ -1,15 +1,13 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"lifeboat/checkpoint"
 	"lifeboat/profile"
 	"lifeboat/recovery"
 	"lifeboat/repo"
@@ -26,6 +24,7 @@ type captureOptions struct {
 	noCache    bool
 	profiles   []string
 	noDiscover bool
+	verify     bool
 }
 
 type summaryMessage struct {
@@ -41,6 +40,8 @@ type summaryMessage struct {
 	// prefix (snapshot.CapturePrefix); PrefixesNotListed counts the others.
 	Prefixes          []snapshot.CapturePrefix `json:"prefixes"`
 	PrefixesNotListed uint64                   `json:"prefixes_not_listed"`
+	// Verified: --verify checked the snapshot after it was written.
+	Verified bool `json:"verified"`
 }
 
 func newCaptureCommand(g *globalOptions) *cobra.Command {
@@ -53,7 +54,8 @@ func newCaptureCommand(g *globalOptions) *cobra.Command {
 			"partial and the exit code is 3. A file that changes while it is read is read again; one that keeps growing (a log) " +
 			"is captured as its first bytes, checked to be exactly the file's, and named in the summary; the snapshot is complete. The snapshot is written only after everything it references is stored. " +
 			"Without PATH, the registered workspace ID (see `lifeboat workspace`, needs --state-dir) is captured through the lifecycle: " +
-			"quiesced, verified, promoted to its last good checkpoint, failures recorded.",
+			"quiesced, verified, promoted to its last good checkpoint, failures recorded; --profile and --no-profile-discovery apply to it too. " +
+			"With PATH, --verify checks the new snapshot the same way (the manifest and every tree load, every chunk is indexed; no content is read).",
 		Args: cobra.RangeArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.workspace == "" {
@@ -64,22 +66,28 @@ func newCaptureCommand(g *globalOptions) *cobra.Command {
 					if err != nil {
 						return err
 					}
+					if len(o.profiles) > 0 || o.noDiscover {
+						return usageError{"--profile and --no-profile-discovery capture a registered workspace only without a server (--state-dir); a server captures as its config says"}
+					}
 					r, err := c.Capture(cmd.Context(), o.workspace)
 					if err != nil {
 						return err
 					}
 					return g.emitReceipt(r)
 				}
-				return g.withLifecycle(cmd.Context(), "capture", func(l *recovery.Lifecycle) error {
+				// Named profiles are relative to the workspace's root, which
+				// the provider knows; the lifecycle always verifies.
+				c := recovery.RepoCapturer{NoProfileDiscovery: o.noDiscover}
+				if len(o.profiles) > 0 {
+					c.Profiles = map[string][]string{o.workspace: o.profiles}
+				}
+				return g.withCapturingLifecycle(cmd.Context(), "capture", c, func(l *recovery.Lifecycle) error {
 					return g.emitReceipt(l.Capture(cmd.Context(), o.workspace, recovery.ReasonManual))
 				})
 			}
-			if o.host == "" {
-				o.host, _ = os.Hostname()
-			}
 			// --profile directories are resolved before the key is derived;
 			// the others are found by the capture's own walk.
-			explicit, err := profile.Select(args[0], o.profiles, false)
+			explicit, err := checkpoint.ResolveProfiles(args[0], o.profiles)
 			if err != nil {
 				return err
 			}
@@ -98,58 +106,29 @@ func newCaptureCommand(g *globalOptions) *cobra.Command {
 	f.StringArrayVar(&o.excludes, "exclude", nil, "skip paths matching `PATTERN` (repeatable; without '/' it matches a name anywhere)")
 	f.IntVar(&o.readers, "readers", 0, "files read in parallel (default: twice the CPUs)")
 	f.BoolVar(&o.noCache, "force", false, "read every file, ignoring the file cache")
-	f.StringArrayVar(&o.profiles, "profile", nil, "capture the browser profile `DIR` (inside PATH) into the sensitive tier (repeatable)")
-	f.BoolVar(&o.noDiscover, "no-profile-discovery", false, "do not look for browser profiles in PATH; only --profile directories are captured as profiles")
+	f.StringArrayVar(&o.profiles, "profile", nil, "capture the browser profile `DIR` (inside PATH; without PATH, relative to the registered workspace's root) into the sensitive tier (repeatable)")
+	f.BoolVar(&o.noDiscover, "no-profile-discovery", false, "do not look for browser profiles in the workspace; only --profile directories are captured as profiles")
+	f.BoolVar(&o.verify, "verify", false, "check the snapshot after it is written: its manifest and every tree load and every chunk is indexed (without PATH the lifecycle always does)")
 	return cmd
 }
 
 // runCapture captures root, with the browser profiles given (explicit,
 // resolved) and, unless --no-profile-discovery, those its walk finds.
 func runCapture(cmd *cobra.Command, g *globalOptions, r *repo.Repository, root string, explicit []profile.Profile, o captureOptions) error {
-	ctx := cmd.Context()
-	abs, err := filepath.Abs(root)
-	if err != nil {
-		return err
-	}
-	// Every profile, given or found, is checked early (the key's tiers, a
-	// running browser) and prepared right before it is read.
-	finder := &profile.Finder{Root: abs, Allow: func(p profile.Profile) error { return needSensitive(r, []profile.Profile{p}) }}
-	specs := make([]snapshot.SensitiveSpec, len(explicit))
-	for i, p := range explicit {
-		if err := finder.Check(ctx, p.Rel, string(p.Kind)); err != nil {
-			return err
-		}
-		specs[i] = finderSpec(finder, p)
-	}
-	parent, err := snapshot.Find(ctx, r, "latest", o.workspace)
-	switch {
-	case errors.Is(err, snapshot.ErrNoSnapshot):
-		parent = nil // the first complete snapshot of this workspace
-	case err != nil:
-		return err
-	}
 	prog := newProgress(g.out, "capturing")
-	if parent != nil { // the last capture's size is the best estimate for the ETA
-		prog.Start(parent.Totals.Files, parent.Totals.Bytes)
-	}
 	start := time.Now()
-	copts := snapshot.CaptureOptions{Workspace: o.workspace, Host: o.host, Instance: o.instance, Tags: o.tags,
-		Excludes: o.excludes, Readers: o.readers, Parent: parent, Progress: prog, Sensitive: specs}
-	if !o.noDiscover {
-		copts.Discover = finder
-	}
-	if !o.noCache {
-		copts.Cache = r.Index()
-	}
-	m, err := snapshot.Capture(ctx, r, root, copts)
+	res, err := checkpoint.Capture(cmd.Context(), r, root, checkpoint.Options{Workspace: o.workspace, Host: o.host, Instance: o.instance,
+		Tags: o.tags, Excludes: o.excludes, Readers: o.readers, NoCache: o.noCache, Profiles: explicit, NoDiscovery: o.noDiscover,
+		Verify: o.verify, Progress: prog})
 	prog.finish()
-	g.profileProblems(finder.Problems)
+	g.profileProblems(res.Problems)
 	if err != nil {
 		return err
 	}
+	m := res.Manifest
 	msg := summaryMessage{"summary", m.ID.String(), m.Workspace, m.Complete, m.Totals, len(m.Errors), time.Since(start).Seconds(), []profileRef{},
-		append([]snapshot.CapturePrefix{}, m.Prefixes...), m.PrefixesNotListed}
-	for _, p := range finder.Found {
+		append([]snapshot.CapturePrefix{}, m.Prefixes...), m.PrefixesNotListed, res.Verified}
+	for _, p := range res.Profiles {
 		msg.Profiles = append(msg.Profiles, profileRef{p.Rel, string(p.Kind)})
 	}
 	g.out.emit(msg, func(w io.Writer) {
@@ -164,6 +143,9 @@ func runCapture(cmd *cobra.Command, g *globalOptions, r *repo.Repository, root s
 		}
 		if m.PrefixesNotListed > 0 {
 			fmt.Fprintf(w, "%d more files kept growing while they were read and were captured as their first bytes\n", m.PrefixesNotListed)
+		}
+		if res.Verified {
+			fmt.Fprintln(w, "verified: the manifest and every tree load, and every chunk is indexed")
 		}
 		if !m.Complete {
 			fmt.Fprintf(w, "partial: %d paths could not be captured (see the warnings above)\n", len(m.Errors))

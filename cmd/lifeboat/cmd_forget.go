@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"lifeboat/checkpoint"
 	"lifeboat/prune"
-	"lifeboat/recovery"
 	"lifeboat/repo"
 )
 
@@ -29,6 +29,9 @@ type forgetMessage struct {
 	Kept        int      `json:"kept"`
 	Removed     int      `json:"removed"`
 	Warnings    []string `json:"warnings"`
+	// Gone are snapshots another forget or a lifecycle's retention removed
+	// while this one ran: no error, and counted in Removed when planned.
+	Gone []string `json:"gone"`
 }
 
 func newForgetCommand(g *globalOptions) *cobra.Command {
@@ -51,13 +54,13 @@ func newForgetCommand(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			o := recovery.ForgetOptions{Workspace: ws, DryRun: dryRun, Now: time.Now()}
+			o := checkpoint.ForgetOptions{Workspace: ws, DryRun: dryRun, Now: time.Now()}
 			if pf.given(cmd) {
 				o.Policy = &flagPolicy
 			}
 			return g.withLockedRepo(cmd.Context(), repo.LockShared, "forget", func(r *repo.Repository, l *repo.Lock) error {
-				res, err := recovery.PlanForget(cmd.Context(), r, o)
-				if errors.Is(err, recovery.ErrNoPolicy) {
+				res, err := checkpoint.PlanForget(cmd.Context(), r, o)
+				if errors.Is(err, checkpoint.ErrNoPolicy) {
 					return usageError{"no retention policy: give --keep-* flags, or store one with `lifeboat policy set --workspace ID --keep-...`"}
 				}
 				if err != nil {
@@ -75,14 +78,18 @@ func newForgetCommand(g *globalOptions) *cobra.Command {
 				if !dryRun {
 					// Under an exclusive lock, with the pins read again: a
 					// checkpoint `serve` promoted meanwhile stays.
-					if err := recovery.RemovePlanned(cmd.Context(), r, l, g.lockOptions("forget"), &res); err != nil {
+					if err := checkpoint.RemovePlanned(cmd.Context(), r, l, g.lockOptions("forget"), &res); err != nil {
 						return err
 					}
 				}
 				for _, d := range res.Decisions {
 					g.printDecision(d)
 				}
-				sum := forgetMessage{MessageType: "forget", DryRun: dryRun, Kept: res.Kept, Removed: res.Removed, Warnings: res.Warnings}
+				sum := forgetMessage{MessageType: "forget", DryRun: dryRun, Kept: res.Kept, Removed: res.Removed, Warnings: res.Warnings, Gone: []string{}}
+				for _, id := range res.Gone {
+					sum.Gone = append(sum.Gone, id.String())
+					g.out.note("snapshot %s was already removed (by another forget or a retention beside this one)", id.Short())
+				}
 				g.out.emit(sum, func(w io.Writer) {
 					verb := "removed"
 					if dryRun {
@@ -100,7 +107,7 @@ func newForgetCommand(g *globalOptions) *cobra.Command {
 	return cmd
 }
 
-// printDecision prints one decision of recovery.PlanForget, as carried
+// printDecision prints one decision of checkpoint.PlanForget, as carried
 // out.
 func (g *globalOptions) printDecision(d prune.Decision) {
 	s := d.Snapshot

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"lifeboat/checkpoint"
 	"lifeboat/prune"
-	"lifeboat/recovery"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
 )
@@ -90,7 +90,7 @@ func newPruneCommand(g *globalOptions) *cobra.Command {
 func runPrune(ctx context.Context, g *globalOptions, r *repo.Repository, l *repo.Lock, dryRun bool, o prune.Options) error {
 	start := time.Now()
 	nothing := false
-	st, err := recovery.RunPrune(ctx, r, l, recovery.PruneOptions{MaxUnused: o.MaxUnused, ForgetDamaged: o.ForgetDamaged, DryRun: dryRun,
+	st, err := checkpoint.RunPrune(ctx, r, l, checkpoint.PruneOptions{MaxUnused: o.MaxUnused, ForgetDamaged: o.ForgetDamaged, DryRun: dryRun,
 		DeleteAfter: o.DeleteAfter, Now: o.Now,
 		Lock: g.lockOptions("prune"), Plan: func(p *prune.Plan) {
 			nothing = p.Nothing()

@@ -11,8 +11,8 @@ import (
 
 	"lifeboat/backend"
 	"lifeboat/blob"
+	"lifeboat/checkpoint"
 	"lifeboat/prune"
-	"lifeboat/recovery"
 	"lifeboat/snapshot"
 )
 
@@ -26,7 +26,7 @@ func (e *env) pinSnapshot(ws, id string) {
 	}
 	r := e.openRepo()
 	if _, err := prune.SetPin(context.Background(), r, prune.Pin{Workspace: ws,
-		Snapshots: []prune.PinnedSnapshot{{ID: sid, Why: recovery.HeldLastGood}}}, time.Now()); err != nil {
+		Snapshots: []prune.PinnedSnapshot{{ID: sid, Why: checkpoint.HeldLastGood}}}, time.Now()); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -65,7 +65,7 @@ func TestForgetKeepsPinnedLastGoodCheckpoint(t *testing.T) {
 	s2 := e.capture("w", dirB)["snapshot"].(string)
 
 	lines := jsonLines(t, e.ok("forget", "--keep-last", "1", "--json").stdout)
-	if d := decisionLine(t, lines, s1); d["keep"] != true || fmt.Sprint(d["reasons"]) != "[held: "+recovery.HeldLastGood+"]" {
+	if d := decisionLine(t, lines, s1); d["keep"] != true || fmt.Sprint(d["reasons"]) != "[held: "+checkpoint.HeldLastGood+"]" {
 		t.Fatalf("the last good checkpoint: %v", d)
 	}
 	if d := decisionLine(t, lines, s2); d["keep"] != true || fmt.Sprint(d["reasons"]) != "[last 1 last good root]" {
@@ -74,7 +74,7 @@ func TestForgetKeepsPinnedLastGoodCheckpoint(t *testing.T) {
 	if sum := lines[len(lines)-1]; sum["message_type"] != "forget" || sum["kept"].(float64) != 2 || sum["removed"].(float64) != 0 {
 		t.Fatalf("summary %v", sum)
 	}
-	if out := e.ok("forget", "--keep-last", "1").stdout; !strings.Contains(out, "held: "+recovery.HeldLastGood) {
+	if out := e.ok("forget", "--keep-last", "1").stdout; !strings.Contains(out, "held: "+checkpoint.HeldLastGood) {
 		t.Fatalf("text output lacks the hold: %s", out)
 	}
 	e.restoreID(s1, dirA)
@@ -142,7 +142,7 @@ func TestPruneRefusesHeldDamagedSnapshot(t *testing.T) {
 	packs := countFiles(t, filepath.Join(e.repo, "data"))
 	indexes := countFiles(t, filepath.Join(e.repo, "index"))
 	res := e.run("prune", "--instant-delete", "--forget-damaged")
-	if res.code != exitCorrupt || !strings.Contains(res.stderr, badID) || !strings.Contains(res.stderr, "held: "+recovery.HeldLastGood) ||
+	if res.code != exitCorrupt || !strings.Contains(res.stderr, badID) || !strings.Contains(res.stderr, "held: "+checkpoint.HeldLastGood) ||
 		!strings.Contains(res.stderr, "capture the workspace again") || !strings.Contains(res.stderr, "older checkpoint") {
 		t.Fatalf("prune --forget-damaged with a held damaged snapshot: exit %d\n%s", res.code, res.stderr)
 	}

@@ -51,35 +51,27 @@ func (g *globalOptions) provider(name string) (providers.Provider, error) {
 // withLifecycle opens the state store, then the repository under a shared
 // lock, and runs fn with a Lifecycle over them.
 func (g *globalOptions) withLifecycle(ctx context.Context, command string, fn func(l *recovery.Lifecycle) error) error {
-	return g.withLifecycleConfig(ctx, command, nil, fn)
+	return g.withCapturingLifecycle(ctx, command, recovery.RepoCapturer{}, fn)
 }
 
-// withLifecycleConfig is withLifecycle with a hook that may change the
-// Lifecycle's Config before it is made (the server sets OnReceipt).
-func (g *globalOptions) withLifecycleConfig(ctx context.Context, command string, tune func(*recovery.Config), fn func(l *recovery.Lifecycle) error) error {
-	return g.withLifecycleRepo(ctx, command, tune, func(l *recovery.Lifecycle, _ *repo.Repository) error { return fn(l) })
-}
-
-// withLifecycleRepo is withLifecycleConfig that also hands fn the
-// repository the lifecycle captures into (serve restores from it).
-func (g *globalOptions) withLifecycleRepo(ctx context.Context, command string, tune func(*recovery.Config), fn func(l *recovery.Lifecycle, r *repo.Repository) error) error {
+// withCapturingLifecycle is withLifecycle whose captures are c's (its
+// named profiles, its discovery) into the repository opened.
+func (g *globalOptions) withCapturingLifecycle(ctx context.Context, command string, c recovery.RepoCapturer, fn func(l *recovery.Lifecycle) error) error {
 	st, err := g.openState()
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	return g.withLockedRepo(ctx, repo.LockShared, command, func(r *repo.Repository, _ *repo.Lock) error {
-		cfg := recovery.Config{Store: st, Capturer: &recovery.RepoCapturer{Repo: r}, Providers: g.providers(),
-			Retention: recovery.RepoRetention{Repo: r}, Holds: &recovery.RepoHolds{Repo: r}, Logger: slog.New(slog.NewTextHandler(g.out.errw, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-		if tune != nil {
-			tune(&cfg)
-		}
-		l, err := recovery.New(cfg)
+		c.Repo = r
+		log := slog.New(slog.NewTextHandler(g.out.errw, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		l, err := recovery.New(recovery.Config{Store: st, Capturer: &c, Providers: g.providers(),
+			Retention: recovery.RepoRetention{Repo: r, Logger: log}, Holds: &recovery.RepoHolds{Repo: r}, Logger: log})
 		if err != nil {
 			return err
 		}
 		defer l.Close()
-		return fn(l, r)
+		return fn(l)
 	})
 }
 

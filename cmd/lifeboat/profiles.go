@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"lifeboat/blob"
-	"lifeboat/crypt"
 	"lifeboat/profile"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
@@ -36,26 +35,6 @@ func (g *globalOptions) profileProblems(probs []profile.Problem) {
 			fmt.Fprintf(g.out.errw, "warning: profile %s: %s: %s\n", quoteName(p.Profile), quoteName(p.Path), p.What)
 		}
 	}
-}
-
-// finderSpec is the capture's sensitive tree for profile p, given with
-// --profile: prepared by f right before it is read, like the profiles f
-// finds, and filtered by the rule table.
-func finderSpec(f *profile.Finder, p profile.Profile) snapshot.SensitiveSpec {
-	return snapshot.SensitiveSpec{Path: p.Rel, Kind: string(p.Kind), Prepare: func(ctx context.Context) (func(string) bool, error) {
-		return f.Prepare(ctx, p.Rel, string(p.Kind))
-	}}
-}
-
-// needSensitive refuses, before anything is touched, a capture of
-// profiles with a key that lacks the sensitive tier: the profiles would
-// otherwise have to go into the workspace tree.
-func needSensitive(r *repo.Repository, ps []profile.Profile) error {
-	if len(ps) == 0 || slices.Contains(r.Tiers(), blob.Sensitive) {
-		return nil
-	}
-	return fmt.Errorf("found %d browser profile(s) (first: %s); they are captured only into the sensitive tier: %w. "+
-		"Use a key with the sensitive tier, or leave them out with --no-profile-discovery and --exclude", len(ps), ps[0].Rel, crypt.ErrTierLocked)
 }
 
 // restoredProfiles collects, for the restore message, the profiles grafted

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"lifeboat/checkpoint"
 	"lifeboat/crypt"
 	"lifeboat/prune"
 	"math/rand/v2"
@@ -19,7 +20,6 @@ import (
 	"lifeboat/backend"
 	"lifeboat/backend/local"
 	"lifeboat/blob"
-	"lifeboat/recovery"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
 )
@@ -511,7 +511,7 @@ func TestSnapshotSourceReach(t *testing.T) {
 	a := e.capture("w", src)["snapshot"].(string)
 	b := e.capture("w", src, "--force")["snapshot"].(string)
 	r := e.openRepo()
-	s := recovery.PruneSource{Repo: r}
+	s := checkpoint.PruneSource{Repo: r}
 	ids, err := s.Snapshots(t.Context())
 	if err != nil || len(ids) != 2 {
 		t.Fatal(ids, err)
@@ -553,8 +553,8 @@ func TestForgetSnapshotGoneMeanwhile(t *testing.T) {
 	if err := r.RemoveObject(ctx, crypt.KindSnapshot, old); err != nil { // the other forget
 		t.Fatal(err)
 	}
-	res := recovery.ForgetResult{Decisions: []prune.Decision{{Snapshot: prune.Snapshot{ID: old, Workspace: "w"}}}, Removed: 1}
-	if err := recovery.RemovePlanned(ctx, r, l, repo.LockOptions{Wait: -1, Refresh: -1}, &res); err != nil || res.Removed != 1 {
+	res := checkpoint.ForgetResult{Decisions: []prune.Decision{{Snapshot: prune.Snapshot{ID: old, Workspace: "w"}}}, Removed: 1}
+	if err := checkpoint.RemovePlanned(ctx, r, l, repo.LockOptions{Wait: -1, Refresh: -1}, &res); err != nil || res.Removed != 1 {
 		t.Fatalf("forgetting a snapshot removed meanwhile: %v, %+v", err, res)
 	}
 }

@@ -140,7 +140,7 @@ func (g *globalOptions) openService(c *config.Config, r *repo.Repository, tokens
 		overrides[o.ID] = recovery.Settings{ParkInterval: o.ParkInterval, PeriodicInterval: o.PeriodicInterval}
 	}
 	s.life, err = recovery.New(recovery.Config{Store: s.store, Capturer: &recovery.RepoCapturer{Repo: r}, Instances: instances,
-		Overrides: overrides, Holds: &recovery.RepoHolds{Repo: r}, Retention: recovery.RepoRetention{Repo: r, Default: c.Retention},
+		Overrides: overrides, Holds: &recovery.RepoHolds{Repo: r}, Retention: recovery.RepoRetention{Repo: r, Default: c.Retention, Logger: s.log},
 		RepoLock: func(ctx context.Context, fn func() error) error {
 			return r.Locked(ctx, repo.LockShared, lock, func(*repo.Lock) error { return fn() })
 		},

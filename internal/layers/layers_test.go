@@ -31,14 +31,15 @@ var rank = map[string]int{
 	"profile":            5,
 	"prune":              5,
 	"providers":          5,
-	"recovery":           6,
-	"bench":              6,
-	"demo":               7,
-	"server":             7,
-	"livetest":           7,
-	"config":             7,
-	"cmd":                8,
-	"internal":           9,
+	"checkpoint":         6,
+	"recovery":           7,
+	"bench":              7,
+	"demo":               8,
+	"server":             8,
+	"livetest":           8,
+	"config":             8,
+	"cmd":                9,
+	"internal":           10,
 }
 
 // top is a package's layer: its top-level folder, or FOLDER/NAME when

@@ -1,9 +1,8 @@
-package recovery
+package checkpoint
 
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"lifeboat/blob"
 	"lifeboat/repo"
@@ -40,8 +39,6 @@ func Verify(ctx context.Context, r *repo.Repository, id blob.ID) error {
 	}
 	return nil
 }
-
-func hasTier(r *repo.Repository, t blob.Tier) bool { return slices.Contains(r.Tiers(), t) }
 
 type verifier struct {
 	ctx  context.Context

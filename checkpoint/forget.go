@@ -1,6 +1,7 @@
-package recovery
+package checkpoint
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,7 +18,7 @@ import (
 )
 
 // HeldLastGood is why the lifecycle holds a workspace's last good
-// checkpoint (in its pin, and in RepoRetention).
+// checkpoint (in its pin, and in Retain).
 const HeldLastGood = "last good checkpoint of the lifecycle"
 
 // HeldPrefix starts the reason of a snapshot kept because it is held.
@@ -37,7 +38,7 @@ type ForgetOptions struct {
 	DryRun  bool
 	Now     time.Time // default time.Now()
 	// Held are more snapshots to keep, with why, whatever the policy and
-	// the pins say (RepoRetention: the checkpoint the lifecycle promoted).
+	// the pins say (Retain: the checkpoint the lifecycle promoted).
 	Held map[blob.ID]string
 	// Lock, when set, is the shared lock the caller holds: the removals
 	// then run under an exclusive lock of the same owner (taken with
@@ -60,12 +61,19 @@ type ForgetResult struct {
 	Left      map[string]int
 	// Unreadable are the snapshots whose manifest does not load: left alone.
 	Unreadable map[blob.ID]error
+	// Gone are the snapshots already removed by someone else (another
+	// forget or a lifecycle's retention beside this one): listed, then
+	// gone when their manifest was read, or gone when this forget came to
+	// remove them. Neither is an error; a removed one still counts in
+	// Removed. Sorted.
+	Gone []blob.ID
 }
 
 // Forget applies a retention policy to the snapshots of each workspace (or
 // of o.Workspace) and removes the ones it does not keep (PlanForget, then
 // RemoveSnapshot each). A snapshot already gone is fine: another forget
-// beside this one (both hold shared locks) may have removed it. Only
+// beside this one (both hold shared locks) may have removed it; it is
+// listed in ForgetResult.Gone. Only
 // snapshot objects are removed; prune frees their data. On an error,
 // snapshots before it may have been removed.
 func Forget(ctx context.Context, r *repo.Repository, o ForgetOptions) (ForgetResult, error) {
@@ -83,7 +91,8 @@ func Forget(ctx context.Context, r *repo.Repository, o ForgetOptions) (ForgetRes
 // pins (a promotion that named a new checkpoint) is seen, and the
 // snapshot it holds is kept, its decision turned to keep with the hold's
 // reason. Captures elsewhere wait only while the snapshot objects are
-// removed. A snapshot already gone is not an error.
+// removed. A snapshot already gone is not an error: it is added to
+// res.Gone.
 func RemovePlanned(ctx context.Context, r *repo.Repository, l *repo.Lock, lo repo.LockOptions, res *ForgetResult) error {
 	if res.Removed == 0 {
 		return nil
@@ -104,8 +113,12 @@ func RemovePlanned(ctx context.Context, r *repo.Repository, l *repo.Lock, lo rep
 				res.Removed--
 				continue
 			}
-			if err := RemoveSnapshot(ctx, r, l, d.Snapshot.ID); err != nil {
+			gone, err := RemoveSnapshot(ctx, r, l, d.Snapshot.ID)
+			if err != nil {
 				return err
+			}
+			if gone {
+				res.addGone(d.Snapshot.ID)
 			}
 		}
 		return nil
@@ -152,7 +165,14 @@ func PlanForget(ctx context.Context, r *repo.Repository, o ForgetOptions) (Forge
 	if err != nil {
 		return res, err
 	}
-	res.Unreadable = bad
+	res.Unreadable = map[blob.ID]error{}
+	for id, e := range bad {
+		if errors.Is(e, backend.ErrNotFound) {
+			res.addGone(id) // listed, then removed before it was read
+		} else {
+			res.Unreadable[id] = e
+		}
+	}
 	stored := map[string]prune.StoredPolicy{}
 	if o.Policy == nil {
 		if stored, err = prune.Policies(ctx, r); err != nil {
@@ -217,45 +237,27 @@ func PlanForget(ctx context.Context, r *repo.Repository, o ForgetOptions) (Forge
 }
 
 // RemoveSnapshot removes one snapshot object, checking l (when set) first.
-// A snapshot already gone is not an error.
-func RemoveSnapshot(ctx context.Context, r *repo.Repository, l *repo.Lock, id blob.ID) error {
+// A snapshot already gone is not an error: gone reports it.
+func RemoveSnapshot(ctx context.Context, r *repo.Repository, l *repo.Lock, id blob.ID) (gone bool, err error) {
 	if l != nil {
 		if err := l.Err(); err != nil {
-			return err
+			return false, err
 		}
 	}
-	if err := r.RemoveObject(ctx, crypt.KindSnapshot, id); err != nil && !errors.Is(err, backend.ErrNotFound) {
-		return fmt.Errorf("removing snapshot %s: %w", id.Short(), err)
+	err = r.RemoveObject(ctx, crypt.KindSnapshot, id)
+	switch {
+	case errors.Is(err, backend.ErrNotFound):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("removing snapshot %s: %w", id.Short(), err)
 	}
-	return nil
+	return false, nil
 }
 
-// RepoRetention is the real Retention: Forget for one workspace, with its
-// stored policy (`lifeboat policy set`), else Default, else nothing is
-// removed. Whatever the policy says it keeps the newest complete snapshot
-// (the one just promoted), every snapshot a pin holds, and lastGood even
-// if no pin names it yet. Only snapshot objects are removed; `lifeboat
-// prune` frees their data. The caller holds a shared repository lock, as
-// for the capture.
-type RepoRetention struct {
-	Repo    *repo.Repository
-	Now     func() time.Time // default time.Now
-	Default *prune.Policy    // for a workspace with no stored policy; nil = leave it alone
-}
-
-// Apply implements Retention.
-func (rr RepoRetention) Apply(ctx context.Context, ws, lastGood string) error {
-	id, err := blob.ParseID(lastGood)
-	if err != nil {
-		return fmt.Errorf("retention for %s: the last good checkpoint %q is not a snapshot id, so nothing was removed: %w", ws, lastGood, err)
+// addGone records id as already removed, keeping Gone sorted.
+func (res *ForgetResult) addGone(id blob.ID) {
+	i, found := slices.BinarySearchFunc(res.Gone, id, func(a, b blob.ID) int { return bytes.Compare(a[:], b[:]) })
+	if !found {
+		res.Gone = slices.Insert(res.Gone, i, id)
 	}
-	now := time.Now
-	if rr.Now != nil {
-		now = rr.Now
-	}
-	_, err = Forget(ctx, rr.Repo, ForgetOptions{Workspace: ws, Default: rr.Default, Now: now(), Held: map[blob.ID]string{id: HeldLastGood}})
-	if err != nil && !errors.Is(err, ErrNoPolicy) {
-		return fmt.Errorf("retention for %s: %w", ws, err)
-	}
-	return nil
 }

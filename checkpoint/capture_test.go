@@ -1,0 +1,106 @@
+package checkpoint
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"lifeboat/backend"
+	"lifeboat/backend/fault"
+	"lifeboat/blob"
+	"lifeboat/crypt"
+	"lifeboat/profile"
+)
+
+// workspaceWithProfile writes a workspace holding a Chromium profile
+// (the deterministic fixture) at browser/chrome, and returns its root.
+func workspaceWithProfile(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{"notes.txt": "work", "src/main.go": "package main"})
+	if err := os.Mkdir(filepath.Join(root, "browser"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := profile.NewFixture(1).Write(t.Context(), filepath.Join(root, "browser", "chrome"), profile.FixtureOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// A profile named by the caller is captured into the sensitive tier even
+// with discovery off; without discovery and without naming it, it is
+// workspace files.
+func TestCaptureNamedProfile(t *testing.T) {
+	r := newTestRepo(t).Repository
+	ctx := t.Context()
+	root := workspaceWithProfile(t)
+	ps, err := ResolveProfiles(root, []string{filepath.Join(root, "browser", "chrome")})
+	if err != nil || len(ps) != 1 || ps[0].Rel != "browser/chrome" {
+		t.Fatalf("ResolveProfiles: %+v, %v", ps, err)
+	}
+	res, err := Capture(ctx, r, root, Options{Workspace: "w", Profiles: ps, NoDiscovery: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := res.Manifest; m == nil || !m.Complete || m.Sensitive == nil {
+		t.Fatalf("manifest %+v: want a complete snapshot with a sensitive part", m)
+	}
+	if len(res.Profiles) != 1 || res.Profiles[0].Rel != "browser/chrome" || res.Profiles[0].Kind != profile.Chromium {
+		t.Fatalf("captured profiles %+v", res.Profiles)
+	}
+	if res.Verified {
+		t.Fatal("verified without being asked")
+	}
+	res, err = Capture(ctx, r, root, Options{Workspace: "w", NoDiscovery: true})
+	if err != nil || res.Manifest.Sensitive != nil || len(res.Profiles) != 0 || res.Parent == nil {
+		t.Fatalf("without the profile named: %+v, %v", res, err)
+	}
+	if _, err := ResolveProfiles(root, []string{filepath.Join(root, "src")}); !errors.Is(err, profile.ErrNotProfile) {
+		t.Fatalf("a directory that is no profile: %v", err)
+	}
+}
+
+// A key without the sensitive tier is refused before anything is
+// written, for a named profile as for a discovered one.
+func TestCaptureProfileNeedsSensitiveTier(t *testing.T) {
+	tr := newTestRepo(t)
+	r := tr.keyRepo(t, blob.Workspace)
+	root := workspaceWithProfile(t)
+	ps, err := ResolveProfiles(root, []string{filepath.Join(root, "browser", "chrome")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, o := range map[string]Options{
+		"named":      {Workspace: "w", Profiles: ps, NoDiscovery: true},
+		"discovered": {Workspace: "w"},
+	} {
+		_, err := Capture(t.Context(), r, root, o)
+		if !errors.Is(err, ErrProfileTier) || !errors.Is(err, crypt.ErrTierLocked) {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	if n := countSnapshots(t, tr.Repository, "w"); n != 0 {
+		t.Fatalf("%d snapshots written", n)
+	}
+}
+
+// With Verify, a snapshot is checked after it is written; a check that
+// fails is the capture's error, with the manifest still reported.
+func TestCaptureVerify(t *testing.T) {
+	tr := newTestRepo(t)
+	ctx := t.Context()
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{"a.txt": "alpha", "d/b.txt": "beta"})
+	res, err := Capture(ctx, tr.Repository, root, Options{Workspace: "w", Verify: true})
+	if err != nil || !res.Verified {
+		t.Fatalf("verified %v, %v", res.Verified, err)
+	}
+	writeFiles(t, root, map[string]string{"a.txt": "alpha two"})
+	// The parent is read first (Find), then the new manifest by Verify.
+	f := tr.fault.Add(fault.OnLoad).Match(backend.Snapshot).Nth(2).Fail(nil)
+	res, err = Capture(ctx, tr.Repository, root, Options{Workspace: "w", Verify: true})
+	if !errors.Is(err, fault.ErrInjected) || res.Verified || res.Manifest == nil || f.Fired() != 1 {
+		t.Fatalf("verify failed: verified %v, manifest %v, %v", res.Verified, res.Manifest != nil, err)
+	}
+}

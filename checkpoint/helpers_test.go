@@ -1,0 +1,102 @@
+package checkpoint
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"lifeboat/backend"
+	"lifeboat/backend/fault"
+	"lifeboat/backend/local"
+	"lifeboat/blob"
+	"lifeboat/crypt"
+	"lifeboat/repo"
+	"lifeboat/snapshot"
+)
+
+var testPassword = []byte("checkpoint test password")
+
+// testRepo is a repository in a temporary directory, with the fault
+// wrapper its Repository reads and writes through.
+type testRepo struct {
+	*repo.Repository
+	dir   string
+	fault *fault.Backend
+}
+
+// newTestRepo makes and opens a repository with every tier.
+func newTestRepo(t *testing.T) *testRepo {
+	t.Helper()
+	dir := t.TempDir()
+	be, err := local.Create(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.Init(t.Context(), be, testPassword, repo.InitOptions{PackSize: 4 << 20, KDF: crypt.NewKDFParams(1, 64, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	_ = be.Close()
+	tr := &testRepo{dir: dir}
+	tr.Repository, tr.fault = tr.open(t, testPassword)
+	return tr
+}
+
+// open opens the repository again with password, through a new fault
+// wrapper.
+func (tr *testRepo) open(t *testing.T, password []byte) (*repo.Repository, *fault.Backend) {
+	t.Helper()
+	be, err := local.Open(tr.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb := fault.Wrap(be)
+	r, err := repo.Open(context.Background(), fb, password, repo.Options{CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close(context.Background()); _ = fb.Close() })
+	return r, fb
+}
+
+// keyRepo adds a key with only tiers and opens the repository with it.
+func (tr *testRepo) keyRepo(t *testing.T, tiers ...blob.Tier) *repo.Repository {
+	t.Helper()
+	pw := []byte("key for " + tiers[len(tiers)-1].String())
+	if _, err := tr.AddKey(t.Context(), pw, tiers, crypt.NewKDFParams(1, 64, 1)); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := tr.open(t, pw)
+	return r
+}
+
+// goneAt makes the next op (fault.OnLoad, fault.OnRemove) on snapshot
+// id answer not found, as when another process removed it just before,
+// and checks at the end of the test that it did.
+func (tr *testRepo) goneAt(t *testing.T, op fault.Op, id blob.ID) {
+	t.Helper()
+	tr.fault.Add(op).Match(backend.Snapshot).Name(id.String()).Fail(backend.ErrNotFound)
+	t.Cleanup(func() { tr.fault.VerifyAllFired(t) })
+}
+
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func countSnapshots(t *testing.T, r *repo.Repository, ws string) int {
+	t.Helper()
+	snaps, bad, err := snapshot.List(context.Background(), r, ws)
+	if err != nil || len(bad) > 0 {
+		t.Fatalf("listing snapshots: %v %v", err, bad)
+	}
+	return len(snaps)
+}

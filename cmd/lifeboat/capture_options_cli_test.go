@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"lifeboat/profile"
+)
+
+// capture PATH --verify checks the snapshot it wrote and says so; without
+// the flag it does not (the default is unchanged).
+func TestCaptureVerifyFlag(t *testing.T) {
+	e := newEnv(t)
+	e.init()
+	src := filepath.Join(e.dir, "ws")
+	writeTree(t, src, 7)
+	lines := jsonLines(t, e.ok("capture", "--json", "--workspace", "w", src).stdout)
+	if sum := lines[len(lines)-1]; sum["message_type"] != "summary" || sum["verified"] != false {
+		t.Fatalf("without --verify: %v", sum)
+	}
+	lines = jsonLines(t, e.ok("capture", "--json", "--verify", "--workspace", "w", src).stdout)
+	if sum := lines[len(lines)-1]; sum["message_type"] != "summary" || sum["verified"] != true {
+		t.Fatalf("with --verify: %v", sum)
+	}
+	if out := e.ok("capture", "--verify", "--workspace", "w", src).stdout; !strings.Contains(out, "verified:") {
+		t.Fatalf("text output does not say it verified:\n%s", out)
+	}
+}
+
+// capture --workspace ID (the lifecycle, without PATH) takes --profile
+// directories, relative to the workspace's root, like capture PATH does:
+// with discovery off, the named profile still goes into the sensitive
+// tier; without naming it, it does not.
+func TestLifecycleCaptureNamedProfile(t *testing.T) {
+	e, flags := lifecycleEnv(t)
+	inst := filepath.Join(e.dir, "root", "bot1")
+	writeTree(t, filepath.Join(inst, "project"), 3)
+	must(t, os.MkdirAll(filepath.Join(inst, "browser"), 0o755))
+	must(t, profile.NewFixture(5).Write(context.Background(), filepath.Join(inst, "browser", "chrome"), profile.FixtureOptions{}))
+	e.ok(append(flags, "workspace", "add", "bot1")...)
+	sensitive := func(snap string) bool {
+		t.Helper()
+		for _, l := range jsonLines(t, e.ok("snapshots", "--json").stdout) {
+			if l["id"] == snap {
+				return l["sensitive"] == true
+			}
+		}
+		t.Fatalf("snapshot %s not listed", snap)
+		return false
+	}
+	lines := jsonLines(t, e.ok(append(flags, "capture", "--workspace", "bot1", "--no-profile-discovery", "--json")...).stdout)
+	if lines[0]["outcome"] != "captured" || sensitive(lines[0]["snapshot"].(string)) {
+		t.Fatalf("without --profile and discovery off: %v", lines[0])
+	}
+	writeTree(t, filepath.Join(inst, "project2"), 4) // something changed
+	lines = jsonLines(t, e.ok(append(flags, "capture", "--workspace", "bot1", "--no-profile-discovery", "--profile", "browser/chrome", "--json")...).stdout)
+	if lines[0]["outcome"] != "captured" || !sensitive(lines[0]["snapshot"].(string)) {
+		t.Fatalf("with --profile browser/chrome: %v", lines[0])
+	}
+	r := e.run(append(flags, "capture", "--workspace", "bot1", "--profile", "project", "--json")...)
+	if r.code == 0 || !strings.Contains(r.stdout+r.stderr, "project") {
+		t.Fatalf("a --profile that is no profile: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}
