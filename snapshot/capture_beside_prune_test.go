@@ -19,7 +19,7 @@ import (
 	"lifeboat/repo"
 )
 
-// pruneSource is prune.Source over this package (as recovery.PruneSource).
+// pruneSource is prune.Source over this package (as checkpoint.PruneSource).
 type pruneSource struct{ r *repo.Repository }
 
 func (s pruneSource) Snapshots(ctx context.Context) ([]blob.ID, error) {
