@@ -40,9 +40,10 @@ type ForgetOptions struct {
 	// Held are more snapshots to keep, with why, whatever the policy and
 	// the pins say (Retain: the checkpoint the lifecycle promoted).
 	Held map[blob.ID]string
-	// Lock, when set, is the shared lock the caller holds: the removals
-	// then run under an exclusive lock of the same owner (taken with
-	// Exclusive's options), after the pins are read again (RemovePlanned).
+	// Lock, when set, is the shared lock the caller holds: Forget
+	// releases it after the plan, and the removals run under an exclusive
+	// lock (taken with Exclusive's options) after the pins are read again
+	// (RemovePlanned).
 	Lock      *repo.Lock
 	Exclusive repo.LockOptions
 }
@@ -85,19 +86,22 @@ func Forget(ctx context.Context, r *repo.Repository, o ForgetOptions) (ForgetRes
 }
 
 // RemovePlanned removes the snapshots a plan (PlanForget) does not keep.
-// With l, the shared lock the caller holds, it first takes an exclusive
-// lock of the same owner and reads the pins again under it: a pin is
+// With l, the shared lock the caller planned under, it releases l, takes
+// an exclusive lock (with lo) and reads the pins again under it: a pin is
 // written under a shared lock, so one written since the plan read the
 // pins (a promotion that named a new checkpoint) is seen, and the
 // snapshot it holds is kept, its decision turned to keep with the hold's
-// reason. Captures elsewhere wait only while the snapshot objects are
-// removed. A snapshot already gone is not an error: it is added to
-// res.Gone.
+// reason. It never waits for the exclusive lock while holding l: two
+// processes that each held a shared lock and waited for an exclusive one
+// would wait for each other until their lock waits ran out (two servers'
+// scheduled forgets did). Captures elsewhere wait only while the snapshot
+// objects are removed. A snapshot already gone is not an error: it is
+// added to res.Gone.
 func RemovePlanned(ctx context.Context, r *repo.Repository, l *repo.Lock, lo repo.LockOptions, res *ForgetResult) error {
 	if res.Removed == 0 {
 		return nil
 	}
-	remove := func() error {
+	remove := func(l *repo.Lock) error {
 		pins, err := prune.LoadPins(ctx, r)
 		if err != nil {
 			return err
@@ -124,15 +128,17 @@ func RemovePlanned(ctx context.Context, r *repo.Repository, l *repo.Lock, lo rep
 		return nil
 	}
 	if l == nil {
-		return remove()
+		return remove(nil)
 	}
-	lo.Owner = l.Owner()
+	if err := l.Unlock(ctx); err != nil {
+		return err
+	}
 	x, err := r.Lock(ctx, repo.LockExclusive, lo)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = x.Unlock(context.WithoutCancel(ctx)) }()
-	if err := remove(); err != nil {
+	if err := remove(x); err != nil {
 		return err
 	}
 	return x.Err()

@@ -214,3 +214,44 @@ func TestForgetSeesPinWrittenAfterItsPlan(t *testing.T) {
 		t.Fatalf("the snapshot held after the plan was removed: %v", err)
 	}
 }
+
+// Two forgets that planned under shared locks of their own remove their
+// snapshots beside each other: RemovePlanned lets go of the shared lock
+// before it waits for the exclusive one, so neither waits for the other
+// (two servers' scheduled forgets, each upgrading its shared lock, waited
+// for each other until their lock waits ran out).
+func TestRemovePlannedBesideAnotherForget(t *testing.T) {
+	r := newTestRepo(t).Repository
+	ctx := t.Context()
+	a := t.TempDir()
+	ids := []blob.ID{
+		snap(t, r, "w", a, map[string]string{"f": "one"}),
+		snap(t, r, "w", a, map[string]string{"f": "two"}),
+	}
+	var locks []*repo.Lock
+	for range ids {
+		l, err := r.Lock(ctx, repo.LockShared, repo.LockOptions{Wait: -1, Refresh: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = l.Unlock(ctx) }()
+		locks = append(locks, l)
+	}
+	errs := make(chan error, len(ids))
+	for i, id := range ids {
+		go func() {
+			res := ForgetResult{Decisions: []prune.Decision{{Snapshot: prune.Snapshot{ID: id, Workspace: "w"}}}, Removed: 1}
+			errs <- RemovePlanned(ctx, r, locks[i], repo.LockOptions{Wait: time.Minute, Refresh: -1}, &res)
+		}()
+	}
+	for range ids {
+		if err := <-errs; err != nil {
+			t.Fatalf("a forget beside another: %v", err)
+		}
+	}
+	for _, id := range ids {
+		if err := Verify(ctx, r, id); err == nil {
+			t.Fatalf("snapshot %s was not removed", id.Short())
+		}
+	}
+}
