@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"lifeboat/profile/fixture/localstorage"
 )
 
 func TestGenerateIsDeterministicAndCompareSeesChurn(t *testing.T) {
@@ -41,11 +43,13 @@ func TestGenerateIsDeterministicAndCompareSeesChurn(t *testing.T) {
 	}
 }
 
+// smallMix is the small preset of bench/harness: every part of the mix,
+// the browser profile with its localStorage in a LevelDB.
+var smallMix = Scale{SourceFiles: 300, DepFiles: 2000, BinaryMiB: 2, LogKiB: 256, GitPackMiB: 2, BlobsMiB: []int{1, 3},
+	RecordMiB: 2, Databases: 2, DBRows: 500, Profile: true, LocalStorage: localstorage.LevelDB{}}
+
 func TestScaleSmallIsDeterministicWithChurn(t *testing.T) {
-	s, err := ScaleNamed("small")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := smallMix
 	a, b := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
 	for _, d := range []string{a, b} {
 		if err := Generate(d, 42, s); err != nil {
@@ -66,7 +70,7 @@ func TestScaleSmallIsDeterministicWithChurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, rel := range []string{GitPackRel, RecordRel, "data/db/app0.sqlite", "blobs/archive-1.tar.zst", ProfileRel + "/Default/Network/Cookies"} {
+	for _, rel := range []string{GitPackRel, RecordRel, "data/db/app0.sqlite", "blobs/archive-1.tar.zst", ProfileRel + "/Default/Network/Cookies", ProfileRel + "/Default/Local Storage/leveldb/CURRENT"} {
 		if _, err := os.Stat(filepath.Join(a, rel)); err != nil {
 			t.Errorf("mix part missing: %v", err)
 		}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"lifeboat/profile/fixture"
 )
 
 // Scale sizes a corpus. Zero fields leave their part out.
@@ -22,7 +24,10 @@ type Scale struct {
 	RecordMiB  int   // a large append-only file of compressible records
 	Databases  int   // SQLite databases (real ones, modernc.org/sqlite)
 	DBRows     int   // rows per database, about 2 KiB each
-	Profile    bool  // a Chromium profile (profile.Fixture) at ProfileRel
+	Profile    bool  // a Chromium profile (CorpusProfile) at ProfileRel
+	// LocalStorage writes the profile's localStorage (nil: none). The
+	// presets of bench/harness set localstorage.LevelDB.
+	LocalStorage fixture.LocalStorage
 }
 
 // SmallScale is a corpus of a few MiB for demos and tests.

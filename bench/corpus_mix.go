@@ -10,9 +10,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"lifeboat/profile"
-
 	_ "modernc.org/sqlite" // real SQLite files without cgo (already a dependency of profile/)
+
+	"lifeboat/profile/fixture"
 )
 
 // Paths of the parts generateMix writes, relative to the corpus root.
@@ -59,21 +59,27 @@ func generateMix(dir string, seed uint64, rng *rand.Rand, s Scale, write writeFu
 		}
 		// No WAL: its header holds random salts, and the same seed must
 		// give the same bytes.
-		if err := profile.NewFixture(ProfileSeed(seed)).Write(ctx, udd, profile.FixtureOptions{}); err != nil {
+		if err := CorpusProfile(seed, s).Write(ctx, udd, fixture.Options{}); err != nil {
 			return fmt.Errorf("browser profile: %w", err)
 		}
-		// leveldb's info log holds wall-clock times: give it fixed text.
-		log := filepath.Join(udd, profile.FixtureProfile, "Local Storage", "leveldb", "LOG")
-		if err := os.WriteFile(log, []byte("bench corpus: leveldb log\n"), 0o600); err != nil {
-			return err
+		if s.LocalStorage != nil {
+			// leveldb's info log holds wall-clock times: give it fixed text.
+			log := filepath.Join(udd, fixture.Profile, "Local Storage", "leveldb", "LOG")
+			if err := os.WriteFile(log, []byte("bench corpus: leveldb log\n"), 0o600); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-// ProfileSeed is the seed of the browser profile fixture in the corpus of
-// seed.
-func ProfileSeed(seed uint64) uint64 { return seed ^ 0x9e3779b97f4a7c15 }
+// CorpusProfile is the browser profile a corpus of seed and s holds
+// (when s.Profile): its Check confirms a restored copy.
+func CorpusProfile(seed uint64, s Scale) *fixture.Fixture {
+	f := fixture.New(seed ^ 0x9e3779b97f4a7c15)
+	f.LocalStorage = s.LocalStorage
+	return f
+}
 
 // randomBytes returns n incompressible bytes.
 func randomBytes(rng *rand.Rand, n int) []byte {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"lifeboat/profile"
+	"lifeboat/profile/fixture"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
 )
@@ -16,9 +17,10 @@ const ProfileRel = "home/agent/.config/chromium"
 
 // WriteProfileWorkspace writes a workspace at dir: the corpus of Generate at
 // scale s under "project", and the deterministic Chromium session fixture of
-// seed at ProfileRel (with an un-checkpointed Cookies WAL). It returns the
-// fixture, whose Check confirms a restored copy.
-func WriteProfileWorkspace(ctx context.Context, dir string, seed uint64, s Scale) (*profile.Fixture, error) {
+// seed at ProfileRel (with an un-checkpointed Cookies WAL, and its
+// localStorage when s.LocalStorage is set). It returns the fixture, whose
+// Check confirms a restored copy.
+func WriteProfileWorkspace(ctx context.Context, dir string, seed uint64, s Scale) (*fixture.Fixture, error) {
 	if err := Generate(filepath.Join(dir, "project"), seed, s); err != nil {
 		return nil, err
 	}
@@ -26,8 +28,9 @@ func WriteProfileWorkspace(ctx context.Context, dir string, seed uint64, s Scale
 	if err := os.MkdirAll(filepath.Dir(udd), 0o700); err != nil {
 		return nil, err
 	}
-	fx := profile.NewFixture(seed)
-	return fx, fx.Write(ctx, udd, profile.FixtureOptions{WAL: true})
+	fx := fixture.New(seed)
+	fx.LocalStorage = s.LocalStorage
+	return fx, fx.Write(ctx, udd, fixture.Options{WAL: true})
 }
 
 // ProfileRoundTrip captures the workspace at src with its browser

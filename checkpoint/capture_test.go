@@ -11,6 +11,8 @@ import (
 	"lifeboat/blob"
 	"lifeboat/crypt"
 	"lifeboat/profile"
+	"lifeboat/profile/fixture"
+	"lifeboat/profile/fixture/localstorage"
 )
 
 // workspaceWithProfile writes a workspace holding a Chromium profile
@@ -22,7 +24,7 @@ func workspaceWithProfile(t *testing.T) string {
 	if err := os.Mkdir(filepath.Join(root, "browser"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := profile.NewFixture(1).Write(t.Context(), filepath.Join(root, "browser", "chrome"), profile.FixtureOptions{}); err != nil {
+	if err := localstorage.New(1).Write(t.Context(), filepath.Join(root, "browser", "chrome"), fixture.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	return root

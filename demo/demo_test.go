@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"lifeboat/bench"
-	"lifeboat/profile"
+	"lifeboat/profile/fixture"
 	"lifeboat/recovery"
 )
 
@@ -85,7 +85,7 @@ func TestDemo(t *testing.T) {
 			t.Fatalf("replacement differs from the seeded workspace: %s", x)
 		}
 	}
-	if err := profile.NewFixture(Seed).Check(ctx, filepath.Join(replacement, filepath.FromSlash(bench.ProfileRel)), true); err != nil {
+	if err := fixture.New(Seed).Check(ctx, filepath.Join(replacement, filepath.FromSlash(bench.ProfileRel)), true); err != nil {
 		t.Fatalf("browser profile in the replacement: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(root, string(op.OldInstance))); !os.IsNotExist(err) {

@@ -21,7 +21,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"lifeboat/profile"
+	"lifeboat/profile/fixture"
 	"lifeboat/providers"
 	"lifeboat/recovery"
 )
@@ -84,7 +84,7 @@ type run struct {
 	r       *Report
 	p       providers.Provider
 	keep    providers.FileSupport
-	fx      *profile.Fixture
+	fx      *fixture.Fixture
 	src     string
 	created []providers.InstanceID
 	alive   map[providers.InstanceID]bool // made and not destroyed since
@@ -97,7 +97,7 @@ func Run(ctx context.Context, o Options) (rep Report) {
 	start := time.Now()
 	rep = Report{Provider: o.Name, Type: o.Type, Result: Passed, Checks: []Check{}, Created: []string{}, Destroyed: []string{},
 		Workspace: "lifeboat-provider-test-" + o.Name}
-	t := &run{o: o, ctx: ctx, r: &rep, p: o.Provider, fx: profile.NewFixture(o.Seed), alive: map[providers.InstanceID]bool{}}
+	t := &run{o: o, ctx: ctx, r: &rep, p: o.Provider, fx: fixture.New(o.Seed), alive: map[providers.InstanceID]bool{}}
 	defer func() { rep.Seconds = time.Since(start).Seconds() }()
 	defer t.cleanup()
 	caps := t.p.Capabilities()
@@ -222,7 +222,7 @@ func (t *run) write(id providers.InstanceID) (string, error) {
 	if err := writeTree(t.src, t.keep); err != nil {
 		return "", err
 	}
-	if err := t.fx.Write(t.ctx, filepath.Join(t.src, "browser"), profile.FixtureOptions{}); err != nil {
+	if err := t.fx.Write(t.ctx, filepath.Join(t.src, "browser"), fixture.Options{}); err != nil {
 		return "", err
 	}
 	if err := t.put(id, t.src); err != nil {

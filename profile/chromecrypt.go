@@ -6,7 +6,6 @@ import (
 	"crypto/cipher"
 	"crypto/pbkdf2"
 	"crypto/sha1"
-	"crypto/sha256"
 	"errors"
 )
 
@@ -27,17 +26,7 @@ func v10Key() []byte {
 
 var v10IV = bytes.Repeat([]byte{' '}, 16)
 
-// encryptV10 encrypts plain as Chromium does with the basic store:
-// "v10" || AES-128-CBC(key, IV of 16 spaces, PKCS#7 padded plain).
-func encryptV10(plain []byte) []byte {
-	blk, _ := aes.NewCipher(v10Key())
-	pad := aes.BlockSize - len(plain)%aes.BlockSize
-	buf := append(append([]byte{}, plain...), bytes.Repeat([]byte{byte(pad)}, pad)...)
-	cipher.NewCBCEncrypter(blk, v10IV).CryptBlocks(buf, buf)
-	return append([]byte("v10"), buf...)
-}
-
-// decryptV10 reverses encryptV10; v11 and unknown prefixes are refused.
+// decryptV10 reverses Chromium's v10 encryption; v11 and unknown prefixes are refused.
 func decryptV10(enc []byte) ([]byte, error) {
 	ct, ok := bytes.CutPrefix(enc, []byte("v10"))
 	if !ok {
@@ -54,11 +43,4 @@ func decryptV10(enc []byte) ([]byte, error) {
 		return nil, errors.New("v10 value has bad padding")
 	}
 	return buf[:len(buf)-pad], nil
-}
-
-// cookiePlain is what Chromium (cookie DB version 24 and later) encrypts
-// for a cookie: SHA-256 of the host key, then the value.
-func cookiePlain(host, value string) []byte {
-	h := sha256.Sum256([]byte(host))
-	return append(h[:], value...)
 }

@@ -3,9 +3,9 @@
 // sensitive part: the keep/skip/never rule table (rules.go, mirrored in
 // docs/profiles.md), running and paused browser detection (running.go,
 // proctree.go), SQLite WAL checkpoints before capture, replay of captured
-// side files, validation and Chromium crash-state reset of a restored
-// profile in staging, and a deterministic Chromium session fixture with its
-// checker for tests and bench/.
+// side files, and validation and Chromium crash-state reset of a restored
+// profile in staging. The deterministic Chromium session fixture its tests
+// use is package profile/fixture.
 //
 // Invariants:
 //   - Symlinks are never followed: not in discovery, not to a profile, not

@@ -13,6 +13,8 @@ import (
 
 	"lifeboat/backend/local"
 	"lifeboat/crypt"
+	"lifeboat/profile/fixture"
+	"lifeboat/profile/fixture/localstorage"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
 )
@@ -144,7 +146,7 @@ func TestFinderFixtures(t *testing.T) {
 	r := finderTestRepo(t)
 	ws := t.TempDir()
 	must(t, os.MkdirAll(filepath.Join(ws, "home", ".config"), 0o700))
-	must(t, NewFixture(1).Write(ctx, filepath.Join(ws, "home", ".config", "chromium"), FixtureOptions{WAL: true}))
+	must(t, localstorage.New(1).Write(ctx, filepath.Join(ws, "home", ".config", "chromium"), fixture.Options{WAL: true}))
 	ff := filepath.Join(ws, "home", ".mozilla", "firefox")
 	must(t, os.MkdirAll(filepath.Join(ff, "abc.default"), 0o700))
 	must(t, os.WriteFile(filepath.Join(ff, "profiles.ini"), []byte("[Profile0]\nPath=abc.default\n"), 0o600))
@@ -165,7 +167,7 @@ func TestFinderFixtures(t *testing.T) {
 	}
 
 	running := t.TempDir()
-	must(t, NewFixture(3).Write(ctx, filepath.Join(running, "chrome"), FixtureOptions{LockPID: os.Getpid()}))
+	must(t, localstorage.New(3).Write(ctx, filepath.Join(running, "chrome"), fixture.Options{LockPID: os.Getpid()}))
 	f = &Finder{Root: running}
 	_, err := snapshot.Capture(ctx, r, running, snapshot.CaptureOptions{Workspace: "w", Discover: f})
 	var re *RunningError
@@ -220,7 +222,7 @@ func TestFinderBrowserStartsDuringCapture(t *testing.T) {
 	ctx := context.Background()
 	r := finderTestRepo(t)
 	ws := t.TempDir()
-	must(t, NewFixture(4).Write(ctx, filepath.Join(ws, "chrome"), FixtureOptions{}))
+	must(t, localstorage.New(4).Write(ctx, filepath.Join(ws, "chrome"), fixture.Options{}))
 	must(t, os.WriteFile(filepath.Join(ws, "z.txt"), []byte("read after the profile was found"), 0o600))
 	f := &Finder{Root: ws}
 	_, err := snapshot.Capture(ctx, r, ws, snapshot.CaptureOptions{Workspace: "w", Discover: lateBrowser{f}})

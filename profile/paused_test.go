@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"lifeboat/profile/fixture"
 	"lifeboat/profile/profiletest"
 )
 
@@ -63,9 +64,9 @@ func TestPausedChromiumCaptured(t *testing.T) {
 	ctx := context.Background()
 	f := testFixture(t)
 	src := filepath.Join(t.TempDir(), "chrome")
-	writeFixture(t, f, src, FixtureOptions{WAL: true})
-	history := filepath.Join(src, FixtureProfile, "History")
-	topSites := filepath.Join(src, FixtureProfile, "Top Sites")
+	writeFixture(t, f, src, fixture.Options{WAL: true})
+	history := filepath.Join(src, fixture.Profile, "History")
+	topSites := filepath.Join(src, fixture.Profile, "Top Sites")
 	w := startWriter(t, profiletest.Options{WAL: history, Journal: topSites, Child: true, StopChild: true})
 	if !w.Report.WALGrew || !w.Report.JournalHot {
 		t.Fatalf("the writer's open transactions did not reach the files (%+v); the test would prove nothing", w.Report)
@@ -87,8 +88,8 @@ func TestPausedChromiumCaptured(t *testing.T) {
 	staging := t.TempDir()
 	restored := filepath.Join(staging, "chrome")
 	copyKept(t, p, restored)
-	rh, rt := filepath.Join(restored, FixtureProfile, "History"), filepath.Join(restored, FixtureProfile, "Top Sites")
-	for _, want := range []string{rh + "-wal", rt + "-journal", filepath.Join(restored, FixtureProfile, "Network", "Cookies-wal")} {
+	rh, rt := filepath.Join(restored, fixture.Profile, "History"), filepath.Join(restored, fixture.Profile, "Top Sites")
+	for _, want := range []string{rh + "-wal", rt + "-journal", filepath.Join(restored, fixture.Profile, "Network", "Cookies-wal")} {
 		if _, err := os.Lstat(want); err != nil {
 			t.Errorf("the capture of a paused profile left out %s: %v", want, err)
 		}
@@ -125,7 +126,7 @@ func TestPausedChromiumCaptured(t *testing.T) {
 // that still runs (Chromium's network service writes Cookies) is running.
 func TestPausedParentRunningChild(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "chrome")
-	writeFixture(t, testFixture(t), dir, FixtureOptions{})
+	writeFixture(t, testFixture(t), dir, fixture.Options{})
 	w := startWriter(t, profiletest.Options{Child: true})
 	lockChromium(t, dir, w.PID)
 	p := Profile{Dir: dir, Rel: "chrome", Kind: Chromium}
@@ -189,12 +190,12 @@ func TestValidateSideSymlink(t *testing.T) {
 	ctx := context.Background()
 	f := testFixture(t)
 	src := filepath.Join(t.TempDir(), "chrome")
-	writeFixture(t, f, src, FixtureOptions{})
+	writeFixture(t, f, src, fixture.Options{})
 	staging := t.TempDir()
 	restored := filepath.Join(staging, "chrome")
 	copyKept(t, Profile{Dir: src, Rel: "chrome", Kind: Chromium}, restored)
 	victims := t.TempDir()
-	cookies := filepath.Join(restored, FixtureProfile, "Network", "Cookies")
+	cookies := filepath.Join(restored, fixture.Profile, "Network", "Cookies")
 	for _, s := range []string{"-wal", "-shm"} {
 		must(t, os.WriteFile(filepath.Join(victims, s), []byte("not yours"), 0o600))
 		must(t, os.Symlink(filepath.Join(victims, s), cookies+s))
@@ -285,10 +286,10 @@ func TestParseStat(t *testing.T) {
 func TestPrepareSideSymlink(t *testing.T) {
 	ctx := context.Background()
 	src := filepath.Join(t.TempDir(), "chrome")
-	writeFixture(t, testFixture(t), src, FixtureOptions{WAL: true})
+	writeFixture(t, testFixture(t), src, fixture.Options{WAL: true})
 	victim := filepath.Join(t.TempDir(), "victim")
 	must(t, os.WriteFile(victim, []byte("not yours"), 0o600))
-	cookies := filepath.Join(src, FixtureProfile, "Network", "Cookies")
+	cookies := filepath.Join(src, fixture.Profile, "Network", "Cookies")
 	_ = os.Remove(cookies + "-shm")
 	must(t, os.Symlink(victim, cookies+"-shm"))
 	p := Profile{Dir: src, Rel: "chrome", Kind: Chromium}

@@ -15,22 +15,25 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"lifeboat/profile/fixture"
+	"lifeboat/profile/fixture/localstorage"
 )
 
 var seedFlag = flag.Uint64("fixture-seed", 0, "fixture seed (0: from the clock)")
 
 // testFixture returns a fixture of a logged seed.
-func testFixture(t *testing.T) *Fixture {
+func testFixture(t *testing.T) *fixture.Fixture {
 	t.Helper()
 	seed := *seedFlag
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
 	t.Logf("fixture seed %d (replay with -fixture-seed=%d)", seed, seed)
-	return NewFixture(seed)
+	return localstorage.New(seed)
 }
 
-func writeFixture(t *testing.T, f *Fixture, dir string, o FixtureOptions) {
+func writeFixture(t *testing.T, f *fixture.Fixture, dir string, o fixture.Options) {
 	t.Helper()
 	if err := f.Write(context.Background(), dir, o); err != nil {
 		t.Fatal(err)
@@ -122,7 +125,7 @@ func TestDiscoverAndResolve(t *testing.T) {
 	if err := os.MkdirAll(filepath.Dir(chrome), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	writeFixture(t, f, chrome, FixtureOptions{})
+	writeFixture(t, f, chrome, fixture.Options{})
 	ff := filepath.Join(ws, "home", ".mozilla", "firefox")
 	for rel, s := range map[string]string{"profiles.ini": "[Profile0]\nPath=abc.default\n", "abc.default/prefs.js": "//", "abc.default/cookies.sqlite": ""} {
 		p := filepath.Join(ff, rel)
@@ -134,7 +137,7 @@ func TestDiscoverAndResolve(t *testing.T) {
 		}
 	}
 	outside := filepath.Join(t.TempDir(), "chrome")
-	writeFixture(t, f, outside, FixtureOptions{})
+	writeFixture(t, f, outside, fixture.Options{})
 	if err := os.Symlink(outside, filepath.Join(ws, "linked-profile")); err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +186,7 @@ func deadPID(t *testing.T) int {
 func TestRunningChromium(t *testing.T) {
 	f := testFixture(t)
 	dir := filepath.Join(t.TempDir(), "chrome")
-	writeFixture(t, f, dir, FixtureOptions{LockPID: os.Getpid()})
+	writeFixture(t, f, dir, fixture.Options{LockPID: os.Getpid()})
 	p := Profile{Dir: dir, Rel: "chrome", Kind: Chromium}
 	_, err := Prepare(context.Background(), &p)
 	var re *RunningError
@@ -249,7 +252,7 @@ func TestPrepareCheckpointsWAL(t *testing.T) {
 	ctx := context.Background()
 	f := testFixture(t)
 	dir := filepath.Join(t.TempDir(), "chrome")
-	writeFixture(t, f, dir, FixtureOptions{WAL: true})
+	writeFixture(t, f, dir, fixture.Options{WAL: true})
 	cookies := filepath.Join(dir, "Default", "Network", "Cookies")
 	if fi, err := os.Stat(cookies + "-wal"); err != nil || fi.Size() == 0 {
 		t.Fatalf("fixture left no WAL: %v", err)
@@ -257,7 +260,7 @@ func TestPrepareCheckpointsWAL(t *testing.T) {
 	// Without the checkpoint the database file alone lacks the WAL cookie.
 	alone := filepath.Join(t.TempDir(), "Cookies")
 	copyFile(t, cookies, alone)
-	if err := checkCookies(ctx, alone, []FixtureCookie{f.WALCookie}); err == nil {
+	if err := fixture.CheckCookies(ctx, alone, []fixture.Cookie{f.WALCookie}); err == nil {
 		t.Fatal("the WAL cookie is in the database file before the checkpoint; the fixture does not test it")
 	}
 	probs, err := Prepare(ctx, &Profile{Dir: dir, Rel: "chrome", Kind: Chromium})
@@ -265,7 +268,7 @@ func TestPrepareCheckpointsWAL(t *testing.T) {
 		t.Fatalf("Prepare: %v %v", probs, err)
 	}
 	copyFile(t, cookies, alone)
-	if err := checkCookies(ctx, alone, append(f.Cookies, f.WALCookie)); err != nil {
+	if err := fixture.CheckCookies(ctx, alone, append(f.Cookies, f.WALCookie)); err != nil {
 		t.Fatalf("after the checkpoint the database file alone: %v", err)
 	}
 	if fi, err := os.Stat(cookies + "-wal"); err == nil && fi.Size() != 0 {
@@ -288,7 +291,7 @@ func TestFixtureValidateCheck(t *testing.T) {
 	ctx := context.Background()
 	f := testFixture(t)
 	src := filepath.Join(t.TempDir(), "chrome")
-	writeFixture(t, f, src, FixtureOptions{WAL: true})
+	writeFixture(t, f, src, fixture.Options{WAL: true})
 	p := Profile{Dir: src, Rel: "home/chrome", Kind: Chromium}
 	if _, err := Prepare(ctx, &p); err != nil {
 		t.Fatal(err)
@@ -326,7 +329,7 @@ func TestValidateFlagsDamage(t *testing.T) {
 	ctx := context.Background()
 	f := testFixture(t)
 	src := filepath.Join(t.TempDir(), "chrome")
-	writeFixture(t, f, src, FixtureOptions{})
+	writeFixture(t, f, src, fixture.Options{})
 	staging := t.TempDir()
 	p := Profile{Dir: src, Rel: "chrome", Kind: Chromium}
 	dst := filepath.Join(staging, "chrome")
@@ -374,12 +377,12 @@ func TestValidateFlagsDamage(t *testing.T) {
 
 func TestFixtureDeterministic(t *testing.T) {
 	ctx := context.Background()
-	a, b := NewFixture(7), NewFixture(7)
+	a, b := localstorage.New(7), localstorage.New(7)
 	da, db := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
-	if err := a.Write(ctx, da, FixtureOptions{}); err != nil {
+	if err := a.Write(ctx, da, fixture.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Write(ctx, db, FixtureOptions{}); err != nil {
+	if err := b.Write(ctx, db, fixture.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, rel := range []string{"Local State", "Default/Preferences", "Default/Network/Cookies", "Default/Login Data", "Default/Web Data"} {
@@ -389,7 +392,7 @@ func TestFixtureDeterministic(t *testing.T) {
 			t.Errorf("%s differs between two writes of seed 7", rel)
 		}
 	}
-	if NewFixture(8).Cookies[0].Value == a.Cookies[0].Value {
+	if localstorage.New(8).Cookies[0].Value == a.Cookies[0].Value {
 		t.Error("seeds 7 and 8 give the same cookie")
 	}
 }

@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"lifeboat/profile"
+	"lifeboat/profile/fixture"
+	"lifeboat/profile/fixture/localstorage"
 	"lifeboat/providers"
 )
 
@@ -24,8 +25,8 @@ var botFiles = map[string]string{"notes.md": "remember the milk", "src/main.go":
 func TestRecoverLostSandboxLocal(t *testing.T) {
 	eachStore(t, func(t *testing.T) {
 		e := newREnv(t, botFiles)
-		fx := profile.NewFixture(8)
-		if err := fx.Write(e.ctx, filepath.Join(e.dir("bot1"), "chrome"), profile.FixtureOptions{}); err != nil {
+		fx := localstorage.New(8)
+		if err := fx.Write(e.ctx, filepath.Join(e.dir("bot1"), "chrome"), fixture.Options{}); err != nil {
 			t.Fatal(err)
 		}
 		proc, err := e.lc.StartProcess("bot1", []string{"sh", "-c", "echo restarted >> restart.log"}, ".")

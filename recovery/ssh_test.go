@@ -9,7 +9,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"lifeboat/profile"
+	"lifeboat/profile/fixture"
+	"lifeboat/profile/fixture/localstorage"
 	"lifeboat/providers"
 	lbssh "lifeboat/providers/ssh"
 	"lifeboat/providers/ssh/sshdtest"
@@ -35,8 +36,8 @@ func TestRecoverLostSandboxSSH(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFiles(t, filepath.Join(root, "bot1"), botFiles)
-	fx := profile.NewFixture(22)
-	if err := fx.Write(ctx, filepath.Join(root, "bot1", "chrome"), profile.FixtureOptions{}); err != nil {
+	fx := localstorage.New(22)
+	if err := fx.Write(ctx, filepath.Join(root, "bot1", "chrome"), fixture.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	store, err := OpenStore(t.TempDir())

@@ -11,13 +11,13 @@ import (
 	"time"
 
 	"lifeboat/bench"
-	"lifeboat/profile"
+	"lifeboat/profile/fixture"
 )
 
 // Options configure Run.
 type Options struct {
 	Dir       string  // work directory: made if missing, must be empty
-	ScaleName string  // a key of bench.Scales
+	ScaleName string  // a key of Scales
 	Seed      uint64  // corpus seed
 	Churn     float64 // fraction the churn step changes (0.05 for 5%)
 	Rounds    int     // rounds; each runs every scenario for every tool in turn, order rotated
@@ -70,7 +70,7 @@ type Result struct {
 // round. Peers that are not installed are skipped, with the
 // reason in the report.
 func Run(ctx context.Context, o Options) (*Report, error) {
-	scale, err := bench.ScaleNamed(o.ScaleName)
+	scale, err := ScaleNamed(o.ScaleName)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrOption, err)
 	}
@@ -131,7 +131,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep.CorpusSeconds = time.Since(start).Seconds()
 	defer removeLeftovers(dir)
 	for r := 1; r <= o.Rounds; r++ {
-		res, ceiling, err := runRound(ctx, o, drivers, dir, pristine, r)
+		res, ceiling, err := runRound(ctx, o, drivers, dir, pristine, bench.CorpusProfile(o.Seed, scale), r)
 		if err != nil {
 			return nil, err
 		}
@@ -182,6 +182,9 @@ type toolRound struct {
 	// round, a minute or two from the capture, said as much about that
 	// drift as about the capture. nil for the peers.
 	ceiling *Ceiling
+	// profile is the corpus's browser profile, which Lifeboat's restores
+	// are checked against.
+	profile *fixture.Fixture
 }
 
 // removeLeftovers removes what the tool rounds left in dir: their homes
@@ -213,7 +216,7 @@ func removeLeftovers(dir string) {
 // home are left for removeLeftovers (the copies moved out of the way
 // under trash/). It also returns the round's stage ceiling, measured
 // around Lifeboat's first capture.
-func runRound(ctx context.Context, o Options, drivers []driver, dir, pristine string, round int) ([]Result, *Ceiling, error) {
+func runRound(ctx context.Context, o Options, drivers []driver, dir, pristine string, profile *fixture.Fixture, round int) ([]Result, *Ceiling, error) {
 	k := (round - 1) % len(drivers)
 	var tools []*toolRound
 	defer func() {
@@ -226,7 +229,7 @@ func runRound(ctx context.Context, o Options, drivers []driver, dir, pristine st
 		// for all (peers store absolute paths): work1, work2, ...
 		j := (k + i) % len(drivers)
 		d := drivers[j]
-		t, err := newToolRound(ctx, o, d, dir, pristine, round, filepath.Join(dir, fmt.Sprintf("work%d", j+1), "corpus"))
+		t, err := newToolRound(ctx, o, d, dir, pristine, profile, round, filepath.Join(dir, fmt.Sprintf("work%d", j+1), "corpus"))
 		tools = append(tools, t) // discarded by the deferred loop, on an error too
 		if err != nil {
 			return nil, nil, fmt.Errorf("round %d, %s: %w", round, d.tool().Name, err)
@@ -268,10 +271,10 @@ func runRound(ctx context.Context, o Options, drivers []driver, dir, pristine st
 // and caches) and a fresh copy of the pristine corpus at work, then the
 // repository initialised. It returns the toolRound even with an error,
 // for what it made of the copy to be discarded.
-func newToolRound(ctx context.Context, o Options, d driver, dir, pristine string, round int, work string) (*toolRound, error) {
+func newToolRound(ctx context.Context, o Options, d driver, dir, pristine string, profile *fixture.Fixture, round int, work string) (*toolRound, error) {
 	name := d.tool().Name
 	home := filepath.Join(dir, fmt.Sprintf("r%d-%s", round, name))
-	t := &toolRound{o: o, d: d, name: name, dir: dir, logs: filepath.Join(dir, "logs"),
+	t := &toolRound{o: o, d: d, name: name, dir: dir, logs: filepath.Join(dir, "logs"), profile: profile,
 		s: &site{round: round, work: work, repo: filepath.Join(home, "repo"),
 			cache: filepath.Join(home, "cache"), base: filepath.Join(home, "base"), target: filepath.Join(home, "restore"),
 			password: "lifeboat-bench-password"}}
@@ -397,7 +400,7 @@ func (t *toolRound) scenario(ctx context.Context, sc string) (Result, error) {
 			return res, err
 		}
 		if s.round <= o.VerifyRounds {
-			if err := verifyRestore(ctx, o.Seed, t.name, s.work, t.d.restored(s)); err != nil {
+			if err := verifyRestore(ctx, t.profile, t.name, s.work, t.d.restored(s)); err != nil {
 				return res, err
 			}
 		}
@@ -416,14 +419,14 @@ func (t *toolRound) scenario(ctx context.Context, sc string) (Result, error) {
 // captured. Lifeboat restores browser profiles through its own path
 // (caches and lock files left out, Preferences marked as a clean exit),
 // so for it the profile is checked with the fixture's own checker.
-func verifyRestore(ctx context.Context, seed uint64, tool, want, got string) error {
+func verifyRestore(ctx context.Context, fx *fixture.Fixture, tool, want, got string) error {
 	var skip func(rel string) bool
 	if tool == "lifeboat" {
 		prof := filepath.FromSlash(bench.ProfileRel)
 		skip = func(rel string) bool { return rel == prof || strings.HasPrefix(rel, prof+string(filepath.Separator)) }
 		udd := filepath.Join(got, prof)
 		if _, err := os.Stat(filepath.Join(want, prof)); err == nil {
-			if err := profile.NewFixture(bench.ProfileSeed(seed)).Check(ctx, udd, false); err != nil {
+			if err := fx.Check(ctx, udd, false); err != nil {
 				return fmt.Errorf("restored browser profile %s: %w", udd, err)
 			}
 		}

@@ -419,7 +419,7 @@ func TestWarm(t *testing.T) {
 func TestNewToolRoundError(t *testing.T) {
 	dir := t.TempDir()
 	work := filepath.Join(dir, "work1", "corpus")
-	tr, err := newToolRound(context.Background(), Options{}, &lifeboatDriver{}, dir, filepath.Join(dir, "missing"), 1, work)
+	tr, err := newToolRound(context.Background(), Options{}, &lifeboatDriver{}, dir, filepath.Join(dir, "missing"), nil, 1, work)
 	if err == nil {
 		t.Fatal("a round from a missing pristine corpus was made ready")
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"lifeboat/bench"
 	"lifeboat/bench/harness"
 )
 
@@ -88,7 +87,7 @@ func defaultLifeboat() string {
 }
 
 func runBench(cmd *cobra.Command, o *options) error {
-	if _, err := bench.ScaleNamed(o.scale); err != nil {
+	if _, err := harness.ScaleNamed(o.scale); err != nil {
 		return usageError{"--scale: " + err.Error()}
 	}
 	if o.lifeboat == "" {

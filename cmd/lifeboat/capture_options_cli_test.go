@@ -7,7 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"lifeboat/profile"
+	"lifeboat/profile/fixture"
+	"lifeboat/profile/fixture/localstorage"
 )
 
 // capture PATH --verify checks the snapshot it wrote and says so; without
@@ -39,7 +40,7 @@ func TestLifecycleCaptureNamedProfile(t *testing.T) {
 	inst := filepath.Join(e.dir, "root", "bot1")
 	writeTree(t, filepath.Join(inst, "project"), 3)
 	must(t, os.MkdirAll(filepath.Join(inst, "browser"), 0o755))
-	must(t, profile.NewFixture(5).Write(context.Background(), filepath.Join(inst, "browser", "chrome"), profile.FixtureOptions{}))
+	must(t, localstorage.New(5).Write(context.Background(), filepath.Join(inst, "browser", "chrome"), fixture.Options{}))
 	e.ok(append(flags, "workspace", "add", "bot1")...)
 	sensitive := func(snap string) bool {
 		t.Helper()

@@ -33,6 +33,9 @@ func withCrashHook(be backend.Backend) backend.Backend {
 	return c
 }
 
+// Unwrap gives the backend under the hook (see unwrapLocal).
+func (c *crashingBackend) Unwrap() backend.Backend { return c.Backend }
+
 func crashAt(counter *atomic.Int64) {
 	if counter.Add(-1) == 0 {
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)

@@ -11,10 +11,6 @@ import (
 // A release build has no test hooks: the environment variables of
 // crash.go are ignored.
 
-// crashingBackend is never made in a release build; it exists so that
-// unwrapLocal's type switch compiles in both builds.
-type crashingBackend struct{ backend.Backend }
-
 // withCrashHook returns be unchanged.
 func withCrashHook(be backend.Backend) backend.Backend { return be }
 

@@ -174,11 +174,17 @@ func (g *globalOptions) withRepo(ctx context.Context, withIndex bool, fn func(r 
 	return err
 }
 
-// unwrapLocal finds the local backend under the testing decorator.
+// unwrapLocal finds the local backend under any decorators that give
+// their inner backend by Unwrap (the test hooks' crashing backend).
 func unwrapLocal(be backend.Backend) (*local.Backend, bool) {
-	if c, ok := be.(*crashingBackend); ok {
-		be = c.Backend
+	for {
+		if lb, ok := be.(*local.Backend); ok {
+			return lb, true
+		}
+		u, ok := be.(interface{ Unwrap() backend.Backend })
+		if !ok {
+			return nil, false
+		}
+		be = u.Unwrap()
 	}
-	lb, ok := be.(*local.Backend)
-	return lb, ok
 }

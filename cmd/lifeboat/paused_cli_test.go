@@ -8,7 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"lifeboat/profile"
+	"lifeboat/profile/fixture"
+	"lifeboat/profile/fixture/localstorage"
 	"lifeboat/profile/profiletest"
 )
 
@@ -16,14 +17,14 @@ import (
 // whose SingletonLock names a browser stand-in stopped in the middle of
 // write transactions (profiletest), with a child process that is stopped
 // too when stopChild is set and runs otherwise.
-func pausedWorkspace(t *testing.T, dir string, stopChild bool) (src, chrome string, fx *profile.Fixture, w *profiletest.Writer) {
+func pausedWorkspace(t *testing.T, dir string, stopChild bool) (src, chrome string, fx *fixture.Fixture, w *profiletest.Writer) {
 	t.Helper()
 	src = filepath.Join(dir, "ws")
 	chrome = filepath.Join(src, "chrome")
 	must(t, os.MkdirAll(src, 0o700))
-	fx = profile.NewFixture(7)
-	must(t, fx.Write(context.Background(), chrome, profile.FixtureOptions{WAL: true}))
-	prof := filepath.Join(chrome, profile.FixtureProfile)
+	fx = localstorage.New(7)
+	must(t, fx.Write(context.Background(), chrome, fixture.Options{WAL: true}))
+	prof := filepath.Join(chrome, fixture.Profile)
 	w, err := profiletest.StartWriter(profiletest.Options{WAL: filepath.Join(prof, "History"), Journal: filepath.Join(prof, "Top Sites"),
 		Child: true, StopChild: stopChild})
 	must(t, err)
@@ -54,7 +55,7 @@ func TestProfilePausedBrowser(t *testing.T) {
 	if strings.Contains(r.stderr, "warning") {
 		t.Fatalf("restore warned: %s", r.stderr)
 	}
-	prof := filepath.Join(out, "chrome", profile.FixtureProfile)
+	prof := filepath.Join(out, "chrome", fixture.Profile)
 	if err := profiletest.CheckRestored(context.Background(), filepath.Join(prof, "History"), filepath.Join(prof, "Top Sites")); err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,8 @@ import (
 	"lifeboat/crypt"
 	"lifeboat/index"
 	"lifeboat/pack"
-	"lifeboat/profile"
+	"lifeboat/profile/fixture"
+	"lifeboat/profile/fixture/localstorage"
 	"lifeboat/repo"
 )
 
@@ -32,7 +33,7 @@ var fixtureSeed = flag.Uint64("fixture-seed", 0, "browser fixture seed (0: from 
 // whose Cookies database was left with an un-checkpointed WAL.
 type profileEnv struct {
 	*env
-	fx      *profile.Fixture
+	fx      *fixture.Fixture
 	src     string // the workspace
 	chrome  string // the fixture user-data-dir inside it
 	wsPW    string // password file of the workspace-only key
@@ -48,7 +49,7 @@ func newProfileEnv(t *testing.T) *profileEnv {
 		seed = uint64(time.Now().UnixNano())
 	}
 	t.Logf("fixture seed %d (replay with -fixture-seed=%d)", seed, seed)
-	e := &profileEnv{env: newEnv(t), fx: profile.NewFixture(seed)}
+	e := &profileEnv{env: newEnv(t), fx: localstorage.New(seed)}
 	e.init()
 	e.fullPW = e.passwdFile
 	e.wsPW = filepath.Join(e.dir, "pw-ws")
@@ -58,7 +59,7 @@ func newProfileEnv(t *testing.T) *profileEnv {
 	writeTree(t, filepath.Join(e.src, "project"), seed)
 	e.chrome = filepath.Join(e.src, filepath.FromSlash(chromeRel))
 	must(t, os.MkdirAll(filepath.Dir(e.chrome), 0o700))
-	must(t, e.fx.Write(context.Background(), e.chrome, profile.FixtureOptions{WAL: true}))
+	must(t, e.fx.Write(context.Background(), e.chrome, fixture.Options{WAL: true}))
 	return e
 }
 
@@ -317,7 +318,7 @@ func TestProfileRunningBrowser(t *testing.T) {
 	src := filepath.Join(e.dir, "ws")
 	chrome := filepath.Join(src, "chrome")
 	must(t, os.MkdirAll(src, 0o700))
-	must(t, profile.NewFixture(1).Write(context.Background(), chrome, profile.FixtureOptions{LockPID: os.Getpid()}))
+	must(t, localstorage.New(1).Write(context.Background(), chrome, fixture.Options{LockPID: os.Getpid()}))
 	r := e.run("capture", "--workspace", "w", src)
 	if r.code != exitBrowserRun || !strings.Contains(r.stderr, "browser running") || !strings.Contains(r.stderr, chrome) {
 		t.Fatalf("capture of a running profile: exit %d %s", r.code, r.stderr)
@@ -342,8 +343,8 @@ func TestProfileCorruptCookiesFlagged(t *testing.T) {
 	src := filepath.Join(e.dir, "ws")
 	chrome := filepath.Join(src, "chrome")
 	must(t, os.MkdirAll(src, 0o700))
-	fx := profile.NewFixture(2)
-	must(t, fx.Write(ctx, chrome, profile.FixtureOptions{}))
+	fx := localstorage.New(2)
+	must(t, fx.Write(ctx, chrome, fixture.Options{}))
 	cookies := filepath.Join(chrome, "Default", "Network", "Cookies")
 	b, err := os.ReadFile(cookies)
 	must(t, err)
@@ -385,8 +386,8 @@ func TestProfileSymlinkNotFollowed(t *testing.T) {
 	must(t, os.MkdirAll(src, 0o700))
 	must(t, os.WriteFile(filepath.Join(src, "file.txt"), []byte("workspace"), 0o600))
 	outside := filepath.Join(e.dir, "outside-chrome")
-	fx := profile.NewFixture(3)
-	must(t, fx.Write(ctx, outside, profile.FixtureOptions{}))
+	fx := localstorage.New(3)
+	must(t, fx.Write(ctx, outside, fixture.Options{}))
 	must(t, os.Symlink(outside, filepath.Join(src, "linked")))
 	sum := e.capture("w", src)
 	if len(sum["profiles"].([]any)) != 0 {
@@ -478,9 +479,9 @@ func TestProfilePrune(t *testing.T) {
 	var snaps []string
 	for i := range 3 {
 		// A new cookie store each time: the old profile chunks become garbage.
-		fx := profile.NewFixture(uint64(1000 + i))
+		fx := localstorage.New(uint64(1000 + i))
 		must(t, os.RemoveAll(e.chrome))
-		must(t, fx.Write(ctx, e.chrome, profile.FixtureOptions{}))
+		must(t, fx.Write(ctx, e.chrome, fixture.Options{}))
 		e.fx = fx
 		sum := last(jsonLines(t, e.lbOK(e.fullPW, "capture", "--workspace", "w", "--json", e.src).stdout))
 		snaps = append(snaps, sum["snapshot"].(string))

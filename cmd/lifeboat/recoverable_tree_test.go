@@ -10,7 +10,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"lifeboat/bench"
-	"lifeboat/profile"
+	"lifeboat/profile/fixture"
+	"lifeboat/profile/fixture/localstorage"
 )
 
 // writeRecoverableTree writes into work a workspace with what a faithful
@@ -19,7 +20,7 @@ import (
 // symlink (latest), a setuid file (tool), a sticky directory (shared) and
 // a browser profile fixture (chrome, seeded profileSeed), which it
 // returns.
-func writeRecoverableTree(t *testing.T, work string, seed, profileSeed uint64) *profile.Fixture {
+func writeRecoverableTree(t *testing.T, work string, seed, profileSeed uint64) *fixture.Fixture {
 	t.Helper()
 	writeTree(t, work, seed)
 	must(t, os.Link(filepath.Join(work, "d0", "f0.txt"), filepath.Join(work, "d1", "f0-link.txt")))
@@ -29,8 +30,8 @@ func writeRecoverableTree(t *testing.T, work string, seed, profileSeed uint64) *
 	must(t, os.Chmod(filepath.Join(work, "tool"), 0o755|os.ModeSetuid))
 	must(t, os.Mkdir(filepath.Join(work, "shared"), 0o777))
 	must(t, os.Chmod(filepath.Join(work, "shared"), 0o777|os.ModeSticky))
-	fx := profile.NewFixture(profileSeed)
-	must(t, fx.Write(context.Background(), filepath.Join(work, "chrome"), profile.FixtureOptions{}))
+	fx := localstorage.New(profileSeed)
+	must(t, fx.Write(context.Background(), filepath.Join(work, "chrome"), fixture.Options{}))
 	return fx
 }
 
@@ -38,7 +39,7 @@ func writeRecoverableTree(t *testing.T, work string, seed, profileSeed uint64) *
 // (files, modes, mtimes, symlinks; the profile aside, as capture leaves
 // its caches and locks out), d0/f0.txt and d1/f0-link.txt are still one
 // file, events.fifo is a fifo and the browser session of fx is there.
-func checkRecoveredTree(t *testing.T, want, got string, fx *profile.Fixture) {
+func checkRecoveredTree(t *testing.T, want, got string, fx *fixture.Fixture) {
 	t.Helper()
 	d, err := bench.CompareSkip(want, got, func(rel string) bool { return rel == "chrome" })
 	if err != nil || len(d) > 0 {

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"lifeboat/profile"
+	"lifeboat/profile/fixture"
 	"lifeboat/providers/ssh/sshdtest"
 )
 
@@ -109,7 +109,7 @@ park_interval = "1ns"
 	if err != nil || string(buf[:n]) != "agent run 17" {
 		t.Fatalf("xattr: %q %v", buf[:n], err)
 	}
-	for _, p := range profile.FixtureDropped {
+	for _, p := range fixture.Dropped {
 		if _, err := os.Lstat(filepath.Join(got, "chrome", p)); err == nil {
 			t.Fatalf("%s came back, but capture leaves it out", p)
 		}

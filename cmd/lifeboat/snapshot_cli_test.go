@@ -10,7 +10,7 @@ import (
 
 	"lifeboat/bench"
 	"lifeboat/demo"
-	"lifeboat/profile"
+	"lifeboat/profile/fixture"
 	"lifeboat/recovery"
 )
 
@@ -142,7 +142,7 @@ func TestDemo(t *testing.T) {
 	if err != nil || len(d) > 0 {
 		t.Fatalf("replacement differs from what was captured: %v %v", d, err)
 	}
-	must(t, profile.NewFixture(demo.Seed).Check(context.Background(), filepath.Join(sandbox, filepath.FromSlash(bench.ProfileRel)), true))
+	must(t, fixture.New(demo.Seed).Check(context.Background(), filepath.Join(sandbox, filepath.FromSlash(bench.ProfileRel)), true))
 }
 
 func TestPartialExitCode(t *testing.T) {
