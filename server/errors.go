@@ -25,8 +25,9 @@ func badRequest(msg string) *apiError {
 	return &apiError{http.StatusBadRequest, "bad_request", msg}
 }
 
-// errorCodes maps the errors of the lifecycle and the recovery service to
-// a status and a stable code; the first match wins.
+// errorCodes maps the errors of the lifecycle and the recovery service
+// (recovery's own sentinels: the server has none of its own for them) to a
+// status and a stable code; the first match wins.
 var errorCodes = []struct {
 	err    error
 	status int
@@ -34,24 +35,25 @@ var errorCodes = []struct {
 }{
 	{recovery.ErrUnknownWorkspace, http.StatusNotFound, "unknown_workspace"},
 	{recovery.ErrBadWorkspaceID, http.StatusBadRequest, "bad_workspace_id"},
-	{ErrNotFound, http.StatusNotFound, "not_found"},
-	{ErrRecovering, http.StatusConflict, "recovering"},
-	{ErrNotLost, http.StatusConflict, "not_lost"},
-	{ErrCheckpointMismatch, http.StatusConflict, "checkpoint_mismatch"},
-	{ErrStaleGeneration, http.StatusConflict, "stale_generation"},
-	{ErrIdempotencyKeyReused, http.StatusUnprocessableEntity, "idempotency_key_reused"},
-	{ErrHoldResolved, http.StatusConflict, "hold_resolved"},
+	{recovery.ErrUnknownOperation, http.StatusNotFound, "not_found"},
+	{recovery.ErrUnknownHold, http.StatusNotFound, "not_found"},
+	{recovery.ErrUnknownProcess, http.StatusNotFound, "not_found"},
+	{recovery.ErrRecovering, http.StatusConflict, "recovering"},
+	// No checkpoint to offer is "not lost" for the API: nothing is offered.
+	{recovery.ErrNotLost, http.StatusConflict, "not_lost"},
+	{recovery.ErrNoCheckpoint, http.StatusConflict, "not_lost"},
+	{recovery.ErrStaleOffer, http.StatusConflict, "checkpoint_mismatch"},
+	{recovery.ErrStaleGeneration, http.StatusConflict, "stale_generation"},
+	{recovery.ErrKeyReused, http.StatusUnprocessableEntity, "idempotency_key_reused"},
+	{recovery.ErrHoldResolved, http.StatusConflict, "hold_resolved"},
 	{ErrRecoveryUnavailable, http.StatusServiceUnavailable, "recovery_unavailable"},
 	{recovery.ErrNoNativeCheckpoint, http.StatusConflict, "no_native_checkpoint"},
 	{recovery.ErrWorkspaceExists, http.StatusConflict, "workspace_exists"},
 	{recovery.ErrInvalidChange, http.StatusBadRequest, "bad_request"},
 	{recovery.ErrUnknownProvider, http.StatusBadRequest, "unknown_provider"},
 	{recovery.ErrInstanceMissing, http.StatusUnprocessableEntity, "instance_missing"},
-	{recovery.ErrUnknownProcess, http.StatusNotFound, "not_found"},
 	{recovery.ErrNotRestartable, http.StatusConflict, "not_restartable"},
-	{recovery.ErrRecovering, http.StatusConflict, "recovering"},
 	{recovery.ErrLost, http.StatusConflict, "lost"},
-	{recovery.ErrStaleGeneration, http.StatusConflict, "stale_generation"},
 	{providers.ErrUnavailable, http.StatusServiceUnavailable, "provider_unavailable"},
 	{backend.ErrUnavailable, http.StatusServiceUnavailable, "storage_unavailable"},
 	{recovery.ErrStateUnavailable, http.StatusServiceUnavailable, "state_unavailable"},

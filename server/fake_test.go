@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"lifeboat/recovery"
 )
 
 // fakeRecovery is an in-memory RecoveryService that keeps the contract the
@@ -60,7 +62,7 @@ func (f *fakeRecovery) Offer(_ context.Context, ws string) (Offer, error) {
 	defer f.mu.Unlock()
 	st := f.states[ws]
 	if st.State != StateLost || st.Offer == nil {
-		return Offer{}, fmt.Errorf("workspace %s is %s: %w", ws, st.State, ErrNotLost)
+		return Offer{}, fmt.Errorf("workspace %s is %s: %w", ws, st.State, recovery.ErrNotLost)
 	}
 	return *st.Offer, nil
 }
@@ -71,18 +73,18 @@ func (f *fakeRecovery) Approve(_ context.Context, ws, checkpoint, key string) (O
 	if id, ok := f.opKeys[key]; ok {
 		op := f.ops[id]
 		if op.Workspace != ws || op.Checkpoint != checkpoint {
-			return Operation{}, fmt.Errorf("key %s: %w", key, ErrIdempotencyKeyReused)
+			return Operation{}, fmt.Errorf("key %s: %w", key, recovery.ErrKeyReused)
 		}
 		return op, nil
 	}
 	st := f.states[ws]
 	switch {
 	case st.State == StateRecovering:
-		return Operation{}, fmt.Errorf("workspace %s: %w", ws, ErrRecovering)
+		return Operation{}, fmt.Errorf("workspace %s: %w", ws, recovery.ErrRecovering)
 	case st.State != StateLost || st.Offer == nil:
-		return Operation{}, fmt.Errorf("workspace %s is %s: %w", ws, st.State, ErrNotLost)
+		return Operation{}, fmt.Errorf("workspace %s is %s: %w", ws, st.State, recovery.ErrNotLost)
 	case st.Offer.Checkpoint != checkpoint:
-		return Operation{}, fmt.Errorf("offered %s, approved %s: %w", st.Offer.Checkpoint, checkpoint, ErrCheckpointMismatch)
+		return Operation{}, fmt.Errorf("offered %s, approved %s: %w", st.Offer.Checkpoint, checkpoint, recovery.ErrStaleOffer)
 	}
 	f.approvals++
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -101,7 +103,7 @@ func (f *fakeRecovery) Operation(_ context.Context, id string) (Operation, error
 	defer f.mu.Unlock()
 	op, ok := f.ops[id]
 	if !ok {
-		return Operation{}, fmt.Errorf("operation %q: %w", id, ErrNotFound)
+		return Operation{}, fmt.Errorf("%w %q", recovery.ErrUnknownOperation, id)
 	}
 	return op, nil
 }
@@ -117,7 +119,7 @@ func (f *fakeRecovery) RestartProcess(_ context.Context, ws, proc, key string) (
 	defer f.mu.Unlock()
 	if r, ok := f.restarts[key]; ok {
 		if r.Workspace != ws || r.Process != proc {
-			return ProcessRestart{}, fmt.Errorf("key %s: %w", key, ErrIdempotencyKeyReused)
+			return ProcessRestart{}, fmt.Errorf("key %s: %w", key, recovery.ErrKeyReused)
 		}
 		return r, nil
 	}
@@ -131,7 +133,7 @@ func (f *fakeRecovery) RestartProcess(_ context.Context, ws, proc, key string) (
 			return r, nil
 		}
 	}
-	return ProcessRestart{}, fmt.Errorf("workspace %s: process %q: %w", ws, proc, ErrNotFound)
+	return ProcessRestart{}, fmt.Errorf("workspace %s: process %q: %w", ws, proc, recovery.ErrUnknownProcess)
 }
 
 func (f *fakeRecovery) RepairHolds(context.Context) ([]RepairHold, error) {
@@ -150,9 +152,9 @@ func (f *fakeRecovery) ResolveHold(_ context.Context, id string, r Resolution) (
 	h, ok := f.holds[id]
 	switch {
 	case !ok:
-		return RepairHold{}, fmt.Errorf("repair hold %q: %w", id, ErrNotFound)
+		return RepairHold{}, fmt.Errorf("%w %q", recovery.ErrUnknownHold, id)
 	case h.Resolution != nil:
-		return RepairHold{}, fmt.Errorf("repair hold %s: %w", id, ErrHoldResolved)
+		return RepairHold{}, fmt.Errorf("repair hold %s: %w", id, recovery.ErrHoldResolved)
 	}
 	h.Resolution = &r
 	f.holds[id] = h
@@ -203,7 +205,7 @@ func (f *fakeRecovery) RepairHold(_ context.Context, id string) (RepairHoldDetai
 	defer f.mu.Unlock()
 	h, ok := f.holds[id]
 	if !ok {
-		return RepairHoldDetail{}, fmt.Errorf("repair hold %q: %w", id, ErrNotFound)
+		return RepairHoldDetail{}, fmt.Errorf("%w %q", recovery.ErrUnknownHold, id)
 	}
 	return RepairHoldDetail{RepairHold: h}, nil
 }

@@ -247,7 +247,7 @@ func (s *Server) resolveHold(w http.ResponseWriter, r *http.Request) error {
 	}
 	h, err := s.rec.ResolveHold(r.Context(), r.PathValue("id"),
 		Resolution{Outcome: req.Outcome, Evidence: req.Evidence, Operator: callerOf(r).label, Time: time.Now().UTC()})
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, recovery.ErrUnknownHold) {
 		return &apiError{http.StatusNotFound, "not_found", fmt.Sprintf("no repair hold %q: %v", r.PathValue("id"), err)}
 	}
 	if err != nil {

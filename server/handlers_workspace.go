@@ -133,7 +133,7 @@ func (s *Server) botOperation(r *http.Request) (recovery.Workspace, error) {
 		}
 		if n != ws.Generation {
 			return ws, fmt.Errorf("workspace %s is at generation %d (instance %s); this request is for generation %d: %w",
-				ws.ID, ws.Generation, ws.Instance, n, ErrStaleGeneration)
+				ws.ID, ws.Generation, ws.Instance, n, recovery.ErrStaleGeneration)
 		}
 	}
 	st, err := s.rec.State(r.Context(), ws.ID)
@@ -142,7 +142,7 @@ func (s *Server) botOperation(r *http.Request) (recovery.Workspace, error) {
 	}
 	if st.State == StateRecovering {
 		return ws, fmt.Errorf("workspace %s: operation %s is recovering it; try again when it is done (watch /v1/events): %w",
-			ws.ID, st.Operation, ErrRecovering)
+			ws.ID, st.Operation, recovery.ErrRecovering)
 	}
 	return ws, nil
 }

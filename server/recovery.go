@@ -15,14 +15,17 @@ import (
 //
 // Contract:
 //   - Methods are safe for concurrent use and return errors that wrap the
-//     sentinels below (or recovery.ErrUnknownWorkspace) so the server can
-//     answer with a stable code.
+//     recovery package's sentinels (recovery.ErrUnknownWorkspace,
+//     ErrUnknownOperation, ErrUnknownHold, ErrUnknownProcess, ErrRecovering,
+//     ErrStaleGeneration, ErrHoldResolved, ...), which the server answers
+//     with a stable code (errorCodes).
 //   - Approve and RestartProcess are idempotent per key: a repeated or
 //     concurrent call with the same key returns the same operation or
 //     restart and starts nothing new. A key reused for a different request
-//     fails with ErrIdempotencyKeyReused.
-//   - Approve fails with ErrCheckpointMismatch when checkpoint is not the
-//     one offered now, and with ErrNotLost when nothing is offered.
+//     fails with recovery.ErrKeyReused.
+//   - Approve fails with recovery.ErrStaleOffer when checkpoint is not the
+//     one offered now, and with recovery.ErrNotLost (or ErrNoCheckpoint)
+//     when nothing is offered.
 //   - Every change of a workspace's recovery state, an operation, a
 //     process restart or a repair hold is sent as one Event on the channel
 //     of every Subscribe, in the order it happened. The channel is closed
@@ -174,15 +177,6 @@ type Event struct {
 	Data      any    `json:"data"`
 }
 
-// Errors a RecoveryService returns (wrapped); each has a stable API code.
-var (
-	ErrNotFound             = errors.New("not found")
-	ErrNotLost              = errors.New("the workspace is not lost: nothing to recover")
-	ErrCheckpointMismatch   = errors.New("the approval names a checkpoint that is not the one offered")
-	ErrRecovering           = errors.New("the workspace is being recovered")
-	ErrStaleGeneration      = errors.New("the request was issued for an older generation of the workspace")
-	ErrIdempotencyKeyReused = errors.New("the idempotency key was already used for a different request")
-	ErrHoldResolved         = errors.New("the repair hold is already resolved")
-	// ErrRecoveryUnavailable: the server runs without a recovery service (NoRecovery).
-	ErrRecoveryUnavailable = errors.New("recovery is not available in this server: it was started without a recovery service")
-)
+// ErrRecoveryUnavailable: the server runs without a recovery service
+// (NoRecovery).
+var ErrRecoveryUnavailable = errors.New("recovery is not available in this server: it was started without a recovery service")

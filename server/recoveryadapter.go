@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -22,42 +21,6 @@ type RecoveryAdapter struct {
 
 // NewRecoveryAdapter returns the server's view of svc.
 func NewRecoveryAdapter(svc *recovery.Service) *RecoveryAdapter { return &RecoveryAdapter{svc: svc} }
-
-// errorMap gives each recovery error the server sentinel with the same
-// meaning. ErrNoCheckpoint is "not lost" for the API: nothing is offered.
-var errorMap = []struct{ from, to error }{
-	{recovery.ErrNotLost, ErrNotLost},
-	{recovery.ErrNoCheckpoint, ErrNotLost},
-	{recovery.ErrStaleOffer, ErrCheckpointMismatch},
-	{recovery.ErrKeyReused, ErrIdempotencyKeyReused},
-	{recovery.ErrRecovering, ErrRecovering},
-	{recovery.ErrStaleGeneration, ErrStaleGeneration},
-	{recovery.ErrUnknownOperation, ErrNotFound},
-	{recovery.ErrUnknownHold, ErrNotFound},
-	{recovery.ErrHoldResolved, ErrHoldResolved},
-}
-
-// mappedError keeps the recovery error's message and matches both its
-// own sentinel and the server's.
-type mappedError struct{ err, sentinel error }
-
-func (e *mappedError) Error() string   { return e.err.Error() }
-func (e *mappedError) Unwrap() []error { return []error{e.sentinel, e.err} }
-
-// mapError wraps a recovery error so errors.Is finds the server sentinel
-// too. recovery.ErrUnknownWorkspace and other errors pass unchanged (the
-// server knows ErrUnknownWorkspace itself).
-func mapError(err error) error {
-	if err == nil {
-		return nil
-	}
-	for _, m := range errorMap {
-		if errors.Is(err, m.from) {
-			return &mappedError{err, m.to}
-		}
-	}
-	return err
-}
 
 // healthStates maps a recovery health state to the server's. check_failed
 // (a provider error that is neither an outage, an auth failure nor a rate
@@ -83,14 +46,14 @@ func (a *RecoveryAdapter) State(ctx context.Context, ws string) (RecoveryState, 
 func (a *RecoveryAdapter) state(ctx context.Context, ws string, check bool) (RecoveryState, error) {
 	st, err := a.svc.State(ws)
 	if err != nil {
-		return RecoveryState{}, mapError(err)
+		return RecoveryState{}, err
 	}
 	if h := st.Health; check && (h == nil || (h.State != recovery.HealthRecovering && !time.Now().Before(h.NextCheck))) {
 		if _, err := a.svc.Check(ctx, ws); err != nil {
-			return RecoveryState{}, mapError(err)
+			return RecoveryState{}, err
 		}
 		if st, err = a.svc.State(ws); err != nil {
-			return RecoveryState{}, mapError(err)
+			return RecoveryState{}, err
 		}
 	}
 	out := RecoveryState{Workspace: ws, State: StateUnchecked, Instance: string(st.Instance), Generation: st.Generation,
@@ -135,7 +98,7 @@ func (a *RecoveryAdapter) state(ctx context.Context, ws string, check bool) (Rec
 func (a *RecoveryAdapter) Offer(ctx context.Context, ws string) (Offer, error) {
 	o, err := a.svc.Offer(ctx, ws)
 	if err != nil {
-		return Offer{}, mapError(err)
+		return Offer{}, err
 	}
 	out := Offer{Workspace: o.Workspace, Checkpoint: o.Checkpoint, CheckpointTime: o.Time, AgeSeconds: o.Age.Seconds(),
 		Profile: o.BrowserProfile, NotRecoverable: o.NotRecoverable, LostProcesses: make([]LostProcess, 0, len(o.LostProcesses)),
@@ -150,7 +113,7 @@ func (a *RecoveryAdapter) Offer(ctx context.Context, ws string) (Offer, error) {
 func (a *RecoveryAdapter) Approve(ctx context.Context, ws, checkpoint, key string) (Operation, error) {
 	op, err := a.svc.Approve(ctx, ws, checkpoint, key)
 	if err != nil {
-		return Operation{}, mapError(err)
+		return Operation{}, err
 	}
 	return operation(op), nil
 }
@@ -159,7 +122,7 @@ func (a *RecoveryAdapter) Approve(ctx context.Context, ws, checkpoint, key strin
 func (a *RecoveryAdapter) Operation(_ context.Context, id string) (Operation, error) {
 	op, err := a.svc.Operation(id)
 	if err != nil {
-		return Operation{}, mapError(err)
+		return Operation{}, err
 	}
 	return operation(op), nil
 }
@@ -200,7 +163,7 @@ var restartStates = map[string]string{"running": "restarting", "done": "restarte
 func (a *RecoveryAdapter) LostProcesses(_ context.Context, ws string) ([]LostProcess, error) {
 	ps, err := a.svc.LostProcesses(ws)
 	if err != nil {
-		return nil, mapError(err)
+		return nil, err
 	}
 	out := make([]LostProcess, 0, len(ps))
 	for _, p := range ps {
@@ -217,15 +180,15 @@ func (a *RecoveryAdapter) LostProcesses(_ context.Context, ws string) ([]LostPro
 func (a *RecoveryAdapter) RestartProcess(ctx context.Context, ws, proc, key string) (ProcessRestart, error) {
 	ps, err := a.svc.LostProcesses(ws)
 	if err != nil {
-		return ProcessRestart{}, mapError(err)
+		return ProcessRestart{}, err
 	}
 	i, err := strconv.Atoi(proc)
 	if err != nil || i < 0 || i >= len(ps) {
-		return ProcessRestart{}, fmt.Errorf("workspace %s has no lost process %q (list them at /v1/workspaces/%s/processes): %w", ws, proc, ws, ErrNotFound)
+		return ProcessRestart{}, fmt.Errorf("workspace %s has no lost process %q (list them at /v1/workspaces/%s/processes): %w", ws, proc, ws, recovery.ErrUnknownProcess)
 	}
 	r, err := a.svc.RestartProcess(ctx, ws, i, key)
 	if err != nil {
-		return ProcessRestart{}, mapError(err)
+		return ProcessRestart{}, err
 	}
 	out := ProcessRestart{Workspace: r.Workspace, Process: strconv.Itoa(r.Index), IdempotencyKey: r.Key,
 		State: restartStates[r.State], Requested: r.Started, Error: r.Error}
@@ -244,7 +207,7 @@ func (a *RecoveryAdapter) RepairHolds(context.Context) ([]RepairHold, error) {
 // repairHolds maps a list of holds.
 func repairHolds(hs []recovery.Hold, err error) ([]RepairHold, error) {
 	if err != nil {
-		return nil, mapError(err)
+		return nil, err
 	}
 	out := make([]RepairHold, 0, len(hs))
 	for _, h := range hs {
@@ -273,7 +236,7 @@ func (a *RecoveryAdapter) ResolveHold(_ context.Context, id string, r Resolution
 	}
 	h, err := a.svc.ResolveHold(id, outcome, "[by "+r.Operator+"] "+r.Evidence)
 	if err != nil {
-		return RepairHold{}, mapError(err)
+		return RepairHold{}, err
 	}
 	return repairHold(h), nil
 }
@@ -301,7 +264,7 @@ func repairHold(h recovery.Hold) RepairHold {
 // Check inspects the workspace's instance now and returns its state.
 func (a *RecoveryAdapter) Check(ctx context.Context, ws string) (RecoveryState, error) {
 	if _, err := a.svc.Check(ctx, ws); err != nil {
-		return RecoveryState{}, mapError(err)
+		return RecoveryState{}, err
 	}
 	return a.state(ctx, ws, false)
 }
@@ -310,7 +273,7 @@ func (a *RecoveryAdapter) Check(ctx context.Context, ws string) (RecoveryState, 
 func (a *RecoveryAdapter) Operations(_ context.Context, ws string) ([]Operation, error) {
 	ops, err := a.svc.Operations(ws)
 	if err != nil {
-		return nil, mapError(err)
+		return nil, err
 	}
 	out := make([]Operation, 0, len(ops))
 	for _, op := range ops {
@@ -329,11 +292,11 @@ func (a *RecoveryAdapter) AllRepairHolds(context.Context) ([]RepairHold, error) 
 func (a *RecoveryAdapter) RepairHold(ctx context.Context, id string) (RepairHoldDetail, error) {
 	h, err := a.svc.Hold(id)
 	if err != nil {
-		return RepairHoldDetail{}, mapError(err)
+		return RepairHoldDetail{}, err
 	}
 	al, err := a.svc.Allocation(ctx, id)
 	if err != nil {
-		return RepairHoldDetail{}, mapError(err)
+		return RepairHoldDetail{}, err
 	}
 	return RepairHoldDetail{RepairHold: repairHold(h), Allocation: al}, nil
 }
@@ -342,7 +305,7 @@ func (a *RecoveryAdapter) RepairHold(ctx context.Context, id string) (RepairHold
 func (a *RecoveryAdapter) StopRepairHold(ctx context.Context, id string) (RepairHold, error) {
 	h, err := a.svc.StopHold(ctx, id)
 	if err != nil {
-		return RepairHold{}, mapError(err)
+		return RepairHold{}, err
 	}
 	return repairHold(h), nil
 }

@@ -42,7 +42,7 @@ func (n *NoRecovery) Approve(_ context.Context, ws, _, _ string) (Operation, err
 }
 
 func (n *NoRecovery) Operation(_ context.Context, id string) (Operation, error) {
-	return Operation{}, fmt.Errorf("operation %q: %w", id, ErrNotFound)
+	return Operation{}, fmt.Errorf("%w %q", recovery.ErrUnknownOperation, id)
 }
 
 func (n *NoRecovery) LostProcesses(_ context.Context, ws string) ([]LostProcess, error) {
@@ -57,7 +57,7 @@ func (n *NoRecovery) RestartProcess(_ context.Context, ws, proc, _ string) (Proc
 func (n *NoRecovery) RepairHolds(context.Context) ([]RepairHold, error) { return nil, nil }
 
 func (n *NoRecovery) ResolveHold(_ context.Context, id string, _ Resolution) (RepairHold, error) {
-	return RepairHold{}, fmt.Errorf("repair hold %q: %w", id, ErrNotFound)
+	return RepairHold{}, fmt.Errorf("%w %q", recovery.ErrUnknownHold, id)
 }
 
 // Subscribe returns a channel that only closes, on cancel.
@@ -78,9 +78,9 @@ func (n *NoRecovery) Operations(context.Context, string) ([]Operation, error) {
 func (n *NoRecovery) AllRepairHolds(context.Context) ([]RepairHold, error) { return nil, nil }
 
 func (n *NoRecovery) RepairHold(_ context.Context, id string) (RepairHoldDetail, error) {
-	return RepairHoldDetail{}, fmt.Errorf("repair hold %q: %w", id, ErrNotFound)
+	return RepairHoldDetail{}, fmt.Errorf("%w %q", recovery.ErrUnknownHold, id)
 }
 
 func (n *NoRecovery) StopRepairHold(_ context.Context, id string) (RepairHold, error) {
-	return RepairHold{}, fmt.Errorf("repair hold %q: %w", id, ErrNotFound)
+	return RepairHold{}, fmt.Errorf("%w %q", recovery.ErrUnknownHold, id)
 }
