@@ -440,3 +440,6 @@ func sortOps(ops []Operation) {
 		return strings.Compare(a.ID, b.ID)
 	})
 }
+
+// Lifecycle is the checkpoint lifecycle the service recovers workspaces of.
+func (s *Service) Lifecycle() *Lifecycle { return s.lc }

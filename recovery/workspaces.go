@@ -244,3 +244,13 @@ func (l *Lifecycle) deleteNatives(ctx context.Context, w Workspace, out *Removed
 	}
 	return nil
 }
+
+// Workspaces lists the registered workspaces, sorted by id.
+func (l *Lifecycle) Workspaces() ([]Workspace, error) { return l.store.Workspaces() }
+
+// Workspace returns the record of workspace id (ErrUnknownWorkspace when
+// none is registered).
+func (l *Lifecycle) Workspace(id string) (Workspace, error) { return l.store.Workspace(id) }
+
+// Checkpoints returns the checkpoint history of workspace ws, oldest first.
+func (l *Lifecycle) Checkpoints(ws string) ([]Checkpoint, error) { return l.store.Checkpoints(ws) }

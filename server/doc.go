@@ -1,6 +1,6 @@
-// Package server is the HTTP JSON API of `lifeboat serve` over the
-// checkpoint lifecycle (recovery.Lifecycle) and the recovery state machine
-// (RecoveryService): workspaces, checkpoints, park, recovery state and
+// Package server is the HTTP JSON API of `lifeboat serve` over one seam to
+// package recovery (RecoveryService: the checkpoint lifecycle and the
+// recovery state machine): workspaces, checkpoints, park, recovery state and
 // offer, approval, process restarts, repair holds, and a server-sent-events
 // stream of state changes, plus a built-in status page.
 //

@@ -11,8 +11,10 @@ import (
 
 // fakeRecovery is an in-memory RecoveryService that keeps the contract the
 // server relies on: idempotent approvals and restarts, a checkpoint check,
-// holds resolved once, and one event per change to every subscriber.
+// holds resolved once, and one event per change to every subscriber. Its
+// workspaces are a real lifecycle's.
 type fakeRecovery struct {
+	Lifecycle
 	mu        sync.Mutex
 	states    map[string]RecoveryState
 	ops       map[string]Operation // by id
@@ -25,8 +27,8 @@ type fakeRecovery struct {
 	approvals int // operations created
 }
 
-func newFakeRecovery() *fakeRecovery {
-	return &fakeRecovery{states: map[string]RecoveryState{}, ops: map[string]Operation{}, opKeys: map[string]string{},
+func newFakeRecovery(life Lifecycle) *fakeRecovery {
+	return &fakeRecovery{Lifecycle: life, states: map[string]RecoveryState{}, ops: map[string]Operation{}, opKeys: map[string]string{},
 		procs: map[string][]LostProcess{}, restarts: map[string]ProcessRestart{}, runs: map[string]int{},
 		holds: map[string]RepairHold{}, subs: map[chan Event]struct{}{}}
 }

@@ -63,7 +63,7 @@ func (s *Server) addWorkspace(w http.ResponseWriter, r *http.Request) error {
 	if req.ID == "" || req.Provider == "" {
 		return badRequest(`registering a workspace needs its id and provider instance: {"id": "bot1", "provider": "NAME", "instance": "NATIVE-ID"}`)
 	}
-	if _, ok := s.life.Provider(req.Provider); !ok {
+	if _, ok := s.rec.Provider(req.Provider); !ok {
 		return &apiError{http.StatusBadRequest, "unknown_provider", fmt.Sprintf("provider %q is not configured in this server; configured: %s", req.Provider, strings.Join(s.providerNames(), ", "))}
 	}
 	park, err := interval("park_interval", req.ParkInterval)
@@ -77,7 +77,7 @@ func (s *Server) addWorkspace(w http.ResponseWriter, r *http.Request) error {
 	if err := s.checkPolicy(req.Policy); err != nil {
 		return err
 	}
-	ws, err := s.life.AddWorkspace(r.Context(), recovery.NewWorkspace{ID: req.ID, Provider: req.Provider,
+	ws, err := s.rec.AddWorkspace(r.Context(), recovery.NewWorkspace{ID: req.ID, Provider: req.Provider,
 		Instance: providers.InstanceID(req.Instance), Settings: recovery.Settings{ParkInterval: park, PeriodicInterval: periodic}})
 	if err != nil {
 		return err
@@ -113,7 +113,7 @@ func (s *Server) checkPolicy(p *prune.Policy) error {
 }
 
 func (s *Server) providerNames() []string {
-	return s.life.ProviderNames()
+	return s.rec.ProviderNames()
 }
 
 func (s *Server) changeWorkspace(w http.ResponseWriter, r *http.Request) error {
@@ -161,7 +161,7 @@ func (s *Server) changeWorkspace(w http.ResponseWriter, r *http.Request) error {
 	} else if clearPolicy && s.policies == nil {
 		return s.checkPolicy(&prune.Policy{})
 	}
-	got, err := s.life.ChangeWorkspace(r.Context(), ws.ID, c)
+	got, err := s.rec.ChangeWorkspace(r.Context(), ws.ID, c)
 	if err != nil {
 		return err
 	}
@@ -194,7 +194,7 @@ func (s *Server) removeWorkspace(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	res, err := s.life.RemoveWorkspace(r.Context(), ws.ID, forget)
+	res, err := s.rec.RemoveWorkspace(r.Context(), ws.ID, forget)
 	if err != nil {
 		return err
 	}
@@ -223,7 +223,7 @@ func (s *Server) restartWorkspace(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	rr, err := s.life.Restart(context.WithoutCancel(r.Context()), ws.ID)
+	rr, err := s.rec.Restart(context.WithoutCancel(r.Context()), ws.ID)
 	if err != nil {
 		return err
 	}
@@ -250,11 +250,11 @@ func (s *Server) registerProcess(w http.ResponseWriter, r *http.Request) error {
 	if len(req.Command) == 0 || req.Command[0] == "" {
 		return badRequest(`a process needs its command: {"command": ["npm", "run", "dev"], "dir": "/workspace/app"}`)
 	}
-	p, err := s.life.StartProcess(ws.ID, req.Command, req.Dir)
+	p, err := s.rec.StartProcess(ws.ID, req.Command, req.Dir)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, s.life.Record(p))
+	writeJSON(w, http.StatusCreated, s.rec.Record(p))
 	return nil
 }
 
@@ -267,7 +267,7 @@ func (s *Server) registered(r *http.Request) (*recovery.Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.life.Process(ws.ID, r.PathValue("proc"))
+	return s.rec.Process(ws.ID, r.PathValue("proc"))
 }
 
 // processOutput appends the request body to a registered process's
@@ -288,7 +288,7 @@ func (s *Server) processOutput(w http.ResponseWriter, r *http.Request) error {
 		return &apiError{http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("append at most %d bytes of output per request", maxOutputBody)}
 	}
 	_, _ = p.Write(b)
-	writeJSON(w, http.StatusOK, s.life.Record(p))
+	writeJSON(w, http.StatusOK, s.rec.Record(p))
 	return nil
 }
 
@@ -309,7 +309,7 @@ func (s *Server) processExit(w http.ResponseWriter, r *http.Request) error {
 		return badRequest(`an exit needs the exit code: {"exit_code": 0}`)
 	}
 	p.Exit(*req.ExitCode, time.Now())
-	writeJSON(w, http.StatusOK, s.life.Record(p))
+	writeJSON(w, http.StatusOK, s.rec.Record(p))
 	return nil
 }
 

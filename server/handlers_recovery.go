@@ -127,7 +127,7 @@ func (s *Server) processes(w http.ResponseWriter, r *http.Request) error {
 	switch q := r.URL.Query().Get("state"); q {
 	case "", "lost":
 	case "registered":
-		ps, err := s.life.Processes(ws.ID)
+		ps, err := s.rec.Processes(ws.ID)
 		if err != nil {
 			return err
 		}

@@ -55,7 +55,7 @@ func (s *Server) view(ctx context.Context, w recovery.Workspace) (workspaceView,
 	if recs == nil {
 		recs = []recovery.RecoveryRecord{}
 	}
-	park, periodic := s.life.Intervals(w)
+	park, periodic := s.rec.Intervals(w)
 	return workspaceView{ID: w.ID, Provider: w.Provider, Instance: w.Instance, Generation: w.Generation, Created: w.Created,
 		LastGood: w.LastGood, Native: w.Native, Failures: w.Failures, Records: recs, InFlight: w.InFlight,
 		LastRestart: w.LastRestart, Recovery: st,
@@ -64,7 +64,7 @@ func (s *Server) view(ctx context.Context, w recovery.Workspace) (workspaceView,
 }
 
 func (s *Server) listWorkspaces(w http.ResponseWriter, r *http.Request) error {
-	wss, err := s.life.Store().Workspaces()
+	wss, err := s.rec.Workspaces()
 	if err != nil {
 		return err
 	}
@@ -86,7 +86,7 @@ func (s *Server) workspace(r *http.Request) (recovery.Workspace, error) {
 	if err := recovery.ValidWorkspaceID(id); err != nil {
 		return recovery.Workspace{}, err
 	}
-	return s.life.Store().Workspace(id)
+	return s.rec.Workspace(id)
 }
 
 func (s *Server) getWorkspace(w http.ResponseWriter, r *http.Request) error {
@@ -107,7 +107,7 @@ func (s *Server) listCheckpoints(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	cps, err := s.life.Store().Checkpoints(ws.ID)
+	cps, err := s.rec.Checkpoints(ws.ID)
 	if err != nil {
 		return err
 	}
@@ -155,7 +155,7 @@ func (s *Server) captureNow(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, s.life.Capture(context.WithoutCancel(r.Context()), ws.ID, recovery.ReasonManual))
+	writeJSON(w, http.StatusOK, s.rec.Capture(context.WithoutCancel(r.Context()), ws.ID, recovery.ReasonManual))
 	return nil
 }
 
@@ -165,6 +165,6 @@ func (s *Server) park(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, s.life.Park(context.WithoutCancel(r.Context()), ws.ID))
+	writeJSON(w, http.StatusOK, s.rec.Park(context.WithoutCancel(r.Context()), ws.ID))
 	return nil
 }

@@ -86,7 +86,7 @@ func newEnvConfig(t *testing.T, rec func(e *env) RecoveryService, set func(*Conf
 	must(t, err)
 	t.Cleanup(func() { _ = r.Close(ctx); _ = be.Close() })
 
-	e := &env{t: t, rec: newFakeRecovery(), root: t.TempDir(), logs: &syncBuffer{}, repo: r, dir: t.TempDir(), rdir: dir}
+	e := &env{t: t, root: t.TempDir(), logs: &syncBuffer{}, repo: r, dir: t.TempDir(), rdir: dir}
 	st, err := recovery.OpenStore(e.dir)
 	must(t, err)
 	t.Cleanup(func() { _ = st.Close() })
@@ -95,13 +95,14 @@ func newEnvConfig(t *testing.T, rec func(e *env) RecoveryService, set func(*Conf
 		Providers: []providers.Provider{localprov.New(e.root)}, OnReceipt: events.Receipt})
 	must(t, err)
 	t.Cleanup(e.life.Close)
+	e.rec = newFakeRecovery(e.life)
 	tokens, err := ParseTokens("test tokens", []byte("user "+HashToken(userToken)+" inbox\noperator "+HashToken(operatorToken)+" ops-alice\n"))
 	must(t, err)
 	var rs RecoveryService = e.rec
 	if rec != nil {
 		rs = rec(e)
 	}
-	cfg := Config{Lifecycle: e.life, Recovery: rs, Tokens: tokens, Events: events,
+	cfg := Config{Recovery: rs, Tokens: tokens, Events: events,
 		Logger: slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	if set != nil {
 		set(&cfg)

@@ -5,13 +5,42 @@ import (
 	"errors"
 	"time"
 
+	"lifeboat/providers"
 	"lifeboat/recovery"
 )
 
-// RecoveryService is what the server needs from the recovery state machine
-// (loss detection, offer, approval, operations, lost processes, repair
-// holds). The recovery package's service is adapted to it where the server
-// is wired (cmd/lifeboat).
+// Lifecycle is the checkpoint lifecycle's part of the server's seam to
+// package recovery: registered workspaces, their checkpoint history,
+// captures, parks, restarts and registered processes, in recovery's own
+// types and errors. *recovery.Lifecycle is the real one.
+type Lifecycle interface {
+	Workspaces() ([]recovery.Workspace, error)
+	Workspace(id string) (recovery.Workspace, error)
+	Checkpoints(ws string) ([]recovery.Checkpoint, error)
+	// Intervals are w's effective park and periodic intervals.
+	Intervals(w recovery.Workspace) (park, periodic time.Duration)
+	ProviderNames() []string
+	Provider(name string) (providers.Provider, bool)
+	AddWorkspace(ctx context.Context, nw recovery.NewWorkspace) (recovery.Workspace, error)
+	ChangeWorkspace(ctx context.Context, ws string, c recovery.WorkspaceChange) (recovery.Workspace, error)
+	RemoveWorkspace(ctx context.Context, ws string, forget bool) (recovery.Removed, error)
+	Restart(ctx context.Context, ws string) (recovery.RestartReceipt, error)
+	Capture(ctx context.Context, ws string, reason recovery.Reason) recovery.Receipt
+	Park(ctx context.Context, ws string) recovery.Receipt
+	StartProcess(ws string, argv []string, dir string) (*recovery.Process, error)
+	Process(ws, id string) (*recovery.Process, error)
+	Processes(ws string) ([]recovery.RegisteredProcess, error)
+	Record(p *recovery.Process) recovery.RegisteredProcess
+}
+
+var _ Lifecycle = (*recovery.Lifecycle)(nil)
+
+// RecoveryService is the server's one seam to package recovery: every
+// route goes through it. Lifecycle is the lifecycle's part; the methods
+// below are the recovery state machine's (loss detection, offer, approval,
+// operations, lost processes, repair holds), in the API's view of
+// recovery's types. RecoveryAdapter is the real one, put together where
+// the server is wired (cmd/lifeboat).
 //
 // Contract:
 //   - Methods are safe for concurrent use and return errors that wrap the
@@ -31,6 +60,7 @@ import (
 //     of every Subscribe, in the order it happened. The channel is closed
 //     when the service stops or cancel is called.
 type RecoveryService interface {
+	Lifecycle
 	State(ctx context.Context, ws string) (RecoveryState, error)
 	Offer(ctx context.Context, ws string) (Offer, error)
 	Approve(ctx context.Context, ws, checkpoint, key string) (Operation, error)

@@ -12,15 +12,19 @@ import (
 )
 
 // RecoveryAdapter is the RecoveryService over the recovery package's
-// Service: it translates states, steps, ids, outcomes and errors between
-// the two vocabularies (docs/server.md, "Recovery"). It owns nothing: the
-// caller runs and closes the Service.
+// Service and its Lifecycle: the lifecycle's part passes through; for the
+// recovery state machine it translates states, steps, ids and outcomes
+// into the API's view (docs/server.md, "Recovery"). Errors are the
+// Service's own. It owns nothing: the caller runs and closes the Service.
 type RecoveryAdapter struct {
-	svc *recovery.Service
+	Lifecycle // the service's
+	svc       *recovery.Service
 }
 
-// NewRecoveryAdapter returns the server's view of svc.
-func NewRecoveryAdapter(svc *recovery.Service) *RecoveryAdapter { return &RecoveryAdapter{svc: svc} }
+// NewRecoveryAdapter returns the server's view of svc and its lifecycle.
+func NewRecoveryAdapter(svc *recovery.Service) *RecoveryAdapter {
+	return &RecoveryAdapter{Lifecycle: svc.Lifecycle(), svc: svc}
+}
 
 // healthStates maps a recovery health state to the server's. check_failed
 // (a provider error that is neither an outage, an auth failure nor a rate

@@ -7,15 +7,14 @@ import (
 	"net/http"
 	"sync"
 	"time"
-
-	"lifeboat/recovery"
 )
 
-// Config sets up a Server. Lifecycle, Recovery and Tokens are required.
+// Config sets up a Server. Recovery and Tokens are required.
 type Config struct {
-	Lifecycle *recovery.Lifecycle
-	Recovery  RecoveryService
-	Tokens    *Tokens
+	// Recovery is the one seam to package recovery: the lifecycle's
+	// workspaces and captures, and the recovery state machine.
+	Recovery RecoveryService
+	Tokens   *Tokens
 	// Events is the hub the lifecycle's receipts go to as well
 	// (recovery.Config.OnReceipt = Events.Receipt); default a new one.
 	Events *Events
@@ -43,7 +42,6 @@ type Maintainer interface {
 
 // Server is the HTTP API. Make one with New, serve Handler, and Close it.
 type Server struct {
-	life   *recovery.Lifecycle
 	rec    RecoveryService
 	tokens *Tokens
 	events *Events
@@ -72,10 +70,10 @@ type Route struct {
 
 // New makes a Server and starts relaying the recovery service's events.
 func New(cfg Config) (*Server, error) {
-	if cfg.Lifecycle == nil || cfg.Recovery == nil || cfg.Tokens == nil {
-		return nil, errors.New("server: a Lifecycle, a RecoveryService and Tokens are required")
+	if cfg.Recovery == nil || cfg.Tokens == nil {
+		return nil, errors.New("server: a RecoveryService and Tokens are required")
 	}
-	s := &Server{life: cfg.Lifecycle, rec: cfg.Recovery, tokens: cfg.Tokens, events: cfg.Events, log: cfg.Logger,
+	s := &Server{rec: cfg.Recovery, tokens: cfg.Tokens, events: cfg.Events, log: cfg.Logger,
 		beat: cfg.Heartbeat, mux: http.NewServeMux(), pumpDone: make(chan struct{}),
 		policies: cfg.Policies, maint: cfg.Maintenance, metricsH: cfg.Metrics, timeouts: cfg.Timeouts.orDefault()}
 	if s.events == nil {

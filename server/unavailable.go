@@ -14,14 +14,14 @@ import (
 // every recovery action with ErrRecoveryUnavailable. Workspaces,
 // checkpoints, park and the event stream work as usual.
 type NoRecovery struct {
-	Store *recovery.Store
+	Lifecycle
 }
 
 // StateUnchecked: no recovery service watches the workspace.
 const StateUnchecked = "unchecked"
 
 func (n *NoRecovery) State(_ context.Context, ws string) (RecoveryState, error) {
-	w, err := n.Store.Workspace(ws)
+	w, err := n.Workspace(ws)
 	if err != nil {
 		return RecoveryState{}, err
 	}
@@ -46,7 +46,7 @@ func (n *NoRecovery) Operation(_ context.Context, id string) (Operation, error) 
 }
 
 func (n *NoRecovery) LostProcesses(_ context.Context, ws string) ([]LostProcess, error) {
-	_, err := n.Store.Workspace(ws)
+	_, err := n.Workspace(ws)
 	return nil, err
 }
 

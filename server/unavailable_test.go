@@ -12,7 +12,7 @@ import (
 func TestNoRecovery(t *testing.T) {
 	e := newEnv(t)
 	e.workspace("w1", map[string]string{"a": "a"})
-	srv, err := New(Config{Lifecycle: e.life, Recovery: &NoRecovery{Store: e.life.Store()}, Tokens: e.srv.tokens})
+	srv, err := New(Config{Recovery: &NoRecovery{Lifecycle: e.life}, Tokens: e.srv.tokens})
 	must(t, err)
 	e.http = httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { srv.Close(); e.http.Close() })
