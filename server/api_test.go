@@ -83,7 +83,7 @@ func TestApproveIdempotent(t *testing.T) {
 	e := newEnv(t)
 	e.workspace("w1", map[string]string{"a": "a"})
 	at := time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC)
-	e.rec.set(lostState("w1", 3, "cp-good", at))
+	e.rec.set(lost("w1", 3, "cp-good", at))
 
 	var st RecoveryState
 	e.ok(http.StatusOK, "GET", "/v1/workspaces/w1/recovery", userToken, nil, &st)
@@ -148,14 +148,15 @@ func TestApproveIdempotent(t *testing.T) {
 func TestBotOperationsWhileRecovering(t *testing.T) {
 	e := newEnv(t)
 	e.workspace("w1", map[string]string{"a": "a"})
-	e.rec.set(RecoveryState{Workspace: "w1", State: StateRecovering, Operation: "op-9"})
+	e.rec.set(recovery.WorkspaceState{Workspace: "w1", Health: &recovery.Health{State: recovery.HealthRecovering},
+		Operation: &recovery.Operation{ID: "op-9", Workspace: "w1", State: recovery.OpCreating}}, nil)
 	for _, p := range []string{"/v1/workspaces/w1/checkpoints", "/v1/workspaces/w1/park"} {
 		ae := e.fails(http.StatusConflict, "recovering", "POST", p, userToken, nil)
 		if !strings.Contains(ae.Message, "op-9") {
 			t.Fatalf("message does not name the operation: %s", ae.Message)
 		}
 	}
-	e.rec.set(RecoveryState{Workspace: "w1", State: StateHealthy})
+	e.rec.set(recovery.WorkspaceState{Workspace: "w1", Health: &recovery.Health{State: recovery.HealthOK}}, nil)
 	e.fails(http.StatusConflict, "stale_generation", "POST", "/v1/workspaces/w1/checkpoints", userToken, nil, "Lifeboat-Generation", "7")
 	var cps []recovery.Checkpoint
 	e.ok(http.StatusOK, "GET", "/v1/workspaces/w1/checkpoints", userToken, nil, &cps)
@@ -174,31 +175,32 @@ func TestBotOperationsWhileRecovering(t *testing.T) {
 func TestProcessRestartIdempotent(t *testing.T) {
 	e := newEnv(t)
 	e.workspace("w1", map[string]string{"a": "a"})
-	e.rec.procs["w1"] = []LostProcess{{ID: "p1", Command: []string{"npm", "run", "dev"}, LastOutput: "ready", State: "lost"}}
+	e.rec.procs["w1"] = []recovery.LostProcess{{Index: 0, ProcessRecord: recovery.ProcessRecord{Command: []string{"npm", "run", "dev"}, Tail: "ready"},
+		State: "lost"}}
 	var ps []LostProcess
 	e.ok(http.StatusOK, "GET", "/v1/workspaces/w1/processes", userToken, nil, &ps)
 	if len(ps) != 1 || ps[0].LastOutput != "ready" || ps[0].State != "lost" {
 		t.Fatalf("processes: %+v", ps)
 	}
-	e.fails(http.StatusBadRequest, "idempotency_key_required", "POST", "/v1/workspaces/w1/processes/p1/restart", userToken, nil)
+	e.fails(http.StatusBadRequest, "idempotency_key_required", "POST", "/v1/workspaces/w1/processes/0/restart", userToken, nil)
 	for range 3 {
 		var r ProcessRestart
-		e.ok(http.StatusAccepted, "POST", "/v1/workspaces/w1/processes/p1/restart", userToken, nil, &r, "Idempotency-Key", "r-1")
-		if r.Process != "p1" || r.IdempotencyKey != "r-1" {
+		e.ok(http.StatusAccepted, "POST", "/v1/workspaces/w1/processes/0/restart", userToken, nil, &r, "Idempotency-Key", "r-1")
+		if r.Process != "0" || r.IdempotencyKey != "r-1" || r.State != "restarting" {
 			t.Fatalf("restart: %+v", r)
 		}
 	}
-	if e.rec.runs["p1"] != 1 {
-		t.Fatalf("the command ran %d times for one key", e.rec.runs["p1"])
+	if e.rec.runs[0] != 1 {
+		t.Fatalf("the command ran %d times for one key", e.rec.runs[0])
 	}
-	e.fails(http.StatusNotFound, "not_found", "POST", "/v1/workspaces/w1/processes/p9/restart", userToken, nil, "Idempotency-Key", "r-2")
+	e.fails(http.StatusNotFound, "not_found", "POST", "/v1/workspaces/w1/processes/9/restart", userToken, nil, "Idempotency-Key", "r-2")
 }
 
 // TestRepairHoldResolution: an operator resolves a hold with an outcome
 // and evidence, once; the resolution names the operator's token label.
 func TestRepairHoldResolution(t *testing.T) {
 	e := newEnv(t)
-	e.rec.holds["h1"] = RepairHold{ID: "h1", Workspace: "w1", SourceInstance: "old-7", TargetInstance: "new-8"}
+	e.rec.holds["h1"] = recovery.Hold{ID: "h1", Workspace: "w1", Lost: "old-7", Replacement: "new-8"}
 	e.fails(http.StatusBadRequest, "bad_request", "POST", "/v1/repair-holds/h1/resolve", operatorToken, resolveRequest{Outcome: "copied_back"})
 	e.fails(http.StatusNotFound, "not_found", "POST", "/v1/repair-holds/h9/resolve", operatorToken, resolveRequest{"copied_back", "x"})
 	var h RepairHold

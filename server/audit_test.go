@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"lifeboat/recovery"
 )
 
 // auditLines returns the log's audit lines, in order.
@@ -38,9 +40,9 @@ func TestAuditLog(t *testing.T) {
 	e := newEnv(t)
 	must(t, os.MkdirAll(filepath.Join(e.root, "inst-a"), 0o755))
 	e.workspace("w1", map[string]string{"a": "a"})
-	e.rec.set(lostState("w1", 1, "cp-good", time.Now()))
+	e.rec.set(lost("w1", 1, "cp-good", time.Now()))
 	e.rec.mu.Lock()
-	e.rec.holds["h1"] = RepairHold{ID: "h1", Workspace: "w1"}
+	e.rec.holds["h1"] = recovery.Hold{ID: "h1", Workspace: "w1"}
 	e.rec.mu.Unlock()
 
 	e.ok(http.StatusOK, "GET", "/v1/workspaces", userToken, nil, nil)

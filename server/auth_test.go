@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"lifeboat/recovery"
 )
 
 // TestNoTokenNoAccess: every route that needs a role refuses a request
@@ -57,7 +59,7 @@ func (e *env) doAuth(method, path, auth string) (int, []byte, http.Header) {
 // operator token; a user token gets 403 forbidden and changes nothing.
 func TestOperatorOnly(t *testing.T) {
 	e := newEnv(t)
-	e.rec.holds["h1"] = RepairHold{ID: "h1", Workspace: "w1", Operation: "op-1", SourceInstance: "old-7", TargetInstance: "new-8", Error: "copy-back failed"}
+	e.rec.holds["h1"] = recovery.Hold{ID: "h1", Workspace: "w1", Operation: "op-1", Lost: "old-7", Replacement: "new-8", Error: "copy-back failed"}
 	e.fails(http.StatusForbidden, "forbidden", "GET", "/v1/repair-holds", userToken, nil)
 	e.fails(http.StatusForbidden, "forbidden", "POST", "/v1/repair-holds/h1/resolve", userToken, resolveRequest{"copied_back", "diffed"})
 	if e.rec.holds["h1"].Resolution != nil {

@@ -40,7 +40,7 @@ func TestTrailingJSONRefused(t *testing.T) {
 	e := newEnv(t)
 	must(t, os.MkdirAll(filepath.Join(e.root, "inst-a"), 0o755))
 	e.workspace("w1", map[string]string{"a": "a"})
-	e.rec.set(lostState("w1", 1, "cp-good", time.Now()))
+	e.rec.set(lost("w1", 1, "cp-good", time.Now()))
 	reg := `{"id": "a", "provider": "local", "instance": "inst-a"}`
 	for _, body := range []string{
 		reg + " x",

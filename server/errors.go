@@ -46,7 +46,6 @@ var errorCodes = []struct {
 	{recovery.ErrStaleGeneration, http.StatusConflict, "stale_generation"},
 	{recovery.ErrKeyReused, http.StatusUnprocessableEntity, "idempotency_key_reused"},
 	{recovery.ErrHoldResolved, http.StatusConflict, "hold_resolved"},
-	{ErrRecoveryUnavailable, http.StatusServiceUnavailable, "recovery_unavailable"},
 	{recovery.ErrNoNativeCheckpoint, http.StatusConflict, "no_native_checkpoint"},
 	{recovery.ErrWorkspaceExists, http.StatusConflict, "workspace_exists"},
 	{recovery.ErrInvalidChange, http.StatusBadRequest, "bad_request"},

@@ -9,165 +9,259 @@ import (
 	"lifeboat/recovery"
 )
 
-// fakeRecovery is an in-memory RecoveryService that keeps the contract the
-// server relies on: idempotent approvals and restarts, a checkpoint check,
-// holds resolved once, and one event per change to every subscriber. Its
-// workspaces are a real lifecycle's.
+// fakeRecovery is an in-memory recovery state machine that keeps the
+// contract of RecoveryService the server relies on: idempotent approvals
+// and restarts, a checkpoint check, holds resolved once, and one event per
+// change to every subscriber. Its workspaces are a real lifecycle's; the
+// server shows its states through recoveryView, as it shows the real
+// service's.
 type fakeRecovery struct {
 	Lifecycle
 	mu        sync.Mutex
-	states    map[string]RecoveryState
-	ops       map[string]Operation // by id
-	opKeys    map[string]string    // idempotency key -> op id
-	procs     map[string][]LostProcess
-	restarts  map[string]ProcessRestart // by key
-	runs      map[string]int            // process id -> times started
-	holds     map[string]RepairHold
-	subs      map[chan Event]struct{}
+	states    map[string]recovery.WorkspaceState
+	offers    map[string]recovery.Offer
+	ops       map[string]recovery.Operation // by id
+	opKeys    map[string]string             // idempotency key -> op id
+	procs     map[string][]recovery.LostProcess
+	restarts  map[string]recovery.ProcessRestart // by key
+	runs      map[int]int                        // process index -> times started
+	holds     map[string]recovery.Hold
+	subs      map[chan recovery.Event]struct{}
 	approvals int // operations created
 }
 
 func newFakeRecovery(life Lifecycle) *fakeRecovery {
-	return &fakeRecovery{Lifecycle: life, states: map[string]RecoveryState{}, ops: map[string]Operation{}, opKeys: map[string]string{},
-		procs: map[string][]LostProcess{}, restarts: map[string]ProcessRestart{}, runs: map[string]int{},
-		holds: map[string]RepairHold{}, subs: map[chan Event]struct{}{}}
+	return &fakeRecovery{Lifecycle: life, states: map[string]recovery.WorkspaceState{}, offers: map[string]recovery.Offer{},
+		ops: map[string]recovery.Operation{}, opKeys: map[string]string{}, procs: map[string][]recovery.LostProcess{},
+		restarts: map[string]recovery.ProcessRestart{}, runs: map[int]int{}, holds: map[string]recovery.Hold{},
+		subs: map[chan recovery.Event]struct{}{}}
 }
+
+// fakeCheck is when the fake inspects (Check): a fixed time, so that what
+// the server shows does not depend on when the test runs.
+var fakeCheck = time.Date(2026, 11, 29, 12, 30, 0, 0, time.UTC)
+
+// checkEvery is the fake's check interval: each state's next check comes
+// this long after it began.
+const checkEvery = 15 * time.Minute
 
 // publish sends ev to every subscriber; called with f.mu held, so events
 // go out in the order the changes happened.
-func (f *fakeRecovery) publish(ev Event) {
+func (f *fakeRecovery) publish(ev recovery.Event) {
 	for ch := range f.subs {
 		ch <- ev
 	}
 }
 
-// set changes a workspace's state and publishes it.
-func (f *fakeRecovery) set(st RecoveryState) {
+// set changes a workspace's state (and, when offer is set, its offer) and
+// publishes it.
+func (f *fakeRecovery) set(st recovery.WorkspaceState, offer *recovery.Offer) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if st.Health != nil && st.Health.NextCheck.IsZero() {
+		st.Health.NextCheck = st.Health.Since.Add(checkEvery)
+	}
 	f.states[st.Workspace] = st
-	f.publish(Event{Type: "recovery_state", Workspace: st.Workspace, Data: st})
+	delete(f.offers, st.Workspace)
+	if offer != nil {
+		f.offers[st.Workspace] = *offer
+	}
+	var h recovery.HealthState
+	if st.Health != nil {
+		h = st.Health.State
+	}
+	f.publish(recovery.Event{Workspace: st.Workspace, Kind: recovery.EventHealth, State: h})
 }
 
-func (f *fakeRecovery) State(_ context.Context, ws string) (RecoveryState, error) {
+func (f *fakeRecovery) State(ws string) (recovery.WorkspaceState, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if st, ok := f.states[ws]; ok {
+		return st, nil
+	}
+	w, err := f.Workspace(ws)
+	if err != nil {
+		return recovery.WorkspaceState{}, err
+	}
+	return recovery.WorkspaceState{Workspace: ws, Provider: w.Provider, Instance: w.Instance, Generation: w.Generation}, nil
+}
+
+// Check finds an uninspected workspace healthy, and leaves a set state as
+// it is (the server inspects on use whenever a state's next check has
+// passed, which the fake's always has).
+func (f *fakeRecovery) Check(_ context.Context, ws string) (recovery.Health, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	st, ok := f.states[ws]
 	if !ok {
-		return RecoveryState{Workspace: ws, State: StateHealthy}, nil
+		w, err := f.Workspace(ws)
+		if err != nil {
+			return recovery.Health{}, err
+		}
+		st = recovery.WorkspaceState{Workspace: ws, Provider: w.Provider, Instance: w.Instance, Generation: w.Generation}
 	}
-	return st, nil
+	if st.Health == nil {
+		st.Health = &recovery.Health{State: recovery.HealthOK, Instance: st.Instance, CheckedAt: fakeCheck, Since: fakeCheck,
+			NextCheck: fakeCheck.Add(checkEvery)}
+		f.states[ws] = st
+	}
+	return *st.Health, nil
 }
 
-func (f *fakeRecovery) Offer(_ context.Context, ws string) (Offer, error) {
+func (f *fakeRecovery) Offer(_ context.Context, ws string) (recovery.Offer, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	st := f.states[ws]
-	if st.State != StateLost || st.Offer == nil {
-		return Offer{}, fmt.Errorf("workspace %s is %s: %w", ws, st.State, recovery.ErrNotLost)
+	o, ok := f.offers[ws]
+	if !ok {
+		return recovery.Offer{}, fmt.Errorf("workspace %s: %w", ws, recovery.ErrNotLost)
 	}
-	return *st.Offer, nil
+	return o, nil
 }
 
-func (f *fakeRecovery) Approve(_ context.Context, ws, checkpoint, key string) (Operation, error) {
+func (f *fakeRecovery) Approve(_ context.Context, ws, checkpoint, key string) (recovery.Operation, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if id, ok := f.opKeys[key]; ok {
 		op := f.ops[id]
 		if op.Workspace != ws || op.Checkpoint != checkpoint {
-			return Operation{}, fmt.Errorf("key %s: %w", key, recovery.ErrKeyReused)
+			return recovery.Operation{}, fmt.Errorf("key %s: %w", key, recovery.ErrKeyReused)
 		}
 		return op, nil
 	}
 	st := f.states[ws]
+	o, offered := f.offers[ws]
 	switch {
-	case st.State == StateRecovering:
-		return Operation{}, fmt.Errorf("workspace %s: %w", ws, recovery.ErrRecovering)
-	case st.State != StateLost || st.Offer == nil:
-		return Operation{}, fmt.Errorf("workspace %s is %s: %w", ws, st.State, recovery.ErrNotLost)
-	case st.Offer.Checkpoint != checkpoint:
-		return Operation{}, fmt.Errorf("offered %s, approved %s: %w", st.Offer.Checkpoint, checkpoint, recovery.ErrStaleOffer)
+	case st.Health != nil && st.Health.State == recovery.HealthRecovering:
+		return recovery.Operation{}, fmt.Errorf("workspace %s: %w", ws, recovery.ErrRecovering)
+	case !offered:
+		return recovery.Operation{}, fmt.Errorf("workspace %s: %w", ws, recovery.ErrNotLost)
+	case o.Checkpoint != checkpoint:
+		return recovery.Operation{}, fmt.Errorf("offered %s, approved %s: %w", o.Checkpoint, checkpoint, recovery.ErrStaleOffer)
 	}
 	f.approvals++
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	op := Operation{ID: fmt.Sprintf("op-%d", f.approvals), Workspace: ws, Checkpoint: checkpoint, IdempotencyKey: key,
-		Generation: st.Generation, Step: "approved", Created: now, Updated: now}
+	op := recovery.Operation{ID: fmt.Sprintf("op-%d", f.approvals), Workspace: ws, Checkpoint: checkpoint, IdempotencyKey: key,
+		Generation: st.Generation, State: recovery.OpApproved, Created: now, Updated: now}
 	f.ops[op.ID], f.opKeys[key] = op, op.ID
-	st.State, st.Operation, st.Offer = StateRecovering, op.ID, nil
+	st.Health = &recovery.Health{State: recovery.HealthRecovering, Instance: st.Instance, Since: now}
+	st.Operation = &op
 	f.states[ws] = st
-	f.publish(Event{Type: "operation", Workspace: ws, Data: op})
-	f.publish(Event{Type: "recovery_state", Workspace: ws, Data: st})
+	delete(f.offers, ws)
+	f.publish(recovery.Event{Workspace: ws, Kind: recovery.EventOperation, Operation: op.ID, OpState: op.State})
 	return op, nil
 }
 
-func (f *fakeRecovery) Operation(_ context.Context, id string) (Operation, error) {
+func (f *fakeRecovery) Operation(id string) (recovery.Operation, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	op, ok := f.ops[id]
 	if !ok {
-		return Operation{}, fmt.Errorf("%w %q", recovery.ErrUnknownOperation, id)
+		return recovery.Operation{}, fmt.Errorf("%w %q", recovery.ErrUnknownOperation, id)
 	}
 	return op, nil
 }
 
-func (f *fakeRecovery) LostProcesses(_ context.Context, ws string) ([]LostProcess, error) {
+func (f *fakeRecovery) Operations(ws string) ([]recovery.Operation, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]LostProcess(nil), f.procs[ws]...), nil
+	var out []recovery.Operation
+	for _, op := range f.ops {
+		if ws == "" || op.Workspace == ws {
+			out = append(out, op)
+		}
+	}
+	return out, nil
 }
 
-func (f *fakeRecovery) RestartProcess(_ context.Context, ws, proc, key string) (ProcessRestart, error) {
+func (f *fakeRecovery) LostProcesses(ws string) ([]recovery.LostProcess, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]recovery.LostProcess(nil), f.procs[ws]...), nil
+}
+
+func (f *fakeRecovery) RestartProcess(_ context.Context, ws string, index int, key string) (recovery.ProcessRestart, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if r, ok := f.restarts[key]; ok {
-		if r.Workspace != ws || r.Process != proc {
-			return ProcessRestart{}, fmt.Errorf("key %s: %w", key, recovery.ErrKeyReused)
+		if r.Workspace != ws || r.Index != index {
+			return recovery.ProcessRestart{}, fmt.Errorf("key %s: %w", key, recovery.ErrKeyReused)
 		}
 		return r, nil
 	}
-	for i, p := range f.procs[ws] {
-		if p.ID == proc {
-			f.runs[proc]++
-			f.procs[ws][i].State = "restarting"
-			r := ProcessRestart{Workspace: ws, Process: proc, IdempotencyKey: key, State: "restarting"}
-			f.restarts[key] = r
-			f.publish(Event{Type: "process", Workspace: ws, Data: f.procs[ws][i]})
-			return r, nil
-		}
+	ps := f.procs[ws]
+	if index < 0 || index >= len(ps) {
+		return recovery.ProcessRestart{}, fmt.Errorf("workspace %s: process %d: %w", ws, index, recovery.ErrUnknownProcess)
 	}
-	return ProcessRestart{}, fmt.Errorf("workspace %s: process %q: %w", ws, proc, recovery.ErrUnknownProcess)
+	f.runs[index]++
+	r := recovery.ProcessRestart{Key: key, Workspace: ws, Index: index, Command: ps[index].Command, State: "running", Started: time.Now()}
+	ps[index].Restarts = append(ps[index].Restarts, r)
+	f.restarts[key] = r
+	f.publish(recovery.Event{Workspace: ws, Kind: recovery.EventProcess})
+	return r, nil
 }
 
-func (f *fakeRecovery) RepairHolds(context.Context) ([]RepairHold, error) {
+func (f *fakeRecovery) RepairHolds() ([]recovery.Hold, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []RepairHold
+	var out []recovery.Hold
+	for _, h := range f.holds {
+		if h.Resolution == nil {
+			out = append(out, h)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeRecovery) AllHolds() ([]recovery.Hold, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []recovery.Hold
 	for _, h := range f.holds {
 		out = append(out, h)
 	}
 	return out, nil
 }
 
-func (f *fakeRecovery) ResolveHold(_ context.Context, id string, r Resolution) (RepairHold, error) {
+func (f *fakeRecovery) Hold(id string) (recovery.Hold, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h, ok := f.holds[id]
+	if !ok {
+		return recovery.Hold{}, fmt.Errorf("%w %q", recovery.ErrUnknownHold, id)
+	}
+	return h, nil
+}
+
+func (f *fakeRecovery) Allocation(_ context.Context, id string) (recovery.Allocation, error) {
+	h, err := f.Hold(id)
+	return recovery.Allocation{Hold: h.ID, Provider: h.Provider}, err
+}
+
+func (f *fakeRecovery) StopHold(_ context.Context, id string) (recovery.Hold, error) {
+	return recovery.Hold{}, fmt.Errorf("repair hold %q: stopping is not part of the fake: %w", id, recovery.ErrUnknownHold)
+}
+
+func (f *fakeRecovery) ResolveHold(id string, outcome recovery.HoldOutcome, evidence string) (recovery.Hold, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	h, ok := f.holds[id]
 	switch {
 	case !ok:
-		return RepairHold{}, fmt.Errorf("%w %q", recovery.ErrUnknownHold, id)
+		return recovery.Hold{}, fmt.Errorf("%w %q", recovery.ErrUnknownHold, id)
 	case h.Resolution != nil:
-		return RepairHold{}, fmt.Errorf("repair hold %s: %w", id, recovery.ErrHoldResolved)
+		return recovery.Hold{}, fmt.Errorf("repair hold %s: %w", id, recovery.ErrHoldResolved)
 	}
-	h.Resolution = &r
+	h.Resolution = &recovery.Resolution{Outcome: outcome, Evidence: evidence, Time: time.Now().UTC()}
 	f.holds[id] = h
-	f.publish(Event{Type: "repair_hold", Workspace: h.Workspace, Data: h})
+	f.publish(recovery.Event{Workspace: h.Workspace, Kind: recovery.EventHold, Hold: id})
 	return h, nil
 }
 
-// Subscribe returns an unbuffered channel: publish blocks until the
-// server's pump takes each event, so the order is kept.
-func (f *fakeRecovery) Subscribe() (<-chan Event, func()) {
-	ch := make(chan Event)
+// Subscribe returns a buffered channel, like the real service's: publish
+// sends under f.mu, so the order is kept, and does not wait for the
+// server, which reads the state back (under f.mu) for each event.
+func (f *fakeRecovery) Subscribe() (<-chan recovery.Event, func()) {
+	ch := make(chan recovery.Event, 64)
 	f.mu.Lock()
 	f.subs[ch] = struct{}{}
 	f.mu.Unlock()
@@ -182,46 +276,14 @@ func (f *fakeRecovery) Subscribe() (<-chan Event, func()) {
 	}
 }
 
-func (f *fakeRecovery) Check(ctx context.Context, ws string) (RecoveryState, error) {
-	return f.State(ctx, ws)
-}
-
-func (f *fakeRecovery) Operations(_ context.Context, ws string) ([]Operation, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := []Operation{}
-	for _, op := range f.ops {
-		if ws == "" || op.Workspace == ws {
-			out = append(out, op)
-		}
-	}
-	return out, nil
-}
-
-func (f *fakeRecovery) AllRepairHolds(ctx context.Context) ([]RepairHold, error) {
-	return f.RepairHolds(ctx)
-}
-
-func (f *fakeRecovery) RepairHold(_ context.Context, id string) (RepairHoldDetail, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	h, ok := f.holds[id]
-	if !ok {
-		return RepairHoldDetail{}, fmt.Errorf("%w %q", recovery.ErrUnknownHold, id)
-	}
-	return RepairHoldDetail{RepairHold: h}, nil
-}
-
-func (f *fakeRecovery) StopRepairHold(_ context.Context, id string) (RepairHold, error) {
-	return RepairHold{}, fmt.Errorf("repair hold %q: %w", id, ErrRecoveryUnavailable)
-}
-
 var _ RecoveryService = (*fakeRecovery)(nil)
 
-// lostState is a lost workspace with an offer of checkpoint cp.
-func lostState(ws string, gen uint64, cp string, at time.Time) RecoveryState {
-	return RecoveryState{Workspace: ws, State: StateLost, Instance: "gone-1", Generation: gen, Action: "approve a recovery",
-		Offer: &Offer{Workspace: ws, Checkpoint: cp, CheckpointTime: at, AgeSeconds: 3600, Profile: true,
-			NotRecoverable: []string{"running processes", "changes after the checkpoint", "provider-side state"},
-			LostProcesses:  []LostProcess{{ID: "p1", Command: []string{"npm", "run", "dev"}, LastOutput: "listening on :3000", State: "lost"}}}}
+// lost is a lost workspace (instance gone-1 at generation gen) and its
+// offer of checkpoint cp, taken at at, with a lost process.
+func lost(ws string, gen uint64, cp string, at time.Time) (recovery.WorkspaceState, *recovery.Offer) {
+	st := recovery.WorkspaceState{Workspace: ws, Instance: "gone-1", Generation: gen,
+		Health: &recovery.Health{State: recovery.HealthLost, Instance: "gone-1", Action: "approve a recovery", Since: at}}
+	return st, &recovery.Offer{Workspace: ws, Checkpoint: cp, Time: at, Age: time.Hour, BrowserProfile: true,
+		NotRecoverable: []string{"running processes", "changes after the checkpoint", "provider-side state"},
+		LostProcesses:  []recovery.ProcessRecord{{Command: []string{"npm", "run", "dev"}, Tail: "listening on :3000"}}}
 }

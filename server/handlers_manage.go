@@ -208,7 +208,7 @@ func (s *Server) checkNow(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	st, err := s.rec.Check(r.Context(), ws.ID)
+	st, err := s.api.Check(r.Context(), ws.ID)
 	if err != nil {
 		return err
 	}

@@ -99,7 +99,7 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request) error {
 	if req.Checkpoint == "" {
 		return badRequest("the approval must name the checkpoint shown in the offer: {\"checkpoint\": \"<id>\"}")
 	}
-	op, err := s.rec.Approve(r.Context(), ws.ID, req.Checkpoint, key)
+	op, err := s.api.Approve(r.Context(), ws.ID, req.Checkpoint, key)
 	if err != nil {
 		return err
 	}
@@ -109,7 +109,7 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) operation(w http.ResponseWriter, r *http.Request) error {
-	op, err := s.rec.Operation(r.Context(), r.PathValue("id"))
+	op, err := s.api.Operation(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -136,7 +136,7 @@ func (s *Server) processes(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return badRequest(fmt.Sprintf("state=%q: want lost (the default) or registered", q))
 	}
-	ps, err := s.rec.LostProcesses(r.Context(), ws.ID)
+	ps, err := s.api.LostProcesses(r.Context(), ws.ID)
 	if err != nil {
 		return err
 	}
@@ -156,7 +156,7 @@ func (s *Server) restartProcess(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	pr, err := s.rec.RestartProcess(r.Context(), ws.ID, r.PathValue("proc"), key)
+	pr, err := s.api.RestartProcess(r.Context(), ws.ID, r.PathValue("proc"), key)
 	if err != nil {
 		return err
 	}
@@ -172,9 +172,9 @@ func (s *Server) repairHolds(w http.ResponseWriter, r *http.Request) error {
 	state := r.URL.Query().Get("state")
 	switch state {
 	case "", "open":
-		hs, err = s.rec.RepairHolds(r.Context())
+		hs, err = s.api.RepairHolds(r.Context())
 	case "resolved", "all":
-		hs, err = s.rec.AllRepairHolds(r.Context())
+		hs, err = s.api.AllRepairHolds(r.Context())
 		if state == "resolved" {
 			hs = slices.DeleteFunc(hs, func(h RepairHold) bool { return h.Resolution == nil })
 		}
@@ -192,7 +192,7 @@ func (s *Server) repairHolds(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) repairHold(w http.ResponseWriter, r *http.Request) error {
-	h, err := s.rec.RepairHold(r.Context(), r.PathValue("id"))
+	h, err := s.api.RepairHold(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -203,7 +203,7 @@ func (s *Server) repairHold(w http.ResponseWriter, r *http.Request) error {
 // stopRepairHold stops the allocation a hold keeps (again, after a stop
 // that failed).
 func (s *Server) stopRepairHold(w http.ResponseWriter, r *http.Request) error {
-	h, err := s.rec.StopRepairHold(r.Context(), r.PathValue("id"))
+	h, err := s.api.StopRepairHold(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -219,7 +219,7 @@ func (s *Server) operations(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	ops, err := s.rec.Operations(r.Context(), ws)
+	ops, err := s.api.Operations(r.Context(), ws)
 	if err != nil {
 		return err
 	}
@@ -245,7 +245,7 @@ func (s *Server) resolveHold(w http.ResponseWriter, r *http.Request) error {
 	if strings.TrimSpace(req.Outcome) == "" || strings.TrimSpace(req.Evidence) == "" {
 		return badRequest("a resolution needs an outcome and the evidence the operator checked: {\"outcome\": \"...\", \"evidence\": \"...\"}")
 	}
-	h, err := s.rec.ResolveHold(r.Context(), r.PathValue("id"),
+	h, err := s.api.ResolveHold(r.Context(), r.PathValue("id"),
 		Resolution{Outcome: req.Outcome, Evidence: req.Evidence, Operator: callerOf(r).label, Time: time.Now().UTC()})
 	if errors.Is(err, recovery.ErrUnknownHold) {
 		return &apiError{http.StatusNotFound, "not_found", fmt.Sprintf("no repair hold %q: %v", r.PathValue("id"), err)}

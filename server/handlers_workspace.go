@@ -47,7 +47,7 @@ func ownInterval(d time.Duration) string {
 }
 
 func (s *Server) view(ctx context.Context, w recovery.Workspace) (workspaceView, error) {
-	st, err := s.rec.State(ctx, w.ID)
+	st, err := s.api.State(ctx, w.ID)
 	if err != nil {
 		return workspaceView{}, err
 	}
@@ -136,7 +136,7 @@ func (s *Server) botOperation(r *http.Request) (recovery.Workspace, error) {
 				ws.ID, ws.Generation, ws.Instance, n, recovery.ErrStaleGeneration)
 		}
 	}
-	st, err := s.rec.State(r.Context(), ws.ID)
+	st, err := s.api.State(r.Context(), ws.ID)
 	if err != nil {
 		return ws, err
 	}

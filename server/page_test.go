@@ -33,35 +33,42 @@ func TestStatusPageServed(t *testing.T) {
 // pageStates gives the fake backend one workspace of each kind the page
 // shows: lost with an offer whose last good checkpoint cannot be read (so
 // an earlier candidate is offered, with a warning), failed with a repair
-// hold, and recovered with a lost process to restart.
+// hold (lost again, offered again), and recovered with a lost process to
+// restart.
 func pageStates(e *env) {
 	e.workspace("bot-lost", map[string]string{"a.txt": "a"})
 	e.workspace("bot-held", map[string]string{"h.txt": "h"})
 	e.workspace("bot-ok", map[string]string{"b.txt": "b"})
 	at := time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC)
-	lost := lostState("bot-lost", 2, "5f1c0ffee0ddba11d00d5eed", at)
-	lost.Offer.Warning = "the last good checkpoint 9e3b0d0c0ffee000 (taken 2026-11-29T11:30:00Z) cannot be read (repository damaged); the offer names the newest earlier checkpoint that can"
-	lost.Offer.Candidates = []recovery.Candidate{
+	st, offer := lost("bot-lost", 2, "5f1c0ffee0ddba11d00d5eed", at)
+	offer.Warning = "the last good checkpoint 9e3b0d0c0ffee000 (taken 2026-11-29T11:30:00Z) cannot be read (repository damaged); the offer names the newest earlier checkpoint that can"
+	offer.Candidates = []recovery.Candidate{
 		{Checkpoint: "9e3b0d0c0ffee000aa", Time: at.Add(30 * time.Minute), LastGood: true, Problem: "checkpoint 9e3b0d0c0ffee000: repository damaged"},
 		{Checkpoint: "5f1c0ffee0ddba11d00d5eed", Time: at, Readable: true},
 	}
-	e.rec.set(lost)
+	e.rec.set(st, offer)
 
+	// bot-held: lost again after a failed operation that left a repair
+	// hold; its offer names the checkpoint to approve again.
 	failedAt := time.Date(2026, 11, 29, 12, 5, 0, 0, time.UTC)
-	e.rec.mu.Lock()
-	e.rec.ops["op-7"] = Operation{ID: "op-7", Workspace: "bot-held", Checkpoint: "77aa0d0c0ffee000", Step: "failed", NewInstance: "ws-5e1d",
+	op := recovery.Operation{ID: "op-7", Workspace: "bot-held", Checkpoint: "77aa0d0c0ffee000", State: recovery.OpFailed, Replacement: "ws-5e1d",
 		Error:   "copy-back failed; repair hold hold-3 keeps the replacement: no space left on device",
 		Action:  "an operator resolves repair hold hold-3: check the kept replacement ws-5e1d, then resolve the hold as destroyed, repaired or kept",
 		Created: failedAt, Updated: failedAt}
-	hold := RepairHold{ID: "hold-3", Workspace: "bot-held", Operation: "op-7", Provider: "local", Checkpoint: "77aa0d0c0ffee000",
-		SourceInstance: "inst-bot-held", TargetInstance: "ws-5e1d", Error: "copy-back failed (after_write, 1 attempts): no space left on device",
-		Created: failedAt, Stop: &recovery.StopReceipt{Time: failedAt, Stopped: true, Detail: "provider local stopped instance ws-5e1d"}}
+	hold := recovery.Hold{ID: "hold-3", Workspace: "bot-held", Operation: "op-7", Provider: "local", Checkpoint: "77aa0d0c0ffee000",
+		Lost: "inst-bot-held", Replacement: "ws-5e1d", Error: "copy-back failed (after_write, 1 attempts): no space left on device",
+		Source: "/var/lib/lifeboat/recovery/op-7", Created: failedAt,
+		Stop: &recovery.StopReceipt{Time: failedAt, Stopped: true, Detail: "provider local stopped instance ws-5e1d"}}
+	e.rec.mu.Lock()
+	e.rec.ops[op.ID] = op
 	e.rec.holds[hold.ID] = hold
-	e.rec.procs["bot-ok"] = []LostProcess{{ID: "0", Command: []string{"npm", "run", "dev"}, Dir: "/workspace/app", Started: at,
-		LastOutput: "ready on http://localhost:3000\n", State: "lost"}}
+	e.rec.procs["bot-ok"] = []recovery.LostProcess{{Index: 0, ProcessRecord: recovery.ProcessRecord{Command: []string{"npm", "run", "dev"},
+		Dir: "/workspace/app", Started: at, Tail: "ready on http://localhost:3000\n"}, State: "lost"}}
 	e.rec.mu.Unlock()
-	e.rec.set(RecoveryState{Workspace: "bot-held", State: StateFailed, Instance: "inst-bot-held", Operation: "op-7",
-		Action: "the last good checkpoint is unchanged; fix the cause and approve recovery again", Holds: []RepairHold{hold}})
+	_, heldOffer := lost("bot-held", 1, "77aa0d0c0ffee000", failedAt.Add(-time.Hour))
+	e.rec.set(recovery.WorkspaceState{Workspace: "bot-held", Instance: "inst-bot-held", Generation: 1, Operation: &op, Holds: []recovery.Hold{hold},
+		Health: &recovery.Health{State: recovery.HealthLost, Instance: "inst-bot-held", Since: failedAt,
+			Action: "the last good checkpoint is unchanged; fix the cause and approve recovery again"}}, heldOffer)
 }
 
 // TestStatusPageChromium: in headless Chromium at a desktop and a narrow
@@ -103,7 +110,7 @@ func TestStatusPageChromium(t *testing.T) {
 			c.Eval(`(() => {
 				const states = {};
 				for (const a of document.querySelectorAll("article.ws")) states[a.id] = a.dataset.state;
-				const b = document.querySelector("button.approve");
+				const b = document.querySelector("#ws-bot-lost button.approve");
 				const r = b ? b.getBoundingClientRect() : {right: 0, height: 0};
 				return { States: states, Button: b ? b.dataset.checkpoint : "", ScrollWidth: document.documentElement.scrollWidth,
 					InnerWidth: window.innerWidth, ButtonRight: r.right, ButtonHeight: r.height, Hash: location.hash };
@@ -128,7 +135,7 @@ func TestStatusPageChromium(t *testing.T) {
 			golden.Check(t, "status-"+vp.name+".png", c.Screenshot(true), vp.width)
 
 			// Approve: twice (a double click), one operation.
-			c.Eval(`(() => { const b = document.querySelector("button.approve"); b.click(); b.click(); return true; })()`, nil)
+			c.Eval(`(() => { const b = document.querySelector("#ws-bot-lost button.approve"); b.click(); b.click(); return true; })()`, nil)
 			c.WaitFor(`document.getElementById("ws-bot-lost").dataset.state === "recovering"`)
 			e.rec.mu.Lock()
 			n, op := e.rec.approvals, e.rec.ops["op-1"]
@@ -146,7 +153,7 @@ func TestStatusPageChromium(t *testing.T) {
 			c.Eval(`(() => { const b = document.querySelector("#ws-bot-ok button.restart"); b.click(); b.click(); return true; })()`, nil)
 			c.WaitFor(`document.querySelector("#ws-bot-ok li.proc").dataset.state === "restarting" && !document.querySelector("#ws-bot-ok button.restart")`)
 			e.rec.mu.Lock()
-			runs, restarts := e.rec.runs["0"], len(e.rec.restarts)
+			runs, restarts := e.rec.runs[0], len(e.rec.restarts)
 			e.rec.mu.Unlock()
 			if runs != 1 || restarts != 1 {
 				t.Fatalf("the lost process ran %d times, %d restart keys", runs, restarts)

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"lifeboat/providers"
@@ -36,13 +35,13 @@ type Lifecycle interface {
 var _ Lifecycle = (*recovery.Lifecycle)(nil)
 
 // RecoveryService is the server's one seam to package recovery: every
-// route goes through it. Lifecycle is the lifecycle's part; the methods
-// below are the recovery state machine's (loss detection, offer, approval,
-// operations, lost processes, repair holds), in the API's view of
-// recovery's types. RecoveryAdapter is the real one, put together where
-// the server is wired (cmd/lifeboat).
+// route goes through it, in recovery's own types and errors. Lifecycle is
+// the checkpoint lifecycle's part; the methods below are the recovery
+// state machine's (recovery.Service: loss detection, offer, approval,
+// operations, lost processes, repair holds). NewRecovery puts the real one
+// together; the server shows it in the API's words (recoveryView).
 //
-// Contract:
+// Contract (recovery.Service keeps it):
 //   - Methods are safe for concurrent use and return errors that wrap the
 //     recovery package's sentinels (recovery.ErrUnknownWorkspace,
 //     ErrUnknownOperation, ErrUnknownHold, ErrUnknownProcess, ErrRecovering,
@@ -58,31 +57,42 @@ var _ Lifecycle = (*recovery.Lifecycle)(nil)
 //   - Every change of a workspace's recovery state, an operation, a
 //     process restart or a repair hold is sent as one Event on the channel
 //     of every Subscribe, in the order it happened. The channel is closed
-//     when the service stops or cancel is called.
+//     when cancel is called.
 type RecoveryService interface {
 	Lifecycle
-	State(ctx context.Context, ws string) (RecoveryState, error)
-	Offer(ctx context.Context, ws string) (Offer, error)
-	Approve(ctx context.Context, ws, checkpoint, key string) (Operation, error)
-	Operation(ctx context.Context, id string) (Operation, error)
-	LostProcesses(ctx context.Context, ws string) ([]LostProcess, error)
-	RestartProcess(ctx context.Context, ws, proc, key string) (ProcessRestart, error)
-	RepairHolds(ctx context.Context) ([]RepairHold, error)
-	ResolveHold(ctx context.Context, id string, r Resolution) (RepairHold, error)
-	Subscribe() (events <-chan Event, cancel func())
-	// Check inspects the workspace's instance now ("check now") and
-	// returns its state.
-	Check(ctx context.Context, ws string) (RecoveryState, error)
-	// Operations lists the recovery operations of ws ("" for all), oldest
-	// first.
-	Operations(ctx context.Context, ws string) ([]Operation, error)
-	// AllRepairHolds lists every repair hold, resolved ones included.
-	AllRepairHolds(ctx context.Context) ([]RepairHold, error)
-	// RepairHold returns one hold with its kept allocation as the
-	// provider reports it now.
-	RepairHold(ctx context.Context, id string) (RepairHoldDetail, error)
-	// StopRepairHold stops the allocation a hold keeps (again).
-	StopRepairHold(ctx context.Context, id string) (RepairHold, error)
+	// State is ws's recovery state as stored; Check inspects its instance
+	// now.
+	State(ws string) (recovery.WorkspaceState, error)
+	Check(ctx context.Context, ws string) (recovery.Health, error)
+	Offer(ctx context.Context, ws string) (recovery.Offer, error)
+	Approve(ctx context.Context, ws, checkpoint, key string) (recovery.Operation, error)
+	Operation(id string) (recovery.Operation, error)
+	// Operations lists the operations of ws ("" for all), oldest first.
+	Operations(ws string) ([]recovery.Operation, error)
+	LostProcesses(ws string) ([]recovery.LostProcess, error)
+	RestartProcess(ctx context.Context, ws string, index int, key string) (recovery.ProcessRestart, error)
+	// RepairHolds lists the unresolved holds, AllHolds every one.
+	RepairHolds() ([]recovery.Hold, error)
+	AllHolds() ([]recovery.Hold, error)
+	Hold(id string) (recovery.Hold, error)
+	// Allocation is the allocation hold id keeps, as the provider reports
+	// it now; StopHold stops it (again).
+	Allocation(ctx context.Context, id string) (recovery.Allocation, error)
+	StopHold(ctx context.Context, id string) (recovery.Hold, error)
+	ResolveHold(id string, outcome recovery.HoldOutcome, evidence string) (recovery.Hold, error)
+	Subscribe() (events <-chan recovery.Event, cancel func())
+}
+
+// NewRecovery is the seam over svc and the lifecycle it recovers the
+// workspaces of. It owns nothing: the caller runs and closes both.
+func NewRecovery(svc *recovery.Service) RecoveryService {
+	return serviceSeam{svc.Lifecycle(), svc}
+}
+
+// serviceSeam is the real RecoveryService.
+type serviceSeam struct {
+	*recovery.Lifecycle
+	*recovery.Service
 }
 
 // Recovery states of a workspace. Only StateLost comes with an offer.
@@ -94,6 +104,7 @@ const (
 	StateRateLimited = "rate_limited" // the provider asked us to slow down
 	StateRecovering  = "recovering"   // an approved operation runs; bot operations are refused
 	StateFailed      = "failed"       // the last operation failed; see Operation
+	StateUnchecked   = "unchecked"    // the instance was not inspected yet
 )
 
 // RecoveryState is what every client shows for one workspace.
@@ -199,14 +210,10 @@ type Resolution struct {
 	Time     time.Time `json:"time"`
 }
 
-// Event is one change, as the service reports it. The server numbers it
-// and sends it to every event stream.
+// Event is one change, as the server shows it: it numbers it and sends it
+// to every event stream.
 type Event struct {
 	Type      string `json:"type"` // recovery_state, operation, process, repair_hold (and receipt, from the lifecycle)
 	Workspace string `json:"workspace,omitempty"`
 	Data      any    `json:"data"`
 }
-
-// ErrRecoveryUnavailable: the server runs without a recovery service
-// (NoRecovery).
-var ErrRecoveryUnavailable = errors.New("recovery is not available in this server: it was started without a recovery service")

@@ -43,6 +43,7 @@ type Maintainer interface {
 // Server is the HTTP API. Make one with New, serve Handler, and Close it.
 type Server struct {
 	rec    RecoveryService
+	api    recoveryView // rec's recovery state machine, in the API's words
 	tokens *Tokens
 	events *Events
 	log    *slog.Logger
@@ -73,7 +74,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Recovery == nil || cfg.Tokens == nil {
 		return nil, errors.New("server: a RecoveryService and Tokens are required")
 	}
-	s := &Server{rec: cfg.Recovery, tokens: cfg.Tokens, events: cfg.Events, log: cfg.Logger,
+	s := &Server{rec: cfg.Recovery, api: recoveryView{cfg.Recovery}, tokens: cfg.Tokens, events: cfg.Events, log: cfg.Logger,
 		beat: cfg.Heartbeat, mux: http.NewServeMux(), pumpDone: make(chan struct{}),
 		policies: cfg.Policies, maint: cfg.Maintenance, metricsH: cfg.Metrics, timeouts: cfg.Timeouts.orDefault()}
 	if s.events == nil {
@@ -86,7 +87,7 @@ func New(cfg Config) (*Server, error) {
 		s.beat = 15 * time.Second
 	}
 	s.register()
-	ch, cancel := s.rec.Subscribe()
+	ch, cancel := s.api.Subscribe()
 	s.stopPump = cancel
 	go s.pump(ch)
 	return s, nil

@@ -57,10 +57,10 @@ func TestTwoStreamsSeeTheSameState(t *testing.T) {
 	if r.Snapshot != rec.Snapshot || r.Outcome != recovery.Captured {
 		t.Fatalf("receipt event: %+v", r)
 	}
-	e.rec.set(lostState("w1", 1, rec.Snapshot, time.Now()))
+	e.rec.set(lost("w1", 1, rec.Snapshot, time.Now()))
 	e.ok(http.StatusAccepted, "POST", "/v1/workspaces/w1/recovery/approve", userToken, approveRequest{rec.Snapshot}, nil, "Idempotency-Key", "k")
 	e.rec.mu.Lock()
-	e.rec.holds["h1"] = RepairHold{ID: "h1", Workspace: "w1"}
+	e.rec.holds["h1"] = recovery.Hold{ID: "h1", Workspace: "w1"}
 	e.rec.mu.Unlock()
 	e.ok(http.StatusOK, "POST", "/v1/repair-holds/h1/resolve", operatorToken, resolveRequest{"discarded", "checked"}, nil)
 	for i, typ := range []string{"recovery_state", "operation", "recovery_state", "repair_hold"} {

@@ -177,7 +177,7 @@ func (g *globalOptions) openService(c *config.Config, r *repo.Repository, tokens
 			}
 			s.events.Publish("maintenance", "", ev)
 		}}
-	s.srv, err = server.New(server.Config{Recovery: server.NewRecoveryAdapter(s.svc), Tokens: tokens,
+	s.srv, err = server.New(server.Config{Recovery: server.NewRecovery(s.svc), Tokens: tokens,
 		Events: s.events, Logger: s.log, Policies: recovery.RepoPolicies{Repo: r, Lock: lock},
 		Maintenance: maintainer{s.maint}, Metrics: s.metrics,
 		Timeouts: server.Timeouts{Read: c.Server.ReadTimeout, Write: c.Server.WriteTimeout, Idle: c.Server.IdleTimeout}})

@@ -11,19 +11,11 @@ import (
 	"lifeboat/recovery"
 )
 
-// RecoveryAdapter is the RecoveryService over the recovery package's
-// Service and its Lifecycle: the lifecycle's part passes through; for the
-// recovery state machine it translates states, steps, ids and outcomes
-// into the API's view (docs/server.md, "Recovery"). Errors are the
-// Service's own. It owns nothing: the caller runs and closes the Service.
-type RecoveryAdapter struct {
-	Lifecycle // the service's
-	svc       *recovery.Service
-}
-
-// NewRecoveryAdapter returns the server's view of svc and its lifecycle.
-func NewRecoveryAdapter(svc *recovery.Service) *RecoveryAdapter {
-	return &RecoveryAdapter{Lifecycle: svc.Lifecycle(), svc: svc}
+// recoveryView shows the recovery state machine of the seam in the API's
+// words: it translates states, steps, ids and outcomes (docs/server.md,
+// "Recovery"); errors pass through unchanged.
+type recoveryView struct {
+	svc RecoveryService
 }
 
 // healthStates maps a recovery health state to the server's. check_failed
@@ -43,11 +35,11 @@ var healthStates = map[recovery.HealthState]string{
 // State returns the workspace's recovery state. Like any use of the
 // workspace, it inspects the instance first when its check is due (never
 // inspected, or past next_check) and no recovery runs.
-func (a *RecoveryAdapter) State(ctx context.Context, ws string) (RecoveryState, error) {
+func (a recoveryView) State(ctx context.Context, ws string) (RecoveryState, error) {
 	return a.state(ctx, ws, true)
 }
 
-func (a *RecoveryAdapter) state(ctx context.Context, ws string, check bool) (RecoveryState, error) {
+func (a recoveryView) state(ctx context.Context, ws string, check bool) (RecoveryState, error) {
 	st, err := a.svc.State(ws)
 	if err != nil {
 		return RecoveryState{}, err
@@ -99,7 +91,7 @@ func (a *RecoveryAdapter) state(ctx context.Context, ws string, check bool) (Rec
 }
 
 // Offer returns the recovery offer of a lost workspace.
-func (a *RecoveryAdapter) Offer(ctx context.Context, ws string) (Offer, error) {
+func (a recoveryView) Offer(ctx context.Context, ws string) (Offer, error) {
 	o, err := a.svc.Offer(ctx, ws)
 	if err != nil {
 		return Offer{}, err
@@ -114,7 +106,7 @@ func (a *RecoveryAdapter) Offer(ctx context.Context, ws string) (Offer, error) {
 }
 
 // Approve starts (or, for a repeated key, returns) the recovery of ws.
-func (a *RecoveryAdapter) Approve(ctx context.Context, ws, checkpoint, key string) (Operation, error) {
+func (a recoveryView) Approve(ctx context.Context, ws, checkpoint, key string) (Operation, error) {
 	op, err := a.svc.Approve(ctx, ws, checkpoint, key)
 	if err != nil {
 		return Operation{}, err
@@ -123,7 +115,7 @@ func (a *RecoveryAdapter) Approve(ctx context.Context, ws, checkpoint, key strin
 }
 
 // Operation returns one recovery operation.
-func (a *RecoveryAdapter) Operation(_ context.Context, id string) (Operation, error) {
+func (a recoveryView) Operation(_ context.Context, id string) (Operation, error) {
 	op, err := a.svc.Operation(id)
 	if err != nil {
 		return Operation{}, err
@@ -164,7 +156,7 @@ var restartStates = map[string]string{"running": "restarting", "done": "restarte
 	"interrupted": "restart_failed"}
 
 // LostProcesses returns the processes the last recovery of ws lost.
-func (a *RecoveryAdapter) LostProcesses(_ context.Context, ws string) ([]LostProcess, error) {
+func (a recoveryView) LostProcesses(_ context.Context, ws string) ([]LostProcess, error) {
 	ps, err := a.svc.LostProcesses(ws)
 	if err != nil {
 		return nil, err
@@ -181,7 +173,7 @@ func (a *RecoveryAdapter) LostProcesses(_ context.Context, ws string) ([]LostPro
 }
 
 // RestartProcess runs lost process proc of ws again (idempotent per key).
-func (a *RecoveryAdapter) RestartProcess(ctx context.Context, ws, proc, key string) (ProcessRestart, error) {
+func (a recoveryView) RestartProcess(ctx context.Context, ws, proc, key string) (ProcessRestart, error) {
 	ps, err := a.svc.LostProcesses(ws)
 	if err != nil {
 		return ProcessRestart{}, err
@@ -204,7 +196,7 @@ func (a *RecoveryAdapter) RestartProcess(ctx context.Context, ws, proc, key stri
 }
 
 // RepairHolds returns the unresolved repair holds.
-func (a *RecoveryAdapter) RepairHolds(context.Context) ([]RepairHold, error) {
+func (a recoveryView) RepairHolds(context.Context) ([]RepairHold, error) {
 	return repairHolds(a.svc.RepairHolds())
 }
 
@@ -232,7 +224,7 @@ var holdOutcomes = map[string]recovery.HoldOutcome{
 // ResolveHold records an operator's resolution. The recovery store keeps
 // no operator field: the operator is recorded at the start of the evidence
 // as "[by LABEL] " and read back from there.
-func (a *RecoveryAdapter) ResolveHold(_ context.Context, id string, r Resolution) (RepairHold, error) {
+func (a recoveryView) ResolveHold(_ context.Context, id string, r Resolution) (RepairHold, error) {
 	outcome, ok := holdOutcomes[r.Outcome]
 	if !ok {
 		return RepairHold{}, badRequest(fmt.Sprintf(
@@ -266,7 +258,7 @@ func repairHold(h recovery.Hold) RepairHold {
 }
 
 // Check inspects the workspace's instance now and returns its state.
-func (a *RecoveryAdapter) Check(ctx context.Context, ws string) (RecoveryState, error) {
+func (a recoveryView) Check(ctx context.Context, ws string) (RecoveryState, error) {
 	if _, err := a.svc.Check(ctx, ws); err != nil {
 		return RecoveryState{}, err
 	}
@@ -274,7 +266,7 @@ func (a *RecoveryAdapter) Check(ctx context.Context, ws string) (RecoveryState, 
 }
 
 // Operations lists the recovery operations of ws ("" for all).
-func (a *RecoveryAdapter) Operations(_ context.Context, ws string) ([]Operation, error) {
+func (a recoveryView) Operations(_ context.Context, ws string) ([]Operation, error) {
 	ops, err := a.svc.Operations(ws)
 	if err != nil {
 		return nil, err
@@ -287,13 +279,13 @@ func (a *RecoveryAdapter) Operations(_ context.Context, ws string) ([]Operation,
 }
 
 // AllRepairHolds lists every repair hold, resolved ones included.
-func (a *RecoveryAdapter) AllRepairHolds(context.Context) ([]RepairHold, error) {
+func (a recoveryView) AllRepairHolds(context.Context) ([]RepairHold, error) {
 	return repairHolds(a.svc.AllHolds())
 }
 
 // RepairHold returns one hold with its allocation as the provider reports
 // it now.
-func (a *RecoveryAdapter) RepairHold(ctx context.Context, id string) (RepairHoldDetail, error) {
+func (a recoveryView) RepairHold(ctx context.Context, id string) (RepairHoldDetail, error) {
 	h, err := a.svc.Hold(id)
 	if err != nil {
 		return RepairHoldDetail{}, err
@@ -306,7 +298,7 @@ func (a *RecoveryAdapter) RepairHold(ctx context.Context, id string) (RepairHold
 }
 
 // StopRepairHold stops the allocation a hold keeps.
-func (a *RecoveryAdapter) StopRepairHold(ctx context.Context, id string) (RepairHold, error) {
+func (a recoveryView) StopRepairHold(ctx context.Context, id string) (RepairHold, error) {
 	h, err := a.svc.StopHold(ctx, id)
 	if err != nil {
 		return RepairHold{}, err
@@ -320,7 +312,7 @@ func (a *RecoveryAdapter) StopRepairHold(ctx context.Context, id string) (Repair
 // processes (a process event's data is the list: the recovery event does
 // not say which one changed). The channel closes on cancel (the server
 // cancels in Close, before the caller closes the Service).
-func (a *RecoveryAdapter) Subscribe() (<-chan Event, func()) {
+func (a recoveryView) Subscribe() (<-chan Event, func()) {
 	in, stopIn := a.svc.Subscribe()
 	out := make(chan Event, 16)
 	stop := make(chan struct{})
@@ -342,7 +334,7 @@ func (a *RecoveryAdapter) Subscribe() (<-chan Event, func()) {
 
 // events reads what ev names; a read that fails leaves its event out (a
 // client reloads the state on the next one).
-func (a *RecoveryAdapter) events(ev recovery.Event) []Event {
+func (a recoveryView) events(ev recovery.Event) []Event {
 	ctx := context.Background()
 	var out []Event
 	switch ev.Kind {
@@ -371,6 +363,6 @@ func (a *RecoveryAdapter) events(ev recovery.Event) []Event {
 
 // stateNow is State without the on-use inspection: an event reports what
 // is stored.
-func (a *RecoveryAdapter) stateNow(ctx context.Context, ws string) (RecoveryState, error) {
+func (a recoveryView) stateNow(ctx context.Context, ws string) (RecoveryState, error) {
 	return a.state(ctx, ws, false)
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // newRecoveryEnv is a server over the real recovery service (the local
-// provider, a real repository) through RecoveryAdapter.
+// provider, a real repository) through NewRecovery.
 func newRecoveryEnv(t *testing.T) (*env, *recovery.Service) {
 	t.Helper()
 	var svc *recovery.Service
@@ -24,7 +24,7 @@ func newRecoveryEnv(t *testing.T) (*env, *recovery.Service) {
 		svc, err = recovery.NewService(recovery.ServiceConfig{Lifecycle: e.life, Restorer: &recovery.RepoRestorer{Repo: e.repo}, StateDir: e.dir})
 		must(t, err)
 		t.Cleanup(svc.Close)
-		return NewRecoveryAdapter(svc)
+		return NewRecovery(svc)
 	})
 	return e, svc
 }
@@ -187,10 +187,10 @@ func TestRecoveryEndToEnd(t *testing.T) {
 		resolveRequest{Outcome: "burnt", Evidence: "checked"})
 }
 
-// TestRecoveryAdapterMapping: the translations that the end-to-end run
+// TestRecoveryViewMapping: the translations that the end-to-end run
 // does not reach: each recovery error's stable code, rolling_back and waiting
 // steps, failed after a failed operation, hold outcomes and operators.
-func TestRecoveryAdapterMapping(t *testing.T) {
+func TestRecoveryViewMapping(t *testing.T) {
 	for err, code := range map[error]string{recovery.ErrNotLost: "not_lost", recovery.ErrNoCheckpoint: "not_lost",
 		recovery.ErrStaleOffer: "checkpoint_mismatch", recovery.ErrKeyReused: "idempotency_key_reused",
 		recovery.ErrRecovering: "recovering", recovery.ErrStaleGeneration: "stale_generation",
