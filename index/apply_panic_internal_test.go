@@ -1,6 +1,9 @@
 package index
 
 import (
+	"context"
+	"errors"
+	"os"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -9,14 +12,16 @@ import (
 	"lifeboat/pack"
 )
 
-// bbolt panics on damaged pages (openBolt and openDBFile
-// recover such panics, and the daemon's flights recover a capture's). A
-// bbolt write transaction rolls back when its function panics, so the DB
-// stays usable; apply's batch must then not leave d.filterMu held, or
-// every later Apply and filter build of the process blocks for ever.
-// Here the damage is a missing blobs bucket.
-func TestApplyPanicReleasesFilterLock(t *testing.T) {
-	d, err := OpenDB(t.TempDir(), blob.ID{1})
+// bbolt panics on damaged pages; a DB's transactions turn that into
+// ErrCorrupt (damage.go). A bbolt write transaction rolls back when its
+// function panics; apply's batch must then not leave d.filterMu held, or
+// every later Apply and filter build of the process blocks for ever. The
+// DB is marked damaged: its file is gone, so the next open starts over,
+// and Sync fails with ErrCorrupt, so the repository reopens it. Here the
+// damage is a missing blobs bucket.
+func TestApplyPanicIsCorruptAndReleasesFilterLock(t *testing.T) {
+	dir := t.TempDir()
+	d, err := OpenDB(dir, blob.ID{1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,16 +31,28 @@ func TestApplyPanicReleasesFilterLock(t *testing.T) {
 	}
 	o := &Object{Tier: blob.Workspace, Packs: []PackInfo{{ID: blob.ID{2}, Size: 100,
 		Entries: []pack.Entry{{Type: blob.Data, ID: blob.ID{3}, Length: 50, PlainLen: 10}}}}}
-	panicked := func() (p any) {
-		defer func() { p = recover() }()
-		_ = d.Apply(blob.ID{4}, o)
-		return nil
-	}()
-	if panicked == nil {
-		t.Fatal("Apply on a DB without its blobs bucket did not panic")
+	if err := d.Apply(blob.ID{4}, o); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Apply on a DB without its blobs bucket = %v, want ErrCorrupt", err)
 	}
 	if !d.filterMu.TryLock() {
 		t.Fatal("the filter's mutex is still held after apply's transaction panicked: later Applies and builds would block")
 	}
 	d.filterMu.Unlock()
+	if _, err := os.Stat(d.Path()); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the damaged file is still there: %v", err)
+	}
+	if _, err := d.Sync(context.Background(), oneSource{id: blob.ID{4}, o: o}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Sync of a damaged DB = %v, want ErrCorrupt", err)
+	}
+	d2, err := OpenDB(dir, blob.ID{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d2.Close()
+	if _, err := d2.Sync(context.Background(), oneSource{id: blob.ID{4}, o: o}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := d2.Lookup(blob.Workspace, blob.Data, blob.ID{3}); !ok || err != nil {
+		t.Fatalf("Lookup after the rebuild = %v, %v", ok, err)
+	}
 }

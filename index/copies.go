@@ -61,7 +61,7 @@ func decodeCopy(k, v []byte) (Location, error) {
 func (d *DB) LookupAll(t blob.Tier, typ blob.Type, id blob.ID) ([]Location, error) {
 	k := blobKey(t, typ, id)
 	var locs []Location
-	err := d.db.View(func(tx *bolt.Tx) error {
+	err := d.view(func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucketBlobs).Get(k)
 		if v == nil {
 			return nil
@@ -97,7 +97,7 @@ func forEachCopy(c *bolt.Cursor, k []byte, fn func(Location) error) error {
 // places: locs[0] is the one Lookup returns, the others follow. fn must
 // not keep locs.
 func (d *DB) ForEachBlobCopies(t blob.Tier, fn func(locs []Location) error) error {
-	return d.db.View(func(tx *bolt.Tx) error {
+	return d.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketBlobs).Cursor()
 		cc := tx.Bucket(bucketCopies).Cursor()
 		ck, cv := cc.Seek([]byte{byte(t)})
@@ -123,6 +123,7 @@ func (d *DB) ForEachBlobCopies(t blob.Tier, fn func(locs []Location) error) erro
 			if err := fn(locs); err != nil {
 				return err
 			}
+			d.touched(tx, keyUnits)
 		}
 		return nil
 	})
@@ -176,7 +177,7 @@ func (d *DB) PreferStored(stored func(pack blob.ID) bool) (int, error) {
 		return moves, nil
 	}
 	n := 0
-	err := d.db.View(func(tx *bolt.Tx) error { // most checks find nothing: no write transaction
+	err := d.view(func(tx *bolt.Tx) error { // most checks find nothing: no write transaction
 		moves, err := collect(tx)
 		n = len(moves)
 		return err
@@ -184,7 +185,7 @@ func (d *DB) PreferStored(stored func(pack blob.ID) bool) (int, error) {
 	if err != nil || n == 0 {
 		return 0, err
 	}
-	err = d.db.Update(func(tx *bolt.Tx) error {
+	err = d.update(func(tx *bolt.Tx) error {
 		moves, err := collect(tx) // again: another writer may have moved some
 		if err != nil {
 			return err

@@ -16,7 +16,6 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
-	"golang.org/x/sys/unix"
 
 	"lifeboat/blob"
 	"lifeboat/pack"
@@ -73,6 +72,7 @@ type DB struct {
 	filterMu sync.Mutex // held by a build and by apply's batches
 	filter   atomic.Pointer[blobFilter]
 	misses   atomic.Int64
+	filterAt atomic.Int64 // the misses that build it (math.MaxInt64: built, or building)
 
 	// syncMu is held by ApplyAll, and by Sync while it lists the objects
 	// and decides what to apply.
@@ -80,6 +80,14 @@ type DB struct {
 
 	// lookups counts blob lookups (Lookups), for benchmarks.
 	lookups atomic.Int64
+	// touches counts the work of transactions since the open, in units
+	// of resident.go: every residentDropEvery, the mapped pages go.
+	touches atomic.Int64
+
+	// damaged is set once a transaction has found the file damaged
+	// (damage.go); the file is then removed, and Sync fails.
+	damaged    atomic.Bool
+	removeOnce sync.Once
 }
 
 // Lookups returns how many blob lookups the DB has answered: Lookup,
@@ -143,12 +151,13 @@ func openDBFile(path string, repoID blob.ID) (d *DB, err error) {
 	if err := checkDBFileSize(path); err != nil {
 		return nil, err
 	}
-	bdb, err := openBolt(path, &bolt.Options{Timeout: lockTimeout, FreelistType: bolt.FreelistMapType, NoFreelistSync: true, InitialMmapSize: initialMmapSize})
+	bdb, err := openBolt(path, &bolt.Options{Timeout: lockTimeout, FreelistType: bolt.FreelistMapType, InitialMmapSize: initialMmapSize})
 	if err != nil {
 		return nil, err
 	}
 	bdb.AllocSize = allocSize
 	d = &DB{db: bdb, path: path}
+	d.filterAt.Store(filterAfterMisses)
 	defer func() {
 		if r := recover(); r != nil { // bbolt panics on some damaged pages
 			err = fmt.Errorf("%w: %s: %v", ErrCorrupt, path, r)
@@ -190,43 +199,39 @@ func openDBFile(path string, repoID blob.ID) (d *DB, err error) {
 }
 
 // dropResident lets go of the pages of the file this process has touched.
-// bbolt's read-write open reads every page in use to rebuild its free list
-// (the file does not store it); on a large index that is tens of MiB,
-// which would otherwise count in this process's memory for as long as it
-// runs although most of it is never read again. bbolt maps the file
-// shared and read-only, so the pages stay in the page cache, and an
-// access brings one back. It runs inside a read transaction: that holds
-// off a writer's remap, which would unmap the range (and free its address
-// for any other mapping) between reading it and the madvise.
+// An open reads the meta and free-list pages and the few pages
+// openDBFile's checks read, but the first read-write open of a file an older Lifeboat
+// wrote (its free list not stored) reads every page in use to rebuild the
+// free list, and stores it; on a large index that is the whole file, which
+// would otherwise count in this process's memory for as long as it runs
+// although most of it is never read again. bbolt maps the file shared and
+// read-only, so the pages stay in the page cache, and an access brings one
+// back. It runs inside a read transaction: that holds off a writer's
+// remap, which would unmap the range (and free its address for any other
+// mapping) between reading it and the madvise.
 func (d *DB) dropResident() {
-	_ = d.db.View(func(tx *bolt.Tx) error {
+	_ = d.view(func(tx *bolt.Tx) error {
 		dropMapped(d.db, tx)
 		return nil
 	})
-}
-
-// dropMapped lets go of the pages of the file mapped for tx (held open by
-// the caller, so no remap moves the mapping meanwhile).
-func dropMapped(db *bolt.DB, tx *bolt.Tx) {
-	if size := tx.Size(); size > 0 {
-		_, _, _ = unix.Syscall(unix.SYS_MADVISE, db.Info().Data, uintptr(size), unix.MADV_DONTNEED)
-	}
 }
 
 const lockTimeout = 250 * time.Millisecond
 
 // fillPercent is how full bbolt leaves a page it splits while inserting
 // (its default is half). Inserts come in key-sorted batches, so fuller
-// pages make the file smaller; that matters because opening the file
-// touches every page in use (bbolt rebuilds its free list, which is not
-// stored), and those pages count in every command's memory.
+// pages make the file smaller, and a scan of it (a filter build, a drop,
+// Verify) reads fewer pages.
 const fillPercent = 0.9
 
 // openBolt is bolt.Open with its failures mapped to errBusy or ErrCorrupt.
-// A read-write open walks every page to rebuild the freelist (the DB does
-// not store it), and bbolt panics, or faults in the mapping, on some
-// damaged pages: both become ErrCorrupt. (Such a failed open leaks its
-// file descriptor; the caller then replaces the file.)
+// A read-write open reads the stored free list (bbolt's default; a file
+// without one, as Lifeboat wrote before it stored it, has every page in
+// use walked to rebuild it once, and then stored), and bbolt panics, or
+// faults in the mapping, on some damaged pages: both become ErrCorrupt.
+// (Such a failed open leaks its file descriptor; the caller then replaces
+// the file.) The open does not read the other pages: damage there is
+// found by the transaction that reads it (damage.go).
 func openBolt(path string, opts *bolt.Options) (bdb *bolt.DB, err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
@@ -366,7 +371,7 @@ func (d *DB) lookup(t blob.Tier, typ blob.Type, id blob.ID, place func(tx *bolt.
 	if d.ruledOut(k) {
 		return Location{}, false, nil
 	}
-	err = d.db.View(func(tx *bolt.Tx) error {
+	err = d.view(func(tx *bolt.Tx) error {
 		v := place(tx, k)
 		if v == nil {
 			return nil
@@ -400,7 +405,7 @@ func (d *DB) LookupMany(t blob.Tier, typ blob.Type, ids []blob.ID, fn func(i int
 		order[i] = int32(i)
 	}
 	slices.SortFunc(order, func(a, b int32) int { return bytes.Compare(ids[a][:], ids[b][:]) })
-	return d.db.View(func(tx *bolt.Tx) error {
+	return d.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketBlobs).Cursor()
 		want := blobKey(t, typ, ids[order[0]])
 		k, v := c.Seek(want)
@@ -424,6 +429,7 @@ func (d *DB) LookupMany(t blob.Tier, typ blob.Type, ids []blob.ID, fn func(i int
 			if err := fn(int(i), loc, found); err != nil {
 				return err
 			}
+			d.touched(tx, lookupUnits)
 		}
 		return nil
 	})
@@ -431,7 +437,7 @@ func (d *DB) LookupMany(t blob.Tier, typ blob.Type, ids []blob.ID, fn func(i int
 
 // Count returns the number of blob entries and packs in the DB.
 func (d *DB) Count() (blobs, packs int, err error) {
-	err = d.db.View(func(tx *bolt.Tx) error {
+	err = d.view(func(tx *bolt.Tx) error {
 		blobs = tx.Bucket(bucketBlobs).Stats().KeyN
 		packs = tx.Bucket(bucketPacks).Stats().KeyN
 		return nil
@@ -441,7 +447,7 @@ func (d *DB) Count() (blobs, packs int, err error) {
 
 // ForEachPack calls fn with every pack the DB knows.
 func (d *DB) ForEachPack(fn func(id blob.ID, t blob.Tier, size uint32) error) error {
-	return d.db.View(func(tx *bolt.Tx) error {
+	return d.view(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketPacks).ForEach(func(k, v []byte) error {
 			if len(k) != blob.IDSize || len(v) != packValueSize {
 				return fmt.Errorf("%w: pack entry of %d/%d bytes", ErrCorrupt, len(k), len(v))
@@ -453,7 +459,7 @@ func (d *DB) ForEachPack(fn func(id blob.ID, t blob.Tier, size uint32) error) er
 
 // ForEachBlob calls fn with every blob entry of tier t.
 func (d *DB) ForEachBlob(t blob.Tier, fn func(Location) error) error {
-	return d.db.View(func(tx *bolt.Tx) error {
+	return d.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketBlobs).Cursor()
 		for k, v := c.Seek([]byte{byte(t)}); k != nil && k[0] == byte(t); k, v = c.Next() {
 			loc, err := decodeLoc(k, v)
@@ -463,6 +469,7 @@ func (d *DB) ForEachBlob(t blob.Tier, fn func(Location) error) error {
 			if err := fn(loc); err != nil {
 				return err
 			}
+			d.touched(tx, keyUnits)
 		}
 		return nil
 	})

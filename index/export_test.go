@@ -48,3 +48,12 @@ func SetApplyWaits(fn func()) func() {
 var KeyOrder = keyOrder
 
 const KeySize = keySize
+
+// SetFilterEntriesPerMiss sets how many entries of the index ask for one
+// more miss before the filter is built, and returns a function that
+// restores it.
+func SetFilterEntriesPerMiss(n int64) func() {
+	old := filterEntriesPerMiss
+	filterEntriesPerMiss = n
+	return func() { filterEntriesPerMiss = old }
+}

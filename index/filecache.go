@@ -73,7 +73,7 @@ func bumpRemovalGen(tx *bolt.Tx) error {
 // FileCacheGen returns the removal generation. A capture reads it before
 // it looks up or saves any chunk and stamps the entries it writes with it.
 func (d *DB) FileCacheGen() (gen uint64, err error) {
-	err = d.db.View(func(tx *bolt.Tx) error {
+	err = d.view(func(tx *bolt.Tx) error {
 		gen, _ = removalGen(tx)
 		return nil
 	})
@@ -84,7 +84,7 @@ func (d *DB) FileCacheGen() (gen uint64, err error) {
 // key ws, or nil when there is none, inside a read transaction: fn must
 // not keep v.
 func (d *DB) FileCacheGet(ws string, key []byte, fn func(v []byte)) error {
-	return d.db.View(func(tx *bolt.Tx) error {
+	return d.view(func(tx *bolt.Tx) error {
 		var v []byte
 		if b := fileCacheBucket(tx, ws); b != nil {
 			v = b.Get(key)
@@ -106,11 +106,12 @@ type FileChunks struct {
 // in one read transaction: the check for records stamped with an older
 // removal generation.
 func (d *DB) FileCacheIndexed(t blob.Tier, q []FileChunks) error {
-	return d.db.View(func(tx *bolt.Tx) error {
+	return d.view(func(tx *bolt.Tx) error {
 		u := newUsable(tx)
 		for i := range q {
 			d.lookups.Add(int64(len(q[i].IDs)))
 			q[i].Indexed = len(q[i].IDs) > 0 && chunksIndexed(u, t, q[i].IDs, q[i].Size)
+			d.touched(tx, lookupUnits*len(q[i].IDs))
 		}
 		return nil
 	})
@@ -153,7 +154,7 @@ func (d *DB) FileCachePut(ws string, recs []FileCacheRecord) error {
 	if ws == "" || len(ws) > bolt.MaxKeySize {
 		return fmt.Errorf("file cache: workspace key of %d bytes", len(ws))
 	}
-	return d.db.Update(func(tx *bolt.Tx) error {
+	return d.update(func(tx *bolt.Tx) error {
 		if tx.Bucket(bucketFileCacheV1) != nil {
 			if err := tx.DeleteBucket(bucketFileCacheV1); err != nil {
 				return err
@@ -182,7 +183,7 @@ func (d *DB) FileCachePut(ws string, recs []FileCacheRecord) error {
 // keep accepts them all it writes nothing (no commit, no fsync).
 func (d *DB) FileCachePrune(ws string, keep func(path []byte) bool) (int, error) {
 	stale := false
-	err := d.db.View(func(tx *bolt.Tx) error {
+	err := d.view(func(tx *bolt.Tx) error {
 		if b := fileCacheBucket(tx, ws); b != nil {
 			c := b.Cursor()
 			for k, _ := c.First(); k != nil && !stale; k, _ = c.Next() {
@@ -195,7 +196,7 @@ func (d *DB) FileCachePrune(ws string, keep func(path []byte) bool) (int, error)
 		return 0, err
 	}
 	var n int
-	err = d.db.Update(func(tx *bolt.Tx) error {
+	err = d.update(func(tx *bolt.Tx) error {
 		b := fileCacheBucket(tx, ws)
 		if b == nil {
 			return nil
@@ -224,7 +225,7 @@ func (d *DB) FileCachePrune(ws string, keep func(path []byte) bool) (int, error)
 // FileCacheCount returns the number of records of workspace key ws.
 func (d *DB) FileCacheCount(ws string) (int, error) {
 	var n int
-	err := d.db.View(func(tx *bolt.Tx) error {
+	err := d.view(func(tx *bolt.Tx) error {
 		if b := fileCacheBucket(tx, ws); b != nil {
 			n = b.Stats().KeyN
 		}

@@ -88,3 +88,46 @@ func TestLookupFilter(t *testing.T) {
 	}
 	checkDB(t, d, locations(objs...))
 }
+
+// Over a large index the filter waits for one miss per
+// filterEntriesPerMiss entries (here one per entry), not only
+// FilterAfterMisses: its build reads every leaf of the blobs.
+func TestLookupFilterWaitsOnLargeIndex(t *testing.T) {
+	defer index.SetFilterEntriesPerMiss(1)()
+	r := newRand(t)
+	d := mustOpenDB(t, t.TempDir(), testRepo)
+	defer d.Close()
+	var objs []*index.Object
+	entries := 0
+	for entries < 2*index.FilterAfterMisses {
+		o := randObject(r, blob.Workspace, 20, 100)
+		if err := d.Apply(randID(r), o); err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, o)
+		for _, p := range o.Packs {
+			entries += len(p.Entries)
+		}
+	}
+	miss := func(n int) {
+		t.Helper()
+		for range n {
+			if _, ok, err := d.Lookup(blob.Workspace, blob.Data, randID(r)); ok || err != nil {
+				t.Fatalf("random id found: %v, %v", ok, err)
+			}
+		}
+	}
+	miss(index.FilterAfterMisses)
+	if index.FilterBuilt(d) {
+		t.Fatalf("filter built after %d misses over %d entries", index.FilterAfterMisses, entries)
+	}
+	miss(entries - index.FilterAfterMisses - 1)
+	if index.FilterBuilt(d) {
+		t.Fatalf("filter built after %d misses over %d entries", entries-1, entries)
+	}
+	miss(1)
+	if !index.FilterBuilt(d) {
+		t.Fatalf("no filter after %d misses over %d entries", entries, entries)
+	}
+	checkDB(t, d, locations(objs...))
+}

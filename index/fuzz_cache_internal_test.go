@@ -54,7 +54,8 @@ var fuzzBuckets = [][]byte{bucketBlobs, bucketCopies, bucketPacks, bucketObjects
 // FuzzCacheEntry writes one arbitrary entry into a bucket of a real index
 // cache file (blobs, copies, packs, objects or meta: what damage, another
 // program or an older lifeboat may leave there) and runs every reader the
-// DB has over it. None may panic; an error must say the cache is corrupt
+// DB has over it. None may panic (which would take the whole file for
+// damaged); an error must say the cache is corrupt
 // (ErrCorrupt), which makes the repository rebuild it; an entry a decoder
 // accepts encodes back to the same bytes; and a Verify, then a reopen,
 // leave a DB that answers for the index object it was built from.
@@ -105,6 +106,9 @@ func FuzzCacheEntry(f *testing.F) {
 			t.Helper()
 			if err != nil && !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("%s: %v, not ErrCorrupt", what, err)
+			}
+			if d.damaged.Load() { // the pages are sound: only a decoder can have panicked
+				t.Fatalf("%s panicked over a bad entry: %v", what, err)
 			}
 		}
 		readAll(t, d, k, corrupt)

@@ -22,7 +22,7 @@ const (
 
 // ForEachObject calls fn with every index object the DB has seen.
 func (d *DB) ForEachObject(fn func(id blob.ID, t blob.Tier, s ObjectState) error) error {
-	return d.db.View(func(tx *bolt.Tx) error {
+	return d.view(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketObjects).ForEach(func(k, v []byte) error {
 			if len(k) != blob.IDSize || len(v) != 2 {
 				return fmt.Errorf("%w: object entry of %d/%d bytes", ErrCorrupt, len(k), len(v))
@@ -59,7 +59,7 @@ type PackStats struct {
 
 // ForEachPackStats calls fn with every pack the DB knows.
 func (d *DB) ForEachPackStats(fn func(PackStats) error) error {
-	return d.db.View(func(tx *bolt.Tx) error {
+	return d.view(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketPacks).ForEach(func(k, v []byte) error {
 			if len(k) != blob.IDSize || len(v) != packValueSize {
 				return fmt.Errorf("%w: pack entry of %d/%d bytes", ErrCorrupt, len(k), len(v))
@@ -72,7 +72,7 @@ func (d *DB) ForEachPackStats(fn func(PackStats) error) error {
 
 // HasPack reports whether the DB knows pack id.
 func (d *DB) HasPack(id blob.ID) (ok bool, err error) {
-	err = d.db.View(func(tx *bolt.Tx) error {
+	err = d.view(func(tx *bolt.Tx) error {
 		ok = tx.Bucket(bucketPacks).Get(id[:]) != nil
 		return nil
 	})
@@ -123,7 +123,7 @@ func (d *DB) Drop(objs []blob.ID, packs map[blob.ID]bool) error {
 		var start []byte
 		for {
 			var next []byte
-			err := d.db.Update(func(tx *bolt.Tx) error {
+			err := d.update(func(tx *bolt.Tx) error {
 				b := tx.Bucket(bucketBlobs)
 				c := b.Cursor()
 				k, v := c.First()
@@ -141,9 +141,18 @@ func (d *DB) Drop(objs []blob.ID, packs map[blob.ID]bool) error {
 					if len(v) == locSize && packs[blob.ID(v[:blob.IDSize])] {
 						del = append(del, append([]byte(nil), k...))
 					}
+					d.touched(tx, keyUnits)
 				}
+				// The deletions stop early, to go on in the next
+				// transaction, once the pages they read pass
+				// applyResidentBudget: the commit reads them all again.
 				copies := tx.Bucket(bucketCopies)
-				for _, k := range del {
+				base := fileResident()
+				for i, k := range del {
+					if i > 0 && i%residentCheckEvery == 0 && fileResident()-base > applyResidentBudget {
+						next, del = k, del[:i]
+						break
+					}
 					if err := dropPlace(b, copies, tx.Bucket(bucketUnusable), k, packs); err != nil {
 						return err
 					}
@@ -162,7 +171,7 @@ func (d *DB) Drop(objs []blob.ID, packs map[blob.ID]bool) error {
 			start = next
 		}
 	}
-	return d.db.Update(func(tx *bolt.Tx) error {
+	return d.update(func(tx *bolt.Tx) error {
 		// Copies in the deleted packs go (those dropPlace promoted are gone
 		// already).
 		copies := tx.Bucket(bucketCopies)
@@ -172,6 +181,7 @@ func (d *DB) Drop(objs []blob.ID, packs map[blob.ID]bool) error {
 			if len(v) == locSize && packs[blob.ID(v[:blob.IDSize])] {
 				del = append(del, bytes.Clone(k))
 			}
+			d.touched(tx, keyUnits)
 		}
 		for _, k := range del {
 			if err := copies.Delete(k); err != nil {

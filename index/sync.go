@@ -115,9 +115,14 @@ type SyncStats struct {
 	UnstoredPacks int
 }
 
-// Sync brings the DB up to date with the repository's index objects.
+// Sync brings the DB up to date with the repository's index objects. On
+// a DB a transaction has found damaged (damage.go) it fails with
+// ErrCorrupt: the caller reopens the DB, which rebuilds it.
 func (d *DB) Sync(ctx context.Context, src Source) (SyncStats, error) {
 	var st SyncStats
+	if d.damaged.Load() {
+		return st, fmt.Errorf("%w: %s: a transaction found it damaged", ErrCorrupt, d.path)
+	}
 	// An ApplyAll waits while the objects are listed and compared with the
 	// DB's: one it recorded meanwhile, stored after the listing, would be
 	// taken for an object a prune removed, and the DB emptied without it
@@ -203,7 +208,7 @@ func (d *DB) syncTodo(ctx context.Context, src Source) (todo, gone []blob.ID, pr
 	if synced, err := d.synced(present); err != nil || synced {
 		return nil, nil, nil, err
 	}
-	err = d.db.Update(func(tx *bolt.Tx) error {
+	err = d.update(func(tx *bolt.Tx) error {
 		objs := tx.Bucket(bucketObjects)
 		seen := map[blob.ID]byte{}
 		err := objs.ForEach(func(k, v []byte) error {
@@ -249,7 +254,7 @@ func (d *DB) dropGone(gone []blob.ID, present map[blob.ID]bool, st *SyncStats) e
 		return nil
 	}
 	var packs map[blob.ID]bool
-	err := d.db.View(func(tx *bolt.Tx) error {
+	err := d.view(func(tx *bolt.Tx) error {
 		packs = goneObjectPacks(tx, gone, present)
 		return nil
 	})
@@ -267,7 +272,7 @@ func (d *DB) dropGone(gone []blob.ID, present map[blob.ID]bool, st *SyncStats) e
 // read transaction (a write one would commit and sync the file).
 func (d *DB) synced(present map[blob.ID]bool) (bool, error) {
 	ok := true
-	err := d.db.View(func(tx *bolt.Tx) error {
+	err := d.view(func(tx *bolt.Tx) error {
 		n := 0
 		c := tx.Bucket(bucketObjects).Cursor()
 		for k, v := c.First(); k != nil && ok; k, v = c.Next() {
@@ -281,7 +286,7 @@ func (d *DB) synced(present map[blob.ID]bool) (bool, error) {
 }
 
 func (d *DB) markLocked(id blob.ID) error {
-	return d.db.Update(func(tx *bolt.Tx) error {
+	return d.update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketObjects).Put(id[:], []byte{0, objLocked})
 	})
 }
@@ -409,8 +414,6 @@ func (d *DB) applyAll(objs []Named, stopAfter int, stored func(pack blob.ID) boo
 			return nil
 		}
 		batch := order[:min(applyBatch, len(order))]
-		order = order[len(batch):]
-		last := len(order) == 0
 		// Keys the filter rules out are not in the DB (appliers hold
 		// syncMu, so none can arrive before this batch), and need no look
 		// at a place they had: a capture's new blobs, nearly all of them.
@@ -422,11 +425,21 @@ func (d *DB) applyAll(objs []Named, stopAfter int, stored func(pack blob.ID) boo
 				fresh[i] = d.ruledOut(key(e)) && (i == 0 || !bytes.Equal(key(e), key(batch[i-1])))
 			}
 		}
+		// done is how many entries of batch the transaction put: fewer
+		// when the pages it read passed applyResidentBudget (resident.go).
+		// (The filter may take the others' keys early: it may hold more.)
+		done := len(batch)
 		// The batch commits with its keys in the filter: see filter.go.
 		err := d.filterUpdate(len(batch), func(i int) []byte { return key(batch[i]) }, func(tx *bolt.Tx) error {
 			blobs, copies := tx.Bucket(bucketBlobs), tx.Bucket(bucketCopies)
 			blobs.FillPercent = fillPercent
+			base := fileResident()
+			done = len(batch)
 			for i, e := range batch {
+				if i > 0 && i%residentCheckEvery == 0 && fileResident()-base > applyResidentBudget {
+					done = i
+					break
+				}
 				v := val(e)
 				var err error
 				if fresh != nil && fresh[i] {
@@ -449,7 +462,7 @@ func (d *DB) applyAll(objs []Named, stopAfter int, stored func(pack blob.ID) boo
 					return err
 				}
 			}
-			if !last {
+			if done < len(order) {
 				return mark(tx, objPartial)
 			}
 			packs := tx.Bucket(bucketPacks)
@@ -462,8 +475,11 @@ func (d *DB) applyAll(objs []Named, stopAfter int, stored func(pack blob.ID) boo
 			}
 			return mark(tx, objApplied)
 		})
-		if err != nil || last {
+		if err != nil {
 			return err
+		}
+		if order = order[done:]; len(order) == 0 {
+			return nil
 		}
 	}
 }

@@ -121,7 +121,7 @@ func setUnusable(tx *bolt.Tx, packs []blob.ID, reason byte, on bool) error {
 // usable again. It writes only when that changes something.
 func (d *DB) MarkGone(stored func(pack blob.ID) bool) error {
 	var gone, there []blob.ID
-	err := d.db.View(func(tx *bolt.Tx) error {
+	err := d.view(func(tx *bolt.Tx) error {
 		u := tx.Bucket(bucketUnusable)
 		return tx.Bucket(bucketPacks).ForEach(func(k, _ []byte) error {
 			if len(k) != blob.IDSize {
@@ -141,7 +141,7 @@ func (d *DB) MarkGone(stored func(pack blob.ID) bool) error {
 	if err != nil || len(gone)+len(there) == 0 {
 		return err
 	}
-	return d.db.Update(func(tx *bolt.Tx) error {
+	return d.update(func(tx *bolt.Tx) error {
 		if err := setUnusable(tx, there, UnusableGone, false); err != nil {
 			return err
 		}
@@ -154,7 +154,7 @@ func (d *DB) MarkGone(stored func(pack blob.ID) bool) error {
 // are exactly packs: the ones the repository's condemnation objects name.
 // It returns how many were newly condemned.
 func (d *DB) SetCondemned(packs map[blob.ID]bool, exact bool) (added int, err error) {
-	err = d.db.Update(func(tx *bolt.Tx) error {
+	err = d.update(func(tx *bolt.Tx) error {
 		added = 0
 		u := tx.Bucket(bucketUnusable)
 		var clear, set []blob.ID
@@ -185,7 +185,7 @@ func (d *DB) SetCondemned(packs map[blob.ID]bool, exact bool) (added int, err er
 
 // Unusable returns the reasons pack id is unusable (0: it is not).
 func (d *DB) Unusable(id blob.ID) (r byte, err error) {
-	err = d.db.View(func(tx *bolt.Tx) error {
+	err = d.view(func(tx *bolt.Tx) error {
 		if v := tx.Bucket(bucketUnusable).Get(id[:]); len(v) == 1 {
 			r = v[0]
 		}

@@ -108,7 +108,7 @@ func (d *DB) Verify(ctx context.Context, src Source, fn func(id blob.ID, o *Obje
 // objectState is the objects bucket's state of index object id (0: none).
 func (d *DB) objectState(id blob.ID) (byte, error) {
 	var state byte
-	err := d.db.View(func(tx *bolt.Tx) error {
+	err := d.view(func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucketObjects).Get(id[:])
 		switch {
 		case v == nil:
@@ -126,7 +126,7 @@ func (d *DB) objectState(id blob.ID) (byte, error) {
 // in the packs bucket, each entry as its blob's place or as a copy.
 func (d *DB) holds(o *Object) (bool, error) {
 	ok := true
-	err := d.db.View(func(tx *bolt.Tx) error {
+	err := d.view(func(tx *bolt.Tx) error {
 		blobs, copies, packs := tx.Bucket(bucketBlobs), tx.Bucket(bucketCopies), tx.Bucket(bucketPacks)
 		k := make([]byte, 0, keySize)
 		ck := make([]byte, 0, copyKeySize)
@@ -164,7 +164,7 @@ func (d *DB) consistent(listed []blob.ID) (bool, error) {
 		present[id] = true
 	}
 	ok := true
-	err := d.db.View(func(tx *bolt.Tx) error {
+	err := d.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketObjects).Cursor()
 		for k, v := c.First(); k != nil && ok; k, v = c.Next() {
 			ok = len(k) == blob.IDSize && len(v) == 2 && v[1] >= objApplied && v[1] <= objPartial &&
@@ -180,11 +180,13 @@ func (d *DB) consistent(listed []blob.ID) (bool, error) {
 		for k, v := c.First(); k != nil && ok; k, v = c.Next() {
 			l, err := decodeLoc(k, v)
 			ok = err == nil && packs.Get(l.Pack[:]) != nil
+			d.touched(tx, keyUnits)
 		}
 		c = tx.Bucket(bucketCopies).Cursor()
 		for k, v := c.First(); k != nil && ok; k, v = c.Next() {
 			l, err := decodeCopy(k, v)
 			ok = err == nil && packs.Get(l.Pack[:]) != nil && blobs.Get(k[:keySize]) != nil
+			d.touched(tx, lookupUnits)
 		}
 		return nil
 	})
@@ -195,7 +197,7 @@ func (d *DB) consistent(listed []blob.ID) (bool, error) {
 func (d *DB) reset() error {
 	d.syncMu.Lock()
 	defer d.syncMu.Unlock()
-	return d.db.Update(func(tx *bolt.Tx) error {
+	return d.update(func(tx *bolt.Tx) error {
 		repo := bytes.Clone(tx.Bucket(bucketMeta).Get(keyRepo))
 		if len(repo) != blob.IDSize {
 			return fmt.Errorf("%w: repository id of %d bytes", ErrCorrupt, len(repo))

@@ -12,8 +12,9 @@
 // does the lookups. A -lookup-only run opens an existing DB in a fresh
 // process and only does the lookups, which is what a capture sees.
 // -raw-readonly opens the file with bbolt read-only instead of index.OpenDB,
-// to show what the read-write open (which rebuilds bbolt's freelist by
-// walking every page) costs, and prints how full bbolt's pages are.
+// to show what the read-write open costs (it reads the stored free list;
+// a file without one has every page walked once to rebuild it), and
+// prints how full bbolt's pages are.
 // -apply-one adds one object of index.MaxObjectEntries new blobs, as a
 // capture does when it saves an index object (it grows the DB).
 package main
