@@ -16,27 +16,27 @@ import (
 )
 
 // WorkspaceLister lists every workspace with its last good checkpoint and
-// health (*recovery.Store).
+// health (a RecoveryService).
 type WorkspaceLister interface {
 	Workspaces() ([]recovery.Workspace, error)
 }
 
 // OperationLister lists the recovery operations of a workspace, or of all
-// workspaces when ws is empty (*recovery.Store).
+// workspaces when ws is empty (a RecoveryService).
 type OperationLister interface {
 	Operations(ws string) ([]recovery.Operation, error)
 }
 
-// HoldLister lists the unresolved repair holds (*recovery.Service).
+// HoldLister lists the unresolved repair holds (a RecoveryService).
 type HoldLister interface {
 	RepairHolds() ([]recovery.Hold, error)
 }
 
-// The state store and the recovery service are the sources serve uses.
+// The server's seam to recovery is the source serve uses.
 var (
-	_ WorkspaceLister = (*recovery.Store)(nil)
-	_ OperationLister = (*recovery.Store)(nil)
-	_ HoldLister      = (*recovery.Service)(nil)
+	_ WorkspaceLister = RecoveryService(nil)
+	_ OperationLister = RecoveryService(nil)
+	_ HoldLister      = RecoveryService(nil)
 )
 
 // MetricsSource is what Metrics reads at every scrape. Any field may be

@@ -292,15 +292,16 @@ lifeboat_key_derivations_total %d
 	}
 }
 
-// Over a real lifecycle and state store: a capture's receipt is counted,
-// the workspace's age is read from the store, and the capture, done with
+// Over a real lifecycle and state store, read through the server's seam:
+// a capture's receipt is counted, the workspace's age is read from the
+// store, and the capture, done with
 // the repository's keys held in memory, derives no key.
 func TestMetricsLifecycle(t *testing.T) {
 	e := newEnv(t)
 	e.workspace("bot1", map[string]string{"a.txt": "hello"})
 	var now time.Time
 	m := NewMetrics(MetricsSource{})
-	m.SetSource(MetricsSource{Workspaces: e.life.Store(), Operations: e.life.Store(), Now: func() time.Time { return now }})
+	m.SetSource(MetricsSource{Workspaces: e.rec, Operations: e.rec, Holds: e.rec, Now: func() time.Time { return now }})
 	before := crypt.KeyDerivations()
 	r := e.life.Capture(context.Background(), "bot1", recovery.ReasonManual)
 	if r.Outcome != recovery.Captured {

@@ -166,7 +166,9 @@ func (g *globalOptions) openService(c *config.Config, r *repo.Repository, tokens
 	if err != nil {
 		return nil, err
 	}
-	s.metrics.SetSource(server.MetricsSource{Workspaces: s.store, Operations: s.store, Holds: s.svc, Logger: s.log})
+	// The API and its metrics read recovery through one seam.
+	rec := server.NewRecovery(s.svc)
+	s.metrics.SetSource(server.MetricsSource{Workspaces: rec, Operations: rec, Holds: rec, Logger: s.log})
 	s.maint = &recovery.Maintenance{Repo: r, Default: c.Retention, MaxUnused: c.Prune.MaxUnused, Lock: lock, Logger: s.log,
 		DeleteAfter: c.Prune.DeleteAfter, Now: pruneClock(),
 		Observe: func(rep recovery.MaintenanceReport, err error) {
@@ -177,7 +179,7 @@ func (g *globalOptions) openService(c *config.Config, r *repo.Repository, tokens
 			}
 			s.events.Publish("maintenance", "", ev)
 		}}
-	s.srv, err = server.New(server.Config{Recovery: server.NewRecovery(s.svc), Tokens: tokens,
+	s.srv, err = server.New(server.Config{Recovery: rec, Tokens: tokens,
 		Events: s.events, Logger: s.log, Policies: recovery.RepoPolicies{Repo: r, Lock: lock},
 		Maintenance: maintainer{s.maint}, Metrics: s.metrics,
 		Timeouts: server.Timeouts{Read: c.Server.ReadTimeout, Write: c.Server.WriteTimeout, Idle: c.Server.IdleTimeout}})
