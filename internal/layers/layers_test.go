@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,50 +15,98 @@ import (
 
 const module = "lifeboat"
 
-// rank orders the top-level packages; imports must go to a lower rank.
-// Packages under one top-level folder may import each other. A package
-// under internal/ with a rank of its own is a layer by itself (a leaf the
-// tools of lower layers use); the rest of internal/ is test support.
-var rank = map[string]int{
-	"blob":               0,
-	"internal/memsample": 0,
-	"crypt":              1,
-	"chunk":              1,
-	"backend":            1,
-	"pack":               2,
-	"index":              3,
-	"repo":               4,
-	"snapshot":           5,
-	"profile":            5,
-	"prune":              5,
-	"providers":          5,
-	"checkpoint":         6,
-	"recovery":           7,
-	"bench":              7,
-	"demo":               8,
-	"server":             8,
-	"livetest":           8,
-	"config":             8,
-	"cmd":                9,
-	"internal":           10,
+// allowed lists, for each package of the module (its path below the
+// module root), the module packages its non-test files may import. An
+// import that is not listed here fails the test; so does an entry for a
+// package that no longer exists. Adding an edge is a design change: draw
+// it in docs/architecture.md too.
+var allowed = map[string][]string{
+	// The storage engine, bottom up: the vocabulary, crypto and chunking,
+	// storage, packs, the index, the Repository.
+	"blob":                    {},
+	"chunk":                   {},
+	"crypt":                   {"blob"},
+	"backend":                 {},
+	"backend/local":           {"backend"},
+	"backend/s3":              {"backend"},
+	"backend/fault":           {"backend"},
+	"backend/location":        {"backend", "backend/local", "backend/s3"},
+	"backend/backendtest":     {"backend", "backend/fault"},
+	"pack":                    {"blob", "crypt"},
+	"index":                   {"backend", "blob", "crypt", "pack"},
+	"index/internal/rsscheck": {"blob", "crypt", "index", "internal/memsample", "pack"},
+	"repo":                    {"backend", "blob", "chunk", "crypt", "index", "pack"},
+
+	// What is stored in a repository: snapshots (capture and restore),
+	// garbage collection, browser profiles (no storage at all).
+	"snapshot":                     {"backend", "blob", "chunk", "crypt", "index", "pack", "repo"},
+	"prune":                        {"backend", "blob", "crypt", "index", "pack", "repo"},
+	"prune/internal/rsscheck":      {"backend/local", "blob", "crypt", "internal/memsample", "prune", "repo"},
+	"profile":                      {},
+	"profile/profiletest":          {},
+	"profile/fixture":              {},
+	"profile/fixture/localstorage": {"profile/fixture"},
+
+	// Where workspaces live: the provider interface, its helpers and adapters.
+	// Nothing here knows about repositories.
+	"providers":                      {},
+	"providers/fsmeta":               {},
+	"providers/tartree":              {"providers/fsmeta"},
+	"providers/mirror":               {"providers"},
+	"providers/httpapi":              {"providers"},
+	"providers/boxfiles":             {"providers", "providers/fsmeta", "providers/httpapi", "providers/mirror", "providers/tartree"},
+	"providers/local":                {"providers", "providers/fsmeta", "providers/mirror"},
+	"providers/ssh":                  {"providers", "providers/fsmeta", "providers/mirror", "providers/tartree"},
+	"providers/docker":               {"providers", "providers/fsmeta", "providers/mirror", "providers/tartree"},
+	"providers/e2b":                  {"providers", "providers/boxfiles", "providers/httpapi"},
+	"providers/vercel":               {"providers", "providers/boxfiles", "providers/httpapi"},
+	"providers/daytona":              {"providers", "providers/boxfiles", "providers/httpapi"},
+	"providers/cloudflare":           {"providers", "providers/boxfiles", "providers/httpapi"},
+	"providers/managedagents":        {"providers", "providers/httpapi"},
+	"providers/providertest":         {"providers", "providers/fsmeta"},
+	"providers/platformtest":         {"providers", "providers/providertest"},
+	"providers/docker/dockertest":    {},
+	"providers/ssh/sshdtest":         {},
+	"providers/e2b/e2btest":          {},
+	"providers/managedagents/matest": {},
+
+	// Checkpointing a workspace: one implementation for the CLI and the lifecycle.
+	"checkpoint": {"backend", "blob", "crypt", "profile", "prune", "repo", "snapshot"},
+
+	// The lifecycle the server drives, and its stores.
+	"recovery":                {"backend", "blob", "checkpoint", "crypt", "profile", "providers", "providers/fsmeta", "providers/local", "prune", "recovery/dirlock", "recovery/pgstate", "recovery/statedb", "repo", "snapshot"},
+	"recovery/dirlock":        {"providers", "snapshot"},
+	"recovery/statedb":        {},
+	"recovery/pgstate":        {"recovery/statedb"},
+	"recovery/statedb/pgtest": {},
+
+	// The top: the service, its config, the tools the CLI runs.
+	"server":        {"backend", "crypt", "providers", "prune", "recovery"},
+	"config":        {"backend/s3", "prune"},
+	"livetest":      {"profile/fixture", "providers", "recovery"},
+	"demo":          {"backend/local", "bench", "crypt", "providers", "providers/local", "recovery", "repo"},
+	"bench":         {"profile", "profile/fixture", "repo", "snapshot"},
+	"bench/harness": {"bench", "blob", "chunk", "crypt", "internal/memsample", "pack", "profile/fixture", "profile/fixture/localstorage"},
+
+	// The binaries.
+	"cmd/lifeboat": {"backend", "backend/local", "backend/location", "backend/s3", "blob", "checkpoint", "cmd/lifeboat/internal/gcfloor", "config", "crypt", "demo", "livetest", "pack", "profile", "providers",
+		"providers/cloudflare", "providers/daytona", "providers/docker", "providers/e2b", "providers/local", "providers/managedagents", "providers/ssh", "providers/vercel",
+		"prune", "recovery", "repo", "server", "snapshot"},
+	"cmd/lifeboat/internal/gcfloor": {},
+	"cmd/lifeboat-bench":            {"bench/harness"},
+
+	// Leaves shared by tools and tests.
+	"internal/memsample":    {},
+	"internal/chromiumtest": {},
+	"internal/s3test":       {},
+	"internal/storetest":    {"backend", "backend/location", "internal/s3test"},
+	"internal/layers":       {},
 }
 
-// top is a package's layer: its top-level folder, or FOLDER/NAME when
-// that has a rank of its own.
-func top(pkg string) string {
-	parts := strings.SplitN(strings.TrimPrefix(pkg, module+"/"), "/", 3)
-	if len(parts) > 1 {
-		if _, ok := rank[parts[0]+"/"+parts[1]]; ok {
-			return parts[0] + "/" + parts[1]
-		}
-	}
-	return parts[0]
-}
-
-// violations lists every import under root that breaks the ranking.
-func violations(root string) ([]string, int, error) {
-	var out []string
-	checked := 0
+// imports maps each package under root (its path below root) to the
+// module packages its non-test files import.
+func imports(root string) (map[string][]string, error) {
+	out := map[string][]string{}
 	fset := token.NewFileSet()
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -70,33 +119,60 @@ func violations(root string) ([]string, int, error) {
 			return nil
 		}
 		rel, _ := filepath.Rel(root, filepath.Dir(path))
-		from := module + "/" + filepath.ToSlash(rel)
-		fromRank, ok := rank[top(from)]
-		if !ok {
-			out = append(out, fmt.Sprintf("%s: top-level package %q has no rank in layers_test.go; add it", path, top(from)))
-			return nil
-		}
+		pkg := filepath.ToSlash(rel)
 		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
 		if err != nil {
 			return err
 		}
+		if _, ok := out[pkg]; !ok {
+			out[pkg] = nil
+		}
 		for _, imp := range f.Imports {
 			to, _ := strconv.Unquote(imp.Path.Value)
-			if !strings.HasPrefix(to, module+"/") || top(to) == top(from) {
-				continue
-			}
-			checked++
-			if toRank, ok := rank[top(to)]; !ok || toRank >= fromRank {
-				out = append(out, fmt.Sprintf("%s imports %s: %s (rank %d) may only import lower layers (ARCHITECTURE.md)", from, to, top(from), fromRank))
+			if dep, ok := strings.CutPrefix(to, module+"/"); ok && !slices.Contains(out[pkg], dep) {
+				out[pkg] = append(out[pkg], dep)
 			}
 		}
 		return nil
 	})
-	return out, checked, err
+	return out, err
 }
 
-func TestImportsPointDown(t *testing.T) {
-	bad, checked, err := violations("../..")
+// violations checks the packages under root against table.
+func violations(root string, table map[string][]string) (bad []string, checked int, err error) {
+	got, err := imports(root)
+	if err != nil {
+		return nil, 0, err
+	}
+	for pkg, deps := range got {
+		may, ok := table[pkg]
+		if !ok {
+			bad = append(bad, fmt.Sprintf("package %s is not in the table of allowed imports (internal/layers/layers_test.go): add it with the imports it may make", pkg))
+			continue
+		}
+		for _, dep := range deps {
+			checked++
+			if !slices.Contains(may, dep) {
+				bad = append(bad, fmt.Sprintf("%s imports %s: not an allowed edge (internal/layers/layers_test.go, docs/architecture.md)", pkg, dep))
+			}
+		}
+	}
+	for pkg, may := range table {
+		if _, ok := got[pkg]; !ok {
+			bad = append(bad, fmt.Sprintf("the table names package %s, which no longer exists: remove its entry", pkg))
+		}
+		for _, dep := range may {
+			if _, ok := got[dep]; !ok {
+				bad = append(bad, fmt.Sprintf("the table lets %s import %s, which no longer exists: remove it", pkg, dep))
+			}
+		}
+	}
+	slices.Sort(bad)
+	return bad, checked, nil
+}
+
+func TestImportsFollowTheTable(t *testing.T) {
+	bad, checked, err := violations("../..", allowed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,8 +184,9 @@ func TestImportsPointDown(t *testing.T) {
 	}
 }
 
-// The checker itself catches an upward import.
-func TestCheckerCatchesUpwardImport(t *testing.T) {
+// The checker catches an edge the table does not list, a package the
+// table does not name, and table entries for packages that are gone.
+func TestCheckerCatchesEdgesOutsideTheTable(t *testing.T) {
 	root := t.TempDir()
 	write := func(rel, src string) {
 		p := filepath.Join(root, rel)
@@ -122,12 +199,36 @@ func TestCheckerCatchesUpwardImport(t *testing.T) {
 	}
 	write("pack/p.go", "package pack\nimport _ \"lifeboat/repo\"\n")
 	write("repo/r.go", "package repo\nimport _ \"lifeboat/pack\"\n")
+	write("repo/r_test.go", "package repo\nimport _ \"lifeboat/snapshot\"\n") // test files are not checked
 	write("backend/local/l.go", "package local\nimport _ \"lifeboat/backend\"\n")
-	bad, _, err := violations(root)
+	write("backend/b.go", "package backend\n")
+	write("blob/b.go", "package blob\n")
+	table := map[string][]string{
+		"pack":          {},
+		"repo":          {"pack"},
+		"backend":       {},
+		"backend/local": {"backend"},
+		"gone":          {},
+		"backend/s3":    {"backend"},
+		"crypt":         {},
+	}
+	bad, _, err := violations(root, table)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(bad) != 1 || !strings.Contains(bad[0], "lifeboat/pack imports lifeboat/repo") {
-		t.Fatalf("violations = %q, want exactly pack -> repo", bad)
+	want := []string{
+		"package blob is not in the table",
+		"pack imports repo: not an allowed edge",
+		"names package backend/s3, which no longer exists",
+		"names package crypt, which no longer exists",
+		"names package gone, which no longer exists",
+	}
+	if len(bad) != len(want) {
+		t.Fatalf("violations = %q, want %d", bad, len(want))
+	}
+	for _, w := range want {
+		if !slices.ContainsFunc(bad, func(b string) bool { return strings.Contains(b, w) }) {
+			t.Errorf("violations = %q, missing %q", bad, w)
+		}
 	}
 }
