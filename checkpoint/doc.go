@@ -2,7 +2,7 @@
 // the CLI (cmd/lifeboat) and the lifecycle (recovery) both call: capture
 // with browser profiles (named or discovered) into the sensitive tier,
 // verification of what was written, retention with the last-good rule
-// (forget by policy), and the adapter that lets prune walk snapshots.
+// (forget by policy), and prune over the repository's snapshots.
 //
 // Invariants:
 //   - Retention and forget never remove the newest complete snapshot of a

@@ -2,36 +2,12 @@ package checkpoint
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
-	"lifeboat/blob"
-	"lifeboat/crypt"
 	"lifeboat/prune"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
 )
-
-// PruneSource lets prune (which may not import snapshot/) list a
-// repository's snapshots and walk what they reach.
-type PruneSource struct{ Repo *repo.Repository }
-
-// Snapshots implements prune.Source.
-func (s PruneSource) Snapshots(ctx context.Context) ([]blob.ID, error) {
-	var ids []blob.ID
-	err := s.Repo.ListObjects(ctx, crypt.KindSnapshot, func(id blob.ID) error { ids = append(ids, id); return nil })
-	return ids, err
-}
-
-// Reach implements prune.Source.
-func (s PruneSource) Reach(ctx context.Context, id blob.ID, m prune.Marker) error {
-	err := snapshot.Reach(ctx, s.Repo, id, m)
-	if errors.Is(err, snapshot.ErrDamaged) {
-		return fmt.Errorf("%w: %w", prune.ErrDamaged, err)
-	}
-	return err
-}
 
 // PruneOptions say how RunPrune prunes.
 type PruneOptions struct {
@@ -57,7 +33,7 @@ type PruneOptions struct {
 // on while prune plans and repacks; only the delete phase takes the
 // exclusive lock.
 func RunPrune(ctx context.Context, r *repo.Repository, l *repo.Lock, o PruneOptions) (prune.Stats, error) {
-	src := PruneSource{r}
+	src := snapshot.PruneSource{Repo: r}
 	p, err := prune.PlanPrune(ctx, r, src, prune.Options{MaxUnused: o.MaxUnused, ForgetDamaged: o.ForgetDamaged, Tiers: r.Tiers(),
 		DeleteAfter: o.DeleteAfter, Now: o.Now})
 	if p != nil {

@@ -18,6 +18,7 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 
 	"lifeboat/blob"
+	"lifeboat/internal/osutil"
 	"lifeboat/pack"
 )
 
@@ -140,7 +141,7 @@ func removeStalePrivate(dir string) {
 		if err != nil {
 			continue
 		}
-		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+		if osutil.FlockFile(f, syscall.LOCK_EX|syscall.LOCK_NB) == nil {
 			_ = os.Remove(name)
 		}
 		_ = f.Close()

@@ -6,6 +6,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"lifeboat/internal/osutil"
 )
 
 // Discovery lists each directory once with getdents and keeps only what
@@ -50,7 +52,7 @@ func list(fd int, buf []byte) (listing, error) {
 	var l listing
 	for {
 		var n int
-		if err := retry(func() (err error) { n, err = unix.Getdents(fd, buf); return err }); err != nil {
+		if err := osutil.IgnoringEINTR(func() (err error) { n, err = unix.Getdents(fd, buf); return err }); err != nil {
 			return l, err
 		}
 		if n <= 0 {
@@ -97,7 +99,7 @@ func (l *listing) add(fd int, name []byte, typ uint8) {
 // following a symlink; DT_UNKNOWN if it cannot be stat'ed (gone).
 func typeAt(dirfd int, name string) uint8 {
 	var st unix.Stat_t
-	if retry(func() error { return unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) }) != nil {
+	if osutil.IgnoringEINTR(func() error { return unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) }) != nil {
 		return unix.DT_UNKNOWN
 	}
 	switch st.Mode & unix.S_IFMT {
@@ -144,15 +146,6 @@ func detect(fd int, l *listing) (Kind, bool) {
 		return Firefox, true
 	}
 	return "", false
-}
-
-// retry runs fn again while it is interrupted by a signal.
-func retry(fn func() error) error {
-	for {
-		if err := fn(); err != unix.EINTR {
-			return err
-		}
-	}
 }
 
 // DetectNames is detect for a directory another walk has listed: names

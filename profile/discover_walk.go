@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"lifeboat/internal/osutil"
 )
 
 // The search goes depth first in name order, from directory descriptor
@@ -139,7 +141,7 @@ func openDir(dirfd int, name string) (fd int, readable bool, err error) {
 }
 
 func openat(dirfd int, name string, flags int) (fd int, err error) {
-	err = retry(func() error { fd, err = unix.Openat(dirfd, name, flags|unix.O_CLOEXEC, 0); return err })
+	err = osutil.IgnoringEINTR(func() error { fd, err = unix.Openat(dirfd, name, flags|unix.O_CLOEXEC, 0); return err })
 	return fd, err
 }
 

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"lifeboat/internal/osutil"
 )
 
 // ErrBrowserRunning: a browser is using the profile. The profile is not
@@ -164,20 +166,11 @@ func firefoxState(dir string) (State, error) {
 
 // lockHolder classifies the process pid that a lock of dir names.
 func lockHolder(dir, what string, pid int) (State, error) {
-	if !alive(pid) {
+	if !osutil.ProcessAlive(pid) {
 		return NotRunning, nil
 	}
 	if why := treeRunning(pid); why != "" {
 		return Running, &RunningError{Dir: dir, Why: fmt.Sprintf("%s process %d on this host, %s", what, pid, why), PID: pid}
 	}
 	return Paused, nil
-}
-
-// alive reports whether process pid exists on this host.
-func alive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	err := unix.Kill(pid, 0)
-	return err == nil || err == unix.EPERM
 }

@@ -16,6 +16,8 @@
 //   - Memory stays bounded as the repository grows: the set of live blobs
 //     is a sorted run of files on disk, merged against the bbolt index.
 //
-// prune may not import snapshot/ (same layer): the caller passes a Source
-// that lists snapshots and streams the blobs each one reaches.
+// prune does not import snapshot/ (docs/architecture.md): the caller
+// passes a Source that lists snapshots and streams the blobs each one
+// reaches (snapshot.PruneSource), through repo.Marker; a damaged snapshot
+// is an error wrapping repo.ErrDamaged.
 package prune

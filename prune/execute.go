@@ -76,7 +76,7 @@ const repackBatch = 200_000
 func (p *Plan) Execute(ctx context.Context, r *repo.Repository, src Source, o ExecOptions) (Stats, error) {
 	var st Stats
 	if len(p.Damaged) > 0 && !o.ForgetDamaged {
-		return st, fmt.Errorf("%w: the plan has damaged snapshots and ForgetDamaged is not set", ErrDamaged)
+		return st, fmt.Errorf("%w: the plan has damaged snapshots and ForgetDamaged is not set", repo.ErrDamaged)
 	}
 	if p.TwoPhase {
 		return p.executeTwoPhase(ctx, r, src, o)

@@ -145,7 +145,7 @@ func (s *fakeSource) Snapshots(context.Context) ([]blob.ID, error) {
 	return append([]blob.ID(nil), s.order...), nil
 }
 
-func (s *fakeSource) Reach(_ context.Context, id blob.ID, m Marker) error {
+func (s *fakeSource) Reach(_ context.Context, id blob.ID, m repo.Marker) error {
 	s.mu.Lock()
 	ks := s.snaps[id]
 	bad := s.damaged[id]
@@ -153,7 +153,7 @@ func (s *fakeSource) Reach(_ context.Context, id blob.ID, m Marker) error {
 	for _, k := range ks {
 		if s.index != nil {
 			if _, ok, err := s.index.LookupBlob(blob.Tier(k[0]), blob.Type(k[1]), blob.ID(k[2:])); err != nil || !ok {
-				return fmt.Errorf("%w: snapshot %s: blob %s is not in the index (%v)", ErrDamaged, id.Short(), blob.ID(k[2:]).Short(), err)
+				return fmt.Errorf("%w: snapshot %s: blob %s is not in the index (%v)", repo.ErrDamaged, id.Short(), blob.ID(k[2:]).Short(), err)
 			}
 		}
 		if err := m.Add(blob.Tier(k[0]), blob.Type(k[1]), blob.ID(k[2:])); err != nil {
@@ -161,7 +161,7 @@ func (s *fakeSource) Reach(_ context.Context, id blob.ID, m Marker) error {
 		}
 	}
 	if bad {
-		return fmt.Errorf("%w: snapshot %s: tree 00000000 is not in the index", ErrDamaged, id.Short())
+		return fmt.Errorf("%w: snapshot %s: tree 00000000 is not in the index", repo.ErrDamaged, id.Short())
 	}
 	return nil
 }

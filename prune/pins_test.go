@@ -246,7 +246,7 @@ func TestPruneRefusesHeldDamagedSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, err := PlanPrune(ctx, r, e.src, Options{ForgetDamaged: true, MaxUnused: 0.001})
-	if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), bad.String()) ||
+	if !errors.Is(err, repo.ErrDamaged) || !strings.Contains(err.Error(), bad.String()) ||
 		!strings.Contains(err.Error(), "held: last good checkpoint of the lifecycle") || !strings.Contains(err.Error(), "capture the workspace again") ||
 		!strings.Contains(err.Error(), "recover it from an older checkpoint") {
 		t.Fatalf("plan with a held damaged snapshot: %v", err)
@@ -274,7 +274,7 @@ func TestPruneRefusesHeldDamagedSnapshot(t *testing.T) {
 	st, err := p.Execute(ctx, r, e.src, ExecOptions{Lock: lockFor(r), ForgetDamaged: true})
 	// The fake snapshot has no manifest: its workspace is unknown while a
 	// pin holds all of one workspace, so it counts as held.
-	if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "workspace is unknown") || !strings.Contains(err.Error(), "recovery operation op-1 runs") {
+	if !errors.Is(err, repo.ErrDamaged) || !strings.Contains(err.Error(), "workspace is unknown") || !strings.Contains(err.Error(), "recovery operation op-1 runs") {
 		t.Fatalf("execute with a pin set after the plan: %v", err)
 	}
 	if st.PacksDeleted+st.IndexRemoved+st.SnapshotsForgotten != 0 || packCount(t, r) < packs {
@@ -324,7 +324,7 @@ func TestPruneHeldDamagedByWorkspace(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, err = PlanPrune(ctx, r, e.src, Options{ForgetDamaged: true})
-	if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), `of workspace "w" (held: w is lost and an offer is open)`) {
+	if !errors.Is(err, repo.ErrDamaged) || !strings.Contains(err.Error(), `of workspace "w" (held: w is lost and an offer is open)`) {
 		t.Fatalf("plan: %v", err)
 	}
 	p.Close()

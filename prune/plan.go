@@ -19,29 +19,17 @@ import (
 	"lifeboat/repo"
 )
 
-// ErrDamaged marks a snapshot whose manifest or trees are missing or
-// damaged. Prune refuses to delete anything while one exists, unless told
-// to forget it (Options.ForgetDamaged).
-var ErrDamaged = errors.New("damaged snapshot")
-
-// Marker is what Source.Reach reports to.
-type Marker interface {
-	// Seen reports whether a tree was walked (and marked) already.
-	Seen(t blob.Tier, id blob.ID) (bool, error)
-	// Add marks a blob live; Reach adds a tree once it has read it.
-	Add(t blob.Tier, typ blob.Type, id blob.ID) error
-}
-
 // Source tells prune which snapshots exist and what each reaches.
-// cmd/lifeboat builds it from snapshot/ (which prune may not import).
+// snapshot.PruneSource is the one over a repository (prune does not
+// import snapshot/); tests pass fakes.
 type Source interface {
 	// Snapshots lists the ids of every stored snapshot.
 	Snapshots(ctx context.Context) ([]blob.ID, error)
 	// Reach reports every blob snapshot id reaches to m (see
 	// snapshot.Reach). A snapshot that is damaged fails with an error
-	// wrapping ErrDamaged, after marking all it could still read. A
+	// wrapping repo.ErrDamaged, after marking all it could still read. A
 	// snapshot removed since Snapshots listed it reaches nothing (nil).
-	Reach(ctx context.Context, id blob.ID, m Marker) error
+	Reach(ctx context.Context, id blob.ID, m repo.Marker) error
 }
 
 // Options tune planning.
@@ -165,7 +153,7 @@ func (p *Plan) Close() {
 // PlanPrune marks every blob reachable from the repository's snapshots
 // and decides which packs to delete and which to repack. It changes
 // nothing. With a damaged snapshot and no ForgetDamaged it returns the
-// plan and an error wrapping ErrDamaged naming them; so it does, even with
+// plan and an error wrapping repo.ErrDamaged naming them; so it does, even with
 // ForgetDamaged, when a pin holds a damaged snapshot (see checkHeld). The
 // caller must Close the plan.
 func PlanPrune(ctx context.Context, r *repo.Repository, src Source, o Options) (*Plan, error) {
@@ -264,7 +252,7 @@ func PlanPrune(ctx context.Context, r *repo.Repository, src Source, o Options) (
 			names[i] = d.ID.String() + " (" + d.Error + ")"
 		}
 		return p, fmt.Errorf("%w: refusing to delete anything while a snapshot is damaged: %s; run `lifeboat check`, or `lifeboat prune --forget-damaged` to forget these snapshots",
-			ErrDamaged, strings.Join(names, "; "))
+			repo.ErrDamaged, strings.Join(names, "; "))
 	}
 	return p, nil
 }
@@ -278,7 +266,7 @@ func (p *Plan) mark(ctx context.Context, src Source, ids []blob.ID) error {
 		}
 		err := src.Reach(ctx, id, m)
 		switch {
-		case errors.Is(err, ErrDamaged):
+		case errors.Is(err, repo.ErrDamaged):
 			p.Damaged = append(p.Damaged, DamagedSnapshot{ID: id, Error: err.Error()})
 		case err != nil:
 			return err
@@ -434,7 +422,7 @@ func (p *Plan) mergeIndex(r *repo.Repository, fn func(loc index.Location, k key,
 
 // checkHeld looks up, in the repository's pins, each damaged snapshot of
 // the plan (filling in Workspace and Held) and returns an error wrapping
-// ErrDamaged when a pin holds one: prune never forgets a snapshot the
+// repo.ErrDamaged when a pin holds one: prune never forgets a snapshot the
 // lifecycle holds (a last good checkpoint, one an open recovery names),
 // not even with ForgetDamaged. A pin that does not load stops it too. A
 // damaged snapshot whose manifest does not open has no known workspace: it
@@ -442,7 +430,7 @@ func (p *Plan) mergeIndex(r *repo.Repository, fn func(loc index.Location, k key,
 func (p *Plan) checkHeld(ctx context.Context, o Objects) error {
 	pins, err := LoadPins(ctx, o)
 	if err != nil {
-		return fmt.Errorf("%w: refusing to delete anything: a snapshot is damaged, and the pins that say whether it may be forgotten do not load: %w", ErrDamaged, err)
+		return fmt.Errorf("%w: refusing to delete anything: a snapshot is damaged, and the pins that say whether it may be forgotten do not load: %w", repo.ErrDamaged, err)
 	}
 	var held []string
 	for i := range p.Damaged {
@@ -473,7 +461,7 @@ func (p *Plan) checkHeld(ctx context.Context, o Objects) error {
 	}
 	return fmt.Errorf("%w: refusing to delete anything: damaged snapshot %s is held by the lifecycle, so prune does not forget it, not even with --forget-damaged; "+
 		"capture the workspace again so its last good checkpoint moves to a new snapshot, or recover it from an older checkpoint, then run prune again (`lifeboat check` shows the damage)",
-		ErrDamaged, strings.Join(held, "; "))
+		repo.ErrDamaged, strings.Join(held, "; "))
 }
 
 // manifestWorkspace returns the workspace a snapshot manifest names, or ""

@@ -133,10 +133,10 @@ func TestPruneRefusesDamagedSnapshot(t *testing.T) {
 	bad := e.src.add("bad", ids[20:30])
 	e.src.damaged = map[blob.ID]bool{bad: true}
 	p, err := PlanPrune(t.Context(), r, e.src, Options{})
-	if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), bad.String()) || !strings.Contains(err.Error(), "--forget-damaged") {
+	if !errors.Is(err, repo.ErrDamaged) || !strings.Contains(err.Error(), bad.String()) || !strings.Contains(err.Error(), "--forget-damaged") {
 		t.Fatalf("want a refusal naming %s, got %v", bad.Short(), err)
 	}
-	if _, err := p.Execute(t.Context(), r, e.src, ExecOptions{Lock: lockFor(r)}); !errors.Is(err, ErrDamaged) {
+	if _, err := p.Execute(t.Context(), r, e.src, ExecOptions{Lock: lockFor(r)}); !errors.Is(err, repo.ErrDamaged) {
 		t.Fatalf("executing a refused plan: %v", err)
 	}
 	p.Close()

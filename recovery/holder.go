@@ -74,7 +74,7 @@ func (l *Lifecycle) SyncHold(ctx context.Context, ws string) {
 // syncHold writes ws's hold as its record says, under its hold lock; the
 // caller runs it as repository work.
 func (l *Lifecycle) syncHold(ctx context.Context, ws string) error {
-	defer l.holds.lock(ws)()
+	defer l.holds.Lock(ws)()
 	w, err := l.store.Workspace(ws)
 	if errors.Is(err, ErrUnknownWorkspace) {
 		return nil // removed meanwhile: RemoveWorkspace releases its hold
@@ -128,7 +128,7 @@ func (l *Lifecycle) holdPromoting(ctx context.Context, ws, snapshot string) erro
 		return nil
 	}
 	return l.repoWork(ctx, func() error {
-		defer l.holds.lock(ws)()
+		defer l.holds.Lock(ws)()
 		w, err := l.store.Workspace(ws)
 		if err != nil {
 			return err

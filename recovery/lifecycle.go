@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"lifeboat/internal/keylock"
 	"lifeboat/providers"
 	"lifeboat/recovery/statedb"
 )
@@ -122,7 +123,7 @@ type Lifecycle struct {
 	flight map[string]*flight       // the capture in flight per workspace
 	locks  map[string]chan struct{} // per-workspace lease: captures and restarts
 	writer map[string][]Writer      // by workspace; "" applies to every workspace
-	holds  keyLocks                 // per workspace: its hold is written by one at a time
+	holds  keylock.Map[string]      // per workspace: its hold is written by one at a time
 	kick   chan struct{}            // wakes Run when intervals changed
 	hooks  testHooks
 }

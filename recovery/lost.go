@@ -109,7 +109,7 @@ func (s *Service) RestartProcess(ctx context.Context, ws string, index int, key 
 	if key == "" || len(key) > 200 {
 		return ProcessRestart{}, fmt.Errorf("restart process %d of %s: an idempotency key of 1 to 200 bytes is required", index, ws)
 	}
-	unlock := s.restart.lock(key)
+	unlock := s.restart.Lock(key)
 	defer unlock()
 	// Among servers sharing the store, the lock is held while the command
 	// runs: a record left running without it belongs to a process that died.

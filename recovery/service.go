@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"lifeboat/internal/keylock"
 	"lifeboat/recovery/dirlock"
 	"lifeboat/recovery/statedb"
 )
@@ -71,7 +72,7 @@ type Service struct {
 	running map[string]chan struct{} // operation id -> closed when its driver stops
 	leases  map[string]*opLease      // operation id -> the driver lease held (shared stores)
 	subs    map[chan Event]struct{}
-	restart keyLocks // per restart idempotency key
+	restart keylock.Map[string] // per restart idempotency key
 	hooks   serviceHooks
 }
 

@@ -198,7 +198,7 @@ func (l *Lifecycle) RemoveWorkspace(ctx context.Context, ws string, forget bool)
 	// Under the workspace's hold lock: a hold being written from the
 	// record read before the removal is done before this releases it.
 	err = l.repoWork(ctx, func() error {
-		defer l.holds.lock(ws)()
+		defer l.holds.Lock(ws)()
 		if err := l.cfg.Holds.Release(ctx, ws); err != nil {
 			return fmt.Errorf("workspace %s removed, but its holds in the repository could not be removed (the server's next check removes them): %w", ws, err)
 		}

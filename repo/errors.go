@@ -17,3 +17,9 @@ var (
 	ErrNoUsableKey  = errors.New("no key file in the repository could be read")
 	ErrClosed       = errors.New("repository is closed")
 )
+
+// ErrDamaged marks a snapshot that cannot be walked: its manifest or a
+// tree it needs is missing or does not verify. snapshot.Reach returns it,
+// and prune refuses to delete anything while a snapshot is damaged unless
+// told to forget it.
+var ErrDamaged = errors.New("damaged snapshot")

@@ -10,12 +10,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"sync"
-	"syscall"
 	"time"
 
 	"lifeboat/backend"
 	"lifeboat/blob"
 	"lifeboat/crypt"
+	"lifeboat/internal/osutil"
 )
 
 // LockMode says what a lock lets its holder do and whom it keeps out.
@@ -435,7 +435,7 @@ func (r *Repository) listLocks(ctx context.Context, staleAfter time.Duration) ([
 	out := make([]LockInfo, 0, len(ids))
 	for _, id := range ids {
 		info, err := r.loadLock(ctx, id)
-		info.deadHere = err == nil && info.Host == host && !pidAlive(info.PID)
+		info.deadHere = err == nil && info.Host == host && !osutil.ProcessAlive(info.PID)
 		switch {
 		case isNotFound(err):
 			continue // released or refreshed while we listed
@@ -492,15 +492,6 @@ func isNotFound(err error) bool { return errors.Is(err, backend.ErrNotFound) }
 
 func lockHandle(id blob.ID) backend.Handle {
 	return backend.Handle{Type: backend.Lock, Name: id.String()}
-}
-
-// pidAlive reports whether a process with this PID exists here.
-func pidAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // RemoveLocks removes stale and unreadable locks, and with force every lock.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -13,28 +12,9 @@ import (
 
 	"lifeboat/backend"
 	"lifeboat/backend/local"
-	"lifeboat/blob"
-	"lifeboat/crypt"
 	"lifeboat/prune"
 	"lifeboat/repo"
 )
-
-// pruneSource is prune.Source over this package (as checkpoint.PruneSource).
-type pruneSource struct{ r *repo.Repository }
-
-func (s pruneSource) Snapshots(ctx context.Context) ([]blob.ID, error) {
-	var ids []blob.ID
-	err := s.r.ListObjects(ctx, crypt.KindSnapshot, func(id blob.ID) error { ids = append(ids, id); return nil })
-	return ids, err
-}
-
-func (s pruneSource) Reach(ctx context.Context, id blob.ID, m prune.Marker) error {
-	err := Reach(ctx, s.r, id, m)
-	if errors.Is(err, ErrDamaged) {
-		return fmt.Errorf("%w: %w", prune.ErrDamaged, err)
-	}
-	return err
-}
 
 // sharedClock is the clock of every repository and prune of a test.
 type sharedClock struct {
@@ -114,12 +94,12 @@ func TestCaptureStoppedBesideTwoPhasePrune(t *testing.T) {
 			<-flushed // the capture reused the forgotten blobs and stopped
 			pruneNow := func() prune.Stats {
 				t.Helper()
-				p, err := prune.PlanPrune(context.Background(), pruner, pruneSource{pruner}, prune.Options{MaxUnused: 1e-9, DeleteAfter: margin, Now: clk.Now})
+				p, err := prune.PlanPrune(context.Background(), pruner, PruneSource{pruner}, prune.Options{MaxUnused: 1e-9, DeleteAfter: margin, Now: clk.Now})
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer p.Close()
-				st, err := p.Execute(context.Background(), pruner, pruneSource{pruner}, prune.ExecOptions{})
+				st, err := p.Execute(context.Background(), pruner, PruneSource{pruner}, prune.ExecOptions{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -151,7 +131,7 @@ func TestCaptureStoppedBesideTwoPhasePrune(t *testing.T) {
 				if !errors.Is(res.err, repo.ErrSessionExpired) {
 					t.Fatalf("capture resumed past the margin: %v, want ErrSessionExpired", res.err)
 				}
-				if ids, _ := (pruneSource{pruner}).Snapshots(context.Background()); len(ids) != 0 {
+				if ids, _ := (PruneSource{pruner}).Snapshots(context.Background()); len(ids) != 0 {
 					t.Fatalf("%d snapshots stored by a refused capture", len(ids))
 				}
 			} else {

@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
+
+	"lifeboat/internal/osutil"
 )
 
 // setMeta fills n's metadata from st (not its type, size or content).
@@ -59,22 +61,13 @@ func (c *capNames) group(id uint32) string {
 	return name
 }
 
-// capRetry runs fn again while it fails with EINTR.
-func capRetry(fn func() error) error {
-	for {
-		if err := fn(); err != unix.EINTR {
-			return err
-		}
-	}
-}
-
 // capOpenat opens name relative to dirfd with O_CLOEXEC and, where the
 // kernel allows it (the caller owns the file or is root), O_NOATIME.
 func capOpenat(dirfd int, name string, flags int) (int, error) {
 	flags |= unix.O_CLOEXEC
 	for _, extra := range []int{unix.O_NOATIME, 0} {
 		var fd int
-		err := capRetry(func() (err error) { fd, err = unix.Openat(dirfd, name, flags|extra, 0); return err })
+		err := osutil.IgnoringEINTR(func() (err error) { fd, err = unix.Openat(dirfd, name, flags|extra, 0); return err })
 		if err == unix.EPERM && extra != 0 {
 			continue
 		}
@@ -97,7 +90,7 @@ func capReadNames(fd, limit int) ([]string, error) {
 	var names []string
 	for {
 		var n int
-		if err := capRetry(func() (err error) { n, err = unix.Getdents(fd, buf); return err }); err != nil {
+		if err := osutil.IgnoringEINTR(func() (err error) { n, err = unix.Getdents(fd, buf); return err }); err != nil {
 			return nil, err
 		}
 		if n <= 0 {

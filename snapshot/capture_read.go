@@ -14,6 +14,7 @@ import (
 
 	"lifeboat/blob"
 	"lifeboat/chunk"
+	"lifeboat/internal/osutil"
 	"lifeboat/repo"
 )
 
@@ -212,10 +213,7 @@ func capPrefix(ctx context.Context, fd int, rd *capFileReader, size int64, after
 		if err := ctx.Err(); err != nil {
 			return false, err
 		}
-		m, err := unix.Pread(fd, buf[:min(int64(len(buf)), rd.n-off)], off)
-		if err == unix.EINTR {
-			continue
-		}
+		m, err := osutil.IgnoringEINTR2(func() (int, error) { return unix.Pread(fd, buf[:min(int64(len(buf)), rd.n-off)], off) })
 		if err != nil {
 			return false, err
 		}
@@ -288,38 +286,33 @@ func (r *capFileReader) Read(p []byte) (int, error) {
 	if r.sparse && r.n < r.dataEnd {
 		p = p[:min(int64(len(p)), r.dataEnd-r.n)]
 	}
-	for {
-		n, err := unix.Pread(r.fd, p, r.n)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			r.err = err
-			return 0, err
-		}
-		if n == 0 {
-			r.eof = true
-			return 0, io.EOF
-		}
-		r.took(p[:n])
-		if r.n > r.size && !r.past {
-			// No fstat came before the read (the walk's lstat stood in):
-			// a device in the file's place (/dev/zero) would never end.
-			r.past = true
-			var st unix.Stat_t
-			if r.err = unix.Fstat(r.fd, &st); r.err == nil && st.Mode&unix.S_IFMT != unix.S_IFREG {
-				r.err = errNotRegular
-			}
-			if r.err != nil {
-				return 0, r.err
-			}
-			if st.Size >= r.n { // 0 when unknown: no limit
-				r.limit = st.Size
-			}
-		}
-		r.eof = n < len(p) && r.n == r.size
-		return n, nil
+	n, err := osutil.IgnoringEINTR2(func() (int, error) { return unix.Pread(r.fd, p, r.n) })
+	if err != nil {
+		r.err = err
+		return 0, err
 	}
+	if n == 0 {
+		r.eof = true
+		return 0, io.EOF
+	}
+	r.took(p[:n])
+	if r.n > r.size && !r.past {
+		// No fstat came before the read (the walk's lstat stood in):
+		// a device in the file's place (/dev/zero) would never end.
+		r.past = true
+		var st unix.Stat_t
+		if r.err = unix.Fstat(r.fd, &st); r.err == nil && st.Mode&unix.S_IFMT != unix.S_IFREG {
+			r.err = errNotRegular
+		}
+		if r.err != nil {
+			return 0, r.err
+		}
+		if st.Size >= r.n { // 0 when unknown: no limit
+			r.limit = st.Size
+		}
+	}
+	r.eof = n < len(p) && r.n == r.size
+	return n, nil
 }
 
 // took counts b, just read, and hashes it when asked to.

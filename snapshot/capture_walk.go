@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"lifeboat/blob"
+	"lifeboat/internal/osutil"
 )
 
 // The walker runs in Capture's goroutine: it lists one directory at a time
@@ -180,7 +181,7 @@ func (c *capturer) prepare(d *capDir, p int, names []string) capPrep {
 	fd := d.h.fd
 	for i, name := range names {
 		st := &prep.sts[i]
-		if err := capRetry(func() error { return unix.Fstatat(fd, name, st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
+		if err := osutil.IgnoringEINTR(func() error { return unix.Fstatat(fd, name, st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
 			*st = unix.Stat_t{}
 			prep.errs[i] = err
 		}

@@ -9,22 +9,25 @@ import (
 
 	"lifeboat/backend"
 	"lifeboat/blob"
+	"lifeboat/crypt"
 	"lifeboat/repo"
 )
 
-// ErrDamaged marks a snapshot that cannot be walked: its manifest or a
-// tree it needs is missing or does not verify.
-var ErrDamaged = errors.New("snapshot is damaged")
+// PruneSource is prune.Source over a repository's snapshots: it lists
+// them and walks what each reaches (Reach). checkpoint.RunPrune hands it
+// to prune, which does not import this package.
+type PruneSource struct{ Repo *repo.Repository }
 
-// Marker receives what a snapshot reaches (prune's mark phase).
-type Marker interface {
-	// Seen is asked before a tree blob is read; true means it was walked
-	// already, from this or another snapshot, and is skipped.
-	Seen(t blob.Tier, id blob.ID) (bool, error)
-	// Add marks one blob live. A tree is added once it was read and
-	// decoded (so a missing tree is never marked, and every snapshot that
-	// needs it is reported damaged); its entries follow.
-	Add(t blob.Tier, typ blob.Type, id blob.ID) error
+// Snapshots lists the ids of every stored snapshot.
+func (s PruneSource) Snapshots(ctx context.Context) ([]blob.ID, error) {
+	var ids []blob.ID
+	err := s.Repo.ListObjects(ctx, crypt.KindSnapshot, func(id blob.ID) error { ids = append(ids, id); return nil })
+	return ids, err
+}
+
+// Reach is Reach over s.Repo.
+func (s PruneSource) Reach(ctx context.Context, id blob.ID, m repo.Marker) error {
+	return Reach(ctx, s.Repo, id, m)
 }
 
 // Reach loads snapshot id and reports to m every blob it reaches: its tree
@@ -32,8 +35,8 @@ type Marker interface {
 // across calls that share m. It holds one decoded tree blob per directory
 // level. A snapshot that is gone (forgotten since the caller listed it)
 // reaches nothing and is not an error. A manifest or tree that is missing or damaged fails with an error
-// wrapping ErrDamaged that names the snapshot.
-func Reach(ctx context.Context, r *repo.Repository, id blob.ID, m Marker) error {
+// wrapping repo.ErrDamaged that names the snapshot.
+func Reach(ctx context.Context, r *repo.Repository, id blob.ID, m repo.Marker) error {
 	man, err := LoadManifest(ctx, r, id)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -42,7 +45,7 @@ func Reach(ctx context.Context, r *repo.Repository, id blob.ID, m Marker) error 
 		if errors.Is(err, backend.ErrNotFound) {
 			return nil // forgotten since it was listed: it needs nothing
 		}
-		return fmt.Errorf("%w: %w", ErrDamaged, err)
+		return fmt.Errorf("%w: %w", repo.ErrDamaged, err)
 	}
 	err = reachDir(ctx, r, blob.Workspace, man.Root.Subtree, m)
 	if err == nil {
@@ -52,7 +55,7 @@ func Reach(ctx context.Context, r *repo.Repository, id blob.ID, m Marker) error 
 		if ctx.Err() != nil || !damage(err) {
 			return fmt.Errorf("snapshot %s: %w", id.Short(), err)
 		}
-		return fmt.Errorf("%w: snapshot %s: %w", ErrDamaged, id.Short(), err)
+		return fmt.Errorf("%w: snapshot %s: %w", repo.ErrDamaged, id.Short(), err)
 	}
 	return nil
 }
@@ -61,7 +64,7 @@ func Reach(ctx context.Context, r *repo.Repository, id blob.ID, m Marker) error 
 // when the key in use has the sensitive tier. Without it nothing is
 // marked: the caller must then leave sensitive packs alone (prune only
 // touches the tiers it was told every snapshot reports).
-func reachSensitive(ctx context.Context, r *repo.Repository, man *Manifest, m Marker) error {
+func reachSensitive(ctx context.Context, r *repo.Repository, man *Manifest, m repo.Marker) error {
 	if man.Sensitive == nil || !slices.Contains(r.Tiers(), blob.Sensitive) {
 		return nil
 	}
@@ -100,7 +103,7 @@ func (e treeError) Unwrap() error { return e.err }
 
 // reachDir walks on past damage, so everything still readable is marked
 // even when the snapshot is damaged, and returns the first damage found.
-func reachDir(ctx context.Context, r *repo.Repository, tier blob.Tier, subtree []blob.ID, m Marker) error {
+func reachDir(ctx context.Context, r *repo.Repository, tier blob.Tier, subtree []blob.ID, m repo.Marker) error {
 	var buf []byte
 	var damaged error
 	for _, tid := range subtree {

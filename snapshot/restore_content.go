@@ -12,6 +12,7 @@ import (
 
 	"lifeboat/backend"
 	"lifeboat/blob"
+	"lifeboat/internal/osutil"
 	"lifeboat/pack"
 	"lifeboat/repo"
 )
@@ -239,10 +240,7 @@ func (w *rsWriter) verify(fd int, e *rsEntry, holes bool) error {
 		} else {
 			h.Reset()
 			for pos := off; pos < off+n; {
-				k, err := unix.Pread(fd, buf[:min(int64(len(buf)), off+n-pos)], pos)
-				if err == unix.EINTR {
-					continue
-				}
+				k, err := osutil.IgnoringEINTR2(func() (int, error) { return unix.Pread(fd, buf[:min(int64(len(buf)), off+n-pos)], pos) })
 				if err != nil || k == 0 {
 					return &RestoreError{Paths: []string{e.path}, Err: fmt.Errorf("reading back for verification at offset %d: %v", pos, rsOr(err, "unexpected end of file"))}
 				}
@@ -325,10 +323,7 @@ func rsIsHole(fd int, off, n int64) bool {
 // rsPwrite writes all of b at off.
 func rsPwrite(fd int, b []byte, off int64) error {
 	for len(b) > 0 {
-		k, err := unix.Pwrite(fd, b, off)
-		if err == unix.EINTR {
-			continue
-		}
+		k, err := osutil.IgnoringEINTR2(func() (int, error) { return unix.Pwrite(fd, b, off) })
 		if err != nil {
 			return err
 		}

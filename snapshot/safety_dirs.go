@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"lifeboat/internal/osutil"
 )
 
 // safeDirs hands out file descriptors for the directories of a staging
@@ -122,14 +124,9 @@ func (d *safeDirs) close() {
 // safeOpenAt opens one name in directory dirfd without following a
 // symlink there. name must be a single validated component.
 func safeOpenAt(dirfd int, name string, flags int, mode uint32) (int, error) {
-	for {
-		fd, err := unix.Openat(dirfd, name, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return -1, fmt.Errorf("openat %q: %w", name, err)
-		}
-		return fd, nil
+	fd, err := osutil.IgnoringEINTR2(func() (int, error) { return unix.Openat(dirfd, name, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode) })
+	if err != nil {
+		return -1, fmt.Errorf("openat %q: %w", name, err)
 	}
+	return fd, nil
 }

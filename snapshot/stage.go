@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"lifeboat/internal/osutil"
 )
 
 // Names of the directories restore creates next to the target, each
@@ -185,12 +187,7 @@ func (s *stage) lock() bool {
 	if err != nil {
 		return true
 	}
-	for {
-		err = unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
-		if err != unix.EINTR {
-			break
-		}
-	}
+	err = osutil.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
 	switch {
 	case err == unix.EWOULDBLOCK:
 		_ = unix.Close(fd)

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"lifeboat/internal/osutil"
 )
 
 // StaleStaging is a directory a restore left beside its target
@@ -126,12 +128,7 @@ func cleanOne(pfd int, dir, name string, openat2 func(int, string, *unix.OpenHow
 		return res
 	}
 	defer unix.Close(fd)
-	for {
-		err = unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
-		if err != unix.EINTR {
-			break
-		}
-	}
+	err = osutil.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
 	switch {
 	case err == unix.EWOULDBLOCK:
 		res.Why = stagingInUse
@@ -167,10 +164,7 @@ func dirNames(pfd int) []string {
 	buf := make([]byte, 8<<10)
 	var names []string
 	for {
-		n, err := unix.Getdents(fd, buf)
-		if err == unix.EINTR {
-			continue
-		}
+		n, err := osutil.IgnoringEINTR2(func() (int, error) { return unix.Getdents(fd, buf) })
 		if err != nil || n <= 0 {
 			return names
 		}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"lifeboat/internal/osutil"
 )
 
 // KeptPath is an entry that removing a tree left in place, and why.
@@ -139,10 +141,7 @@ func (rm *treeRemover) remove(dirfd int, name, path string) bool {
 func (rm *treeRemover) removeChildren(fd int, path string) bool {
 	all := true
 	for {
-		n, err := unix.Getdents(fd, rm.buf)
-		if err == unix.EINTR {
-			continue
-		}
+		n, err := osutil.IgnoringEINTR2(func() (int, error) { return unix.Getdents(fd, rm.buf) })
 		if err != nil {
 			rm.keep(path, fmt.Errorf("reading the directory: %w", err))
 			return false

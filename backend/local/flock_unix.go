@@ -5,6 +5,8 @@ package local
 import (
 	"os"
 	"syscall"
+
+	"lifeboat/internal/osutil"
 )
 
 const haveFlock = true
@@ -16,22 +18,7 @@ func lockFile(f *os.File, nonblock bool) error {
 	if nonblock {
 		how |= syscall.LOCK_NB
 	}
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var lerr error
-	err = rc.Control(func(fd uintptr) {
-		for {
-			lerr = syscall.Flock(int(fd), how)
-			if lerr != syscall.EINTR {
-				return
-			}
-		}
-	})
-	if err != nil {
-		return err
-	}
+	lerr := osutil.FlockFile(f, how)
 	if lerr == syscall.ENOLCK || lerr == syscall.ENOTSUP || lerr == syscall.EOPNOTSUPP {
 		return nil // no locking here; CleanTemp falls back on age alone
 	}

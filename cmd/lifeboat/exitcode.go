@@ -9,7 +9,6 @@ import (
 	"lifeboat/backend"
 	"lifeboat/crypt"
 	"lifeboat/profile"
-	"lifeboat/prune"
 	"lifeboat/recovery"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
@@ -103,7 +102,7 @@ func exitCode(err error) int {
 	case errors.Is(err, backend.ErrUnavailable):
 		return exitUnavailable
 	case errors.Is(err, repo.ErrCorrupt), errors.Is(err, repo.ErrPackMissing), errors.Is(err, repo.ErrBlobNotFound),
-		errors.Is(err, crypt.ErrAuth), errors.Is(err, prune.ErrDamaged):
+		errors.Is(err, crypt.ErrAuth), errors.Is(err, repo.ErrDamaged):
 		return exitCorrupt
 	}
 	return exitFailure

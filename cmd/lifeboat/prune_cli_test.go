@@ -511,7 +511,7 @@ func TestSnapshotSourceReach(t *testing.T) {
 	a := e.capture("w", src)["snapshot"].(string)
 	b := e.capture("w", src, "--force")["snapshot"].(string)
 	r := e.openRepo()
-	s := checkpoint.PruneSource{Repo: r}
+	s := snapshot.PruneSource{Repo: r}
 	ids, err := s.Snapshots(t.Context())
 	if err != nil || len(ids) != 2 {
 		t.Fatal(ids, err)

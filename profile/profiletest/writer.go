@@ -27,6 +27,8 @@ import (
 
 	"golang.org/x/sys/unix"
 	_ "modernc.org/sqlite" // the driver a browser stand-in writes with
+
+	"lifeboat/internal/osutil"
 )
 
 const writerEnv = "LIFEBOAT_PROFILETEST_WRITER"
@@ -128,10 +130,7 @@ func StartWriter(o Options) (*Writer, error) {
 func waitStopped(pid int) error {
 	for {
 		var ws syscall.WaitStatus
-		_, err := syscall.Wait4(pid, &ws, syscall.WUNTRACED, nil)
-		if errors.Is(err, syscall.EINTR) {
-			continue
-		}
+		_, err := osutil.IgnoringEINTR2(func() (int, error) { return syscall.Wait4(pid, &ws, syscall.WUNTRACED, nil) })
 		if err != nil {
 			return fmt.Errorf("waiting for process %d to stop: %w", pid, err)
 		}

@@ -11,9 +11,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"lifeboat/internal/keylock"
 	"lifeboat/providers"
 	"lifeboat/providers/fsmeta"
-	"lifeboat/providers/mirror"
 )
 
 // Files implements ReadFiles, WriteFiles, Switch, Exec and FileSupport for
@@ -24,7 +24,7 @@ type Files struct {
 	Layout   Layout
 	CacheDir string // local mirrors, one directory per instance
 
-	locks mirror.Locks // instance -> held while its mirror is in use
+	locks keylock.Map[providers.InstanceID] // instance -> held while its mirror is in use
 }
 
 // DropMirror removes id's local mirror, for the adapters' Destroy; a

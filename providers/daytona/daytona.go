@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"time"
 
+	"lifeboat/internal/keylock"
 	"lifeboat/providers"
 	"lifeboat/providers/boxfiles"
 	"lifeboat/providers/httpapi"
@@ -73,7 +74,7 @@ type Provider struct {
 	boxfiles.Files
 	c, d httpapi.Client
 	cfg  Config
-	keys httpapi.KeyLocks
+	keys keylock.Map[string] // Create takes turns per idempotency key in this process (not across processes: docs/providers.md)
 	now  func() time.Time
 }
 

@@ -17,9 +17,9 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
+	"lifeboat/internal/keylock"
 	"lifeboat/providers"
 	"lifeboat/providers/fsmeta"
-	"lifeboat/providers/mirror"
 )
 
 // Name is this adapter's name in errors and configuration.
@@ -83,7 +83,7 @@ type Provider struct {
 	// unchanged files of a mirror (see racyWindow).
 	sameClock bool
 
-	locks mirror.Locks // instance -> held while its mirror is in use (ReadFiles to Files.Close)
+	locks keylock.Map[providers.InstanceID] // instance -> held while its mirror is in use (ReadFiles to Files.Close)
 }
 
 var (

@@ -30,6 +30,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"lifeboat/internal/keylock"
 	"lifeboat/providers"
 	"lifeboat/providers/boxfiles"
 	"lifeboat/providers/httpapi"
@@ -101,7 +102,7 @@ type Provider struct {
 	long  httpapi.Client // control plane, for snapshots (TransferTimeout)
 	data  httpapi.Client // envd: no API key, a longer timeout
 	cfg   Config
-	locks httpapi.KeyLocks
+	locks keylock.Map[string] // Create takes turns per idempotency key in this process (not across processes: docs/providers.md)
 	now   func() time.Time
 	// readyBackoff is the first wait between tries of a new sandbox's
 	// envd (tests shorten it).

@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"lifeboat/providers"
@@ -160,32 +159,6 @@ func ParseRetryAfter(v string, now time.Time) time.Duration {
 // [0, MaxRetryAfter].
 func CapRetryAfter(d time.Duration) time.Duration {
 	return max(0, min(d, MaxRetryAfter))
-}
-
-// KeyLocks serialises Create per idempotency key within one process, so
-// "look for an instance labelled with the key, else create one" cannot race
-// with itself. Across processes the platforms offer no idempotency key, so
-// two processes creating with the same key at the same instant can still
-// make two (documented in docs/providers.md).
-type KeyLocks struct {
-	mu sync.Mutex
-	m  map[string]*sync.Mutex
-}
-
-// Lock locks key and returns the unlock function.
-func (k *KeyLocks) Lock(key string) func() {
-	k.mu.Lock()
-	if k.m == nil {
-		k.m = map[string]*sync.Mutex{}
-	}
-	l, ok := k.m[key]
-	if !ok {
-		l = &sync.Mutex{}
-		k.m[key] = l
-	}
-	k.mu.Unlock()
-	l.Lock()
-	return l.Unlock
 }
 
 // Unsupported is the error for an operation an adapter does not offer.

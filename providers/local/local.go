@@ -12,9 +12,9 @@ import (
 	"sync"
 	"time"
 
+	"lifeboat/internal/keylock"
 	"lifeboat/providers"
 	"lifeboat/providers/fsmeta"
-	"lifeboat/providers/mirror"
 )
 
 // Name is this adapter's name in errors and configuration.
@@ -37,7 +37,7 @@ type Provider struct {
 	root string
 	now  func() time.Time
 
-	locks mirror.Locks // serialises the mutating operations on one instance in this process
+	locks keylock.Map[providers.InstanceID] // serialises the mutating operations on one instance in this process
 
 	supportMu sync.Mutex
 	support   *providers.FileSupport // probed once, see FileSupport

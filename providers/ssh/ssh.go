@@ -18,9 +18,9 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
+	"lifeboat/internal/keylock"
 	"lifeboat/providers"
 	"lifeboat/providers/fsmeta"
-	mirrorpkg "lifeboat/providers/mirror"
 )
 
 // Name is this adapter's name in errors and configuration.
@@ -61,7 +61,7 @@ type Provider struct {
 	hostKeys ssh.HostKeyCallback
 	now      func() time.Time
 
-	locks mirrorpkg.Locks // instance -> held while its mirror is in use (ReadFiles to Files.Close)
+	locks keylock.Map[providers.InstanceID] // instance -> held while its mirror is in use (ReadFiles to Files.Close)
 
 	hsMu      sync.Mutex
 	hs        *hostSupport                  // probed once, see FileSupport

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"lifeboat/internal/keylock"
 	"lifeboat/providers"
 	"lifeboat/providers/boxfiles"
 	"lifeboat/providers/httpapi"
@@ -61,7 +62,7 @@ type Provider struct {
 	boxfiles.Files
 	c, d httpapi.Client // control plane (bounded requests), data plane (bounded by ctx)
 	cfg  Config
-	keys httpapi.KeyLocks
+	keys keylock.Map[string] // Create takes turns per idempotency key in this process (not across processes: docs/providers.md)
 	now  func() time.Time
 }
 

@@ -12,4 +12,3 @@ var errNoFlock = errors.New("directory-merge locks need flock, which this operat
 func tryFlock(f *os.File) (bool, error)          { return false, errNoFlock }
 func unflock(f *os.File) error                   { return errNoFlock }
 func openLockFile(path string) (*os.File, error) { return nil, errNoFlock }
-func processAlive(pid int) bool                  { return false }

@@ -6,26 +6,14 @@ import (
 	"errors"
 	"os"
 	"syscall"
+
+	"lifeboat/internal/osutil"
 )
 
 // tryFlock takes an exclusive flock on f without blocking. locked is false
 // when another open file description holds it.
 func tryFlock(f *os.File) (locked bool, err error) {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return false, err
-	}
-	var ferr error
-	if err := rc.Control(func(fd uintptr) {
-		for {
-			ferr = syscall.Flock(int(fd), syscall.LOCK_EX|syscall.LOCK_NB)
-			if ferr != syscall.EINTR {
-				return
-			}
-		}
-	}); err != nil {
-		return false, err
-	}
+	ferr := osutil.FlockFile(f, syscall.LOCK_EX|syscall.LOCK_NB)
 	switch {
 	case ferr == nil:
 		return true, nil
@@ -41,15 +29,7 @@ func tryFlock(f *os.File) (locked bool, err error) {
 
 // unflock releases f's flock; closing f would too.
 func unflock(f *os.File) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var ferr error
-	if err := rc.Control(func(fd uintptr) { ferr = syscall.Flock(int(fd), syscall.LOCK_UN) }); err != nil {
-		return err
-	}
-	return ferr
+	return osutil.FlockFile(f, syscall.LOCK_UN)
 }
 
 // openLockFile opens (creating if needed) the lock file at path. O_CREAT
@@ -58,13 +38,4 @@ func unflock(f *os.File) error {
 // so no child process inherits the lock.
 func openLockFile(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
-}
-
-// processAlive reports whether a process with this PID exists on this host.
-func processAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"lifeboat/internal/osutil"
 )
 
 // processStart is when this process loaded the package: close to its start,
@@ -67,7 +69,7 @@ func ReadOwner(path string) (o Owner, ok bool) {
 	if err != nil || json.Unmarshal(b, &o) != nil {
 		return Owner{}, false
 	}
-	if host, _ := os.Hostname(); o.Host == host && !processAlive(o.PID) {
+	if host, _ := os.Hostname(); o.Host == host && !osutil.ProcessAlive(o.PID) {
 		o.Stale = true
 	}
 	return o, true

@@ -50,7 +50,7 @@ type source struct {
 
 func (s source) Snapshots(context.Context) ([]blob.ID, error) { return []blob.ID{{1}}, nil }
 
-func (s source) Reach(_ context.Context, _ blob.ID, m prune.Marker) error {
+func (s source) Reach(_ context.Context, _ blob.ID, m repo.Marker) error {
 	k, err := s.r.TierKeys(blob.Workspace)
 	if err != nil {
 		return err
