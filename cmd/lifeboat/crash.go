@@ -15,6 +15,10 @@ const (
 	// recoveryStopEnv: a hook of `lifeboat serve`: when set to a recovery
 	// crash point ("before:creating", "after:switching", ...), the
 	// recovery operation that reaches it prints "at <point>" to stderr and
-	// blocks there, so a test can kill the server at every step.
+	// blocks there, so a test can kill the server at every step, or stop
+	// it (SIGSTOP) and let it go on (SIGCONT) from there.
 	recoveryStopEnv = "LIFEBOAT_TEST_RECOVERY_STOP_AT"
+	// pruneClockEnv shifts a two-phase prune's clock by a duration, so
+	// that a test sees condemnations ripen without waiting for the margin.
+	pruneClockEnv = "LIFEBOAT_TEST_PRUNE_CLOCK_OFFSET"
 )

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -67,16 +68,19 @@ func recoveryStopHook() func(point string) {
 		return nil
 	}
 	return func(point string) {
-		if point == at {
-			fmt.Fprintln(os.Stderr, "at", point)
-			select {} // until the test kills the process
+		if point != at {
+			return
 		}
+		// Blocks until the test kills the process, or stops it (SIGSTOP)
+		// and lets it go on (SIGCONT): then the operation goes on from
+		// here, as a server paused mid-step would.
+		cont := make(chan os.Signal, 1)
+		signal.Notify(cont, syscall.SIGCONT)
+		defer signal.Stop(cont)
+		fmt.Fprintln(os.Stderr, "at", point)
+		<-cont
 	}
 }
-
-// pruneClockEnv shifts a two-phase prune's clock by a duration, so that a
-// test sees condemnations ripen without waiting for the margin.
-const pruneClockEnv = "LIFEBOAT_TEST_PRUNE_CLOCK_OFFSET"
 
 // pruneClock returns the clock pruneClockEnv shifts, or nil.
 func pruneClock() func() time.Time {

@@ -81,7 +81,7 @@ keep_last = 1
 	if first["packs_condemned"].(float64) == 0 || first["packs_deleted"].(float64) != 0 {
 		t.Fatalf("first prune: %v; want packs condemned and none deleted", first)
 	}
-	second := prune(pruneClockEnvForTest + "=25h")
+	second := prune(pruneClockEnv + "=25h")
 	if second["packs_deleted"].(float64) == 0 || second["condemnations_removed"].(float64) == 0 {
 		t.Fatalf("second prune, a margin later: %v; want the condemned packs deleted", second)
 	}
@@ -102,10 +102,6 @@ keep_last = 1
 	}
 	s.stop()
 }
-
-// pruneClockEnvForTest is crash_hooks.go's pruneClockEnv (the hooks build
-// only defines it).
-const pruneClockEnvForTest = "LIFEBOAT_TEST_PRUNE_CLOCK_OFFSET"
 
 // TestKillTwoPhasePrune kills a real two-phase `lifeboat prune` that
 // deletes what an earlier prune condemned (its clock moved past the
@@ -130,7 +126,7 @@ func TestKillTwoPhasePrune(t *testing.T) {
 	if out, err := exec.Command("cp", "-a", e.repo, start).CombinedOutput(); err != nil {
 		t.Fatalf("%v %s", err, out)
 	}
-	later := pruneClockEnvForTest + "=25h"
+	later := pruneClockEnv + "=25h"
 	lifeboat := func(env []string, args ...string) ([]byte, error) {
 		cmd := exec.Command(bin, append([]string{"--repo", e.repo, "--cache-dir", e.cache, "--password-file", e.passwdFile}, args...)...)
 		cmd.Env = append(os.Environ(), env...)

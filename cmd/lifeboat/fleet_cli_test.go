@@ -1,0 +1,312 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"lifeboat/bench"
+	"lifeboat/server"
+)
+
+// fleetWorkspaces is how many workspaces TestFleet makes: 1,000, or
+// LIFEBOAT_FLEET_WORKSPACES.
+func fleetWorkspaces(t testing.TB, def int) int {
+	if v := os.Getenv("LIFEBOAT_FLEET_WORKSPACES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 10 {
+			t.Fatalf("LIFEBOAT_FLEET_WORKSPACES=%q: want a number of at least 10", v)
+		}
+		return n
+	}
+	return def
+}
+
+// fleetConfig is the [lifecycle] and [retention] of every fleet server.
+const fleetConfig = `
+[lifecycle]
+periodic_interval = "15s"
+check_interval = "2s"
+max_parallel = 4
+
+[retention]
+keep_last = 1
+`
+
+// TestFleet runs the deployment of docs/deploy.md under chaos: one S3
+// repository (versitygw), one PostgreSQL state store and three `lifeboat
+// serve` processes with periodic captures of 1,000 small workspaces and a
+// prune schedule, while
+//   - server A kills itself with SIGKILL right after a save to the
+//     repository, mid-capture (the crash hook), and is started again;
+//   - server B is killed with SIGKILL mid-recovery (after it created the
+//     replacement), and another server finishes the recovery;
+//   - server C is stopped with SIGSTOP mid-recovery (after the restore)
+//     past its lease; another server finishes the recovery, and C, let go
+//     on, finds it was taken over and stops driving it.
+//
+// At the end every approved recovery ended recovered with one replacement
+// holding the captured files; every workspace has exactly one instance;
+// a two-phase prune deletes what the schedule condemned; `check
+// --read-data` is clean; and every workspace's last good checkpoint
+// restores to exactly the files it was taken of.
+func TestFleet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs PostgreSQL, versitygw and three lifeboat servers")
+	}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	n := fleetWorkspaces(t, 1000)
+	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
+	defer cancel()
+
+	begin := time.Now()
+	f := newFleet(t, false)
+	schedule := "\n[prune]\nevery = \"5s\"\n"
+	lease := "LIFEBOAT_STATE_LEASE=3s"
+	crashAfter := 20 + rng.IntN(200)
+	t.Logf("server A kills itself after its save %d", crashAfter)
+	a := f.addServer("a", fleetConfig, lease, crashEnv+"="+strconv.Itoa(crashAfter))
+	b := f.addServer("b", fleetConfig+schedule, lease, recoveryStopEnv+"=after:creating")
+	c := f.addServer("c", fleetConfig+schedule, lease, recoveryStopEnv+"=after:restoring")
+
+	// Every workspace gets a checkpoint from the periodic captures, while
+	// server A dies mid-capture.
+	ids := f.addWorkspaces(ctx, n, b, c) // A's saves count from its captures on
+	f.waitCaptured(ctx, ids, 0)
+	t.Logf("%s: every workspace captured", time.Since(begin).Round(time.Second))
+	select {
+	case <-a.exited:
+	case <-ctx.Done():
+		t.Fatalf("server A did not crash after %d saves", crashAfter)
+	}
+	if ws, ok := a.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("server A ended with %v, not SIGKILL\n%s", a.cmd.ProcessState, a.log)
+	}
+	a.start(lease)
+
+	// Some workspaces change; each is captured again, and retention
+	// (keep_last = 1) forgets the checkpoint before, so the prune
+	// schedule finds packs to condemn.
+	changed := map[string]bool{}
+	from := f.events.len()
+	for _, i := range rng.Perm(n)[:max(10, n/20)] {
+		writeSmallWorkspace(t, filepath.Join(f.root, ids[i]), i, 1)
+		changed[ids[i]] = true
+	}
+	f.waitCaptured(ctx, slices.Collect(maps.Keys(changed)), from)
+	t.Logf("%s: %d changed workspaces captured", time.Since(begin).Round(time.Second), len(changed))
+
+	// Three workspaces are lost and recovered: through B (killed after
+	// creating the replacement), C (stopped after restoring) and A.
+	lost := map[string]*fleetServer{}
+	for _, s := range []*fleetServer{b, c, a} {
+		for {
+			id := ids[rng.IntN(n)]
+			if _, taken := lost[id]; !taken {
+				lost[id] = s
+				f.lose(ctx, id, s)
+				break
+			}
+		}
+	}
+	ops := map[string]string{} // workspace -> operation
+	for id, s := range lost {
+		var at <-chan struct{}
+		switch s {
+		case b:
+			at = b.log.wait("at after:creating")
+		case c:
+			at = c.log.wait("at after:restoring")
+		}
+		op := f.approve(ctx, s, id)
+		ops[id] = op.ID
+		if at == nil {
+			continue
+		}
+		select {
+		case <-at:
+		case <-ctx.Done():
+			t.Fatalf("server %s did not reach its stop point\n%s", s.name, s.log)
+		}
+		if s == b {
+			b.signal(syscall.SIGKILL)
+			<-b.exited
+		} else {
+			c.signal(syscall.SIGSTOP)
+		}
+	}
+	// A finishes all three: its own, and B's and C's once their leases
+	// lapsed.
+	for id, op := range ops {
+		got, err := a.client().WaitOperation(ctx, op, 200*time.Millisecond)
+		if err != nil || got.Step != "recovered" {
+			t.Fatalf("recovery of %s (%s): %+v %v\nA: %s", id, op, got, err, a.log)
+		}
+	}
+	takenOver := c.log.wait("stops driving it")
+	c.signal(syscall.SIGCONT)
+	select {
+	case <-takenOver:
+	case <-ctx.Done():
+		t.Fatalf("server C, let go on, did not see its operation taken over\n%s", c.log)
+	}
+	b.start(lease)
+	t.Logf("%s: three recoveries done", time.Since(begin).Round(time.Second))
+
+	// The schedule condemned what retention left unused.
+	f.events.until(t, ctx, "a prune that condemns packs", 0, func(ev fleetEvent) bool {
+		var m struct {
+			Report struct {
+				Prune struct {
+					Condemned int `json:"packs_condemned"`
+				} `json:"prune"`
+			} `json:"report"`
+			Error string `json:"error"`
+		}
+		if ev.typ != "maintenance" {
+			return false
+		}
+		if err := json.Unmarshal(ev.data, &m); err != nil || m.Error != "" {
+			t.Fatalf("maintenance on %s: %s %v", ev.server, ev.data, err)
+		}
+		return m.Report.Prune.Condemned > 0
+	})
+
+	t.Logf("%s: a prune condemned packs", time.Since(begin).Round(time.Second))
+
+	// Every server sees the same end state.
+	wss, err := a.client().Workspaces(ctx)
+	f.check(err)
+	if len(wss) != n {
+		t.Fatalf("%d workspaces, want %d", len(wss), n)
+	}
+	for id, op := range ops {
+		for _, s := range []*fleetServer{a, b, c} {
+			got, err := s.client().Operations(ctx, id)
+			if err != nil || len(got) != 1 || got[0].ID != op || got[0].Step != "recovered" {
+				t.Fatalf("operations of %s on server %s: %+v %v", id, s.name, got, err)
+			}
+		}
+	}
+	for _, s := range []*fleetServer{a, b, c} {
+		s.stop()
+	}
+
+	// No workspace has two instances, and no instance is left over.
+	instances := f.instances()
+	var want []string
+	for _, w := range wss {
+		want = append(want, string(w.Instance))
+		if w.LastGood == nil {
+			t.Fatalf("workspace %s has no last good checkpoint", w.ID)
+		}
+		if _, ok := lost[w.ID]; ok {
+			if d, err := bench.Compare(filepath.Join(f.dir, "lost", w.ID), filepath.Join(f.root, string(w.Instance))); err != nil || len(d) > 0 {
+				t.Fatalf("the replacement of %s differs from what was captured: %v %v", w.ID, d, err)
+			}
+		}
+	}
+	slices.Sort(want)
+	if !slices.Equal(instances, want) {
+		t.Fatalf("instances in the provider's root: %d, the workspaces': %d", len(instances), len(want))
+	}
+
+	// A two-phase prune whose clock is past the margin deletes what the
+	// schedule condemned; then the repository checks clean.
+	var pruned struct {
+		Deleted int `json:"packs_deleted"`
+	}
+	out := f.lifeboatEnv([]string{pruneClockEnv + "=25h"}, "--json", "prune")
+	f.check(json.Unmarshal([]byte(lastLine(out)), &pruned))
+	if pruned.Deleted == 0 {
+		t.Fatalf("the prune past the margin deleted nothing: %s", out)
+	}
+	f.lifeboat("check", "--read-data")
+	t.Logf("%s: pruned and checked", time.Since(begin).Round(time.Second))
+
+	// Every last good checkpoint restores to the files it was taken of:
+	// the instance's files now, for nothing changed them since.
+	var wg sync.WaitGroup
+	work := make(chan server.WorkspaceView)
+	f.check(os.Mkdir(filepath.Join(f.dir, "restored"), 0o755))
+	for range 2 {
+		wg.Go(func() {
+			for w := range work {
+				target := filepath.Join(f.dir, "restored", w.ID)
+				if _, err := f.run(nil, "restore", "--target", target, w.LastGood.Snapshot); err != nil {
+					t.Error(err)
+					continue
+				}
+				if d, err := bench.Compare(filepath.Join(f.root, string(w.Instance)), target); err != nil || len(d) > 0 {
+					t.Errorf("last good checkpoint of %s differs from its files: %v %v", w.ID, d, err)
+				}
+				_ = os.RemoveAll(target)
+			}
+		})
+	}
+	for _, w := range wss {
+		work <- w
+	}
+	close(work)
+	wg.Wait()
+}
+
+// waitCaptured waits for a captured receipt of every workspace of ids
+// among the events from the from'th on.
+func (f *fleet) waitCaptured(ctx context.Context, ids []string, from int) {
+	f.t.Helper()
+	left := map[string]bool{}
+	for _, id := range ids {
+		left[id] = true
+	}
+	f.events.until(f.t, ctx, fmt.Sprintf("captures of %d workspaces", len(ids)), from, func(ev fleetEvent) bool {
+		if ev.typ == "receipt" && ev.Outcome == "captured" {
+			delete(left, ev.Workspace)
+		}
+		return len(left) == 0
+	})
+}
+
+// lose takes workspace id's instance away (kept aside under lost/) and
+// has server s see it lost.
+func (f *fleet) lose(ctx context.Context, id string, s *fleetServer) {
+	f.t.Helper()
+	f.check(os.MkdirAll(filepath.Join(f.dir, "lost"), 0o755))
+	f.check(os.Rename(filepath.Join(f.root, id), filepath.Join(f.dir, "lost", id)))
+	st, err := s.client().Check(ctx, id)
+	if err != nil || st.State != "lost" {
+		f.t.Fatalf("check of %s on server %s: %+v %v", id, s.name, st, err)
+	}
+}
+
+// approve approves the recovery of id from its last good checkpoint
+// through server s.
+func (f *fleet) approve(ctx context.Context, s *fleetServer, id string) server.Operation {
+	f.t.Helper()
+	offer, err := s.client().Offer(ctx, id)
+	f.check(err)
+	op, err := s.client().Approve(ctx, id, offer.Checkpoint, "fleet-"+id)
+	if err != nil {
+		f.t.Fatalf("approving the recovery of %s on server %s: %v", id, s.name, err)
+	}
+	return op
+}
+
+// lastLine is the last line of s.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return lines[len(lines)-1]
+}

@@ -1,0 +1,537 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"lifeboat/internal/s3test"
+	"lifeboat/recovery"
+	"lifeboat/recovery/statedb/pgtest"
+	"lifeboat/server"
+)
+
+// fleet is the deployment docs/deploy.md describes for many servers: one
+// repository on S3-compatible storage (versitygw), one PostgreSQL state
+// store, and `lifeboat serve` processes that share both and one local
+// provider root, each with its own state directory, cache and config.
+type fleet struct {
+	t        testing.TB
+	bin      string
+	dir      string
+	root     string // the local provider's root: one directory per instance
+	loc      string // the repository location
+	stateURL string
+	s3       *s3test.Server
+	proxy    *s3test.Proxy // between the servers and S3 when viaProxy
+	pwFile   string
+	tokens   string
+	cliTok   string
+	userTok  string
+	opTok    string
+	servers  []*fleetServer
+	events   eventLog
+}
+
+// newFleet starts versitygw and PostgreSQL and makes the repository.
+// viaProxy puts a counting proxy between the servers and S3.
+func newFleet(t testing.TB, viaProxy bool) *fleet {
+	t.Helper()
+	dir := t.TempDir()
+	f := &fleet{t: t, bin: fleetBinary(t), dir: dir, root: filepath.Join(dir, "root"), pwFile: filepath.Join(dir, "pw"),
+		tokens: filepath.Join(dir, "tokens"), cliTok: filepath.Join(dir, "cli-token"),
+		userTok: "user-token-" + filepath.Base(dir), opTok: "operator-token-" + filepath.Base(dir)}
+	f.events.changed = make(chan struct{})
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("events: %s", f.events.summary())
+		}
+	})
+	f.s3 = s3test.Start(t)
+	f.stateURL = pgtest.URL(t)
+	bucket := f.s3.NewBucket(t)
+	f.loc = f.s3.Location(bucket, "fleet")
+	if viaProxy {
+		f.proxy = f.s3.Proxy(t)
+		f.loc = f.proxy.Location(bucket, "fleet")
+	}
+	f.check(os.MkdirAll(f.root, 0o755))
+	f.check(os.WriteFile(f.pwFile, []byte(testPW+"\n"), 0o600))
+	f.check(os.WriteFile(f.tokens, []byte("user "+server.HashToken(f.userTok)+" inbox\noperator "+server.HashToken(f.opTok)+" cli\n"), 0o600))
+	f.check(os.WriteFile(f.cliTok, []byte(f.opTok+"\n"), 0o600))
+	f.lifeboat("init", "--kdf-memory-kib", "64", "--kdf-time", "1")
+	return f
+}
+
+// fleetBinary is the lifeboat binary with the test hooks, built once per
+// test binary run.
+var fleetBinary = func() func(t testing.TB) string {
+	var once sync.Once
+	var bin string
+	var err error
+	return func(t testing.TB) string {
+		once.Do(func() {
+			var dir string
+			if dir, err = os.MkdirTemp("", "lifeboat-fleet-bin-"); err != nil {
+				return
+			}
+			bin = filepath.Join(dir, "lifeboat")
+			if out, berr := exec.Command("go", "build", "-tags", testHooksTag, "-o", bin, ".").CombinedOutput(); berr != nil {
+				err = fmt.Errorf("go build: %v\n%s", berr, out)
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bin
+	}
+}()
+
+func (f *fleet) check(err error) {
+	f.t.Helper()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// env is the environment of every lifeboat process of the fleet.
+func (f *fleet) env(extra ...string) []string {
+	env := append(os.Environ(), f.s3.Env()...)
+	env = append(env, "LIFEBOAT_STATE_URL="+f.stateURL)
+	return append(env, extra...)
+}
+
+// lifeboat runs the binary on the repository (no server) and fails the
+// test unless it exits 0; it returns stdout.
+func (f *fleet) lifeboat(args ...string) string {
+	f.t.Helper()
+	return f.lifeboatEnv(nil, args...)
+}
+
+func (f *fleet) lifeboatEnv(env []string, args ...string) string {
+	f.t.Helper()
+	out, err := f.run(env, args...)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return out
+}
+
+// run runs the binary on the repository and returns its stdout, or an
+// error with its output when it did not exit 0. Safe from any goroutine.
+func (f *fleet) run(env []string, args ...string) (string, error) {
+	cmd := exec.Command(f.bin, append([]string{"--repo", f.loc, "--password-file", f.pwFile, "--cache-dir", filepath.Join(f.dir, "cli-cache")}, args...)...)
+	cmd.Env = f.env(env...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("lifeboat %v: %v\n%s%s", args, err, out, stderr.String())
+	}
+	return string(out), nil
+}
+
+// fleetServer is one `lifeboat serve` of a fleet.
+type fleetServer struct {
+	f      *fleet
+	name   string
+	dir    string
+	cfg    string
+	cmd    *exec.Cmd
+	url    string
+	log    *lineLog
+	exited chan struct{} // closed when the process ended
+}
+
+// addServer writes a server's config ([lifecycle], [retention] and
+// [prune] from extra) and starts it with env.
+func (f *fleet) addServer(name, extra string, env ...string) *fleetServer {
+	f.t.Helper()
+	s := &fleetServer{f: f, name: name, dir: filepath.Join(f.dir, "server-"+name)}
+	s.cfg = filepath.Join(s.dir, "lifeboat.toml")
+	f.check(os.MkdirAll(s.dir, 0o755))
+	cfg := fmt.Sprintf(`[repository]
+location = %q
+password_file = %q
+cache_dir = %q
+
+[state]
+dir = %q
+
+[server]
+listen = "127.0.0.1:0"
+tokens_file = %q
+token_file = %q
+
+[providers.local]
+type = "local"
+root = %q
+`, f.loc, f.pwFile, filepath.Join(s.dir, "cache"), filepath.Join(s.dir, "state"), f.tokens, f.cliTok, f.root) + extra
+	f.check(os.WriteFile(s.cfg, []byte(cfg), 0o600))
+	f.servers = append(f.servers, s)
+	f.t.Cleanup(func() {
+		if f.t.Failed() {
+			f.t.Logf("server %s, its last lines:\n%s", s.name, s.log)
+		}
+	})
+	s.start(env...)
+	return s
+}
+
+// start runs the server and waits for the address it serves on; a
+// goroutine collects its capture receipts into the fleet's log.
+func (s *fleetServer) start(env ...string) {
+	t := s.f.t
+	t.Helper()
+	s.log = newLineLog()
+	s.cmd = exec.Command(s.f.bin, "--json", "--config", s.cfg, "serve")
+	s.cmd.Env = s.f.env(env...)
+	stdout, err := s.cmd.StdoutPipe()
+	s.f.check(err)
+	s.cmd.Stderr = s.log
+	s.f.check(s.cmd.Start())
+	cmd, exited := s.cmd, make(chan struct{})
+	s.exited = exited
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("server %s printed no address: %v\n%s", s.name, err, s.log)
+	}
+	var m map[string]any
+	s.f.check(json.Unmarshal([]byte(line), &m))
+	if m["message_type"] != "serving" {
+		t.Fatalf("server %s: first line %s", s.name, line)
+	}
+	s.url = strings.TrimSuffix(m["url"].(string), "/")
+	go s.collectReceipts(s.url, exited)
+}
+
+// stop ends the server with SIGTERM; it must exit 0.
+func (s *fleetServer) stop() {
+	s.f.t.Helper()
+	s.f.check(s.cmd.Process.Signal(syscall.SIGTERM))
+	<-s.exited
+	if !s.cmd.ProcessState.Success() {
+		s.f.t.Fatalf("server %s after SIGTERM: %v\n%s", s.name, s.cmd.ProcessState, s.log)
+	}
+}
+
+func (s *fleetServer) signal(sig syscall.Signal) { s.f.check(s.cmd.Process.Signal(sig)) }
+
+func (s *fleetServer) client() *server.Client {
+	return &server.Client{BaseURL: s.url, Token: s.f.opTok}
+}
+
+// rss is the server's peak resident set (VmHWM) in bytes.
+func (s *fleetServer) rss() int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	s.f.check(err)
+	for line := range strings.Lines(string(data)) {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			s.f.check(err)
+			return kb << 10
+		}
+	}
+	s.f.t.Fatalf("no VmHWM for server %s", s.name)
+	return 0
+}
+
+// collectReceipts reads the server's event stream until the process ends,
+// reconnecting with Last-Event-ID when a stream is cut, and adds every
+// capture receipt to the fleet's log.
+func (s *fleetServer) collectReceipts(url string, exited chan struct{}) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-exited; cancel() }()
+	last := ""
+	for ctx.Err() == nil {
+		req, err := http.NewRequestWithContext(ctx, "GET", url+"/v1/events", nil)
+		if err != nil {
+			return
+		}
+		req.Header.Set("Authorization", "Bearer "+s.f.userTok)
+		if last != "" {
+			req.Header.Set("Last-Event-ID", last)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			continue // the server is being stopped, or paused
+		}
+		rd := bufio.NewReader(res.Body)
+		var id, typ string
+		for {
+			line, err := rd.ReadString('\n')
+			if err != nil {
+				break
+			}
+			line = strings.TrimRight(line, "\n")
+			switch {
+			case strings.HasPrefix(line, "id: "):
+				id = strings.TrimPrefix(line, "id: ")
+			case strings.HasPrefix(line, "event: "):
+				typ = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: ") && (typ == "receipt" || typ == "maintenance"):
+				var m struct {
+					Data json.RawMessage
+				}
+				if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &m); err != nil {
+					s.log.Write([]byte("test: undecodable event: " + err.Error() + "\n"))
+					continue
+				}
+				ev := fleetEvent{server: s.name, typ: typ, data: m.Data}
+				if typ == "receipt" && json.Unmarshal(m.Data, &ev.Receipt) != nil {
+					s.log.Write([]byte("test: undecodable receipt: " + string(m.Data) + "\n"))
+					continue
+				}
+				s.f.events.add(ev)
+			case line == "":
+				if id != "" {
+					last = id
+				}
+				typ = ""
+			}
+		}
+		res.Body.Close()
+	}
+}
+
+// fleetEvent is a capture receipt or a maintenance report, and the server
+// that sent it.
+type fleetEvent struct {
+	server string
+	typ    string // "receipt" or "maintenance"
+	data   json.RawMessage
+	recovery.Receipt
+}
+
+// eventLog collects the receipts and maintenance reports of every server
+// of a fleet.
+type eventLog struct {
+	mu      sync.Mutex
+	all     []fleetEvent
+	changed chan struct{} // closed and replaced at every add
+}
+
+func (l *eventLog) add(ev fleetEvent) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.all = append(l.all, ev)
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+// until calls fn on every event from the from'th on, in the order they
+// arrived, as they arrive, until fn returns true; it fails the test when
+// ctx ends first.
+func (l *eventLog) until(t testing.TB, ctx context.Context, what string, from int, fn func(fleetEvent) bool) {
+	t.Helper()
+	next := from
+	for {
+		l.mu.Lock()
+		batch, changed := l.all[next:], l.changed
+		l.mu.Unlock()
+		for _, r := range batch {
+			next++
+			if fn(r) {
+				return
+			}
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v", what, ctx.Err())
+		}
+	}
+}
+
+// summary counts the events by server, type and outcome.
+func (l *eventLog) summary() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	counts := map[string]int{}
+	for _, ev := range l.all {
+		counts[ev.server+" "+ev.typ+" "+string(ev.Outcome)]++
+	}
+	return fmt.Sprint(counts)
+}
+
+// len is how many events arrived so far.
+func (l *eventLog) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.all)
+}
+
+func (l *eventLog) snapshot() []fleetEvent {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]fleetEvent(nil), l.all...)
+}
+
+// lineLog is a process's stderr: its lines, and waiters for a line that
+// contains a string.
+type lineLog struct {
+	mu      sync.Mutex
+	partial []byte
+	lines   []string
+	waiters []lineWaiter
+}
+
+type lineWaiter struct {
+	sub string
+	ch  chan struct{}
+}
+
+func newLineLog() *lineLog { return &lineLog{} }
+
+func (l *lineLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.partial = append(l.partial, p...)
+	for {
+		i := strings.IndexByte(string(l.partial), '\n')
+		if i < 0 {
+			break
+		}
+		line := string(l.partial[:i])
+		l.partial = l.partial[i+1:]
+		l.lines = append(l.lines, line)
+		kept := l.waiters[:0]
+		for _, w := range l.waiters {
+			if strings.Contains(line, w.sub) {
+				close(w.ch)
+			} else {
+				kept = append(kept, w)
+			}
+		}
+		l.waiters = kept
+	}
+	return len(p), nil
+}
+
+// wait returns a channel closed at the first line from now on that
+// contains sub.
+func (l *lineLog) wait(sub string) <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ch := make(chan struct{})
+	l.waiters = append(l.waiters, lineWaiter{sub, ch})
+	return ch
+}
+
+// count is how many lines so far contain sub.
+func (l *lineLog) count(sub string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, line := range l.lines {
+		if strings.Contains(line, sub) {
+			n++
+		}
+	}
+	return n
+}
+
+// String is the last lines, for a failure's message.
+func (l *lineLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines[max(0, len(l.lines)-60):], "\n")
+}
+
+// writeSmallWorkspace writes a small agent workspace: a README every
+// workspace shares (deduplicated), and a source file, a script and a
+// data file of its own, different for every version.
+func writeSmallWorkspace(t testing.TB, dir string, n, version int) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(uint64(n), uint64(version)))
+	data := make([]byte, 4096+rng.IntN(8192))
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	files := []struct {
+		name string
+		mode os.FileMode
+		data []byte
+	}{
+		{"README.md", 0o644, []byte(strings.Repeat("This workspace belongs to an agent of the fleet test.\n", 40))},
+		{"src/main.go", 0o644, fmt.Appendf(nil, "package main\n\n// workspace %d, version %d\nfunc main() { println(%d) }\n", n, version, rng.Uint64())},
+		{"bin/run.sh", 0o755, fmt.Appendf(nil, "#!/bin/sh\necho workspace %d version %d\n", n, version)},
+		{"data/state.bin", 0o600, data},
+	}
+	for _, fl := range files {
+		p := filepath.Join(dir, fl.name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, fl.data, fl.mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, fl.mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// addWorkspaces makes n workspaces ws0000... with their instances in the
+// provider's root, registered round-robin through the servers.
+func (f *fleet) addWorkspaces(ctx context.Context, n int, servers ...*fleetServer) []string {
+	f.t.Helper()
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for part := range 4 {
+		wg.Go(func() {
+			for i := part; i < n; i += 4 {
+				id := fmt.Sprintf("ws%05d", i)
+				ids[i] = id
+				writeSmallWorkspace(f.t, filepath.Join(f.root, id), i, 0)
+				if _, err := servers[i%len(servers)].client().AddWorkspace(ctx, server.AddWorkspace{ID: id, Provider: "local", Instance: id}); err != nil {
+					errs <- fmt.Errorf("adding workspace %s: %w", id, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		f.t.Fatal(err)
+	}
+	return ids
+}
+
+// instances lists the instance directories in the provider's root.
+func (f *fleet) instances() []string {
+	ents, err := os.ReadDir(f.root)
+	f.check(err)
+	var out []string
+	for _, d := range ents {
+		if !strings.HasPrefix(d.Name(), ".") {
+			out = append(out, d.Name())
+		}
+	}
+	return out
+}
+
+// latencies are capture latencies (Finished - Started) of receipts.
+func latencies(rs []fleetEvent) []time.Duration {
+	var out []time.Duration
+	for _, r := range rs {
+		out = append(out, r.Finished.Sub(r.Started))
+	}
+	return out
+}
