@@ -55,9 +55,14 @@ func (r *Repository) LoadObject(ctx context.Context, kind crypt.ObjectKind, id b
 	if err != nil {
 		return 0, nil, err
 	}
-	data, err := r.loadFile(ctx, ft, id)
-	if err != nil {
-		return 0, nil, err
+	data, ok := r.objects.get(kind, id)
+	if !ok {
+		if data, err = r.loadFile(ctx, ft, id); err != nil {
+			return 0, nil, err
+		}
+		if r.opts.KeepObjects && cached(kind) {
+			r.objects.put(kind, id, data)
+		}
 	}
 	t, plain, err := crypt.OpenObject(r.keys, kind, data)
 	if err != nil && !errors.Is(err, crypt.ErrTierLocked) {
@@ -81,6 +86,7 @@ func (r *Repository) RemoveObject(ctx context.Context, kind crypt.ObjectKind, id
 	if err != nil {
 		return err
 	}
+	r.objects.drop(kind, id)
 	return r.be.Remove(ctx, backend.Handle{Type: ft, Name: id.String()})
 }
 

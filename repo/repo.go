@@ -35,6 +35,11 @@ type Options struct {
 	// default DefaultSessionLimit. A pack uploaded longer ago than this
 	// before its index object is written is not vouched for (flush.go).
 	SessionLimit time.Duration
+	// KeepObjects keeps the snapshot and pin objects loaded in memory
+	// (objcache.go), for a long-lived process whose retention reads
+	// them all at every capture (`serve`). An object damaged in storage
+	// after this process loaded it is then not seen as damaged by it.
+	KeepObjects bool
 }
 
 // InitOptions are the settings fixed at init.
@@ -79,6 +84,8 @@ type Repository struct {
 	closing          bool
 	// damagedIndex lists index objects the last sync skipped as damaged.
 	damagedIndex []blob.ID
+	// objects keeps the snapshot and pin objects this process loaded.
+	objects objectCache
 
 	uploads chan struct{} // one slot per pack upload in flight
 	seals   chan struct{} // one slot per blob being sealed: bounds the buffers in use

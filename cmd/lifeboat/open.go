@@ -157,7 +157,7 @@ func (g *globalOptions) withRepo(ctx context.Context, withIndex bool, fn func(r 
 		_ = be.Close()
 		return err
 	}
-	r, err := repo.Open(ctx, be, pw, repo.Options{CacheDir: g.cacheDir, KeyHint: g.keyHint, NoIndexDB: !withIndex})
+	r, err := repo.Open(ctx, be, pw, repo.Options{CacheDir: g.cacheDir, KeyHint: g.keyHint, NoIndexDB: !withIndex, KeepObjects: g.keepObjects})
 	clear(pw)
 	if err != nil {
 		_ = be.Close()

@@ -29,6 +29,7 @@ type globalOptions struct {
 	json         bool
 	lockWait     time.Duration
 	prof         profiler
+	keepObjects  bool // repo.Options.KeepObjects: set by serve
 
 	stdin io.Reader
 	out   *printer
