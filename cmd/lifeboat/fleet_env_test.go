@@ -58,6 +58,9 @@ func newFleet(t testing.TB, viaProxy bool) *fleet {
 		if t.Failed() {
 			t.Logf("events: %s", f.events.summary())
 		}
+		if f.proxy != nil {
+			t.Logf("S3 requests: %s", f.requestSummary())
+		}
 	})
 	f.s3 = s3test.Start(t)
 	f.stateURL = pgtest.URL(t)
@@ -379,6 +382,21 @@ func (l *eventLog) snapshot() []fleetEvent {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]fleetEvent(nil), l.all...)
+}
+
+// requestSummary counts the S3 requests the proxy saw by method and the
+// repository folder they went to (a LIST by its prefix).
+func (f *fleet) requestSummary() string {
+	counts := map[string]int{}
+	for _, ex := range f.proxy.Log() {
+		parts := strings.Split(strings.Trim(ex.Path, "/"), "/")
+		where := "bucket"
+		if len(parts) >= 3 {
+			where = parts[2]
+		}
+		counts[ex.Method+" "+where]++
+	}
+	return fmt.Sprint(counts)
 }
 
 // lineLog is a process's stderr: its lines, and waiters for a line that
