@@ -209,16 +209,7 @@ func (s *fleetServer) start(env ...string) {
 	s.exited = exited
 	go func() { _ = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		t.Fatalf("server %s printed no address: %v\n%s", s.name, err, s.log)
-	}
-	var m map[string]any
-	s.f.check(json.Unmarshal([]byte(line), &m))
-	if m["message_type"] != "serving" {
-		t.Fatalf("server %s: first line %s", s.name, line)
-	}
-	s.url = strings.TrimSuffix(m["url"].(string), "/")
+	s.url = servingURL(t, stdout, s.log)
 	go s.collectReceipts(s.url, exited)
 }
 

@@ -39,16 +39,22 @@ func (e *env) startServe(bin string, flags []string, tokens string, env []string
 	cmd.Stderr = stderr
 	must(e.t, cmd.Start())
 	e.t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd, servingURL(e.t, stdout, stderr)
+}
+
+// servingURL reads the first line a `lifeboat --json serve` prints on
+// stdout, its "serving" message, and returns the address it serves on.
+func servingURL(t testing.TB, stdout io.Reader, stderr any) string {
+	t.Helper()
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil {
-		e.t.Fatalf("serve printed no address: %v\n%s", err, stderr)
+		t.Fatalf("serve printed no address: %v\n%s", err, stderr)
 	}
 	var m map[string]any
-	must(e.t, json.Unmarshal([]byte(line), &m))
-	if m["message_type"] != "serving" {
-		e.t.Fatalf("first line: %s", line)
+	if err := json.Unmarshal([]byte(line), &m); err != nil || m["message_type"] != "serving" {
+		t.Fatalf("serve's first line: %s %v", line, err)
 	}
-	return cmd, strings.TrimSuffix(m["url"].(string), "/")
+	return strings.TrimSuffix(m["url"].(string), "/")
 }
 
 func request(t *testing.T, method, url, tok string) (int, string) {

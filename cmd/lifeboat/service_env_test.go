@@ -96,16 +96,7 @@ func (s *svcEnv) start(env ...string) {
 	s.stopped = false
 	cmd := s.cmd
 	s.t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		s.t.Fatalf("serve printed no address: %v\n%s", err, s.stderr)
-	}
-	var m map[string]any
-	must(s.t, json.Unmarshal([]byte(line), &m))
-	if m["message_type"] != "serving" {
-		s.t.Fatalf("first line: %s", line)
-	}
-	s.url = strings.TrimSuffix(m["url"].(string), "/")
+	s.url = servingURL(s.t, stdout, s.stderr)
 }
 
 // stop ends the server with SIGTERM; it must exit 0.
