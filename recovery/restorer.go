@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"lifeboat/blob"
+	"lifeboat/crypt"
 	"lifeboat/profile"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
@@ -144,8 +145,13 @@ func (r *RepoRestorer) Describe(ctx context.Context, id string) (SnapshotInfo, e
 	return info, nil
 }
 
-// Check implements Restorer.
+// Check implements Restorer. The manifest is read from storage, not from
+// the objects the repository keeps, so damage since it was first read is
+// seen.
 func (r *RepoRestorer) Check(ctx context.Context, id string) error {
+	if bid, err := blob.ParseID(id); err == nil {
+		r.Repo.Unkeep(crypt.KindSnapshot, bid)
+	}
 	_, _, _, err := r.load(ctx, id)
 	return err
 }

@@ -52,6 +52,10 @@ func TestObjectCacheLoadsSnapshotsOnce(t *testing.T) {
 	if down.Fired() != 0 {
 		t.Fatalf("the second loads reached storage %d times", down.Fired())
 	}
+	r.Unkeep(crypt.KindPin, pin)
+	if _, _, err := r.LoadObject(ctx, crypt.KindPin, pin); !errors.Is(err, fault.ErrInjected) {
+		t.Fatalf("a pin let go of (Unkeep) was not loaded from storage: %v", err)
+	}
 	if err := r.RemoveObject(ctx, crypt.KindSnapshot, snap); err != nil {
 		t.Fatal(err)
 	}

@@ -71,6 +71,11 @@ func (r *Repository) LoadObject(ctx context.Context, kind crypt.ObjectKind, id b
 	return t, plain, err
 }
 
+// Unkeep drops the kept copy of an object (Options.KeepObjects), so the
+// next load reads it from storage: a readability check that must see
+// damage done after this process first loaded the object.
+func (r *Repository) Unkeep(kind crypt.ObjectKind, id blob.ID) { r.objects.drop(kind, id) }
+
 // ListObjects calls fn with the id of every stored object of kind.
 func (r *Repository) ListObjects(ctx context.Context, kind crypt.ObjectKind, fn func(blob.ID) error) error {
 	ft, err := fileType(kind)
