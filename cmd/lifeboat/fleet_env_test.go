@@ -50,7 +50,7 @@ type fleet struct {
 func newFleet(t testing.TB, viaProxy bool) *fleet {
 	t.Helper()
 	dir := t.TempDir()
-	f := &fleet{t: t, bin: fleetBinary(t), dir: dir, root: filepath.Join(dir, "root"), pwFile: filepath.Join(dir, "pw"),
+	f := &fleet{t: t, bin: lifeboatBinary(t), dir: dir, root: filepath.Join(dir, "root"), pwFile: filepath.Join(dir, "pw"),
 		tokens: filepath.Join(dir, "tokens"), cliTok: filepath.Join(dir, "cli-token"),
 		userTok: "user-token-" + filepath.Base(dir), opTok: "operator-token-" + filepath.Base(dir)}
 	f.events.changed = make(chan struct{})
@@ -77,30 +77,6 @@ func newFleet(t testing.TB, viaProxy bool) *fleet {
 	f.lifeboat("init", "--kdf-memory-kib", "64", "--kdf-time", "1")
 	return f
 }
-
-// fleetBinary is the lifeboat binary with the test hooks, built once per
-// test binary run.
-var fleetBinary = func() func(t testing.TB) string {
-	var once sync.Once
-	var bin string
-	var err error
-	return func(t testing.TB) string {
-		once.Do(func() {
-			var dir string
-			if dir, err = os.MkdirTemp("", "lifeboat-fleet-bin-"); err != nil {
-				return
-			}
-			bin = filepath.Join(dir, "lifeboat")
-			if out, berr := exec.Command("go", "build", "-tags", testHooksTag, "-o", bin, ".").CombinedOutput(); berr != nil {
-				err = fmt.Errorf("go build: %v\n%s", berr, out)
-			}
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return bin
-	}
-}()
 
 func (f *fleet) check(err error) {
 	f.t.Helper()
@@ -198,7 +174,7 @@ root = %q
 func (s *fleetServer) start(env ...string) {
 	t := s.f.t
 	t.Helper()
-	s.log = newLineLog()
+	s.log = &lineLog{}
 	s.cmd = exec.Command(s.f.bin, "--json", "--config", s.cfg, "serve")
 	s.cmd.Env = s.f.env(env...)
 	stdout, err := s.cmd.StdoutPipe()
@@ -404,8 +380,6 @@ type lineWaiter struct {
 	ch  chan struct{}
 }
 
-func newLineLog() *lineLog { return &lineLog{} }
-
 func (l *lineLog) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -439,19 +413,6 @@ func (l *lineLog) wait(sub string) <-chan struct{} {
 	ch := make(chan struct{})
 	l.waiters = append(l.waiters, lineWaiter{sub, ch})
 	return ch
-}
-
-// count is how many lines so far contain sub.
-func (l *lineLog) count(sub string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, line := range l.lines {
-		if strings.Contains(line, sub) {
-			n++
-		}
-	}
-	return n
 }
 
 // String is the last lines, for a failure's message.

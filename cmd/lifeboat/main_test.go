@@ -90,7 +90,7 @@ func jsonLines(t *testing.T, s string) []map[string]any {
 
 // lifeboatBinary builds the command for tests that need real processes,
 // with the test hooks of crash.go compiled in.
-func lifeboatBinary(t *testing.T) string {
+func lifeboatBinary(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "lifeboat")
 	cmd := exec.Command("go", "build", "-tags", testHooksTag, "-o", bin, ".")
