@@ -160,26 +160,22 @@ func (l *Lifecycle) captureQuiesced(ctx context.Context, w Workspace, p provider
 	}
 	// The repository holds the new checkpoint before the store names it:
 	// from then on no retention anywhere removes it.
-	if err := l.holdPromoting(ctx, w.ID, res.Snapshot); err != nil {
-		l.failed(w.ID, rec, Failed, fmt.Errorf("promoting snapshot %s: recording its hold in the repository: %w", res.Snapshot, err))
-		return false
-	}
-	err = l.store.update(w.ID, func(tx stateTx, cur *Workspace) error {
-		if err := promote(*cur); err != nil {
-			return err
-		}
-		cur.LastGood, cur.Fingerprint, cur.Failures, cur.InFlight = cp, fp, 0, nil
-		w = *cur
-		return putCheckpoint(tx, w.ID, cp)
+	err = l.promoteHeld(ctx, w.ID, res.Snapshot, func() error {
+		return l.store.update(w.ID, func(tx stateTx, cur *Workspace) error {
+			if err := promote(*cur); err != nil {
+				return err
+			}
+			cur.LastGood, cur.Fingerprint, cur.Failures, cur.InFlight = cp, fp, 0, nil
+			w = *cur
+			return putCheckpoint(tx, w.ID, cp)
+		})
 	})
 	if err != nil {
 		l.failed(w.ID, rec, Failed, fmt.Errorf("promoting snapshot %s: %w", res.Snapshot, err))
-		l.SyncHold(ctx, w.ID)
 		return false
 	}
 	l.procs.forget(w.ID, procs)
 	rec.Outcome, rec.LastGood = Captured, res.Snapshot
-	l.SyncHold(ctx, w.ID)
 	return true
 }
 

@@ -20,12 +20,12 @@ import (
 // another process that read the holds before a new one was written may
 // have removed it.
 //
-// Retain releases the holds of every workspace not in keep (a workspace
-// removed from the store while its hold could not be released).
+// Retain releases the holds of every workspace for which keep is false (a
+// workspace removed from the store while its hold could not be released).
 type Holder interface {
 	Hold(ctx context.Context, h HoldSet) error
 	Release(ctx context.Context, ws string) error
-	Retain(ctx context.Context, keep []string) error
+	Retain(ctx context.Context, keep func(ws string) bool) error
 	ForgetAll(ctx context.Context, ws string) (int, error)
 	Present(ctx context.Context, snapshot string) error
 }
@@ -71,10 +71,40 @@ func (l *Lifecycle) SyncHold(ctx context.Context, ws string) {
 	}
 }
 
+// lockHold takes workspace ws's hold lock: in this process, and on a
+// shared store among all its servers. A hold is written under it from the
+// record as read after the lock was taken, so no server writes a hold
+// from an older reading over a newer one (which would drop, say, the
+// checkpoint another server has just promoted).
+func (l *Lifecycle) lockHold(ctx context.Context, ws string) (unlock func(), err error) {
+	local := l.holds.Lock(ws)
+	if l.hooks.holdWait != nil {
+		l.hooks.holdWait(ws)
+	}
+	shared, err := l.store.db.Lock(ctx, holdLockName(ws), true)
+	if err != nil {
+		local()
+		return nil, fmt.Errorf("workspace %s: taking its hold lock in the state store: %w", ws, err)
+	}
+	return func() { shared(); local() }, nil
+}
+
+func holdLockName(ws string) string { return "hold/" + ws }
+
 // syncHold writes ws's hold as its record says, under its hold lock; the
 // caller runs it as repository work.
 func (l *Lifecycle) syncHold(ctx context.Context, ws string) error {
-	defer l.holds.Lock(ws)()
+	unlock, err := l.lockHold(ctx, ws)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return l.writeHold(ctx, ws, "")
+}
+
+// writeHold writes ws's hold as its record says now, with promoting (a
+// snapshot id, or "") held as well. The caller holds ws's hold lock.
+func (l *Lifecycle) writeHold(ctx context.Context, ws, promoting string) error {
 	w, err := l.store.Workspace(ws)
 	if errors.Is(err, ErrUnknownWorkspace) {
 		return nil // removed meanwhile: RemoveWorkspace releases its hold
@@ -82,7 +112,11 @@ func (l *Lifecycle) syncHold(ctx context.Context, ws string) error {
 	if err != nil {
 		return err
 	}
-	return l.cfg.Holds.Hold(ctx, wantHold(w))
+	h := wantHold(w)
+	if promoting != "" {
+		h.Snapshots[promoting] = "being promoted to the last good checkpoint"
+	}
+	return l.cfg.Holds.Hold(ctx, h)
 }
 
 // SyncHolds is SyncHold for every workspace, then the release of the
@@ -100,44 +134,57 @@ func (l *Lifecycle) SyncHolds(ctx context.Context) error {
 	}
 	return l.repoWork(ctx, func() error {
 		var errs []error
-		ids := make([]string, len(wss))
-		for i, w := range wss {
-			ids[i] = w.ID
+		for _, w := range wss {
 			if err := l.syncHold(ctx, w.ID); err != nil {
 				errs = append(errs, fmt.Errorf("workspace %s: %w", w.ID, err))
 			}
 		}
-		// Only workspaces the store still has are kept: one removed while
-		// its hold could not be released loses its hold now.
-		keep := ids[:0:0]
-		for _, id := range ids {
-			if _, err := l.store.Workspace(id); err == nil {
-				keep = append(keep, id)
-			}
+		// Only workspaces the store still has are kept, asked when a hold
+		// is about to go: one removed while its hold could not be
+		// released loses its hold now, and one another server added after
+		// the listing above keeps the hold that server wrote.
+		keep := func(ws string) bool {
+			_, err := l.store.Workspace(ws)
+			return !errors.Is(err, ErrUnknownWorkspace)
 		}
 		return errors.Join(append(errs, l.cfg.Holds.Retain(ctx, keep))...)
 	})
 }
 
-// holdPromoting holds snapshot, about to become ws's last good
-// checkpoint, along with what ws holds now, then checks it is still in
-// the repository (a forget that read the holds before this one was
-// written may have removed it).
-func (l *Lifecycle) holdPromoting(ctx context.Context, ws, snapshot string) error {
+// errHold marks a promotion that failed before the store was asked: the
+// snapshot could not be held in the repository.
+var errHold = errors.New("recording its hold in the repository")
+
+// promoteHeld makes snapshot ws's last good checkpoint: commit is the
+// store's promotion. All of it runs as repository work under ws's hold
+// lock: the repository first holds snapshot along with what ws holds now,
+// and it is checked to be still there (a forget that read the holds
+// before may have removed it); then commit runs; then the hold is written
+// again from the record commit left (without snapshot if commit failed).
+// The lock keeps every other hold write of ws, in any server, out of the
+// window between the first write and commit, where a hold written from
+// the record as it was before commit would drop snapshot. A failure to
+// write the last hold is logged: the one before it holds snapshot.
+func (l *Lifecycle) promoteHeld(ctx context.Context, ws, snapshot string, commit func() error) error {
 	if l.cfg.Holds == nil {
-		return nil
+		return commit()
 	}
 	return l.repoWork(ctx, func() error {
-		defer l.holds.Lock(ws)()
-		w, err := l.store.Workspace(ws)
+		unlock, err := l.lockHold(ctx, ws)
 		if err != nil {
-			return err
+			return fmt.Errorf("%w: %w", errHold, err)
 		}
-		h := wantHold(w)
-		h.Snapshots[snapshot] = "being promoted to the last good checkpoint"
-		if err := l.cfg.Holds.Hold(ctx, h); err != nil {
-			return err
+		defer unlock()
+		if err := l.writeHold(ctx, ws, snapshot); err != nil {
+			return fmt.Errorf("%w: %w", errHold, err)
 		}
-		return l.cfg.Holds.Present(ctx, snapshot)
+		if err := l.cfg.Holds.Present(ctx, snapshot); err != nil {
+			return fmt.Errorf("%w: %w", errHold, err)
+		}
+		cerr := commit()
+		if err := l.writeHold(ctx, ws, ""); err != nil {
+			l.log.Error("recording the workspace's hold in the repository; the previous hold stays", "workspace", ws, "err", err)
+		}
+		return cerr
 	})
 }

@@ -133,10 +133,10 @@ func (h *RepoHolds) release(ctx context.Context, ws string) error {
 	return nil
 }
 
-// Retain implements Holder: this owner's pins of workspaces not in keep
-// (removed from the state store while their pin could not be removed)
+// Retain implements Holder: this owner's pins of workspaces keep says no
+// to (removed from the state store while their pin could not be removed)
 // are removed.
-func (h *RepoHolds) Retain(ctx context.Context, keep []string) error {
+func (h *RepoHolds) Retain(ctx context.Context, keep func(ws string) bool) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if err := h.load(ctx); err != nil {
@@ -144,7 +144,7 @@ func (h *RepoHolds) Retain(ctx context.Context, keep []string) error {
 	}
 	var errs []error
 	for ws := range h.pins {
-		if !slices.Contains(keep, ws) {
+		if !keep(ws) {
 			errs = append(errs, h.release(ctx, ws))
 		}
 	}

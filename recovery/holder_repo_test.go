@@ -108,7 +108,7 @@ func TestRepoHoldsOwners(t *testing.T) {
 		t.Fatal("a removed pin was not written again")
 	}
 	// Retain releases a's holds of workspaces its store no longer has.
-	if err := a.Retain(ctx, nil); err != nil || held(l) {
+	if err := a.Retain(ctx, func(string) bool { return false }); err != nil || held(l) {
 		t.Fatalf("retain: %v, still held %t", err, held(l))
 	}
 }

@@ -130,8 +130,9 @@ type Lifecycle struct {
 
 // testHooks let tests see where concurrent requests are.
 type testHooks struct {
-	joined  func(ws string, waiters int) // a caller joined a flight
-	semWait func(ws string)              // a flight waits for a parallel slot
+	joined   func(ws string, waiters int) // a caller joined a flight
+	semWait  func(ws string)              // a flight waits for a parallel slot
+	holdWait func(ws string)              // a hold write takes the shared hold lock
 }
 
 // New returns a Lifecycle over cfg.Store; make one per Store. Captures

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"lifeboat/providers"
+	"lifeboat/prune"
 	"lifeboat/recovery/pgstate"
 	"lifeboat/recovery/statedb"
 )
@@ -353,6 +354,71 @@ func TestSharedPeriodicAfterOtherServersCapture(t *testing.T) {
 		}
 		if hist, _ := a.store.Checkpoints("bot1"); len(hist) != 2 {
 			t.Fatalf("checkpoints: %d, want the two recorded", len(hist))
+		}
+	})
+}
+
+// hookHolds calls after once a hold is written.
+type hookHolds struct {
+	Holder
+	after func(HoldSet)
+}
+
+func (h hookHolds) Hold(ctx context.Context, hs HoldSet) error {
+	if err := h.Holder.Hold(ctx, hs); err != nil {
+		return err
+	}
+	h.after(hs)
+	return nil
+}
+
+// A server that writes a workspace's hold while another promotes a
+// checkpoint of it waits for the promotion to commit, and then holds the
+// new checkpoint: a hold written from the record as it was before the
+// commit would replace the one that held the checkpoint being promoted
+// (both servers write pins of one owner), and a crash of the promoting
+// server before its next hold write would leave the last good checkpoint
+// unheld.
+func TestSharedHoldWaitsForPromotion(t *testing.T) {
+	onPostgres(t, func(t *testing.T) {
+		a := newREnv(t, botFiles)
+		a.capture()
+		b := a.second(nil)
+		writeFiles(t, a.dir("bot1"), map[string]string{"notes.txt": "changed after the first checkpoint"})
+		bWaits, bDone := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		a.lc.cfg.Holds = hookHolds{Holder: a.lc.cfg.Holds, after: func(hs HoldSet) {
+			promoting := false
+			for _, why := range hs.Snapshots {
+				promoting = promoting || why == "being promoted to the last good checkpoint"
+			}
+			if !promoting {
+				return
+			}
+			once.Do(func() {
+				if unlock, err := b.store.db.Lock(b.ctx, holdLockName("bot1"), false); !errors.Is(err, statedb.ErrLocked) {
+					t.Errorf("between a's promotion hold and its commit, b took the workspace's hold lock: %v", err)
+					if err == nil {
+						unlock()
+					}
+				}
+				b.lc.hooks.holdWait = func(string) { close(bWaits) }
+				go func() { defer close(bDone); b.lc.SyncHold(b.ctx, "bot1") }()
+				<-bWaits // b's hold write has begun: it waits for the hold lock a holds
+			})
+		}}
+		second := a.capture()
+		<-bDone
+		own := b.lc.cfg.Holds.(*RepoHolds).pins["bot1"]
+		if len(own) != 1 || len(own[0].Snapshots) != 1 || own[0].Snapshots[0].ID.String() != second.LastGood {
+			t.Fatalf("b's hold after a promoted %s: %+v, want that checkpoint alone", second.LastGood, own)
+		}
+		pins, err := prune.LoadPins(a.ctx, a.r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, held := pins.Held("bot1", own[0].Snapshots[0].ID); !held || len(pins.Objects) != 1 {
+			t.Fatalf("pins after the promotion: %+v, want one holding %s", pins.Objects, second.LastGood)
 		}
 	})
 }

@@ -102,6 +102,36 @@ func TestFaults(t *testing.T) {
 		}
 	})
 
+	t.Run("lost answer, then every retry failing", func(t *testing.T) {
+		// What a server that refuses a retry (412) before reading its
+		// body does through a proxy: the retry's connection breaks and
+		// the client never hears the 412.
+		b, p := faultBackend(t, srv, 3)
+		cfg := backend.Handle{Type: backend.Config}
+		for _, h := range []backend.Handle{pack, cfg} {
+			lost := p.Add(s3test.Fault{Method: http.MethodPut, Path: b.key(h), Times: 1, Action: s3test.LoseResponse})
+			refused := p.Add(s3test.Fault{Method: http.MethodPut, Path: b.key(h), Action: s3test.SlowDown}) // the tries after the first
+			if err := b.Save(t.Context(), h, data); err != nil {
+				t.Fatalf("Save %s whose first try landed and whose retries all failed: %v", h, err)
+			}
+			if p.Hits(lost) != 1 || p.Hits(refused) != 2 {
+				t.Fatalf("Save %s: faults hit %d and %d times, want 1 and 2 (%v)", h, p.Hits(lost), p.Hits(refused), p.Log())
+			}
+			p.Clear()
+			loadEqual(t, b, h, data)
+		}
+		// Nothing landed: the error stays.
+		other := backend.Handle{Type: backend.Pack, Name: strings.Repeat("cd", 32)}
+		p.Add(s3test.Fault{Method: http.MethodPut, Action: s3test.SlowDown})
+		if err := b.Save(t.Context(), other, data); !errors.Is(err, backend.ErrUnavailable) {
+			t.Fatalf("Save while every PUT fails: %v, want ErrUnavailable", err)
+		}
+		// A different config than the stored one is not taken for it.
+		if err := b.Save(t.Context(), cfg, data[:100]); !errors.Is(err, backend.ErrUnavailable) {
+			t.Fatalf("Save of another config while every PUT fails: %v, want ErrUnavailable", err)
+		}
+	})
+
 	t.Run("reset mid-download", func(t *testing.T) {
 		b, p := faultBackend(t, srv, 3)
 		if err := b.Save(t.Context(), pack, data); err != nil {

@@ -21,7 +21,8 @@ import (
 // earlier try of this PUT, or another writer's same blob), and Save
 // succeeds once Stat confirms the size. For the config it succeeds when
 // the stored config has the same bytes and fails with backend.ErrExists
-// otherwise.
+// otherwise. When every try failed without an answer (or with a 5xx),
+// Save still succeeds if the object it meant to store is there.
 func (b *Backend) Save(ctx context.Context, h backend.Handle, data []byte) error {
 	if err := check(ctx, "save", h); err != nil {
 		return err
@@ -40,6 +41,12 @@ func (b *Backend) put(ctx context.Context, h backend.Handle, r io.Reader, size i
 		return nil
 	}
 	if !preconditionFailed(err) {
+		if unavailable(minio.ToErrorResponse(err), err) && b.landed(ctx, h, size, data) {
+			// An earlier try stored it, and every answer after that was
+			// lost: a server that refuses the retry (412) before reading
+			// its body resets the connection under it.
+			return nil
+		}
 		return b.fail("save", h, err)
 	}
 	if h.Type == backend.Config {
@@ -61,6 +68,17 @@ func (b *Backend) put(ctx context.Context, h backend.Handle, r io.Reader, size i
 			h, b.loc, backend.ErrExists, fi.Size, size)
 	}
 	return nil
+}
+
+// landed reports whether an object of size bytes (for the config, these
+// bytes) is stored under h, after a PUT whose tries all failed.
+func (b *Backend) landed(ctx context.Context, h backend.Handle, size int64, data []byte) bool {
+	if h.Type == backend.Config {
+		stored, err := b.Load(ctx, h, 0, 0)
+		return err == nil && bytes.Equal(stored, data)
+	}
+	fi, err := b.Stat(ctx, h)
+	return err == nil && fi.Size == size
 }
 
 // tempFile is a pack being written before its upload. Its name is

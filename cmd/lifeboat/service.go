@@ -196,9 +196,10 @@ func openStateStore(c *config.Config) (*recovery.Store, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	// Each capture in flight holds a connection (its workspace's lock)
-	// and may need another for a transaction.
-	conns := int32(max(32, 2*c.Lifecycle.MaxParallel+8))
+	// Each capture in flight holds a connection (its workspace's lock),
+	// and while it promotes its snapshot another (the workspace's hold
+	// lock) and a third for the transaction.
+	conns := int32(max(32, 3*c.Lifecycle.MaxParallel+8))
 	return recovery.OpenStoreAt(ctx, recovery.StoreOptions{Dir: c.State.Dir, URL: c.State.URL, Password: string(pw), MaxConns: conns})
 }
 

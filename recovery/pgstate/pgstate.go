@@ -30,7 +30,8 @@ type Options struct {
 	// Password, when set, is used instead of one in URL.
 	Password string
 	// MaxConns bounds the pool; default 32. Each capture in flight holds
-	// one connection (its workspace lock), the event listener one.
+	// one connection (its workspace lock) and, while it promotes, another
+	// (the workspace's hold lock); the event listener holds one.
 	MaxConns int32
 }
 
