@@ -82,3 +82,63 @@ func TestSessionCondemnationLoads(t *testing.T) {
 		t.Fatalf("Condemnations with one damaged: %v, %v, %v", list, damaged, err)
 	}
 }
+
+// listCounter counts the listings of condemnation objects.
+type listCounter struct {
+	backend.Backend
+	n *int
+}
+
+func (b listCounter) List(ctx context.Context, t backend.FileType, fn func(backend.FileInfo) error) error {
+	if t == backend.Condemned {
+		*b.n++
+	}
+	return b.Backend.List(ctx, t, fn)
+}
+
+// With SessionShare, a session that begins soon after another shares its
+// refresh and its start (its limit counts from there); once that start is
+// SessionShare old, the next session refreshes and sees what a prune in
+// another process condemned meanwhile.
+func TestSessionShare(t *testing.T) {
+	ctx := t.Context()
+	tr := newTestRepo(t)
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	lists := 0
+	r, err := Open(ctx, listCounter{tr.be, &lists}, testPassword, Options{CacheDir: t.TempDir(), SessionShare: time.Minute,
+		Now: func() time.Time { return now }})
+	must(t, err)
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
+	first, err := r.BeginSession(ctx)
+	must(t, err)
+	if lists != 1 {
+		t.Fatalf("first session listed the condemnation objects %d times, want 1", lists)
+	}
+
+	other, err := Open(ctx, tr.be, testPassword, Options{CacheDir: t.TempDir()})
+	must(t, err)
+	t.Cleanup(func() { _ = other.Close(context.Background()) })
+	pack := blob.ID{7}
+	_, err = other.Condemn(ctx, now, time.Hour, []blob.ID{pack})
+	must(t, err)
+
+	now = now.Add(30 * time.Second)
+	shared, err := r.BeginSession(ctx)
+	must(t, err)
+	if lists != 1 || shared.wall != first.wall || shared.mono != first.mono {
+		t.Fatalf("a session 30 s after the first: %d listings, start %v, want 1 and the first's start %v", lists, shared.wall, first.wall)
+	}
+	if el := shared.Elapsed(); el < 30*time.Second {
+		t.Fatalf("shared session's age %v, want at least the 30 s since the refresh it shares", el)
+	}
+
+	now = now.Add(30 * time.Second)
+	fresh, err := r.BeginSession(ctx)
+	must(t, err)
+	if lists != 2 || !fresh.wall.Equal(now) {
+		t.Fatalf("a session a minute after the first: %d listings, start %v, want 2 and %v", lists, fresh.wall, now)
+	}
+	if u, err := r.Index().Unusable(pack); err != nil || u&index.UnusableCondemned == 0 {
+		t.Fatalf("pack another process condemned, after a fresh session: reasons %d, %v", u, err)
+	}
+}

@@ -40,6 +40,14 @@ type Options struct {
 	// them all at every capture (`serve`). An object damaged in storage
 	// after this process loaded it is then not seen as damaged by it.
 	KeepObjects bool
+	// SessionShare lets a capture session begin on the refresh of one
+	// that began at most this long before in this process, without
+	// listing the condemnation objects and syncing the index again: its
+	// start is then that refresh's start, so its limit is counted from
+	// there (docs/guarantees.md, Concurrency). `serve` sets it, so that a
+	// fleet's captures do not each list the repository. 0: every session
+	// refreshes.
+	SessionShare time.Duration
 }
 
 // InitOptions are the settings fixed at init.
@@ -103,6 +111,9 @@ type Repository struct {
 	// once.
 	gcMu      sync.Mutex
 	condemned map[blob.ID]condemnedObject
+	// refreshed is when the last refresh a session may share began
+	// (Options.SessionShare); zero when there is none. gcMu held.
+	refreshed startTime
 	// uploadStart is when the upload of each pack not yet indexed began
 	// (flush.go: a slow index write is not vouched for).
 	uploadStart map[blob.ID]startTime

@@ -33,7 +33,9 @@ type Session struct {
 
 // BeginSession starts a capture session: it records the start, loads the
 // repository's condemnation objects and syncs the local index, so that
-// nothing a prune condemned or deleted before the start is reused.
+// nothing a prune condemned or deleted before the start is reused. With
+// Options.SessionShare, a session that begins within that long of the
+// start of the last such refresh shares it: its start is that one's.
 func (r *Repository) BeginSession(ctx context.Context) (*Session, error) {
 	r.mu.Lock()
 	err := r.usable()
@@ -41,13 +43,22 @@ func (r *Repository) BeginSession(ctx context.Context) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{r: r, wall: r.now(), mono: time.Now(), limit: r.opts.SessionLimit}
 	r.gcMu.Lock()
 	defer r.gcMu.Unlock()
+	if share := r.opts.SessionShare; share > 0 && !r.refreshed.wall.IsZero() && r.since(r.refreshed) < share {
+		return r.session(r.refreshed), nil
+	}
+	start := r.startNow()
+	r.refreshed = startTime{}
 	if err := r.refreshCondemned(ctx); err != nil {
 		return nil, err
 	}
-	return s, nil
+	r.refreshed = start
+	return r.session(start), nil
+}
+
+func (r *Repository) session(start startTime) *Session {
+	return &Session{r: r, wall: start.wall, mono: start.mono, limit: r.opts.SessionLimit}
 }
 
 // RefreshCondemned is BeginSession's refresh alone: prune calls it before

@@ -86,7 +86,7 @@ func (g *globalOptions) serve(ctx context.Context, c *config.Config, o *serveOpt
 	// The repository (its key unlocked once, kept in memory), the
 	// lifecycle and the recovery service outlive ctx: they are closed
 	// after the HTTP server has shut down.
-	g.keepObjects = true // retention reads every snapshot at every capture
+	g.serving = true
 	return g.withRepo(context.WithoutCancel(ctx), true, func(r *repo.Repository) error {
 		s, err := g.openService(c, r, tokens, o.periodic)
 		if err != nil {

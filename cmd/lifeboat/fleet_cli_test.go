@@ -66,14 +66,6 @@ func TestFleet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs PostgreSQL, versitygw and three lifeboat servers")
 	}
-	if os.Getenv("LIFEBOAT_FLEET_TEST") != "1" {
-		// One run in four ended with a workspace's last good checkpoint
-		// removed from the repository by a forget (a pin that no longer
-		// held it while a newer, unpromoted snapshot was the newest); see
-		// the fleet section of docs/deploy.md. Until that is fixed the
-		// test runs only when asked for.
-		t.Skip("set LIFEBOAT_FLEET_TEST=1: known to fail while a last good checkpoint can lose its pin beside a newer unpromoted snapshot")
-	}
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 0))

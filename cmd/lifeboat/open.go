@@ -147,6 +147,23 @@ func (g *globalOptions) prompt(prompt string, confirm bool) ([]byte, error) {
 // withRepo opens the repository with the password (withIndex also opens
 // and syncs the local index), runs fn, then closes it, keeping fn's error
 // first.
+// serveSessionShare is how long serve's captures share one refresh of
+// the condemned packs and the index (repo.Options.SessionShare): a fleet's
+// captures then list the repository once a minute per server, not once
+// each.
+const serveSessionShare = time.Minute
+
+// repoOptions are the options the repository is opened with. serve keeps
+// the snapshot and pin objects it loaded (its retention reads them all at
+// every capture) and shares capture sessions.
+func (g *globalOptions) repoOptions(withIndex bool) repo.Options {
+	o := repo.Options{CacheDir: g.cacheDir, KeyHint: g.keyHint, NoIndexDB: !withIndex}
+	if g.serving {
+		o.KeepObjects, o.SessionShare = true, serveSessionShare
+	}
+	return o
+}
+
 func (g *globalOptions) withRepo(ctx context.Context, withIndex bool, fn func(r *repo.Repository) error) error {
 	be, err := g.openBackend(ctx, false)
 	if err != nil {
@@ -157,7 +174,7 @@ func (g *globalOptions) withRepo(ctx context.Context, withIndex bool, fn func(r 
 		_ = be.Close()
 		return err
 	}
-	r, err := repo.Open(ctx, be, pw, repo.Options{CacheDir: g.cacheDir, KeyHint: g.keyHint, NoIndexDB: !withIndex, KeepObjects: g.keepObjects})
+	r, err := repo.Open(ctx, be, pw, g.repoOptions(withIndex))
 	clear(pw)
 	if err != nil {
 		_ = be.Close()

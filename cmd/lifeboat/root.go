@@ -29,7 +29,7 @@ type globalOptions struct {
 	json         bool
 	lockWait     time.Duration
 	prof         profiler
-	keepObjects  bool // repo.Options.KeepObjects: set by serve
+	serving      bool // set by serve: the repository stays open for many captures (repoOptions)
 
 	stdin io.Reader
 	out   *printer
