@@ -70,11 +70,12 @@ type Config struct {
 	// kept (last good checkpoints, those recoveries name), so retention and
 	// prune in any process keep them (RepoHolds is the real one); optional.
 	Holds Holder
-	// RepoLock, when set, runs every piece of repository work (a capture,
-	// retention, a hold, a restore) under the repository lock it needs:
-	// `serve` takes a shared lock around each, so a prune in any process
-	// gets its delete phase between them. nil: the caller holds a lock for
-	// the lifecycle's whole life (the CLI's one-shot commands).
+	// RepoLock, when set, runs every piece of repository work (retention,
+	// a hold, a restore) under the repository lock it needs: `serve` runs
+	// them under a shared lock its pieces share for a while
+	// (repo.SharedLock), so an exclusive locker in any process gets its
+	// turn between them. nil: the caller holds a lock for the lifecycle's
+	// whole life (the CLI's one-shot commands).
 	RepoLock func(ctx context.Context, fn func() error) error
 	Clock    Clock // default SystemClock
 	// ParkInterval is the minimum time between park captures of one

@@ -83,10 +83,18 @@ type RepoRestorer struct {
 	contents sync.Map // snapshot id -> Contents (a snapshot never changes)
 }
 
+// load loads snapshot id's manifest and, when the key opens it, its
+// sensitive part, after syncing the local index: the snapshot may have
+// been taken by another process (another server of a fleet) since this
+// one last did, and the repository lock the caller runs under may be
+// shared with work that began before (repo.SharedLock).
 func (r *RepoRestorer) load(ctx context.Context, id string) (*snapshot.Manifest, *snapshot.SensitivePart, bool, error) {
 	bid, err := blob.ParseID(id)
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("checkpoint %q: %w", id, err)
+	}
+	if _, err := r.Repo.SyncIndex(ctx); err != nil {
+		return nil, nil, false, fmt.Errorf("checkpoint %s: syncing the index: %w", bid.Short(), err)
 	}
 	m, err := snapshot.LoadManifest(ctx, r.Repo, bid)
 	if err != nil {

@@ -23,10 +23,11 @@ func (r *Repository) WithLock(ctx context.Context, m LockMode, o LockOptions, fn
 // removed before the lock was granted is trusted, runs fn, and releases
 // the lock. fn's error comes first; a lock lost while fn ran fails the
 // call too. It does not flush: work that saves blobs flushes them itself
-// before it names them, and a long-lived process (`lifeboat serve`) takes
-// one such lock around each piece of work but captures (a capture is a
-// Session and takes no lock), so an exclusive locker gets its turn between
-// them, and one piece of work does not upload another's open packs.
+// before it names them, and a long-lived process (`lifeboat serve`) runs
+// its pieces of work but captures (a capture is a Session and takes no
+// lock) under shared locks (SharedLock), so an exclusive locker gets its
+// turn between them, and one piece of work does not upload another's open
+// packs.
 func (r *Repository) Locked(ctx context.Context, m LockMode, o LockOptions, fn func(l *Lock) error) error {
 	l, err := r.Lock(ctx, m, o)
 	if err != nil {

@@ -34,7 +34,14 @@ type service struct {
 	metrics *server.Metrics
 	events  *server.Events
 	log     *slog.Logger
+	lock    *repo.SharedLock // the repository lock the lifecycle's work shares
 }
+
+// serveLockJoin is how long the work of serve shares one shared
+// repository lock (repo.SharedLock): a busy server writes a lock object
+// about once per this, not twice per capture, and an exclusive locker in
+// another process waits at most this long and the longest piece of work.
+const serveLockJoin = 5 * time.Second
 
 // newLogger is the server's log: text or JSON lines on stderr, at the
 // configured level.
@@ -135,15 +142,14 @@ func (g *globalOptions) openService(c *config.Config, r *repo.Repository, tokens
 	s.metrics = server.NewMetrics(server.MetricsSource{Logger: s.log})
 	lock := g.lockOptions("serve")
 	lock.OnWait = nil // the server's waits are logged by the work that waits
+	s.lock = r.NewSharedLock(lock, serveLockJoin)
 	overrides := map[string]recovery.Settings{}
 	for _, o := range c.Workspaces {
 		overrides[o.ID] = recovery.Settings{ParkInterval: o.ParkInterval, PeriodicInterval: o.PeriodicInterval}
 	}
 	s.life, err = recovery.New(recovery.Config{Store: s.store, Capturer: &recovery.RepoCapturer{Repo: r}, Instances: instances,
 		Overrides: overrides, Holds: &recovery.RepoHolds{Repo: r}, Retention: recovery.RepoRetention{Repo: r, Default: c.Retention, Logger: s.log},
-		RepoLock: func(ctx context.Context, fn func() error) error {
-			return r.Locked(ctx, repo.LockShared, lock, func(*repo.Lock) error { return fn() })
-		},
+		RepoLock:     s.lock.Run,
 		ParkInterval: c.Lifecycle.ParkInterval, NativeInterval: c.Lifecycle.NativeInterval, PeriodicInterval: c.Lifecycle.PeriodicInterval,
 		PeriodicOff: !periodic || c.Lifecycle.PeriodicInterval == 0,
 		MaxParallel: c.Lifecycle.MaxParallel, QuiesceTimeout: c.Lifecycle.QuiesceTimeout, Logger: s.log,
@@ -218,6 +224,9 @@ func (s *service) close() {
 	}
 	if s.life != nil {
 		s.life.Close()
+	}
+	if s.lock != nil {
+		s.lock.Close()
 	}
 	if s.store != nil {
 		_ = s.store.Close()
