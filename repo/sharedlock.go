@@ -8,15 +8,15 @@ import (
 
 // SharedLock is a shared repository lock that a long-lived process
 // (`lifeboat serve`) shares among its pieces of work. A piece that begins
-// less than join after the lock was granted runs under it, without a
-// lock object of its own; one that begins later waits until the pieces
-// under it are done and it is released, then takes a new one. The lock
-// is released join after it was granted, or as soon as its last piece
-// is done after that. So a server writes, lists and removes a lock
-// object about once per join, not once per piece of work, and an
-// exclusive locker (prune's delete phase, a forget's removal) waits at
-// most join and the longest piece: new pieces wait behind its waiting
-// object (Repository.Lock).
+// while others run under the lock, less than join after it was granted,
+// runs under it too, without a lock object of its own; one that begins
+// later waits until the pieces under it are done, then takes a new one.
+// The lock is released as soon as no piece runs under it, so a process
+// stopped between pieces (SIGSTOP) holds no lock. A busy server thus
+// writes, lists and removes a lock object about once per join, not once
+// per piece of work, and an exclusive locker (prune's delete phase, a
+// forget's removal) waits at most join and the longest piece: new pieces
+// wait behind its waiting object (Repository.Lock).
 type SharedLock struct {
 	r    *Repository
 	o    LockOptions
@@ -25,9 +25,8 @@ type SharedLock struct {
 	mu      sync.Mutex
 	l       *Lock // held, or nil
 	granted startTime
-	users   int           // pieces of work under l
+	users   int           // pieces of work under l (l is nil when none)
 	taking  bool          // a piece is taking a new lock
-	closed  bool          // Close was called
 	changed chan struct{} // closed and replaced whenever the fields above change
 }
 
@@ -53,26 +52,11 @@ func (s *SharedLock) Run(ctx context.Context, fn func() error) error {
 	return err
 }
 
-// Close releases the lock once the pieces under it are done; later Runs
-// take locks of their own, as Locked does.
-func (s *SharedLock) Close() {
-	s.mu.Lock()
-	s.closed = true
-	s.mu.Unlock()
-	s.expire()
-}
-
 func (s *SharedLock) acquire(ctx context.Context) (*Lock, error) {
 	s.mu.Lock()
 	for {
-		if old := s.detach(); old != nil {
-			s.mu.Unlock()
-			_ = old.Unlock(context.WithoutCancel(ctx))
-			s.mu.Lock()
-			continue
-		}
 		switch {
-		case s.l != nil && s.joinable():
+		case s.l != nil && s.r.since(s.granted) < s.join && s.l.Err() == nil:
 			s.users++
 			l := s.l
 			s.mu.Unlock()
@@ -86,9 +70,6 @@ func (s *SharedLock) acquire(ctx context.Context) (*Lock, error) {
 			s.taking = false
 			if err == nil {
 				s.l, s.granted, s.users = l, start, 1
-				if !s.closed {
-					time.AfterFunc(s.join, s.expire)
-				}
 			}
 			s.broadcast()
 			s.mu.Unlock()
@@ -109,40 +90,19 @@ func (s *SharedLock) take(ctx context.Context) (*Lock, error) {
 	return s.r.Lock(ctx, LockShared, s.o)
 }
 
+// release ends a piece of work; the last one under the lock releases it.
 func (s *SharedLock) release() {
 	s.mu.Lock()
 	s.users--
-	s.mu.Unlock()
-	s.expire()
-}
-
-// expire releases the lock if nothing runs under it and it may no longer
-// be joined.
-func (s *SharedLock) expire() {
-	s.mu.Lock()
-	l := s.detach()
+	var l *Lock
+	if s.users == 0 {
+		l, s.l = s.l, nil
+		s.broadcast()
+	}
 	s.mu.Unlock()
 	if l != nil {
 		_ = l.Unlock(context.Background())
 	}
-}
-
-// joinable reports whether a piece of work may run under the held lock.
-// s.mu held.
-func (s *SharedLock) joinable() bool {
-	return !s.closed && s.r.since(s.granted) < s.join && s.l.Err() == nil
-}
-
-// detach takes the held lock out, for the caller to release, when
-// nothing runs under it and it may no longer be joined. s.mu held.
-func (s *SharedLock) detach() *Lock {
-	l := s.l
-	if l == nil || s.users > 0 || s.joinable() {
-		return nil
-	}
-	s.l = nil
-	s.broadcast()
-	return l
 }
 
 // broadcast wakes the waiters. s.mu held.

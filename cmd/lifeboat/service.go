@@ -225,9 +225,6 @@ func (s *service) close() {
 	if s.life != nil {
 		s.life.Close()
 	}
-	if s.lock != nil {
-		s.lock.Close()
-	}
 	if s.store != nil {
 		_ = s.store.Close()
 	}
