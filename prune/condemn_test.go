@@ -329,3 +329,33 @@ func TestTwoPhaseModel(t *testing.T) {
 }
 
 var modelSeed = flag.Uint64("model-seed", 0, "seed of TestTwoPhaseModel (0: from the clock)")
+
+// A snapshot another process stores after a prune's last index sync and
+// before the prune lists the snapshots again (its blobs in an index
+// object written after that sync) is walked, not taken for damaged: the
+// prune syncs its index after that listing.
+func TestTwoPhaseWalksSnapshotStoredAfterItsSync(t *testing.T) {
+	e := newEnv(t)
+	clk := &testClock{t: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
+	capture, pruner := e.openAt(clk), e.openAt(clk)
+	old, _ := saveAll(t, capture, blobData(t, 3, 20))
+	e.src.forget(e.src.add("old", old))
+	e.src.index = pruner // Reach fails on a blob the pruner's index lacks
+	clk.Add(time.Minute)
+	p, err := PlanPrune(t.Context(), pruner, e.src, Options{MaxUnused: 1e-9, DeleteAfter: testDeleteAfter, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	e.src.onList = func() { // the listing after the prune's sync
+		fresh, _ := saveAll(t, capture, blobData(t, 4, 5))
+		e.src.add("new", fresh)
+	}
+	st, err := p.Execute(t.Context(), pruner, e.src, ExecOptions{})
+	if err != nil {
+		t.Fatalf("prune beside a snapshot stored after its sync: %v", err)
+	}
+	if st.NewSnapshots != 1 || st.PacksCondemned == 0 {
+		t.Fatalf("prune: %+v; want the new snapshot walked and the old packs condemned", st)
+	}
+}

@@ -388,6 +388,12 @@ func (p *Plan) rescue(ctx context.Context, r *repo.Repository, src Source, st *S
 	if err != nil {
 		return nil, fmt.Errorf("listing snapshots: %w", err)
 	}
+	// A snapshot is stored after the index objects of what it references:
+	// synced after the listing, the index has the blobs of every snapshot
+	// listed (one stored after an earlier sync would not be walkable).
+	if _, err := r.SyncIndex(ctx); err != nil {
+		return nil, err
+	}
 	m := &marker{live: delta, trees: p.trees}
 	for _, id := range ids {
 		if p.marked[id] {
