@@ -16,11 +16,15 @@ type Config struct {
 	Server     Server
 	Log        Log
 	Lifecycle  Lifecycle
-	Hooks      []Hook              // [[quiesce.hook]], in file order
-	Retention  *prune.Policy       // the default policy; nil when [retention] is absent (keep everything)
-	Prune      Prune               // the prune schedule
-	Providers  []Provider          // LocalProvider or SSHProvider, sorted by name
-	Workspaces []WorkspaceOverride // sorted by ID
+	Hooks      []Hook        // [[quiesce.hook]], in file order
+	Retention  *prune.Policy // the default policy; nil when [retention] is absent (keep everything)
+	// RetentionEvery is [retention] every: serve applies retention to
+	// every workspace on this schedule instead of after each capture; 0:
+	// after each capture.
+	RetentionEvery time.Duration
+	Prune          Prune               // the prune schedule
+	Providers      []Provider          // LocalProvider or SSHProvider, sorted by name
+	Workspaces     []WorkspaceOverride // sorted by ID
 
 	file string
 	env  func(string) (string, bool)

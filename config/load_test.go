@@ -65,6 +65,7 @@ keep_daily = 7
 keep_weekly = 4
 keep_monthly = 2
 keep_tags = ["release"]
+every = "1m"
 
 [prune]
 every = "24h"
@@ -110,8 +111,9 @@ func TestLoadFull(t *testing.T) {
 				Timeout: 10 * time.Second, Workspaces: []string{"bot1"}},
 			{Name: "db", Pause: []string{"db-ctl", "pause"}, Resume: []string{"db-ctl", "resume"}, Timeout: 30 * time.Second},
 		},
-		Retention: &prune.Policy{Last: 10, Within: 72 * time.Hour, Hourly: 1, Daily: 7, Weekly: 4, Monthly: 2, Tags: []string{"release"}},
-		Prune:     Prune{Every: 24 * time.Hour, MaxUnused: 0.1, DeleteAfter: 24 * time.Hour},
+		Retention:      &prune.Policy{Last: 10, Within: 72 * time.Hour, Hourly: 1, Daily: 7, Weekly: 4, Monthly: 2, Tags: []string{"release"}},
+		RetentionEvery: time.Minute,
+		Prune:          Prune{Every: 24 * time.Hour, MaxUnused: 0.1, DeleteAfter: 24 * time.Hour},
 		Providers: []Provider{
 			SSHProvider{Name: "box1", Host: "10.0.0.5", Port: 2200, User: "lifeboat", KeyFile: d + "/id_ed25519",
 				KnownHosts: d + "/known_hosts", Root: "/home/lifeboat/workspaces", CacheDir: d + "/mirror"},
@@ -320,5 +322,15 @@ func TestServerURL(t *testing.T) {
 		if got := f.mustLoad(path, nil, tc.sets...).ServerURL(); got != tc.want {
 			t.Errorf("%v: ServerURL = %q, want %q", tc.sets, got, tc.want)
 		}
+	}
+}
+
+// [retention] every alone is a schedule for the stored policies: no
+// default policy, no error.
+func TestLoadRetentionScheduleAlone(t *testing.T) {
+	f := newFixture(t)
+	c := f.mustLoad(f.write("lifeboat.toml", minimal+"\n[retention]\nevery = \"5m\"\n"), nil)
+	if c.Retention != nil || c.RetentionEvery != 5*time.Minute {
+		t.Fatalf("[retention] every alone: policy %+v, every %v; want none and 5m", c.Retention, c.RetentionEvery)
 	}
 }

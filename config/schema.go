@@ -117,6 +117,7 @@ var fixedSections = []section{
 		{name: "keep_weekly", kind: kCount, def: "0"},
 		{name: "keep_monthly", kind: kCount, def: "0"},
 		{name: "keep_tags", kind: kList},
+		{name: "every", kind: kDurationOff, def: "off"},
 	}},
 	{"prune", []spec{
 		{name: "every", kind: kDurationOff, def: "off"},

@@ -242,8 +242,12 @@ func (d *decoder) retention(c *Config) {
 			d.fail(r.src(one.key), join(path, one.key), "%v", err)
 		}
 	}
+	c.RetentionEvery = r.dur("every")
 	if p.Validate() != nil {
 		return
+	}
+	if p.Empty() && r.given("every") {
+		return // a schedule for the stored policies alone
 	}
 	if p.Empty() {
 		if !d.anyErrorUnder(path) {

@@ -15,7 +15,8 @@ import (
 )
 
 // Maintenance is the repository upkeep `lifeboat serve` runs on its prune
-// schedule (and on request): forget by policy, then prune. It holds no
+// schedule (and on request): forget by policy, then prune; and on its
+// retention schedule, when it has one, forget by policy alone. It holds no
 // lock between runs; each step takes its own, so captures go on beside it
 // and wait only during prune's delete phase. One run at a time.
 type Maintenance struct {
@@ -29,9 +30,11 @@ type Maintenance struct {
 	Now         func() time.Time
 	// Lock are the options of every lock taken (Wait, Command).
 	Lock repo.LockOptions
-	// Observe, when set, is told of every run (metrics).
-	Observe func(MaintenanceReport, error)
-	Logger  *slog.Logger
+	// Observe, when set, is told of every run of Maintain (metrics);
+	// ObserveRetention of every run of Retain.
+	Observe          func(MaintenanceReport, error)
+	ObserveRetention func(MaintenanceReport, error)
+	Logger           *slog.Logger
 
 	mu sync.Mutex
 }
@@ -58,18 +61,39 @@ type pruneSummary struct {
 
 // Maintain runs forget by policy, then prune, now.
 func (m *Maintenance) Maintain(ctx context.Context) (MaintenanceReport, error) {
+	return m.run(ctx, m.Observe, func(rep *MaintenanceReport) error {
+		if err := m.forget(ctx, rep); err != nil {
+			return err
+		}
+		return m.prune(ctx, rep)
+	})
+}
+
+// Retain runs forget by policy alone, now: the retention of every
+// workspace at once, which `serve` runs on the [retention] schedule
+// instead of after each capture (one listing of the repository for all
+// of them). Its report has no prune part.
+func (m *Maintenance) Retain(ctx context.Context) (MaintenanceReport, error) {
+	return m.run(ctx, m.ObserveRetention, func(rep *MaintenanceReport) error { return m.forget(ctx, rep) })
+}
+
+// run runs fn, one run at a time, and tells observe of its report.
+func (m *Maintenance) run(ctx context.Context, observe func(MaintenanceReport, error), fn func(*MaintenanceReport) error) (MaintenanceReport, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	rep := MaintenanceReport{Started: time.Now().UTC(), Warnings: []string{}, Unmanaged: []string{}}
-	err := m.maintain(ctx, &rep)
+	err := fn(&rep)
 	rep.Seconds = time.Since(rep.Started).Seconds()
-	if m.Observe != nil {
-		m.Observe(rep, err)
+	if observe != nil {
+		observe(rep, err)
 	}
 	return rep, err
 }
 
-func (m *Maintenance) maintain(ctx context.Context, rep *MaintenanceReport) error {
+// forget applies the retention policies to every workspace: planned
+// under a shared lock, removed under an exclusive one after the pins are
+// read again (checkpoint.Forget with a lock).
+func (m *Maintenance) forget(ctx context.Context, rep *MaintenanceReport) error {
 	lo := m.Lock
 	lo.Command = "serve: forget"
 	err := m.Repo.Locked(ctx, repo.LockShared, lo, func(l *repo.Lock) error {
@@ -87,8 +111,14 @@ func (m *Maintenance) maintain(ctx context.Context, rep *MaintenanceReport) erro
 	if err != nil {
 		return fmt.Errorf("forget: %w", err)
 	}
+	return nil
+}
+
+// prune runs a two-phase prune under a prune lock.
+func (m *Maintenance) prune(ctx context.Context, rep *MaintenanceReport) error {
+	lo := m.Lock
 	lo.Command = "serve: prune"
-	err = m.Repo.WithLock(ctx, repo.LockPrune, lo, func(l *repo.Lock) error {
+	err := m.Repo.WithLock(ctx, repo.LockPrune, lo, func(l *repo.Lock) error {
 		st, err := checkpoint.RunPrune(ctx, m.Repo, l, checkpoint.PruneOptions{MaxUnused: m.MaxUnused, Lock: m.Lock, DeleteAfter: m.DeleteAfter, Now: m.Now, Plan: func(p *prune.Plan) {
 			rep.Plan = &pruneSummary{Snapshots: p.Snapshots, Packs: p.Packs, UnusedBytes: p.UnusedBytes, BytesFreed: p.BytesFreed}
 			for _, d := range p.Damaged {
@@ -107,6 +137,24 @@ func (m *Maintenance) maintain(ctx context.Context, rep *MaintenanceReport) erro
 // Run calls Maintain every interval (on clk) until ctx ends; a failed run
 // is logged and the next one comes at its time.
 func (m *Maintenance) Run(ctx context.Context, every time.Duration, clk Clock) error {
+	return runEvery(ctx, every, clk, func() {
+		if _, err := m.Maintain(ctx); err != nil && ctx.Err() == nil && m.Logger != nil {
+			m.Logger.Error("scheduled forget and prune failed; the next run comes at its time", "err", err)
+		}
+	})
+}
+
+// RunRetention calls Retain every interval (on clk) until ctx ends; a
+// failed run is logged and the next one comes at its time.
+func (m *Maintenance) RunRetention(ctx context.Context, every time.Duration, clk Clock) error {
+	return runEvery(ctx, every, clk, func() {
+		if _, err := m.Retain(ctx); err != nil && ctx.Err() == nil && m.Logger != nil {
+			m.Logger.Error("scheduled retention failed; the next run comes at its time", "err", err)
+		}
+	})
+}
+
+func runEvery(ctx context.Context, every time.Duration, clk Clock, fn func()) error {
 	if clk == nil {
 		clk = SystemClock{}
 	}
@@ -115,9 +163,7 @@ func (m *Maintenance) Run(ctx context.Context, every time.Duration, clk Clock) e
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-clk.After(every):
-			if _, err := m.Maintain(ctx); err != nil && ctx.Err() == nil && m.Logger != nil {
-				m.Logger.Error("scheduled forget and prune failed; the next run comes at its time", "err", err)
-			}
+			fn()
 		}
 	}
 }

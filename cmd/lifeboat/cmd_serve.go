@@ -141,6 +141,9 @@ func (g *globalOptions) listenAndServe(ctx context.Context, c *config.Config, o 
 	if o.periodic && c.Lifecycle.PeriodicInterval > 0 {
 		start(func() error { return s.life.Run(ctx) })
 	}
+	if c.RetentionEvery > 0 {
+		start(func() error { return s.maint.RunRetention(ctx, c.RetentionEvery, nil) })
+	}
 	if c.Prune.Every > 0 {
 		start(func() error { return s.maint.Run(ctx, c.Prune.Every, nil) })
 	}

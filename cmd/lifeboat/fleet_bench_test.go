@@ -59,6 +59,10 @@ periodic_interval = "off"
 periodic_interval = "20s"
 check_interval = "10m"
 max_parallel = 4
+
+[retention]
+keep_last = 2
+every = "10s"
 `
 	var ss []*fleetServer
 	for i := range servers {

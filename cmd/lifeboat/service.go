@@ -147,8 +147,14 @@ func (g *globalOptions) openService(c *config.Config, r *repo.Repository, tokens
 	for _, o := range c.Workspaces {
 		overrides[o.ID] = recovery.Settings{ParkInterval: o.ParkInterval, PeriodicInterval: o.PeriodicInterval}
 	}
+	// Retention after each capture, unless [retention] every schedules it
+	// for every workspace at once (the maintenance's Retain).
+	var retention recovery.Retention = recovery.RepoRetention{Repo: r, Default: c.Retention, Logger: s.log}
+	if c.RetentionEvery > 0 {
+		retention = nil
+	}
 	s.life, err = recovery.New(recovery.Config{Store: s.store, Capturer: &recovery.RepoCapturer{Repo: r}, Instances: instances,
-		Overrides: overrides, Holds: &recovery.RepoHolds{Repo: r}, Retention: recovery.RepoRetention{Repo: r, Default: c.Retention, Logger: s.log},
+		Overrides: overrides, Holds: &recovery.RepoHolds{Repo: r}, Retention: retention,
 		RepoLock:     s.lock.Run,
 		ParkInterval: c.Lifecycle.ParkInterval, NativeInterval: c.Lifecycle.NativeInterval, PeriodicInterval: c.Lifecycle.PeriodicInterval,
 		PeriodicOff: !periodic || c.Lifecycle.PeriodicInterval == 0,
@@ -184,6 +190,13 @@ func (g *globalOptions) openService(c *config.Config, r *repo.Repository, tokens
 				ev["error"] = err.Error()
 			}
 			s.events.Publish("maintenance", "", ev)
+		},
+		ObserveRetention: func(rep recovery.MaintenanceReport, err error) {
+			ev := map[string]any{"report": rep}
+			if err != nil {
+				ev["error"] = err.Error()
+			}
+			s.events.Publish("retention", "", ev)
 		}}
 	s.srv, err = server.New(server.Config{Recovery: rec, Tokens: tokens,
 		Events: s.events, Logger: s.log, Policies: recovery.RepoPolicies{Repo: r, Lock: lock},
