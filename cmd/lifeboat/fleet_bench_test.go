@@ -103,6 +103,7 @@ every = "10s"
 	b.ReportMetric(lat[len(lat)*99/100].Seconds()*1000, "p99-ms")
 	b.ReportMetric(float64(requests)/float64(len(captured)), "s3-requests/capture")
 	b.ReportMetric(float64(rss)/(1<<20), "max-server-RSS-MiB")
+	b.Logf("%d servers: S3 requests since the registration: %s", servers, f.requestSummaryFrom(before))
 	for _, s := range ss {
 		s.stop()
 	}

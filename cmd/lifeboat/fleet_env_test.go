@@ -353,9 +353,13 @@ func (l *eventLog) snapshot() []fleetEvent {
 
 // requestSummary counts the S3 requests the proxy saw by method and the
 // repository folder they went to (a LIST by its prefix).
-func (f *fleet) requestSummary() string {
+func (f *fleet) requestSummary() string { return f.requestSummaryFrom(0) }
+
+// requestSummaryFrom is requestSummary of the requests after the first
+// from.
+func (f *fleet) requestSummaryFrom(from int) string {
 	counts := map[string]int{}
-	for _, ex := range f.proxy.Log() {
+	for _, ex := range f.proxy.Log()[from:] {
 		parts := strings.Split(strings.Trim(ex.Path, "/"), "/")
 		where := "bucket"
 		if len(parts) >= 3 {
