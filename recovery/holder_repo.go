@@ -75,6 +75,11 @@ func (h *RepoHolds) Hold(ctx context.Context, hs HoldSet) error {
 		return err
 	}
 	old := h.pins[hs.Workspace]
+	if len(pin.Snapshots) == 0 && !pin.All {
+		// Nothing to hold (a workspace not captured yet): no pin, and
+		// this owner's earlier ones of it go.
+		return h.release(ctx, hs.Workspace)
+	}
 	if len(old) == 1 && samePin(old[0], pin) {
 		// Unchanged: written already, unless something removed it since.
 		_, _, err := h.Repo.LoadObject(ctx, crypt.KindPin, old[0].ID)

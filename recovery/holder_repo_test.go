@@ -120,3 +120,29 @@ func hexID(c byte) string {
 	}
 	return string(b)
 }
+
+// A hold of nothing (a workspace not captured yet) writes no pin, and
+// removes the pin an earlier hold of that workspace wrote.
+func TestRepoHoldsNothingWritesNoPin(t *testing.T) {
+	ctx := t.Context()
+	r, _ := newTestRepoDir(t)
+	h := &RepoHolds{Repo: r, Owner: "store-1"}
+	if err := h.Hold(ctx, HoldSet{Workspace: "w", Snapshots: map[string]string{}}); err != nil {
+		t.Fatal(err)
+	}
+	if pins, err := prune.LoadPins(ctx, r); err != nil || len(pins.Objects) != 0 {
+		t.Fatalf("pins after a hold of nothing: %+v %v, want none", pins.Objects, err)
+	}
+	if err := h.Hold(ctx, HoldSet{Workspace: "w", All: true, AllWhy: "lost"}); err != nil {
+		t.Fatal(err)
+	}
+	if pins, err := prune.LoadPins(ctx, r); err != nil || len(pins.Objects) != 1 {
+		t.Fatalf("pins after a hold of everything: %+v %v, want one", pins.Objects, err)
+	}
+	if err := h.Hold(ctx, HoldSet{Workspace: "w", Snapshots: map[string]string{}}); err != nil {
+		t.Fatal(err)
+	}
+	if pins, err := prune.LoadPins(ctx, r); err != nil || len(pins.Objects) != 0 {
+		t.Fatalf("pins after the hold went back to nothing: %+v %v, want none", pins.Objects, err)
+	}
+}
