@@ -175,7 +175,13 @@ func (s *fleetServer) start(env ...string) {
 	t := s.f.t
 	t.Helper()
 	s.log = &lineLog{}
-	s.cmd = exec.Command(s.f.bin, "--json", "--config", s.cfg, "serve")
+	args := []string{"--json", "--config", s.cfg}
+	if dir := os.Getenv("LIFEBOAT_FLEET_CPUPROFILE"); dir != "" {
+		// A CPU profile of each run of each server (the benchmark's
+		// question: where a server's time goes).
+		args = append(args, "--cpuprofile", filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", s.name, time.Now().UnixNano())))
+	}
+	s.cmd = exec.Command(s.f.bin, append(args, "serve")...)
 	s.cmd.Env = s.f.env(env...)
 	stdout, err := s.cmd.StdoutPipe()
 	s.f.check(err)
