@@ -36,6 +36,11 @@ type Options struct {
 	// Progress is told of the capture; when the workspace has a parent
 	// snapshot its totals are announced first, as the best estimate.
 	Progress snapshot.Progress
+	// Parent is the snapshot recorded as the new one's parent (serve: the
+	// workspace's last good checkpoint), loaded alone. Null, or one that
+	// no longer loads: the workspace's newest readable complete snapshot,
+	// which takes listing every snapshot of the repository.
+	Parent blob.ID
 }
 
 // Result is what Capture did.
@@ -97,7 +102,15 @@ func Capture(ctx context.Context, r *repo.Repository, dir string, o Options) (re
 		}
 		specs[i] = finderSpec(finder, p)
 	}
-	res.Parent, err = snapshot.Find(ctx, r, "latest", o.Workspace)
+	if !o.Parent.IsNull() {
+		res.Parent, err = snapshot.LoadManifest(ctx, r, o.Parent)
+		if err != nil && ctx.Err() != nil {
+			return res, err
+		}
+	}
+	if res.Parent == nil {
+		res.Parent, err = snapshot.Find(ctx, r, "latest", o.Workspace)
+	}
 	switch {
 	case errors.Is(err, snapshot.ErrNoSnapshot):
 		res.Parent = nil // the first complete snapshot of this workspace

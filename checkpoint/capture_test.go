@@ -106,3 +106,35 @@ func TestCaptureVerify(t *testing.T) {
 		t.Fatalf("verify failed: verified %v, manifest %v, %v", res.Verified, res.Manifest != nil, err)
 	}
 }
+
+// A named parent is loaded alone and recorded, without listing the
+// snapshots; one that no longer loads falls back to the workspace's
+// newest snapshot.
+func TestCaptureNamedParent(t *testing.T) {
+	tr := newTestRepo(t)
+	ctx := t.Context()
+	root := t.TempDir()
+	capture := func(content string, parent blob.ID) Result {
+		t.Helper()
+		writeFiles(t, root, map[string]string{"a.txt": content})
+		res, err := Capture(ctx, tr.Repository, root, Options{Workspace: "w", Parent: parent})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	first := capture("one", blob.ID{})
+	second := capture("two", blob.ID{})
+	third := capture("three", blob.ID{9}) // names a snapshot that does not exist
+	if *third.Manifest.Parent != second.Manifest.ID {
+		t.Fatalf("parent after a named one that does not load: %s, want the newest %s", third.Manifest.Parent.Short(), second.Manifest.ID.Short())
+	}
+	lists := tr.fault.Add(fault.OnList).Match(backend.Snapshot).Times(1).Fail(nil) // a listing fails the capture
+	fourth := capture("four", first.Manifest.ID)
+	if fourth.Parent == nil || fourth.Parent.ID != first.Manifest.ID || *fourth.Manifest.Parent != first.Manifest.ID {
+		t.Fatalf("parent %v, want the named %s", fourth.Manifest.Parent, first.Manifest.ID.Short())
+	}
+	if lists.Fired() != 0 {
+		t.Fatal("a capture with a named parent listed the snapshots")
+	}
+}
