@@ -41,6 +41,10 @@ type Options struct {
 	// no longer loads: the workspace's newest readable complete snapshot,
 	// which takes listing every snapshot of the repository.
 	Parent blob.ID
+	// NoParentSearch: with a null Parent, record no parent rather than
+	// list every snapshot for the newest (serve's first capture of a
+	// workspace, which has no last good checkpoint yet).
+	NoParentSearch bool
 }
 
 // Result is what Capture did.
@@ -108,7 +112,7 @@ func Capture(ctx context.Context, r *repo.Repository, dir string, o Options) (re
 			return res, err
 		}
 	}
-	if res.Parent == nil {
+	if res.Parent == nil && (!o.NoParentSearch || !o.Parent.IsNull()) {
 		res.Parent, err = snapshot.Find(ctx, r, "latest", o.Workspace)
 	}
 	switch {

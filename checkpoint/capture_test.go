@@ -137,4 +137,10 @@ func TestCaptureNamedParent(t *testing.T) {
 	if lists.Fired() != 0 {
 		t.Fatal("a capture with a named parent listed the snapshots")
 	}
+	// No parent and no search: none recorded, nothing listed.
+	writeFiles(t, root, map[string]string{"a.txt": "five"})
+	fifth, err := Capture(ctx, tr.Repository, root, Options{Workspace: "w", NoParentSearch: true})
+	if err != nil || fifth.Parent != nil || fifth.Manifest.Parent != nil || lists.Fired() != 0 {
+		t.Fatalf("capture without a parent search: parent %v, listings %d, %v", fifth.Manifest.Parent, lists.Fired(), err)
+	}
 }

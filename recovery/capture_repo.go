@@ -43,13 +43,14 @@ func (c *RepoCapturer) Capture(ctx context.Context, req CaptureRequest) (Result,
 	if err != nil {
 		return Result{}, fmt.Errorf("workspace %s: %w", req.Workspace.ID, err)
 	}
-	// The last good checkpoint is the parent: loaded alone, where finding
-	// the newest snapshot would list them all at every capture.
+	// The last good checkpoint is the parent (none before the first):
+	// loaded alone, where finding the newest snapshot would list them all
+	// at every capture.
 	var parent blob.ID
 	if lg := req.Workspace.LastGood; lg != nil {
 		parent, _ = blob.ParseID(lg.Snapshot)
 	}
-	cr, err := checkpoint.Capture(ctx, c.Repo, req.Dir, checkpoint.Options{Workspace: req.Workspace.ID, Parent: parent,
+	cr, err := checkpoint.Capture(ctx, c.Repo, req.Dir, checkpoint.Options{Workspace: req.Workspace.ID, Parent: parent, NoParentSearch: true,
 		Instance: string(req.Workspace.Instance), Tags: []string{"reason:" + string(req.Reason)}, Excludes: c.Excludes,
 		Readers: c.Readers, NoCache: c.NoCache, Profiles: ps, NoDiscovery: c.NoProfileDiscovery, Verify: true, Progress: c.Progress})
 	if err != nil {
