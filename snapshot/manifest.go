@@ -193,6 +193,35 @@ func List(ctx context.Context, s ObjectStore, ws string) (snaps []*Manifest, bad
 	return snaps, bad, err
 }
 
+// listPrefix is List of the snapshots whose ids start with prefix: it
+// lists the ids and loads only those, so that naming one snapshot costs
+// one load, not one per snapshot in the repository.
+func listPrefix(ctx context.Context, s ObjectStore, prefix, ws string) (snaps []*Manifest, bad map[blob.ID]error, err error) {
+	var ids []blob.ID
+	err = s.ListObjects(ctx, crypt.KindSnapshot, func(id blob.ID) error {
+		if strings.HasPrefix(id.String(), prefix) {
+			ids = append(ids, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	bad = map[blob.ID]error{}
+	for _, id := range ids {
+		m, err := LoadManifest(ctx, s, id)
+		switch {
+		case ctx.Err() != nil:
+			return nil, nil, ctx.Err()
+		case err != nil:
+			bad[id] = err
+		case ws == "" || m.Workspace == ws:
+			snaps = append(snaps, m)
+		}
+	}
+	return snaps, bad, nil
+}
+
 // ErrNoSnapshot: no snapshot matches.
 var ErrNoSnapshot = errors.New("no matching snapshot")
 
@@ -229,7 +258,13 @@ func Resolve(ctx context.Context, s ObjectStore, ref, ws string, o ResolveOption
 	if ref != "latest" && len(ref) < 4 {
 		return nil, nil, fmt.Errorf("snapshot id %q is too short: give at least 4 hex characters", ref)
 	}
-	snaps, bad, err := List(ctx, s, ws)
+	var snaps []*Manifest
+	var bad map[blob.ID]error
+	if ref == "latest" {
+		snaps, bad, err = List(ctx, s, ws)
+	} else {
+		snaps, bad, err = listPrefix(ctx, s, strings.ToLower(ref), ws)
+	}
 	if err != nil {
 		return nil, nil, err
 	}

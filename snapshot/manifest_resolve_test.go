@@ -152,3 +152,44 @@ func TestResolveLatestDamagedAttributed(t *testing.T) {
 		t.Errorf("only a damaged snapshot: %v", err)
 	}
 }
+
+// loadCounter counts the objects loaded through it.
+type loadCounter struct {
+	ObjectStore
+	loads int
+}
+
+func (c *loadCounter) LoadObject(ctx context.Context, kind crypt.ObjectKind, id blob.ID) (blob.Tier, []byte, error) {
+	c.loads++
+	return c.ObjectStore.LoadObject(ctx, kind, id)
+}
+
+// An id names one snapshot: resolving it loads that snapshot alone, not
+// every snapshot of the repository, and still answers as a full listing
+// would (another workspace's snapshot is not found, a damaged one is
+// named).
+func TestResolveIDLoadsOnlyItsSnapshot(t *testing.T) {
+	ctx := t.Context()
+	r := newRestoreRepo(t)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var all []*Manifest
+	for i := range 6 {
+		all = append(all, r.rsSnapAt(t, "w", t0.Add(time.Duration(i)*time.Minute)))
+	}
+	other := r.rsSnapAt(t, "x", t0)
+	c := &loadCounter{ObjectStore: r}
+	m, _, err := Resolve(ctx, c, all[2].ID.String(), "w", ResolveOptions{})
+	if err != nil || m.ID != all[2].ID {
+		t.Fatalf("resolving %s: %v %v", all[2].ID.Short(), m, err)
+	}
+	if c.loads != 1 {
+		t.Fatalf("resolving one id loaded %d snapshots, want 1", c.loads)
+	}
+	if _, _, err := Resolve(ctx, c, other.ID.String(), "w", ResolveOptions{}); !errors.Is(err, ErrNoSnapshot) {
+		t.Fatalf("another workspace's snapshot resolved for w: %v", err)
+	}
+	r.rsFlipSnapshot(t, all[4].ID)
+	if _, _, err := Resolve(ctx, c, all[4].ID.String()[:12], "", ResolveOptions{}); !errors.Is(err, repo.ErrCorrupt) || !strings.Contains(err.Error(), "cannot be read") {
+		t.Fatalf("a damaged snapshot by its id: %v", err)
+	}
+}

@@ -162,7 +162,9 @@ root = %q
 	f.servers = append(f.servers, s)
 	f.t.Cleanup(func() {
 		if f.t.Failed() {
-			f.t.Logf("server %s, its last lines:\n%s", s.name, s.log)
+			// Few lines: a CI log shows its tail, and the test's own
+			// failure comes before these.
+			f.t.Logf("server %s, its last lines:\n%s", s.name, s.log.last(15))
 		}
 	})
 	s.start(env...)
@@ -426,10 +428,13 @@ func (l *lineLog) wait(sub string) <-chan struct{} {
 }
 
 // String is the last lines, for a failure's message.
-func (l *lineLog) String() string {
+func (l *lineLog) String() string { return l.last(60) }
+
+// last is the last n lines.
+func (l *lineLog) last(n int) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return strings.Join(l.lines[max(0, len(l.lines)-60):], "\n")
+	return strings.Join(l.lines[max(0, len(l.lines)-n):], "\n")
 }
 
 // writeSmallWorkspace writes a small agent workspace: a README every

@@ -118,7 +118,10 @@ func start(t testing.TB, bin string) (*Server, error) {
 	t.Cleanup(func() {
 		stop()
 		if t.Failed() {
-			t.Logf("versitygw output:\n%s", s.output())
+			// Its last lines only: it logs every request, and a long log
+			// would push the test's own failure out of a CI log's tail.
+			lines := strings.Split(strings.TrimRight(s.output(), "\n"), "\n")
+			t.Logf("versitygw output, its last lines:\n%s", strings.Join(lines[max(0, len(lines)-10):], "\n"))
 		}
 	})
 	return s, nil
