@@ -79,7 +79,7 @@ every = "10s"
 	for _, s := range ss {
 		s.start()
 	}
-	f.waitCaptured(ctx, ids, from)
+	f.waitCaptured(ctx, ids, from, time.Time{})
 	b.StopTimer()
 	requests := len(f.proxy.Log()) - before
 	var rss int64

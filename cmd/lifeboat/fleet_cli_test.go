@@ -86,7 +86,7 @@ func TestFleet(t *testing.T) {
 	// Every workspace gets a checkpoint from the periodic captures, while
 	// server A dies mid-capture.
 	ids := f.addWorkspaces(ctx, n, b, c) // A's saves count from its captures on
-	f.waitCaptured(ctx, ids, 0)
+	f.waitCaptured(ctx, ids, 0, time.Time{})
 	t.Logf("%s: every workspace captured; S3 requests: %s", time.Since(begin).Round(time.Second), f.requestSummary())
 	select {
 	case <-a.exited:
@@ -107,7 +107,7 @@ func TestFleet(t *testing.T) {
 		writeSmallWorkspace(t, filepath.Join(f.root, ids[i]), i, 1)
 		changed[ids[i]] = true
 	}
-	f.waitCaptured(ctx, slices.Collect(maps.Keys(changed)), from)
+	f.waitCaptured(ctx, slices.Collect(maps.Keys(changed)), from, time.Now())
 	t.Logf("%s: %d changed workspaces captured", time.Since(begin).Round(time.Second), len(changed))
 
 	// Three workspaces are lost and recovered: through B (killed after
@@ -248,11 +248,11 @@ func TestFleet(t *testing.T) {
 			for w := range work {
 				target := filepath.Join(f.dir, "restored", w.ID)
 				if _, err := f.run(nil, "restore", "--target", target, w.LastGood.Snapshot); err != nil {
-					t.Error(err)
+					t.Errorf("%v\nits receipts:\n%s", err, f.events.history(w.ID))
 					continue
 				}
 				if d, err := bench.Compare(filepath.Join(f.root, string(w.Instance)), target); err != nil || len(d) > 0 {
-					t.Errorf("last good checkpoint of %s differs from its files: %v %v", w.ID, d, err)
+					t.Errorf("last good checkpoint %s of %s differs from its files: %v %v\nits receipts:\n%s", w.LastGood.Snapshot, w.ID, d, err, f.events.history(w.ID))
 				}
 				_ = os.RemoveAll(target)
 			}
@@ -266,15 +266,18 @@ func TestFleet(t *testing.T) {
 }
 
 // waitCaptured waits for a captured receipt of every workspace of ids
-// among the events from the from'th on.
-func (f *fleet) waitCaptured(ctx context.Context, ids []string, from int) {
+// among the events from the from'th on. With since set it waits for a
+// capture that started at or after since, captured or unchanged: a
+// capture that started before the files were written may hold the old
+// ones, or a prefix of a file being rewritten.
+func (f *fleet) waitCaptured(ctx context.Context, ids []string, from int, since time.Time) {
 	f.t.Helper()
 	left := map[string]bool{}
 	for _, id := range ids {
 		left[id] = true
 	}
 	f.events.until(f.t, ctx, fmt.Sprintf("captures of %d workspaces", len(ids)), from, func(ev fleetEvent) bool {
-		if ev.typ == "receipt" && ev.Outcome == "captured" {
+		if ev.typ == "receipt" && (ev.Outcome == "captured" || !since.IsZero() && ev.Outcome == "unchanged") && !ev.Started.Before(since) {
 			delete(left, ev.Workspace)
 		}
 		return len(left) == 0

@@ -346,6 +346,21 @@ func (l *eventLog) summary() string {
 	return fmt.Sprint(counts)
 }
 
+// history is a line per receipt of workspace ws, in the order they
+// arrived: for a failure's message.
+func (l *eventLog) history(ws string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var b strings.Builder
+	for _, ev := range l.all {
+		if ev.typ == "receipt" && ev.Workspace == ws {
+			fmt.Fprintf(&b, "  %s %s %s snapshot %.12s last good %.12s %s..%s files %d\n", ev.server, ev.Reason, ev.Outcome, ev.Snapshot, ev.LastGood,
+				ev.Started.Format("15:04:05.000"), ev.Finished.Format("15:04:05.000"), ev.Files)
+		}
+	}
+	return b.String()
+}
+
 // len is how many events arrived so far.
 func (l *eventLog) len() int {
 	l.mu.Lock()
