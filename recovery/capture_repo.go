@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"lifeboat/blob"
@@ -87,9 +88,26 @@ func (rr RepoRetention) Apply(ctx context.Context, ws, lastGood string) error {
 		now = rr.Now
 	}
 	res, err := checkpoint.Retain(ctx, rr.Repo, checkpoint.RetainOptions{Workspace: ws, LastGood: id, Default: rr.Default, Now: now()})
-	if len(res.Gone) > 0 && rr.Logger != nil {
-		rr.Logger.Info("retention: snapshots were already removed by another forget or retention beside this one",
-			"workspace", ws, "snapshots", shortIDs(res.Gone))
+	if rr.Logger != nil {
+		if len(res.Gone) > 0 {
+			rr.Logger.Info("retention: snapshots were already removed by another forget or retention beside this one",
+				"workspace", ws, "snapshots", shortIDs(res.Gone))
+		}
+		if removed := removedIDs(res); len(removed) > 0 {
+			rr.Logger.Info("retention removed snapshots", "workspace", ws, "last_good", id.Short(), "snapshots", shortIDs(removed))
+		}
 	}
 	return err
+}
+
+// removedIDs are the snapshots a forget removed itself (not kept, not
+// already gone).
+func removedIDs(res checkpoint.ForgetResult) []blob.ID {
+	var out []blob.ID
+	for _, d := range res.Decisions {
+		if !d.Keep && !slices.Contains(res.Gone, d.Snapshot.ID) {
+			out = append(out, d.Snapshot.ID)
+		}
+	}
+	return out
 }

@@ -248,11 +248,11 @@ func TestFleet(t *testing.T) {
 			for w := range work {
 				target := filepath.Join(f.dir, "restored", w.ID)
 				if _, err := f.run(nil, "restore", "--target", target, w.LastGood.Snapshot); err != nil {
-					t.Errorf("%v\nits receipts:\n%s", err, f.events.history(w.ID))
+					t.Errorf("%v\nits receipts:\n%s%s", err, f.events.history(w.ID), f.serverLines(w.ID)+f.requestsFor(w.LastGood.Snapshot))
 					continue
 				}
 				if d, err := bench.Compare(filepath.Join(f.root, string(w.Instance)), target); err != nil || len(d) > 0 {
-					t.Errorf("last good checkpoint %s of %s differs from its files: %v %v\nits receipts:\n%s", w.LastGood.Snapshot, w.ID, d, err, f.events.history(w.ID))
+					t.Errorf("last good checkpoint %s of %s differs from its files: %v %v\nits receipts:\n%s%s", w.LastGood.Snapshot, w.ID, d, err, f.events.history(w.ID), f.serverLines(w.ID))
 				}
 				_ = os.RemoveAll(target)
 			}

@@ -130,7 +130,8 @@ type fleetServer struct {
 	cfg    string
 	cmd    *exec.Cmd
 	url    string
-	log    *lineLog
+	log    *lineLog      // this run's stderr
+	logs   []*lineLog    // every run's
 	exited chan struct{} // closed when the process ended
 }
 
@@ -177,6 +178,7 @@ func (s *fleetServer) start(env ...string) {
 	t := s.f.t
 	t.Helper()
 	s.log = &lineLog{}
+	s.logs = append(s.logs, s.log)
 	args := []string{"--json", "--config", s.cfg}
 	if dir := os.Getenv("LIFEBOAT_FLEET_CPUPROFILE"); dir != "" {
 		// A CPU profile of each run of each server (the benchmark's
@@ -361,6 +363,24 @@ func (l *eventLog) history(ws string) string {
 	return b.String()
 }
 
+// serverLines is every line of every server's log, this run and
+// earlier ones, that contains sub: for a failure's message.
+func (f *fleet) serverLines(sub string) string {
+	var b strings.Builder
+	for _, s := range f.servers {
+		for _, l := range s.logs {
+			l.mu.Lock()
+			for _, line := range l.lines {
+				if strings.Contains(line, sub) {
+					fmt.Fprintf(&b, "  %s: %s\n", s.name, line)
+				}
+			}
+			l.mu.Unlock()
+		}
+	}
+	return b.String()
+}
+
 // len is how many events arrived so far.
 func (l *eventLog) len() int {
 	l.mu.Lock()
@@ -391,6 +411,18 @@ func (f *fleet) requestSummaryFrom(from int) string {
 		counts[ex.Method+" "+where]++
 	}
 	return fmt.Sprint(counts)
+}
+
+// requestsFor is a line per S3 request whose path contains sub: for a
+// failure's message.
+func (f *fleet) requestsFor(sub string) string {
+	var b strings.Builder
+	for _, ex := range f.proxy.Log() {
+		if strings.Contains(ex.Path, sub) {
+			fmt.Fprintf(&b, "  S3 %s %s %d at %s\n", ex.Method, ex.Path, ex.Status, ex.Done.Format("15:04:05.000"))
+		}
+	}
+	return b.String()
 }
 
 // lineLog is a process's stderr: its lines, and waiters for a line that

@@ -66,7 +66,8 @@ type Fault struct {
 type Exchange struct {
 	Method, Path string
 	Status       int
-	Fault        Action // 0 when none fired
+	Fault        Action    // 0 when none fired
+	Done         time.Time // when the answer was sent
 }
 
 // Proxy is an HTTP reverse proxy in front of a Server that injects
@@ -157,7 +158,7 @@ func (p *Proxy) match(r *http.Request) *Fault {
 func (p *Proxy) record(r *http.Request, status int, a Action) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.log = append(p.log, Exchange{Method: r.Method, Path: r.URL.Path, Status: status, Fault: a})
+	p.log = append(p.log, Exchange{Method: r.Method, Path: r.URL.Path, Status: status, Fault: a, Done: time.Now()})
 }
 
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
