@@ -1,6 +1,7 @@
 package repo
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -129,15 +130,23 @@ func (r *Repository) usable() error {
 }
 
 // LookupBlob returns where a blob is stored: pending uploads of this
-// session first, then the local index.
+// session first, then the local index. A blob still in an open pack is an
+// error unless the index knows a stored copy of it (another process
+// stored it first, and an index sync brought it here while this session
+// saved its own): that copy is returned.
 func (r *Repository) LookupBlob(t blob.Tier, typ blob.Type, id blob.ID) (index.Location, bool, error) {
-	if loc, ok, err := r.lookupPending(t, typ, id); ok || err != nil {
-		return loc, ok, err
+	loc, ok, perr := r.lookupPending(t, typ, id)
+	if ok {
+		return loc, true, nil
 	}
 	if r.idx == nil {
-		return index.Location{}, false, errNoIndex
+		return index.Location{}, false, cmp.Or(perr, errNoIndex)
 	}
-	return r.idx.Lookup(t, typ, id)
+	loc, ok, err := r.idx.Lookup(t, typ, id)
+	if ok || err != nil {
+		return loc, ok, err
+	}
+	return index.Location{}, false, perr
 }
 
 // LookupBlobs looks many blobs up like LookupBlob, the local index in

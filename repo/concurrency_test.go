@@ -269,3 +269,32 @@ func TestConcurrentSavesShareOpenPacks(t *testing.T) {
 		t.Fatalf("check after concurrent saves: %d blobs, problems %+v", res.Blobs, res.Problems)
 	}
 }
+
+// A blob this session holds in an open pack that another process stored
+// first, and that an index sync brought in since, loads from the stored
+// copy: prune walks a snapshot another server stored while this server's
+// capture, which saved the same tree blob again, still has it open.
+func TestLookupOpenPackBlobStoredElsewhere(t *testing.T) {
+	tr := newTestRepo(t)
+	ctx := context.Background()
+	r1 := tr.open(t, nil, testPassword)
+	r2 := tr.open(t, nil, testPassword)
+	data := []byte("a tree blob two servers saved")
+	id, _, err := r2.SaveBlob(ctx, blob.Workspace, blob.Tree, data)
+	must(t, err)
+	must(t, r2.Flush(ctx))
+	if _, _, err := r1.SaveBlob(ctx, blob.Workspace, blob.Tree, data); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r1.LookupBlob(blob.Workspace, blob.Tree, id); err == nil || !strings.Contains(err.Error(), "open pack") {
+		t.Fatalf("before the index sync: LookupBlob = %v, want the open-pack error", err)
+	}
+	if _, err := r1.SyncIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r1.LoadBlob(ctx, blob.Workspace, blob.Tree, id, nil)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("after the index sync: LoadBlob = %q, %v", got, err)
+	}
+	must(t, r1.Flush(ctx))
+}
