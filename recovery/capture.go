@@ -69,6 +69,17 @@ func (l *Lifecycle) run(ctx context.Context, ws string, rec *Receipt) {
 		l.failed(ws, rec, Failed, err)
 		return
 	}
+	if l.store.Shared() && rec.Reason == ReasonPeriodic {
+		// Every server's round asks for the workspaces that changed, so
+		// another server may have captured these very files while this
+		// one waited for the workspace, in a capture begun before this
+		// one was asked for: the record's fingerprint then matches the
+		// files. (An error here is left to the capture to meet.)
+		if same, err := l.sameFingerprint(ctx, w, p); err == nil && same {
+			rec.Outcome = Unchanged
+			return
+		}
+	}
 	err = l.store.update(ws, func(_ stateTx, w *Workspace) error {
 		w.InFlight = &InFlight{Started: rec.Started, Reason: rec.Reason, PID: pid}
 		return nil

@@ -358,6 +358,44 @@ func TestSharedPeriodicAfterOtherServersCapture(t *testing.T) {
 	})
 }
 
+// A periodic capture asked for before another server's capture of the
+// same files began, that waited for the workspace meanwhile, is not taken
+// again: the record's fingerprint matches the files.
+func TestSharedPeriodicAfterOtherServersCaptureOfSameFiles(t *testing.T) {
+	onPostgres(t, func(t *testing.T) {
+		a := newREnv(t, botFiles)
+		cp := a.capture()
+		b := a.second(nil)
+		writeFiles(t, a.dir("bot1"), map[string]string{"notes.txt": "changed after the checkpoint"})
+		release, err := a.lc.lease(a.ctx, "bot1") // a's capture runs
+		if err != nil {
+			t.Fatal(err)
+		}
+		waiting := make(chan struct{})
+		b.lc.hooks.semWait = func(string) { close(waiting) }
+		got := make(chan []Receipt, 1)
+		asked := a.clock.Now()
+		go func() { got <- b.lc.Tick(b.ctx) }()
+		<-waiting // b's capture was asked for, and waits for the workspace
+		fp, err := fingerprint(a.store.db.Salt(), a.dir("bot1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.store.update("bot1", func(tx stateTx, w *Workspace) error {
+			c := &Checkpoint{Snapshot: cp.Snapshot, Time: asked.Add(-time.Second), Reason: ReasonPeriodic}
+			w.LastGood, w.Fingerprint = c, fp
+			return putCheckpoint(tx, w.ID, c)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		release()
+		rs := <-got
+		if len(rs) != 1 || rs[0].Outcome != Unchanged || rs[0].LastGood != cp.Snapshot {
+			t.Fatalf("b's periodic round: %+v", rs)
+		}
+	})
+}
+
 // hookHolds calls after once a hold is written.
 type hookHolds struct {
 	Holder
