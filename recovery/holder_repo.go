@@ -162,6 +162,10 @@ func (h *RepoHolds) Present(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	// From storage, never from the objects this process keeps loaded
+	// (repo.Options.KeepObjects): the capture's verification loaded it,
+	// and a forget in another server may have removed it since.
+	h.Repo.Unkeep(crypt.KindSnapshot, bid)
 	if _, _, err := h.Repo.LoadObject(ctx, crypt.KindSnapshot, bid); err != nil {
 		return fmt.Errorf("snapshot %s was removed before its hold was recorded (a forget in another process?): %w", bid.Short(), err)
 	}

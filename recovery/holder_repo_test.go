@@ -2,9 +2,15 @@ package recovery
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
+	"lifeboat/backend/local"
+	"lifeboat/blob"
+	"lifeboat/crypt"
 	"lifeboat/prune"
+	"lifeboat/repo"
 )
 
 // RepoHolds writes a workspace's hold once per change: the same hold again
@@ -144,5 +150,42 @@ func TestRepoHoldsNothingWritesNoPin(t *testing.T) {
 	}
 	if pins, err := prune.LoadPins(ctx, r); err != nil || len(pins.Objects) != 0 {
 		t.Fatalf("pins after the hold went back to nothing: %+v %v, want none", pins.Objects, err)
+	}
+}
+
+// Present asks storage, not the snapshot objects a server keeps loaded: a
+// snapshot the capture's verification loaded, then another server's
+// forget removed, is not present, so its promotion is refused.
+func TestRepoHoldsPresentAsksStorage(t *testing.T) {
+	ctx := context.Background()
+	dir, cache := t.TempDir(), t.TempDir()
+	be, err := local.Create(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.Init(ctx, be, testPassword, repo.InitOptions{PackSize: 4 << 20, KDF: crypt.NewKDFParams(1, 64, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := repo.Open(ctx, be, testPassword, repo.Options{CacheDir: cache, KeepObjects: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close(ctx); _ = be.Close() })
+	id, err := r.SaveObject(ctx, crypt.KindSnapshot, blob.Workspace, []byte(`{"a":"snapshot"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.LoadObject(ctx, crypt.KindSnapshot, id); err != nil { // kept from now on
+		t.Fatal(err)
+	}
+	h := &RepoHolds{Repo: r, Owner: "store-a"}
+	if err := h.Present(ctx, id.String()); err != nil {
+		t.Fatalf("stored snapshot: %v", err)
+	}
+	if err := os.Remove(filepath.Join(dir, "snapshots", id.String())); err != nil { // another server's forget
+		t.Fatal(err)
+	}
+	if err := h.Present(ctx, id.String()); err == nil {
+		t.Fatal("a removed snapshot is present: its promotion would name a checkpoint that is gone")
 	}
 }
