@@ -22,7 +22,10 @@ import (
 //
 // Retain releases the holds of every workspace for which keep is false (a
 // workspace removed from the store while its hold could not be released).
+// Refresh reads the holds from the repository again: a holder may take a
+// hold it wrote for still there until then.
 type Holder interface {
+	Refresh(ctx context.Context) error
 	Hold(ctx context.Context, h HoldSet) error
 	Release(ctx context.Context, ws string) error
 	Retain(ctx context.Context, keep func(ws string) bool) error
@@ -133,6 +136,9 @@ func (l *Lifecycle) SyncHolds(ctx context.Context) error {
 		return err
 	}
 	return l.repoWork(ctx, func() error {
+		if err := l.cfg.Holds.Refresh(ctx); err != nil {
+			return err
+		}
 		var errs []error
 		for _, w := range wss {
 			if err := l.syncHold(ctx, w.ID); err != nil {

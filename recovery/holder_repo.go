@@ -58,6 +58,17 @@ func (h *RepoHolds) load(ctx context.Context) error {
 	return nil
 }
 
+// Refresh implements Holder: this owner's pins are read again from the
+// repository, so a pin removed behind this holder's back (by hand, or
+// replaced by another server of the same store) is no longer taken for
+// written, and one another server wrote is known.
+func (h *RepoHolds) Refresh(ctx context.Context) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.loaded = false
+	return h.load(ctx)
+}
+
 // Hold implements Holder.
 func (h *RepoHolds) Hold(ctx context.Context, hs HoldSet) error {
 	pin := prune.Pin{Workspace: hs.Workspace, Owner: h.Owner, All: hs.All, AllWhy: hs.AllWhy}
@@ -81,7 +92,9 @@ func (h *RepoHolds) Hold(ctx context.Context, hs HoldSet) error {
 		return h.release(ctx, hs.Workspace)
 	}
 	if len(old) == 1 && samePin(old[0], pin) {
-		// Unchanged: written already, unless something removed it since.
+		// Unchanged: written already, unless something removed it since
+		// (with the repository's objects kept loaded, only a Refresh
+		// finds that out).
 		_, _, err := h.Repo.LoadObject(ctx, crypt.KindPin, old[0].ID)
 		if err == nil {
 			return nil

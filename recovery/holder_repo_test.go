@@ -158,19 +158,7 @@ func TestRepoHoldsNothingWritesNoPin(t *testing.T) {
 // forget removed, is not present, so its promotion is refused.
 func TestRepoHoldsPresentAsksStorage(t *testing.T) {
 	ctx := context.Background()
-	dir, cache := t.TempDir(), t.TempDir()
-	be, err := local.Create(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := repo.Init(ctx, be, testPassword, repo.InitOptions{PackSize: 4 << 20, KDF: crypt.NewKDFParams(1, 64, 1)}); err != nil {
-		t.Fatal(err)
-	}
-	r, err := repo.Open(ctx, be, testPassword, repo.Options{CacheDir: cache, KeepObjects: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Close(ctx); _ = be.Close() })
+	r, dir := newKeepingRepo(t)
 	id, err := r.SaveObject(ctx, crypt.KindSnapshot, blob.Workspace, []byte(`{"a":"snapshot"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -187,5 +175,74 @@ func TestRepoHoldsPresentAsksStorage(t *testing.T) {
 	}
 	if err := h.Present(ctx, id.String()); err == nil {
 		t.Fatal("a removed snapshot is present: its promotion would name a checkpoint that is gone")
+	}
+}
+
+// newKeepingRepo is a repository opened as serve opens it, keeping the
+// snapshot and pin objects it loads (repo.Options.KeepObjects), and its
+// directory.
+func newKeepingRepo(t *testing.T) (*repo.Repository, string) {
+	t.Helper()
+	ctx := context.Background()
+	dir, cache := t.TempDir(), t.TempDir()
+	be, err := local.Create(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.Init(ctx, be, testPassword, repo.InitOptions{PackSize: 4 << 20, KDF: crypt.NewKDFParams(1, 64, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := repo.Open(ctx, be, testPassword, repo.Options{CacheDir: cache, KeepObjects: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close(ctx); _ = be.Close() })
+	return r, dir
+}
+
+// A pin removed behind the back of a holder that keeps objects loaded is
+// written again at the first hold after a Refresh (the server refreshes
+// at every scheduled check), and a pin another server of the same store
+// wrote is adopted: the same hold is not written twice.
+func TestRepoHoldsRefresh(t *testing.T) {
+	ctx := context.Background()
+	r, dir := newKeepingRepo(t)
+	hs := HoldSet{Workspace: "w", Snapshots: map[string]string{hexID('1'): "last good"}}
+	a, b := &RepoHolds{Repo: r, Owner: "store-a"}, &RepoHolds{Repo: r, Owner: "store-a"}
+	if err := a.Hold(ctx, hs); err != nil {
+		t.Fatal(err)
+	}
+	pins := func() int {
+		t.Helper()
+		p, err := prune.LoadPins(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(p.Objects)
+	}
+	if pins() != 1 { // loaded, and kept
+		t.Fatal("the first hold wrote no pin")
+	}
+	ents, err := os.ReadDir(filepath.Join(dir, "pins"))
+	if err != nil || len(ents) != 1 {
+		t.Fatalf("pins: %v %v", ents, err)
+	}
+	if err := os.Remove(filepath.Join(dir, "pins", ents[0].Name())); err != nil { // by hand
+		t.Fatal(err)
+	}
+	if err := a.Hold(ctx, hs); err != nil || pins() != 0 {
+		t.Fatalf("before a refresh, the holder takes its pin for written: %v, %d pins", err, pins())
+	}
+	if err := a.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Hold(ctx, hs); err != nil || pins() != 1 {
+		t.Fatalf("the hold after a refresh: %v, %d pins, want 1", err, pins())
+	}
+	if err := b.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Hold(ctx, hs); err != nil || pins() != 1 {
+		t.Fatalf("another server's same hold: %v, %d pins, want the one a wrote", err, pins())
 	}
 }
