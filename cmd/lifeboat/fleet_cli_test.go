@@ -70,12 +70,12 @@ func TestFleet(t *testing.T) {
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	n := fleetWorkspaces(t, 200)
-	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 12*time.Minute)
 	defer cancel()
 
 	begin := time.Now()
 	f := newFleet(t, true)
-	schedule := "\n[prune]\nevery = \"5s\"\n"
+	schedule := "\n[prune]\nevery = \"20s\"\n"
 	lease := "LIFEBOAT_STATE_LEASE=3s"
 	crashAfter := 20 + rng.IntN(200)
 	t.Logf("server A kills itself after its save %d", crashAfter)
@@ -168,7 +168,7 @@ func TestFleet(t *testing.T) {
 	t.Logf("%s: three recoveries done", time.Since(begin).Round(time.Second))
 
 	// The schedule condemned what retention left unused.
-	f.events.until(t, ctx, "a prune that condemns packs", 0, func(ev fleetEvent) bool {
+	f.events.until(t, ctx, func() string { return "a prune that condemns packs" }, 0, func(ev fleetEvent) bool {
 		var m struct {
 			Report struct {
 				Prune struct {
@@ -276,7 +276,19 @@ func (f *fleet) waitCaptured(ctx context.Context, ids []string, from int, since 
 	for _, id := range ids {
 		left[id] = true
 	}
-	f.events.until(f.t, ctx, fmt.Sprintf("captures of %d workspaces", len(ids)), from, func(ev fleetEvent) bool {
+	what := func() string {
+		var b strings.Builder
+		fmt.Fprintf(&b, "captures of %d workspaces; %d not captured", len(ids), len(left))
+		n := 0
+		for id := range left {
+			if n++; n > 3 {
+				break
+			}
+			fmt.Fprintf(&b, "\n%s, its receipts:\n%s%s  its record: %s", id, f.events.history(id), f.serverLines(id), f.record(id))
+		}
+		return b.String()
+	}
+	f.events.until(f.t, ctx, what, from, func(ev fleetEvent) bool {
 		if ev.typ == "receipt" && (ev.Outcome == "captured" || !since.IsZero() && ev.Outcome == "unchanged") && !ev.Started.Before(since) {
 			delete(left, ev.Workspace)
 		}

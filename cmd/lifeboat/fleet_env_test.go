@@ -314,9 +314,9 @@ func (l *eventLog) add(ev fleetEvent) {
 }
 
 // until calls fn on every event from the from'th on, in the order they
-// arrived, as they arrive, until fn returns true; it fails the test when
-// ctx ends first.
-func (l *eventLog) until(t testing.TB, ctx context.Context, what string, from int, fn func(fleetEvent) bool) {
+// arrived, as they arrive, until fn returns true; it fails the test,
+// saying what() it waited for, when ctx ends first.
+func (l *eventLog) until(t testing.TB, ctx context.Context, what func() string, from int, fn func(fleetEvent) bool) {
 	t.Helper()
 	next := from
 	for {
@@ -332,7 +332,7 @@ func (l *eventLog) until(t testing.TB, ctx context.Context, what string, from in
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			t.Fatalf("waiting for %s: %v", what, ctx.Err())
+			t.Fatalf("waiting for %s: %v", what(), ctx.Err())
 		}
 	}
 }
@@ -379,6 +379,26 @@ func (f *fleet) serverLines(sub string) string {
 		}
 	}
 	return b.String()
+}
+
+// record is workspace id's record and recovery state as a running
+// server shows them: for a failure's message.
+func (f *fleet) record(id string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, s := range f.servers {
+		select {
+		case <-s.exited:
+			continue
+		default:
+		}
+		w, err := s.client().Workspace(ctx, id)
+		st, serr := s.client().RecoveryState(ctx, id)
+		wj, _ := json.Marshal(w)
+		sj, _ := json.Marshal(st)
+		return fmt.Sprintf("(server %s) %s %v\n  its recovery state: %s %v\n", s.name, wj, err, sj, serr)
+	}
+	return "no server runs\n"
 }
 
 // len is how many events arrived so far.
