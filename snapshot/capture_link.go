@@ -49,7 +49,7 @@ func (c *capturer) hardlink(d *capDir, part *capPart, i int, first *capLink) {
 		first.waiters = append(first.waiters, capLinkWaiter{part, i})
 		return
 	case capLinkFailed:
-		c.omit(d, string(n.Name), n, fmt.Errorf("hard link to %s, which could not be captured", capEscape(first.path)))
+		c.omit(d, string(n.Name), n, fmt.Errorf("hard link to %s, which could not be captured", EscapePath(first.path)))
 		return
 	}
 	c.files.Add(1)
@@ -72,7 +72,7 @@ func (l *capLink) resolve(c *capturer, ok bool) {
 			c.o.Progress.Done(1, 0)
 		} else {
 			n := &w.part.nodes[w.i]
-			c.omit(w.part.dir, string(n.Name), n, fmt.Errorf("hard link to %s, which could not be captured", capEscape(l.path)))
+			c.omit(w.part.dir, string(n.Name), n, fmt.Errorf("hard link to %s, which could not be captured", EscapePath(l.path)))
 		}
 		c.partDone(w.part)
 	}

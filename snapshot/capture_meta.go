@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
@@ -201,7 +200,7 @@ func capXattrs(list func([]byte) (int, error), get func(string, []byte) (int, er
 				break
 			}
 			if err != nil {
-				return nil, fmt.Errorf("reading extended attribute %s: %w", capEscape([]byte(name)), err)
+				return nil, fmt.Errorf("reading extended attribute %s: %w", EscapePath([]byte(name)), err)
 			}
 			if val == nil {
 				val = []byte{}
@@ -212,23 +211,4 @@ func capXattrs(list func([]byte) (int, error), get func(string, []byte) (int, er
 		}
 	}
 	return out, nil
-}
-
-// capEscape renders a raw path for messages: valid UTF-8 as is, every
-// other byte as \xNN (CaptureError.Path).
-func capEscape(p []byte) string {
-	if utf8.Valid(p) {
-		return string(p)
-	}
-	var b strings.Builder
-	for len(p) > 0 {
-		r, size := utf8.DecodeRune(p)
-		if r == utf8.RuneError && size <= 1 {
-			fmt.Fprintf(&b, `\x%02x`, p[0])
-		} else {
-			b.Write(p[:size])
-		}
-		p = p[size:]
-	}
-	return b.String()
 }

@@ -185,7 +185,7 @@ func (c *capturer) captureTrees(p *capturePart) error {
 func checkSensitiveSpecs(root string, in []SensitiveSpec) ([]SensitiveSpec, error) {
 	out := make([]SensitiveSpec, 0, len(in))
 	for _, s := range in {
-		comps, err := safeSplitInclude(filepath.ToSlash(s.Path))
+		comps, err := SplitPath(filepath.ToSlash(s.Path))
 		if err != nil || len(comps) == 0 {
 			return nil, fmt.Errorf("%w: %q (give a directory below %s)", ErrSensitivePath, s.Path, root)
 		}

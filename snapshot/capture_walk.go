@@ -89,7 +89,7 @@ func (d *capDir) errPath(name string) string {
 	if len(p) == 0 {
 		return "."
 	}
-	return capEscape(p)
+	return EscapePath(p)
 }
 
 // walk captures the entries of d, listed in l. It returns only fatal
@@ -325,7 +325,7 @@ func (c *capturer) pop(child *capDir) {
 	if parent.h == nil && !parent.broken {
 		if fd, err := c.reopen(parent, child); err != nil {
 			parent.broken = true
-			c.record(parent.errPath(""), fmt.Errorf("moved during the capture; entries after %q are left out: %w", capEscape([]byte(child.name)), err))
+			c.record(parent.errPath(""), fmt.Errorf("moved during the capture; entries after %q are left out: %w", EscapePath([]byte(child.name)), err))
 		} else {
 			parent.h = newCapHandle(fd)
 		}

@@ -107,7 +107,7 @@ func CheckSnapshots(ctx context.Context, r *repo.Repository, damaged map[blob.ID
 				return snapshots, problems, err
 			}
 			for _, p := range found {
-				problems = append(problems, repo.Problem{Kind: p.kind, Object: "snapshot " + m.ID.Short() + ":/" + safeJoin(t.Path, p.rel), Detail: p.detail})
+				problems = append(problems, repo.Problem{Kind: p.kind, Object: "snapshot " + m.ID.Short() + ":/" + JoinPath(t.Path, p.rel), Detail: p.detail})
 			}
 		}
 	}

@@ -389,6 +389,6 @@ func (l PrefixLookup) Find(walkPath string) (CapturePrefix, bool) {
 	if len(l) == 0 {
 		return CapturePrefix{}, false
 	}
-	p, ok := l[capEscape([]byte(walkPath))]
+	p, ok := l[EscapePath([]byte(walkPath))]
 	return p, ok
 }

@@ -21,18 +21,6 @@ import (
 // manifest sealed with the repository's key whose content does not
 // validate.
 
-// rsSnapAt saves a complete snapshot of workspace ws taken at t, with one
-// empty file.
-func (r *rsRepo) rsSnapAt(tb testing.TB, ws string, t time.Time) *Manifest {
-	tb.Helper()
-	m := r.manifest(tb, r.dir(tb, "", Node{Name: []byte("f"), Type: TypeFile, Mode: 0o644, MtimeNs: rsTestTime}), false)
-	m.Workspace, m.Time, m.Totals = ws, t, Totals{Files: 1, Dirs: 1}
-	if _, err := SaveManifest(context.Background(), r, m); err != nil {
-		tb.Fatal(err)
-	}
-	return m
-}
-
 // rsFlipSnapshot flips one byte in the middle of snapshot id's stored
 // object, as storage damage or tampering would.
 func (r *rsRepo) rsFlipSnapshot(tb testing.TB, id blob.ID) {

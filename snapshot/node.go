@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 
 	"lifeboat/blob"
@@ -95,3 +96,10 @@ func (n *Node) Valid() error {
 	}
 	return nil
 }
+
+// ErrUnsafeEntry marks a snapshot entry, read from an untrusted tree or
+// sensitive part, that is refused because writing it could reach outside
+// a restore target or could not be restored faithfully: a bad name, a hard link that does not point to an
+// earlier file of the snapshot, a node whose fields do not fit its type, or
+// an extended attribute outside the user namespace.
+var ErrUnsafeEntry = errors.New("unsafe snapshot entry refused")

@@ -174,17 +174,3 @@ func Restore(ctx context.Context, r *repo.Repository, m *Manifest, o RestoreOpti
 	res.Skipped = append(plan.skipped, res.Skipped...)
 	return res, nil
 }
-
-// HumanBytes renders n with a binary unit, for messages.
-func HumanBytes(n uint64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := uint64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}

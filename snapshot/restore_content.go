@@ -235,7 +235,7 @@ func (w *rsWriter) verify(fd int, e *rsEntry, holes bool) error {
 	for _, id := range e.node.Content {
 		n := int64(w.plan.chunks[id].loc.PlainLen)
 		var got blob.ID
-		if holes && rsIsHole(fd, off, n) {
+		if holes && osutil.IsHole(fd, off, n) {
 			got = w.zeroID(n)
 		} else {
 			h.Reset()
@@ -305,19 +305,6 @@ func rsWriteSparse(fd int, b []byte, off int64) (holes bool, err error) {
 		return holes, rsPwrite(fd, b[run:], off+int64(run))
 	}
 	return holes, nil
-}
-
-// rsIsHole reports whether bytes [off, off+n) of fd are a hole (no data
-// up to their end). Filesystems without SEEK_DATA report data.
-func rsIsHole(fd int, off, n int64) bool {
-	if n == 0 {
-		return false
-	}
-	next, err := unix.Seek(fd, off, unix.SEEK_DATA)
-	if err == unix.ENXIO { // no data at or after off
-		return true
-	}
-	return err == nil && next >= off+n
 }
 
 // rsPwrite writes all of b at off.

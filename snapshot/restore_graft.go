@@ -12,16 +12,6 @@ import (
 	"lifeboat/repo"
 )
 
-// Graft is a tree restored at Path inside the restored snapshot root.
-type Graft struct {
-	Path string    // slash path from the snapshot root; must not exist in the restored tree
-	Root Node      // the directory itself: its metadata, and Subtree listing its entries
-	Tier blob.Tier // the tier of Root's trees and chunks
-	// Totals are the tree's declared counts: the plan refuses a tree that
-	// lists more entries (zero: no limit), as for a snapshot's own tree.
-	Totals Totals
-}
-
 // graft restores o.Grafts into the staging tree st, after the snapshot's
 // own tree is built. Each graft is planned and checked like a snapshot
 // (every name validated, its chunks verified), and written through
@@ -36,7 +26,7 @@ func (w *rsWriter) graft(ctx context.Context, r *repo.Repository, st *stage, o R
 			var re *RestoreError
 			if errors.As(err, &re) {
 				for i, p := range re.Paths {
-					re.Paths[i] = safeJoin(g.Path, p)
+					re.Paths[i] = JoinPath(g.Path, p)
 				}
 			}
 			return err
@@ -45,14 +35,14 @@ func (w *rsWriter) graft(ctx context.Context, r *repo.Repository, st *stage, o R
 		res.Dirs += n.dirs
 		res.Bytes += n.bytes
 		for _, p := range n.skipped {
-			res.Skipped = append(res.Skipped, safeJoin(g.Path, p))
+			res.Skipped = append(res.Skipped, JoinPath(g.Path, p))
 		}
 	}
 	return nil
 }
 
 func (w *rsWriter) graftOne(ctx context.Context, r *repo.Repository, st *stage, o RestoreOptions, g Graft) (*rsPlan, error) {
-	comps, err := safeSplitInclude(g.Path)
+	comps, err := SplitPath(g.Path)
 	if err != nil || len(comps) == 0 {
 		return nil, fmt.Errorf("%w: graft path %q is not a path below the root", ErrUnsafeEntry, g.Path)
 	}

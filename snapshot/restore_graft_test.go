@@ -15,11 +15,8 @@ import (
 // tree, a graft is held to the totals its sensitive part declares.
 func TestGraftSubtreeBomb(t *testing.T) {
 	ctx := context.Background()
-	r := capTestOpenRepo(t)
-	src := sensTestTree(t)
-	o := capTestOptions(nil)
-	o.Sensitive = []SensitiveSpec{sensTestSpec()}
-	m := capTestCapture(t, r, src, o)
+	r := newRestoreRepo(t)
+	m := r.manifest(t, r.dir(t, "", r.file(t, "readme.txt", []byte("workspace file"))), true)
 
 	ids, err := SaveDir(ctx, r, blob.Sensitive, []Node{{Name: []byte("f"), Type: TypeFile, Mode: 0o644}})
 	if err != nil {
@@ -38,7 +35,7 @@ func TestGraftSubtreeBomb(t *testing.T) {
 		Path: "home/.cfg/prof", Kind: "test", Root: Node{Type: TypeDir, Mode: 0o700, Subtree: ids},
 		Totals: Totals{Files: 5, Dirs: 5}, Complete: true}}}
 	dst := filepath.Join(t.TempDir(), "out")
-	_, err = Restore(ctx, r, m, RestoreOptions{Target: dst, Grafts: part.Grafts()})
+	_, err = Restore(ctx, r.Repository, m, RestoreOptions{Target: dst, Grafts: part.Grafts()})
 	if !errors.Is(err, ErrUnsafeEntry) {
 		t.Fatalf("a sensitive tree listing 2^12 entries under totals of 10 was restored: %v", err)
 	}
@@ -71,20 +68,22 @@ func TestGraftReadOnlyParent(t *testing.T) {
 		})
 	})
 	r := newRestoreRepo(t)
-	src := filepath.Join(base, "ws")
-	capTestWrite(t, src, map[string]string{"readme.txt": "workspace", "home/.cfg/prof/Cookies": "secret-cookie-value"})
-	if err := os.Chmod(filepath.Join(src, "home", ".cfg"), 0o555); err != nil {
-		t.Fatal(err)
-	}
-	o := capTestOptions(nil)
-	o.Sensitive = []SensitiveSpec{{Path: "home/.cfg/prof", Kind: "test"}}
-	m := capTestCapture(t, r.Repository, src, o)
-	part, err := LoadSensitivePart(ctx, r.Repository, m)
+	cookie := []byte("secret-cookie-value")
+	id, _, err := r.SaveBlob(ctx, blob.Sensitive, blob.Data, cookie)
 	if err != nil {
 		t.Fatal(err)
 	}
+	prof, err := SaveDir(ctx, r, blob.Sensitive, []Node{{Name: []byte("Cookies"), Type: TypeFile, Mode: 0o600, MtimeNs: rsTestTime, Size: uint64(len(cookie)), Content: []blob.ID{id}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := r.dir(t, ".cfg", r.file(t, "other.txt", []byte("not sensitive")))
+	cfg.Mode = 0o555
+	m := r.manifest(t, r.dir(t, "", r.file(t, "readme.txt", []byte("workspace")), r.dir(t, "home", cfg)), true)
+	grafts := []Graft{{Path: "home/.cfg/prof", Root: Node{Type: TypeDir, Mode: 0o700, MtimeNs: rsTestTime, Subtree: prof},
+		Tier: blob.Sensitive, Totals: Totals{Files: 1, Dirs: 1}}}
 	dst := filepath.Join(base, "out")
-	if _, err := Restore(ctx, r.Repository, m, RestoreOptions{Target: dst, Grafts: part.Grafts()}); err != nil {
+	if _, err := Restore(ctx, r.Repository, m, RestoreOptions{Target: dst, Grafts: grafts}); err != nil {
 		t.Fatalf("restore of a profile below a read-only directory: %v", err)
 	}
 	if b, err := os.ReadFile(filepath.Join(dst, "home", ".cfg", "prof", "Cookies")); err != nil || string(b) != "secret-cookie-value" {

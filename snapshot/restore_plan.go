@@ -87,8 +87,8 @@ func rsPlanTree(ctx context.Context, l BlobLoader, tier blob.Tier, m *Manifest, 
 	if m.Root.Type != TypeDir {
 		return nil, &RestoreError{Paths: []string{""}, Err: fmt.Errorf("%w: snapshot root is a %s, not a directory", ErrUnsafeEntry, m.Root.Type)}
 	}
-	if err := safeCheckFields("", &m.Root); err != nil {
-		return nil, err
+	if err := safeCheckFields(&m.Root); err != nil {
+		return nil, &RestoreError{Paths: []string{""}, Err: err}
 	}
 	p := &rsPlanner{ctx: ctx, l: l, tier: tier, root: &m.Root, plan: &rsPlan{chunks: map[blob.ID]*rsChunk{}},
 		files: map[string]int32{}, onPath: map[blob.ID]bool{}, bounds: newRsBounds(ctx, m)}
@@ -97,7 +97,7 @@ func rsPlanTree(ctx context.Context, l BlobLoader, tier blob.Tier, m *Manifest, 
 	}
 	all := true
 	for _, inc := range includes {
-		comps, err := safeSplitInclude(inc)
+		comps, err := SplitPath(inc)
 		if err != nil {
 			return nil, err
 		}
@@ -162,7 +162,7 @@ func (p *rsPlanner) walkDir(dir int32, subtree []blob.ID, all bool) error {
 func (p *rsPlanner) visit(dir int32, n *Node, all bool) error {
 	parent := &p.plan.entries[dir]
 	name := string(n.Name)
-	path := safeJoin(parent.path, name)
+	path := JoinPath(parent.path, name)
 	// Identical directories share one tree blob, so trees form a DAG; a
 	// damaged or forged snapshot could list a subtree so many times that
 	// planning it would exhaust memory. Every node is counted, with the
@@ -170,8 +170,8 @@ func (p *rsPlanner) visit(dir int32, n *Node, all bool) error {
 	if err := p.count.add(&p.bounds, path, n); err != nil {
 		return err
 	}
-	if err := safeCheckNode(path, n); err != nil {
-		return err
+	if err := safeCheckNode(n); err != nil {
+		return &RestoreError{Paths: []string{path}, Err: err}
 	}
 	inside := all
 	if p.incs != nil { // also below an include, to see nested includes match
@@ -280,10 +280,10 @@ func (p *rsPlanner) lookup(comps []string) (*Node, error) {
 		if err != nil || found == nil {
 			return nil, err
 		}
-		if err := safeCheckNode(safeJoin(dirPath, c), found); err != nil {
-			return nil, err
+		if err := safeCheckNode(found); err != nil {
+			return nil, &RestoreError{Paths: []string{JoinPath(dirPath, c)}, Err: err}
 		}
-		cur, dirPath = found, safeJoin(dirPath, c)
+		cur, dirPath = found, JoinPath(dirPath, c)
 	}
 	return cur, nil
 }

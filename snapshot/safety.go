@@ -7,32 +7,26 @@ import (
 	"strings"
 )
 
-// ErrUnsafeEntry marks a snapshot entry that restore refuses because
-// writing it could reach outside the restore target or could not be
-// restored faithfully: a bad name, a hard link that does not point to an
-// earlier file of the snapshot, a node whose fields do not fit its type, or
-// an extended attribute outside the user namespace.
-var ErrUnsafeEntry = errors.New("unsafe snapshot entry refused")
-
 // safeMaxXattrValue is the largest extended attribute value Linux accepts.
 const safeMaxXattrValue = 64 << 10
 
 // safeCheckNode checks a node read from an untrusted tree more strictly
 // than Node.Valid: its name, that only the fields of its type are set, and
-// its extended attributes. p is the entry's path, for the error.
-func safeCheckNode(p string, n *Node) error {
+// its extended attributes. A refusal wraps snapshot.ErrUnsafeEntry; the
+// caller ties it to the entry's path (a restore Error).
+func safeCheckNode(n *Node) error {
 	if err := ValidName(n.Name); err != nil {
-		return &RestoreError{Paths: []string{p}, Err: fmt.Errorf("%w: %v", ErrUnsafeEntry, err)}
+		return fmt.Errorf("%w: %v", ErrUnsafeEntry, err)
 	}
-	return safeCheckFields(p, n)
+	return safeCheckFields(n)
 }
 
 // safeCheckFields is safeCheckNode without the name check, for the
 // snapshot's root node, which has no name but carries metadata (mode,
 // owner, xattrs) that restore applies to the target itself.
-func safeCheckFields(p string, n *Node) error {
+func safeCheckFields(n *Node) error {
 	fail := func(format string, a ...any) error {
-		return &RestoreError{Paths: []string{p}, Err: fmt.Errorf("%w: "+format, append([]any{ErrUnsafeEntry}, a...)...)}
+		return fmt.Errorf("%w: "+format, append([]any{ErrUnsafeEntry}, a...)...)
 	}
 	if err := n.Valid(); err != nil {
 		return fail("%v", err)
@@ -90,32 +84,6 @@ func safeSplitLinkPath(lp []byte) ([]string, error) {
 		out[i] = string(c)
 	}
 	return out, nil
-}
-
-// safeSplitInclude turns an include given by the user into names. Leading,
-// trailing and doubled slashes and "." components are dropped (the user may
-// write "/src/" or "./src"); ".." is refused. An empty result means the
-// whole snapshot.
-func safeSplitInclude(inc string) ([]string, error) {
-	var out []string
-	for _, c := range strings.Split(inc, "/") {
-		if c == "" || c == "." {
-			continue
-		}
-		if err := ValidName([]byte(c)); err != nil {
-			return nil, fmt.Errorf("include %q: %v", inc, err)
-		}
-		out = append(out, c)
-	}
-	return out, nil
-}
-
-// safeJoin joins a validated name under a slash path from the root.
-func safeJoin(dir, name string) string {
-	if dir == "" {
-		return name
-	}
-	return dir + "/" + name
 }
 
 // safeDisplay renders a slash path from the snapshot root for messages:

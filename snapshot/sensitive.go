@@ -89,7 +89,7 @@ func (p *SensitivePart) validate() error {
 	seen := map[string]bool{}
 	for i := range p.Trees {
 		t := &p.Trees[i]
-		comps, err := safeSplitInclude(t.Path)
+		comps, err := SplitPath(t.Path)
 		if err != nil || len(comps) == 0 || strings.Join(comps, "/") != t.Path {
 			return fmt.Errorf("%w: tree path %q is not a clean relative path", ErrUnsafeEntry, t.Path)
 		}

@@ -1,7 +1,8 @@
 // Package osutil holds the few operating-system helpers several layers
 // need, written once: retrying a system call a signal interrupted
 // (IgnoringEINTR), flock on a descriptor or file (Flock, FlockFile), and
-// whether a process exists on this host (ProcessAlive).
+// whether a process exists on this host (ProcessAlive), whether a range
+// of a file is a hole (IsHole).
 //
 // It imports nothing of the module, so any package may use it.
 package osutil
