@@ -10,6 +10,8 @@ import (
 	"lifeboat/profile/fixture"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
+	"lifeboat/snapshot/capture"
+	"lifeboat/snapshot/restore"
 )
 
 // ProfileRel is where WriteProfileWorkspace puts the browser profile.
@@ -43,7 +45,7 @@ func ProfileRoundTrip(ctx context.Context, r *repo.Repository, src, target strin
 		return nil, nil, err
 	}
 	finder := &profile.Finder{Root: abs}
-	m, err := snapshot.Capture(ctx, r, src, snapshot.CaptureOptions{Workspace: "bench-profile", Discover: finder})
+	m, err := capture.Run(ctx, r, src, capture.Options{Workspace: "bench-profile", Discover: finder})
 	probs := finder.Problems
 	if err != nil {
 		return nil, probs, err
@@ -59,7 +61,7 @@ func ProfileRoundTrip(ctx context.Context, r *repo.Repository, src, target strin
 	for _, t := range part.Trees {
 		ps = append(ps, profile.Profile{Rel: t.Path, Kind: profile.Kind(t.Kind)})
 	}
-	_, err = snapshot.Restore(ctx, r, m, snapshot.RestoreOptions{Target: target, Grafts: part.Grafts(),
+	_, err = restore.Run(ctx, r, m, restore.Options{Target: target, Grafts: part.Grafts(),
 		Validate: func(ctx context.Context, staging string) error {
 			more, err := profile.Validate(ctx, staging, ps)
 			probs = append(probs, more...)

@@ -13,6 +13,7 @@ import (
 	"lifeboat/profile"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
+	"lifeboat/snapshot/capture"
 )
 
 // Options say what Capture saves and how.
@@ -99,7 +100,7 @@ func Capture(ctx context.Context, r *repo.Repository, dir string, o Options) (re
 	}
 	finder := &profile.Finder{Root: abs, Allow: func(p profile.Profile) error { return needSensitive(r, o.Workspace, p) }}
 	defer func() { res.Profiles, res.Problems = finder.Found, finder.Problems }()
-	specs := make([]snapshot.SensitiveSpec, len(o.Profiles))
+	specs := make([]capture.SensitiveSpec, len(o.Profiles))
 	for i, p := range o.Profiles {
 		if err := finder.Check(ctx, p.Rel, string(p.Kind)); err != nil {
 			return res, err
@@ -127,7 +128,7 @@ func Capture(ctx context.Context, r *repo.Repository, dir string, o Options) (re
 	if o.Host == "" {
 		o.Host, _ = os.Hostname()
 	}
-	copts := snapshot.CaptureOptions{Workspace: o.Workspace, Host: o.Host, Instance: o.Instance, Tags: o.Tags,
+	copts := capture.Options{Workspace: o.Workspace, Host: o.Host, Instance: o.Instance, Tags: o.Tags,
 		Excludes: o.Excludes, Readers: o.Readers, Parent: res.Parent, Progress: o.Progress, Sensitive: specs}
 	if !o.NoDiscovery {
 		copts.Discover = finder
@@ -135,7 +136,7 @@ func Capture(ctx context.Context, r *repo.Repository, dir string, o Options) (re
 	if !o.NoCache {
 		copts.Cache = r.Index()
 	}
-	m, err := snapshot.Capture(ctx, r, dir, copts)
+	m, err := capture.Run(ctx, r, dir, copts)
 	if err != nil {
 		return res, err
 	}
@@ -152,8 +153,8 @@ func Capture(ctx context.Context, r *repo.Repository, dir string, o Options) (re
 // finderSpec is the capture's sensitive tree for profile p, named by the
 // caller: prepared by f right before it is read, like the profiles f
 // finds, and filtered by the rule table.
-func finderSpec(f *profile.Finder, p profile.Profile) snapshot.SensitiveSpec {
-	return snapshot.SensitiveSpec{Path: p.Rel, Kind: string(p.Kind), Prepare: func(ctx context.Context) (func(string) bool, error) {
+func finderSpec(f *profile.Finder, p profile.Profile) capture.SensitiveSpec {
+	return capture.SensitiveSpec{Path: p.Rel, Kind: string(p.Kind), Prepare: func(ctx context.Context) (func(string) bool, error) {
 		return f.Prepare(ctx, p.Rel, string(p.Kind))
 	}}
 }

@@ -13,6 +13,7 @@ import (
 	"lifeboat/prune"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
+	"lifeboat/snapshot/capture"
 )
 
 // snap captures dir as a snapshot of ws (as another path or process
@@ -20,7 +21,7 @@ import (
 func snap(t *testing.T, r *repo.Repository, ws, dir string, files map[string]string) blob.ID {
 	t.Helper()
 	writeFiles(t, dir, files)
-	m, err := snapshot.Capture(t.Context(), r, dir, snapshot.CaptureOptions{Workspace: ws})
+	m, err := capture.Run(t.Context(), r, dir, capture.Options{Workspace: ws})
 	if err != nil {
 		t.Fatal(err)
 	}

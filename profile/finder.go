@@ -10,7 +10,7 @@ import (
 // every directory it lists, calls Check for each profile found, on its
 // walker's goroutine, in walk order, and Prepare for each right before it
 // captures it, once the walk is done. It satisfies
-// snapshot.Discoverer. What Discover promises holds here too, because the
+// capture.Discoverer. What Discover promises holds here too, because the
 // capture's walk gives it: symlinks are never followed, a profile is not
 // searched further, the workspace root is never a profile, and a
 // directory that cannot be listed is reported by the capture and not

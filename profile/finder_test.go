@@ -17,6 +17,7 @@ import (
 	"lifeboat/profile/fixture/localstorage"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
+	"lifeboat/snapshot/capture"
 )
 
 // finderTestRepo makes and opens a repository with both tiers.
@@ -42,7 +43,7 @@ func finderCapture(t *testing.T, r *repo.Repository, root string) (found, trees 
 	abs, err := filepath.Abs(root)
 	must(t, err)
 	f := &Finder{Root: abs}
-	m, err = snapshot.Capture(ctx, r, root, snapshot.CaptureOptions{Workspace: "w", Discover: f})
+	m, err = capture.Run(ctx, r, root, capture.Options{Workspace: "w", Discover: f})
 	must(t, err)
 	for _, p := range f.Found {
 		found = append(found, p.Rel+" "+string(p.Kind))
@@ -162,14 +163,14 @@ func TestFinderFixtures(t *testing.T) {
 		}
 		return nil
 	}}
-	if _, err := snapshot.Capture(ctx, r, ws, snapshot.CaptureOptions{Workspace: "w", Discover: f}); !errors.Is(err, ErrNotProfile) {
+	if _, err := capture.Run(ctx, r, ws, capture.Options{Workspace: "w", Discover: f}); !errors.Is(err, ErrNotProfile) {
 		t.Fatalf("a capture whose Check refuses a profile: %v", err)
 	}
 
 	running := t.TempDir()
 	must(t, localstorage.New(3).Write(ctx, filepath.Join(running, "chrome"), fixture.Options{LockPID: os.Getpid()}))
 	f = &Finder{Root: running}
-	_, err := snapshot.Capture(ctx, r, running, snapshot.CaptureOptions{Workspace: "w", Discover: f})
+	_, err := capture.Run(ctx, r, running, capture.Options{Workspace: "w", Discover: f})
 	var re *RunningError
 	if !errors.As(err, &re) || !errors.Is(err, ErrBrowserRunning) || len(f.Found) != 0 {
 		t.Fatalf("a running browser's profile: %v (found %v)", err, f.Found)
@@ -225,7 +226,7 @@ func TestFinderBrowserStartsDuringCapture(t *testing.T) {
 	must(t, localstorage.New(4).Write(ctx, filepath.Join(ws, "chrome"), fixture.Options{}))
 	must(t, os.WriteFile(filepath.Join(ws, "z.txt"), []byte("read after the profile was found"), 0o600))
 	f := &Finder{Root: ws}
-	_, err := snapshot.Capture(ctx, r, ws, snapshot.CaptureOptions{Workspace: "w", Discover: lateBrowser{f}})
+	_, err := capture.Run(ctx, r, ws, capture.Options{Workspace: "w", Discover: lateBrowser{f}})
 	if !errors.Is(err, ErrBrowserRunning) || len(f.Found) != 0 {
 		t.Fatalf("a browser started during the capture: %v (found %v)", err, f.Found)
 	}

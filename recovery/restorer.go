@@ -12,6 +12,7 @@ import (
 	"lifeboat/profile"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
+	"lifeboat/snapshot/restore"
 )
 
 // Restorer rebuilds checkpoints for recovery (RepoRestorer is the real one).
@@ -74,7 +75,7 @@ type RestoreInfo struct {
 	Problems []string // what profile validation flagged
 }
 
-// RepoRestorer restores from a repository with snapshot.Restore, grafting
+// RepoRestorer restores from a repository with restore.Run, grafting
 // the browser profiles of the sensitive part when the key opens it.
 type RepoRestorer struct {
 	Repo    *repo.Repository
@@ -171,7 +172,7 @@ func (r *RepoRestorer) Restore(ctx context.Context, id, dir string) (RestoreInfo
 		return RestoreInfo{}, err
 	}
 	var info RestoreInfo
-	o := snapshot.RestoreOptions{Target: dir, Workers: r.Workers}
+	o := restore.Options{Target: dir, Workers: r.Workers}
 	if part != nil {
 		var ps []profile.Profile
 		for _, t := range part.Trees {
@@ -187,7 +188,7 @@ func (r *RepoRestorer) Restore(ctx context.Context, id, dir string) (RestoreInfo
 			return err
 		}
 	}
-	res, err := snapshot.Restore(ctx, r.Repo, m, o)
+	res, err := restore.Run(ctx, r.Repo, m, o)
 	info.Files, info.Bytes = res.Files, res.Bytes
 	return info, err
 }

@@ -1,17 +1,18 @@
-// Package snapshot holds what a checkpoint is made of: trees (one or more
-// tree blobs per directory, listing its entries) and the snapshot manifest
-// that names a root tree, plus the capture and restore pipelines built on
-// them.
+// Package snapshot holds what a checkpoint is made of, and how it is read:
+// trees (one or more tree blobs per directory, listing its entries), the
+// snapshot manifest that names a root tree, a snapshot's sensitive part,
+// and what capture (snapshot/capture) and restore (snapshot/restore) both
+// use: nodes, slash paths from a snapshot root, grafts, progress. Walking,
+// listing, diffing, checking and exporting snapshots live here too.
 //
 // Invariants:
 //   - Tree encoding is deterministic: the same directory gives the same
 //     bytes and so the same blob id, and unchanged subtrees dedup.
 //   - Names are raw bytes as the OS gave them, never re-encoded.
-//   - A manifest is saved only after every blob it references is durable
-//     and indexed (repo.Flush returned nil): its existence is the promotion.
-//   - At restore time a manifest and its trees are untrusted input: every
-//     name is validated before use (ValidName).
-//   - A snapshot's sensitive trees (browser profiles) are saved only in the
-//     sensitive tier, are absent from its workspace tree, and are named by
-//     the manifest only through the id of its sensitive part.
+//   - What is read from storage is untrusted input: trees, manifests and
+//     sensitive parts are decoded strictly, and every name is checked
+//     (ValidName) before it is used.
+//   - A snapshot's sensitive trees (browser profiles) are named by its
+//     manifest only through the id of its sensitive part, a blob of the
+//     sensitive tier.
 package snapshot

@@ -1,4 +1,4 @@
-package snapshot
+package snapshot_test
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"lifeboat/blob"
 	"lifeboat/crypt"
 	"lifeboat/repo"
+	"lifeboat/snapshot"
+	"lifeboat/snapshot/internal/snaptest"
 )
 
 // `latest` means the newest snapshot: one that cannot be read is never
@@ -23,9 +25,9 @@ import (
 
 // rsFlipSnapshot flips one byte in the middle of snapshot id's stored
 // object, as storage damage or tampering would.
-func (r *rsRepo) rsFlipSnapshot(tb testing.TB, id blob.ID) {
+func rsFlipSnapshot(r *snaptest.Repo, tb testing.TB, id blob.ID) {
 	tb.Helper()
-	p := filepath.Join(r.path, "snapshots", id.String())
+	p := filepath.Join(r.Path, "snapshots", id.String())
 	b, err := os.ReadFile(p)
 	if err != nil {
 		tb.Fatal(err)
@@ -41,10 +43,10 @@ func (r *rsRepo) rsFlipSnapshot(tb testing.TB, id blob.ID) {
 
 // rsSealInvalid stores a manifest, sealed with the repository's key, of
 // workspace ws at t that does not validate (a newer version).
-func (r *rsRepo) rsSealInvalid(tb testing.TB, ws string, t time.Time) blob.ID {
+func rsSealInvalid(r *snaptest.Repo, tb testing.TB, ws string, t time.Time) blob.ID {
 	tb.Helper()
-	m := r.manifest(tb, r.dir(tb, "", Node{Name: []byte("f"), Type: TypeFile, Mode: 0o644}), false)
-	m.Workspace, m.Time, m.Version = ws, t, ManifestVersion+1
+	m := r.Manifest(tb, r.Dir(tb, "", snapshot.Node{Name: []byte("f"), Type: snapshot.TypeFile, Mode: 0o644}), false)
+	m.Workspace, m.Time, m.Version = ws, t, snapshot.ManifestVersion+1
 	b, err := json.Marshal(m)
 	if err != nil {
 		tb.Fatal(err)
@@ -58,19 +60,19 @@ func (r *rsRepo) rsSealInvalid(tb testing.TB, ws string, t time.Time) blob.ID {
 
 func TestResolveLatestDamaged(t *testing.T) {
 	ctx := t.Context()
-	r := newRestoreRepo(t)
+	r := snaptest.NewRepo(t)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	old := r.rsSnapAt(t, "w", t0)
-	newest := r.rsSnapAt(t, "w", t0.Add(time.Hour))
-	r.rsSnapAt(t, "x", t0.Add(2*time.Hour))
-	if m, _, err := Resolve(ctx, r, "latest", "w", ResolveOptions{}); err != nil || m.ID != newest.ID {
+	old := r.SnapAt(t, "w", t0)
+	newest := r.SnapAt(t, "w", t0.Add(time.Hour))
+	r.SnapAt(t, "x", t0.Add(2*time.Hour))
+	if m, _, err := snapshot.Resolve(ctx, r, "latest", "w", snapshot.ResolveOptions{}); err != nil || m.ID != newest.ID {
 		t.Fatalf("latest before the damage: %v, %v", m, err)
 	}
-	r.rsFlipSnapshot(t, newest.ID)
+	rsFlipSnapshot(r, t, newest.ID)
 
 	// Strict: refused, naming the damaged snapshot and the fallback.
-	m, skipped, err := Resolve(ctx, r, "latest", "w", ResolveOptions{})
-	var le *LatestError
+	m, skipped, err := snapshot.Resolve(ctx, r, "latest", "w", snapshot.ResolveOptions{})
+	var le *snapshot.LatestError
 	if m != nil || !errors.As(err, &le) || !errors.Is(err, repo.ErrCorrupt) || len(skipped) != 1 || skipped[0].ID != newest.ID ||
 		le.Fallback == nil || le.Fallback.ID != old.ID {
 		t.Fatalf("latest with the newest damaged: %v, skipped %v, %v", m, skipped, err)
@@ -81,26 +83,26 @@ func TestResolveLatestDamaged(t *testing.T) {
 		}
 	}
 	// --skip-damaged: the previous one, and what was skipped.
-	m, skipped, err = Resolve(ctx, r, "latest", "w", ResolveOptions{SkipDamaged: true})
+	m, skipped, err = snapshot.Resolve(ctx, r, "latest", "w", snapshot.ResolveOptions{SkipDamaged: true})
 	if err != nil || m.ID != old.ID || len(skipped) != 1 || skipped[0].ID != newest.ID || !errors.Is(skipped[0], repo.ErrCorrupt) {
 		t.Fatalf("latest skipping damaged: %v, skipped %v, %v", m, skipped, err)
 	}
 	// Find (a capture's parent) passes over it, as before.
-	if m, err := Find(ctx, r, "latest", "w"); err != nil || m.ID != old.ID {
+	if m, err := snapshot.Find(ctx, r, "latest", "w"); err != nil || m.ID != old.ID {
 		t.Fatalf("Find latest: %v, %v", m, err)
 	}
 	// By id, the damage is named: not "no matching snapshot".
 	for _, ref := range []string{newest.ID.String()[:8], newest.ID.String()} {
-		_, _, err = Resolve(ctx, r, ref, "", ResolveOptions{})
-		if !errors.Is(err, repo.ErrCorrupt) || errors.Is(err, ErrNoSnapshot) || !strings.Contains(err.Error(), newest.ID.Short()) ||
+		_, _, err = snapshot.Resolve(ctx, r, ref, "", snapshot.ResolveOptions{})
+		if !errors.Is(err, repo.ErrCorrupt) || errors.Is(err, snapshot.ErrNoSnapshot) || !strings.Contains(err.Error(), newest.ID.Short()) ||
 			!strings.Contains(err.Error(), "cannot be read") {
 			t.Errorf("by id %s: %v", ref, err)
 		}
-		if _, err := Find(ctx, r, ref, ""); !errors.Is(err, repo.ErrCorrupt) {
+		if _, err := snapshot.Find(ctx, r, ref, ""); !errors.Is(err, repo.ErrCorrupt) {
 			t.Errorf("Find by id %s: %v", ref, err)
 		}
 	}
-	if m, _, err := Resolve(ctx, r, old.ID.String()[:8], "", ResolveOptions{}); err != nil || m.ID != old.ID {
+	if m, _, err := snapshot.Resolve(ctx, r, old.ID.String()[:8], "", snapshot.ResolveOptions{}); err != nil || m.ID != old.ID {
 		t.Errorf("the intact one by id: %v, %v", m, err)
 	}
 }
@@ -111,16 +113,16 @@ func TestResolveLatestDamaged(t *testing.T) {
 // readable one.
 func TestResolveLatestDamagedAttributed(t *testing.T) {
 	ctx := t.Context()
-	r := newRestoreRepo(t)
+	r := snaptest.NewRepo(t)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	good := r.rsSnapAt(t, "w", t0.Add(time.Hour))
-	r.rsSealInvalid(t, "x", t0.Add(2*time.Hour)) // another workspace's
-	r.rsSealInvalid(t, "w", t0)                  // older
-	if m, skipped, err := Resolve(ctx, r, "latest", "w", ResolveOptions{}); err != nil || m.ID != good.ID || len(skipped) != 0 {
+	good := r.SnapAt(t, "w", t0.Add(time.Hour))
+	rsSealInvalid(r, t, "x", t0.Add(2*time.Hour)) // another workspace's
+	rsSealInvalid(r, t, "w", t0)                  // older
+	if m, skipped, err := snapshot.Resolve(ctx, r, "latest", "w", snapshot.ResolveOptions{}); err != nil || m.ID != good.ID || len(skipped) != 0 {
 		t.Fatalf("latest with an older and another workspace's damaged snapshot: %v, %v, %v", m, skipped, err)
 	}
-	bad := r.rsSealInvalid(t, "w", t0.Add(3*time.Hour)) // newer
-	_, skipped, err := Resolve(ctx, r, "latest", "w", ResolveOptions{})
+	bad := rsSealInvalid(r, t, "w", t0.Add(3*time.Hour)) // newer
+	_, skipped, err := snapshot.Resolve(ctx, r, "latest", "w", snapshot.ResolveOptions{})
 	if !errors.Is(err, repo.ErrCorrupt) || len(skipped) != 1 || skipped[0].ID != bad || skipped[0].Workspace != "w" {
 		t.Fatalf("latest with a newer damaged snapshot: %v, %v", skipped, err)
 	}
@@ -128,14 +130,14 @@ func TestResolveLatestDamagedAttributed(t *testing.T) {
 		t.Errorf("the error does not say what is wrong with it: %v", err)
 	}
 	// No complete snapshot that can be read, skipping: none matches.
-	r2 := newRestoreRepo(t)
-	only := r2.rsSnapAt(t, "w", t0)
-	r2.rsFlipSnapshot(t, only.ID)
-	if _, skipped, err := Resolve(ctx, r2, "latest", "w", ResolveOptions{SkipDamaged: true}); !errors.Is(err, ErrNoSnapshot) || len(skipped) != 1 {
+	r2 := snaptest.NewRepo(t)
+	only := r2.SnapAt(t, "w", t0)
+	rsFlipSnapshot(r2, t, only.ID)
+	if _, skipped, err := snapshot.Resolve(ctx, r2, "latest", "w", snapshot.ResolveOptions{SkipDamaged: true}); !errors.Is(err, snapshot.ErrNoSnapshot) || len(skipped) != 1 {
 		t.Errorf("only a damaged snapshot, skipping: %v, %v", skipped, err)
 	}
-	var le *LatestError
-	if _, _, err := Resolve(ctx, r2, "latest", "w", ResolveOptions{}); !errors.As(err, &le) || le.Fallback != nil ||
+	var le *snapshot.LatestError
+	if _, _, err := snapshot.Resolve(ctx, r2, "latest", "w", snapshot.ResolveOptions{}); !errors.As(err, &le) || le.Fallback != nil ||
 		strings.Contains(err.Error(), "--skip-damaged") {
 		t.Errorf("only a damaged snapshot: %v", err)
 	}
@@ -143,7 +145,7 @@ func TestResolveLatestDamagedAttributed(t *testing.T) {
 
 // loadCounter counts the objects loaded through it.
 type loadCounter struct {
-	ObjectStore
+	snapshot.ObjectStore
 	loads int
 }
 
@@ -158,26 +160,26 @@ func (c *loadCounter) LoadObject(ctx context.Context, kind crypt.ObjectKind, id 
 // named).
 func TestResolveIDLoadsOnlyItsSnapshot(t *testing.T) {
 	ctx := t.Context()
-	r := newRestoreRepo(t)
+	r := snaptest.NewRepo(t)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var all []*Manifest
+	var all []*snapshot.Manifest
 	for i := range 6 {
-		all = append(all, r.rsSnapAt(t, "w", t0.Add(time.Duration(i)*time.Minute)))
+		all = append(all, r.SnapAt(t, "w", t0.Add(time.Duration(i)*time.Minute)))
 	}
-	other := r.rsSnapAt(t, "x", t0)
+	other := r.SnapAt(t, "x", t0)
 	c := &loadCounter{ObjectStore: r}
-	m, _, err := Resolve(ctx, c, all[2].ID.String(), "w", ResolveOptions{})
+	m, _, err := snapshot.Resolve(ctx, c, all[2].ID.String(), "w", snapshot.ResolveOptions{})
 	if err != nil || m.ID != all[2].ID {
 		t.Fatalf("resolving %s: %v %v", all[2].ID.Short(), m, err)
 	}
 	if c.loads != 1 {
 		t.Fatalf("resolving one id loaded %d snapshots, want 1", c.loads)
 	}
-	if _, _, err := Resolve(ctx, c, other.ID.String(), "w", ResolveOptions{}); !errors.Is(err, ErrNoSnapshot) {
+	if _, _, err := snapshot.Resolve(ctx, c, other.ID.String(), "w", snapshot.ResolveOptions{}); !errors.Is(err, snapshot.ErrNoSnapshot) {
 		t.Fatalf("another workspace's snapshot resolved for w: %v", err)
 	}
-	r.rsFlipSnapshot(t, all[4].ID)
-	if _, _, err := Resolve(ctx, c, all[4].ID.String()[:12], "", ResolveOptions{}); !errors.Is(err, repo.ErrCorrupt) || !strings.Contains(err.Error(), "cannot be read") {
+	rsFlipSnapshot(r, t, all[4].ID)
+	if _, _, err := snapshot.Resolve(ctx, c, all[4].ID.String()[:12], "", snapshot.ResolveOptions{}); !errors.Is(err, repo.ErrCorrupt) || !strings.Contains(err.Error(), "cannot be read") {
 		t.Fatalf("a damaged snapshot by its id: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package snapshot
+package snapshot_test
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"lifeboat/blob"
 	"lifeboat/crypt"
 	"lifeboat/repo"
+	"lifeboat/snapshot"
+	"lifeboat/snapshot/internal/snaptest"
 )
 
 // A manifest sealed with the repository's key (a key holder wrote it, or
@@ -20,9 +22,9 @@ import (
 // named, and listed as such; `latest` does not pass over it silently.
 func TestLoadManifestRefusesUnencodable(t *testing.T) {
 	ctx := context.Background()
-	r := newRestoreRepo(t)
+	r := snaptest.NewRepo(t)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	good := r.rsSnapAt(t, "w", t0)
+	good := r.SnapAt(t, "w", t0)
 	enc, err := json.Marshal(good)
 	if err != nil {
 		t.Fatal(err)
@@ -47,17 +49,17 @@ func TestLoadManifestRefusesUnencodable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := LoadManifest(ctx, r, id)
-		var me *ManifestError
+		m, err := snapshot.LoadManifest(ctx, r, id)
+		var me *snapshot.ManifestError
 		if m != nil || !errors.As(err, &me) || !errors.Is(err, repo.ErrCorrupt) || !strings.Contains(err.Error(), id.Short()) ||
 			!strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: LoadManifest = %v, %v; want a ManifestError naming %s, corrupt, saying %q", c.name, m, err, id.Short(), c.want)
 		}
-		snaps, bad, err := List(ctx, r, "w")
+		snaps, bad, err := snapshot.List(ctx, r, "w")
 		if err != nil || len(snaps) != 1 || snaps[0].ID != good.ID || bad[id] == nil {
 			t.Errorf("%s: List = %d snapshots, bad %v, %v", c.name, len(snaps), bad, err)
 		}
-		if _, _, err := Resolve(ctx, r, id.String()[:12], "", ResolveOptions{}); !errors.Is(err, repo.ErrCorrupt) {
+		if _, _, err := snapshot.Resolve(ctx, r, id.String()[:12], "", snapshot.ResolveOptions{}); !errors.Is(err, repo.ErrCorrupt) {
 			t.Errorf("%s: by id: %v", c.name, err)
 		}
 	}
@@ -66,7 +68,7 @@ func TestLoadManifestRefusesUnencodable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadManifest(ctx, r, id); err != nil {
+	if _, err := snapshot.LoadManifest(ctx, r, id); err != nil {
 		t.Errorf("a manifest followed by whitespace: %v", err)
 	}
 }
@@ -74,7 +76,7 @@ func TestLoadManifestRefusesUnencodable(t *testing.T) {
 // PrefixLookup finds a listed prefix by the raw path Walk gives, also
 // when the manifest lists it escaped (a name that is not UTF-8).
 func TestPrefixLookup(t *testing.T) {
-	m := &Manifest{Prefixes: []CapturePrefix{{Path: "logs/agent.log", Size: 3, FileSize: 5}, {Path: `logs/\xff.log`, Size: 1, FileSize: 2}}}
+	m := &snapshot.Manifest{Prefixes: []snapshot.CapturePrefix{{Path: "logs/agent.log", Size: 3, FileSize: 5}, {Path: `logs/\xff.log`, Size: 1, FileSize: 2}}}
 	l := m.PrefixLookup()
 	for walk, want := range map[string]uint64{"logs/agent.log": 5, "logs/\xff.log": 2} {
 		if p, ok := l.Find(walk); !ok || p.FileSize != want {
@@ -86,7 +88,7 @@ func TestPrefixLookup(t *testing.T) {
 			t.Errorf("Find(%q) found a prefix", walk)
 		}
 	}
-	if _, ok := (&Manifest{}).PrefixLookup().Find("x"); ok {
+	if _, ok := (&snapshot.Manifest{}).PrefixLookup().Find("x"); ok {
 		t.Error("found a prefix in a manifest without any")
 	}
 }

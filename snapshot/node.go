@@ -53,7 +53,7 @@ type Node struct {
 }
 
 // ValidName reports whether name can be a directory entry: not empty, not
-// "." or "..", and without '/' or NUL. Restore refuses any other name.
+// "." or "..", and without '/' or NUL. A restore refuses any other name.
 func ValidName(name []byte) error {
 	switch {
 	case len(name) == 0:

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"lifeboat/snapshot/internal/race"
 )
 
 // The canonical tree parser must decode exactly as encoding/json does:
@@ -323,7 +325,7 @@ func FuzzDecodeTree(f *testing.F) {
 // node: the tree, its nodes, and one buffer each for []byte fields,
 // strings and ids.
 func TestDecodeTreeAllocs(t *testing.T) {
-	if capRaceEnabled {
+	if race.Enabled {
 		t.Skip("the race detector makes sync.Pool drop entries at random")
 	}
 	nodes := benchNodes(1000)

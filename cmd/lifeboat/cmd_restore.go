@@ -12,6 +12,7 @@ import (
 
 	"lifeboat/repo"
 	"lifeboat/snapshot"
+	"lifeboat/snapshot/restore"
 )
 
 type restoreOptions struct {
@@ -71,7 +72,7 @@ func newRestoreCommand(g *globalOptions) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				ro := snapshot.RestoreOptions{Target: o.target, Replace: o.replace, Includes: o.includes, Workers: o.workers,
+				ro := restore.Options{Target: o.target, Replace: o.replace, Includes: o.includes, Workers: o.workers,
 					Protect: g.ownDirs(), Records: g.restoreRecords()}
 				sens, profs, err := restoreProfiles(cmd.Context(), r, m, o.profiles, &ro)
 				if err != nil {
@@ -80,9 +81,9 @@ func newRestoreCommand(g *globalOptions) *cobra.Command {
 				prog := newProgress(g.out, "restoring")
 				ro.Progress = prog
 				start := time.Now()
-				res, err := snapshot.Restore(o.limits(cmd.Context()), r, m, ro)
+				res, err := restore.Run(o.limits(cmd.Context()), r, m, ro)
 				prog.finish()
-				if errors.Is(err, snapshot.ErrTargetOverlaps) {
+				if errors.Is(err, restore.ErrTargetOverlaps) {
 					return usageError{err.Error()}
 				}
 				if err != nil {
@@ -128,8 +129,8 @@ func newRestoreCommand(g *globalOptions) *cobra.Command {
 	f.IntVar(&o.workers, "workers", 0, "files written in parallel (default: twice the CPUs)")
 	f.BoolVar(&o.profiles, "profiles", false, "also restore the snapshot's browser profiles, each at its path (needs a key with the sensitive tier)")
 	addSkipDamaged(f, &o.skipDamaged)
-	f.Uint64Var(&o.maxEntries, "max-entries", 0, fmt.Sprintf("most entries restore's plan expands (default %d)", snapshot.DefaultRestoreLimits.Entries))
-	f.Uint64Var(&o.maxPlanMiB, "max-plan-mib", 0, fmt.Sprintf("most memory in MiB restore's plan is counted to hold (default %d)", snapshot.DefaultRestoreLimits.Bytes>>20))
+	f.Uint64Var(&o.maxEntries, "max-entries", 0, fmt.Sprintf("most entries restore's plan expands (default %d)", restore.DefaultLimits.Entries))
+	f.Uint64Var(&o.maxPlanMiB, "max-plan-mib", 0, fmt.Sprintf("most memory in MiB restore's plan is counted to hold (default %d)", restore.DefaultLimits.Bytes>>20))
 	return cmd
 }
 
@@ -138,18 +139,18 @@ func (o *restoreOptions) limits(ctx context.Context) context.Context {
 	if o.maxEntries == 0 && o.maxPlanMiB == 0 {
 		return ctx
 	}
-	return snapshot.WithRestoreLimits(ctx, snapshot.RestoreLimits{Entries: o.maxEntries, Bytes: min(o.maxPlanMiB, 1<<43) << 20})
+	return restore.WithLimits(ctx, restore.Limits{Entries: o.maxEntries, Bytes: min(o.maxPlanMiB, 1<<43) << 20})
 }
 
 // ownDirs are the directories of this command's own data that a restore
 // target must neither be inside nor contain, besides the repository and
-// its index cache (which snapshot.Restore always protects): the cache
+// its index cache (which restore.Run always protects): the cache
 // directory and the lifecycle state directory (--state-dir,
 // LIFEBOAT_STATE_DIR or the config's).
-func (g *globalOptions) ownDirs() []snapshot.ProtectedDir {
-	own := []snapshot.ProtectedDir{{Path: g.cacheRoot(), What: "the cache directory"}}
+func (g *globalOptions) ownDirs() []restore.ProtectedDir {
+	own := []restore.ProtectedDir{{Path: g.cacheRoot(), What: "the cache directory"}}
 	if g.stateDir != "" {
-		own = append(own, snapshot.ProtectedDir{Path: g.stateDir, What: "the state directory"})
+		own = append(own, restore.ProtectedDir{Path: g.stateDir, What: "the state directory"})
 	}
 	return own
 }

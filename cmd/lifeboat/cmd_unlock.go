@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"lifeboat/repo"
-	"lifeboat/snapshot"
+	"lifeboat/snapshot/restore"
 )
 
 type lockMessage struct {
@@ -88,7 +88,7 @@ func newUnlockCommand(g *globalOptions) *cobra.Command {
 // directory left beside their targets, and says what it found. It never
 // fails the command: a directory it cannot clean is named.
 func (g *globalOptions) cleanStaging() {
-	found, err := snapshot.CleanRecordedStaging(g.restoreRecords())
+	found, err := restore.CleanRecordedStaging(g.restoreRecords())
 	for _, f := range found {
 		if f.Removed {
 			g.out.note("removed %s, left by a restore that did not finish", f.Path)

@@ -12,6 +12,7 @@ import (
 	"lifeboat/recovery"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
+	"lifeboat/snapshot/capture"
 )
 
 // Exit codes. docs/exit-codes.md lists them; this is the one place they are chosen.
@@ -68,7 +69,7 @@ func exitCode(err error) int {
 		return exitPartial
 	case errors.As(err, &fe):
 		return exitProfileBad
-	case errors.As(err, &ue), isCobraUsage(err), errors.Is(err, profile.ErrNotProfile), errors.Is(err, snapshot.ErrSensitivePath), errors.Is(err, snapshot.ErrBadExclude),
+	case errors.As(err, &ue), isCobraUsage(err), errors.Is(err, profile.ErrNotProfile), errors.Is(err, capture.ErrSensitivePath), errors.Is(err, capture.ErrBadExclude),
 		errors.Is(err, recovery.ErrUnknownWorkspace), errors.Is(err, recovery.ErrBadWorkspaceID),
 		errors.Is(err, recovery.ErrUnknownProvider), errors.Is(err, recovery.ErrInstanceMissing), errors.Is(err, recovery.ErrInvalidChange):
 		return exitUsage

@@ -10,6 +10,7 @@ import (
 	"lifeboat/profile"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
+	"lifeboat/snapshot/restore"
 )
 
 // profileProblemMessage is a problem found in a browser profile: at
@@ -48,7 +49,7 @@ type restoredProfiles struct {
 // want (--profiles) it loads the part, which needs the sensitive tier (a
 // workspace-only key gets an error that exits 16), and sets ro's grafts and
 // validation; the status says what became of the part.
-func restoreProfiles(ctx context.Context, r *repo.Repository, m *snapshot.Manifest, want bool, ro *snapshot.RestoreOptions) (string, restoredProfiles, error) {
+func restoreProfiles(ctx context.Context, r *repo.Repository, m *snapshot.Manifest, want bool, ro *restore.Options) (string, restoredProfiles, error) {
 	rp := restoredProfiles{refs: []profileRef{}, problems: new([]profile.Problem)}
 	switch {
 	case m.Sensitive == nil:

@@ -37,9 +37,14 @@ var allowed = map[string][]string{
 	"index/internal/rsscheck": {"blob", "crypt", "index", "internal/memsample", "pack"},
 	"repo":                    {"backend", "blob", "chunk", "crypt", "index", "pack"},
 
-	// What is stored in a repository: snapshots (capture and restore),
-	// garbage collection, browser profiles (no storage at all).
-	"snapshot":                     {"backend", "blob", "chunk", "crypt", "index", "pack", "repo"},
+	// What is stored in a repository: snapshots (the format; capture and
+	// restore, which never import each other), garbage collection,
+	// browser profiles (no storage at all).
+	"snapshot":                     {"backend", "blob", "crypt", "pack", "repo"},
+	"snapshot/capture":             {"backend", "blob", "chunk", "crypt", "index", "pack", "repo", "snapshot"},
+	"snapshot/restore":             {"backend", "blob", "crypt", "index", "pack", "repo", "snapshot"},
+	"snapshot/internal/snaptest":   {"blob", "crypt", "internal/storetest", "repo", "snapshot"},
+	"snapshot/internal/race":       {},
 	"prune":                        {"backend", "blob", "crypt", "index", "pack", "repo"},
 	"prune/internal/rsscheck":      {"backend/local", "blob", "crypt", "internal/memsample", "prune", "repo"},
 	"profile":                      {},
@@ -71,10 +76,10 @@ var allowed = map[string][]string{
 	"providers/managedagents/matest": {},
 
 	// Checkpointing a workspace: one implementation for the CLI and the lifecycle.
-	"checkpoint": {"backend", "blob", "crypt", "profile", "prune", "repo", "snapshot"},
+	"checkpoint": {"backend", "blob", "crypt", "profile", "prune", "repo", "snapshot", "snapshot/capture"},
 
 	// The lifecycle the server drives, and its stores.
-	"recovery":                {"backend", "blob", "checkpoint", "crypt", "profile", "providers", "providers/fsmeta", "providers/local", "prune", "recovery/dirlock", "recovery/pgstate", "recovery/statedb", "repo", "snapshot"},
+	"recovery":                {"backend", "blob", "checkpoint", "crypt", "profile", "providers", "providers/fsmeta", "providers/local", "prune", "recovery/dirlock", "recovery/pgstate", "recovery/statedb", "repo", "snapshot", "snapshot/restore"},
 	"recovery/dirlock":        {"providers", "snapshot"},
 	"recovery/statedb":        {},
 	"recovery/pgstate":        {"recovery/statedb"},
@@ -85,13 +90,13 @@ var allowed = map[string][]string{
 	"config":        {"backend/s3", "prune"},
 	"livetest":      {"profile/fixture", "providers", "recovery"},
 	"demo":          {"backend/local", "bench", "crypt", "providers", "providers/local", "recovery", "repo"},
-	"bench":         {"profile", "profile/fixture", "repo", "snapshot"},
+	"bench":         {"profile", "profile/fixture", "repo", "snapshot", "snapshot/capture", "snapshot/restore"},
 	"bench/harness": {"bench", "blob", "chunk", "crypt", "internal/memsample", "pack", "profile/fixture", "profile/fixture/localstorage"},
 
 	// The binaries.
 	"cmd/lifeboat": {"backend", "backend/local", "backend/location", "backend/s3", "blob", "checkpoint", "cmd/lifeboat/internal/gcfloor", "config", "crypt", "demo", "livetest", "pack", "profile", "providers",
 		"providers/cloudflare", "providers/daytona", "providers/docker", "providers/e2b", "providers/local", "providers/managedagents", "providers/ssh", "providers/vercel",
-		"prune", "recovery", "repo", "server", "snapshot"},
+		"prune", "recovery", "repo", "server", "snapshot", "snapshot/capture", "snapshot/restore"},
 	"cmd/lifeboat/internal/gcfloor": {},
 	"cmd/lifeboat-bench":            {"bench/harness"},
 

@@ -14,6 +14,7 @@ import (
 
 	"lifeboat/providers"
 	"lifeboat/snapshot"
+	"lifeboat/snapshot/restore"
 )
 
 func TestClassify(t *testing.T) {
@@ -31,7 +32,7 @@ func TestClassify(t *testing.T) {
 		{"marked ErrWriteStarted", fmt.Errorf("writing a/b: %w: %w", ErrWriteStarted, transient), false, AfterWrite},
 		{"unsafe archive", fmt.Errorf("entry ../x: %w", ErrUnsafeArchive), false, UnsafeArchive},
 		{"unsafe archive after writing", fmt.Errorf("entry ../x: %w", ErrUnsafeArchive), true, UnsafeArchive},
-		{"unsafe snapshot entry", &snapshot.RestoreError{Paths: []string{"x"}, Err: snapshot.ErrUnsafeEntry}, false, UnsafeArchive},
+		{"unsafe snapshot entry", &restore.Error{Paths: []string{"x"}, Err: snapshot.ErrUnsafeEntry}, false, UnsafeArchive},
 		{"EACCES", &fs.PathError{Op: "open", Path: "/t/a", Err: syscall.EACCES}, false, Permission},
 		{"EPERM after writing", &fs.PathError{Op: "chown", Path: "/t/a", Err: syscall.EPERM}, true, Permission},
 		{"os.ErrPermission", os.ErrPermission, false, Permission},

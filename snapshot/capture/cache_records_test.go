@@ -1,0 +1,191 @@
+package capture
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"lifeboat/snapshot"
+)
+
+// An entry left out of a part (here a file that vanished before a reader
+// opened it; as well one the user may not read) must not shift the names
+// the part's record pairs with its other files' entries: savePart packs
+// the part's nodes for the tree, so the record is built before that.
+// Every other file keeps its own entry, and the next capture reads nothing.
+func TestLeftOutEntryKeepsRecordNames(t *testing.T) {
+	root := t.TempDir()
+	files := map[string]string{"d/a": "aaaa", "d/b": "bbbb", "d/c": "cccccc", "d/e": "eeeeeeee", "d/f": "ffffffffff"}
+	capTestWrite(t, root, files)
+	r := capTestOpenRepo(t)
+	var read atomic.Int64
+	o := capTestOptions(&read)
+	o.Cache = r.Index()
+	o.hooks.beforeOpen = func(path string) {
+		if path == "d/b" {
+			if err := os.Remove(filepath.Join(root, "d", "b")); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	m := capTestCapture(t, r, root, o)
+	if _, ok := capTestErrors(m)["d/b"]; !ok {
+		t.Fatalf("d/b was not left out: errors %v", capTestErrors(m))
+	}
+	delete(files, "d/b")
+	for _, rel := range []string{"d/a", "d/c", "d/e", "d/f"} {
+		e, _, ok := capTestCacheEntry(t, r, o.Workspace, rel)
+		var st unix.Stat_t
+		if err := unix.Lstat(filepath.Join(root, rel), &st); err != nil {
+			t.Fatal(err)
+		}
+		if !ok || e.Inode != st.Ino || e.Size != uint64(st.Size) {
+			t.Errorf("%s: cache entry %v (found %v), want inode %d size %d", rel, e, ok, st.Ino, st.Size)
+		}
+	}
+	o.hooks.beforeOpen = nil
+	read.Store(0)
+	m = capTestCapture(t, r, root, o)
+	if n := read.Load(); n != 0 {
+		t.Errorf("unchanged re-capture read %d bytes, want 0", n)
+	}
+	capTestCompare(t, r, root, m)
+}
+
+// The merge of a part's sorted names with its record's: names with bytes
+// of 0x80 and above, invalid UTF-8, names that are prefixes of others,
+// among entries that are not regular files (a symlink, a subdirectory, a
+// FIFO, an empty file) and hard links. An unchanged re-capture reads
+// nothing; a file that became a directory, a directory that became a
+// file, a removed name and an edited file are read (only they), and the
+// capture after that reads nothing again.
+func TestMergeJoinMixedListing(t *testing.T) {
+	root := t.TempDir()
+	files := map[string]string{
+		"d/a": "1", "d/a\x80": "22", "d/a\xff\xfe": "333", "d/ab": "4444", "d/\u00e9": "55555",
+		"d/\xff": "666666", "d/z": "7777777", "d/aa/in": "88888888", "d/h1": "hard link",
+	}
+	capTestWrite(t, root, files)
+	d := filepath.Join(root, "d")
+	for _, err := range []error{
+		os.Symlink("a", filepath.Join(d, "a0")), unix.Mkfifo(filepath.Join(d, "b"), 0o644),
+		os.WriteFile(filepath.Join(d, "c0"), nil, 0o644), os.Link(filepath.Join(d, "h1"), filepath.Join(d, "h2")),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := capTestOpenRepo(t)
+	var read atomic.Int64
+	o := capTestOptions(&read)
+	o.Cache = r.Index()
+	capture := func(step string, want int64) {
+		t.Helper()
+		read.Store(0)
+		m := capTestCapture(t, r, root, o)
+		if n := read.Load(); n != want {
+			t.Errorf("%s: read %d bytes, want %d", step, n, want)
+		}
+		capTestCompare(t, r, root, m)
+	}
+	var total int64
+	for _, c := range files {
+		total += int64(len(c))
+	}
+	capture("first", total)
+	for rel := range files {
+		if _, _, ok := capTestCacheEntry(t, r, o.Workspace, rel); !ok {
+			t.Errorf("%q: no cache entry", rel)
+		}
+	}
+	capture("unchanged", 0)
+
+	for _, p := range []string{"d/ab", "d/aa/in", "d/aa", "d/a\x80"} {
+		if err := os.Remove(filepath.Join(root, p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	changed := map[string]string{"d/ab/x": "new in ab", "d/aa": "aa is a file", "d/\u00e9": "edited"}
+	capTestWrite(t, root, changed)
+	var want int64
+	for _, c := range changed {
+		want += int64(len(c))
+	}
+	capture("changed", want)
+	if _, _, ok := capTestCacheEntry(t, r, o.Workspace, "d/a\x80"); ok {
+		t.Error(`removed "d/a\x80" still has a cache entry`)
+	}
+	capture("unchanged again", 0)
+}
+
+// The prune after the manifest drops the records of parts no longer seen
+// (a directory's second part once it has fewer entries, a directory whose
+// files are all empty now) and keeps the others; a capture that fails
+// writes and deletes no record.
+func TestCacheRecordsPruneAndFailedCapture(t *testing.T) {
+	root := t.TempDir()
+	files := map[string]string{"e/x": "x", "e/y": "yy", "k/z": "zzz"}
+	for i := range snapshot.MaxNodesPerBlob + 2 {
+		files[fmt.Sprintf("big/f%05d", i)] = strconv.Itoa(i)
+	}
+	capTestWrite(t, root, files)
+	r := capTestOpenRepo(t)
+	var read atomic.Int64
+	o := capTestOptions(&read)
+	cache := &capTestCountingCache{DB: r.Index()}
+	o.Cache = cache
+	records := func() int { t.Helper(); return capTestRecordCount(t, r, o.Workspace) }
+	capTestCapture(t, r, root, o)
+	if n := records(); n != 4 { // big's two parts, e, k
+		t.Fatalf("first capture: %d records, want 4", n)
+	}
+
+	// A capture cancelled once it has read a new file writes nothing.
+	capTestWrite(t, root, map[string]string{"k/new": "new file"})
+	for _, p := range []string{"e/x", "e/y"} {
+		if err := os.Truncate(filepath.Join(root, p), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	o.hooks.afterRead = func(path string, _ int) {
+		if path == "k/new" {
+			cancel()
+		}
+	}
+	cache.puts.Store(0)
+	if _, err := Run(ctx, r, root, o); err == nil {
+		t.Fatal("cancelled capture succeeded")
+	}
+	if n := cache.puts.Load(); n != 0 || records() != 4 {
+		t.Errorf("cancelled capture wrote %d records, holds %d; want 0, 4", n, records())
+	}
+	o.hooks.afterRead = nil
+
+	for i := range 3 {
+		if err := os.Remove(filepath.Join(root, fmt.Sprintf("big/f%05d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read.Store(0)
+	m := capTestCapture(t, r, root, o)
+	capTestCompare(t, r, root, m)
+	// big has one part now; e has no file to remember.
+	if n := records(); n != 2 {
+		t.Errorf("after the shrink: %d records, want 2", n)
+	}
+	if _, _, ok := capTestCacheEntry(t, r, o.Workspace, "k/new"); !ok {
+		t.Error("k/new: no cache entry")
+	}
+	read.Store(0)
+	capTestCapture(t, r, root, o)
+	if n := read.Load(); n != 0 || records() != 2 {
+		t.Errorf("unchanged: read %d bytes, %d records; want 0, 2", n, records())
+	}
+}

@@ -1,5 +1,0 @@
-//go:build race
-
-package snapshot
-
-const capRaceEnabled = true

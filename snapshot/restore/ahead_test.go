@@ -1,0 +1,343 @@
+package restore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"lifeboat/blob"
+	"lifeboat/repo"
+	"lifeboat/snapshot"
+)
+
+// rsCountingLoader counts the loads of each blob and how many are in
+// flight; block, when set, holds every load of that blob until released.
+type rsCountingLoader struct {
+	l        rsFakeLoader
+	mu       sync.Mutex
+	loads    map[blob.ID]int
+	inFlight atomic.Int64
+	block    blob.ID
+	blocked  chan struct{} // closed when a load of block starts
+	once     sync.Once
+}
+
+func (c *rsCountingLoader) LoadBlob(ctx context.Context, t blob.Tier, typ blob.Type, id blob.ID, buf []byte) ([]byte, error) {
+	c.inFlight.Add(1)
+	defer c.inFlight.Add(-1)
+	c.mu.Lock()
+	c.loads[id]++
+	c.mu.Unlock()
+	if !c.block.IsNull() && id == c.block {
+		c.once.Do(func() { close(c.blocked) })
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return c.l.LoadBlob(ctx, t, typ, id, buf)
+}
+
+// rsGenDirs builds a random directory tree as tree blobs in l: directories
+// split over several blobs, files, and subtrees shared by two parents. It
+// returns the root's subtree, the paths a depth-first walk visits, and
+// how many times the walk loads each blob.
+type rsGenDirs struct {
+	rng   *rand.Rand
+	l     rsFakeLoader
+	next  uint64
+	dirs  [][]blob.ID // earlier directories' subtrees, for sharing
+	paths map[string][]string
+}
+
+// dir returns the subtree of a new directory and the relative paths below
+// it in walk order.
+func (g *rsGenDirs) dir(depth int) ([]blob.ID, []string) {
+	if depth > 1 && len(g.dirs) > 0 && g.rng.IntN(8) == 0 { // share an earlier directory
+		sub := g.dirs[g.rng.IntN(len(g.dirs))]
+		return sub, g.paths[rsSubKey(sub)]
+	}
+	n := g.rng.IntN(12)
+	if depth == 0 {
+		n += 4
+	}
+	names := make([]string, 0, n)
+	for i := range n {
+		names = append(names, fmt.Sprintf("e%02d-%d", i, g.rng.IntN(100)))
+	}
+	slices.Sort(names)
+	var nodes []snapshot.Node
+	var paths []string
+	for _, name := range names {
+		if depth < 5 && g.rng.IntN(3) == 0 {
+			sub, below := g.dir(depth + 1)
+			nodes = append(nodes, snapshot.Node{Name: []byte(name), Type: snapshot.TypeDir, Mode: 0o755, Subtree: sub})
+			paths = append(paths, name)
+			for _, p := range below {
+				paths = append(paths, name+"/"+p)
+			}
+			continue
+		}
+		nodes = append(nodes, snapshot.Node{Name: []byte(name), Type: snapshot.TypeFile, Mode: 0o644})
+		paths = append(paths, name)
+	}
+	var sub []blob.ID
+	for len(nodes) > 0 || len(sub) == 0 { // an empty directory has one empty blob
+		k := min(len(nodes), 1+g.rng.IntN(5))
+		var id blob.ID
+		g.next++
+		copy(id[:], strconv.FormatUint(g.next, 10))
+		b, err := snapshot.EncodeTree(nodes[:k])
+		if err != nil {
+			panic(err)
+		}
+		g.l[id] = b
+		sub = append(sub, id)
+		nodes = nodes[k:]
+	}
+	g.dirs = append(g.dirs, sub)
+	g.paths[rsSubKey(sub)] = paths
+	return sub, paths
+}
+
+func rsSubKey(sub []blob.ID) string {
+	var b strings.Builder
+	for _, id := range sub {
+		b.Write(id[:])
+	}
+	return b.String()
+}
+
+// rsCountRefs counts the loads a walk of sub makes of each blob.
+func rsCountRefs(l rsFakeLoader, sub []blob.ID, refs map[blob.ID]int) {
+	for _, id := range sub {
+		refs[id]++
+		t, err := snapshot.DecodeTree(l[id])
+		if err != nil {
+			panic(err)
+		}
+		for _, n := range t.Nodes {
+			if n.Type == snapshot.TypeDir {
+				rsCountRefs(l, n.Subtree, refs)
+			}
+		}
+	}
+}
+
+// TestRestorePlanTreesAhead plans random trees (seed logged; replay with
+// LIFEBOAT_TEST_SEED) with the trees loaded ahead under bounds from tiny
+// to the default: the plan visits exactly the paths of a depth-first walk,
+// in its order, each tree blob is loaded once per time the walk lists it,
+// and no load is left running.
+func TestRestorePlanTreesAhead(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("LIFEBOAT_TEST_SEED"); s != "" {
+		var err error
+		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("seed %d (replay with LIFEBOAT_TEST_SEED=%d)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, seed^0xa11ead))
+	defer func(trees, nodes int) { rsTreesAhead, rsNodesAhead = trees, nodes }(rsTreesAhead, rsNodesAhead)
+	for round := range 12 {
+		g := &rsGenDirs{rng: rng, l: rsFakeLoader{}, paths: map[string][]string{}}
+		sub, want := g.dir(0)
+		refs := map[blob.ID]int{}
+		rsCountRefs(g.l, sub, refs)
+		rsTreesAhead, rsNodesAhead = 1+rng.IntN(6), 1+rng.IntN(40)
+		if round%4 == 3 {
+			rsTreesAhead, rsNodesAhead = 4096, 1<<16
+		}
+		cl := &rsCountingLoader{l: g.l, loads: map[blob.ID]int{}}
+		m := &snapshot.Manifest{Root: snapshot.Node{Type: snapshot.TypeDir, Mode: 0o755, Subtree: sub}}
+		plan, err := rsPlanTree(t.Context(), cl, blob.Workspace, m, nil)
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		var got []string
+		for _, e := range plan.entries[1:] {
+			got = append(got, e.path)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("round %d (bounds %d trees, %d nodes): planned\n%q\nwant\n%q", round, rsTreesAhead, rsNodesAhead, got, want)
+		}
+		if n := cl.inFlight.Load(); n != 0 {
+			t.Errorf("round %d: %d loads still running after the plan", round, n)
+		}
+		cl.mu.Lock()
+		for id, n := range refs {
+			if cl.loads[id] != n {
+				t.Errorf("round %d (bounds %d, %d): tree %x loaded %d times, listed %d times", round, rsTreesAhead, rsNodesAhead, id[:4], cl.loads[id], n)
+			}
+		}
+		cl.mu.Unlock()
+		t.Logf("round %d: %d entries, %d tree blobs, bounds %d trees %d nodes", round, len(want), len(refs), rsTreesAhead, rsNodesAhead)
+	}
+}
+
+// TestRestorePlanTreesAheadErrors: a tree loaded ahead that is missing or
+// does not decode fails the plan naming its directory, as one loaded by
+// the walk does; a cancelled plan returns with no load left running.
+func TestRestorePlanTreesAheadErrors(t *testing.T) {
+	var root, a, b, c blob.ID
+	root[0], a[0], b[0], c[0] = 1, 2, 3, 4
+	l := rsFakeLoader{
+		root: rsMustEncode(t, []snapshot.Node{
+			{Name: []byte("a"), Type: snapshot.TypeDir, Mode: 0o755, Subtree: []blob.ID{a}},
+			{Name: []byte("b"), Type: snapshot.TypeDir, Mode: 0o755, Subtree: []blob.ID{b}},
+		}),
+		a: rsMustEncode(t, []snapshot.Node{{Name: []byte("x"), Type: snapshot.TypeDir, Mode: 0o755, Subtree: []blob.ID{c}}}),
+		b: rsMustEncode(t, []snapshot.Node{{Name: []byte("f"), Type: snapshot.TypeFile, Mode: 0o644}}),
+		c: []byte("{not a tree"),
+	}
+	m := &snapshot.Manifest{Root: snapshot.Node{Type: snapshot.TypeDir, Mode: 0o755, Subtree: []blob.ID{root}}}
+	_, err := rsPlanTree(t.Context(), l, blob.Workspace, m, nil)
+	if !errors.Is(err, snapshot.ErrUnsafeEntry) || !strings.Contains(err.Error(), `"a/x"`) {
+		t.Errorf("undecodable tree: %v", err)
+	}
+	delete(l, c)
+	_, err = rsPlanTree(t.Context(), l, blob.Workspace, m, nil)
+	if !errors.Is(err, repo.ErrBlobNotFound) || !strings.Contains(err.Error(), `"a/x"`) {
+		t.Errorf("missing tree: %v", err)
+	}
+
+	// b is loaded ahead while the walk is below a; the load blocks until
+	// the plan is cancelled.
+	l[c] = rsMustEncode(t, nil)
+	cl := &rsCountingLoader{l: l, loads: map[blob.ID]int{}, block: b, blocked: make(chan struct{})}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := rsPlanTree(ctx, cl, blob.Workspace, m, nil)
+		done <- err
+	}()
+	<-cl.blocked
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled plan: %v", err)
+	}
+	if n := cl.inFlight.Load(); n != 0 {
+		t.Errorf("%d loads still running after the cancelled plan returned", n)
+	}
+}
+
+// TestRestorePlanLoadsAhead: while the load of the first directory's tree
+// is held, the second one's is made by another goroutine (which the walk,
+// held on the first, could not do itself).
+func TestRestorePlanLoadsAhead(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	var root, a, b blob.ID
+	root[0], a[0], b[0] = 1, 2, 3
+	l := rsFakeLoader{
+		root: rsMustEncode(t, []snapshot.Node{
+			{Name: []byte("a"), Type: snapshot.TypeDir, Mode: 0o755, Subtree: []blob.ID{a}},
+			{Name: []byte("b"), Type: snapshot.TypeDir, Mode: 0o755, Subtree: []blob.ID{b}},
+		}),
+		a: rsMustEncode(t, nil),
+		b: rsMustEncode(t, nil),
+	}
+	bLoaded := make(chan struct{})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a guard: fails rather than hangs
+	defer cancel()
+	hl := rsHookLoader{l: l, hook: func(id blob.ID) error {
+		switch id {
+		case a:
+			select {
+			case <-bLoaded:
+			case <-ctx.Done():
+				return errors.New("the second directory's tree was not loaded while the first one's was held")
+			}
+		case b:
+			close(bLoaded)
+		}
+		return nil
+	}}
+	m := &snapshot.Manifest{Root: snapshot.Node{Type: snapshot.TypeDir, Mode: 0o755, Subtree: []blob.ID{root}}}
+	if _, err := rsPlanTree(ctx, hl, blob.Workspace, m, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rsHookLoader calls hook before each load; its error fails the load.
+type rsHookLoader struct {
+	l    rsFakeLoader
+	hook func(blob.ID) error
+}
+
+func (h rsHookLoader) LoadBlob(ctx context.Context, t blob.Tier, typ blob.Type, id blob.ID, buf []byte) ([]byte, error) {
+	if err := h.hook(id); err != nil {
+		return nil, err
+	}
+	return h.l.LoadBlob(ctx, t, typ, id, buf)
+}
+
+// TestRestoreTreesAheadBytes: trees of one entry each carrying a large
+// extended attribute (as a forged snapshot could) stop the loaders at the
+// byte bound, not at the tree or entry bounds: once the loaders have
+// stopped, what waits for the walk is at least the bound and at most one
+// tree per loader past it. Taking the trees in order then gives each back
+// and releases every counter.
+func TestRestoreTreesAheadBytes(t *testing.T) {
+	defer func(trees, nodes, size int) {
+		rsTreesAhead, rsNodesAhead, rsBytesAhead = trees, nodes, size
+	}(rsTreesAhead, rsNodesAhead, rsBytesAhead)
+	rsTreesAhead, rsNodesAhead, rsBytesAhead = 4096, 1<<16, 256<<10
+
+	l := rsFakeLoader{}
+	var rootNodes []snapshot.Node
+	var ids []blob.ID
+	treeSize := 0
+	for i := range 200 {
+		var id blob.ID
+		id[0], id[1] = 1, byte(i)
+		l[id] = rsMustEncode(t, []snapshot.Node{{Name: []byte("f"), Type: snapshot.TypeFile, Mode: 0o644,
+			Xattrs: []snapshot.Xattr{{Name: "user.big", Value: bytes.Repeat([]byte{byte(i)}, 32<<10)}}}})
+		treeSize = max(treeSize, len(l[id]))
+		ids = append(ids, id)
+		rootNodes = append(rootNodes, snapshot.Node{Name: fmt.Appendf(nil, "d%03d", i), Type: snapshot.TypeDir, Mode: 0o755, Subtree: []blob.ID{id}})
+	}
+	root, err := snapshot.DecodeTree(rsMustEncode(t, rootNodes))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	s := newRsTrees(t.Context(), l, blob.Workspace)
+	defer s.stop()
+	s.mu.Lock()
+	s.queue(root)
+	s.mu.Unlock()
+	s.wg.Wait() // the loaders stop when the bound is reached: nothing takes
+	s.mu.Lock()
+	held, loaded := s.bytes, s.loaded
+	s.mu.Unlock()
+	limit := rsBytesAhead + runtime.GOMAXPROCS(0)*treeSize
+	if held < rsBytesAhead || held > limit || loaded >= len(ids) {
+		t.Fatalf("loaders stopped with %d bytes in %d trees held ahead; want %d..%d bytes and fewer than %d trees",
+			held, loaded, rsBytesAhead, limit, len(ids))
+	}
+	t.Logf("held ahead: %d bytes in %d trees (bound %d bytes, trees of %d bytes)", held, loaded, rsBytesAhead, treeSize)
+
+	for i, id := range ids {
+		tr, err := s.load(t.Context(), id)
+		if err != nil {
+			t.Fatalf("tree %d: %v", i, err)
+		}
+		if len(tr.Nodes) != 1 || len(tr.Nodes[0].Xattrs) != 1 || tr.Nodes[0].Xattrs[0].Value[0] != byte(i) {
+			t.Fatalf("tree %d: got %+v", i, tr.Nodes)
+		}
+	}
+	s.stop()
+	if s.bytes != 0 || s.loaded != 0 || s.nodes != 0 || len(s.loads) != 0 {
+		t.Errorf("after every tree was taken: %d bytes, %d trees, %d nodes, %d loads still counted", s.bytes, s.loaded, s.nodes, len(s.loads))
+	}
+}

@@ -1,0 +1,50 @@
+package restore
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// mountNSEnv marks a copy of this test binary started by inOwnMountNamespace.
+const mountNSEnv = "LIFEBOAT_SNAPSHOT_MOUNTNS_TEST"
+
+// inOwnMountNamespace runs t in a mount namespace of its own, so the
+// mounts it makes are seen by no other process and vanish with it. In the
+// test binary it was called from, it starts a copy of the binary that
+// runs only t, in a new mount namespace (CLONE_NEWNS at exec, so every
+// thread of the copy is in it), waits for it, passes its output on and
+// fails or skips t as the copy did; it then returns false and the caller
+// returns. In the copy it makes every mount private (nothing propagates
+// back to the host) and returns true. Mounting needs root: t is skipped
+// otherwise.
+func inOwnMountNamespace(t *testing.T) bool {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the test makes bind mounts (in a mount namespace of its own)")
+	}
+	if os.Getenv(mountNSEnv) == t.Name() {
+		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+			t.Fatalf("making the test's mounts private: %v", err)
+		}
+		return true
+	}
+	cmd := exec.Command(os.Args[0], "-test.run", "^"+t.Name()+"$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), mountNSEnv+"="+t.Name())
+	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
+	out, err := cmd.CombinedOutput()
+	t.Logf("in its own mount namespace:\n%s", out)
+	switch {
+	case err != nil:
+		t.Fatalf("the test failed in its own mount namespace: %v", err)
+	case strings.Contains(string(out), "--- SKIP: "+t.Name()):
+		t.Skip("skipped in its own mount namespace")
+	case !strings.Contains(string(out), "--- PASS: "+t.Name()):
+		t.Fatal("the copy of the test binary did not run the test")
+	}
+	return false
+}

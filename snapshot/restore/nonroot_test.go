@@ -1,0 +1,136 @@
+package restore
+
+import (
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"lifeboat/snapshot/internal/snaptest"
+)
+
+// rsUnprivilegedEnv names the directory the unprivileged half works in.
+const rsUnprivilegedEnv = "LIFEBOAT_TEST_UNPRIVILEGED_DIR"
+
+// TestRestoreNonRoot runs TestRestoreUnprivileged as user nobody (when
+// the tests run as root), so restore's non-root paths are tested too:
+// no chown, permission denied on the target's parent, and cleanup of a
+// staged tree holding read-only directories.
+func TestRestoreNonRoot(t *testing.T) {
+	rsRunAsNobody(t, "TestRestoreUnprivileged")
+}
+
+// rsRunAsNobody runs the test named test from a copy of this test binary
+// as uid/gid 65534, in a fresh world-writable directory it passes in
+// rsUnprivilegedEnv, and fails t if that run fails. It skips when the
+// tests do not run as root (the named test then runs directly).
+func rsRunAsNobody(t *testing.T, test string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skipf("already unprivileged: %s runs directly", test)
+	}
+	dir, err := os.MkdirTemp("", "lifeboat-nonroot-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "snapshot.test")
+	if err := rsCopyFile(os.Args[0], bin); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run", "^"+test+"$", "-test.v")
+	cmd.Env = append(os.Environ(), rsUnprivilegedEnv+"="+dir, "TMPDIR="+dir, "HOME="+dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	t.Logf("as uid 65534:\n%s", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func rsCopyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// TestRestoreUnprivileged is the half TestRestoreNonRoot runs as nobody.
+func TestRestoreUnprivileged(t *testing.T) {
+	if os.Getenv(rsUnprivilegedEnv) == "" && os.Geteuid() == 0 {
+		t.Skip("run through TestRestoreNonRoot")
+	}
+	if os.Geteuid() == 0 {
+		t.Fatal("still root")
+	}
+	base := t.TempDir()
+	t.Cleanup(func() { // read-only directories would stop t.TempDir's removal
+		_ = filepath.WalkDir(base, func(p string, d os.DirEntry, err error) error {
+			if d != nil && d.IsDir() {
+				_ = os.Chmod(p, 0o700)
+			}
+			return nil
+		})
+	})
+	src := rsMakeSource(t, base)
+	r := snaptest.NewRepo(t)
+	m := r.SnapshotOf(t, src)
+
+	// A round trip without ownership changes.
+	target := filepath.Join(base, "target")
+	if _, err := Run(t.Context(), r.Repository, m, Options{Target: target}); err != nil {
+		t.Fatal(err)
+	}
+	if want, got := snaptest.Dump(t, src, true), snaptest.Dump(t, target, true); want != got {
+		t.Fatalf("restored tree differs\nsource:\n%s\nrestored:\n%s", want, got)
+	}
+
+	// Permission denied on the target's parent.
+	locked := filepath.Join(base, "locked")
+	if err := os.Mkdir(locked, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Run(t.Context(), r.Repository, m, Options{Target: filepath.Join(locked, "t")})
+	t.Logf("error: %v", err)
+	if !errors.Is(err, unix.EACCES) {
+		t.Errorf("restore under a read-only parent: %v", err)
+	}
+
+	// A switch that fails after the staged tree is complete, read-only
+	// directories and files included: staging is still removed.
+	parent := filepath.Join(base, "p")
+	if err := os.Mkdir(parent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old, checkOld := rsOldTarget(t, parent)
+	hooks := &stageHooks{
+		renameat2: func(int, string, int, string, uint) error { return unix.EIO },
+		renameat:  unix.Renameat,
+	}
+	_, err = Run(t.Context(), r.Repository, m, Options{Target: old, Replace: true, hooks: hooks})
+	if !errors.Is(err, unix.EIO) {
+		t.Errorf("failed exchange: %v", err)
+	}
+	checkOld()
+	if l := snaptest.Leftovers(t, parent); len(l) > 0 {
+		t.Errorf("left behind: %v", l)
+	}
+}
