@@ -66,10 +66,7 @@ type Options struct {
 	// sensitive tier after the walk (sensitive.go).
 	Discover Discoverer
 
-	session *repo.Session // the capture's session (repo.BeginSession), begun by the outermost Run
-	hooks   *captureHooks // tests only
-	part    *capturePart  // set by captureSensitive: tree-only captures and the manifest's reference
-	omit    []string      // set by captureSensitive: slash paths below the root left out, with their subtrees
+	hooks *captureHooks // tests only
 }
 
 // FileCache stores, per workspace key and record key (opaque bytes:
@@ -165,19 +162,65 @@ func Run(ctx context.Context, r *repo.Repository, root string, o Options) (*snap
 	if o.Workspace == "" {
 		return nil, errors.New("capture: no workspace id given")
 	}
-	if o.session == nil {
-		// Before anything is looked up: what a prune condemned before
-		// this moment is never reused, and the snapshot is refused if
-		// the session outlives its limit (repo.Session.Commit).
-		s, err := r.BeginSession(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("capture: %w", err)
+	// Before anything is looked up: what a prune condemned before this
+	// moment is never reused, and the snapshot is refused if the session
+	// outlives its limit (repo.Session.Commit).
+	session, err := r.BeginSession(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("capture: %w", err)
+	}
+	var t treeRole
+	if len(o.Sensitive) > 0 || o.Discover != nil {
+		if t, err = workspaceRole(r, root, o.Sensitive); err != nil {
+			return nil, err
 		}
-		o.session = s
 	}
-	if o.part == nil && (len(o.Sensitive) > 0 || o.Discover != nil) {
-		return captureSensitive(ctx, r, root, o)
+	c, err := newCapturer(ctx, r, root, o, t)
+	if err != nil {
+		return nil, err
 	}
+	defer c.cancel(nil)
+	m, err := c.run()
+	if err != nil {
+		return nil, err
+	}
+	if t.holdsPart {
+		m.Sensitive = c.partRef
+		m.Complete = m.Complete && c.partComplete
+	}
+	save := func(ctx context.Context) error {
+		if _, err := snapshot.SaveManifest(ctx, c.r, m); err != nil {
+			return fmt.Errorf("capture: saving the snapshot manifest: %w", err)
+		}
+		if c.o.hooks.saved != nil {
+			c.o.hooks.saved()
+		}
+		return nil
+	}
+	undo := func(ctx context.Context) error {
+		return c.r.RemoveFile(ctx, backend.Handle{Type: backend.Snapshot, Name: m.ID.String()})
+	}
+	if err := session.Commit(c.ctx, save, undo); err != nil {
+		return nil, err
+	}
+	c.updateCache()
+	return m, nil
+}
+
+// treeRole is what sets one tree of a capture apart: the workspace tree,
+// which may hold a sensitive part, or one of that part's trees.
+type treeRole struct {
+	holdsPart bool            // the workspace tree of a capture with sensitive subtrees (o.Sensitive or o.Discover)
+	given     []SensitiveSpec // its given sensitive subtrees, checked
+	omit      []string        // slash paths below its root left out, with their subtrees: the given ones
+	inPart    bool            // a tree of the sensitive part: no manifest of its own, no prefixes
+}
+
+// newCapturer prepares the capture of the directory tree at root in role
+// t, with o's options (defaults filled in). Its run walks the tree, reads
+// its files, saves its trees and flushes the repository; the caller
+// cancels its context when done with it.
+func newCapturer(ctx context.Context, r *repo.Repository, root string, o Options, t treeRole) (*capturer, error) {
 	excl, err := newCapExcludes(o.Excludes)
 	if err != nil {
 		return nil, err
@@ -205,9 +248,10 @@ func Run(ctx context.Context, r *repo.Repository, root string, o Options) (*snap
 	if err != nil {
 		return nil, err
 	}
-	c := &capturer{r: r, o: o, rootPath: abs, excl: excl, keys: keys,
+	c := &capturer{r: r, o: o, t: t, rootPath: abs, excl: excl, keys: keys,
 		jobs:  make(chan *capJob, 2*o.Readers),
 		users: newCapNames(), links: map[capInode]*capLink{}, onStack: map[capInode]bool{},
+		partComplete: true,
 	}
 	// Files changed this recently are read but not cached (settled).
 	now := time.Now()
@@ -228,13 +272,7 @@ func Run(ctx context.Context, r *repo.Repository, root string, o Options) (*snap
 		}
 	}
 	c.ctx, c.cancel = context.WithCancelCause(ctx)
-	defer c.cancel(nil)
-	m, err := c.run()
-	if err != nil {
-		return nil, err
-	}
-	c.updateCache()
-	return m, nil
+	return c, nil
 }
 
 // Files changed less than this before the capture started are not put in
@@ -249,6 +287,7 @@ const (
 type capturer struct {
 	r          *repo.Repository
 	o          Options
+	t          treeRole
 	ctx        context.Context
 	cancel     context.CancelCauseFunc
 	rootPath   string
@@ -286,6 +325,9 @@ type capturer struct {
 
 	rootDone chan struct{}
 	ahead    capAheadQueue
+
+	partRef      *blob.ID // the workspace tree's sensitive part, once saved (captureTrees)
+	partComplete bool     // every tree of that part was captured without errors
 }
 
 // fail records a fatal error and stops the capture.
@@ -323,7 +365,7 @@ func (c *capturer) record(p string, err error) {
 // verified prefix (capPrefix): in the workspace tree, not in a browser
 // profile's sensitive tree, whose part has no such list.
 func (c *capturer) prefixOK() bool {
-	return c.o.part == nil || c.o.part.tree == nil
+	return !c.t.inPart
 }
 
 // prefix lists a file the snapshot holds a verified prefix of; the
@@ -346,6 +388,11 @@ func (c *capturer) listedPrefixes() ([]snapshot.CapturePrefix, uint64) {
 	return c.prefs, c.nPrefs - uint64(len(c.prefs))
 }
 
+// run captures c's tree: it walks it, reads its files, saves its trees
+// (and, for a workspace tree that holds a sensitive part, that part's
+// trees and the part), then flushes the repository. It returns the
+// snapshot's manifest, not saved: Run saves the workspace tree's, a tree
+// of the sensitive part has none.
 func (c *capturer) run() (*snapshot.Manifest, error) {
 	c.o.Progress.Start(0, 0)
 	fd, err := capOpenat(unix.AT_FDCWD, c.rootPath, unix.O_RDONLY|unix.O_DIRECTORY)
@@ -419,8 +466,8 @@ func (c *capturer) run() (*snapshot.Manifest, error) {
 		return nil, errors.New("capture: internal error: the root directory was not finished")
 	}
 	c.dirs.Add(1)
-	if p := c.o.part; p != nil && p.tree == nil {
-		if err := c.captureTrees(p); err != nil {
+	if c.t.holdsPart {
+		if err := c.captureTrees(); err != nil {
 			return nil, err
 		}
 	}
@@ -439,23 +486,5 @@ func (c *capturer) run() (*snapshot.Manifest, error) {
 	m.Complete = c.nErrs == 0
 	c.errMu.Unlock()
 	m.Prefixes, m.PrefixesNotListed = c.listedPrefixes()
-	if c.o.part != nil && c.o.part.apply(m) {
-		return m, nil // a sensitive tree: no manifest of its own
-	}
-	save := func(ctx context.Context) error {
-		if _, err := snapshot.SaveManifest(ctx, c.r, m); err != nil {
-			return fmt.Errorf("capture: saving the snapshot manifest: %w", err)
-		}
-		if c.o.hooks.saved != nil {
-			c.o.hooks.saved()
-		}
-		return nil
-	}
-	undo := func(ctx context.Context) error {
-		return c.r.RemoveFile(ctx, backend.Handle{Type: backend.Snapshot, Name: m.ID.String()})
-	}
-	if err := c.o.session.Commit(c.ctx, save, undo); err != nil {
-		return nil, err
-	}
 	return m, nil
 }

@@ -15,16 +15,17 @@ func (o *Options) tier() blob.Tier {
 	return o.Tier
 }
 
-// filter drops the names of d that Options.Filter rejects, and the
-// subtrees captureSensitive leaves out (omit). Dropped entries are not
-// stat'ed, read or listed: nothing of them is captured.
+// filter drops the names of d that Options.Filter rejects, and the given
+// sensitive subtrees the workspace tree leaves out (treeRole.omit).
+// Dropped entries are not stat'ed, read or listed: nothing of them is
+// captured.
 func (c *capturer) filter(d *capDir, names []string) []string {
-	if c.o.Filter == nil && len(c.o.omit) == 0 {
+	if c.o.Filter == nil && len(c.t.omit) == 0 {
 		return names
 	}
 	dir := string(d.relPath(""))
 	var omit []string // names of d to leave out
-	for _, p := range c.o.omit {
+	for _, p := range c.t.omit {
 		if i := strings.LastIndexByte(p, '/'); i < 0 && dir == "" || i >= 0 && p[:i] == dir {
 			omit = append(omit, p[i+1:])
 		}

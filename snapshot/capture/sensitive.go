@@ -59,57 +59,35 @@ type Discoverer interface {
 // capture root.
 var ErrSensitivePath = errors.New("sensitive tree path is not a directory inside the capture root")
 
-// capturePart links a tree-only capture, or the workspace capture that
-// holds the sensitive trees, to the sensitive part (see Run: o.part).
-type capturePart struct {
-	tree     *snapshot.SensitiveTree // a tree-only capture fills it and saves no manifest
-	specs    []SensitiveSpec         // the workspace capture's given subtrees, checked
-	ref      *blob.ID                // the workspace manifest's reference to the part
-	complete bool                    // every sensitive tree was captured without errors
-}
-
-// apply hands a finished capture to the part. It reports true for a
-// tree-only capture, whose manifest is not to be saved.
-func (p *capturePart) apply(m *snapshot.Manifest) bool {
-	if p.tree != nil {
-		p.tree.Root, p.tree.Totals, p.tree.Complete, p.tree.Errors = m.Root, m.Totals, m.Complete, m.Errors
-		return true
-	}
-	m.Sensitive = p.ref
-	m.Complete = m.Complete && p.complete
-	return false
-}
-
-// captureSensitive captures root into the workspace tier, leaving out each
-// o.Sensitive subtree and each one o.Discover finds during the walk. After
-// the walk (captureTrees) it captures those subtrees into the sensitive
-// tier and saves the sensitive part that lists them; the workspace
-// manifest references the part by its id only.
+// workspaceRole checks the given sensitive subtrees of a capture of root
+// (a key with the sensitive tier is needed for any) and returns the role of
+// its workspace tree: it leaves them out, and after its walk captures them
+// and those o.Discover finds into the sensitive tier (captureTrees), and
+// the sensitive part that lists them; the workspace manifest references
+// the part by its id only.
 //
 // Order keeps the promotion rule: the trees and the part blob are saved
-// before the workspace capture's Flush, which makes every tier's packs
+// before the workspace tree's Flush, which makes every tier's packs
 // durable and indexed and precedes the manifest.
-func captureSensitive(ctx context.Context, r *repo.Repository, root string, o Options) (*snapshot.Manifest, error) {
+func workspaceRole(r *repo.Repository, root string, given []SensitiveSpec) (treeRole, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
-		return nil, fmt.Errorf("capture %s: %w", root, err)
+		return treeRole{}, fmt.Errorf("capture %s: %w", root, err)
 	}
-	specs, err := checkSensitiveSpecs(abs, o.Sensitive)
+	specs, err := checkSensitiveSpecs(abs, given)
 	if err != nil {
-		return nil, err
+		return treeRole{}, err
 	}
 	if len(specs) > 0 { // refused before anything is read
 		if _, err := r.TierKeys(blob.Sensitive); err != nil {
-			return nil, fmt.Errorf("capture: %d browser profile(s) go into the sensitive tier: %w", len(specs), err)
+			return treeRole{}, fmt.Errorf("capture: %d browser profile(s) go into the sensitive tier: %w", len(specs), err)
 		}
 	}
-	wo := o
-	wo.Sensitive = nil
+	t := treeRole{holdsPart: true, given: specs}
 	for _, s := range specs {
-		wo.omit = append(wo.omit, s.Path)
+		t.omit = append(t.omit, s.Path)
 	}
-	wo.part = &capturePart{specs: specs, complete: true}
-	return Run(ctx, r, root, wo)
+	return t, nil
 }
 
 // discovered takes directory name of d, which Discover detected as a
@@ -121,7 +99,7 @@ func (c *capturer) discovered(d *capDir, name, kind string) error {
 		c.record(d.errPath(name), fmt.Errorf("a %s found here is left out: its path is not valid UTF-8, which the sensitive part cannot record; rename the directory", kind))
 		return nil
 	}
-	for _, s := range c.o.part.specs {
+	for _, s := range c.t.given {
 		if strings.HasPrefix(s.Path, rel+"/") {
 			return fmt.Errorf("%w: %s lies inside %s, a %s found in the walk; give one of them", ErrSensitivePath, s.Path, rel, kind)
 		}
@@ -137,11 +115,11 @@ func (c *capturer) discovered(d *capDir, name, kind string) error {
 }
 
 // captureTrees captures the given and the discovered subtrees of the
-// workspace capture into the sensitive tier, once its walk is done, and
-// saves the sensitive part that lists them in p. With none, the manifest
-// gets no part.
-func (c *capturer) captureTrees(p *capturePart) error {
-	specs, err := checkSensitiveSpecs(c.rootPath, append(slices.Clip(p.specs), c.found...))
+// workspace tree into the sensitive tier, once its walk is done, each as a
+// tree of its own, and saves the sensitive part that lists them
+// (c.partRef). With none, the manifest gets no part.
+func (c *capturer) captureTrees() error {
+	specs, err := checkSensitiveSpecs(c.rootPath, append(slices.Clip(c.t.given), c.found...))
 	if err != nil || len(specs) == 0 {
 		return err
 	}
@@ -156,16 +134,12 @@ func (c *capturer) captureTrees(p *capturePart) error {
 				return err
 			}
 		}
-		t := &snapshot.SensitiveTree{Path: s.Path, Kind: s.Kind}
-		so := c.o
-		so.Sensitive, so.Discover, so.Tier, so.Filter, so.Cache, so.Excludes, so.Parent, so.omit = nil, nil, blob.Sensitive, s.Filter, nil, nil, nil, nil
-		so.Progress = prefixProgress{c.o.Progress, s.Path}
-		so.part = &capturePart{tree: t}
-		if _, err := Run(c.ctx, c.r, filepath.Join(c.rootPath, filepath.FromSlash(s.Path)), so); err != nil {
+		t, err := c.captureTree(s)
+		if err != nil {
 			return fmt.Errorf("capture of sensitive tree %s: %w", s.Path, err)
 		}
-		p.complete = p.complete && t.Complete
-		part.Trees = append(part.Trees, *t)
+		c.partComplete = c.partComplete && t.Complete
+		part.Trees = append(part.Trees, t)
 	}
 	b, err := json.Marshal(&part)
 	if err != nil {
@@ -175,10 +149,29 @@ func (c *capturer) captureTrees(p *capturePart) error {
 	if err != nil {
 		return fmt.Errorf("capture: saving the sensitive part: %w", err)
 	}
-	// No flush here: the workspace capture flushes every tier before it
-	// saves the manifest, the one object that refers to this.
-	p.ref = &id
+	// No flush here: the workspace tree's capture flushes every tier
+	// before its manifest is saved, the one object that refers to this.
+	c.partRef = &id
 	return nil
+}
+
+// captureTree captures the sensitive subtree s of the workspace tree into
+// the sensitive tier, with the capture's readers, clock and hooks, s's
+// filter, and no file cache, excludes or discovery. Its errors are
+// reported under s's path.
+func (c *capturer) captureTree(s SensitiveSpec) (snapshot.SensitiveTree, error) {
+	o := Options{Workspace: c.o.Workspace, Readers: c.o.Readers, Now: c.o.Now, Tier: blob.Sensitive, Filter: s.Filter,
+		Progress: prefixProgress{c.o.Progress, s.Path}, hooks: c.o.hooks}
+	tc, err := newCapturer(c.ctx, c.r, filepath.Join(c.rootPath, filepath.FromSlash(s.Path)), o, treeRole{inPart: true})
+	if err != nil {
+		return snapshot.SensitiveTree{}, err
+	}
+	defer tc.cancel(nil)
+	m, err := tc.run()
+	if err != nil {
+		return snapshot.SensitiveTree{}, err
+	}
+	return snapshot.SensitiveTree{Path: s.Path, Kind: s.Kind, Root: m.Root, Totals: m.Totals, Complete: m.Complete, Errors: m.Errors}, nil
 }
 
 // checkSensitiveSpecs cleans the paths and refuses empty, escaping,
