@@ -17,7 +17,7 @@ var (
 
 // Error is a failed restore tied to the snapshot entries it
 // affects: a refused entry, or every file that needs a missing or corrupt
-// chunk. Match the cause with errors.Is (ErrUnsafeEntry, repo.ErrCorrupt,
+// chunk. Match the cause with errors.Is (snapshot.ErrUnsafeEntry, repo.ErrCorrupt,
 // repo.ErrPackMissing, repo.ErrBlobNotFound, ...).
 type Error struct {
 	Paths []string // slash paths from the snapshot root ("" is the root); raw bytes

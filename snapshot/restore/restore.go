@@ -67,7 +67,7 @@ type Result struct {
 //
 // A manifest and its trees are untrusted input: the whole tree is walked
 // and every entry checked before anything is written (names, node fields,
-// hard link targets, extended attribute namespaces; see ErrUnsafeEntry).
+// hard link targets, extended attribute namespaces; see snapshot.ErrUnsafeEntry).
 // Contents are read once per pack range, each chunk verified on read, and
 // each file verified against its chunk ids after writing. Everything is
 // built in a staging directory next to the target, through directory
