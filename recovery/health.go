@@ -162,12 +162,14 @@ func (s *Service) CheckDue(ctx context.Context) {
 			s.log.Warn("scheduled check", "workspace", w.ID, "err", err)
 		}
 	}
+	// Operations are resumed first: nothing in the holds' pass below may
+	// keep a lapsed operation from being taken over.
+	s.resume(true)
 	// Holds whose write failed are written again, one removed by hand
 	// comes back, holds of removed workspaces go.
 	if err := s.lc.SyncHolds(ctx); err != nil && ctx.Err() == nil {
 		s.log.Error("scheduled check: the workspaces' holds in the repository", "err", err)
 	}
-	s.resume(true)
 }
 
 // Run calls CheckDue every CheckInterval (on the service's clock) until

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"lifeboat/recovery/statedb"
 )
 
 // Holder records in the repository which snapshots the lifecycle needs
@@ -68,23 +70,39 @@ func (l *Lifecycle) SyncHold(ctx context.Context, ws string) {
 	if l.cfg.Holds == nil {
 		return
 	}
-	err := l.repoWork(ctx, func() error { return l.syncHold(ctx, ws) })
+	err := l.repoWork(ctx, func() error { return l.syncHold(ctx, ws, true) })
 	if err != nil {
 		l.log.Error("recording the workspace's hold in the repository; the previous hold stays", "workspace", ws, "err", err)
 	}
 }
 
+// holdLockWait bounds the wait for a workspace's hold lock: a server
+// paused (SIGSTOP, a VM freeze) while it held one keeps it in the state
+// store until it runs again.
+const holdLockWait = time.Minute
+
 // lockHold takes workspace ws's hold lock: in this process, and on a
 // shared store among all its servers. A hold is written under it from the
 // record as read after the lock was taken, so no server writes a hold
 // from an older reading over a newer one (which would drop, say, the
-// checkpoint another server has just promoted).
-func (l *Lifecycle) lockHold(ctx context.Context, ws string) (unlock func(), err error) {
-	local := l.holds.Lock(ws)
+// checkpoint another server has just promoted). With wait false it fails
+// at once with statedb.ErrLocked when someone holds it; otherwise it
+// waits up to holdLockWait.
+func (l *Lifecycle) lockHold(ctx context.Context, ws string, wait bool) (unlock func(), err error) {
+	var local func()
+	if wait {
+		local = l.holds.Lock(ws)
+	} else if unlock, ok := l.holds.TryLock(ws); ok {
+		local = unlock
+	} else {
+		return nil, fmt.Errorf("workspace %s: its hold lock: %w", ws, statedb.ErrLocked)
+	}
 	if l.hooks.holdWait != nil {
 		l.hooks.holdWait(ws)
 	}
-	shared, err := l.store.db.Lock(ctx, holdLockName(ws), true)
+	wctx, cancel := context.WithTimeout(ctx, holdLockWait)
+	defer cancel()
+	shared, err := l.store.db.Lock(wctx, holdLockName(ws), wait)
 	if err != nil {
 		local()
 		return nil, fmt.Errorf("workspace %s: taking its hold lock in the state store: %w", ws, err)
@@ -95,9 +113,14 @@ func (l *Lifecycle) lockHold(ctx context.Context, ws string) (unlock func(), err
 func holdLockName(ws string) string { return "hold/" + ws }
 
 // syncHold writes ws's hold as its record says, under its hold lock; the
-// caller runs it as repository work.
-func (l *Lifecycle) syncHold(ctx context.Context, ws string) error {
-	unlock, err := l.lockHold(ctx, ws)
+// caller runs it as repository work. Unless wait, a hold whose lock is
+// taken is left to whoever holds it (it writes the hold from the record
+// under the lock) and syncHold returns nil.
+func (l *Lifecycle) syncHold(ctx context.Context, ws string, wait bool) error {
+	unlock, err := l.lockHold(ctx, ws, wait)
+	if !wait && errors.Is(err, statedb.ErrLocked) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -141,7 +164,10 @@ func (l *Lifecycle) SyncHolds(ctx context.Context) error {
 		}
 		var errs []error
 		for _, w := range wss {
-			if err := l.syncHold(ctx, w.ID); err != nil {
+			// Without waiting: a hold being written is written from the
+			// record, and a server paused while it held a hold lock must
+			// not stop this pass (and the scheduled check behind it).
+			if err := l.syncHold(ctx, w.ID, false); err != nil {
 				errs = append(errs, fmt.Errorf("workspace %s: %w", w.ID, err))
 			}
 		}
@@ -176,7 +202,7 @@ func (l *Lifecycle) promoteHeld(ctx context.Context, ws, snapshot string, commit
 		return commit()
 	}
 	return l.repoWork(ctx, func() error {
-		unlock, err := l.lockHold(ctx, ws)
+		unlock, err := l.lockHold(ctx, ws, true)
 		if err != nil {
 			return fmt.Errorf("%w: %w", errHold, err)
 		}

@@ -460,3 +460,26 @@ func TestSharedHoldWaitsForPromotion(t *testing.T) {
 		}
 	})
 }
+
+// The scheduled pass over every workspace's hold does not wait for a
+// hold lock another server holds (a server paused while it held one
+// keeps it until it runs again): it leaves that hold to the lock's holder
+// and goes on, so the scheduled check behind it (which takes lapsed
+// operations over) is not stopped.
+func TestSharedSyncHoldsPassesTakenHoldLock(t *testing.T) {
+	onPostgres(t, func(t *testing.T) {
+		a := newREnv(t, botFiles)
+		a.capture()
+		b := a.second(nil)
+		unlock, err := b.lc.lockHold(b.ctx, "bot1", true) // b pauses here, holding it
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unlock()
+		ctx, cancel := context.WithTimeout(a.ctx, holdLockWait/2)
+		defer cancel()
+		if err := a.lc.SyncHolds(ctx); err != nil {
+			t.Fatalf("SyncHolds beside a taken hold lock: %v", err)
+		}
+	})
+}

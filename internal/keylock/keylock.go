@@ -36,13 +36,21 @@ func (l *Map[K]) Lock(key K) func() {
 	return m.Unlock
 }
 
+// TryLock takes key's mutex unless someone holds it; ok reports whether
+// it did.
+func (l *Map[K]) TryLock(key K) (unlock func(), ok bool) {
+	m := l.of(key)
+	if !m.TryLock() {
+		return nil, false
+	}
+	return m.Unlock, true
+}
+
 // IfUnlocked runs fn holding key's mutex, unless someone holds it: then
 // fn is not run.
 func (l *Map[K]) IfUnlocked(key K, fn func()) {
-	m := l.of(key)
-	if !m.TryLock() {
-		return
+	if unlock, ok := l.TryLock(key); ok {
+		defer unlock()
+		fn()
 	}
-	defer m.Unlock()
-	fn()
 }
