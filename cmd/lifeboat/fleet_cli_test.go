@@ -265,11 +265,13 @@ func TestFleet(t *testing.T) {
 	wg.Wait()
 }
 
-// waitCaptured waits for a captured receipt of every workspace of ids
-// among the events from the from'th on. With since set it waits for a
-// capture that started at or after since, captured or unchanged: a
-// capture that started before the files were written may hold the old
-// ones, or a prefix of a file being rewritten.
+// waitCaptured waits for a captured or unchanged receipt of every
+// workspace of ids among the events from the from'th on, of a capture
+// that started at or after since: a capture that started before the files
+// were written may hold the old ones, or a prefix of a file being
+// rewritten. Unchanged counts: it says the last good checkpoint holds the
+// files (a server killed right after a promotion sends no receipt for it,
+// and the others then find the workspace unchanged).
 func (f *fleet) waitCaptured(ctx context.Context, ids []string, from int, since time.Time) {
 	f.t.Helper()
 	left := map[string]bool{}
@@ -289,7 +291,7 @@ func (f *fleet) waitCaptured(ctx context.Context, ids []string, from int, since 
 		return b.String()
 	}
 	f.events.until(f.t, ctx, what, from, func(ev fleetEvent) bool {
-		if ev.typ == "receipt" && (ev.Outcome == "captured" || !since.IsZero() && ev.Outcome == "unchanged") && !ev.Started.Before(since) {
+		if ev.typ == "receipt" && (ev.Outcome == "captured" || ev.Outcome == "unchanged") && !ev.Started.Before(since) {
 			delete(left, ev.Workspace)
 		}
 		return len(left) == 0
