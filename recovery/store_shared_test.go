@@ -322,78 +322,64 @@ func TestSharedEvents(t *testing.T) {
 }
 
 // A periodic capture that waited for the workspace while another server
-// captured it, in a capture begun after this one was asked for, is not
-// taken again: that checkpoint holds every change it would have.
+// captured it is not taken again: when that capture began after this one
+// was asked for (its checkpoint holds every change this one would have),
+// or when it began before but the record's fingerprint matches the files
+// (it captured these very files).
 func TestSharedPeriodicAfterOtherServersCapture(t *testing.T) {
-	onPostgres(t, func(t *testing.T) {
-		a := newREnv(t, botFiles)
-		cp := a.capture()
-		b := a.second(nil)
-		writeFiles(t, a.dir("bot1"), map[string]string{"notes.txt": "changed after the checkpoint"})
-		release, err := a.lc.lease(a.ctx, "bot1") // a's capture runs
-		if err != nil {
-			t.Fatal(err)
-		}
-		waiting := make(chan struct{})
-		b.lc.hooks.semWait = func(string) { close(waiting) }
-		got := make(chan []Receipt, 1)
-		go func() { got <- b.lc.Tick(b.ctx) }()
-		<-waiting // b's capture was asked for, and waits for the workspace
-		a.clock.Advance(time.Second)
-		if err := a.store.update("bot1", func(tx stateTx, w *Workspace) error {
-			c := &Checkpoint{Snapshot: cp.Snapshot, Time: a.clock.Now(), Reason: ReasonPark}
-			w.LastGood = c
-			return putCheckpoint(tx, w.ID, c)
-		}); err != nil {
-			t.Fatal(err)
-		}
-		release()
-		rs := <-got
-		if len(rs) != 1 || rs[0].Outcome != Unchanged || rs[0].LastGood != cp.Snapshot {
-			t.Fatalf("b's periodic round: %+v", rs)
-		}
-		if hist, _ := a.store.Checkpoints("bot1"); len(hist) != 2 {
-			t.Fatalf("checkpoints: %d, want the two recorded", len(hist))
-		}
-	})
-}
-
-// A periodic capture asked for before another server's capture of the
-// same files began, that waited for the workspace meanwhile, is not taken
-// again: the record's fingerprint matches the files.
-func TestSharedPeriodicAfterOtherServersCaptureOfSameFiles(t *testing.T) {
-	onPostgres(t, func(t *testing.T) {
-		a := newREnv(t, botFiles)
-		cp := a.capture()
-		b := a.second(nil)
-		writeFiles(t, a.dir("bot1"), map[string]string{"notes.txt": "changed after the checkpoint"})
-		release, err := a.lc.lease(a.ctx, "bot1") // a's capture runs
-		if err != nil {
-			t.Fatal(err)
-		}
-		waiting := make(chan struct{})
-		b.lc.hooks.semWait = func(string) { close(waiting) }
-		got := make(chan []Receipt, 1)
-		asked := a.clock.Now()
-		go func() { got <- b.lc.Tick(b.ctx) }()
-		<-waiting // b's capture was asked for, and waits for the workspace
-		fp, err := fingerprint(a.store.db.Salt(), a.dir("bot1"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := a.store.update("bot1", func(tx stateTx, w *Workspace) error {
-			c := &Checkpoint{Snapshot: cp.Snapshot, Time: asked.Add(-time.Second), Reason: ReasonPeriodic}
-			w.LastGood, w.Fingerprint = c, fp
-			return putCheckpoint(tx, w.ID, c)
-		}); err != nil {
-			t.Fatal(err)
-		}
-		release()
-		rs := <-got
-		if len(rs) != 1 || rs[0].Outcome != Unchanged || rs[0].LastGood != cp.Snapshot {
-			t.Fatalf("b's periodic round: %+v", rs)
-		}
-	})
+	for _, tc := range []struct {
+		name    string
+		promote func(a *renv, asked time.Time, cp *Checkpoint, w *Workspace) error
+	}{
+		{"begun after this one was asked for", func(a *renv, _ time.Time, cp *Checkpoint, w *Workspace) error {
+			a.clock.Advance(time.Second)
+			cp.Time, cp.Reason = a.clock.Now(), ReasonPark
+			w.LastGood = cp
+			return nil
+		}},
+		{"begun before, of the same files", func(a *renv, asked time.Time, cp *Checkpoint, w *Workspace) error {
+			fp, err := fingerprint(a.store.db.Salt(), a.dir("bot1"))
+			cp.Time, cp.Reason = asked.Add(-time.Second), ReasonPeriodic
+			w.LastGood, w.Fingerprint = cp, fp
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			onPostgres(t, func(t *testing.T) {
+				a := newREnv(t, botFiles)
+				first := a.capture()
+				b := a.second(nil)
+				writeFiles(t, a.dir("bot1"), map[string]string{"notes.txt": "changed after the checkpoint"})
+				release, err := a.lc.lease(a.ctx, "bot1") // a's capture runs
+				if err != nil {
+					t.Fatal(err)
+				}
+				waiting := make(chan struct{})
+				b.lc.hooks.semWait = func(string) { close(waiting) }
+				got := make(chan []Receipt, 1)
+				asked := a.clock.Now()
+				go func() { got <- b.lc.Tick(b.ctx) }()
+				<-waiting // b's capture was asked for, and waits for the workspace
+				if err := a.store.update("bot1", func(tx stateTx, w *Workspace) error {
+					cp := &Checkpoint{Snapshot: first.Snapshot}
+					if err := tc.promote(a, asked, cp, w); err != nil {
+						return err
+					}
+					return putCheckpoint(tx, w.ID, cp)
+				}); err != nil {
+					t.Fatal(err)
+				}
+				release()
+				rs := <-got
+				if len(rs) != 1 || rs[0].Outcome != Unchanged || rs[0].LastGood != first.Snapshot {
+					t.Fatalf("b's periodic round: %+v", rs)
+				}
+				if hist, _ := a.store.Checkpoints("bot1"); len(hist) != 2 {
+					t.Fatalf("checkpoints: %d, want the two recorded", len(hist))
+				}
+			})
+		})
+	}
 }
 
 // hookHolds calls after once a hold is written.
