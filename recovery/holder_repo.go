@@ -91,18 +91,31 @@ func (h *RepoHolds) Hold(ctx context.Context, hs HoldSet) error {
 		// this owner's earlier ones of it go.
 		return h.release(ctx, hs.Workspace)
 	}
-	if len(old) == 1 && samePin(old[0], pin) {
+	if same := sameAs(old, pin); same >= 0 {
 		// Unchanged: written already, unless something removed it since
 		// (with the repository's objects kept loaded, only a Refresh
-		// finds that out).
-		_, _, err := h.Repo.LoadObject(ctx, crypt.KindPin, old[0].ID)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, backend.ErrNotFound) {
+		// finds that out). Other pins of this owner for ws (another
+		// server's of the same store, a crash's leftover) go: every
+		// server keeps the same one, so they do not take turns writing
+		// new ones.
+		kept := old[same]
+		_, _, err := h.Repo.LoadObject(ctx, crypt.KindPin, kept.ID)
+		if err != nil && !errors.Is(err, backend.ErrNotFound) {
 			return err
 		}
-		old = nil
+		if err == nil {
+			for _, p := range old {
+				if p.ID == kept.ID {
+					continue
+				}
+				if err := h.Repo.RemoveObject(ctx, crypt.KindPin, p.ID); err != nil && !errors.Is(err, backend.ErrNotFound) {
+					return fmt.Errorf("removing pins/%s of workspace %s: %w", p.ID, hs.Workspace, err)
+				}
+			}
+			h.pins[hs.Workspace] = []prune.Pin{kept}
+			return nil
+		}
+		old = slices.Delete(slices.Clone(old), same, same+1)
 	}
 	now := time.Now
 	if h.Now != nil {
@@ -121,6 +134,18 @@ func (h *RepoHolds) Hold(ctx context.Context, hs HoldSet) error {
 		h.pins[hs.Workspace] = []prune.Pin{got}
 	}
 	return err
+}
+
+// sameAs is the index in pins of the pin, of those that hold what p
+// holds, with the smallest id (so every server picks the same one), or -1.
+func sameAs(pins []prune.Pin, p prune.Pin) int {
+	at := -1
+	for i, q := range pins {
+		if samePin(q, p) && (at < 0 || bytes.Compare(q.ID[:], pins[at].ID[:]) < 0) {
+			at = i
+		}
+	}
+	return at
 }
 
 // samePin reports whether two pins hold the same snapshots for the same

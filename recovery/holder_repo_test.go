@@ -4,7 +4,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"lifeboat/backend/local"
 	"lifeboat/blob"
@@ -244,5 +246,30 @@ func TestRepoHoldsRefresh(t *testing.T) {
 	}
 	if err := b.Hold(ctx, hs); err != nil || pins() != 1 {
 		t.Fatalf("another server's same hold: %v, %d pins, want the one a wrote", err, pins())
+	}
+	// Two pins holding the same (two servers each wrote one): both
+	// servers, each knowing both, keep the same one, and write nothing.
+	all, err := prune.LoadPins(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	twin := all.Objects[0]
+	if _, err := prune.ReplacePin(ctx, r, twin, twin.Set.Add(time.Second), nil); err != nil || pins() != 2 {
+		t.Fatalf("a second pin holding the same: %v, %d pins", err, pins())
+	}
+	for _, h := range []*RepoHolds{a, b} {
+		if err := h.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, _ := prune.LoadPins(ctx, r)
+	for _, h := range []*RepoHolds{a, b, a} {
+		if err := h.Hold(ctx, hs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after, _ := prune.LoadPins(ctx, r)
+	if len(after.Objects) != 1 || !slices.ContainsFunc(before.Objects, func(p prune.Pin) bool { return p.ID == after.Objects[0].ID }) {
+		t.Fatalf("two servers' holds over two equal pins: %d pins after, want one of the two before", len(after.Objects))
 	}
 }
