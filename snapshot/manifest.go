@@ -169,21 +169,7 @@ func manifestDamaged(id blob.ID, b []byte, err error) *ManifestError {
 // List loads every snapshot (of workspace ws, or all when ws is empty),
 // oldest first. Snapshots that do not load are returned in bad.
 func List(ctx context.Context, s ObjectStore, ws string) (snaps []*Manifest, bad map[blob.ID]error, err error) {
-	bad = map[blob.ID]error{}
-	err = s.ListObjects(ctx, crypt.KindSnapshot, func(id blob.ID) error {
-		m, err := LoadManifest(ctx, s, id)
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			bad[id] = err
-			return nil
-		}
-		if ws == "" || m.Workspace == ws {
-			snaps = append(snaps, m)
-		}
-		return nil
-	})
+	snaps, bad, err = listPrefix(ctx, s, "", ws)
 	sort.Slice(snaps, func(i, j int) bool {
 		if !snaps[i].Time.Equal(snaps[j].Time) {
 			return snaps[i].Time.Before(snaps[j].Time)
@@ -193,9 +179,10 @@ func List(ctx context.Context, s ObjectStore, ws string) (snaps []*Manifest, bad
 	return snaps, bad, err
 }
 
-// listPrefix is List of the snapshots whose ids start with prefix: it
-// lists the ids and loads only those, so that naming one snapshot costs
-// one load, not one per snapshot in the repository.
+// listPrefix loads the snapshots whose ids start with prefix (all with
+// ""), of workspace ws or of all, in no order: it lists the ids first and
+// loads only those, so that naming one snapshot costs one load, not one
+// per snapshot in the repository.
 func listPrefix(ctx context.Context, s ObjectStore, prefix, ws string) (snaps []*Manifest, bad map[blob.ID]error, err error) {
 	var ids []blob.ID
 	err = s.ListObjects(ctx, crypt.KindSnapshot, func(id blob.ID) error {
