@@ -69,17 +69,6 @@ func (l *Lifecycle) run(ctx context.Context, ws string, rec *Receipt) {
 		l.failed(ws, rec, Failed, err)
 		return
 	}
-	if l.store.Shared() && rec.Reason == ReasonPeriodic {
-		// Every server's round asks for the workspaces that changed, so
-		// another server may have captured these very files while this
-		// one waited for the workspace, in a capture begun before this
-		// one was asked for: the record's fingerprint then matches the
-		// files. (An error here is left to the capture to meet.)
-		if same, err := l.sameFingerprint(ctx, w, p); err == nil && same {
-			rec.Outcome = Unchanged
-			return
-		}
-	}
 	err = l.store.update(ws, func(_ stateTx, w *Workspace) error {
 		w.InFlight = &InFlight{Started: rec.Started, Reason: rec.Reason, PID: pid}
 		return nil
@@ -134,6 +123,18 @@ func (l *Lifecycle) captureQuiesced(ctx context.Context, w Workspace, p provider
 	fp, err := fingerprint(l.store.db.Salt(), files.Dir())
 	if err != nil {
 		l.failed(w.ID, rec, Failed, fmt.Errorf("listing %s: %w", files.Dir(), err))
+		return false
+	}
+	if l.store.Shared() && rec.Reason == ReasonPeriodic && w.LastGood != nil && bytes.Equal(fp, w.Fingerprint) {
+		// Every server's round asks for the workspaces that changed, so
+		// another server may have captured these very files while this
+		// one waited for the workspace, in a capture begun before this
+		// one was asked for: the record's fingerprint, read after the
+		// wait, matches the files.
+		rec.Outcome = Unchanged
+		if err := l.store.update(w.ID, func(_ stateTx, w *Workspace) error { w.InFlight = nil; return nil }); err != nil {
+			l.log.Error("clearing an in-flight capture", "workspace", w.ID, "err", err)
+		}
 		return false
 	}
 	procRecs, procs := l.procs.snapshot(w.ID, l.cfg.Redact)
