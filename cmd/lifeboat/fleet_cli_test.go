@@ -16,8 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"lifeboat/backend/location"
 	"lifeboat/bench"
+	"lifeboat/blob"
+	"lifeboat/repo"
 	"lifeboat/server"
+	"lifeboat/snapshot"
+	"lifeboat/snapshot/restore"
 )
 
 // fleetWorkspaces is how many workspaces a fleet test makes: def, or
@@ -46,9 +51,8 @@ keep_last = 1
 
 // TestFleet runs the deployment of docs/deploy.md under chaos: one S3
 // repository (versitygw), one PostgreSQL state store and three `lifeboat
-// serve` processes with periodic captures of 200 small workspaces (1,000
-// take too long for CI: every capture lists the repository's index,
-// snapshots and pins) and a prune schedule, while
+// serve` processes with periodic captures of 1,000 small workspaces
+// (LIFEBOAT_FLEET_WORKSPACES) and a prune schedule, while
 //   - server A kills itself with SIGKILL right after a save to the
 //     repository, mid-capture (the crash hook), and is started again;
 //   - server B is killed with SIGKILL mid-recovery (after it created the
@@ -69,8 +73,8 @@ func TestFleet(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
-	n := fleetWorkspaces(t, 200)
-	ctx, cancel := context.WithTimeout(t.Context(), 12*time.Minute)
+	n := fleetWorkspaces(t, 1000)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
 	defer cancel()
 
 	begin := time.Now()
@@ -157,6 +161,7 @@ func TestFleet(t *testing.T) {
 			t.Fatalf("recovery of %s (%s): %+v %v\nA: %s", id, op, got, err, a.log)
 		}
 	}
+	recovered := time.Now()
 	takenOver := c.log.wait("stops driving it")
 	c.signal(syscall.SIGCONT)
 	select {
@@ -166,6 +171,11 @@ func TestFleet(t *testing.T) {
 	}
 	b.start(lease)
 	t.Logf("%s: three recoveries done", time.Since(begin).Round(time.Second))
+	// The first capture of a replacement may take a new checkpoint (its
+	// files are new to the fingerprint) and retention then forgets the
+	// one it was restored from: the last good checkpoints the end checks
+	// are read after it.
+	f.waitCaptured(ctx, slices.Collect(maps.Keys(lost)), 0, recovered)
 
 	// The schedule condemned what retention left unused.
 	f.events.until(t, ctx, func() string { return "a prune that condemns packs" }, 0, func(ev fleetEvent) bool {
@@ -239,22 +249,67 @@ func TestFleet(t *testing.T) {
 	t.Logf("%s: pruned and checked", time.Since(begin).Round(time.Second))
 
 	// Every last good checkpoint restores to the files it was taken of:
-	// the instance's files now, for nothing changed them since.
-	var wg sync.WaitGroup
-	work := make(chan server.WorkspaceView)
+	// the instance's files now, for nothing changed them since. The
+	// recovered workspaces and a sample of the others go through `lifeboat
+	// restore`; every workspace goes through the same restore code in this
+	// process, on one open repository (a process per workspace, opening
+	// the repository each time, took most of the test's time at 1,000).
 	f.check(os.Mkdir(filepath.Join(f.dir, "restored"), 0o755))
-	for range 2 {
+	verify := func(w server.WorkspaceView, restoreTo func(target string) error) {
+		target := filepath.Join(f.dir, "restored", w.ID)
+		if err := restoreTo(target); err != nil {
+			t.Errorf("restoring %s of %s: %v\nits receipts:\n%s%s", w.LastGood.Snapshot, w.ID, err, f.events.history(w.ID), f.serverLines(w.ID)+f.requestsFor(w.LastGood.Snapshot))
+			return
+		}
+		if d, err := bench.Compare(filepath.Join(f.root, string(w.Instance)), target); err != nil || len(d) > 0 {
+			t.Errorf("last good checkpoint %s of %s differs from its files: %v %v\nits receipts:\n%s%s", w.LastGood.Snapshot, w.ID, d, err, f.events.history(w.ID), f.serverLines(w.ID))
+		}
+		if err := os.RemoveAll(target); err != nil {
+			t.Error(err)
+		}
+	}
+	sample := 0
+	for _, w := range wss {
+		if _, ok := lost[w.ID]; ok || (sample < 30 && rng.IntN(len(wss)) < 30) {
+			sample++
+			verify(w, func(target string) error {
+				_, err := f.run(nil, "restore", "--target", target, w.LastGood.Snapshot)
+				return err
+			})
+		}
+	}
+	f.restoreEach(ctx, wss, verify)
+	t.Logf("%s: %d last good checkpoints restored, %d of them by `lifeboat restore`", time.Since(begin).Round(time.Second), len(wss), sample)
+}
+
+// restoreEach has verify restore the last good checkpoint of every
+// workspace of wss, four at a time, with restore.Run on one repository
+// this process opens.
+func (f *fleet) restoreEach(ctx context.Context, wss []server.WorkspaceView, verify func(server.WorkspaceView, func(string) error)) {
+	f.t.Helper()
+	be, err := location.Open(ctx, f.loc, location.S3{AccessKeyID: f.s3.AccessKey, SecretAccessKey: f.s3.SecretKey})
+	f.check(err)
+	defer be.Close()
+	r, err := repo.Open(ctx, be, []byte(testPW), repo.Options{CacheDir: filepath.Join(f.dir, "test-cache")})
+	f.check(err)
+	defer func() { f.check(r.Close(ctx)) }()
+	work := make(chan server.WorkspaceView)
+	var wg sync.WaitGroup
+	for range 4 {
 		wg.Go(func() {
 			for w := range work {
-				target := filepath.Join(f.dir, "restored", w.ID)
-				if _, err := f.run(nil, "restore", "--target", target, w.LastGood.Snapshot); err != nil {
-					t.Errorf("%v\nits receipts:\n%s%s", err, f.events.history(w.ID), f.serverLines(w.ID)+f.requestsFor(w.LastGood.Snapshot))
-					continue
-				}
-				if d, err := bench.Compare(filepath.Join(f.root, string(w.Instance)), target); err != nil || len(d) > 0 {
-					t.Errorf("last good checkpoint %s of %s differs from its files: %v %v\nits receipts:\n%s%s", w.LastGood.Snapshot, w.ID, d, err, f.events.history(w.ID), f.serverLines(w.ID))
-				}
-				_ = os.RemoveAll(target)
+				verify(w, func(target string) error {
+					id, err := blob.ParseID(w.LastGood.Snapshot)
+					if err != nil {
+						return err
+					}
+					m, err := snapshot.LoadManifest(ctx, r, id)
+					if err != nil {
+						return err
+					}
+					_, err = restore.Run(ctx, r, m, restore.Options{Target: target, Workers: 2})
+					return err
+				})
 			}
 		})
 	}
