@@ -68,7 +68,9 @@ every = "10s"
 	for i := range servers {
 		ss = append(ss, f.addServer(string(rune('a'+i)), registering))
 	}
+	registering0 := time.Now()
 	ids := f.addWorkspaces(ctx, n, ss...)
+	b.Logf("%d servers: %d workspaces registered in %s", servers, n, time.Since(registering0).Round(time.Second))
 	for _, s := range ss {
 		s.stop()
 		f.rewriteConfig(s, round)
