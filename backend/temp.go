@@ -1,6 +1,9 @@
 package backend
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // TempFile is a file a TempSaver handed out to be filled before it is
 // saved.
@@ -25,4 +28,30 @@ type TempSaver interface {
 	SaveTemp(ctx context.Context, h Handle, f TempFile) error
 	// DiscardTemp closes and removes a temp file that will not be saved.
 	DiscardTemp(f TempFile)
+}
+
+// TempCleaner is implemented by backends that can remove the temp files
+// of saves a killed or crashed process left behind (local: its tmp/).
+type TempCleaner interface {
+	// CleanTemp removes such files last modified more than olderThan ago
+	// and not in use by a live writer, and returns how many it removed.
+	// olderThan must be far longer than any single save takes.
+	CleanTemp(ctx context.Context, olderThan time.Duration) (int, error)
+}
+
+// As finds a backend of type T (a concrete type or an interface such as
+// TempCleaner) in be or under the decorators that wrap it: a decorator
+// gives its inner backend by an Unwrap() Backend method.
+func As[T any](be Backend) (T, bool) {
+	for {
+		if t, ok := be.(T); ok {
+			return t, true
+		}
+		u, ok := be.(interface{ Unwrap() Backend })
+		if !ok {
+			var zero T
+			return zero, false
+		}
+		be = u.Unwrap()
+	}
 }

@@ -134,7 +134,7 @@ func Capture(ctx context.Context, r *repo.Repository, dir string, o Options) (re
 		copts.Discover = finder
 	}
 	if !o.NoCache {
-		copts.Cache = r.Index()
+		copts.Cache = r.FileCache()
 	}
 	m, err := capture.Run(ctx, r, dir, copts)
 	if err != nil {

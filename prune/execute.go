@@ -6,16 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
-	"sync"
-	"sync/atomic"
 
 	"lifeboat/backend"
 	"lifeboat/blob"
 	"lifeboat/crypt"
 	"lifeboat/index"
-	"lifeboat/pack"
 	"lifeboat/repo"
 )
 
@@ -169,7 +165,7 @@ func (p *Plan) repackAll(ctx context.Context, r *repo.Repository, st *Stats) err
 		}
 	}()
 	for start := 0; start < len(p.Repack); {
-		batch := map[blob.ID][]pack.Entry{}
+		batch := map[blob.ID][]repo.PackEntry{}
 		n := 0
 		end := start
 		for end < len(p.Repack) && (end == start || n+p.Repack[end].LiveBlobs <= repackBatch) {
@@ -202,7 +198,6 @@ type rewriter struct {
 	st      *Stats
 	writers map[blob.Tier]*repo.Pack
 	objects map[blob.Tier]*index.Object
-	bufs    [][]byte // verifyAll's plaintext buffers, one per goroutine
 }
 
 // Ranges of a pack read at once: live blobs closer than rangeGap are read
@@ -213,116 +208,40 @@ const (
 	rangeMax = 4 << 20
 )
 
-func (rw *rewriter) copyPack(ctx context.Context, pi PackInfo, entries []pack.Entry) error {
-	k, err := rw.r.TierKeys(pi.Tier)
-	if err != nil {
-		return err
+// copyPack copies the live blobs entries of pack pi into the new packs,
+// each verified (decrypted, decompressed, re-hashed) and copied as it is
+// stored. The error names the first blob, in pack order, that does not
+// verify; the blobs added before it only went to new packs that are then
+// discarded.
+func (rw *rewriter) copyPack(ctx context.Context, pi PackInfo, entries []repo.PackEntry) error {
+	slices.SortFunc(entries, func(a, b repo.PackEntry) int { return cmp.Compare(a.Offset, b.Offset) })
+	err := rw.r.StreamPack(ctx, pi.Tier, pi.ID, entries, repo.StreamOptions{Gap: rangeGap, MaxRead: rangeMax, Copy: true},
+		func(i int, sealed, _ []byte) error { return rw.addBlob(ctx, pi.Tier, entries[i], sealed) })
+	if se := (*repo.StreamError)(nil); errors.As(err, &se) && errors.Is(err, repo.ErrCorrupt) {
+		return fmt.Errorf("copying live blobs: %w; run `lifeboat check --read-data`", err)
 	}
-	h := backend.Handle{Type: backend.Pack, Name: pi.ID.String()}
-	slices.SortFunc(entries, func(a, b pack.Entry) int { return cmp.Compare(a.Offset, b.Offset) })
-	for len(entries) > 0 {
-		n := 1
-		end := uint64(entries[0].Offset) + uint64(entries[0].Length)
-		for n < len(entries) && uint64(entries[n].Offset) <= end+rangeGap &&
-			uint64(entries[n].Offset)+uint64(entries[n].Length)-uint64(entries[0].Offset) <= rangeMax {
-			end = max(end, uint64(entries[n].Offset)+uint64(entries[n].Length))
-			n++
-		}
-		run := entries[:n]
-		entries = entries[n:]
-		off := uint64(run[0].Offset)
-		data, err := backend.LoadRange(ctx, rw.r.Backend(), h, int64(off), int(end-off), pack.GetBuffer(int(end-off)))
-		switch {
-		case errors.Is(err, backend.ErrShortRead):
-			return fmt.Errorf("%w: %s is truncated (live blob %s lies past its end); run `lifeboat check --read-data`", repo.ErrCorrupt, h, run[len(run)-1].ID.Short())
-		case err != nil:
-			return fmt.Errorf("loading %s: %w", h, err)
-		}
-		sealed := func(e pack.Entry) []byte {
-			return data[uint64(e.Offset)-off : uint64(e.Offset)-off+uint64(e.Length)]
-		}
-		err = rw.copyRun(ctx, k, h, run, sealed)
-		pack.PutBuffer(data) // copyRun has copied what it keeps, and its goroutines are done
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// copyRunGroup is how many blobs of a run copyRun adds at a time, once
-// all of them are verified.
-const copyRunGroup = 64
-
-// copyRun verifies every blob of run (decrypted, decompressed, re-hashed)
-// and adds it to the new packs. The check is most of a repack's work, so
-// it runs on GOMAXPROCS goroutines, while this one adds the blobs, in
-// pack order, a group at a time as soon as the group is verified. The
-// error names the first blob, in pack order, that does not verify; the
-// blobs added before it only went to new packs that are then discarded.
-func (rw *rewriter) copyRun(ctx context.Context, k *crypt.TierKeys, h backend.Handle, run []pack.Entry, sealed func(pack.Entry) []byte) error {
-	workers := min(runtime.GOMAXPROCS(0), len(run))
-	for len(rw.bufs) < workers {
-		rw.bufs = append(rw.bufs, nil)
-	}
-	errs := make([]error, len(run))
-	groups := make([]sync.WaitGroup, (len(run)+copyRunGroup-1)/copyRunGroup)
-	for g := range groups {
-		groups[g].Add(min(copyRunGroup, len(run)-g*copyRunGroup))
-	}
-	var next atomic.Int64
-	var stop atomic.Bool // the adding failed: verify nothing more
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			for i := int(next.Add(1)) - 1; i < len(run); i = int(next.Add(1)) - 1 {
-				if !stop.Load() {
-					plain, err := pack.OpenVerified(k, run[i], sealed(run[i]), rw.bufs[w])
-					if err == nil {
-						rw.bufs[w] = plain[:0]
-					}
-					errs[i] = err
-				}
-				groups[i/copyRunGroup].Done()
-			}
-		})
-	}
-	defer wg.Wait()
-	for g := range groups {
-		groups[g].Wait()
-		for i := g * copyRunGroup; i < min(len(run), (g+1)*copyRunGroup); i++ {
-			if errs[i] != nil {
-				stop.Store(true)
-				return fmt.Errorf("%w: %s: live blob %s does not verify (%w); run `lifeboat check --read-data`", repo.ErrCorrupt, h, run[i].ID.Short(), errs[i])
-			}
-			if err := rw.addBlob(ctx, k, run[i], sealed(run[i])); err != nil {
-				stop.Store(true)
-				return err
-			}
-		}
-	}
-	return nil
+	return err
 }
 
 // addBlob adds a verified blob's sealed bytes, as they are, to the tier's
 // open pack.
-func (rw *rewriter) addBlob(ctx context.Context, k *crypt.TierKeys, e pack.Entry, sealed []byte) error {
+func (rw *rewriter) addBlob(ctx context.Context, t blob.Tier, e repo.PackEntry, sealed []byte) error {
 	var err error
-	w := rw.writers[k.Tier]
+	w := rw.writers[t]
 	if w != nil && !w.Fits(len(sealed)) {
-		if err := rw.flushPack(ctx, k.Tier); err != nil {
+		if err := rw.flushPack(ctx, t); err != nil {
 			return err
 		}
 		w = nil
 	}
 	if w == nil {
-		if w, err = rw.r.NewPack(k.Tier); err != nil {
+		if w, err = rw.r.NewPack(t); err != nil {
 			return err
 		}
-		rw.writers[k.Tier] = w
+		rw.writers[t] = w
 	}
-	if err := w.Add(pack.SealedBlob{Type: e.Type, ID: e.ID, Flags: e.Flags, PlainLen: e.PlainLen, Data: sealed}); err != nil {
-		delete(rw.writers, k.Tier)
+	if err := w.Add(e, sealed); err != nil {
+		delete(rw.writers, t)
 		rw.r.DiscardPack(w)
 		return fmt.Errorf("adding live blob %s to a new pack: %w", e.ID.Short(), err)
 	}

@@ -77,8 +77,7 @@ func BenchmarkSavePath(b *testing.B) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				c, _ := r.Chunker(blob.Workspace)
-				if _, _, err := r.SaveStream(context.Background(), blob.Workspace, c, bytes.NewReader(data[p*part:(p+1)*part])); err != nil {
+				if _, _, err := r.SaveStream(context.Background(), blob.Workspace, bytes.NewReader(data[p*part:(p+1)*part])); err != nil {
 					b.Error(err)
 				}
 			}()
@@ -115,7 +114,7 @@ func BenchmarkStages(b *testing.B) {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
-						c, _ := r.Chunker(blob.Workspace)
+						c, _ := r.chunker(blob.Workspace)
 						buf := make([]byte, c.BufSize())
 						var z, sealed, opened, plain []byte
 						for {
@@ -152,8 +151,7 @@ func BenchmarkStages(b *testing.B) {
 func BenchmarkLoadBlob(b *testing.B) {
 	data := benchData()
 	r := benchRepo(b)
-	c, _ := r.Chunker(blob.Workspace)
-	ids, _, err := r.SaveStream(context.Background(), blob.Workspace, c, bytes.NewReader(data))
+	ids, _, err := r.SaveStream(context.Background(), blob.Workspace, bytes.NewReader(data))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -177,7 +177,7 @@ func copyPack(t *testing.T, r *Repository, p blob.ID) blob.ID {
 		if err != nil {
 			return err
 		}
-		return w.Add(pack.SealedBlob{Type: l.Type, ID: l.ID, Flags: l.Flags, PlainLen: l.PlainLen, Data: sealed})
+		return w.Add(l.Entry, sealed)
 	}))
 	info, err := r.SavePack(ctx, w)
 	must(t, err)

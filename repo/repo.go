@@ -58,6 +58,13 @@ type InitOptions struct {
 	KDF         crypt.KDFParams // default argon2id 4 passes, 48 MiB (crypt.DefaultKDF*)
 }
 
+// Compression chooses the zstd level of new blobs (pack.Compression).
+type Compression = pack.Compression
+
+// ParseCompression validates a compression setting from the command line
+// or a config file.
+func ParseCompression(s string) (Compression, error) { return pack.ParseCompression(s) }
+
 // DefaultPackSize is the target pack size of new repositories.
 const DefaultPackSize = 16 << 20
 
@@ -68,9 +75,12 @@ type Repository struct {
 	keys  *crypt.MasterKeys
 	keyID blob.ID
 	pols  map[blob.Tier]chunk.Pol
-	idx   *index.DB
-	opts  Options
-	now   func() time.Time
+	// chunkers holds, per tier whose polynomial the key unlocks, the
+	// chunkers SaveStream cuts with (chunkers.go).
+	chunkers map[blob.Tier]*sync.Pool
+	idx      *index.DB
+	opts     Options
+	now      func() time.Time
 
 	bg     context.Context // uploads run under it; cancelled by Close
 	cancel context.CancelFunc
@@ -208,6 +218,7 @@ func Open(ctx context.Context, be backend.Backend, password []byte, o Options) (
 		packers: map[packerKey]*packerSet{}, condemned: map[blob.ID]condemnedObject{}, uploadStart: map[blob.ID]startTime{}, uploads: make(chan struct{}, o.Uploads), inflight: map[uint64]bool{},
 		seals: make(chan struct{}, runtime.GOMAXPROCS(0))}
 	r.cond = sync.NewCond(&r.mu)
+	r.chunkers = newChunkers(pols, cfg.Chunker)
 	r.bg, r.cancel = context.WithCancel(context.Background())
 	if o.NoIndexDB {
 		return r, nil
@@ -281,17 +292,6 @@ func (r *Repository) Backend() backend.Backend { return r.be }
 
 // Keys returns the tier keys the open key unlocks.
 func (r *Repository) TierKeys(t blob.Tier) (*crypt.TierKeys, error) { return r.keys.Tier(t) }
-
-// Chunker returns a chunker for tier t with the repository's secret polynomial.
-func (r *Repository) Chunker(t blob.Tier) (*chunk.Chunker, error) {
-	pol, ok := r.pols[t]
-	if !ok {
-		return nil, fmt.Errorf("%s tier: %w", t, crypt.ErrTierLocked)
-	}
-	c := chunk.New(nil, pol, r.cfg.Chunker)
-	c.Alloc = pack.GetBuffer // a chunk above the pooled buffer's size grows into another pooled one
-	return c, nil
-}
 
 // Index is the local index (nil when opened with NoIndexDB).
 func (r *Repository) Index() *index.DB { return r.idx }

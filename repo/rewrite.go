@@ -41,8 +41,12 @@ func (p *Pack) Fits(n int) bool { return p.p.Fits(n) }
 // Count is the number of blobs added so far.
 func (p *Pack) Count() int { return p.p.Count() }
 
-// Add appends a blob sealed with the pack's tier keys.
-func (p *Pack) Add(sb pack.SealedBlob) error { return p.p.Add(sb) }
+// Add appends a blob's sealed bytes, as StreamPack gives them, sealed
+// with the pack's tier keys; e describes it (its offset and length are
+// the pack's to set).
+func (p *Pack) Add(e PackEntry, sealed []byte) error {
+	return p.p.Add(pack.SealedBlob{Type: e.Type, ID: e.ID, Flags: e.Flags, PlainLen: e.PlainLen, Data: sealed})
+}
 
 // DiscardPack drops a pack that will not be saved.
 func (r *Repository) DiscardPack(p *Pack) { r.discard(p.p) }

@@ -68,7 +68,7 @@ func seededStream(t *testing.T, r *Repository, seed uint64) ([]byte, []int) {
 	}
 	data := more(nil, 3<<20)
 	for range 200 {
-		c, err := r.Chunker(blob.Workspace)
+		c, err := r.chunker(blob.Workspace)
 		must(t, err)
 		c.Reset(bytes.NewReader(data))
 		var sizes []int
@@ -165,10 +165,8 @@ func TestSaveStreamProcs(t *testing.T) {
 				tr := newTestRepo(t)
 				r := tr.open(t, nil, testPassword)
 				data, sizes := seededStream(t, r, uint64(procs))
-				c, err := r.Chunker(blob.Workspace)
-				must(t, err)
 				seals, done := countSeals(r, procs, busy)
-				ids, st, err := r.SaveStream(context.Background(), blob.Workspace, c, bytes.NewReader(data))
+				ids, st, err := r.SaveStream(context.Background(), blob.Workspace, bytes.NewReader(data))
 				done()
 				must(t, err)
 				seals.check(t, procs, busy)
@@ -229,13 +227,7 @@ func TestSaveStreamsAtOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range streams {
 		wg.Go(func() {
-			c, err := r.Chunker(blob.Workspace)
-			if err != nil {
-				results[i].err = err
-				group.Done() // the others must not wait for this one
-				return
-			}
-			ids, _, err := r.SaveStream(context.Background(), blob.Workspace, c, &firstReadBarrier{Reader: bytes.NewReader(datas[i]), group: &group})
+			ids, _, err := r.SaveStream(context.Background(), blob.Workspace, &firstReadBarrier{Reader: bytes.NewReader(datas[i]), group: &group})
 			results[i] = result{datas[i], ids, err}
 		})
 	}
@@ -268,10 +260,8 @@ func TestSaveStreamChunkFails(t *testing.T) {
 					data, sizes := seededStream(t, r, 7)
 					target := map[string]int{"first": 0, "middle": len(sizes) / 2, "last": len(sizes) - 1}[which]
 					fb.size.Store(int64(sizes[target] + crypt.Overhead)) // random data is stored raw
-					c, err := r.Chunker(blob.Workspace)
-					must(t, err)
 					seals, done := countSeals(r, procs, busy)
-					ids, _, err := r.SaveStream(context.Background(), blob.Workspace, c, bytes.NewReader(data))
+					ids, _, err := r.SaveStream(context.Background(), blob.Workspace, bytes.NewReader(data))
 					done()
 					if !errors.Is(err, errPlannedWrite) || ids != nil {
 						t.Fatalf("chunk %d of %d fails: SaveStream = %d ids, %v; want no ids and the write error", target, len(sizes), len(ids), err)
@@ -312,8 +302,6 @@ func TestSaveStreamCancelledWhileSaving(t *testing.T) {
 				}
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
-				c, err := r.Chunker(blob.Workspace)
-				must(t, err)
 				type result struct {
 					ids []blob.ID
 					err error
@@ -321,7 +309,7 @@ func TestSaveStreamCancelledWhileSaving(t *testing.T) {
 				seals, busyDone := countSeals(r, procs, busy)
 				done := make(chan result, 1)
 				go func() {
-					ids, _, err := r.SaveStream(ctx, blob.Workspace, c, bytes.NewReader(data))
+					ids, _, err := r.SaveStream(ctx, blob.Workspace, bytes.NewReader(data))
 					done <- result{ids, err}
 				}()
 				<-held
@@ -335,9 +323,7 @@ func TestSaveStreamCancelledWhileSaving(t *testing.T) {
 					t.Fatalf("cancelled stream: %d ids, %v; want no ids and context.Canceled", len(res.ids), res.err)
 				}
 				r.testBeforeUpload = nil
-				c2, err := r.Chunker(blob.Workspace)
-				must(t, err)
-				ids, _, err := r.SaveStream(context.Background(), blob.Workspace, c2, bytes.NewReader(data))
+				ids, _, err := r.SaveStream(context.Background(), blob.Workspace, bytes.NewReader(data))
 				must(t, err)
 				wantStream(t, r, ids, data, "stream saved after the cancelled one")
 				checkRepo(t, r)

@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	"lifeboat/blob"
-	"lifeboat/chunk"
 	"lifeboat/pack"
 )
 
@@ -27,8 +26,9 @@ type StreamStats struct {
 // of a small file never holds a maximum-size (8 MiB) buffer.
 const chunkBufStart = 2 << 20
 
-// SaveStream cuts rd into content-defined chunks with c and saves each as a
-// data blob in tier t, returning the chunk ids in order.
+// SaveStream cuts rd into content-defined chunks, with the repository's
+// secret polynomial of tier t, and saves each as a data blob in tier t,
+// returning the chunk ids in order.
 //
 // While fewer streams are being saved than GOMAXPROCS, chunking runs in
 // the caller's goroutine and up to GOMAXPROCS chunks are sealed at once
@@ -39,9 +39,13 @@ const chunkBufStart = 2 << 20
 // the cache of the core that read it, and holds one chunk at a time. The
 // last chunk, the only one of most files, is always sealed in the
 // caller's goroutine: a new goroutine would grow its stack for the sealing
-// code again each time (3% of a first capture's CPU). c must come from
-// r.Chunker(t).
-func (r *Repository) SaveStream(ctx context.Context, t blob.Tier, c *chunk.Chunker, rd io.Reader) ([]blob.ID, StreamStats, error) {
+// code again each time (3% of a first capture's CPU).
+func (r *Repository) SaveStream(ctx context.Context, t blob.Tier, rd io.Reader) ([]blob.ID, StreamStats, error) {
+	c, err := r.chunker(t)
+	if err != nil {
+		return nil, StreamStats{}, err
+	}
+	defer r.putChunker(t, c)
 	var (
 		mu       sync.Mutex
 		st       StreamStats

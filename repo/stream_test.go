@@ -30,16 +30,14 @@ func TestSaveLoadStream(t *testing.T) {
 	for i := range data {
 		data[i] = byte(rng.Uint32())
 	}
-	c, err := r.Chunker(blob.Workspace)
-	must(t, err)
-	ids, st, err := r.SaveStream(context.Background(), blob.Workspace, c, bytes.NewReader(data))
+	ids, st, err := r.SaveStream(context.Background(), blob.Workspace, bytes.NewReader(data))
 	must(t, err)
 	if st.Bytes != int64(len(data)) || st.Chunks != len(ids) || len(ids) < 10 {
 		t.Fatalf("stats %+v for %d bytes in %d chunks", st, len(data), len(ids))
 	}
 	wantStream(t, r, ids, data, "stream")
 	// The same stream again stores nothing new.
-	_, st2, err := r.SaveStream(context.Background(), blob.Workspace, c, bytes.NewReader(data))
+	_, st2, err := r.SaveStream(context.Background(), blob.Workspace, bytes.NewReader(data))
 	must(t, err)
 	if st2.New != 0 {
 		t.Fatalf("resave stored %d new chunks", st2.New)
@@ -73,10 +71,8 @@ func (f *failingReader) Read(p []byte) (int, error) {
 func TestSaveStreamReadError(t *testing.T) {
 	tr := newTestRepo(t)
 	r := tr.open(t, nil, testPassword)
-	c, err := r.Chunker(blob.Workspace)
-	must(t, err)
 	for _, n := range []int{0, 100, 3 << 20} { // in the head SaveStream reads itself, and past it
-		if _, _, err := r.SaveStream(context.Background(), blob.Workspace, c, &failingReader{n: n}); err == nil || err.Error() != "disk read error" {
+		if _, _, err := r.SaveStream(context.Background(), blob.Workspace, &failingReader{n: n}); err == nil || err.Error() != "disk read error" {
 			t.Fatalf("read error after %d bytes: %v", n, err)
 		}
 	}
@@ -87,16 +83,14 @@ func TestSaveStreamReadError(t *testing.T) {
 func TestSaveStreamShort(t *testing.T) {
 	tr := newTestRepo(t)
 	r := tr.open(t, nil, testPassword)
-	c, err := r.Chunker(blob.Workspace)
-	must(t, err)
 	ctx := context.Background()
-	ids, st, err := r.SaveStream(ctx, blob.Workspace, c, bytes.NewReader(nil))
+	ids, st, err := r.SaveStream(ctx, blob.Workspace, bytes.NewReader(nil))
 	must(t, err)
 	if len(ids) != 0 || st.Chunks != 0 {
 		t.Fatalf("empty stream: %d ids, stats %+v", len(ids), st)
 	}
 	small := bytes.Repeat([]byte("one chunk "), 100)
-	ids, st, err = r.SaveStream(ctx, blob.Workspace, c, bytes.NewReader(small))
+	ids, st, err = r.SaveStream(ctx, blob.Workspace, bytes.NewReader(small))
 	must(t, err)
 	if len(ids) != 1 || st.Chunks != 1 || st.New != 1 || st.Bytes != int64(len(small)) {
 		t.Fatalf("small stream: %d ids, stats %+v", len(ids), st)
@@ -104,7 +98,7 @@ func TestSaveStreamShort(t *testing.T) {
 	wantStream(t, r, ids, small, "small stream")
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, _, err := r.SaveStream(cancelled, blob.Workspace, c, bytes.NewReader(bytes.Repeat([]byte("x"), 4<<20))); !errors.Is(err, context.Canceled) {
+	if _, _, err := r.SaveStream(cancelled, blob.Workspace, bytes.NewReader(bytes.Repeat([]byte("x"), 4<<20))); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled stream: %v, want context.Canceled", err)
 	}
 }
@@ -115,7 +109,7 @@ func TestSaveStreamShort(t *testing.T) {
 func TestSaveStreamHeadMatchesChunker(t *testing.T) {
 	tr := newTestRepo(t)
 	r := tr.open(t, nil, testPassword)
-	c, err := r.Chunker(blob.Workspace)
+	c, err := r.chunker(blob.Workspace)
 	must(t, err)
 	k, err := r.TierKeys(blob.Workspace)
 	must(t, err)
@@ -149,7 +143,7 @@ func TestSaveStreamHeadMatchesChunker(t *testing.T) {
 			if name == "one byte" && n > c.MinSize()+1 {
 				continue // slow, and the long path is the chunker's own
 			}
-			ids, st, err := r.SaveStream(context.Background(), blob.Workspace, c, rd(stream))
+			ids, st, err := r.SaveStream(context.Background(), blob.Workspace, rd(stream))
 			must(t, err)
 			if !slices.Equal(ids, want) || st.Bytes != int64(n) {
 				t.Fatalf("%d bytes, %s: %d ids, want the chunker's %d (stats %+v)", n, name, len(ids), len(want), st)

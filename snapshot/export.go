@@ -154,16 +154,12 @@ func (x *exporter) dir(t blob.Tier, subtree []blob.ID) ([]blob.ID, error) {
 
 // file streams a file's content from src into dst, re-chunked.
 func (x *exporter) file(t blob.Tier, content []blob.ID) ([]blob.ID, error) {
-	ch, err := x.dst.Chunker(t)
-	if err != nil {
-		return nil, err
-	}
 	pr, pw := io.Pipe()
 	go func() {
 		_, err := x.src.LoadStream(x.ctx, t, content, pw)
 		pw.CloseWithError(err)
 	}()
-	ids, _, err := x.dst.SaveStream(x.ctx, t, ch, pr)
+	ids, _, err := x.dst.SaveStream(x.ctx, t, pr)
 	pr.CloseWithError(errors.New("export: stream abandoned"))
 	return ids, err
 }

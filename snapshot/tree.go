@@ -8,7 +8,7 @@ import (
 	"slices"
 
 	"lifeboat/blob"
-	"lifeboat/pack"
+	"lifeboat/repo"
 )
 
 // TreeVersion is the tree blob encoding version.
@@ -142,12 +142,12 @@ func SaveDir(ctx context.Context, s BlobSaver, tier blob.Tier, nodes []Node) ([]
 		nodes = nodes[len(part):]
 		// Encoded into a recycled buffer: an unchanged re-capture encodes
 		// every directory again to find its id (30 MB of 150 allocated).
-		b, err := appendTreeChecked(pack.GetBuffer(treeSizeHint(part)), part)
+		b, err := appendTreeChecked(repo.GetBuffer(treeSizeHint(part)), part)
 		if err != nil {
 			return nil, err
 		}
 		id, _, err := s.SaveBlob(ctx, tier, blob.Tree, b)
-		pack.PutBuffer(b)
+		repo.PutBuffer(b)
 		if err != nil {
 			return nil, err
 		}

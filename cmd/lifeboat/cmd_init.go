@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"lifeboat/pack"
 	"lifeboat/repo"
 )
 
@@ -41,7 +40,7 @@ func newInitCommand(g *globalOptions) *cobra.Command {
 }
 
 func runInit(cmd *cobra.Command, g *globalOptions, o initOptions) error {
-	c, err := pack.ParseCompression(o.compression)
+	c, err := repo.ParseCompression(o.compression)
 	if err != nil {
 		return usageError{err.Error()}
 	}

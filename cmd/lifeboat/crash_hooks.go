@@ -34,7 +34,7 @@ func withCrashHook(be backend.Backend) backend.Backend {
 	return c
 }
 
-// Unwrap gives the backend under the hook (see unwrapLocal).
+// Unwrap gives the backend under the hook (see backend.As).
 func (c *crashingBackend) Unwrap() backend.Backend { return c.Backend }
 
 func crashAt(counter *atomic.Int64) {

@@ -12,7 +12,6 @@ import (
 	"golang.org/x/term"
 
 	"lifeboat/backend"
-	"lifeboat/backend/local"
 	"lifeboat/backend/location"
 	"lifeboat/backend/s3"
 	"lifeboat/config"
@@ -180,28 +179,13 @@ func (g *globalOptions) withRepo(ctx context.Context, withIndex bool, fn func(r 
 		_ = be.Close()
 		return err
 	}
-	if lb, ok := unwrapLocal(be); ok && withIndex {
+	if tc, ok := backend.As[backend.TempCleaner](be); ok && withIndex {
 		// Temp files of saves killed mid-write; live writers hold a lock.
-		_, _ = lb.CleanTemp(ctx, time.Hour)
+		_, _ = tc.CleanTemp(ctx, time.Hour)
 	}
 	err = fn(r)
 	if cerr := errors.Join(r.Close(ctx), be.Close()); err == nil {
 		err = cerr
 	}
 	return err
-}
-
-// unwrapLocal finds the local backend under any decorators that give
-// their inner backend by Unwrap (the test hooks' crashing backend).
-func unwrapLocal(be backend.Backend) (*local.Backend, bool) {
-	for {
-		if lb, ok := be.(*local.Backend); ok {
-			return lb, true
-		}
-		u, ok := be.(interface{ Unwrap() backend.Backend })
-		if !ok {
-			return nil, false
-		}
-		be = u.Unwrap()
-	}
 }

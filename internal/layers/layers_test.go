@@ -40,12 +40,12 @@ var allowed = map[string][]string{
 	// What is stored in a repository: snapshots (the format; capture and
 	// restore, which never import each other), garbage collection,
 	// browser profiles (no storage at all).
-	"snapshot":                     {"backend", "blob", "crypt", "pack", "repo"},
-	"snapshot/capture":             {"backend", "blob", "chunk", "crypt", "index", "pack", "repo", "snapshot"},
-	"snapshot/restore":             {"backend", "blob", "crypt", "index", "pack", "repo", "snapshot"},
+	"snapshot":                     {"backend", "blob", "crypt", "repo"},
+	"snapshot/capture":             {"backend", "blob", "crypt", "repo", "snapshot"},
+	"snapshot/restore":             {"blob", "crypt", "repo", "snapshot"},
 	"snapshot/internal/snaptest":   {"blob", "crypt", "internal/storetest", "repo", "snapshot"},
 	"snapshot/internal/race":       {},
-	"prune":                        {"backend", "blob", "crypt", "index", "pack", "repo"},
+	"prune":                        {"backend", "blob", "crypt", "index", "repo"},
 	"prune/internal/rsscheck":      {"backend/local", "blob", "crypt", "internal/memsample", "prune", "repo"},
 	"profile":                      {},
 	"profile/profiletest":          {},
@@ -94,7 +94,7 @@ var allowed = map[string][]string{
 	"bench/harness": {"bench", "blob", "chunk", "crypt", "internal/memsample", "pack", "profile/fixture", "profile/fixture/localstorage"},
 
 	// The binaries.
-	"cmd/lifeboat": {"backend", "backend/local", "backend/location", "backend/s3", "blob", "checkpoint", "cmd/lifeboat/internal/gcfloor", "config", "crypt", "demo", "livetest", "pack", "profile", "providers",
+	"cmd/lifeboat": {"backend", "backend/location", "backend/s3", "blob", "checkpoint", "cmd/lifeboat/internal/gcfloor", "config", "crypt", "demo", "livetest", "profile", "providers",
 		"providers/cloudflare", "providers/daytona", "providers/docker", "providers/e2b", "providers/local", "providers/managedagents", "providers/ssh", "providers/vercel",
 		"prune", "recovery", "repo", "server", "snapshot", "snapshot/capture", "snapshot/restore"},
 	"cmd/lifeboat/internal/gcfloor": {},

@@ -56,7 +56,7 @@ func BenchmarkCaptureSmallFiles(b *testing.B) {
 		r := capTestOpenRepo(b)
 		var read atomic.Int64
 		o := capTestOptions(&read)
-		o.Cache = r.Index()
+		o.Cache = r.FileCache()
 		start := time.Now()
 		m1, err := Run(context.Background(), r, root, o)
 		if err != nil {
@@ -89,7 +89,7 @@ func BenchmarkCaptureUnchanged(b *testing.B) {
 	r := capTestOpenRepo(b)
 	var read atomic.Int64
 	o := capTestOptions(&read)
-	o.Cache = r.Index()
+	o.Cache = r.FileCache()
 	if _, err := Run(context.Background(), r, root, o); err != nil {
 		b.Fatal(err)
 	}

@@ -11,8 +11,7 @@ import (
 
 	"lifeboat/blob"
 	"lifeboat/crypt"
-	"lifeboat/index"
-	"lifeboat/pack"
+	"lifeboat/repo"
 
 	"lifeboat/snapshot"
 )
@@ -217,7 +216,7 @@ func (c *capturer) cacheLookup(d *capDir, p int, names []string, sts []unix.Stat
 		return capOld{}
 	}
 	old := capOld{found: true, n: len(rec), gen: gen}
-	var stale []index.FileChunks // entries to check chunk by chunk
+	var stale []repo.FileChunks // entries to check chunk by chunk
 	var staleAt []int
 	j := 0
 	for i, name := range names {
@@ -238,7 +237,7 @@ func (c *capturer) cacheLookup(d *capDir, p int, names []string, sts []unix.Stat
 		}
 		hits[i] = e
 		if !c.genCurrent(gen) {
-			stale = append(stale, index.FileChunks{IDs: e.Content, Size: e.Size})
+			stale = append(stale, repo.FileChunks{IDs: e.Content, Size: e.Size})
 			staleAt = append(staleAt, i)
 		}
 	}
@@ -310,8 +309,8 @@ type capPut struct {
 }
 
 // getCapBuf and putCapBuf recycle the buffers records are encoded in.
-func getCapBuf() []byte  { return pack.GetBuffer(4 << 10) }
-func putCapBuf(b []byte) { pack.PutBuffer(b) }
+func getCapBuf() []byte  { return repo.GetBuffer(4 << 10) }
+func putCapBuf(b []byte) { repo.PutBuffer(b) }
 
 // capChunked is an append-only list kept in chunks of fixed size, so that
 // growing it neither copies it nor briefly needs twice its memory (a
@@ -439,13 +438,13 @@ func (c *capturer) updateCache() {
 	}
 	order := <-c.cacheOrder
 	puts := &c.cachePuts
-	recs := make([]index.FileCacheRecord, 0, min(len(order), capCacheBatch))
+	recs := make([]repo.FileCacheRecord, 0, min(len(order), capCacheBatch))
 	for len(order) > 0 {
 		n := min(len(order), capCacheBatch)
 		recs = recs[:0]
 		for _, i := range order[:n] {
 			p := puts.at(int(i))
-			recs = append(recs, index.FileCacheRecord{Key: p.key[:], Value: p.rec})
+			recs = append(recs, repo.FileCacheRecord{Key: p.key[:], Value: p.rec})
 		}
 		if err := c.o.Cache.FileCachePut(c.wsKey, recs); err != nil {
 			slog.Warn("capture: updating the file cache failed; the next capture reads more", "err", err)

@@ -26,7 +26,7 @@ func TestLeftOutEntryKeepsRecordNames(t *testing.T) {
 	r := capTestOpenRepo(t)
 	var read atomic.Int64
 	o := capTestOptions(&read)
-	o.Cache = r.Index()
+	o.Cache = r.FileCache()
 	o.hooks.beforeOpen = func(path string) {
 		if path == "d/b" {
 			if err := os.Remove(filepath.Join(root, "d", "b")); err != nil {
@@ -84,7 +84,7 @@ func TestMergeJoinMixedListing(t *testing.T) {
 	r := capTestOpenRepo(t)
 	var read atomic.Int64
 	o := capTestOptions(&read)
-	o.Cache = r.Index()
+	o.Cache = r.FileCache()
 	capture := func(step string, want int64) {
 		t.Helper()
 		read.Store(0)

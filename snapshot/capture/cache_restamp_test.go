@@ -43,7 +43,7 @@ func TestCacheEntriesTrustedAfterRestamp(t *testing.T) {
 	r := tr.open(t)
 	var read atomic.Int64
 	o := capTestOptions(&read)
-	o.Cache = r.Index()
+	o.Cache = r.FileCache()
 	k, err := r.TierKeys(blob.Workspace)
 	if err != nil {
 		t.Fatal(err)

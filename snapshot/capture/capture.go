@@ -19,7 +19,6 @@ import (
 	"lifeboat/backend"
 	"lifeboat/blob"
 	"lifeboat/crypt"
-	"lifeboat/index"
 	"lifeboat/repo"
 
 	"lifeboat/snapshot"
@@ -45,7 +44,7 @@ type Options struct {
 	Now      func() time.Time   // the manifest's time; default time.Now
 	// Cache, when set, lets files whose device, inode, size, mtime and
 	// ctime are unchanged since the last capture of the workspace reuse
-	// their chunk ids without being read. *index.DB satisfies it.
+	// their chunk ids without being read: Repository.FileCache.
 	Cache FileCache
 	// Tier is the tier file contents and trees are saved in; zero means
 	// workspace. The manifest itself is always sealed in the workspace tier.
@@ -74,7 +73,7 @@ type Options struct {
 // identities and chunk ids (cache.go). Records are hints: Run
 // opens each with its key and checks that its chunks are indexed before
 // reusing one. Implementations must be safe for concurrent use.
-// *index.DB implements it in the local index DB.
+// repo.FileCache implements it beside the local index.
 type FileCache interface {
 	// FileCacheGen returns the index's removal generation, which moves on
 	// whenever blobs leave the index.
@@ -84,9 +83,9 @@ type FileCache interface {
 	FileCacheGet(ws string, key []byte, fn func(v []byte)) error
 	// FileCacheIndexed sets Indexed for each file whose chunks are all
 	// indexed data blobs of tier t adding up to its size.
-	FileCacheIndexed(t blob.Tier, q []index.FileChunks) error
+	FileCacheIndexed(t blob.Tier, q []repo.FileChunks) error
 	// FileCachePut stores many records at once (one transaction).
-	FileCachePut(ws string, recs []index.FileCacheRecord) error
+	FileCachePut(ws string, recs []repo.FileCacheRecord) error
 	// FileCachePrune drops the workspace's records keep rejects.
 	FileCachePrune(ws string, keep func(key []byte) bool) (int, error)
 	// FileCacheCount returns the number of the workspace's records.
@@ -225,8 +224,8 @@ func newCapturer(ctx context.Context, r *repo.Repository, root string, o Options
 	if err != nil {
 		return nil, err
 	}
-	if db, ok := o.Cache.(*index.DB); ok && db == nil {
-		o.Cache = nil // r.Index() of a repository opened without its index
+	if fc, ok := o.Cache.(*repo.FileCache); ok && fc == nil {
+		o.Cache = nil // r.FileCache() of a repository opened without its index
 	}
 	if o.Readers <= 0 {
 		o.Readers = 2 * runtime.GOMAXPROCS(0)
@@ -421,19 +420,17 @@ func (c *capturer) run() (*snapshot.Manifest, error) {
 	}
 	c.rootDone = make(chan struct{})
 
+	if _, err := c.r.TierKeys(c.o.tier()); err != nil { // before any file is read
+		root.h.release()
+		close(c.jobs)
+		return nil, err
+	}
 	var wg sync.WaitGroup
 	for range c.o.Readers {
-		ch, err := c.r.Chunker(c.o.tier())
-		if err != nil {
-			root.h.release()
-			close(c.jobs)
-			wg.Wait()
-			return nil, err
-		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c.reader(ch)
+			c.reader()
 		}()
 	}
 	c.stack = []*capDir{root}

@@ -208,7 +208,7 @@ func TestCaptureIncremental(t *testing.T) {
 
 	var read atomic.Int64
 	o := capTestOptions(&read)
-	o.Cache = r.Index()
+	o.Cache = r.FileCache()
 	m1 := capTestCapture(t, r, root, o)
 	if read.Load() != total {
 		t.Fatalf("first capture read %d bytes, want %d", read.Load(), total)
@@ -221,7 +221,7 @@ func TestCaptureIncremental(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = tr.open(t)
-	o.Cache = r.Index()
+	o.Cache = r.FileCache()
 	read.Store(0)
 	m2 := capTestCapture(t, r, root, o)
 	if read.Load() != 0 {

@@ -43,7 +43,7 @@ func TestFailedCaptureWritesNoFileCache(t *testing.T) {
 			r := capTestOpenBackend(t, fb, capTestPassword, tr.cache)
 			var read atomic.Int64
 			o := capTestOptions(&read)
-			o.Cache = r.Index()
+			o.Cache = r.FileCache()
 			fb.Add(fault.OnSave).Match(failing)
 			if _, err := Run(context.Background(), r, root, o); !errors.Is(err, fault.ErrInjected) {
 				t.Fatalf("capture with a failing %s save: %v", failing, err)

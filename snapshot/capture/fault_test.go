@@ -85,7 +85,7 @@ func TestCaptureChangedWhileRead(t *testing.T) {
 			r := capTestOpenRepo(t)
 			var read atomic.Int64
 			o := capTestOptions(&read)
-			o.Cache = r.Index()
+			o.Cache = r.FileCache()
 			attempts := 0
 			o.hooks.afterRead = func(p string, attempt int) {
 				if p != "log" {
@@ -301,7 +301,7 @@ func TestCaptureCacheNotTrustedBlindly(t *testing.T) {
 	r := capTestOpenRepo(t)
 	var read atomic.Int64
 	o := capTestOptions(&read)
-	o.Cache = r.Index()
+	o.Cache = r.FileCache()
 	capTestCapture(t, r, root, o)
 	k, err := r.TierKeys(blob.Workspace)
 	if err != nil {
@@ -396,7 +396,7 @@ func TestCaptureRacyWindow(t *testing.T) {
 		r := capTestOpenRepo(t)
 		var read atomic.Int64
 		o := capTestOptions(&read)
-		o.Cache = r.Index()
+		o.Cache = r.FileCache()
 		o.hooks.settled = false
 		o.hooks.start = changed.Add(c.after)
 		capTestCapture(t, r, root, o)

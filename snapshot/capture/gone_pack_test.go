@@ -37,7 +37,7 @@ func TestCaptureStoresAgainWhatOnlyAGonePackHeld(t *testing.T) {
 			o := capTestOptions(nil)
 			r := tr.open(t)
 			if withCache {
-				o.Cache = r.Index()
+				o.Cache = r.FileCache()
 			}
 			capTestCapture(t, r, src, o)
 			if err := r.Close(context.Background()); err != nil {
@@ -77,7 +77,7 @@ func TestCaptureStoresAgainWhatOnlyAGonePackHeld(t *testing.T) {
 			}
 			r = tr.open(t)
 			if withCache {
-				o.Cache = r.Index()
+				o.Cache = r.FileCache()
 			}
 			m := capTestCapture(t, r, src, o)
 			if m.Totals.NewBytes == 0 {

@@ -93,7 +93,7 @@ func TestCaptureAppendedLogIsPrefix(t *testing.T) {
 	capTestWrite(t, root, map[string]string{"agent.log": log.String(), "src/main.go": "package main\n", "notes": "quiet"})
 	r := capTestOpenRepo(t)
 	o := capTestOptions(nil)
-	o.Cache = r.Index()
+	o.Cache = r.FileCache()
 	a := capTestAppend(t, filepath.Join(root, "agent.log"))
 	var started [4]int64
 	reads := 0

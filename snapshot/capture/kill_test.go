@@ -40,7 +40,7 @@ func testCaptureKilled(t *testing.T, s storetest.Store) {
 	tr := newCapTestRepoIn(t, s)
 	r := tr.open(t)
 	o := capTestOptions(nil)
-	o.Cache = r.Index()
+	o.Cache = r.FileCache()
 	first := capTestCapture(t, r, root, o)
 	want := capTestFlatten(t, r, first.Root.Subtree)
 	if err := r.Close(context.Background()); err != nil {
@@ -101,7 +101,7 @@ func testCaptureKilled(t *testing.T, s storetest.Store) {
 		}
 	}
 	r = tr.open(t)
-	o.Cache = r.Index()
+	o.Cache = r.FileCache()
 	m := capTestCapture(t, r, root, o)
 	if !m.Complete {
 		t.Fatal(m.Errors)

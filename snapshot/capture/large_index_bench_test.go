@@ -205,7 +205,7 @@ func TestCaptureLargeIndexChild(t *testing.T) {
 	openSecs := time.Since(start).Seconds()
 	before := r.Index().Lookups()
 	start = time.Now()
-	o := Options{Workspace: "scale", Cache: r.Index()}
+	o := Options{Workspace: "scale", Cache: r.FileCache()}
 	m, err := Run(context.Background(), r, src, o)
 	if err != nil {
 		t.Fatal(err)

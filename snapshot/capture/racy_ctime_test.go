@@ -30,7 +30,7 @@ func TestRacyWindowUsesCtime(t *testing.T) {
 		t.Fatal(err)
 	}
 	o.hooks.start = time.Unix(st.Ctim.Unix()).Add(10 * time.Millisecond)
-	o.Cache = r.Index()
+	o.Cache = r.FileCache()
 	capTestCapture(t, r, root, o)
 	n, _ := r.Index().FileCacheCount(capTestWsKey(t, r, o.Workspace))
 	fi, _ := os.Stat(p)

@@ -13,7 +13,6 @@ import (
 	"github.com/zeebo/blake3"
 
 	"lifeboat/blob"
-	"lifeboat/chunk"
 	"lifeboat/internal/osutil"
 	"lifeboat/repo"
 )
@@ -31,9 +30,9 @@ type capJob struct {
 	st   unix.Stat_t // the walk's lstat of name: a regular file then
 }
 
-// reader runs jobs until the walker closes the queue. Each reader owns one
-// chunker. After a fatal error jobs are only released, not run.
-func (c *capturer) reader(ch *chunk.Chunker) {
+// reader runs jobs until the walker closes the queue. After a fatal error
+// jobs are only released, not run.
+func (c *capturer) reader() {
 	for j := range c.jobs {
 		if j.save {
 			c.savePart(j.part)
@@ -41,7 +40,7 @@ func (c *capturer) reader(ch *chunk.Chunker) {
 		}
 		ok := false
 		if c.ctx.Err() == nil {
-			ok = c.readJob(ch, j)
+			ok = c.readJob(j)
 		}
 		j.h.release()
 		if j.link != nil {
@@ -53,7 +52,7 @@ func (c *capturer) reader(ch *chunk.Chunker) {
 
 // readJob fills in the file's content (from the cache or by reading it)
 // and reports whether the file is in the snapshot.
-func (c *capturer) readJob(ch *chunk.Chunker, j *capJob) bool {
+func (c *capturer) readJob(j *capJob) bool {
 	n := &j.part.nodes[j.i]
 	if c.o.hooks.beforeOpen != nil {
 		c.o.hooks.beforeOpen(j.dir.errPath(j.name))
@@ -93,7 +92,7 @@ func (c *capturer) readJob(ch *chunk.Chunker, j *capJob) bool {
 			rd.sum = blake3.New()
 		}
 		var st repo.StreamStats
-		ids, st, err = c.r.SaveStream(c.ctx, c.o.tier(), ch, rd)
+		ids, st, err = c.r.SaveStream(c.ctx, c.o.tier(), rd)
 		if err != nil {
 			if rd.err != nil && c.ctx.Err() == nil {
 				c.omit(j.dir, j.name, n, capReadError(fd, rd.err))

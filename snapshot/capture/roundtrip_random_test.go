@@ -22,7 +22,7 @@ func TestCaptureRestoreRandom(t *testing.T) {
 			var files []string
 			capTestRandomTree(t, rng, root, 0, &files)
 			o := capTestOptions(nil)
-			o.Cache = r.Index()
+			o.Cache = r.FileCache()
 			m := capTestCapture(t, r, root, o)
 			if !m.Complete {
 				t.Fatalf("errors: %v", m.Errors)

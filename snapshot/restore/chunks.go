@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"lifeboat/blob"
-	"lifeboat/index"
 	"lifeboat/repo"
 
 	"lifeboat/snapshot"
@@ -16,7 +15,7 @@ import (
 // rsChunk is one distinct chunk the restore needs and every place it goes.
 type rsChunk struct {
 	id   blob.ID
-	loc  index.Location
+	loc  repo.Location
 	uses []rsUse
 }
 
@@ -45,7 +44,7 @@ const (
 
 // rsLocator finds stored blobs: repo.Repository satisfies it.
 type rsLocator interface {
-	LookupBlobs(t blob.Tier, typ blob.Type, ids []blob.ID, fn func(i int, loc index.Location, ok bool) error) error
+	LookupBlobs(t blob.Tier, typ blob.Type, ids []blob.ID, fn func(i int, loc repo.Location, ok bool) error) error
 }
 
 // planChunks looks up every chunk of every file, all at once, and checks
@@ -65,7 +64,7 @@ func (p *rsPlan) planChunks(l rsLocator, tier blob.Tier) error {
 	}
 	var err error
 	if len(ids) > 0 {
-		err = l.LookupBlobs(tier, blob.Data, ids, func(i int, loc index.Location, ok bool) error {
+		err = l.LookupBlobs(tier, blob.Data, ids, func(i int, loc repo.Location, ok bool) error {
 			if ok {
 				p.chunks[ids[i]] = &rsChunk{id: ids[i], loc: loc}
 			}

@@ -10,10 +10,8 @@ import (
 	"github.com/zeebo/blake3"
 	"golang.org/x/sys/unix"
 
-	"lifeboat/backend"
 	"lifeboat/blob"
 	"lifeboat/internal/osutil"
-	"lifeboat/pack"
 	"lifeboat/repo"
 )
 
@@ -23,7 +21,7 @@ import (
 const rsMaxOpen = 256
 
 var (
-	rsPlainBufs = sync.Pool{New: func() any { return new([]byte) }}
+	rsEntryBufs = sync.Pool{New: func() any { return new([]repo.PackEntry) }}
 	rsReadBufs  = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
 )
 
@@ -37,47 +35,39 @@ func (w *rsWriter) hasher() (*blake3.Hasher, error) {
 	return blake3.NewKeyed(w.keys.IDKey[:])
 }
 
-// writeRun reads one run of a pack in a single Load, opens and verifies
-// each chunk, and writes it wherever it goes.
+// rsPackStreamer streams the blobs of a pack: repo.Repository satisfies it.
+type rsPackStreamer interface {
+	StreamPack(ctx context.Context, t blob.Tier, id blob.ID, es []repo.PackEntry, o repo.StreamOptions, fn func(i int, sealed, plain []byte) error) error
+}
+
+// writeRun reads one run of a pack in a single request, through which
+// each chunk is opened and verified, and writes each chunk wherever it
+// goes.
 func (w *rsWriter) writeRun(ctx context.Context, run *rsRun) error {
-	h := backend.Handle{Type: backend.Pack, Name: run.pack.String()}
-	// The run's sealed bytes go into a recycled buffer: a restore reads
-	// the whole repository, and fresh buffers for it kept the garbage
-	// collector busy (a fifth of a restore's user CPU).
-	n := int(run.end - run.start)
-	data, err := backend.LoadRange(ctx, w.be, h, run.start, n, pack.GetBuffer(n))
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		switch {
-		case errors.Is(err, backend.ErrNotFound):
-			err = fmt.Errorf("%w: %s: %w", repo.ErrPackMissing, h, err)
-		case errors.Is(err, backend.ErrShortRead):
-			err = fmt.Errorf("%w: %s is truncated: %w", repo.ErrCorrupt, h, err)
-		}
-		return &Error{Paths: w.plan.filesOf(run.chunks...), Err: fmt.Errorf("reading %d chunks: %w; run `lifeboat check`", len(run.chunks), err)}
-	}
-	defer pack.PutBuffer(data)
-	bp := rsPlainBufs.Get().(*[]byte)
-	defer rsPlainBufs.Put(bp)
+	ep := rsEntryBufs.Get().(*[]repo.PackEntry)
+	defer rsEntryBufs.Put(ep)
+	es := (*ep)[:0]
 	for _, c := range run.chunks {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		sealed := data[int64(c.loc.Offset)-run.start : int64(c.loc.Offset)-run.start+int64(c.loc.Length)]
-		plain, err := pack.OpenVerified(w.keys, c.loc.Entry, sealed, *bp)
-		if err != nil {
-			return &Error{Paths: w.plan.filesOf(c), Err: fmt.Errorf("%w: chunk %s in %s: %w; run `lifeboat check --read-data`", repo.ErrCorrupt, c.id.Short(), h, err)}
-		}
-		*bp = plain[:0]
-		for _, u := range c.uses {
+		es = append(es, c.loc.Entry)
+	}
+	*ep = es
+	err := w.packs.StreamPack(ctx, w.keys.Tier, run.pack, es, repo.StreamOptions{}, func(i int, _, plain []byte) error {
+		for _, u := range run.chunks[i].uses {
 			if err := w.place(u, plain); err != nil {
 				return err
 			}
 		}
+		return nil
+	})
+	var se *repo.StreamError
+	switch {
+	case err == nil || !errors.As(err, &se):
+		return err
+	case se.Verify:
+		c := run.chunks[se.Index]
+		return &Error{Paths: w.plan.filesOf(c), Err: fmt.Errorf("chunk %s: %w; run `lifeboat check --read-data`", c.id.Short(), se.Err)}
 	}
-	return nil
+	return &Error{Paths: w.plan.filesOf(run.chunks[se.Index : se.Index+se.Count]...), Err: fmt.Errorf("reading %d chunks: %w; run `lifeboat check`", se.Count, se.Err)}
 }
 
 // place writes one chunk into one file. Blocks of zeros are not written

@@ -8,7 +8,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"lifeboat/backend"
 	"lifeboat/blob"
 	"lifeboat/crypt"
 
@@ -21,7 +20,7 @@ type rsWriter struct {
 	plan     *rsPlan
 	dirs     *safeDirs
 	keys     *crypt.TierKeys
-	be       backend.Backend
+	packs    rsPackStreamer
 	workers  int
 	progress snapshot.Progress
 	chown    bool // running as root: restore owners

@@ -57,11 +57,7 @@ func NewRepoIn(t testing.TB, s storetest.Store) *Repo {
 // SaveData stores data as content chunks cut by the repository's chunker.
 func (r *Repo) SaveData(t testing.TB, data []byte) []blob.ID {
 	t.Helper()
-	c, err := r.Chunker(blob.Workspace)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids, _, err := r.SaveStream(context.Background(), blob.Workspace, c, bytes.NewReader(data))
+	ids, _, err := r.SaveStream(context.Background(), blob.Workspace, bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
 	}
