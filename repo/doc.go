@@ -1,6 +1,9 @@
 // Package repo is the Repository: a backend, the keys a password unlocked,
 // the local index and the packers behind one API that every higher package
-// uses to save and load blobs and objects.
+// uses to save and load blobs and objects. It is the only door to packs:
+// capture saves through SaveStream (cut by chunkers the repository keeps,
+// with the tier's secret polynomial), restore and prune's repack read
+// through StreamPack, and capture's file cache is the FileCache handle.
 //
 // Invariants:
 //   - Write order: packs, then the index objects that name them, then the

@@ -120,11 +120,8 @@ func (r *Repository) streamRequest(ctx context.Context, k *crypt.TierKeys, h bac
 		return &StreamError{Index: i, Count: n, Err: err}
 	}
 	defer pack.PutBuffer(data)
-	sealed := func(e *PackEntry) []byte {
-		return data[int64(e.Offset)-start : int64(e.Offset)-start+int64(e.Length)]
-	}
 	if copying {
-		return streamVerified(ctx, k, h, es, i, n, sealed, fn)
+		return streamVerified(ctx, k, h, es, i, n, data, start, fn)
 	}
 	bp := streamPlainBufs.Get().(*[]byte)
 	defer streamPlainBufs.Put(bp)
@@ -133,7 +130,7 @@ func (r *Repository) streamRequest(ctx context.Context, k *crypt.TierKeys, h bac
 			return err
 		}
 		e := &es[j]
-		s := sealed(e)
+		s := sealedIn(data, start, e)
 		plain, err := pack.OpenVerified(k, *e, s, *bp)
 		if err != nil {
 			return &StreamError{Index: j, Count: 1, Verify: true, Err: notVerified(h, e, err)}
@@ -146,6 +143,11 @@ func (r *Repository) streamRequest(ctx context.Context, k *crypt.TierKeys, h bac
 	return nil
 }
 
+// sealedIn returns e's sealed bytes in data, the pack's bytes from start.
+func sealedIn(data []byte, start int64, e *PackEntry) []byte {
+	return data[int64(e.Offset)-start : int64(e.Offset)-start+int64(e.Length)]
+}
+
 // notVerified is the error of a blob of h that does not verify.
 func notVerified(h backend.Handle, e *PackEntry, err error) error {
 	return fmt.Errorf("%w: %s: blob %s does not verify (%w)", ErrCorrupt, h, e.ID.Short(), err)
@@ -155,13 +157,14 @@ func notVerified(h backend.Handle, e *PackEntry, err error) error {
 // once all of them are verified.
 const streamGroup = 64
 
-// streamVerified verifies every blob of es[i:i+n] (decrypted,
-// decompressed, re-hashed) and calls fn with its sealed bytes. The check is most of a
+// streamVerified verifies every blob of es[i:i+n], whose sealed bytes are
+// in data from start (decrypted, decompressed, re-hashed), and calls fn
+// with its sealed bytes. The check is most of a
 // copy's work, so it runs on GOMAXPROCS goroutines, while this one calls
 // fn, in order, a group at a time as soon as the group is verified. The
 // error names the first blob, in order, that does not verify; fn has
 // been called for every blob before it and for none after.
-func streamVerified(ctx context.Context, k *crypt.TierKeys, h backend.Handle, all []PackEntry, i, n int, sealed func(*PackEntry) []byte,
+func streamVerified(ctx context.Context, k *crypt.TierKeys, h backend.Handle, all []PackEntry, i, n int, data []byte, start int64,
 	fn func(i int, sealed, plain []byte) error) error {
 	es := all[i : i+n]
 	workers := min(runtime.GOMAXPROCS(0), len(es))
@@ -179,7 +182,7 @@ func streamVerified(ctx context.Context, k *crypt.TierKeys, h backend.Handle, al
 			defer streamPlainBufs.Put(bp)
 			for j := int(next.Add(1)) - 1; j < len(es); j = int(next.Add(1)) - 1 {
 				if !stop.Load() {
-					plain, err := pack.OpenVerified(k, es[j], sealed(&es[j]), *bp)
+					plain, err := pack.OpenVerified(k, es[j], sealedIn(data, start, &es[j]), *bp)
 					if err == nil {
 						*bp = plain[:0]
 					}
@@ -201,7 +204,7 @@ func streamVerified(ctx context.Context, k *crypt.TierKeys, h backend.Handle, al
 				stop.Store(true)
 				return &StreamError{Index: i + j, Count: 1, Verify: true, Err: notVerified(h, &es[j], errs[j])}
 			}
-			if err := fn(i+j, sealed(&es[j]), nil); err != nil {
+			if err := fn(i+j, sealedIn(data, start, &es[j]), nil); err != nil {
 				stop.Store(true)
 				return err
 			}

@@ -35,11 +35,6 @@ func (w *rsWriter) hasher() (*blake3.Hasher, error) {
 	return blake3.NewKeyed(w.keys.IDKey[:])
 }
 
-// rsPackStreamer streams the blobs of a pack: repo.Repository satisfies it.
-type rsPackStreamer interface {
-	StreamPack(ctx context.Context, t blob.Tier, id blob.ID, es []repo.PackEntry, o repo.StreamOptions, fn func(i int, sealed, plain []byte) error) error
-}
-
 // writeRun reads one run of a pack in a single request, through which
 // each chunk is opened and verified, and writes each chunk wherever it
 // goes.
@@ -51,7 +46,7 @@ func (w *rsWriter) writeRun(ctx context.Context, run *rsRun) error {
 		es = append(es, c.loc.Entry)
 	}
 	*ep = es
-	err := w.packs.StreamPack(ctx, w.keys.Tier, run.pack, es, repo.StreamOptions{}, func(i int, _, plain []byte) error {
+	err := w.store.StreamPack(ctx, w.keys.Tier, run.pack, es, repo.StreamOptions{}, func(i int, _, plain []byte) error {
 		for _, u := range run.chunks[i].uses {
 			if err := w.place(u, plain); err != nil {
 				return err

@@ -118,7 +118,7 @@ func Run(ctx context.Context, r *repo.Repository, m *snapshot.Manifest, o Option
 		}
 	}
 	entries := plan.entries
-	w := &rsWriter{plan: plan, keys: keys, packs: r, workers: o.Workers, progress: o.Progress,
+	w := &rsWriter{plan: plan, keys: keys, store: r, workers: o.Workers, progress: o.Progress,
 		chown: os.Geteuid() == 0, umask: rsUmask(), zeroIDs: map[int64]blob.ID{}}
 	w.dirs = newSafeDirs(st.fd, func(d int32) (int32, string) { return entries[d].parent, entries[d].name }, 256)
 	o.Progress.Start(uint64(len(plan.files)), plan.bytes)

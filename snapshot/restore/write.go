@@ -10,6 +10,7 @@ import (
 
 	"lifeboat/blob"
 	"lifeboat/crypt"
+	"lifeboat/repo"
 
 	"lifeboat/snapshot"
 )
@@ -20,7 +21,7 @@ type rsWriter struct {
 	plan     *rsPlan
 	dirs     *safeDirs
 	keys     *crypt.TierKeys
-	packs    rsPackStreamer
+	store    *repo.Repository // the pack reads: StreamPack
 	workers  int
 	progress snapshot.Progress
 	chown    bool // running as root: restore owners
