@@ -42,6 +42,9 @@ func (w *rsWriter) writeRun(ctx context.Context, run *rsRun) error {
 	ep := rsEntryBufs.Get().(*[]repo.PackEntry)
 	defer rsEntryBufs.Put(ep)
 	es := (*ep)[:0]
+	if cap(es) < len(run.chunks) {
+		es = make([]repo.PackEntry, 0, len(run.chunks))
+	}
 	for _, c := range run.chunks {
 		es = append(es, c.loc.Entry)
 	}
@@ -54,9 +57,12 @@ func (w *rsWriter) writeRun(ctx context.Context, run *rsRun) error {
 		}
 		return nil
 	})
-	var se *repo.StreamError
+	if err == nil {
+		return nil
+	}
+	var se *repo.StreamError // declared only here: errors.As moves it to the heap
 	switch {
-	case err == nil || !errors.As(err, &se):
+	case !errors.As(err, &se):
 		return err
 	case se.Verify:
 		c := run.chunks[se.Index]
