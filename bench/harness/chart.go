@@ -29,7 +29,7 @@ func WriteSVG(w io.Writer, r *Report) error {
 	h := headerH + legendH + 2*(panelH+marginTop+marginB)
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", chartW, h, chartW, h)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	text(&b, 10, 22, "start", 16, fmt.Sprintf("lifeboat-bench: %s corpus (%d files, %.0f MB), %d round(s), medians", r.Scale, r.Corpus.Files, float64(r.Corpus.Bytes)/1e6, r.Rounds))
+	text(&b, 10, 22, "start", 16, fmt.Sprintf("lifeboat-bench: %s %s corpus (%d files, %.0f MB), %d round(s), medians", r.Scale, r.Shape, r.Corpus.Files, float64(r.Corpus.Bytes)/1e6, r.Rounds))
 	text(&b, 10, 40, "start", 11, fmt.Sprintf("%d CPUs (%s), load %s at start; restore includes a syncfs after the tool exits", r.Machine.CPUs, r.Machine.CPUModel, r.Machine.LoadStart))
 	for i, t := range r.Tools {
 		x := float64(marginL + i*160)

@@ -17,7 +17,8 @@ import (
 // Options configure Run.
 type Options struct {
 	Dir       string  // work directory: made if missing, must be empty
-	ScaleName string  // a key of Scales
+	ScaleName string  // a key of Scales (and of BinariesScales)
+	Corpus    string  // the corpus shape, one of Corpora ("": mix)
 	Seed      uint64  // corpus seed
 	Churn     float64 // fraction the churn step changes (0.05 for 5%)
 	Rounds    int     // rounds; each runs every scenario for every tool in turn, order rotated
@@ -70,7 +71,10 @@ type Result struct {
 // round. Peers that are not installed are skipped, with the
 // reason in the report.
 func Run(ctx context.Context, o Options) (*Report, error) {
-	scale, err := ScaleNamed(o.ScaleName)
+	if o.Corpus == "" {
+		o.Corpus = "mix"
+	}
+	corp, err := corpusNamed(o.Corpus, o.ScaleName, o.Seed)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrOption, err)
 	}
@@ -92,7 +96,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return nil, err
 		}
 	}
-	rep := &Report{Scale: o.ScaleName, Seed: o.Seed, Churn: o.Churn, Rounds: o.Rounds, Skipped: map[string]string{}}
+	rep := &Report{Shape: o.Corpus, Scale: o.ScaleName, Seed: o.Seed, Churn: o.Churn, Rounds: o.Rounds, Skipped: map[string]string{}}
 	drivers := []driver{lb}
 	for _, name := range o.Compare {
 		if !slices.Contains(Peers, name) {
@@ -122,7 +126,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep.Machine = machineInfo()
 	pristine := filepath.Join(dir, "corpus")
 	start := time.Now()
-	if err := bench.Generate(pristine, o.Seed, scale); err != nil {
+	if err := corp.generate(pristine, o.Seed); err != nil {
 		return nil, fmt.Errorf("generate the corpus: %w", err)
 	}
 	if rep.Corpus, err = bench.Stat(pristine); err != nil {
@@ -131,7 +135,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep.CorpusSeconds = time.Since(start).Seconds()
 	defer removeLeftovers(dir)
 	for r := 1; r <= o.Rounds; r++ {
-		res, ceiling, err := runRound(ctx, o, drivers, dir, pristine, bench.CorpusProfile(o.Seed, scale), r)
+		res, ceiling, err := runRound(ctx, o, drivers, dir, pristine, corp, r)
 		if err != nil {
 			return nil, err
 		}
@@ -182,9 +186,9 @@ type toolRound struct {
 	// round, a minute or two from the capture, said as much about that
 	// drift as about the capture. nil for the peers.
 	ceiling *Ceiling
-	// profile is the corpus's browser profile, which Lifeboat's restores
-	// are checked against.
-	profile *fixture.Fixture
+	// corp is the corpus: its churn, and its browser profile, which
+	// Lifeboat's restores are checked against.
+	corp corpus
 }
 
 // removeLeftovers removes what the tool rounds left in dir: their homes
@@ -216,7 +220,7 @@ func removeLeftovers(dir string) {
 // home are left for removeLeftovers (the copies moved out of the way
 // under trash/). It also returns the round's stage ceiling, measured
 // around Lifeboat's first capture.
-func runRound(ctx context.Context, o Options, drivers []driver, dir, pristine string, profile *fixture.Fixture, round int) ([]Result, *Ceiling, error) {
+func runRound(ctx context.Context, o Options, drivers []driver, dir, pristine string, corp corpus, round int) ([]Result, *Ceiling, error) {
 	k := (round - 1) % len(drivers)
 	var tools []*toolRound
 	defer func() {
@@ -229,7 +233,7 @@ func runRound(ctx context.Context, o Options, drivers []driver, dir, pristine st
 		// for all (peers store absolute paths): work1, work2, ...
 		j := (k + i) % len(drivers)
 		d := drivers[j]
-		t, err := newToolRound(ctx, o, d, dir, pristine, profile, round, filepath.Join(dir, fmt.Sprintf("work%d", j+1), "corpus"))
+		t, err := newToolRound(ctx, o, d, dir, pristine, corp, round, filepath.Join(dir, fmt.Sprintf("work%d", j+1), "corpus"))
 		tools = append(tools, t) // discarded by the deferred loop, on an error too
 		if err != nil {
 			return nil, nil, fmt.Errorf("round %d, %s: %w", round, d.tool().Name, err)
@@ -239,7 +243,7 @@ func runRound(ctx context.Context, o Options, drivers []driver, dir, pristine st
 	for _, sc := range Scenarios {
 		for _, t := range tools {
 			if sc == ScenarioChurn {
-				if _, err := bench.ChurnFraction(t.s.work, o.Seed+1, o.Churn); err != nil {
+				if _, err := corp.churn(t.s.work, o.Seed+1, o.Churn); err != nil {
 					return nil, nil, fmt.Errorf("round %d, %s: churn: %w", round, t.name, err)
 				}
 			}
@@ -271,10 +275,10 @@ func runRound(ctx context.Context, o Options, drivers []driver, dir, pristine st
 // and caches) and a fresh copy of the pristine corpus at work, then the
 // repository initialised. It returns the toolRound even with an error,
 // for what it made of the copy to be discarded.
-func newToolRound(ctx context.Context, o Options, d driver, dir, pristine string, profile *fixture.Fixture, round int, work string) (*toolRound, error) {
+func newToolRound(ctx context.Context, o Options, d driver, dir, pristine string, corp corpus, round int, work string) (*toolRound, error) {
 	name := d.tool().Name
 	home := filepath.Join(dir, fmt.Sprintf("r%d-%s", round, name))
-	t := &toolRound{o: o, d: d, name: name, dir: dir, logs: filepath.Join(dir, "logs"), profile: profile,
+	t := &toolRound{o: o, d: d, name: name, dir: dir, logs: filepath.Join(dir, "logs"), corp: corp,
 		s: &site{round: round, work: work, repo: filepath.Join(home, "repo"),
 			cache: filepath.Join(home, "cache"), base: filepath.Join(home, "base"), target: filepath.Join(home, "restore"),
 			password: "lifeboat-bench-password"}}
@@ -318,7 +322,7 @@ func (t *toolRound) log(step string) string {
 func (t *toolRound) history(ctx context.Context, n int) error {
 	t.s.profiles = nil // not measured: no profiles
 	for i := range n {
-		if _, err := bench.ChurnFraction(t.s.work, t.o.Seed+2+uint64(i), t.o.Churn); err != nil {
+		if _, err := t.corp.churn(t.s.work, t.o.Seed+2+uint64(i), t.o.Churn); err != nil {
 			return fmt.Errorf("churn before history capture %d: %w", i+1, err)
 		}
 		name := fmt.Sprintf("history-%d", i+1)
@@ -400,7 +404,7 @@ func (t *toolRound) scenario(ctx context.Context, sc string) (Result, error) {
 			return res, err
 		}
 		if s.round <= o.VerifyRounds {
-			if err := verifyRestore(ctx, t.profile, t.name, s.work, t.d.restored(s)); err != nil {
+			if err := verifyRestore(ctx, t.corp.profile, t.name, s.work, t.d.restored(s)); err != nil {
 				return res, err
 			}
 		}

@@ -83,12 +83,14 @@ func TestRunOptionErrors(t *testing.T) {
 	}
 	ok := Options{Dir: t.TempDir(), ScaleName: "small", Churn: 0.05, Rounds: 1, Lifeboat: "/bin/true"}
 	for name, mut := range map[string]func(*Options){
-		"scale":   func(o *Options) { o.ScaleName = "huge" },
-		"churn":   func(o *Options) { o.Churn = 0 },
-		"rounds":  func(o *Options) { o.Rounds = 0 },
-		"compare": func(o *Options) { o.Compare = []string{"kopia"} },
-		"dir":     func(o *Options) { o.Dir = full },
-		"binary":  func(o *Options) { o.Lifeboat = filepath.Join(full, "nope") },
+		"scale":          func(o *Options) { o.ScaleName = "huge" },
+		"corpus":         func(o *Options) { o.Corpus = "videos" },
+		"binaries scale": func(o *Options) { o.Corpus, o.ScaleName = "binaries", "huge" },
+		"churn":          func(o *Options) { o.Churn = 0 },
+		"rounds":         func(o *Options) { o.Rounds = 0 },
+		"compare":        func(o *Options) { o.Compare = []string{"kopia"} },
+		"dir":            func(o *Options) { o.Dir = full },
+		"binary":         func(o *Options) { o.Lifeboat = filepath.Join(full, "nope") },
 	} {
 		o := ok
 		mut(&o)
@@ -244,7 +246,7 @@ func TestRunSmall(t *testing.T) {
 	if err := rep.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range append([]string{"machine:", "corpus: scale small", "speed-up", "all stages together", "of what the stages allow together", "round 2: the stages together", "the median of the rounds' shares"}, Scenarios...) {
+	for _, want := range append([]string{"machine:", "corpus: mix, scale small", "speed-up", "all stages together", "of what the stages allow together", "round 2: the stages together", "the median of the rounds' shares"}, Scenarios...) {
 		if tools > 1 || want != "speed-up" {
 			if !strings.Contains(text.String(), want) {
 				t.Errorf("text output lacks %q:\n%s", want, text.String())
@@ -419,7 +421,7 @@ func TestWarm(t *testing.T) {
 func TestNewToolRoundError(t *testing.T) {
 	dir := t.TempDir()
 	work := filepath.Join(dir, "work1", "corpus")
-	tr, err := newToolRound(context.Background(), Options{}, &lifeboatDriver{}, dir, filepath.Join(dir, "missing"), nil, 1, work)
+	tr, err := newToolRound(context.Background(), Options{}, &lifeboatDriver{}, dir, filepath.Join(dir, "missing"), corpus{}, 1, work)
 	if err == nil {
 		t.Fatal("a round from a missing pristine corpus was made ready")
 	}

@@ -18,6 +18,7 @@ import (
 // Report is the outcome of Run.
 type Report struct {
 	Machine       Machine           `json:"machine"`
+	Shape         string            `json:"shape"` // the corpus shape: mix or binaries
 	Scale         string            `json:"scale"`
 	Seed          uint64            `json:"seed"`
 	Churn         float64           `json:"churn"`
@@ -231,8 +232,8 @@ func medianResult(rs []Result) Result {
 func (r *Report) WriteText(w io.Writer) error {
 	m := r.Machine
 	fmt.Fprintf(w, "machine: %d CPUs (%s), %d MiB, Linux %s; load %s at start, %s at end\n", m.CPUs, m.CPUModel, m.MemoryMiB, m.Kernel, m.LoadStart, m.LoadEnd)
-	fmt.Fprintf(w, "corpus: scale %s, seed %d: %d files, %.1f MB (generated in %.1fs); churn %.1f%%; %d round(s), tools interleaved scenario by scenario, order rotated\n",
-		r.Scale, r.Seed, r.Corpus.Files, float64(r.Corpus.Bytes)/1e6, r.CorpusSeconds, r.Churn*100, r.Rounds)
+	fmt.Fprintf(w, "corpus: %s, scale %s, seed %d: %d files, %.1f MB (generated in %.1fs); churn %.1f%%; %d round(s), tools interleaved scenario by scenario, order rotated\n",
+		r.Shape, r.Scale, r.Seed, r.Corpus.Files, float64(r.Corpus.Bytes)/1e6, r.CorpusSeconds, r.Churn*100, r.Rounds)
 	for _, t := range r.Tools {
 		fmt.Fprintf(w, "%s: %s (%s)\n  %s\n", t.Name, t.Version, t.Path, t.Config)
 	}

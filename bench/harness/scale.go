@@ -22,6 +22,17 @@ var Scales = map[string]bench.Scale{
 		RecordMiB: 100, Databases: 4, DBRows: 8000, Profile: true, LocalStorage: localstorage.LevelDB{}},
 }
 
+// BinariesScales are the presets of `lifeboat-bench --corpus binaries`: a
+// workspace dominated by large binaries (bench.GenerateBinaries). Full is
+// about 71,000 files and 2.2 GB, medium a quarter of it, small a few MB.
+var BinariesScales = map[string]bench.BinariesScale{
+	"small": {Libs: 12, LibMaxMiB: 4, BrowserMiB: []int{3, 2}, BrowserFiles: 60, Docs: 150, DataFiles: 9, DataMaxMiB: 1, ModFiles: 600},
+	"medium": {Libs: 105, LibMaxMiB: 30, BrowserMiB: []int{60, 45, 40}, BrowserFiles: 750, Docs: 2250, DataFiles: 105, DataMaxMiB: 8,
+		ModFiles: 14125},
+	"full": {Libs: 420, LibMaxMiB: 30, BrowserMiB: []int{190, 140, 110, 80, 60}, BrowserFiles: 3000, Docs: 9000, DataFiles: 420,
+		DataMaxMiB: 8, ModFiles: 56500},
+}
+
 // ScaleNamed returns the preset called name.
 func ScaleNamed(name string) (bench.Scale, error) {
 	s, ok := Scales[name]

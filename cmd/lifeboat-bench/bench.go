@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -15,7 +16,8 @@ import (
 type options struct {
 	out, errw                     io.Writer
 	json                          bool
-	scale, dir, svg, lifeboat     string
+	corpus, scale, dir, svg       string
+	lifeboat                      string
 	cpuProfile, memProfile        string
 	compare                       []string
 	rounds, verifyRounds, history int
@@ -36,7 +38,7 @@ type reportMessage struct {
 
 func newCommand(o *options) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "lifeboat-bench [--scale small|medium|full] [--compare restic,borg] [--rounds N] [--lifeboat PATH]",
+		Use:   "lifeboat-bench [--corpus mix|binaries] [--scale small|medium|full] [--compare restic,borg] [--rounds N] [--lifeboat PATH]",
 		Short: "Measure capture, re-capture, churn, restore and prune throughput, side by side with restic and borg",
 		Long: "Generate a seeded workspace corpus, then, for a lifeboat binary and each tool named by --compare, in rounds with the " +
 			"order rotated: first capture, unchanged re-capture, capture after churn, full restore (verified), prune after forgetting " +
@@ -56,7 +58,8 @@ func newCommand(o *options) *cobra.Command {
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err.Error()} })
 	f := cmd.Flags()
-	f.StringVar(&o.scale, "scale", "full", "corpus size: small (seconds), medium or full (about 100,000 files, 800 MB)")
+	f.StringVar(&o.corpus, "corpus", "mix", "corpus shape: mix (source trees, dependencies, databases, a browser profile, blobs) or binaries (shared libraries, a browser build, data, docs, a Go module cache)")
+	f.StringVar(&o.scale, "scale", "full", "corpus size: small (seconds), medium or full (mix: about 100,000 files, 800 MB; binaries: about 71,000 files, 2.2 GB)")
 	f.StringSliceVar(&o.compare, "compare", nil, "also run these tools: restic, borg (comma-separated; a tool not installed is skipped with the reason)")
 	f.IntVar(&o.rounds, "rounds", 3, "rounds; each runs every scenario for every tool in turn, the order rotated")
 	f.Float64Var(&o.churn, "churn", 0.05, "fraction of the corpus the churn step changes")
@@ -87,6 +90,9 @@ func defaultLifeboat() string {
 }
 
 func runBench(cmd *cobra.Command, o *options) error {
+	if !slices.Contains(harness.Corpora, o.corpus) {
+		return usageError{fmt.Sprintf("--corpus: unknown corpus %q: use one of %s", o.corpus, strings.Join(harness.Corpora, ", "))}
+	}
 	if _, err := harness.ScaleNamed(o.scale); err != nil {
 		return usageError{"--scale: " + err.Error()}
 	}
@@ -110,7 +116,7 @@ func runBench(cmd *cobra.Command, o *options) error {
 			compare = append(compare, c)
 		}
 	}
-	rep, err := harness.Run(cmd.Context(), harness.Options{Dir: dir, ScaleName: o.scale, Seed: o.seed, Churn: o.churn, Rounds: o.rounds,
+	rep, err := harness.Run(cmd.Context(), harness.Options{Dir: dir, Corpus: o.corpus, ScaleName: o.scale, Seed: o.seed, Churn: o.churn, Rounds: o.rounds,
 		Lifeboat: o.lifeboat, Compare: compare, CPUProfile: o.cpuProfile, MemProfile: o.memProfile, VerifyRounds: o.verifyRounds, PruneHistory: o.history,
 		Progress: func(r harness.Result) {
 			o.emit(stepMessage{"bench_step", r}, func(io.Writer) {

@@ -124,9 +124,36 @@ func TestBenchCommand(t *testing.T) {
 	}
 }
 
+// Every scenario on the large-binary corpus at the small scale, beside
+// restic (skipped with its reason when not installed), each restore
+// verified file by file.
+func TestBenchCommandBinaries(t *testing.T) {
+	bin := lifeboatBinary(t)
+	r := runBenchCommand("--corpus", "binaries", "--scale", "small", "--rounds", "1", "--compare", "restic", "--json",
+		"--lifeboat", bin, "--dir", filepath.Join(t.TempDir(), "bench"))
+	if r.code != exitOK {
+		t.Fatalf("exit %d\nstderr: %s", r.code, r.stderr)
+	}
+	lines := jsonLines(t, r.stdout)
+	last := lines[len(lines)-1]
+	tools := len(last["tools"].([]any))
+	if last["shape"] != "binaries" || tools+len(last["skipped"].(map[string]any)) != 2 {
+		t.Fatalf("report: shape %v, tools %v, skipped %v", last["shape"], last["tools"], last["skipped"])
+	}
+	want := harness.BinariesScales["small"]
+	if files := last["corpus"].(map[string]any)["files"].(float64); int(files) < want.Libs+want.BrowserFiles+want.Docs+want.ModFiles {
+		t.Fatalf("corpus of %v files", files)
+	}
+	if steps := len(lines) - 1; steps != tools*len(harness.Scenarios) {
+		t.Fatalf("%d bench_step lines, want %d", steps, tools*len(harness.Scenarios))
+	}
+}
+
 func TestBenchUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"--scale", "huge"},
+		{"--corpus", "videos", "--scale", "small", "--lifeboat", "/bin/true"},
+		{"--corpus", "binaries", "--scale", "huge", "--lifeboat", "/bin/true"},
 		{"--scale", "small", "--compare", "kopia", "--lifeboat", "/bin/true"},
 		{"--scale", "small", "--churn", "0", "--lifeboat", "/bin/true"},
 		{"--scale", "small", "--rounds", "0", "--lifeboat", "/bin/true"},
