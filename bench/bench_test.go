@@ -43,6 +43,31 @@ func TestGenerateIsDeterministicAndCompareSeesChurn(t *testing.T) {
 	}
 }
 
+// churnTwice churns a and b, two equal corpora, the same way, checks
+// that the reports and the trees are equal, and returns the report and a
+// copy of a from before the churn.
+func churnTwice(t *testing.T, a, b string, churn func(dir string) (ChurnReport, error)) (ChurnReport, string) {
+	t.Helper()
+	pristine := filepath.Join(t.TempDir(), "pristine")
+	if err := CopyTree(a, pristine); err != nil {
+		t.Fatal(err)
+	}
+	var reps [2]ChurnReport
+	for i, d := range []string{a, b} {
+		var err error
+		if reps[i], err = churn(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if reps[0] != reps[1] {
+		t.Fatalf("churn reports differ: %+v %+v", reps[0], reps[1])
+	}
+	if d, err := Compare(a, b); err != nil || len(d) != 0 {
+		t.Fatalf("same churn of the same corpus differs: %v %v", d, err)
+	}
+	return reps[0], pristine
+}
+
 // smallMix is the small preset of bench/harness: every part of the mix,
 // the browser profile with its localStorage in a LevelDB.
 var smallMix = Scale{SourceFiles: 300, DepFiles: 2000, BinaryMiB: 2, LogKiB: 256, GitPackMiB: 2, BlobsMiB: []int{1, 3},
@@ -78,25 +103,9 @@ func TestScaleSmallIsDeterministicWithChurn(t *testing.T) {
 	if st.Files < s.SourceFiles+s.DepFiles {
 		t.Fatalf("corpus has %d files, want at least %d", st.Files, s.SourceFiles+s.DepFiles)
 	}
-	pristine := filepath.Join(t.TempDir(), "pristine")
-	if err := CopyTree(a, pristine); err != nil {
-		t.Fatal(err)
-	}
-	var reps [2]ChurnReport
-	for i, d := range []string{a, b} {
-		if reps[i], err = ChurnFraction(d, 9, 0.05); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if reps[0] != reps[1] {
-		t.Fatalf("churn reports differ: %+v %+v", reps[0], reps[1])
-	}
-	r := reps[0]
+	r, pristine := churnTwice(t, a, b, func(dir string) (ChurnReport, error) { return ChurnFraction(dir, 9, 0.05) })
 	if r.Edited != 15 || r.Deleted != 20 || r.Added != 20+1 || r.DBUpdates != 2*25 || r.Appended < 2*4096 {
 		t.Fatalf("churn of 5%% of the small corpus: %+v", r)
-	}
-	if d, err := Compare(a, b); err != nil || len(d) != 0 {
-		t.Fatalf("same churn of the same corpus differs: %v %v", d, err)
 	}
 	st2, err := Stat(a)
 	if err != nil {

@@ -94,23 +94,7 @@ func TestGenerateBinariesIsDeterministicWithChurn(t *testing.T) {
 		t.Errorf("module cache file %s: %v %v", mods[0], fi, err)
 	}
 
-	pristine := filepath.Join(t.TempDir(), "pristine")
-	if err := CopyTree(a, pristine); err != nil {
-		t.Fatal(err)
-	}
-	var reps [2]ChurnReport
-	for i, d := range []string{a, b} {
-		if reps[i], err = ChurnBinaries(d, 9, 0.2); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if reps[0] != reps[1] {
-		t.Fatalf("churn reports differ: %+v %+v", reps[0], reps[1])
-	}
-	if d, err := Compare(a, b); err != nil || len(d) != 0 {
-		t.Fatalf("same churn of the same corpus differs: %v %v", d, err)
-	}
-	r := reps[0]
+	r, pristine := churnTwice(t, a, b, func(dir string) (ChurnReport, error) { return ChurnBinaries(dir, 9, 0.2) })
 	// 20%: 1 of 6 libraries, both browser binaries, 6 of 30 docs; 4% of
 	// 10 scripts and 100 module files; 1 of 6 data files appended.
 	if r.Edited != 1+2+6 || r.Deleted != 1 || r.Added != 1+4 || r.Appended < 4096 {

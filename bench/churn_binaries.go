@@ -21,11 +21,11 @@ func ChurnBinaries(dir string, seed uint64, frac float64) (ChurnReport, error) {
 		return rep, fmt.Errorf("churn fraction %v: want more than 0 and at most 1", frac)
 	}
 	g := newFiller(seed, 0xc4a7b)
-	libs, err := listFiles(filepath.Join(dir, LibDir), "")
+	libs, err := g.pickFiles(filepath.Join(dir, LibDir), "", frac)
 	if err != nil {
 		return rep, err
 	}
-	for _, p := range pick(g.rng, libs, frac) {
+	for _, p := range libs {
 		if err := g.rewrite(p, 0.25, kindCode); err != nil {
 			return rep, err
 		}
@@ -41,21 +41,20 @@ func ChurnBinaries(dir string, seed uint64, frac float64) (ChurnReport, error) {
 		}
 		rep.Edited++
 	}
-	docs, err := listFiles(filepath.Join(dir, DocDir), "")
+	docs, err := g.pickFiles(filepath.Join(dir, DocDir), "", frac)
 	if err != nil {
 		return rep, err
 	}
-	for _, p := range pick(g.rng, docs, frac) {
+	for _, p := range docs {
 		if err := editLines(p, g.rng); err != nil {
 			return rep, err
 		}
 		rep.Edited++
 	}
-	gen, err := listFiles(filepath.Join(dir, BrowserDir, "gen"), ".js")
+	gone, err := g.pickFiles(filepath.Join(dir, BrowserDir, "gen"), ".js", frac/5)
 	if err != nil {
 		return rep, err
 	}
-	gone := pick(g.rng, gen, frac/5)
 	for i, p := range gone {
 		if err := os.Remove(p); err != nil {
 			return rep, err
@@ -67,11 +66,11 @@ func ChurnBinaries(dir string, seed uint64, frac float64) (ChurnReport, error) {
 		}
 		rep.Added++
 	}
-	data, err := listFiles(filepath.Join(dir, DataDir), "")
+	data, err := g.pickFiles(filepath.Join(dir, DataDir), "", frac)
 	if err != nil {
 		return rep, err
 	}
-	for _, p := range pick(g.rng, data, frac) {
+	for _, p := range data {
 		n, err := g.appendTo(p, frac)
 		if err != nil {
 			return rep, err
@@ -93,6 +92,16 @@ func ChurnBinaries(dir string, seed uint64, frac float64) (ChurnReport, error) {
 		}
 	}
 	return rep, stampChurnedDirs(dir)
+}
+
+// pickFiles returns frac of the files under dir whose names end in ext,
+// chosen by g's stream, sorted.
+func (g *filler) pickFiles(dir, ext string, frac float64) ([]string, error) {
+	files, err := listFiles(dir, ext)
+	if err != nil {
+		return nil, err
+	}
+	return pick(g.rng, files, frac), nil
 }
 
 // createChurned is create with the churn's mtime.
