@@ -32,8 +32,12 @@ import (
 //     residentCheckEvery keys), and the rest goes into the next one.
 //
 // Dropping costs the next lookups a few page faults on the tree's upper
-// levels.
+// levels, and a file of at most residentKeep stays mapped whole: the most
+// it adds to RSS is its size, while dropping its pages every few lookups
+// made a capture of an unchanged workspace or a restore spend up to half
+// their CPU faulting the same pages back in.
 const (
+	residentKeep      = 64 << 20
 	residentDropEvery = 1024
 	txUnits           = 64 // a lookup: a few pages at random
 	lookupUnits       = 64 // a key looked up at random
@@ -60,9 +64,10 @@ func (d *DB) touched(tx *bolt.Tx, n int) {
 }
 
 // dropMapped lets go of the pages of the file mapped for tx (held open by
-// the caller, so no remap moves the mapping meanwhile).
+// the caller, so no remap moves the mapping meanwhile) when the file is
+// larger than residentKeep.
 func dropMapped(db *bolt.DB, tx *bolt.Tx) {
-	if size := tx.Size(); size > 0 {
+	if size := tx.Size(); size > residentKeep {
 		_, _, _ = unix.Syscall(unix.SYS_MADVISE, db.Info().Data, uintptr(size), unix.MADV_DONTNEED)
 	}
 }
