@@ -10,12 +10,10 @@ import (
 	"lifeboat/backend/fault"
 	"lifeboat/backend/local"
 	"lifeboat/blob"
-	"lifeboat/crypt"
+	"lifeboat/internal/repotest"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
 )
-
-var testPassword = []byte("checkpoint test password")
 
 // testRepo is a repository in a temporary directory, with the fault
 // wrapper its Repository reads and writes through.
@@ -28,17 +26,10 @@ type testRepo struct {
 // newTestRepo makes and opens a repository with every tier.
 func newTestRepo(t *testing.T) *testRepo {
 	t.Helper()
-	dir := t.TempDir()
-	be, err := local.Create(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := repo.Init(t.Context(), be, testPassword, repo.InitOptions{PackSize: 4 << 20, KDF: crypt.NewKDFParams(1, 64, 1)}); err != nil {
-		t.Fatal(err)
-	}
+	be, s := repotest.Init(t, repotest.Options{})
 	_ = be.Close()
-	tr := &testRepo{dir: dir}
-	tr.Repository, tr.fault = tr.open(t, testPassword)
+	tr := &testRepo{dir: s.Location}
+	tr.Repository, tr.fault = tr.open(t, repotest.Password)
 	return tr
 }
 
@@ -51,19 +42,15 @@ func (tr *testRepo) open(t *testing.T, password []byte) (*repo.Repository, *faul
 		t.Fatal(err)
 	}
 	fb := fault.Wrap(be)
-	r, err := repo.Open(context.Background(), fb, password, repo.Options{CacheDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Close(context.Background()); _ = fb.Close() })
-	return r, fb
+	t.Cleanup(func() { _ = fb.Close() })
+	return repotest.Open(t, fb, repotest.Options{Password: password}), fb
 }
 
 // keyRepo adds a key with only tiers and opens the repository with it.
 func (tr *testRepo) keyRepo(t *testing.T, tiers ...blob.Tier) *repo.Repository {
 	t.Helper()
 	pw := []byte("key for " + tiers[len(tiers)-1].String())
-	if _, err := tr.AddKey(t.Context(), pw, tiers, crypt.NewKDFParams(1, 64, 1)); err != nil {
+	if _, err := tr.AddKey(t.Context(), pw, tiers, repotest.KDF()); err != nil {
 		t.Fatal(err)
 	}
 	r, _ := tr.open(t, pw)

@@ -7,35 +7,15 @@ import (
 	"strings"
 	"testing"
 
-	"lifeboat/backend/local"
-	"lifeboat/crypt"
+	"lifeboat/internal/repotest"
 	"lifeboat/providers"
 	lp "lifeboat/providers/local"
 	"lifeboat/recovery"
 	"lifeboat/repo"
 )
 
-func testRepo(t *testing.T) *repo.Repository {
-	t.Helper()
-	be, err := local.Create(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	pw := []byte("livetest password")
-	if _, err := repo.Init(ctx, be, pw, repo.InitOptions{PackSize: 4 << 20, KDF: crypt.NewKDFParams(1, 64, 1)}); err != nil {
-		t.Fatal(err)
-	}
-	r, err := repo.Open(ctx, be, pw, repo.Options{CacheDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Close(ctx); _ = be.Close() })
-	return r
-}
-
 func options(t *testing.T, p providers.Provider) Options {
-	r := testRepo(t)
+	r := repotest.New(t, repotest.Options{})
 	return Options{Name: "box", Type: "local", Provider: p, TempDir: t.TempDir(), Seed: 7,
 		Capturer: &recovery.RepoCapturer{Repo: r}, Restorer: &recovery.RepoRestorer{Repo: r},
 		RepoLock: func(ctx context.Context, fn func() error) error {

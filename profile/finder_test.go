@@ -11,29 +11,13 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"lifeboat/backend/local"
-	"lifeboat/crypt"
+	"lifeboat/internal/repotest"
 	"lifeboat/profile/fixture"
 	"lifeboat/profile/fixture/localstorage"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
 	"lifeboat/snapshot/capture"
 )
-
-// finderTestRepo makes and opens a repository with both tiers.
-func finderTestRepo(t *testing.T) *repo.Repository {
-	t.Helper()
-	ctx := context.Background()
-	be, err := local.Create(t.TempDir())
-	must(t, err)
-	pw := []byte("finder test")
-	_, err = repo.Init(ctx, be, pw, repo.InitOptions{PackSize: 4 << 20, KDF: crypt.NewKDFParams(1, 64, 1)})
-	must(t, err)
-	r, err := repo.Open(ctx, be, pw, repo.Options{CacheDir: t.TempDir()})
-	must(t, err)
-	t.Cleanup(func() { _ = r.Close(ctx); _ = be.Close() })
-	return r
-}
 
 // finderCapture captures root with a Finder and returns the profiles it
 // prepared and the sensitive trees of the snapshot.
@@ -89,7 +73,7 @@ func hasError(m *snapshot.Manifest, rel string) bool {
 // finds, from the root and through a symlink to it.
 func TestFinderMatchesDiscover(t *testing.T) {
 	rng := discoverRand(t)
-	r := finderTestRepo(t)
+	r := repotest.New(t, repotest.Options{})
 	total, invalid := 0, 0
 	for i := range 40 {
 		ws := t.TempDir()
@@ -144,7 +128,7 @@ func TestFinderMatchesDiscover(t *testing.T) {
 // the Check hook can refuse one.
 func TestFinderFixtures(t *testing.T) {
 	ctx := context.Background()
-	r := finderTestRepo(t)
+	r := repotest.New(t, repotest.Options{})
 	ws := t.TempDir()
 	must(t, os.MkdirAll(filepath.Join(ws, "home", ".config"), 0o700))
 	must(t, localstorage.New(1).Write(ctx, filepath.Join(ws, "home", ".config", "chromium"), fixture.Options{WAL: true}))
@@ -181,7 +165,7 @@ func TestFinderFixtures(t *testing.T) {
 // directory holding Preferences makes no profile, for the capture's walk
 // as for Discover: the symlink is not followed.
 func TestFinderProfileFolderSymlink(t *testing.T) {
-	r := finderTestRepo(t)
+	r := repotest.New(t, repotest.Options{})
 	ws := t.TempDir()
 	writeTree(t, ws, map[string]string{
 		"realdir/Preferences":     "{}",
@@ -221,7 +205,7 @@ func (l lateBrowser) Prepare(ctx context.Context, rel, kind string) (func(string
 // right before it is read, and no snapshot is saved.
 func TestFinderBrowserStartsDuringCapture(t *testing.T) {
 	ctx := context.Background()
-	r := finderTestRepo(t)
+	r := repotest.New(t, repotest.Options{})
 	ws := t.TempDir()
 	must(t, localstorage.New(4).Write(ctx, filepath.Join(ws, "chrome"), fixture.Options{}))
 	must(t, os.WriteFile(filepath.Join(ws, "z.txt"), []byte("read after the profile was found"), 0o600))

@@ -6,26 +6,18 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"testing"
 	"time"
 
 	"lifeboat/blob"
+	"lifeboat/internal/clocktest"
+	"lifeboat/internal/repotest"
 	"lifeboat/repo"
 )
 
-// testClock is the clock every repository and prune of a test shares.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *testClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+// testClock is the fake clock every repository and prune of a test shares
+// (through Options.Now).
+type testClock = clocktest.Fake
 
 const (
 	testSessionLimit = 10 * time.Minute
@@ -36,7 +28,7 @@ const (
 // the test's clock and a short session limit.
 func (e *env) openAt(clk *testClock) *repo.Repository {
 	e.t.Helper()
-	r, err := repo.Open(e.t.Context(), e.be, testPassword, repo.Options{CacheDir: e.t.TempDir(), PackSize: 64 << 10,
+	r, err := repo.Open(e.t.Context(), e.be, repotest.Password, repo.Options{CacheDir: e.t.TempDir(), PackSize: 64 << 10,
 		Now: clk.Now, SessionLimit: testSessionLimit})
 	if err != nil {
 		e.t.Fatal(err)
@@ -108,7 +100,7 @@ func TestTwoPhasePruneBesideStoppedCapture(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t)
-			clk := &testClock{t: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
+			clk := clocktest.New(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
 			capture, pruner := e.openAt(clk), e.openAt(clk)
 			data := blobData(t, 1, 40)
 			old, _ := saveAll(t, capture, data)
@@ -123,7 +115,7 @@ func TestTwoPhasePruneBesideStoppedCapture(t *testing.T) {
 				t.Fatalf("the capture reused %d of 10 blobs, want all", known)
 			}
 			// The capture stops here. A prune condemns every old pack.
-			clk.Add(time.Minute)
+			clk.Advance(time.Minute)
 			p1, st1 := e.twoPhase(pruner, clk)
 			if st1.PacksCondemned == 0 || st1.PacksDeleted != 0 || len(p1.Condemn) == 0 {
 				t.Fatalf("first prune: condemned %d, deleted %d; want some condemned, none deleted", st1.PacksCondemned, st1.PacksDeleted)
@@ -133,12 +125,12 @@ func TestTwoPhasePruneBesideStoppedCapture(t *testing.T) {
 					func(context.Context) error { e.src.forget(e.src.add("new", nil)); return nil })
 			}
 			if commitInTime {
-				clk.Add(testSessionLimit - 2*time.Minute)
+				clk.Advance(testSessionLimit - 2*time.Minute)
 				if err := commit(); err != nil {
 					t.Fatalf("commit within the limit: %v", err)
 				}
 			}
-			clk.Add(testDeleteAfter + time.Minute)
+			clk.Advance(testDeleteAfter + time.Minute)
 			_, st2 := e.twoPhase(pruner, clk)
 			if st2.PacksDeleted == 0 {
 				t.Fatalf("second prune deleted nothing: %+v", st2)
@@ -181,12 +173,12 @@ func TestTwoPhasePruneBesideStoppedCapture(t *testing.T) {
 // leaves its snapshot whole.
 func TestTwoPhaseCondemnedPacksAreNotReused(t *testing.T) {
 	e := newEnv(t)
-	clk := &testClock{t: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
+	clk := clocktest.New(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
 	capture, pruner := e.openAt(clk), e.openAt(clk)
 	data := blobData(t, 2, 30)
 	old, _ := saveAll(t, capture, data)
 	e.src.forget(e.src.add("old", old))
-	clk.Add(time.Minute)
+	clk.Advance(time.Minute)
 	_, st1 := e.twoPhase(pruner, clk)
 	if st1.PacksCondemned == 0 {
 		t.Fatal("nothing condemned")
@@ -202,7 +194,7 @@ func TestTwoPhaseCondemnedPacksAreNotReused(t *testing.T) {
 	if err := sess.Commit(t.Context(), func(context.Context) error { e.src.add("new", again); return nil }, nil); err != nil {
 		t.Fatal(err)
 	}
-	clk.Add(testDeleteAfter + time.Minute)
+	clk.Advance(testDeleteAfter + time.Minute)
 	_, st2 := e.twoPhase(pruner, clk)
 	if st2.PacksDeleted == 0 || st2.CondemnationsRemoved == 0 {
 		t.Fatalf("second prune: %+v; want the condemned packs deleted and their condemnation removed", st2)
@@ -219,14 +211,14 @@ func TestTwoPhaseCondemnedPacksAreNotReused(t *testing.T) {
 // snapshot is stored past the limit removes the snapshot again.
 func TestSessionCommitChecksAfterTheStore(t *testing.T) {
 	e := newEnv(t)
-	clk := &testClock{t: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
+	clk := clocktest.New(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
 	r := e.openAt(clk)
 	sess, err := r.BeginSession(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	stored, undone := false, false
-	err = sess.Commit(t.Context(), func(context.Context) error { stored = true; clk.Add(testSessionLimit + time.Second); return nil },
+	err = sess.Commit(t.Context(), func(context.Context) error { stored = true; clk.Advance(testSessionLimit + time.Second); return nil },
 		func(context.Context) error { undone = true; return nil })
 	if !errors.Is(err, repo.ErrSessionExpired) || !stored || !undone {
 		t.Fatalf("commit: %v, stored %v, undone %v; want ErrSessionExpired after storing and undoing", err, stored, undone)
@@ -247,7 +239,7 @@ func TestTwoPhaseModel(t *testing.T) {
 	t.Logf("model: seed %d (replay with -model-seed=%d)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	e := newEnv(t)
-	clk := &testClock{t: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
+	clk := clocktest.New(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
 	captures := []*repo.Repository{e.openAt(clk), e.openAt(clk)}
 	pruner := e.openAt(clk)
 	pool := blobData(t, seed, 48)
@@ -318,10 +310,10 @@ func TestTwoPhaseModel(t *testing.T) {
 			deleted, rescued = deleted+st.PacksDeleted, rescued+st.Rescued
 			verify()
 		case op == 5:
-			clk.Add(time.Duration(rng.IntN(15)) * time.Minute)
+			clk.Advance(time.Duration(rng.IntN(15)) * time.Minute)
 		}
 	}
-	clk.Add(2 * testDeleteAfter)
+	clk.Advance(2 * testDeleteAfter)
 	_, st := e.twoPhase(pruner, clk)
 	verify()
 	checkClean(t, pruner)
@@ -336,12 +328,12 @@ var modelSeed = flag.Uint64("model-seed", 0, "seed of TestTwoPhaseModel (0: from
 // prune syncs its index after that listing.
 func TestTwoPhaseWalksSnapshotStoredAfterItsSync(t *testing.T) {
 	e := newEnv(t)
-	clk := &testClock{t: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
+	clk := clocktest.New(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
 	capture, pruner := e.openAt(clk), e.openAt(clk)
 	old, _ := saveAll(t, capture, blobData(t, 3, 20))
 	e.src.forget(e.src.add("old", old))
 	e.src.index = pruner // Reach fails on a blob the pruner's index lacks
-	clk.Add(time.Minute)
+	clk.Advance(time.Minute)
 	p, err := PlanPrune(t.Context(), pruner, e.src, Options{MaxUnused: 1e-9, DeleteAfter: testDeleteAfter, Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)

@@ -12,12 +12,10 @@ import (
 
 	"lifeboat/backend"
 	"lifeboat/blob"
-	"lifeboat/crypt"
+	"lifeboat/internal/repotest"
 	"lifeboat/internal/storetest"
 	"lifeboat/repo"
 )
-
-var testPassword = []byte("prune test password")
 
 type env struct {
 	t     *testing.T
@@ -35,12 +33,8 @@ func newEnv(t *testing.T) *env {
 // newEnvIn makes the repository in s (dir is its location).
 func newEnvIn(t *testing.T, s storetest.Store) *env {
 	t.Helper()
-	dir := s.Location
-	be := s.Create(t)
-	if _, err := repo.Init(t.Context(), be, testPassword, repo.InitOptions{PackSize: 1 << 20, KDF: crypt.NewKDFParams(1, 64, 1)}); err != nil {
-		t.Fatal(err)
-	}
-	return &env{t: t, dir: dir, be: be, cache: t.TempDir(), src: &fakeSource{snaps: map[blob.ID][]key{}}}
+	be, _ := repotest.Init(t, repotest.Options{Store: s, Init: repo.InitOptions{PackSize: 1 << 20}})
+	return &env{t: t, dir: s.Location, be: be, cache: t.TempDir(), src: &fakeSource{snaps: map[blob.ID][]key{}}}
 }
 
 // open opens the repository on be (default: the plain backend) with small packs.
@@ -49,12 +43,7 @@ func (e *env) open(be backend.Backend) *repo.Repository {
 	if be == nil {
 		be = e.be
 	}
-	r, err := repo.Open(e.t.Context(), be, testPassword, repo.Options{CacheDir: e.cache, PackSize: 64 << 10})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	e.t.Cleanup(func() { _ = r.Close(context.Background()) })
-	return r
+	return repotest.Open(e.t, be, repotest.Options{Open: repo.Options{CacheDir: e.cache, PackSize: 64 << 10}})
 }
 
 // saveBlobs stores n seeded random data blobs of 1-8 KiB and returns their ids.

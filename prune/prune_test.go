@@ -10,6 +10,7 @@ import (
 	"lifeboat/backend/fault"
 	"lifeboat/blob"
 	"lifeboat/index"
+	"lifeboat/internal/repotest"
 	"lifeboat/internal/storetest"
 	"lifeboat/repo"
 )
@@ -57,7 +58,7 @@ func testPruneDeletesAndRepacks(t *testing.T, s storetest.Store) {
 	if st, err := r.SyncIndex(t.Context()); err != nil || st.Dropped != 0 || st.Applied != 0 {
 		t.Fatalf("sync after prune: %+v %v", st, err)
 	}
-	fresh, err := repo.Open(t.Context(), e.be, testPassword, repo.Options{CacheDir: t.TempDir()})
+	fresh, err := repo.Open(t.Context(), e.be, repotest.Password, repo.Options{CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +96,7 @@ func TestPruneOtherProcessIndexDropsDeletedPacks(t *testing.T) {
 	a := e.src.add("a", ids[:40])
 	e.src.add("b", ids[40:])
 	// Another process opened the repository (and synced its index) before the prune.
-	other, err := repo.Open(t.Context(), e.be, testPassword, repo.Options{CacheDir: t.TempDir()})
+	other, err := repo.Open(t.Context(), e.be, repotest.Password, repo.Options{CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"lifeboat/backend"
 	"lifeboat/backend/fault"
 	"lifeboat/backend/local"
+	"lifeboat/internal/repotest"
 	"lifeboat/repo"
 )
 
@@ -51,7 +52,7 @@ func TestPruneRepackDiskFull(t *testing.T) {
 			}
 			nb := &fault.TempFull{TempBackend: lb}
 			nb.Budget.Store(tc.budget)
-			rf, err := repo.Open(t.Context(), nb, testPassword, repo.Options{CacheDir: e.cache, PackSize: tc.packSize})
+			rf, err := repo.Open(t.Context(), nb, repotest.Password, repo.Options{CacheDir: e.cache, PackSize: tc.packSize})
 			if err != nil {
 				t.Fatal(err)
 			}

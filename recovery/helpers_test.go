@@ -8,91 +8,26 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"sync"
 	"testing"
 	"time"
 
-	"lifeboat/backend/local"
 	"lifeboat/blob"
-	"lifeboat/crypt"
+	"lifeboat/internal/clocktest"
+	"lifeboat/internal/repotest"
+	"lifeboat/internal/storetest"
 	"lifeboat/providers"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
 )
 
-// fakeClock is a manual clock: time moves only by Advance.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []fakeTimer
-	added  chan struct{} // one send per timer registered
-}
+// fakeClock is the shared fake clock (the lifecycle takes a Clock, and
+// these tests also run child processes and a shared store, which a
+// testing/synctest bubble does not allow).
+type fakeClock = clocktest.Fake
 
-type fakeTimer struct {
-	at time.Time
-	d  time.Duration
-	ch chan time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC), added: make(chan struct{}, 1024)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	if d <= 0 {
-		ch <- c.now
-		return ch
-	}
-	c.timers = append(c.timers, fakeTimer{c.now.Add(d), d, ch})
-	c.added <- struct{}{}
-	return ch
-}
-
-// Advance moves the clock and fires the timers that are due.
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	kept := c.timers[:0]
-	for _, t := range c.timers {
-		if !t.at.After(c.now) {
-			t.ch <- c.now
-		} else {
-			kept = append(kept, t)
-		}
-	}
-	c.timers = kept
-}
-
-// waitFor waits until a timer of duration d is pending.
-func (c *fakeClock) waitFor(t *testing.T, d time.Duration) {
-	t.Helper()
-	deadline := time.After(time.Minute)
-	for {
-		c.mu.Lock()
-		found := slices.ContainsFunc(c.timers, func(ft fakeTimer) bool { return ft.d == d })
-		c.mu.Unlock()
-		if found {
-			return
-		}
-		select {
-		case <-c.added:
-		case <-deadline:
-			t.Fatalf("no %s timer was registered within a minute", d)
-		}
-	}
-}
+func newFakeClock() *fakeClock { return clocktest.New(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)) }
 
 // fakeProvider keeps instances as directories under root/instances and
 // native checkpoints as copies under root/checkpoints.
@@ -267,8 +202,6 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 	}
 }
 
-var testPassword = []byte("lifecycle test password")
-
 // newTestRepo makes and opens a repository for the test.
 func newTestRepo(t *testing.T) *repo.Repository {
 	t.Helper()
@@ -280,21 +213,8 @@ func newTestRepo(t *testing.T) *repo.Repository {
 // directory, for a child process to open.
 func newTestRepoDir(t *testing.T) (*repo.Repository, string) {
 	t.Helper()
-	dir, cache := t.TempDir(), t.TempDir()
-	be, err := local.Create(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if _, err := repo.Init(ctx, be, testPassword, repo.InitOptions{PackSize: 4 << 20, KDF: crypt.NewKDFParams(1, 64, 1)}); err != nil {
-		t.Fatal(err)
-	}
-	r, err := repo.Open(ctx, be, testPassword, repo.Options{CacheDir: cache})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Close(ctx); _ = be.Close() })
-	return r, dir
+	s := storetest.Local(t)
+	return repotest.New(t, repotest.Options{Store: s}), s.Location
 }
 
 func countSnapshots(t *testing.T, r *repo.Repository, ws string) int {

@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"lifeboat/backend/local"
 	"lifeboat/blob"
 	"lifeboat/crypt"
+	"lifeboat/internal/repotest"
+	"lifeboat/internal/storetest"
 	"lifeboat/prune"
 	"lifeboat/repo"
 )
@@ -185,21 +186,8 @@ func TestRepoHoldsPresentAsksStorage(t *testing.T) {
 // directory.
 func newKeepingRepo(t *testing.T) (*repo.Repository, string) {
 	t.Helper()
-	ctx := context.Background()
-	dir, cache := t.TempDir(), t.TempDir()
-	be, err := local.Create(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := repo.Init(ctx, be, testPassword, repo.InitOptions{PackSize: 4 << 20, KDF: crypt.NewKDFParams(1, 64, 1)}); err != nil {
-		t.Fatal(err)
-	}
-	r, err := repo.Open(ctx, be, testPassword, repo.Options{CacheDir: cache, KeepObjects: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Close(ctx); _ = be.Close() })
-	return r, dir
+	s := storetest.Local(t)
+	return repotest.New(t, repotest.Options{Store: s, Open: repo.Options{KeepObjects: true}}), s.Location
 }
 
 // A pin removed behind the back of a holder that keeps objects loaded is

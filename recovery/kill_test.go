@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	backendlocal "lifeboat/backend/local"
+	"lifeboat/internal/repotest"
 	"lifeboat/providers"
 	"lifeboat/providers/local"
 	"lifeboat/repo"
@@ -51,7 +52,7 @@ func runKillChild(js string) error {
 	if err != nil {
 		return err
 	}
-	r, err := repo.Open(ctx, be, testPassword, repo.Options{CacheDir: c.Cache})
+	r, err := repo.Open(ctx, be, repotest.Password, repo.Options{CacheDir: c.Cache})
 	if err != nil {
 		return err
 	}

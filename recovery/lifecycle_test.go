@@ -339,7 +339,7 @@ func TestQuiesceTimeout(t *testing.T) {
 		done := make(chan Receipt)
 		go func() { done <- e.l.Park(context.Background(), "ws1") }()
 		<-stuck.paused
-		e.clock.waitFor(t, 10*time.Second) // the quiesce deadline
+		e.clock.WaitFor(t, 10*time.Second) // the quiesce deadline
 		e.clock.Advance(10 * time.Second)
 		r := <-done
 		e.want(r, QuiesceTimeout)
@@ -379,9 +379,9 @@ func TestQuiesceWaitsForBrowser(t *testing.T) {
 		chromiumProfile(t, prof, os.Getpid()) // a live process holds the lock
 		done := make(chan Receipt)
 		go func() { done <- e.l.Capture(context.Background(), "ws1", ReasonManual) }()
-		e.clock.waitFor(t, time.Second) // polling a running browser
+		e.clock.WaitFor(t, time.Second) // polling a running browser
 		e.clock.Advance(time.Second)
-		e.clock.waitFor(t, time.Second) // still running: polls again
+		e.clock.WaitFor(t, time.Second) // still running: polls again
 		if err := os.Remove(filepath.Join(prof, "SingletonLock")); err != nil {
 			t.Fatal(err)
 		}
@@ -391,7 +391,7 @@ func TestQuiesceWaitsForBrowser(t *testing.T) {
 		// A browser that never stops: a distinct, retryable status.
 		chromiumProfile(t, prof, os.Getpid())
 		go func() { done <- e.l.Capture(context.Background(), "ws1", ReasonManual) }()
-		e.clock.waitFor(t, time.Second)
+		e.clock.WaitFor(t, time.Second)
 		e.clock.Advance(10 * time.Second)
 		r := <-done
 		e.want(r, QuiesceTimeout)

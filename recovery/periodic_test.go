@@ -20,7 +20,7 @@ func TestPeriodicCaptureSkipsUnchanged(t *testing.T) {
 		go func() { done <- e.l.Run(ctx) }()
 		round := func(want Outcome) Receipt {
 			t.Helper()
-			e.clock.waitFor(t, 10*time.Minute)
+			e.clock.WaitFor(t, 10*time.Minute)
 			e.clock.Advance(10 * time.Minute)
 			r := <-receipts
 			if r.Reason != ReasonPeriodic || r.Outcome != want {

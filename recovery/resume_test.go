@@ -13,6 +13,7 @@ import (
 
 	"lifeboat/backend"
 	backendlocal "lifeboat/backend/local"
+	"lifeboat/internal/repotest"
 	"lifeboat/providers"
 	"lifeboat/providers/local"
 	"lifeboat/recovery/dirlock"
@@ -130,7 +131,7 @@ func TestBadCheckpointRollsBack(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fresh, err := repo.Open(e.ctx, be, testPassword, repo.Options{CacheDir: t.TempDir()})
+		fresh, err := repo.Open(e.ctx, be, repotest.Password, repo.Options{CacheDir: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -192,9 +193,9 @@ func TestCopyBackRetriesAndRepairHold(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.clock.waitFor(t, 250*time.Millisecond)
+		e.clock.WaitFor(t, 250*time.Millisecond)
 		e.clock.Advance(250 * time.Millisecond)
-		e.clock.waitFor(t, 500*time.Millisecond)
+		e.clock.WaitFor(t, 500*time.Millisecond)
 		e.clock.Advance(500 * time.Millisecond)
 		if op = e.wait(op.ID); op.State != OpRecovered || calls != 3 {
 			t.Fatalf("after two failures before writing: %+v, %d calls", op, calls)

@@ -275,7 +275,7 @@ func TestScheduledDetection(t *testing.T) {
 		if err := e.p.Destroy(e.ctx, "bot1"); err != nil {
 			t.Fatal(err)
 		}
-		e.clock.waitFor(t, time.Minute)
+		e.clock.WaitFor(t, time.Minute)
 		e.clock.Advance(time.Minute)
 		ev := <-events
 		if ev.Kind != EventHealth || ev.State != HealthLost || ev.Workspace != "bot1" {

@@ -183,7 +183,7 @@ func TestPeriodicPerWorkspaceInterval(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error)
 		go func() { done <- e.l.Run(ctx) }()
-		e.clock.waitFor(t, 4*time.Minute)
+		e.clock.WaitFor(t, 4*time.Minute)
 		e.clock.Advance(4 * time.Minute)
 		if r := <-receipts; r.Workspace != "ws1" || r.Outcome != Captured {
 			t.Fatalf("first round: %+v", r)
@@ -193,7 +193,7 @@ func TestPeriodicPerWorkspaceInterval(t *testing.T) {
 		if _, err := e.l.ChangeWorkspace(ctx, "ws1", WorkspaceChange{PeriodicInterval: &two}); err != nil {
 			t.Fatal(err)
 		}
-		e.clock.waitFor(t, 2*time.Minute)
+		e.clock.WaitFor(t, 2*time.Minute)
 		e.clock.Advance(2 * time.Minute)
 		if r := <-receipts; r.Workspace != "ws1" || r.Outcome != Unchanged {
 			t.Fatalf("second round: %+v", r)

@@ -3,7 +3,6 @@ package server
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -17,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"lifeboat/backend/local"
-	"lifeboat/crypt"
+	"lifeboat/internal/repotest"
+	"lifeboat/internal/storetest"
 	"lifeboat/providers"
 	localprov "lifeboat/providers/local"
 	"lifeboat/recovery"
@@ -75,16 +74,8 @@ func newEnvWith(t *testing.T, rec func(e *env) RecoveryService) *env {
 // server is served as HTTPServer makes it (its timeouts).
 func newEnvConfig(t *testing.T, rec func(e *env) RecoveryService, set func(*Config)) *env {
 	t.Helper()
-	ctx := context.Background()
-	dir, cache := t.TempDir(), t.TempDir()
-	be, err := local.Create(dir)
-	must(t, err)
-	pw := []byte("server test password")
-	_, err = repo.Init(ctx, be, pw, repo.InitOptions{PackSize: 4 << 20, KDF: crypt.NewKDFParams(1, 64, 1)})
-	must(t, err)
-	r, err := repo.Open(ctx, be, pw, repo.Options{CacheDir: cache})
-	must(t, err)
-	t.Cleanup(func() { _ = r.Close(ctx); _ = be.Close() })
+	s := storetest.Local(t)
+	r, dir := repotest.New(t, repotest.Options{Store: s}), s.Location
 
 	e := &env{t: t, root: t.TempDir(), logs: &syncBuffer{}, repo: r, dir: t.TempDir(), rdir: dir}
 	st, err := recovery.OpenStore(e.dir)

@@ -43,7 +43,7 @@ var allowed = map[string][]string{
 	"snapshot":                     {"backend", "blob", "crypt", "repo"},
 	"snapshot/capture":             {"backend", "blob", "crypt", "repo", "snapshot"},
 	"snapshot/restore":             {"blob", "crypt", "repo", "snapshot"},
-	"snapshot/internal/snaptest":   {"blob", "crypt", "internal/storetest", "repo", "snapshot"},
+	"snapshot/internal/snaptest":   {"blob", "internal/repotest", "internal/storetest", "repo", "snapshot"},
 	"snapshot/internal/race":       {},
 	"prune":                        {"backend", "blob", "crypt", "index", "repo"},
 	"prune/internal/rsscheck":      {"backend/local", "blob", "crypt", "internal/memsample", "prune", "repo"},
@@ -107,6 +107,8 @@ var allowed = map[string][]string{
 	"internal/chromiumtest": {},
 	"internal/s3test":       {},
 	"internal/storetest":    {"backend", "backend/location", "internal/s3test"},
+	"internal/repotest":     {"backend", "crypt", "internal/storetest", "repo"},
+	"internal/clocktest":    {},
 	"internal/layers":       {},
 }
 

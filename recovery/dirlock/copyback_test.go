@@ -141,7 +141,7 @@ func TestCopyBackRuns(t *testing.T) {
 		loop:
 			for {
 				select {
-				case d := <-clk.waits:
+				case d := <-clk.Waits():
 					pauses = append(pauses, d)
 					clk.Advance(d)
 				case err = <-done:
@@ -178,7 +178,7 @@ func TestCopyBackCancelledInPause(t *testing.T) {
 	go func() {
 		done <- CopyBack(ctx, clk, DefaultRetryPolicy, func(context.Context, *Attempt) error { return transient })
 	}()
-	<-clk.waits
+	<-clk.Waits()
 	cancel()
 	err := <-done
 	var ce *CopyBackError

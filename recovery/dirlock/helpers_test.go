@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"lifeboat/internal/clocktest"
 )
 
 func TestMain(m *testing.M) {
@@ -23,54 +25,11 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// fakeClock moves only when a test advances it. Every After call is
-// announced on waits, so a test steps the clock exactly when a waiter
-// waits, never sleeping.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []fakeTimer
-	waits  chan time.Duration
-}
+// fakeClock is the shared fake clock: these tests also run child
+// processes, which a testing/synctest bubble does not allow.
+type fakeClock = clocktest.Fake
 
-type fakeTimer struct {
-	at time.Time
-	ch chan time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), waits: make(chan time.Duration, 1<<12)}
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-func (c *fakeClock) After(d time.Duration) <-chan time.Time {
-	ch := make(chan time.Time, 1)
-	c.mu.Lock()
-	if d <= 0 {
-		ch <- c.now
-	} else {
-		c.timers = append(c.timers, fakeTimer{c.now.Add(d), ch})
-	}
-	c.mu.Unlock()
-	c.waits <- d
-	return ch
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	kept := c.timers[:0]
-	for _, t := range c.timers {
-		if t.at.After(c.now) {
-			kept = append(kept, t)
-		} else {
-			t.ch <- c.now
-		}
-	}
-	c.timers = kept
-}
+func newFakeClock() *fakeClock { return clocktest.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) }
 
 // instantClock fires every wait at once, moving its time forward by it:
 // a contender spins through its backoff schedule in fake time.
@@ -211,7 +170,7 @@ func inode(t *testing.T, path string) uint64 {
 func drive[T any](clk *fakeClock, done <-chan T) T {
 	for {
 		select {
-		case d := <-clk.waits:
+		case d := <-clk.Waits():
 			clk.Advance(d)
 		case v := <-done:
 			return v

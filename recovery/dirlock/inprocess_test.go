@@ -117,7 +117,7 @@ func TestIndependentTargetsParallel(t *testing.T) {
 		k, err := l.Lock(t.Context(), busyTarget, "switch")
 		waiter <- lockResult{k, err}
 	}()
-	pause := <-clk.waits // the waiter failed once and now waits on the clock
+	pause := <-clk.Waits() // the waiter failed once and now waits on the clock
 
 	const n = 8
 	var acquired sync.WaitGroup
@@ -172,7 +172,7 @@ func TestLockCancelled(t *testing.T) {
 		k, err := l.Lock(ctx, target, "switch")
 		done <- lockResult{k, err}
 	}()
-	<-clk.waits
+	<-clk.Waits()
 	cancel()
 	r := <-done
 	if !errors.Is(r.err, context.Canceled) || r.lk != nil || !strings.Contains(r.err.Error(), "this process") {

@@ -153,7 +153,7 @@ func TestWaitLimit(t *testing.T) {
 		loop:
 			for {
 				select {
-				case d := <-clk.waits:
+				case d := <-clk.Waits():
 					if d > maxDelay {
 						t.Fatalf("pause %s longer than %s", d, maxDelay)
 					}
@@ -191,9 +191,9 @@ func TestWaitThenAcquire(t *testing.T) {
 		done <- lockResult{k, err}
 	}()
 	for range 2 { // let it fail three times: at 0, 50ms, 150ms
-		clk.Advance(<-clk.waits)
+		clk.Advance(<-clk.Waits())
 	}
-	pause := <-clk.waits // it failed at 150ms and waits now
+	pause := <-clk.Waits() // it failed at 150ms and waits now
 	if r := c.do(t, "unlock"); r != "unlocked" {
 		t.Fatalf("child: %s", r)
 	}

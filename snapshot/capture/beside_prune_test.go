@@ -6,12 +6,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"lifeboat/backend"
 	"lifeboat/backend/local"
+	"lifeboat/internal/clocktest"
+	"lifeboat/internal/repotest"
 	"lifeboat/prune"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
@@ -19,18 +20,9 @@ import (
 	"lifeboat/snapshot/restore"
 )
 
-// sharedClock is the clock of every repository and prune of a test.
-type sharedClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *sharedClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *sharedClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+// sharedClock is the fake clock every repository and prune of a test shares
+// (through Options.Now).
+type sharedClock = clocktest.Fake
 
 // A real capture stopped (a hook that waits on a channel) after its
 // uploads and before its manifest, while a two-phase prune condemns the
@@ -47,13 +39,13 @@ func TestCaptureStoppedBesideTwoPhasePrune(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			tr := newCapTestRepo(t)
-			clk := &sharedClock{t: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
+			clk := clocktest.New(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
 			open := func() *repo.Repository {
 				be, err := local.Open(tr.dir)
 				if err != nil {
 					t.Fatal(err)
 				}
-				r, err := repo.Open(context.Background(), be, capTestPassword, repo.Options{CacheDir: t.TempDir(), Now: clk.Now, SessionLimit: limit})
+				r, err := repo.Open(context.Background(), be, repotest.Password, repo.Options{CacheDir: t.TempDir(), Now: clk.Now, SessionLimit: limit})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -108,13 +100,13 @@ func TestCaptureStoppedBesideTwoPhasePrune(t *testing.T) {
 				}
 				return st
 			}
-			clk.Add(time.Minute)
+			clk.Advance(time.Minute)
 			if st := pruneNow(); st.PacksCondemned == 0 || st.PacksDeleted != 0 {
 				t.Fatalf("first prune: %+v; want packs condemned, none deleted", st)
 			}
 			var res result
 			if inTime {
-				clk.Add(limit / 2)
+				clk.Advance(limit / 2)
 				resumed = true
 				close(resume)
 				res = <-done
@@ -122,7 +114,7 @@ func TestCaptureStoppedBesideTwoPhasePrune(t *testing.T) {
 					t.Fatalf("capture resumed in time: %v", res.err)
 				}
 			}
-			clk.Add(margin + time.Minute)
+			clk.Advance(margin + time.Minute)
 			st := pruneNow()
 			if !inTime {
 				if st.PacksDeleted == 0 {

@@ -13,6 +13,7 @@ import (
 	"lifeboat/backend/fault"
 	"lifeboat/backend/local"
 	"lifeboat/blob"
+	"lifeboat/internal/repotest"
 	"lifeboat/snapshot"
 	"lifeboat/snapshot/internal/snaptest"
 )
@@ -40,7 +41,7 @@ func TestFailedCaptureWritesNoFileCache(t *testing.T) {
 				t.Fatal(err)
 			}
 			fb := fault.Wrap(inner)
-			r := capTestOpenBackend(t, fb, capTestPassword, tr.cache)
+			r := capTestOpenBackend(t, fb, repotest.Password, tr.cache)
 			var read atomic.Int64
 			o := capTestOptions(&read)
 			o.Cache = r.FileCache()
@@ -113,7 +114,7 @@ func TestSensitivePartStoredBeforeManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2 := capTestOpenBackend(t, be, capTestPassword, t.TempDir())
+	r2 := capTestOpenBackend(t, be, repotest.Password, t.TempDir())
 	part, err := snapshot.LoadSensitivePart(ctx, r2, m)
 	if err != nil {
 		t.Fatalf("the part was not stored and indexed when the flush returned: %v", err)

@@ -18,7 +18,7 @@ import (
 
 	"lifeboat/backend"
 	"lifeboat/blob"
-	"lifeboat/crypt"
+	"lifeboat/internal/repotest"
 	"lifeboat/internal/storetest"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
@@ -38,8 +38,6 @@ func capTestRand(t testing.TB) *rand.Rand {
 	return rand.New(rand.NewPCG(seed, seed^0x5bd1e995))
 }
 
-var capTestPassword = []byte("capture test password")
-
 // capTestRepo is a repository in a temp dir, reopenable with the same
 // local cache (as a later run of lifeboat would).
 type capTestRepo struct {
@@ -55,29 +53,21 @@ func newCapTestRepo(t testing.TB) *capTestRepo {
 // newCapTestRepoIn makes a repository in s.
 func newCapTestRepoIn(t testing.TB, s storetest.Store) *capTestRepo {
 	t.Helper()
-	tr := &capTestRepo{dir: s.Location, cache: t.TempDir(), store: s}
-	if _, err := repo.Init(context.Background(), s.Create(t), capTestPassword, repo.InitOptions{PackSize: 4 << 20, KDF: crypt.NewKDFParams(1, 64, 1)}); err != nil {
-		t.Fatal(err)
-	}
-	return tr
+	repotest.Init(t, repotest.Options{Store: s})
+	return &capTestRepo{dir: s.Location, cache: t.TempDir(), store: s}
 }
 
 // open opens the repository; the test closes it at cleanup (or earlier).
 func (tr *capTestRepo) open(t testing.TB) *repo.Repository {
 	t.Helper()
-	return capTestOpenBackend(t, tr.store.Open(t), capTestPassword, tr.cache)
+	return capTestOpenBackend(t, tr.store.Open(t), repotest.Password, tr.cache)
 }
 
 // capTestOpenBackend opens the repository in be with pw and the local
 // cache in cache; the test closes it at cleanup.
 func capTestOpenBackend(t testing.TB, be backend.Backend, pw []byte, cache string) *repo.Repository {
 	t.Helper()
-	r, err := repo.Open(context.Background(), be, pw, repo.Options{CacheDir: cache})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Close(context.Background()) })
-	return r
+	return repotest.Open(t, be, repotest.Options{Password: pw, Open: repo.Options{CacheDir: cache}})
 }
 
 // capTestOpenRepo makes and opens a fresh repository.

@@ -19,6 +19,8 @@ import (
 	"lifeboat/blob"
 	"lifeboat/crypt"
 	"lifeboat/index"
+	"lifeboat/internal/repotest"
+	"lifeboat/internal/storetest"
 	"lifeboat/pack"
 	"lifeboat/repo"
 )
@@ -65,7 +67,7 @@ func BenchmarkCaptureLargeIndex(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r, err := repo.Open(context.Background(), be, capTestPassword, repo.Options{CacheDir: cache})
+	r, err := repo.Open(context.Background(), be, repotest.Password, repo.Options{CacheDir: cache})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -197,7 +199,7 @@ func TestCaptureLargeIndexChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := repo.Open(context.Background(), be, capTestPassword, repo.Options{CacheDir: cache})
+	r, err := repo.Open(context.Background(), be, repotest.Password, repo.Options{CacheDir: cache})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,14 +257,8 @@ func splitBar(s string) []string {
 // buildLargeIndexRepo makes a repository at dir whose index objects list n
 // data blobs in packs of 5,000 entries, each pack an empty file.
 func buildLargeIndexRepo(b *testing.B, dir string, n int) {
-	be, err := local.Create(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := repo.Init(context.Background(), be, capTestPassword, repo.InitOptions{KDF: crypt.NewKDFParams(1, 64, 1)}); err != nil {
-		b.Fatal(err)
-	}
-	r, err := repo.Open(context.Background(), be, capTestPassword, repo.Options{NoIndexDB: true})
+	be, _ := repotest.Init(b, repotest.Options{Store: storetest.Store{Kind: "local", Location: dir}, Init: repo.InitOptions{PackSize: repo.DefaultPackSize}})
+	r, err := repo.Open(context.Background(), be, repotest.Password, repo.Options{NoIndexDB: true})
 	if err != nil {
 		b.Fatal(err)
 	}

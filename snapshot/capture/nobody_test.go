@@ -12,7 +12,8 @@ import (
 
 	"lifeboat/backend/local"
 	"lifeboat/blob"
-	"lifeboat/crypt"
+	"lifeboat/internal/repotest"
+	"lifeboat/internal/storetest"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
 	"lifeboat/snapshot/internal/snaptest"
@@ -36,13 +37,7 @@ func TestCaptureUnreadableAsNobody(t *testing.T) {
 	if err := os.Chmod(base, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	be, err := local.Create(filepath.Join(base, "repo"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := repo.Init(context.Background(), be, capTestPassword, repo.InitOptions{KDF: crypt.NewKDFParams(1, 64, 1)}); err != nil {
-		t.Fatal(err)
-	}
+	be, _ := repotest.Init(t, repotest.Options{Store: storetest.Store{Kind: "local", Location: filepath.Join(base, "repo")}, Init: repo.InitOptions{PackSize: repo.DefaultPackSize}})
 	tree := filepath.Join(base, "tree")
 	capTestWrite(t, tree, map[string]string{"ok": "fine", "secret": "no", "locked/inside": "hidden"})
 	if err := os.MkdirAll(filepath.Join(base, "cache"), 0o700); err != nil {
@@ -79,7 +74,7 @@ func TestCaptureUnreadableAsNobody(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := repo.Open(context.Background(), be, capTestPassword, repo.Options{CacheDir: t.TempDir()})
+	r, err := repo.Open(context.Background(), be, repotest.Password, repo.Options{CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +97,7 @@ func TestCaptureUnreadableChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := repo.Open(context.Background(), be, capTestPassword, repo.Options{CacheDir: filepath.Join(base, "cache")})
+	r, err := repo.Open(context.Background(), be, repotest.Password, repo.Options{CacheDir: filepath.Join(base, "cache")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"lifeboat/backend"
 	"lifeboat/backend/location"
+	"lifeboat/internal/repotest"
 	"lifeboat/internal/s3test"
 	"lifeboat/internal/storetest"
 	"lifeboat/snapshot"
@@ -65,7 +66,7 @@ func TestCaptureS3Faults(t *testing.T) {
 			p.Add(s3test.Fault{Method: http.MethodPut, Path: "/repo/data/", Skip: 1, Times: 1, Action: s3test.LoseResponse}),
 			p.Add(s3test.Fault{Method: http.MethodPut, Path: "/repo/snapshots/", Times: 1, Action: s3test.LoseResponse}),
 		}
-		r := capTestOpenBackend(t, via.Open(t), capTestPassword, tr.cache)
+		r := capTestOpenBackend(t, via.Open(t), repotest.Password, tr.cache)
 		m := capTestCapture(t, r, root, capTestOptions(nil))
 		for _, f := range faults {
 			if p.Hits(f) != f.Times {
@@ -96,7 +97,7 @@ func TestCaptureS3Faults(t *testing.T) {
 			}
 			p.Clear()
 			p.Add(s3test.Fault{Method: http.MethodPut, Path: path, Action: s3test.SlowDown})
-			r := capTestOpenBackend(t, failFast.Open(t), capTestPassword, tr.cache)
+			r := capTestOpenBackend(t, failFast.Open(t), repotest.Password, tr.cache)
 			_, err := Run(context.Background(), r, root, capTestOptions(nil))
 			if !errors.Is(err, backend.ErrUnavailable) {
 				t.Fatalf("capture while every PUT to %s answers SlowDown: %v, want ErrUnavailable", path, err)

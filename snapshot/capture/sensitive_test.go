@@ -11,6 +11,7 @@ import (
 	"lifeboat/backend/local"
 	"lifeboat/blob"
 	"lifeboat/crypt"
+	"lifeboat/internal/repotest"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
 	"lifeboat/snapshot/internal/snaptest"
@@ -45,7 +46,7 @@ func sensTestKeyRepo(t *testing.T, tr *capTestRepo, r *repo.Repository, tiers []
 	t.Helper()
 	ctx := context.Background()
 	pw := []byte("key " + tiers[len(tiers)-1].String())
-	if _, err := r.AddKey(ctx, pw, tiers, crypt.NewKDFParams(1, 64, 1)); err != nil {
+	if _, err := r.AddKey(ctx, pw, tiers, repotest.KDF()); err != nil {
 		t.Fatal(err)
 	}
 	be, err := local.Open(tr.dir)

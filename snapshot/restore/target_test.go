@@ -10,8 +10,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"lifeboat/backend/local"
-	"lifeboat/crypt"
+	"lifeboat/internal/repotest"
+	"lifeboat/internal/storetest"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
 	"lifeboat/snapshot/internal/snaptest"
@@ -143,17 +143,7 @@ func TestReplaceRefusesRepositoryParent(t *testing.T) {
 	ctx := context.Background()
 	home := t.TempDir()
 	repoDir := filepath.Join(home, "backups")
-	be, err := local.Create(repoDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := repo.Init(ctx, be, snaptest.Password, repo.InitOptions{KDF: crypt.NewKDFParams(1, 64, 1)}); err != nil {
-		t.Fatal(err)
-	}
-	r, err := repo.Open(ctx, be, snaptest.Password, repo.Options{CacheDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := repotest.New(t, repotest.Options{Store: storetest.Store{Kind: "local", Location: repoDir}, Init: repo.InitOptions{PackSize: repo.DefaultPackSize}})
 	rr := &snaptest.Repo{Repository: r, Path: repoDir}
 	m := rr.Manifest(t, rr.Dir(t, "root", rr.File(t, "f", []byte("hello"))), true)
 	if _, err := Run(ctx, r, m, Options{Target: home, Replace: true}); !errors.Is(err, ErrTargetHoldsRepository) {

@@ -13,8 +13,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"lifeboat/blob"
-	"lifeboat/crypt"
 	"lifeboat/internal/osutil"
+	"lifeboat/internal/repotest"
 	"lifeboat/internal/storetest"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
@@ -40,18 +40,8 @@ func NewRepo(t testing.TB) *Repo {
 // NewRepoIn makes a repository with small packs in s.
 func NewRepoIn(t testing.TB, s storetest.Store) *Repo {
 	t.Helper()
-	ctx := context.Background()
-	dir := s.Location
-	be := s.Create(t)
-	if _, err := repo.Init(ctx, be, Password, repo.InitOptions{PackSize: 1 << 20, KDF: crypt.NewKDFParams(1, 64, 1)}); err != nil {
-		t.Fatal(err)
-	}
-	r, err := repo.Open(ctx, be, Password, repo.Options{CacheDir: t.TempDir(), PackSize: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Close(context.Background()) })
-	return &Repo{Repository: r, Path: dir} // path: a directory for a local store
+	o := repotest.Options{Store: s, Password: Password, Init: repo.InitOptions{PackSize: 1 << 20}, Open: repo.Options{PackSize: 1 << 20}}
+	return &Repo{Repository: repotest.New(t, o), Path: s.Location} // path: a directory for a local store
 }
 
 // SaveData stores data as content chunks cut by the repository's chunker.
