@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"lifeboat/blob"
@@ -17,67 +18,68 @@ import (
 // not running here, or one stale by time) nor a live lock of this host.
 // Listing alone removes nothing.
 func TestLockRemovesDeadHere(t *testing.T) {
-	tr := newTestRepo(t)
-	c := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	r := tr.openClocked(t, c)
-	host, _ := os.Hostname()
 	dead := exec.Command("true")
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
 	}
-	pid := dead.Process.Pid
-	old := c.Now().Add(-DefaultLockStale - time.Minute)
-	saveDead := func() []blob.ID {
-		return []blob.ID{
-			saveLockInfo(t, r, LockInfo{Version: 1, Mode: LockShared, Owner: "dead-shared", Host: host, PID: pid, Time: c.Now(), Refreshed: c.Now()}),
-			saveLockInfo(t, r, LockInfo{Version: 1, Mode: LockExclusive, Owner: "dead-exclusive", Host: host, PID: pid, Time: c.Now(), Refreshed: c.Now()}),
-			saveLockInfo(t, r, LockInfo{Version: 1, Mode: LockExclusive, Waiting: true, Owner: "dead-waiter", Host: host, PID: pid, Time: c.Now(), Refreshed: c.Now()}),
-			saveLockInfo(t, r, LockInfo{Version: 1, Mode: LockPrune, Owner: "dead-old", Host: host, PID: pid, Time: old, Refreshed: old}),
+	synctest.Test(t, func(t *testing.T) {
+		tr := newTestRepo(t)
+		r := tr.openLocker(t)
+		host, _ := os.Hostname()
+		pid := dead.Process.Pid
+		old := time.Now().Add(-DefaultLockStale - time.Minute)
+		saveDead := func() []blob.ID {
+			return []blob.ID{
+				saveLockInfo(t, r, LockInfo{Version: 1, Mode: LockShared, Owner: "dead-shared", Host: host, PID: pid, Time: time.Now(), Refreshed: time.Now()}),
+				saveLockInfo(t, r, LockInfo{Version: 1, Mode: LockExclusive, Owner: "dead-exclusive", Host: host, PID: pid, Time: time.Now(), Refreshed: time.Now()}),
+				saveLockInfo(t, r, LockInfo{Version: 1, Mode: LockExclusive, Waiting: true, Owner: "dead-waiter", Host: host, PID: pid, Time: time.Now(), Refreshed: time.Now()}),
+				saveLockInfo(t, r, LockInfo{Version: 1, Mode: LockPrune, Owner: "dead-old", Host: host, PID: pid, Time: old, Refreshed: old}),
+			}
 		}
-	}
-	kept := []blob.ID{
-		saveLockInfo(t, r, LockInfo{Version: 1, Mode: LockShared, Owner: "elsewhere", Host: "elsewhere", PID: pid, Time: c.Now(), Refreshed: c.Now()}),
-		saveLockInfo(t, r, LockInfo{Version: 1, Mode: LockShared, Owner: "elsewhere-stale", Host: "elsewhere", PID: pid, Time: old, Refreshed: old}),
-		saveLockInfo(t, r, LockInfo{Version: 1, Mode: LockShared, Owner: "live-here", Host: host, PID: os.Getpid(), Time: c.Now(), Refreshed: c.Now()}),
-	}
-	ids := func() []blob.ID {
-		t.Helper()
-		locks, err := r.ListLocks(t.Context())
-		if err != nil {
-			t.Fatal(err)
+		kept := []blob.ID{
+			saveLockInfo(t, r, LockInfo{Version: 1, Mode: LockShared, Owner: "elsewhere", Host: "elsewhere", PID: pid, Time: time.Now(), Refreshed: time.Now()}),
+			saveLockInfo(t, r, LockInfo{Version: 1, Mode: LockShared, Owner: "elsewhere-stale", Host: "elsewhere", PID: pid, Time: old, Refreshed: old}),
+			saveLockInfo(t, r, LockInfo{Version: 1, Mode: LockShared, Owner: "live-here", Host: host, PID: os.Getpid(), Time: time.Now(), Refreshed: time.Now()}),
 		}
-		var out []blob.ID
-		for _, l := range locks {
-			out = append(out, l.ID)
+		ids := func() []blob.ID {
+			t.Helper()
+			locks, err := r.ListLocks(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []blob.ID
+			for _, l := range locks {
+				out = append(out, l.ID)
+			}
+			return out
 		}
-		return out
-	}
-	same := func(what string, got, want []blob.ID) {
-		t.Helper()
-		cmpID := func(a, b blob.ID) int { return bytes.Compare(a[:], b[:]) }
-		slices.SortFunc(got, cmpID)
-		slices.SortFunc(want, cmpID)
-		if !slices.Equal(got, want) {
-			t.Fatalf("%s: lock objects %v, want %v", what, got, want)
+		same := func(what string, got, want []blob.ID) {
+			t.Helper()
+			cmpID := func(a, b blob.ID) int { return bytes.Compare(a[:], b[:]) }
+			slices.SortFunc(got, cmpID)
+			slices.SortFunc(want, cmpID)
+			if !slices.Equal(got, want) {
+				t.Fatalf("%s: lock objects %v, want %v", what, got, want)
+			}
 		}
-	}
 
-	deadIDs := saveDead()
-	same("listed", ids(), append(slices.Clone(kept), deadIDs...))
-	// An exclusive locker is refused by the live locks, and still removes
-	// the dead ones it saw.
-	if h := lockedBy(t, lockErr(r.Lock(t.Context(), LockExclusive, noWait()))); !slices.Contains(kept, h.ID) {
-		t.Fatalf("refused by %v, want a live lock", h)
-	}
-	same("after a refused exclusive locker", ids(), slices.Clone(kept))
-
-	for _, m := range []LockMode{LockShared, LockPrune} {
-		saveDead()
-		l := mustLock(t, r, m, noWait())
-		same("while a "+string(m)+" lock is held", ids(), append(slices.Clone(kept), l.Info().ID))
-		if err := l.Unlock(t.Context()); err != nil {
-			t.Fatal(err)
+		deadIDs := saveDead()
+		same("listed", ids(), append(slices.Clone(kept), deadIDs...))
+		// An exclusive locker is refused by the live locks, and still removes
+		// the dead ones it saw.
+		if h := lockedBy(t, lockErr(r.Lock(t.Context(), LockExclusive, noWait()))); !slices.Contains(kept, h.ID) {
+			t.Fatalf("refused by %v, want a live lock", h)
 		}
-	}
-	same("at the end", ids(), slices.Clone(kept))
+		same("after a refused exclusive locker", ids(), slices.Clone(kept))
+
+		for _, m := range []LockMode{LockShared, LockPrune} {
+			saveDead()
+			l := mustLock(t, r, m, noWait())
+			same("while a "+string(m)+" lock is held", ids(), append(slices.Clone(kept), l.Info().ID))
+			if err := l.Unlock(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		same("at the end", ids(), slices.Clone(kept))
+	})
 }
