@@ -194,6 +194,19 @@ func checkClean(t *testing.T, r *repo.Repository) repo.CheckResult {
 	return res
 }
 
+// recoversAfterFailure opens the repository again after a prune that
+// failed and checks that every live blob loads, that it checks clean, and
+// that a prune run again leaves it so; it returns the last check.
+func (e *env) recoversAfterFailure(t *testing.T, live []blob.ID) repo.CheckResult {
+	t.Helper()
+	r := e.open(nil)
+	loadAll(t, r, live)
+	checkClean(t, r)
+	e.prune(r, Options{MaxUnused: 0.001})
+	loadAll(t, r, live)
+	return checkClean(t, r)
+}
+
 // loadAll fails unless every blob loads.
 func loadAll(t *testing.T, r *repo.Repository, ids []blob.ID) {
 	t.Helper()

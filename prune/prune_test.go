@@ -222,12 +222,7 @@ func TestPruneBackendErrorThenRerun(t *testing.T) {
 			}
 			fb.VerifyAllFired(t)
 			_ = rf.Close(t.Context())
-			r2 := e.open(nil)
-			loadAll(t, r2, live)
-			checkClean(t, r2)
-			e.prune(r2, Options{MaxUnused: 0.001})
-			loadAll(t, r2, live)
-			res := checkClean(t, r2)
+			res := e.recoversAfterFailure(t, live)
 			if len(res.Notices) > 0 {
 				t.Fatalf("re-run left %+v", res.Notices)
 			}

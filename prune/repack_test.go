@@ -81,12 +81,7 @@ func TestPruneRepackDiskFull(t *testing.T) {
 			}
 			tempLeft(t, e.dir)
 			_ = rf.Close(t.Context())
-			r2 := e.open(nil)
-			loadAll(t, r2, live)
-			checkClean(t, r2)
-			e.prune(r2, Options{MaxUnused: 0.001})
-			loadAll(t, r2, live)
-			checkClean(t, r2)
+			e.recoversAfterFailure(t, live)
 		})
 	}
 }
