@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"lifeboat/bench"
+	"lifeboat/internal/nstest"
 )
 
 // `restore --replace --target REPO/data` (or index, keys, snapshots)
@@ -114,7 +115,7 @@ func dumpDir(t *testing.T, dir string) string {
 // unmount it, then remove what is left. The next restore beside it, once
 // it is unmounted, removes the rest.
 func TestRestoreReplaceKeepsBindMountCLI(t *testing.T) {
-	if !inOwnMountNamespace(t) {
+	if !nstest.InOwnMountNamespace(t) {
 		return
 	}
 	e := newEnv(t)

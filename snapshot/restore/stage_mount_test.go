@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"lifeboat/internal/nstest"
 	"lifeboat/snapshot/internal/snaptest"
 )
 
@@ -47,7 +48,7 @@ func rsBind(t *testing.T, src, dst string, moved ...*string) {
 // atomic exchange, for the two-step fallback, and for a kernel without
 // openat2 (the statx mount-root check instead).
 func TestReplaceNeverEntersMounts(t *testing.T) {
-	if !inOwnMountNamespace(t) {
+	if !nstest.InOwnMountNamespace(t) {
 		return
 	}
 	r := snaptest.NewRepo(t)
@@ -193,7 +194,7 @@ func TestReplaceNeverEntersMounts(t *testing.T) {
 // mount point: refused before anything is written, the mounted files
 // untouched.
 func TestReplaceRefusesBindMountTarget(t *testing.T) {
-	if !inOwnMountNamespace(t) {
+	if !nstest.InOwnMountNamespace(t) {
 		return
 	}
 	r := snaptest.NewRepo(t)

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"lifeboat/internal/nstest"
 	"lifeboat/internal/repotest"
 	"lifeboat/internal/storetest"
 	"lifeboat/repo"
@@ -117,7 +118,7 @@ func TestRestoreRefusesProtectedDirs(t *testing.T) {
 // another path through a bind mount (no symlink to resolve: only the
 // directory's identity tells) is refused too.
 func TestRestoreRefusesRepositoryThroughBindMount(t *testing.T) {
-	if !inOwnMountNamespace(t) {
+	if !nstest.InOwnMountNamespace(t) {
 		return
 	}
 	r := snaptest.NewRepo(t)

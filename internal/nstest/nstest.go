@@ -1,4 +1,5 @@
-package restore
+// Package nstest runs a test in a mount namespace of its own.
+package nstest
 
 import (
 	"os"
@@ -10,10 +11,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// mountNSEnv marks a copy of this test binary started by inOwnMountNamespace.
-const mountNSEnv = "LIFEBOAT_SNAPSHOT_MOUNTNS_TEST"
+// mountNSEnv marks a copy of a test binary started by InOwnMountNamespace;
+// its value is the test the copy runs.
+const mountNSEnv = "LIFEBOAT_MOUNTNS_TEST"
 
-// inOwnMountNamespace runs t in a mount namespace of its own, so the
+// InOwnMountNamespace runs t in a mount namespace of its own, so the
 // mounts it makes are seen by no other process and vanish with it. In the
 // test binary it was called from, it starts a copy of the binary that
 // runs only t, in a new mount namespace (CLONE_NEWNS at exec, so every
@@ -22,7 +24,7 @@ const mountNSEnv = "LIFEBOAT_SNAPSHOT_MOUNTNS_TEST"
 // returns. In the copy it makes every mount private (nothing propagates
 // back to the host) and returns true. Mounting needs root: t is skipped
 // otherwise.
-func inOwnMountNamespace(t *testing.T) bool {
+func InOwnMountNamespace(t *testing.T) bool {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: the test makes bind mounts (in a mount namespace of its own)")
