@@ -68,6 +68,26 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// Wrap makes err an *Error of adapter name's op on id, its kind and code
+// from classify. An error that already is (or wraps) an *Error is
+// returned as it is; nil stays nil.
+func Wrap(name, op string, id InstanceID, err error, classify func(error) (Kind, string)) error {
+	if err == nil {
+		return nil
+	}
+	var pe *Error
+	if errors.As(err, &pe) {
+		return err
+	}
+	k, code := classify(err)
+	return &Error{Provider: name, Op: op, Instance: id, Kind: k, Code: code, Err: err}
+}
+
+// Errorf makes an *Error of kind k whose cause is the formatted message.
+func Errorf(name, op string, id InstanceID, k Kind, format string, args ...any) error {
+	return &Error{Provider: name, Op: op, Instance: id, Kind: k, Err: fmt.Errorf(format, args...)}
+}
+
 // Is lets errors.Is(err, ErrUnavailable) and friends match by Kind.
 func (e *Error) Is(target error) bool {
 	k, ok := target.(kindError)

@@ -88,6 +88,25 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// reply writes v with status, or returns err for the error writer: the
+// tail of a handler whose last call yields its answer.
+func reply[T any](w http.ResponseWriter, status int, v T, err error) error {
+	if err != nil {
+		return err
+	}
+	writeJSON(w, status, v)
+	return nil
+}
+
+// replyList is reply for a list, written as [] rather than null when it
+// is empty.
+func replyList[T any](w http.ResponseWriter, xs []T, err error) error {
+	if xs == nil {
+		xs = []T{}
+	}
+	return reply(w, http.StatusOK, xs, err)
+}
+
 func writeError(w http.ResponseWriter, err error) {
 	ae := toAPIError(err)
 	if ae.Status == http.StatusUnauthorized {

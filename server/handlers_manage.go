@@ -171,11 +171,7 @@ func (s *Server) changeWorkspace(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	v, err := s.view(r.Context(), got)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, v)
-	return nil
+	return reply(w, http.StatusOK, v, err)
 }
 
 func (s *Server) removeWorkspace(w http.ResponseWriter, r *http.Request) error {
@@ -195,11 +191,7 @@ func (s *Server) removeWorkspace(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	res, err := s.rec.RemoveWorkspace(r.Context(), ws.ID, forget)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, res)
-	return nil
+	return reply(w, http.StatusOK, res, err)
 }
 
 // checkNow inspects the workspace's instance at once.
@@ -209,11 +201,7 @@ func (s *Server) checkNow(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	st, err := s.api.Check(r.Context(), ws.ID)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, st)
-	return nil
+	return reply(w, http.StatusOK, st, err)
 }
 
 // restartWorkspace rolls the workspace back to its stored provider
@@ -224,11 +212,7 @@ func (s *Server) restartWorkspace(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	rr, err := s.rec.Restart(context.WithoutCancel(r.Context()), ws.ID)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, rr)
-	return nil
+	return reply(w, http.StatusOK, rr, err)
 }
 
 type registerProcessRequest struct {
@@ -320,11 +304,7 @@ func (s *Server) pruneNow(w http.ResponseWriter, r *http.Request) error {
 		return &apiError{http.StatusServiceUnavailable, "maintenance_unavailable", "this server was started without a repository to prune"}
 	}
 	rep, err := s.maint.Maintain(context.WithoutCancel(r.Context()))
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, rep)
-	return nil
+	return reply(w, http.StatusOK, rep, err)
 }
 
 // metrics serves the Prometheus text format.

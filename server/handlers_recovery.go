@@ -23,11 +23,7 @@ func forWorkspace[T any](s *Server, get func(ctx context.Context, ws string) (T,
 			return err
 		}
 		v, err := get(r.Context(), ws.ID)
-		if err != nil {
-			return err
-		}
-		writeJSON(w, http.StatusOK, v)
-		return nil
+		return reply(w, http.StatusOK, v, err)
 	}
 }
 
@@ -110,11 +106,7 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) operation(w http.ResponseWriter, r *http.Request) error {
 	op, err := s.api.Operation(r.Context(), r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, op)
-	return nil
+	return reply(w, http.StatusOK, op, err)
 }
 
 // processes lists the workspace's lost processes (the default, or
@@ -128,23 +120,12 @@ func (s *Server) processes(w http.ResponseWriter, r *http.Request) error {
 	case "", "lost":
 	case "registered":
 		ps, err := s.rec.Processes(ws.ID)
-		if err != nil {
-			return err
-		}
-		writeJSON(w, http.StatusOK, ps)
-		return nil
+		return reply(w, http.StatusOK, ps, err)
 	default:
 		return badRequest(fmt.Sprintf("state=%q: want lost (the default) or registered", q))
 	}
 	ps, err := s.api.LostProcesses(r.Context(), ws.ID)
-	if err != nil {
-		return err
-	}
-	if ps == nil {
-		ps = []LostProcess{}
-	}
-	writeJSON(w, http.StatusOK, ps)
-	return nil
+	return replyList(w, ps, err)
 }
 
 func (s *Server) restartProcess(w http.ResponseWriter, r *http.Request) error {
@@ -157,11 +138,7 @@ func (s *Server) restartProcess(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	pr, err := s.api.RestartProcess(r.Context(), ws.ID, r.PathValue("proc"), key)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusAccepted, pr)
-	return nil
+	return reply(w, http.StatusAccepted, pr, err)
 }
 
 // repairHolds lists the open repair holds (the default, ?state=open), the
@@ -181,34 +158,19 @@ func (s *Server) repairHolds(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return badRequest(fmt.Sprintf("state=%q: want open (the default), resolved or all", state))
 	}
-	if err != nil {
-		return err
-	}
-	if hs == nil {
-		hs = []RepairHold{}
-	}
-	writeJSON(w, http.StatusOK, hs)
-	return nil
+	return replyList(w, hs, err)
 }
 
 func (s *Server) repairHold(w http.ResponseWriter, r *http.Request) error {
 	h, err := s.api.RepairHold(r.Context(), r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, h)
-	return nil
+	return reply(w, http.StatusOK, h, err)
 }
 
 // stopRepairHold stops the allocation a hold keeps (again, after a stop
 // that failed).
 func (s *Server) stopRepairHold(w http.ResponseWriter, r *http.Request) error {
 	h, err := s.api.StopRepairHold(r.Context(), r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, h)
-	return nil
+	return reply(w, http.StatusOK, h, err)
 }
 
 // operations lists the recovery operations (?workspace=ID for one).
@@ -220,14 +182,7 @@ func (s *Server) operations(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	ops, err := s.api.Operations(r.Context(), ws)
-	if err != nil {
-		return err
-	}
-	if ops == nil {
-		ops = []Operation{}
-	}
-	writeJSON(w, http.StatusOK, ops)
-	return nil
+	return replyList(w, ops, err)
 }
 
 type resolveRequest struct {
@@ -250,9 +205,5 @@ func (s *Server) resolveHold(w http.ResponseWriter, r *http.Request) error {
 	if errors.Is(err, recovery.ErrUnknownHold) {
 		return &apiError{http.StatusNotFound, "not_found", fmt.Sprintf("no repair hold %q: %v", r.PathValue("id"), err)}
 	}
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, h)
-	return nil
+	return reply(w, http.StatusOK, h, err)
 }

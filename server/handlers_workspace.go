@@ -95,11 +95,7 @@ func (s *Server) getWorkspace(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	v, err := s.view(r.Context(), ws)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, v)
-	return nil
+	return reply(w, http.StatusOK, v, err)
 }
 
 func (s *Server) listCheckpoints(w http.ResponseWriter, r *http.Request) error {
@@ -108,14 +104,7 @@ func (s *Server) listCheckpoints(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	cps, err := s.rec.Checkpoints(ws.ID)
-	if err != nil {
-		return err
-	}
-	if cps == nil {
-		cps = []recovery.Checkpoint{}
-	}
-	writeJSON(w, http.StatusOK, cps)
-	return nil
+	return replyList(w, cps, err)
 }
 
 // botOperation checks that a capture or park may run on ws now: not while

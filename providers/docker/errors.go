@@ -81,19 +81,11 @@ func isTLSFailure(err error) bool {
 }
 
 func wrap(op string, id providers.InstanceID, err error) error {
-	if err == nil {
-		return nil
-	}
-	var pe *providers.Error
-	if errors.As(err, &pe) {
-		return err
-	}
-	k, code := classify(err)
-	return &providers.Error{Provider: Name, Op: op, Instance: id, Kind: k, Code: code, Err: err}
+	return providers.Wrap(Name, op, id, err, classify)
 }
 
 func newErr(op string, id providers.InstanceID, k providers.Kind, format string, args ...any) error {
-	return &providers.Error{Provider: Name, Op: op, Instance: id, Kind: k, Err: fmt.Errorf(format, args...)}
+	return providers.Errorf(Name, op, id, k, format, args...)
 }
 
 // ctxErr prefers ctx's error over the transport error a cancelled call

@@ -3,12 +3,12 @@
 package fsmeta
 
 import (
-	"errors"
-	"fmt"
 	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"lifeboat/internal/osutil"
 )
 
 // Xattr is one extended attribute.
@@ -43,62 +43,16 @@ func LXattrs(path string, keep func(string) bool) ([]Xattr, error) {
 
 // Unsupported reports whether err says the filesystem (or this kind of
 // file) takes no extended attributes.
-func Unsupported(err error) bool {
-	return errors.Is(err, unix.ENOTSUP) || errors.Is(err, unix.EOPNOTSUPP)
-}
+func Unsupported(err error) bool { return osutil.XattrsUnsupported(err) }
 
-// read lists and reads, growing buffers when attributes grow between the
-// size query and the read (ERANGE); an attribute removed since it was
-// listed is skipped.
+// read lists and reads the attributes keep accepts, sorted by name.
 func read(keep func(string) bool, list func([]byte) (int, error), get func(string, []byte) (int, error)) ([]Xattr, error) {
-	var names []byte
-	for {
-		n, err := list(nil)
-		if err == nil && n > 0 {
-			names = make([]byte, n)
-			n, err = list(names)
-		}
-		if err == unix.ERANGE {
-			continue
-		}
-		if Unsupported(err) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("listing extended attributes: %w", err)
-		}
-		names = names[:n]
-		break
-	}
 	var out []Xattr
-	for name := range strings.SplitSeq(string(names), "\x00") {
-		if name == "" || !keep(name) {
-			continue
-		}
-		var val []byte
-		gone := false
-		for {
-			n, err := get(name, nil)
-			if err == nil && n > 0 {
-				val = make([]byte, n)
-				n, err = get(name, val)
-			}
-			if err == unix.ERANGE {
-				continue
-			}
-			if err == unix.ENODATA {
-				gone = true
-				break
-			}
-			if err != nil {
-				return nil, fmt.Errorf("reading extended attribute %q: %w", name, err)
-			}
-			val = val[:n]
-			break
-		}
-		if !gone {
-			out = append(out, Xattr{Name: name, Value: val})
-		}
+	err := osutil.ReadXattrs(keep, list, get, func(name string, val []byte) {
+		out = append(out, Xattr{Name: name, Value: val})
+	})
+	if err != nil {
+		return nil, err
 	}
 	slices.SortFunc(out, func(a, b Xattr) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil

@@ -3,7 +3,6 @@ package ssh
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"os"
@@ -73,19 +72,11 @@ func classify(err error) (providers.Kind, string) {
 }
 
 func wrap(op string, id providers.InstanceID, err error) error {
-	if err == nil {
-		return nil
-	}
-	var pe *providers.Error
-	if errors.As(err, &pe) {
-		return err
-	}
-	k, code := classify(err)
-	return &providers.Error{Provider: Name, Op: op, Instance: id, Kind: k, Code: code, Err: err}
+	return providers.Wrap(Name, op, id, err, classify)
 }
 
 func newErr(op string, id providers.InstanceID, k providers.Kind, format string, args ...any) error {
-	return &providers.Error{Provider: Name, Op: op, Instance: id, Kind: k, Err: fmt.Errorf(format, args...)}
+	return providers.Errorf(Name, op, id, k, format, args...)
 }
 
 // permCode is the code of an access refusal: the errno's name, or the

@@ -2,7 +2,6 @@ package capture
 
 import (
 	"errors"
-	"fmt"
 	"os/user"
 	"strconv"
 	"strings"
@@ -160,57 +159,14 @@ var capHaveProcFd = sync.OnceValue(func() bool {
 	return unix.Stat("/proc/self/fd", &st) == nil
 })
 
-// capXattrs reads user.* attributes with list and get, growing buffers as
-// the attributes grow under it. Filesystems without xattrs give none.
+// capXattrs reads user.* attributes with list and get, in listing order.
+// Filesystems without xattrs give none.
 func capXattrs(list func([]byte) (int, error), get func(string, []byte) (int, error)) ([]snapshot.Xattr, error) {
-	var names []byte
-	for {
-		n, err := list(nil)
-		if err == nil && n > 0 {
-			names = make([]byte, n)
-			n, err = list(names)
-		}
-		if err == unix.ERANGE {
-			continue
-		}
-		if errors.Is(err, unix.ENOTSUP) || errors.Is(err, unix.EOPNOTSUPP) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("listing extended attributes: %w", err)
-		}
-		names = names[:n]
-		break
-	}
 	var out []snapshot.Xattr
-	for _, name := range strings.Split(string(names), "\x00") {
-		if !strings.HasPrefix(name, "user.") {
-			continue
-		}
-		var val []byte
-		for {
-			n, err := get(name, nil)
-			if err == nil && n > 0 {
-				val = make([]byte, n)
-				n, err = get(name, val)
-			}
-			if err == unix.ERANGE {
-				continue
-			}
-			if err == unix.ENODATA {
-				val = nil // removed since listed
-				break
-			}
-			if err != nil {
-				return nil, fmt.Errorf("reading extended attribute %s: %w", snapshot.EscapePath([]byte(name)), err)
-			}
-			if val == nil {
-				val = []byte{}
-			}
-			val = val[:n]
-			out = append(out, snapshot.Xattr{Name: name, Value: val})
-			break
-		}
+	err := osutil.ReadXattrs(func(name string) bool { return strings.HasPrefix(name, "user.") }, list, get,
+		func(name string, val []byte) { out = append(out, snapshot.Xattr{Name: name, Value: val}) })
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
