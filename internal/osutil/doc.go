@@ -2,7 +2,8 @@
 // need, written once: retrying a system call a signal interrupted
 // (IgnoringEINTR), flock on a descriptor or file (Flock, FlockFile), and
 // whether a process exists on this host (ProcessAlive), whether a range
-// of a file is a hole (IsHole).
+// of a file is a hole (IsHole), and reading a file's extended attributes
+// while they change (ReadXattrs).
 //
 // It imports nothing of the module, so any package may use it.
 package osutil
