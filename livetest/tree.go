@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"lifeboat/providers"
+	"lifeboat/providers/fsmeta"
 )
 
 // treeTime is every test file's mtime: whole seconds, which every
@@ -79,20 +80,9 @@ func compareTrees(want, got string, keep providers.FileSupport, skip string) err
 	}
 	describe := func(root string) (map[string]entry, error) {
 		out := map[string]entry{}
-		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			rel, _ := filepath.Rel(root, p)
-			if rel == "." {
-				return nil
-			}
+		err := fsmeta.Walk(root, func(p, rel string, fi fs.FileInfo) (err error) {
 			if rel == skip {
 				return filepath.SkipDir
-			}
-			fi, err := d.Info()
-			if err != nil {
-				return err
 			}
 			e := entry{mode: fi.Mode() & (fs.ModeType | fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)}
 			switch {
@@ -110,7 +100,7 @@ func compareTrees(want, got string, keep providers.FileSupport, skip string) err
 				}
 				e.mode = fs.ModeSymlink
 			}
-			out[filepath.ToSlash(rel)] = e
+			out[rel] = e
 			return nil
 		})
 		return out, err

@@ -88,7 +88,7 @@ var allowed = map[string][]string{
 	// The top: the service, its config, the tools the CLI runs.
 	"server":        {"backend", "crypt", "providers", "prune", "recovery"},
 	"config":        {"backend/s3", "prune"},
-	"livetest":      {"profile/fixture", "providers", "recovery"},
+	"livetest":      {"profile/fixture", "providers", "providers/fsmeta", "recovery"},
 	"demo":          {"backend/local", "bench", "crypt", "providers", "providers/local", "recovery", "repo"},
 	"bench":         {"profile", "profile/fixture", "repo", "snapshot", "snapshot/capture", "snapshot/restore"},
 	"bench/harness": {"bench", "blob", "chunk", "crypt", "internal/memsample", "pack", "profile/fixture", "profile/fixture/localstorage"},

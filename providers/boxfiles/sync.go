@@ -149,19 +149,8 @@ func links(fi fs.FileInfo) uint64 {
 // localListing describes the mirror dir (relative names; none when absent).
 func localListing(dir string) (map[string]fs.FileInfo, error) {
 	out := map[string]fs.FileInfo{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if rel == "." {
-			return nil
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		out[filepath.ToSlash(rel)] = fi
+	err := fsmeta.Walk(dir, func(_, rel string, fi fs.FileInfo) error {
+		out[rel] = fi
 		return nil
 	})
 	if errors.Is(err, fs.ErrNotExist) {

@@ -178,18 +178,7 @@ type entry struct {
 func describe(t testing.TB, dir string) map[string]entry {
 	t.Helper()
 	out := map[string]entry{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if rel == "." {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
+	err := fsmeta.Walk(dir, func(p, rel string, info fs.FileInfo) (err error) {
 		st := info.Sys().(*syscall.Stat_t)
 		e := entry{typ: info.Mode().Type(), perm: info.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky),
 			mtime: info.ModTime().Unix(), uid: st.Uid, gid: st.Gid, ino: st.Ino}
@@ -213,7 +202,7 @@ func describe(t testing.TB, dir string) map[string]entry {
 			}
 			e.xattrs = fmt.Sprintf("%q", xs)
 		}
-		out[filepath.ToSlash(rel)] = e
+		out[rel] = e
 		return nil
 	})
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"testing"
 
 	"lifeboat/providers"
+	"lifeboat/providers/fsmeta"
 )
 
 // Harness tells the suite how to reach an adapter under test.
@@ -230,19 +231,8 @@ func Tree(t testing.TB, dir, tag string) {
 func Listing(t testing.TB, dir string) string {
 	t.Helper()
 	var lines []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if rel == "." {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		line := fmt.Sprintf("%s %v", filepath.ToSlash(rel), info.Mode())
+	err := fsmeta.Walk(dir, func(p, rel string, info fs.FileInfo) error {
+		line := fmt.Sprintf("%s %v", rel, info.Mode())
 		switch {
 		case info.Mode().IsRegular():
 			b, err := os.ReadFile(p)
