@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -38,6 +39,10 @@ type Options struct {
 	// VerifyRounds is how many rounds check each restore against the
 	// captured tree, file by file (the first ones).
 	VerifyRounds int
+	// ServeCaptures is how many unchanged captures the serve scenario
+	// (ScenarioServeUnchanged) measures per round; 0 means ServeCaptures,
+	// and a negative number skips the scenario.
+	ServeCaptures int
 	// Progress, if set, sees each result as it is measured.
 	Progress func(Result)
 }
@@ -63,6 +68,9 @@ type Result struct {
 	FilesPerS float64  `json:"files_per_s"`
 	RepoBytes int64    `json:"repo_bytes"` // repository size after the step
 	Profiles  []string `json:"profiles,omitempty"`
+	// Samples are the times of the steps a result is the median of: the
+	// serve scenario's captures (ScenarioServeUnchanged); absent otherwise.
+	Samples []float64 `json:"samples,omitempty"`
 }
 
 // Run generates the corpus once and runs every scenario for Lifeboat and
@@ -255,6 +263,24 @@ func runRound(ctx context.Context, o Options, drivers []driver, dir, pristine st
 			res, err := t.scenario(ctx, sc)
 			if err != nil {
 				return nil, nil, fmt.Errorf("round %d, %s: %w", round, t.name, err)
+			}
+			if o.Progress != nil {
+				o.Progress(res)
+			}
+			out = append(out, res)
+		}
+		if sc != ScenarioUnchanged || o.ServeCaptures < 0 {
+			continue
+		}
+		// Right after the CLI's unchanged re-capture, on the same
+		// unchanged copy: the same re-capture driven by `lifeboat serve`.
+		for _, t := range tools {
+			if _, ok := t.d.(*lifeboatDriver); !ok {
+				continue
+			}
+			res, err := t.serveUnchanged(ctx, cmp.Or(o.ServeCaptures, ServeCaptures))
+			if err != nil {
+				return nil, nil, fmt.Errorf("round %d, %s: %s: %w", round, t.name, ScenarioServeUnchanged, err)
 			}
 			if o.Progress != nil {
 				o.Progress(res)

@@ -140,7 +140,7 @@ func TestRunSmall(t *testing.T) {
 	var during []int // entries in the work directory when each result came in
 	rep, err := Run(context.Background(), Options{Dir: work, ScaleName: "small", Seed: 3, Churn: 0.05,
 		Rounds: 2, Lifeboat: bin, Compare: []string{"restic"}, CPUProfile: filepath.Join(profDir, "cpu.pprof"),
-		VerifyRounds: 2, Progress: func(r Result) {
+		VerifyRounds: 2, ServeCaptures: 3, Progress: func(r Result) {
 			seen = append(seen, r)
 			ents, _ := os.ReadDir(work)
 			during = append(during, len(ents))
@@ -172,9 +172,13 @@ func TestRunSmall(t *testing.T) {
 	} else if tools != 2 {
 		t.Fatalf("tools %+v", rep.Tools)
 	}
-	if len(rep.Results) != tools*2*len(Scenarios) || len(seen) != len(rep.Results) {
-		t.Fatalf("%d results, %d reported, want %d", len(rep.Results), len(seen), tools*2*len(Scenarios))
+	if len(rep.Results) != (tools*len(Scenarios)+1)*2 || len(seen) != len(rep.Results) {
+		t.Fatalf("%d results, %d reported, want %d", len(rep.Results), len(seen), (tools*len(Scenarios)+1)*2)
 	}
+	// Lifeboat's serve scenario: one result per round, right after the
+	// round's unchanged re-captures, the median of its three captures.
+	served := checkServeResults(t, rep)
+	rep.Results = slices.DeleteFunc(slices.Clone(rep.Results), func(r Result) bool { return r.Scenario == ScenarioServeUnchanged })
 	if tools == 2 && rep.Results[0].Tool == rep.Results[len(Scenarios)*tools].Tool {
 		t.Fatalf("round 2 starts with %s again: order not rotated", rep.Results[0].Tool)
 	}
@@ -219,7 +223,8 @@ func TestRunSmall(t *testing.T) {
 			}
 		}
 	}
-	if len(rep.Medians) != tools*len(Scenarios) || len(rep.Ratios) != (tools-1)*len(Scenarios) {
+	rep.Results = served
+	if len(rep.Medians) != tools*len(Scenarios)+1 || len(rep.Ratios) != (tools-1)*len(Scenarios) {
 		t.Fatalf("%d medians, %d ratios", len(rep.Medians), len(rep.Ratios))
 	}
 	for _, x := range rep.Ratios {
@@ -246,7 +251,8 @@ func TestRunSmall(t *testing.T) {
 	if err := rep.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range append([]string{"machine:", "corpus: mix, scale small", "speed-up", "all stages together", "of what the stages allow together", "round 2: the stages together", "the median of the rounds' shares"}, Scenarios...) {
+	for _, want := range append([]string{"machine:", "corpus: mix, scale small", "speed-up", "round 2: serve-unchanged-capture, 3 captures by lifeboat serve",
+		"serve-unchanged-capture seconds (median of every capture)", "all stages together", "of what the stages allow together", "round 2: the stages together", "the median of the rounds' shares"}, Scenarios...) {
 		if tools > 1 || want != "speed-up" {
 			if !strings.Contains(text.String(), want) {
 				t.Errorf("text output lacks %q:\n%s", want, text.String())
@@ -255,6 +261,49 @@ func TestRunSmall(t *testing.T) {
 	}
 	t.Log("\n" + text.String())
 	checkSVG(t, rep)
+}
+
+// checkServeResults checks the serve scenario's results in rep, one per
+// round right after that round's unchanged re-captures, and returns
+// rep.Results as they were.
+func checkServeResults(t *testing.T, rep *Report) []Result {
+	t.Helper()
+	n := 0
+	for i, r := range rep.Results {
+		if r.Scenario != ScenarioServeUnchanged {
+			continue
+		}
+		n++
+		if prev := rep.Results[i-1]; r.Tool != "lifeboat" || r.Round != n || prev.Scenario != ScenarioUnchanged || prev.Round != n {
+			t.Fatalf("serve result %d: %s in round %d after %s of round %d", n, r.Tool, r.Round, prev.Scenario, prev.Round)
+		}
+		if len(r.Samples) != 3 || r.Seconds != median(r.Samples) || r.Seconds <= 0 || r.MaxRSS < 4<<20 || r.RepoBytes <= 0 ||
+			r.Files != rep.Corpus.Files || r.Bytes != rep.Corpus.Bytes {
+			t.Errorf("implausible serve result %+v", r)
+		}
+		if len(r.Profiles) != 1 {
+			t.Fatalf("serve profiles %v", r.Profiles)
+		} else if fi, err := os.Stat(r.Profiles[0]); err != nil || fi.Size() == 0 {
+			t.Errorf("profile of the serve scenario: %v", err)
+		}
+	}
+	if n != rep.Rounds {
+		t.Fatalf("%d serve results in %d rounds", n, rep.Rounds)
+	}
+	m, ok := rep.Median("lifeboat", ScenarioServeUnchanged)
+	if !ok || len(m.Samples) != 3*rep.Rounds || m.Seconds != median(m.Samples) {
+		t.Fatalf("serve median %+v", m)
+	}
+	found := false
+	for _, x := range rep.TargetChecks {
+		if strings.HasPrefix(x.Name, ScenarioServeUnchanged) {
+			found = x.Got == m.Seconds && x.Met == (m.Seconds <= 0.05)
+		}
+	}
+	if !found {
+		t.Errorf("no serve target in %+v", rep.TargetChecks)
+	}
+	return slices.Clone(rep.Results)
 }
 
 // checkSVG parses the chart and counts its bars: one per tool and
@@ -446,7 +495,7 @@ func TestNewToolRoundError(t *testing.T) {
 func TestRunPruneHistory(t *testing.T) {
 	bin := lifeboatBinary(t)
 	work := filepath.Join(t.TempDir(), "work")
-	rep, err := Run(context.Background(), Options{Dir: work, ScaleName: "small", Seed: 5, Churn: 0.05, Rounds: 1, Lifeboat: bin, PruneHistory: 2})
+	rep, err := Run(context.Background(), Options{Dir: work, ScaleName: "small", Seed: 5, Churn: 0.05, Rounds: 1, Lifeboat: bin, PruneHistory: 2, ServeCaptures: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

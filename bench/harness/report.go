@@ -117,7 +117,7 @@ func median(xs []float64) float64 {
 func (r *Report) summarize() {
 	r.Medians, r.Ratios = nil, []Ratio{}
 	for _, t := range r.Tools {
-		for _, sc := range Scenarios {
+		for _, sc := range Reported {
 			var rs []Result
 			for _, x := range r.Results {
 				if x.Tool == t.Name && x.Scenario == sc {
@@ -224,6 +224,13 @@ func medianResult(rs []Result) Result {
 	m.RepoBytes = int64(pick(func(x Result) float64 { return float64(x.RepoBytes) }))
 	m.Bytes = int64(pick(func(x Result) float64 { return float64(x.Bytes) }))
 	m.Files = int(pick(func(x Result) float64 { return float64(x.Files) }))
+	for _, x := range rs {
+		m.Samples = append(m.Samples, x.Samples...)
+	}
+	if len(m.Samples) > 0 { // the median of all the steps, not of the rounds' medians
+		m.Seconds = median(m.Samples)
+		m.Wall = m.Seconds
+	}
 	return m
 }
 
@@ -243,7 +250,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "\nmedians over %d round(s); restore time includes a syncfs after the tool exits\n", r.Rounds)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scenario\ttool\tseconds\tCPU s (user+sys)\tMB/s\tfiles/s\tpeak RSS MiB\trepo MB\t")
-	for _, sc := range Scenarios {
+	for _, sc := range Reported {
 		for _, t := range r.Tools {
 			x, ok := r.Median(t.Name, sc)
 			if !ok {
@@ -258,6 +265,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 	}
 	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := r.writeServe(w); err != nil {
 		return err
 	}
 	if len(r.Ratios) > 0 {
@@ -275,6 +285,25 @@ func (r *Report) WriteText(w io.Writer) error {
 		return err
 	}
 	return r.writeTargets(w)
+}
+
+// writeServe prints the serve scenario's captures round by round, if it
+// ran (its CPU is the server's, in clock ticks of 10 ms).
+func (r *Report) writeServe(w io.Writer) error {
+	for _, x := range r.Results {
+		if x.Scenario != ScenarioServeUnchanged {
+			continue
+		}
+		parts := make([]string, len(x.Samples))
+		for i, s := range x.Samples {
+			parts[i] = fmt.Sprintf("%.3f", s)
+		}
+		if _, err := fmt.Fprintf(w, "round %d: %s, %d captures by lifeboat serve (seconds, from its receipts): %s; median %.3f s, CPU %.2f s\n",
+			x.Round, x.Scenario, len(x.Samples), strings.Join(parts, " "), x.Seconds, x.CPU); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // writeCeiling prints the stage ceiling, if it was measured.

@@ -26,6 +26,11 @@ var speedTargets = []struct {
 	{ScenarioFirst, 2}, {ScenarioUnchanged, 10}, {ScenarioChurn, 3}, {ScenarioRestore, 2}, {ScenarioPrune, 2},
 }
 
+// serveUnchangedMax is the most an unchanged re-capture driven by
+// `lifeboat serve` may take, in seconds: the median of every capture of
+// ScenarioServeUnchanged (the server holds the key and the open index).
+const serveUnchangedMax = 0.05
+
 // ceilingShare is the share of the stage ceiling a first capture must reach.
 const ceilingShare = 0.7
 
@@ -73,6 +78,10 @@ func (r *Report) Targets() []Target {
 		out = append(out, Target{Name: "first-capture throughput / what the stages allow together on all cores", Want: fmt.Sprintf(">= %.2f", ceilingShare),
 			Got: got, Met: got >= ceilingShare, Detail: detail})
 	}
+	if x, ok := r.Median("lifeboat", ScenarioServeUnchanged); ok {
+		out = append(out, Target{Name: ScenarioServeUnchanged + " seconds (median of every capture)", Want: fmt.Sprintf("<= %g", serveUnchangedMax),
+			Got: x.Seconds, Met: x.Seconds <= serveUnchangedMax, Detail: fmt.Sprintf("%d captures, CPU %.2f s (median of the rounds)", len(x.Samples), x.CPU)})
+	}
 	ratio := func(sc string) (Ratio, bool) {
 		for _, x := range r.Ratios {
 			if x.Peer == "restic" && x.Scenario == sc {
@@ -103,7 +112,7 @@ func (r *Report) writeTargets(w io.Writer) error {
 	if len(ts) == 0 {
 		return nil
 	}
-	fmt.Fprintf(w, "\nperformance targets (against restic, on the medians; the first capture against the ceiling of its round)\n")
+	fmt.Fprintf(w, "\nperformance targets (against restic, on the medians; the first capture against the ceiling of its round; serve's capture in seconds)\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	met := 0
 	for _, t := range ts {

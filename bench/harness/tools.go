@@ -20,8 +20,13 @@ const (
 	ScenarioPrune     = "prune"
 )
 
-// Scenarios lists the scenarios in order.
+// Scenarios lists the scenarios every tool runs, in order.
 var Scenarios = []string{ScenarioFirst, ScenarioUnchanged, ScenarioChurn, ScenarioRestore, ScenarioPrune}
+
+// Reported lists every scenario a report holds, in order: Scenarios, and
+// Lifeboat's serve scenario right after the unchanged re-capture it
+// repeats.
+var Reported = []string{ScenarioFirst, ScenarioUnchanged, ScenarioServeUnchanged, ScenarioChurn, ScenarioRestore, ScenarioPrune}
 
 // Peers are the tools --compare accepts.
 var Peers = []string{"restic", "borg"}

@@ -21,6 +21,7 @@ type options struct {
 	cpuProfile, memProfile        string
 	compare                       []string
 	rounds, verifyRounds, history int
+	serveCaptures                 int
 	churn                         float64
 	seed                          uint64
 	keep                          bool
@@ -69,6 +70,7 @@ func newCommand(o *options) *cobra.Command {
 	f.StringVar(&o.svg, "svg", "", "write a chart of throughput and peak memory by scenario and tool to this SVG `FILE`")
 	f.StringVar(&o.lifeboat, "lifeboat", "", "lifeboat binary to measure (default: the lifeboat beside this binary, else lifeboat on PATH)")
 	f.IntVar(&o.history, "prune-history", 0, "before the prune scenario, each tool makes N more captures, each after a churn (unmeasured), so prune works on a longer history")
+	f.IntVar(&o.serveCaptures, "serve-captures", harness.ServeCaptures, "unchanged captures lifeboat serve makes through its API in each round, measured from its receipts (0: skip that scenario)")
 	f.IntVar(&o.verifyRounds, "verify-rounds", 1, "check each restore of the first N rounds file by file against the captured tree")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "every measured Lifeboat step writes a CPU profile, named after this `FILE` with its scenario and round")
 	f.StringVar(&o.memProfile, "memprofile", "", "every measured Lifeboat step writes a heap profile, named after this `FILE` with its scenario and round")
@@ -118,9 +120,10 @@ func runBench(cmd *cobra.Command, o *options) error {
 	}
 	rep, err := harness.Run(cmd.Context(), harness.Options{Dir: dir, Corpus: o.corpus, ScaleName: o.scale, Seed: o.seed, Churn: o.churn, Rounds: o.rounds,
 		Lifeboat: o.lifeboat, Compare: compare, CPUProfile: o.cpuProfile, MemProfile: o.memProfile, VerifyRounds: o.verifyRounds, PruneHistory: o.history,
+		ServeCaptures: serveCaptures(o.serveCaptures),
 		Progress: func(r harness.Result) {
 			o.emit(stepMessage{"bench_step", r}, func(io.Writer) {
-				o.note("round %d %-8s %-17s %7.2fs  cpu %6.2fs  %7.1f MB/s  rss %4d MiB", r.Round, r.Tool, r.Scenario, r.Seconds, r.CPU, r.MBps, r.MaxRSS>>20)
+				o.note("round %d %-8s %-23s %7.2fs  cpu %6.2fs  %7.1f MB/s  rss %4d MiB", r.Round, r.Tool, r.Scenario, r.Seconds, r.CPU, r.MBps, r.MaxRSS>>20)
 			})
 		}})
 	if err != nil {
@@ -136,6 +139,15 @@ func runBench(cmd *cobra.Command, o *options) error {
 	}
 	o.emit(reportMessage{"bench", rep}, func(w io.Writer) { _ = rep.WriteText(w) })
 	return nil
+}
+
+// serveCaptures maps --serve-captures to harness.Options.ServeCaptures,
+// where 0 is the default and a negative number skips the scenario.
+func serveCaptures(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }
 
 func writeChart(path string, rep *harness.Report) error {

@@ -71,7 +71,7 @@ func TestBenchCommand(t *testing.T) {
 	tmp := t.TempDir()
 	dir, prof, svg := filepath.Join(tmp, "bench"), filepath.Join(tmp, "prof"), filepath.Join(tmp, "chart.svg")
 	r := runBenchCommand("--scale", "small", "--rounds", "1", "--compare", "restic,borg", "--json", "--svg", svg, "--lifeboat", bin,
-		"--dir", dir, "--cpuprofile", filepath.Join(prof, "cpu.out"), "--memprofile", filepath.Join(prof, "mem.out"))
+		"--dir", dir, "--cpuprofile", filepath.Join(prof, "cpu.out"), "--memprofile", filepath.Join(prof, "mem.out"), "--serve-captures", "2")
 	if r.code != exitOK {
 		t.Fatalf("exit %d\nstderr: %s", r.code, r.stderr)
 	}
@@ -88,13 +88,26 @@ func TestBenchCommand(t *testing.T) {
 	for name, why := range skipped {
 		t.Logf("%s skipped: %v", name, why)
 	}
-	if steps := len(lines) - 1; steps != tools*len(harness.Scenarios) {
-		t.Fatalf("%d bench_step lines, want %d", steps, tools*len(harness.Scenarios))
+	if steps := len(lines) - 1; steps != tools*len(harness.Scenarios)+1 {
+		t.Fatalf("%d bench_step lines, want %d", steps, tools*len(harness.Scenarios)+1)
 	}
+	served := 0
 	for _, l := range lines[:len(lines)-1] {
+		if l["scenario"] == harness.ScenarioServeUnchanged {
+			served++
+			if samples, _ := l["samples"].([]any); l["tool"] != "lifeboat" || len(samples) != 2 {
+				t.Fatalf("serve step %v", l)
+			}
+		}
 		if l["message_type"] != "bench_step" || l["wall_seconds"].(float64) <= 0 || l["max_rss_bytes"].(float64) <= 0 {
 			t.Fatalf("step %v", l)
 		}
+	}
+	if served != 1 {
+		t.Fatalf("%d serve steps", served)
+	}
+	if p := filepath.Join(prof, "cpu."+harness.ScenarioServeUnchanged+".r1.out"); !fileHasData(p) {
+		t.Errorf("profile %s missing or empty", p)
 	}
 	if n := len(last["ratios"].([]any)); n != (tools-1)*len(harness.Scenarios) {
 		t.Fatalf("%d ratios", n)
@@ -130,7 +143,7 @@ func TestBenchCommand(t *testing.T) {
 func TestBenchCommandBinaries(t *testing.T) {
 	bin := lifeboatBinary(t)
 	r := runBenchCommand("--corpus", "binaries", "--scale", "small", "--rounds", "1", "--compare", "restic", "--json",
-		"--lifeboat", bin, "--dir", filepath.Join(t.TempDir(), "bench"))
+		"--lifeboat", bin, "--dir", filepath.Join(t.TempDir(), "bench"), "--serve-captures", "0")
 	if r.code != exitOK {
 		t.Fatalf("exit %d\nstderr: %s", r.code, r.stderr)
 	}
@@ -147,6 +160,11 @@ func TestBenchCommandBinaries(t *testing.T) {
 	if steps := len(lines) - 1; steps != tools*len(harness.Scenarios) {
 		t.Fatalf("%d bench_step lines, want %d", steps, tools*len(harness.Scenarios))
 	}
+}
+
+func fileHasData(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Size() > 0
 }
 
 func TestBenchUsageErrors(t *testing.T) {
