@@ -1,8 +1,12 @@
 package checkpoint
 
 import (
+	"bytes"
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 
 	"lifeboat/blob"
 	"lifeboat/repo"
@@ -44,33 +48,183 @@ type verifier struct {
 	ctx  context.Context
 	r    *repo.Repository
 	seen map[string]bool // directories checked, by tier and tree blob ids
+
+	// The chunks of the files loaded so far, looked up in batches of
+	// verifyBatch, each batch in one read transaction of the index
+	// (repo.LookupBlobs): a chunk and the file it belongs to.
+	ids   []blob.ID
+	files []int
+	paths []string
 }
 
+// verifyBatch is the number of chunks looked up at once; verifyDirs the
+// number of directories whose trees are loaded at once.
+const (
+	verifyBatch = 4096
+	verifyDirs  = 1024
+)
+
+// vdir is a directory to check: its tree blobs and its path.
+type vdir struct {
+	subtree []blob.ID
+	path    string
+}
+
+// dir checks the directory of tree blobs subtree at path and everything
+// below it, a level at a time: the trees of up to verifyDirs directories
+// of a level are read together, pack by pack (loadTrees), then their
+// entries are checked as LoadDir would, each file's chunks looked up.
 func (v *verifier) dir(tier blob.Tier, subtree []blob.ID, path string) error {
-	key := []byte{byte(tier)}
+	var level []vdir
+	v.add(&level, tier, subtree, path)
+	for len(level) > 0 {
+		var next []vdir
+		for len(level) > 0 {
+			batch := level[:min(len(level), verifyDirs)]
+			level = level[len(batch):]
+			trees, err := v.loadTrees(tier, batch)
+			if err != nil {
+				return err
+			}
+			for _, d := range batch {
+				if err := v.entries(tier, d, trees, &next); err != nil {
+					return err
+				}
+			}
+		}
+		level = next
+	}
+	return v.lookup(tier)
+}
+
+// add appends the directory of tree blobs subtree at path to level,
+// unless a directory of the same trees was checked already.
+func (v *verifier) add(level *[]vdir, tier blob.Tier, subtree []blob.ID, path string) {
+	key := make([]byte, 1, 1+len(subtree)*blob.IDSize)
+	key[0] = byte(tier)
 	for _, id := range subtree {
 		key = append(key, id[:]...)
 	}
 	if v.seen[string(key)] {
-		return nil
+		return
 	}
 	v.seen[string(key)] = true
-	return snapshot.LoadDir(v.ctx, v.r, tier, subtree, func(n *snapshot.Node) error {
-		p := path + "/" + string(n.Name)
-		switch n.Type {
-		case snapshot.TypeDir:
-			return v.dir(tier, n.Subtree, p)
-		case snapshot.TypeFile:
-			for _, c := range n.Content {
-				_, ok, err := v.r.LookupBlob(tier, blob.Data, c)
-				if err != nil {
-					return err
+	*level = append(*level, vdir{subtree, path})
+}
+
+// entries checks the entries of d, whose trees are in trees, as LoadDir
+// does (names increasing across its tree blobs), queues its
+// subdirectories on next and gathers its files' chunks.
+func (v *verifier) entries(tier blob.Tier, d vdir, trees map[blob.ID]*snapshot.Tree, next *[]vdir) error {
+	var last []byte
+	for _, id := range d.subtree {
+		t := trees[id]
+		for i := range t.Nodes {
+			n := &t.Nodes[i]
+			if last != nil && bytes.Compare(last, n.Name) >= 0 {
+				return fmt.Errorf("tree %s: entries out of order across blobs at %q", id.Short(), n.Name)
+			}
+			last = n.Name
+			p := d.path + "/" + string(n.Name)
+			switch n.Type {
+			case snapshot.TypeDir:
+				v.add(next, tier, n.Subtree, p)
+			case snapshot.TypeFile:
+				if len(n.Content) == 0 {
+					continue
 				}
-				if !ok {
-					return fmt.Errorf("%q: chunk %s is not in the index", p, c.Short())
+				v.paths = append(v.paths, p)
+				for _, c := range n.Content {
+					v.ids, v.files = append(v.ids, c), append(v.files, len(v.paths)-1)
+				}
+				if len(v.ids) >= verifyBatch {
+					if err := v.lookup(tier); err != nil {
+						return err
+					}
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// loadTrees loads and decodes the tree blobs of dirs. Those indexed in a
+// pack are read pack by pack, close ones in one request
+// (repo.StreamPack, which checks each against its id); any other, and
+// any in a pack that cannot be read, through LoadBlob, which tries the
+// blob's other copies and says why it cannot be loaded.
+func (v *verifier) loadTrees(tier blob.Tier, dirs []vdir) (map[blob.ID]*snapshot.Tree, error) {
+	trees := map[blob.ID]*snapshot.Tree{}
+	var ids []blob.ID
+	for _, d := range dirs {
+		for _, id := range d.subtree {
+			if _, ok := trees[id]; !ok {
+				trees[id] = nil
+				ids = append(ids, id)
+			}
+		}
+	}
+	byPack := map[blob.ID][]repo.PackEntry{}
+	err := v.r.LookupBlobs(tier, blob.Tree, ids, func(i int, loc repo.Location, ok bool) error {
+		if ok {
+			byPack[loc.Pack] = append(byPack[loc.Pack], loc.Entry)
+		}
 		return nil
 	})
+	var lerr *repo.LookupError
+	if err != nil && !errors.As(err, &lerr) { // a blob still in an open pack: LoadBlob below says so
+		return nil, err
+	}
+	for packID, es := range byPack {
+		slices.SortFunc(es, func(a, b repo.PackEntry) int { return cmp.Compare(a.Offset, b.Offset) })
+		err := v.r.StreamPack(v.ctx, tier, packID, es, repo.StreamOptions{Gap: verifyGap, MaxRead: verifyMaxRead}, func(i int, _, plain []byte) error {
+			t, err := snapshot.DecodeTree(plain)
+			if err != nil {
+				return fmt.Errorf("tree %s: %w", es[i].ID.Short(), err)
+			}
+			trees[es[i].ID] = t
+			return nil
+		})
+		var serr *repo.StreamError
+		if err != nil && !errors.As(err, &serr) {
+			return nil, err
+		}
+	}
+	var buf []byte
+	for _, id := range ids {
+		if trees[id] != nil {
+			continue
+		}
+		b, err := v.r.LoadBlob(v.ctx, tier, blob.Tree, id, buf)
+		if err != nil {
+			return nil, fmt.Errorf("tree %s: %w", id.Short(), err)
+		}
+		t, err := snapshot.DecodeTree(b)
+		if err != nil {
+			return nil, fmt.Errorf("tree %s: %w", id.Short(), err)
+		}
+		trees[id] = t
+		buf = b[:0]
+	}
+	return trees, nil
+}
+
+// The reads of loadTrees: trees closer than verifyGap in a pack are read
+// in one request of at most verifyMaxRead.
+const (
+	verifyGap     = 64 << 10
+	verifyMaxRead = 4 << 20
+)
+
+// lookup checks that every chunk gathered so far is in the index, and
+// lets them go.
+func (v *verifier) lookup(tier blob.Tier) error {
+	err := v.r.LookupBlobs(tier, blob.Data, v.ids, func(i int, _ repo.Location, ok bool) error {
+		if !ok {
+			return fmt.Errorf("%q: chunk %s is not in the index", v.paths[v.files[i]], v.ids[i].Short())
+		}
+		return nil
+	})
+	v.ids, v.files, v.paths = v.ids[:0], v.files[:0], v.paths[:0]
+	return err
 }
