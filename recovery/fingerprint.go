@@ -3,10 +3,15 @@ package recovery
 import (
 	"encoding/binary"
 	"io/fs"
+	"os"
 	"path/filepath"
-	"syscall"
+	"slices"
+	"strings"
 
 	"github.com/zeebo/blake3"
+	"golang.org/x/sys/unix"
+
+	"lifeboat/internal/osutil"
 )
 
 // fingerprint is the cheap change detection behind periodic capture: a
@@ -15,44 +20,142 @@ import (
 // dir, symlinks not followed. It costs one lstat per entry and reads no
 // content. Equal fingerprints mean the capture would find every file
 // unchanged, as the file cache judges it (same inode, size, mtime, ctime).
+//
+// The digest is that of a filepath.WalkDir of dir that hashes, for each
+// entry in lexical order, its path relative to dir, a NUL, then its
+// os.Lstat (Go file mode u32, size, mtime ns, ctime ns, inode, device:
+// u64 LE each) or the text of the error that stopped it, and a NUL: the
+// walk is done here by descriptor (each directory listed once, each entry
+// stat'ed relative to its directory's descriptor) but the bytes hashed,
+// error texts included, are the same, so a fingerprint stored by an
+// earlier version still matches unchanged files.
 func fingerprint(salt []byte, dir string) ([]byte, error) {
 	h, err := blake3.NewKeyed(salt)
 	if err != nil {
 		return nil, err
 	}
-	var buf []byte
-	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		rel, _ := filepath.Rel(dir, path)
-		buf = append(buf[:0], rel...)
-		buf = append(buf, 0)
-		if err != nil { // unreadable: recorded, so a change of it shows
-			buf = append(buf, err.Error()...)
-			buf = append(buf, 0)
-			_, _ = h.Write(buf)
-			if d != nil && d.IsDir() && path != dir {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			buf = append(buf, err.Error()...)
-		} else {
-			buf = binary.LittleEndian.AppendUint32(buf, uint32(info.Mode()))
-			buf = binary.LittleEndian.AppendUint64(buf, uint64(info.Size()))
-			buf = binary.LittleEndian.AppendUint64(buf, uint64(info.ModTime().UnixNano()))
-			if st, ok := info.Sys().(*syscall.Stat_t); ok {
-				buf = binary.LittleEndian.AppendUint64(buf, uint64(st.Ctim.Nano()))
-				buf = binary.LittleEndian.AppendUint64(buf, st.Ino)
-				buf = binary.LittleEndian.AppendUint64(buf, st.Dev)
-			}
-		}
-		buf = append(buf, 0)
-		_, _ = h.Write(buf)
-		return nil
-	})
-	if err != nil {
-		return nil, err
+	w := &fpWalk{h: h}
+	var st unix.Stat_t
+	if err := osutil.IgnoringEINTR(func() error { return unix.Lstat(dir, &st) }); err != nil {
+		w.entry(".", nil, &fs.PathError{Op: "lstat", Path: dir, Err: err})
+		return h.Sum(nil), nil
+	}
+	w.entry(".", &st, nil)
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		w.dir(unix.AT_FDCWD, dir, dir, ".")
 	}
 	return h.Sum(nil), nil
+}
+
+// fpWalk is one fingerprint's walk.
+type fpWalk struct {
+	h   *blake3.Hasher
+	buf []byte
+}
+
+// entry hashes the entry at rel: its stat st, or err.
+func (w *fpWalk) entry(rel string, st *unix.Stat_t, err error) {
+	buf := append(w.buf[:0], rel...)
+	buf = append(buf, 0)
+	if err != nil {
+		buf = append(buf, err.Error()...)
+	} else {
+		buf = binary.LittleEndian.AppendUint32(buf, uint32(fpMode(st.Mode)))
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(st.Size))
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(st.Mtim.Nano()))
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(st.Ctim.Nano()))
+		buf = binary.LittleEndian.AppendUint64(buf, st.Ino)
+		buf = binary.LittleEndian.AppendUint64(buf, st.Dev)
+	}
+	buf = append(buf, 0)
+	_, _ = w.h.Write(buf)
+	w.buf = buf
+}
+
+// dir hashes the entries of the directory name of the directory open as
+// parent (path is its path as WalkDir has it, rel its path relative to
+// the root), each subdirectory's right after its own entry.
+func (w *fpWalk) dir(parent int, name, path, rel string) {
+	f, ents, err := fpReadDir(parent, name, path)
+	if f != nil {
+		defer f.Close()
+	}
+	if err != nil {
+		// As WalkDir: the error is hashed under the directory's path, and
+		// the entries listed before it (none below the root) follow.
+		w.entry(rel, nil, err)
+		if rel != "." {
+			return
+		}
+	}
+	fd := -1
+	if f != nil {
+		fd = int(f.Fd())
+	}
+	for _, e := range ents {
+		n := e.Name()
+		crel := n
+		if rel != "." {
+			crel = rel + "/" + n
+		}
+		var st unix.Stat_t
+		if err := osutil.IgnoringEINTR(func() error { return unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
+			// The text os.ReadDir's entry gives (Info: an lstat of the
+			// directory's path, "/", the name).
+			w.entry(crel, nil, &fs.PathError{Op: "lstat", Path: path + "/" + n, Err: err})
+		} else {
+			w.entry(crel, &st, nil)
+		}
+		if e.IsDir() {
+			w.dir(fd, n, filepath.Join(path, n), crel)
+		}
+	}
+}
+
+// fpReadDir opens directory name of the directory open as parent and
+// lists it as os.ReadDir(path) would: sorted by name, each entry's type
+// from the listing, the entries read before an error with the error.
+func fpReadDir(parent int, name, path string) (*os.File, []fs.DirEntry, error) {
+	var fd int
+	err := osutil.IgnoringEINTR(func() error {
+		var err error
+		fd, err = unix.Openat(parent, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		return err
+	})
+	if err != nil {
+		return nil, nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	ents, err := f.ReadDir(-1)
+	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return f, ents, err
+}
+
+// fpMode is the fs.FileMode os.Lstat gives for a stat mode.
+func fpMode(m uint32) fs.FileMode {
+	mode := fs.FileMode(m & 0o777)
+	switch m & unix.S_IFMT {
+	case unix.S_IFBLK:
+		mode |= fs.ModeDevice
+	case unix.S_IFCHR:
+		mode |= fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFDIR:
+		mode |= fs.ModeDir
+	case unix.S_IFIFO:
+		mode |= fs.ModeNamedPipe
+	case unix.S_IFLNK:
+		mode |= fs.ModeSymlink
+	case unix.S_IFSOCK:
+		mode |= fs.ModeSocket
+	}
+	if m&unix.S_ISGID != 0 {
+		mode |= fs.ModeSetgid
+	}
+	if m&unix.S_ISUID != 0 {
+		mode |= fs.ModeSetuid
+	}
+	if m&unix.S_ISVTX != 0 {
+		mode |= fs.ModeSticky
+	}
+	return mode
 }
