@@ -19,7 +19,9 @@ import (
 // a key that has the sensitive tier, its sensitive part is checked the
 // same way. It reads no file content (the repository verified every blob
 // when it was sealed, and the index lists only durable packs), so it costs
-// one index lookup per chunk and one read per distinct tree blob.
+// one index lookup per chunk (4,096 to a read transaction) and reads every
+// distinct tree blob once (a directory level's trees pack by pack, close
+// ones in one request).
 func Verify(ctx context.Context, r *repo.Repository, id blob.ID) error {
 	m, err := snapshot.LoadManifest(ctx, r, id)
 	if err != nil {
