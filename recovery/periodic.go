@@ -107,13 +107,21 @@ func (l *Lifecycle) periodic(ctx context.Context, w Workspace) Receipt {
 	if w.LastGood != nil {
 		r.LastGood = w.LastGood.Snapshot
 	}
+	decided := func(o Outcome, err error) Receipt {
+		if err != nil {
+			r.fail(o, err)
+		} else {
+			r.Outcome = o
+		}
+		r.Finished = l.clock.Now()
+		l.emit(r)
+		return r
+	}
 	p, err := l.provider(w)
 	if err == nil {
 		var st providers.Status
 		if st, err = p.Inspect(ctx, w.Instance); err == nil && st.State != providers.Running {
-			r.Outcome = NotRunning
-			l.emit(r)
-			return r
+			return decided(NotRunning, nil)
 		}
 	}
 	var same bool
@@ -122,13 +130,9 @@ func (l *Lifecycle) periodic(ctx context.Context, w Workspace) Receipt {
 	}
 	switch {
 	case err != nil:
-		r.fail(Failed, err)
-		l.emit(r)
-		return r
+		return decided(Failed, err)
 	case same:
-		r.Outcome = Unchanged
-		l.emit(r)
-		return r
+		return decided(Unchanged, nil)
 	}
 	return l.join(ctx, w.ID, ReasonPeriodic, nil)
 }

@@ -51,3 +51,29 @@ func TestPeriodicCaptureSkipsUnchanged(t *testing.T) {
 		}
 	})
 }
+
+// TestPeriodicReceiptTimesTheDecision: a periodic round that captures
+// nothing still reports when it started and when it had decided (the
+// fingerprint's walk, the provider's answer), so its receipt says how
+// long the check took.
+func TestPeriodicReceiptTimesTheDecision(t *testing.T) {
+	e := newEnv(t, false, true, nil)
+	ctx := context.Background()
+	if rs := e.l.Tick(ctx); len(rs) != 1 || rs[0].Outcome != Captured {
+		t.Fatalf("first round: %+v", rs)
+	}
+	const took = 3 * time.Second
+	e.prov.readFilesHook = func() { e.clock.Advance(took) }
+	rs := e.l.Tick(ctx)
+	if len(rs) != 1 || rs[0].Outcome != Unchanged || rs[0].Finished.Sub(rs[0].Started) != took {
+		t.Fatalf("unchanged round: %+v, want outcome unchanged finished %s after it started", rs, took)
+	}
+	e.prov.readFilesHook = nil
+	e.prov.mu.Lock()
+	e.prov.state["i1"] = providers.Stopped
+	e.prov.mu.Unlock()
+	rs = e.l.Tick(ctx)
+	if len(rs) != 1 || rs[0].Outcome != NotRunning || rs[0].Finished.Before(rs[0].Started) {
+		t.Fatalf("stopped round: %+v", rs)
+	}
+}

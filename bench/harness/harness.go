@@ -69,7 +69,8 @@ type Result struct {
 	RepoBytes int64    `json:"repo_bytes"` // repository size after the step
 	Profiles  []string `json:"profiles,omitempty"`
 	// Samples are the times of the steps a result is the median of: the
-	// serve scenario's captures (ScenarioServeUnchanged); absent otherwise.
+	// serve scenarios' captures and rounds (ScenarioServeUnchanged,
+	// ScenarioServeRound); absent otherwise.
 	Samples []float64 `json:"samples,omitempty"`
 }
 
@@ -282,10 +283,12 @@ func runRound(ctx context.Context, o Options, drivers []driver, dir, pristine st
 			if err != nil {
 				return nil, nil, fmt.Errorf("round %d, %s: %s: %w", round, t.name, ScenarioServeUnchanged, err)
 			}
-			if o.Progress != nil {
-				o.Progress(res)
+			for _, r := range res {
+				if o.Progress != nil {
+					o.Progress(r)
+				}
+				out = append(out, r)
 			}
-			out = append(out, res)
 		}
 	}
 	var ceiling *Ceiling

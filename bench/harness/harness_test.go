@@ -172,13 +172,16 @@ func TestRunSmall(t *testing.T) {
 	} else if tools != 2 {
 		t.Fatalf("tools %+v", rep.Tools)
 	}
-	if len(rep.Results) != (tools*len(Scenarios)+1)*2 || len(seen) != len(rep.Results) {
-		t.Fatalf("%d results, %d reported, want %d", len(rep.Results), len(seen), (tools*len(Scenarios)+1)*2)
+	if len(rep.Results) != (tools*len(Scenarios)+2)*2 || len(seen) != len(rep.Results) {
+		t.Fatalf("%d results, %d reported, want %d", len(rep.Results), len(seen), (tools*len(Scenarios)+2)*2)
 	}
-	// Lifeboat's serve scenario: one result per round, right after the
-	// round's unchanged re-captures, the median of its three captures.
+	// Lifeboat's serve scenarios: one result each per round, right after
+	// the round's unchanged re-captures, the medians of three captures
+	// and three periodic rounds.
 	served := checkServeResults(t, rep)
-	rep.Results = slices.DeleteFunc(slices.Clone(rep.Results), func(r Result) bool { return r.Scenario == ScenarioServeUnchanged })
+	rep.Results = slices.DeleteFunc(slices.Clone(rep.Results), func(r Result) bool {
+		return r.Scenario == ScenarioServeUnchanged || r.Scenario == ScenarioServeRound
+	})
 	if tools == 2 && rep.Results[0].Tool == rep.Results[len(Scenarios)*tools].Tool {
 		t.Fatalf("round 2 starts with %s again: order not rotated", rep.Results[0].Tool)
 	}
@@ -224,7 +227,7 @@ func TestRunSmall(t *testing.T) {
 		}
 	}
 	rep.Results = served
-	if len(rep.Medians) != tools*len(Scenarios)+1 || len(rep.Ratios) != (tools-1)*len(Scenarios) {
+	if len(rep.Medians) != tools*len(Scenarios)+2 || len(rep.Ratios) != (tools-1)*len(Scenarios) {
 		t.Fatalf("%d medians, %d ratios", len(rep.Medians), len(rep.Ratios))
 	}
 	for _, x := range rep.Ratios {
@@ -252,7 +255,7 @@ func TestRunSmall(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range append([]string{"machine:", "corpus: mix, scale small", "speed-up", "round 2: serve-unchanged-capture, 3 captures by lifeboat serve",
-		"serve-unchanged-capture seconds (median of every capture)", "all stages together", "of what the stages allow together", "round 2: the stages together", "the median of the rounds' shares"}, Scenarios...) {
+		"serve-unchanged-round seconds (median of every round)", "periodic rounds by lifeboat serve", "all stages together", "of what the stages allow together", "round 2: the stages together", "the median of the rounds' shares"}, Scenarios...) {
 		if tools > 1 || want != "speed-up" {
 			if !strings.Contains(text.String(), want) {
 				t.Errorf("text output lacks %q:\n%s", want, text.String())
@@ -263,13 +266,22 @@ func TestRunSmall(t *testing.T) {
 	checkSVG(t, rep)
 }
 
-// checkServeResults checks the serve scenario's results in rep, one per
-// round right after that round's unchanged re-captures, and returns
+// checkServeResults checks the serve scenarios' results in rep, one each
+// per round right after that round's unchanged re-captures, and returns
 // rep.Results as they were.
 func checkServeResults(t *testing.T, rep *Report) []Result {
 	t.Helper()
 	n := 0
 	for i, r := range rep.Results {
+		if r.Scenario == ScenarioServeRound {
+			if prev := rep.Results[i-1]; r.Tool != "lifeboat" || prev.Scenario != ScenarioServeUnchanged || r.Round != prev.Round {
+				t.Fatalf("serve round result in round %d after %s of round %d", r.Round, prev.Scenario, prev.Round)
+			}
+			if len(r.Samples) != 3 || r.Seconds != median(r.Samples) || r.Seconds <= 0 || r.CPU <= 0 || r.Files != rep.Corpus.Files {
+				t.Errorf("implausible serve round result %+v", r)
+			}
+			continue
+		}
 		if r.Scenario != ScenarioServeUnchanged {
 			continue
 		}
@@ -294,10 +306,14 @@ func checkServeResults(t *testing.T, rep *Report) []Result {
 	if !ok || len(m.Samples) != 3*rep.Rounds || m.Seconds != median(m.Samples) {
 		t.Fatalf("serve median %+v", m)
 	}
+	rm, ok := rep.Median("lifeboat", ScenarioServeRound)
+	if !ok || len(rm.Samples) != 3*rep.Rounds || rm.Seconds != median(rm.Samples) {
+		t.Fatalf("serve round median %+v", rm)
+	}
 	found := false
 	for _, x := range rep.TargetChecks {
-		if strings.HasPrefix(x.Name, ScenarioServeUnchanged) {
-			found = x.Got == m.Seconds && x.Met == (m.Seconds <= 0.05)
+		if strings.HasPrefix(x.Name, ScenarioServeRound) {
+			found = x.Got == rm.Seconds && x.Met == (rm.Seconds <= 0.05)
 		}
 	}
 	if !found {

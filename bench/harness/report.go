@@ -291,15 +291,16 @@ func (r *Report) WriteText(w io.Writer) error {
 // ran (its CPU is the server's, in clock ticks of 10 ms).
 func (r *Report) writeServe(w io.Writer) error {
 	for _, x := range r.Results {
-		if x.Scenario != ScenarioServeUnchanged {
+		what := map[string]string{ScenarioServeUnchanged: "captures", ScenarioServeRound: "periodic rounds"}[x.Scenario]
+		if what == "" {
 			continue
 		}
 		parts := make([]string, len(x.Samples))
 		for i, s := range x.Samples {
 			parts[i] = fmt.Sprintf("%.3f", s)
 		}
-		if _, err := fmt.Fprintf(w, "round %d: %s, %d captures by lifeboat serve (seconds, from its receipts): %s; median %.3f s, CPU %.2f s\n",
-			x.Round, x.Scenario, len(x.Samples), strings.Join(parts, " "), x.Seconds, x.CPU); err != nil {
+		if _, err := fmt.Fprintf(w, "round %d: %s, %d %s by lifeboat serve (seconds, from its receipts): %s; median %.3f s, CPU %.2f s\n",
+			x.Round, x.Scenario, len(x.Samples), what, strings.Join(parts, " "), x.Seconds, x.CPU); err != nil {
 			return err
 		}
 	}

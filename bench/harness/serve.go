@@ -3,6 +3,7 @@ package harness
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -30,6 +31,13 @@ import (
 // peers have no such service.
 const ScenarioServeUnchanged = "serve-unchanged-capture"
 
+// ScenarioServeRound is serve's own periodic round over the same
+// unchanged workspace: the provider asked whether the instance runs, the
+// files' fingerprint compared with the last good checkpoint's, nothing
+// captured. It is what a server does for every unchanged workspace at
+// each periodic interval. Lifeboat only.
+const ScenarioServeRound = "serve-unchanged-round"
+
 // ServeCaptures is how many unchanged captures the serve scenario
 // measures in each round, when Options.ServeCaptures is 0.
 const ServeCaptures = 10
@@ -37,6 +45,7 @@ const ServeCaptures = 10
 // serveReceipt is the part of serve's capture receipt (recovery.Receipt,
 // docs/json.md) the scenario reads.
 type serveReceipt struct {
+	Reason   string    `json:"reason"`
 	Outcome  string    `json:"outcome"`
 	Error    string    `json:"error"`
 	Started  time.Time `json:"started"`
@@ -59,19 +68,28 @@ type serveReceipt struct {
 // whole request, from the lease to the retention after the promotion);
 // its CPU is the server process's user + system time across the request
 // (/proc, in clock ticks). The result holds the medians, every capture's
-// time in Samples, and the server's peak RSS.
-func (t *toolRound) serveUnchanged(ctx context.Context, n int) (Result, error) {
+// time in Samples, and the server's peak RSS. Then the same server makes
+// n periodic rounds over the workspace (ScenarioServeRound, the second
+// result).
+func (t *toolRound) serveUnchanged(ctx context.Context, n int) ([]Result, error) {
 	d, ok := t.d.(*lifeboatDriver)
 	if !ok {
-		return Result{}, fmt.Errorf("the serve scenario runs Lifeboat only, not %s", t.name)
+		return nil, fmt.Errorf("the serve scenario runs Lifeboat only, not %s", t.name)
 	}
+	res, rounds, err := t.serveUnchangedSteps(ctx, d, n)
+	return []Result{res, rounds}, err
+}
+
+func (t *toolRound) serveUnchangedSteps(ctx context.Context, d *lifeboatDriver, n int) (res, rounds Result, err error) {
 	s := t.s
-	res := Result{Round: s.round, Tool: t.name, Scenario: ScenarioServeUnchanged}
+	res = Result{Round: s.round, Tool: t.name, Scenario: ScenarioServeUnchanged}
+	rounds = Result{Round: s.round, Tool: t.name, Scenario: ScenarioServeRound}
 	tree, err := bench.Stat(s.work)
 	if err != nil {
-		return res, err
+		return res, rounds, err
 	}
 	res.Bytes, res.Files = tree.Bytes, tree.Files
+	rounds.Bytes, rounds.Files = tree.Bytes, tree.Files
 	home := filepath.Join(filepath.Dir(s.repo), "serve")
 	sv := &site{round: s.round, work: s.work, repo: filepath.Join(home, "repo"), cache: filepath.Join(home, "cache"), password: s.password}
 	state := filepath.Join(home, "state")
@@ -80,12 +98,12 @@ func (t *toolRound) serveUnchanged(ctx context.Context, n int) (Result, error) {
 	for i, c := range []command{d.cmd(sv, false, "init"), d.cmd(sv, false, "capture", "--workspace", ws, s.work),
 		d.cmd(sv, false, append(global, "workspace", "add", ws)...)} {
 		if _, err := measure(ctx, t.o.Trampoline, c, t.log(fmt.Sprintf("%s-before%d", ScenarioServeUnchanged, i))); err != nil {
-			return res, err
+			return res, rounds, err
 		}
 	}
 	token, tokens, err := writeServeTokens(home)
 	if err != nil {
-		return res, err
+		return res, rounds, err
 	}
 	var prof []string
 	if t.o.CPUProfile != "" {
@@ -94,14 +112,15 @@ func (t *toolRound) serveUnchanged(ctx context.Context, n int) (Result, error) {
 	}
 	args := append(append(append([]string{"--json"}, global...), prof...), "serve", "--listen", "127.0.0.1:0", "--tokens", tokens)
 	c := d.cmd(sv, false, args...)
-	// No periodic captures beside the measured ones, and the local
-	// provider's native checkpoint (a copy of the whole tree, taken on
-	// its own clock, by default every 5 minutes) only at the first,
-	// unmeasured capture.
-	c.env = append(c.env, "LIFEBOAT_LIFECYCLE_PERIODIC_INTERVAL=off", "LIFEBOAT_LIFECYCLE_NATIVE_INTERVAL=24h")
+	// No periodic round beside the measured captures (the workspace's
+	// own interval is set to a second for the measured rounds), and the
+	// local provider's native checkpoint (a copy of the whole tree,
+	// taken on its own clock, by default every 5 minutes) only at the
+	// first, unmeasured capture.
+	c.env = append(c.env, "LIFEBOAT_LIFECYCLE_PERIODIC_INTERVAL=24h", "LIFEBOAT_LIFECYCLE_NATIVE_INTERVAL=24h")
 	srv, err := startServe(ctx, c, t.log(ScenarioServeUnchanged))
 	if err != nil {
-		return res, err
+		return res, rounds, err
 	}
 	defer srv.kill()
 	capture := func() (serveReceipt, [2]float64, error) {
@@ -118,36 +137,40 @@ func (t *toolRound) serveUnchanged(ctx context.Context, n int) (Result, error) {
 		return r, [2]float64{after[0] - before[0], after[1] - before[1]}, err
 	}
 	if r, _, err := capture(); err != nil { // the server's first capture of the workspace
-		return res, err
+		return res, rounds, err
 	} else if r.Outcome != "captured" {
-		return res, fmt.Errorf("serve's first capture of %s: outcome %s: %s (log %s)", ws, r.Outcome, r.Error, srv.log)
+		return res, rounds, fmt.Errorf("serve's first capture of %s: outcome %s: %s (log %s)", ws, r.Outcome, r.Error, srv.log)
 	}
 	var users, syss, cpus []float64
 	for range n {
 		if _, err := syncFS(t.dir); err != nil {
-			return res, err
+			return res, rounds, err
 		}
 		for _, dir := range []string{s.work, sv.repo, sv.cache} {
 			if err := warm(dir); err != nil {
-				return res, err
+				return res, rounds, err
 			}
 		}
 		r, cpu, err := capture()
 		if err != nil {
-			return res, err
+			return res, rounds, err
 		}
 		if r.Outcome != "captured" || r.NewBytes != 0 {
-			return res, fmt.Errorf("serve's capture of the unchanged %s: outcome %s, %d new bytes: %s (log %s)", ws, r.Outcome, r.NewBytes, r.Error, srv.log)
+			return res, rounds, fmt.Errorf("serve's capture of the unchanged %s: outcome %s, %d new bytes: %s (log %s)", ws, r.Outcome, r.NewBytes, r.Error, srv.log)
 		}
 		res.Samples = append(res.Samples, r.Finished.Sub(r.Started).Seconds())
 		users, syss, cpus = append(users, cpu[0]), append(syss, cpu[1]), append(cpus, cpu[0]+cpu[1])
 	}
+	if err := srv.periodicRounds(ctx, token, ws, n, &rounds); err != nil {
+		return res, rounds, err
+	}
 	res.MaxRSS, err = procPeakRSS(srv.cmd.Process.Pid)
 	if err != nil {
-		return res, err
+		return res, rounds, err
 	}
+	rounds.MaxRSS = res.MaxRSS
 	if err := srv.stop(); err != nil {
-		return res, err
+		return res, rounds, err
 	}
 	res.Seconds = median(res.Samples)
 	res.Wall, res.CPU, res.User, res.Sys = res.Seconds, median(cpus), median(users), median(syss)
@@ -156,7 +179,95 @@ func (t *toolRound) serveUnchanged(ctx context.Context, n int) (Result, error) {
 		res.FilesPerS = float64(res.Files) / res.Seconds
 	}
 	res.RepoBytes, err = duBytes(sv.repo)
-	return res, err
+	rounds.RepoBytes = res.RepoBytes
+	return res, rounds, err
+}
+
+// periodicRounds sets workspace ws's periodic interval to a second
+// (PATCH /v1/workspaces/ws) and reads the receipts of the next n periodic
+// rounds from the event stream, each of which must find the files
+// unchanged. Into into go the rounds' times from their receipts (started
+// to finished) in Samples and their median, and the server's CPU across
+// them divided by n.
+func (s *server) periodicRounds(ctx context.Context, token, ws string, n int, into *Result) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(n)*time.Minute)
+	defer cancel()
+	events, err := s.request(ctx, token, http.MethodGet, "/v1/events", "")
+	if err != nil {
+		return err
+	}
+	defer events.Body.Close()
+	before, err := procCPU(s.cmd.Process.Pid)
+	if err != nil {
+		return err
+	}
+	patch, err := s.request(ctx, token, http.MethodPatch, "/v1/workspaces/"+ws, `{"periodic_interval": "1s"}`)
+	if err != nil {
+		return err
+	}
+	patch.Body.Close()
+	sc := bufio.NewScanner(events.Body)
+	sc.Buffer(nil, 1<<20)
+	for len(into.Samples) < n && sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var m struct {
+			Type string       `json:"type"`
+			Data serveReceipt `json:"data"`
+		}
+		if json.Unmarshal([]byte(data), &m) != nil || m.Type != "receipt" || m.Data.Reason != "periodic" {
+			continue
+		}
+		if r := m.Data; r.Outcome != "unchanged" {
+			return fmt.Errorf("serve's periodic round over the unchanged %s: outcome %s: %s (log %s)", ws, r.Outcome, r.Error, s.log)
+		}
+		into.Samples = append(into.Samples, m.Data.Finished.Sub(m.Data.Started).Seconds())
+	}
+	if len(into.Samples) < n {
+		return fmt.Errorf("serve's event stream ended after %d of %d periodic rounds: %v (log %s)", len(into.Samples), n, cmp.Or(sc.Err(), ctx.Err()), s.log)
+	}
+	after, err := procCPU(s.cmd.Process.Pid)
+	if err != nil {
+		return err
+	}
+	into.Seconds = median(into.Samples)
+	into.Wall = into.Seconds
+	into.User, into.Sys = (after[0]-before[0])/float64(n), (after[1]-before[1])/float64(n)
+	into.CPU = into.User + into.Sys
+	if into.Seconds > 0 {
+		into.MBps = float64(into.Bytes) / 1e6 / into.Seconds
+		into.FilesPerS = float64(into.Files) / into.Seconds
+	}
+	return nil
+}
+
+// request sends an API request with the operator token and a JSON body
+// (none when empty); an answer other than 2xx is an error.
+func (s *server) request(ctx context.Context, token, method, path, body string) (*http.Response, error) {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, s.url+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("serve: %s %s: %w (log %s)", method, path, err, s.log)
+	}
+	if resp.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		resp.Body.Close()
+		return nil, fmt.Errorf("serve: %s %s: HTTP %d: %s (log %s)", method, path, resp.StatusCode, bytes.TrimSpace(b), s.log)
+	}
+	return resp, nil
 }
 
 // writeServeTokens writes a token file in dir with one operator token,

@@ -24,9 +24,9 @@ const (
 var Scenarios = []string{ScenarioFirst, ScenarioUnchanged, ScenarioChurn, ScenarioRestore, ScenarioPrune}
 
 // Reported lists every scenario a report holds, in order: Scenarios, and
-// Lifeboat's serve scenario right after the unchanged re-capture it
-// repeats.
-var Reported = []string{ScenarioFirst, ScenarioUnchanged, ScenarioServeUnchanged, ScenarioChurn, ScenarioRestore, ScenarioPrune}
+// Lifeboat's serve scenarios right after the unchanged re-capture they
+// repeat.
+var Reported = []string{ScenarioFirst, ScenarioUnchanged, ScenarioServeUnchanged, ScenarioServeRound, ScenarioChurn, ScenarioRestore, ScenarioPrune}
 
 // Peers are the tools --compare accepts.
 var Peers = []string{"restic", "borg"}

@@ -70,7 +70,7 @@ func newCommand(o *options) *cobra.Command {
 	f.StringVar(&o.svg, "svg", "", "write a chart of throughput and peak memory by scenario and tool to this SVG `FILE`")
 	f.StringVar(&o.lifeboat, "lifeboat", "", "lifeboat binary to measure (default: the lifeboat beside this binary, else lifeboat on PATH)")
 	f.IntVar(&o.history, "prune-history", 0, "before the prune scenario, each tool makes N more captures, each after a churn (unmeasured), so prune works on a longer history")
-	f.IntVar(&o.serveCaptures, "serve-captures", harness.ServeCaptures, "unchanged captures lifeboat serve makes through its API in each round, measured from its receipts (0: skip that scenario)")
+	f.IntVar(&o.serveCaptures, "serve-captures", harness.ServeCaptures, "unchanged captures lifeboat serve makes through its API in each round, and periodic rounds after them, measured from its receipts (0: skip both serve scenarios)")
 	f.IntVar(&o.verifyRounds, "verify-rounds", 1, "check each restore of the first N rounds file by file against the captured tree")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "every measured Lifeboat step writes a CPU profile, named after this `FILE` with its scenario and round")
 	f.StringVar(&o.memProfile, "memprofile", "", "every measured Lifeboat step writes a heap profile, named after this `FILE` with its scenario and round")

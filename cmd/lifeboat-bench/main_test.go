@@ -88,12 +88,12 @@ func TestBenchCommand(t *testing.T) {
 	for name, why := range skipped {
 		t.Logf("%s skipped: %v", name, why)
 	}
-	if steps := len(lines) - 1; steps != tools*len(harness.Scenarios)+1 {
-		t.Fatalf("%d bench_step lines, want %d", steps, tools*len(harness.Scenarios)+1)
+	if steps := len(lines) - 1; steps != tools*len(harness.Scenarios)+2 {
+		t.Fatalf("%d bench_step lines, want %d", steps, tools*len(harness.Scenarios)+2)
 	}
 	served := 0
 	for _, l := range lines[:len(lines)-1] {
-		if l["scenario"] == harness.ScenarioServeUnchanged {
+		if l["scenario"] == harness.ScenarioServeUnchanged || l["scenario"] == harness.ScenarioServeRound {
 			served++
 			if samples, _ := l["samples"].([]any); l["tool"] != "lifeboat" || len(samples) != 2 {
 				t.Fatalf("serve step %v", l)
@@ -103,8 +103,8 @@ func TestBenchCommand(t *testing.T) {
 			t.Fatalf("step %v", l)
 		}
 	}
-	if served != 1 {
-		t.Fatalf("%d serve steps", served)
+	if served != 2 {
+		t.Fatalf("%d serve steps, want a capture step and a periodic round step", served)
 	}
 	if p := filepath.Join(prof, "cpu."+harness.ScenarioServeUnchanged+".r1.out"); !fileHasData(p) {
 		t.Errorf("profile %s missing or empty", p)
