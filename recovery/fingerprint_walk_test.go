@@ -3,6 +3,7 @@ package recovery
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -75,6 +76,16 @@ func TestFingerprintMatchesWalkDir(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// More entries than one run of stats holds, subdirectories between
+	// them, and a deeper tree: the runs are hashed in the walk's order.
+	many := map[string]string{}
+	for i := range 300 {
+		many[fmt.Sprintf("many/f%03d", i)] = "x"
+		if i%70 == 0 {
+			many[fmt.Sprintf("many/f%03d-dir/sub%d/leaf", i, i)] = "y"
+		}
+	}
+	writeFiles(t, ws, many)
 	must(os.Mkdir(filepath.Join(ws, "empty"), 0o700))
 	must(os.Symlink("d", filepath.Join(ws, "link-to-dir")))
 	must(os.Symlink("nowhere", filepath.Join(ws, "dangling")))
