@@ -62,6 +62,13 @@ func (w *Writer) Fits(n int) bool {
 	return len(w.entries) == 0 || w.finishedSize(w.n+n, len(w.entries)+1) <= int64(w.limit)
 }
 
+// FitsWith is Fits for a pack that is to hold count blobs in bytes
+// sealed bytes once the blobs promised to it are added: whether one more
+// of n bytes keeps it within its limit. A pack promised no blob takes any.
+func (w *Writer) FitsWith(bytes, count, n int) bool {
+	return count == 0 || w.finishedSize(bytes+n, count+1) <= int64(w.limit)
+}
+
 // finishedSize is the size of a finished pack of count blobs in blobBytes.
 func (w *Writer) finishedSize(blobBytes, count int) int64 {
 	hdr := (4 + count*EntrySize + headerBucket - 1) / headerBucket * headerBucket

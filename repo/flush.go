@@ -48,7 +48,8 @@ func (r *Repository) flush(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// uploadOpen uploads every open pack and waits for all uploads.
+// uploadOpen uploads every open pack, all at once, and waits for all
+// uploads.
 func (r *Repository) uploadOpen() {
 	r.mu.Lock()
 	sets := make([]*packerSet, 0, len(r.packers))
@@ -61,7 +62,7 @@ func (r *Repository) uploadOpen() {
 		var full []*openPack
 		var seqs []uint64
 		for i, p := range ps.packs {
-			if p != nil && p.Count() > 0 {
+			if p != nil && p.count > 0 {
 				full = append(full, p)
 				seqs = append(seqs, r.handOff())
 				ps.packs[i] = nil
@@ -69,7 +70,7 @@ func (r *Repository) uploadOpen() {
 		}
 		ps.mu.Unlock()
 		for i, p := range full {
-			r.upload(ps.keys.Tier, p, seqs[i])
+			r.uploadSlot(ps.keys.Tier, p, seqs[i], false)
 		}
 	}
 	r.waitUploads()

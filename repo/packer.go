@@ -29,9 +29,33 @@ type packerSet struct {
 
 // openPack is a pack being filled: streamed to a backend temp file where
 // the backend takes them (backend.TempSaver), else built in memory.
+//
+// A blob is given a place in a pack under its pack set's lock (bytes and
+// count grow there), and written into it under the pack's own lock, so
+// the copy and the pack hash of one pack's blobs do not hold up the blobs
+// going into the set's other packs, nor does a pack whose file writes
+// wait for the disk. A pack taken out of its slot is finished only once
+// the writes it was promised are done (adding).
 type openPack struct {
 	*pack.Writer
 	temp backend.TempFile // nil for a pack in memory
+
+	bytes, count int            // sealed bytes and blobs promised to it; the pack set's lock held
+	adding       sync.WaitGroup // writes promised and not yet done; added to under the pack set's lock
+	mu           sync.Mutex     // serialises the writes into Writer
+}
+
+// fits reports whether a sealed blob of n bytes can join p, counting the
+// blobs promised to it; the pack set's lock held.
+func (p *openPack) fits(n int) bool {
+	return p.FitsWith(p.bytes, p.count, n)
+}
+
+// finish waits for the writes promised to p, then finishes it like
+// pack.Writer.Finish; p must be out of its slot.
+func (p *openPack) finish() (data []byte, size int64, id blob.ID, entries []pack.Entry, err error) {
+	p.adding.Wait()
+	return p.Finish()
 }
 
 // newPack starts an empty pack for the tier of k.
@@ -71,7 +95,7 @@ func (r *Repository) pack(k *crypt.TierKeys, typ blob.Type, id blob.ID, data []b
 	i := rand.IntN(len(ps.packs))
 	var full *openPack
 	var seq uint64
-	if p := ps.packs[i]; p != nil && !p.Fits(len(sb.Data)) {
+	if p := ps.packs[i]; p != nil && !p.fits(len(sb.Data)) {
 		full, ps.packs[i] = p, nil
 		seq = r.handOff()
 	}
@@ -84,17 +108,33 @@ func (r *Repository) pack(k *crypt.TierKeys, typ blob.Type, id blob.ID, data []b
 			return fmt.Errorf("starting a pack: %w", err)
 		}
 	}
-	err = ps.packs[i].Add(sb)
-	var lost *openPack
-	if err != nil { // the pack's file failed: its blobs are lost
-		lost, ps.packs[i] = ps.packs[i], nil
-	}
+	p := ps.packs[i]
+	p.bytes += len(sb.Data)
+	p.count++
+	p.adding.Add(1)
 	ps.mu.Unlock()
+	p.mu.Lock()
+	err = p.Add(sb)
+	p.mu.Unlock()
+	p.adding.Done()
 	if full != nil {
 		r.upload(k.Tier, full, seq)
 	}
-	if lost != nil {
-		r.discard(lost)
+	if err != nil { // the pack's file failed: its blobs are lost
+		// Whoever takes it out of its slot first discards it, once the
+		// other writes promised to it are done (they fail too); a pack
+		// already handed off fails its upload's Finish and is discarded
+		// there.
+		ps.mu.Lock()
+		lost := ps.packs[i] == p
+		if lost {
+			ps.packs[i] = nil
+		}
+		ps.mu.Unlock()
+		if lost {
+			p.adding.Wait()
+			r.discard(p)
+		}
 		r.setErr(fmt.Errorf("writing a pack: %w", err))
 		return fmt.Errorf("writing a pack: %w", err)
 	}
@@ -142,14 +182,26 @@ func (r *Repository) handOff() uint64 {
 // caller that gives up cannot drop a pack holding other callers' blobs.
 // Failures are sticky and surface from the next SaveBlob or Flush.
 func (r *Repository) upload(t blob.Tier, p *openPack, seq uint64) {
+	r.uploadSlot(t, p, seq, true)
+}
+
+// uploadSlot is upload; without slot, the upload does not wait for (nor
+// take) one of the Options.Uploads slots: a Flush uploads the packs it
+// takes out of their slots all at once (their memory is held already),
+// since nothing is left to overlap with waiting for them.
+func (r *Repository) uploadSlot(t blob.Tier, p *openPack, seq uint64, slot bool) {
 	if r.testBeforeUpload != nil {
 		r.testBeforeUpload()
 	}
-	r.uploads <- struct{}{}
+	if slot {
+		r.uploads <- struct{}{}
+	}
 	start := r.startNow() // before the pack can be stored: see flush.go
 	go func() {
 		err := r.savePack(r.bg, t, p, start)
-		<-r.uploads
+		if slot {
+			<-r.uploads
+		}
 		r.mu.Lock()
 		if err != nil && r.err == nil {
 			r.err = err
@@ -191,7 +243,7 @@ func (r *Repository) savePack(ctx context.Context, t blob.Tier, p *openPack, sta
 // storePack finishes p and stores it: its temp file through SaveTemp, or
 // its bytes through Save. Either way p is consumed.
 func (r *Repository) storePack(ctx context.Context, p *openPack) (size int64, id blob.ID, entries []pack.Entry, err error) {
-	data, size, id, entries, err := p.Finish()
+	data, size, id, entries, err := p.finish()
 	if err != nil {
 		r.discard(p)
 		return 0, id, nil, fmt.Errorf("writing a pack: %w", err)
