@@ -19,8 +19,10 @@ type packerKey struct {
 }
 
 // packerSet holds the open packs of one tier and blob type. Each blob goes
-// to one of them at random, so the blobs of a file scatter over packs and
-// pack sizes say little about chunk boundaries. A nil slot has no pack yet.
+// to one of them at random (the first, from a random one, that no other
+// blob is being written into), so the blobs of a file scatter over packs
+// and pack sizes say little about chunk boundaries. A nil slot has no pack
+// yet.
 type packerSet struct {
 	mu    sync.Mutex
 	keys  *crypt.TierKeys
@@ -92,10 +94,25 @@ func (r *Repository) pack(k *crypt.TierKeys, typ blob.Type, id blob.ID, data []b
 	defer sb.Release()
 	ps := r.packerSet(k, typ)
 	ps.mu.Lock()
-	i := rand.IntN(len(ps.packs))
+	// The slot is the first, from a random one, whose pack no other blob
+	// is being written into: a pack whose file writes wait for the disk
+	// then holds up only the blobs already promised to it.
+	start := rand.IntN(len(ps.packs))
+	i, locked := start, false
+	for j := range len(ps.packs) {
+		n := (start + j) % len(ps.packs)
+		if p := ps.packs[n]; p == nil || p.mu.TryLock() {
+			i, locked = n, p != nil
+			break
+		}
+	}
 	var full *openPack
 	var seq uint64
 	if p := ps.packs[i]; p != nil && !p.fits(len(sb.Data)) {
+		if locked {
+			p.mu.Unlock()
+			locked = false
+		}
 		full, ps.packs[i] = p, nil
 		seq = r.handOff()
 	}
@@ -113,7 +130,9 @@ func (r *Repository) pack(k *crypt.TierKeys, typ blob.Type, id blob.ID, data []b
 	p.count++
 	p.adding.Add(1)
 	ps.mu.Unlock()
-	p.mu.Lock()
+	if !locked {
+		p.mu.Lock()
+	}
 	err = p.Add(sb)
 	p.mu.Unlock()
 	p.adding.Done()
