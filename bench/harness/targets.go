@@ -23,7 +23,7 @@ var speedTargets = []struct {
 	scenario string
 	min      float64
 }{
-	{ScenarioFirst, 2}, {ScenarioUnchanged, 10}, {ScenarioChurn, 3}, {ScenarioRestore, 2}, {ScenarioPrune, 2},
+	{ScenarioFirst, 2.7}, {ScenarioUnchanged, 10}, {ScenarioChurn, 3}, {ScenarioRestore, 3}, {ScenarioPrune, 2},
 }
 
 // serveUnchangedMax is the most serve's look at an unchanged workspace
@@ -33,7 +33,7 @@ var speedTargets = []struct {
 const serveUnchangedMax = 0.05
 
 // ceilingShare is the share of the stage ceiling a first capture must reach.
-const ceilingShare = 0.7
+const ceilingShare = 0.9
 
 // CeilingShares pairs each round's first capture by Lifeboat with the
 // stage ceiling measured around it (the two share the machine's state):
