@@ -3,7 +3,6 @@ package chunk_test
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"io"
 	"math/rand/v2"
 	"slices"
@@ -14,22 +13,11 @@ import (
 	"github.com/restic/chunker"
 
 	"lifeboat/chunk"
+	"lifeboat/internal/seedtest"
 )
-
-var seedFlag = flag.Uint64("seed", 0, "seed for randomised tests (0: a fresh random seed)")
 
 // testPol is the polynomial restic's chunker tests use; it is irreducible.
 const testPol = chunk.Pol(0x3DA3358B4DC173)
-
-func newRand(t testing.TB) (*rand.Rand, uint64) {
-	t.Helper()
-	seed := *seedFlag
-	if seed == 0 {
-		seed = rand.Uint64()
-	}
-	t.Logf("random seed %#x (replay with -seed=%#x)", seed, seed)
-	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), seed
-}
 
 func randBytes(r *rand.Rand, n int) []byte {
 	b := make([]byte, n)
@@ -90,7 +78,7 @@ func cutsInto(t testing.TB, c *chunk.Chunker, data []byte, buf func() []byte) []
 var smallParams = chunk.Params{Min: 2 << 10, Max: 64 << 10, AverageBits: 13}
 
 func TestDeterministic(t *testing.T) {
-	r, _ := newRand(t)
+	r := seedtest.Rand(t)
 	data := randBytes(r, 8<<20)
 	for _, p := range []chunk.Params{chunk.DefaultParams, smallParams} {
 		a := cuts(t, chunk.New(bytes.NewReader(data), testPol, p), data)
@@ -119,7 +107,7 @@ func (r *oneByteReader) Read(p []byte) (int, error) {
 }
 
 func TestDifferentPolDifferentCuts(t *testing.T) {
-	r, _ := newRand(t)
+	r := seedtest.Rand(t)
 	data := randBytes(r, 8<<20)
 	other := randPol(t, r)
 	if other == testPol {
@@ -135,7 +123,7 @@ func TestDifferentPolDifferentCuts(t *testing.T) {
 }
 
 func TestChunkSizes(t *testing.T) {
-	r, _ := newRand(t)
+	r := seedtest.Rand(t)
 	for _, p := range []chunk.Params{chunk.DefaultParams, smallParams, {Min: 64, Max: 64, AverageBits: 10}, {Min: 4096, Max: 8192, AverageBits: 20}} {
 		zeros := min(2*int(p.Max), 2<<20)
 		n := 4<<20 + zeros + r.IntN(1<<20)
@@ -160,7 +148,7 @@ func TestChunkSizes(t *testing.T) {
 }
 
 func TestMeanChunkSize(t *testing.T) {
-	r, _ := newRand(t)
+	r := seedtest.Rand(t)
 	data := randBytes(r, 16<<20)
 	lens := cuts(t, chunk.New(bytes.NewReader(data), testPol, smallParams), data)
 	mean := len(data) / len(lens)
@@ -171,7 +159,7 @@ func TestMeanChunkSize(t *testing.T) {
 }
 
 func TestShortInputs(t *testing.T) {
-	r, _ := newRand(t)
+	r := seedtest.Rand(t)
 	for _, n := range []int{1, 63, 64, 1000, int(chunk.DefaultParams.Min) - 1, int(chunk.DefaultParams.Min)} {
 		data := randBytes(r, n)
 		lens := cuts(t, chunk.New(bytes.NewReader(data), testPol, chunk.DefaultParams), data)
@@ -222,7 +210,7 @@ type errReader struct{ err error }
 func (r *errReader) Read([]byte) (int, error) { return 0, r.err }
 
 func TestReset(t *testing.T) {
-	r, _ := newRand(t)
+	r := seedtest.Rand(t)
 	a, b := randBytes(r, 3<<20), randBytes(r, 2<<20)
 	wantA := cuts(t, chunk.New(bytes.NewReader(a), testPol, smallParams), a)
 	wantB := cuts(t, chunk.New(bytes.NewReader(b), testPol, smallParams), b)
@@ -314,7 +302,7 @@ func TestInvalidPolIsAnError(t *testing.T) {
 // and grows them into pooled ones through Alloc (TestAllocTooSmallOrNil
 // has Alloc's failures).
 func TestSmallBufferGrows(t *testing.T) {
-	r, _ := newRand(t)
+	r := seedtest.Rand(t)
 	data := randBytes(r, 12<<20)
 	pol := randPol(t, r)
 	want := cuts(t, chunk.New(bytes.NewReader(data), pol, chunk.DefaultParams), data)
@@ -342,7 +330,7 @@ func TestSmallBufferGrows(t *testing.T) {
 // lengths below, at and above the minimum, an empty stream and one that
 // fails.
 func TestStart(t *testing.T) {
-	r, _ := newRand(t)
+	r := seedtest.Rand(t)
 	data := randBytes(r, 40*int(smallParams.Min))
 	c := chunk.New(nil, testPol, smallParams)
 	head := make([]byte, c.MinSize())
@@ -394,7 +382,7 @@ func resticCuts(t testing.TB, data []byte, pol chunk.Pol, p chunk.Params) []int 
 // cuts), on zeros (a cut at every minimum) and on text, with parameters
 // from the smallest allowed to the defaults.
 func TestSameCutsAsRestic(t *testing.T) {
-	r, _ := newRand(t)
+	r := seedtest.Rand(t)
 	params := []chunk.Params{
 		chunk.DefaultParams,
 		smallParams,

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"lifeboat/chunk"
+	"lifeboat/internal/seedtest"
 )
 
 // stepReader returns at most step bytes a read, and its last bytes with
@@ -132,7 +133,7 @@ func plantCut(r *rand.Rand, n, e int) []byte {
 // splits its reads, with or without Start, in buffers smaller and larger
 // than the chunks.
 func TestCutAtLaneBoundaries(t *testing.T) {
-	r, _ := newRand(t)
+	r := seedtest.Rand(t)
 	const lane, block, read = 8 << 10, 32 << 10, 128 << 10
 	p := chunk.Params{Min: 4096 + 64, Max: 1 << 20, AverageBits: 26}
 	pol := polOfDegree(t, r, 53)
@@ -178,7 +179,7 @@ func TestCutAtLaneBoundaries(t *testing.T) {
 // read; readers that return their last bytes with io.EOF, short reads and
 // one byte at a time.
 func TestSameCutsAsResticAtTheLimits(t *testing.T) {
-	r, _ := newRand(t)
+	r := seedtest.Rand(t)
 	params := []chunk.Params{
 		{Min: 64, Max: 64, AverageBits: 10},
 		{Min: 64, Max: 64, AverageBits: 26},
@@ -223,7 +224,7 @@ func lowEntropy(r *rand.Rand, n int) []byte {
 // Alloc's buffer is used only when it is large enough: too small, nil or
 // one with bytes in it, the chunk still comes out whole and in place.
 func TestAllocTooSmallOrNil(t *testing.T) {
-	r, _ := newRand(t)
+	r := seedtest.Rand(t)
 	data := randBytes(r, 3<<20)
 	pol := polOfDegree(t, r, 53)
 	p := chunk.Params{Min: 64 << 10, Max: 1 << 20, AverageBits: 18}

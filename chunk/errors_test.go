@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"lifeboat/chunk"
+	"lifeboat/internal/seedtest"
 )
 
 // chunkAll runs Next until it returns an error, keeping every chunk's
@@ -30,7 +31,7 @@ func chunkAll(c *chunk.Chunker) ([]byte, error) {
 // one would store a truncated file and report success. Only io.EOF itself
 // ends a stream.
 func TestReadersUnexpectedEOFIsAnError(t *testing.T) {
-	r, _ := newRand(t)
+	r := seedtest.Rand(t)
 	data := randBytes(r, 3<<20)
 	for _, fail := range []error{io.ErrUnexpectedEOF, fmt.Errorf("pack tail: loaded 3 of 9 bytes: %w", io.ErrUnexpectedEOF), fmt.Errorf("reading pack 1234: %w", io.EOF)} {
 		// Below the minimum (Start reads it all), a little above it, and
@@ -95,7 +96,7 @@ func (r *flakyReader) Read(p []byte) (int, error) {
 // go on to cut the rest into chunks that silently miss them. The error
 // stays until Reset or Start, which then cut a new stream normally.
 func TestReadErrorSticks(t *testing.T) {
-	r, _ := newRand(t)
+	r := seedtest.Rand(t)
 	data := randBytes(r, 2<<20)
 	cut := 700 << 10
 	c := chunk.New(&flakyReader{parts: [][]byte{bytes.Clone(data[:cut]), bytes.Clone(data[cut:])}}, testPol, smallParams)

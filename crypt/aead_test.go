@@ -8,10 +8,11 @@ import (
 	"testing"
 
 	"lifeboat/crypt"
+	"lifeboat/internal/seedtest"
 )
 
 func TestSealOpenRoundTrip(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	s := crypt.NewSealer(crypt.NewRandomKey())
 	for _, n := range []int{0, 1, 15, 16, 17, 63, 64, 65, 1000, 1 << 16, 1<<20 + 3} {
 		plain := randBytes(r, n)

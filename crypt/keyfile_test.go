@@ -12,6 +12,7 @@ import (
 
 	"lifeboat/blob"
 	"lifeboat/crypt"
+	"lifeboat/internal/seedtest"
 )
 
 var (
@@ -206,7 +207,7 @@ func TestKeyFileTampered(t *testing.T) {
 }
 
 func TestDecodeKeyFileRefusesNonKeyFiles(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	valid := newKeyFile(t, crypt.NewMasterKeys(), blob.Tiers)
 	kdfEdit := func(field string, val any) []byte {
 		return editKeyFile(t, valid, func(v map[string]any) { v["kdf"].(map[string]any)[field] = val })

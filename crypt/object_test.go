@@ -7,6 +7,7 @@ import (
 
 	"lifeboat/blob"
 	"lifeboat/crypt"
+	"lifeboat/internal/seedtest"
 )
 
 // TestObjectHeaderLayout pins the 6-byte plaintext header of sealed objects
@@ -47,7 +48,7 @@ func TestObjectHeaderLayout(t *testing.T) {
 }
 
 func TestObjectRoundTrip(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	m := crypt.NewMasterKeys()
 	for _, tier := range blob.Tiers {
 		for _, n := range []int{0, 1, 1000, 100_000} {

@@ -10,10 +10,11 @@ import (
 
 	"lifeboat/blob"
 	"lifeboat/crypt"
+	"lifeboat/internal/seedtest"
 )
 
 func TestBlobIDKeyed(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	data := randBytes(r, 5000)
 	a := crypt.NewTierKeys(blob.Workspace, crypt.NewRandomKey(), crypt.NewRandomKey())
 	b := crypt.NewTierKeys(blob.Workspace, a.Enc, crypt.NewRandomKey())
@@ -39,7 +40,7 @@ func TestBlobIDKeyed(t *testing.T) {
 // TestBlobIDMatchesFreshHasher checks that a pooled, reset hasher gives the
 // same id as a fresh keyed BLAKE3, whatever it hashed before.
 func TestBlobIDMatchesFreshHasher(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	k := crypt.NewTierKeys(blob.Workspace, crypt.NewRandomKey(), crypt.NewRandomKey())
 	for i := range 200 {
 		data := randBytes(r, r.IntN(3*1024)+[]int{0, 1024, 64 << 10}[i%3])
@@ -58,7 +59,7 @@ func TestBlobIDMatchesFreshHasher(t *testing.T) {
 }
 
 func TestBlobIDConcurrent(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	k := crypt.NewTierKeys(blob.Workspace, crypt.NewRandomKey(), crypt.NewRandomKey())
 	inputs := make([][]byte, 16)
 	want := make([]blob.ID, len(inputs))

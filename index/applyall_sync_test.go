@@ -6,6 +6,7 @@ import (
 
 	"lifeboat/blob"
 	"lifeboat/index"
+	"lifeboat/internal/seedtest"
 )
 
 // An ApplyAll that runs while a Sync is under way is not undone by it. A
@@ -17,7 +18,7 @@ import (
 // reset that fell between the ApplyAll's transactions left the object
 // marked applied with only its last entries, for good.
 func TestApplyAllDuringSync(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()
 	src := newFakeSource()

@@ -8,6 +8,7 @@ import (
 
 	"lifeboat/blob"
 	"lifeboat/index"
+	"lifeboat/internal/seedtest"
 	"lifeboat/pack"
 )
 
@@ -15,7 +16,7 @@ import (
 // blobs of earlier objects appear again, in other packs: the last object
 // to name a blob decides its place.
 func objectsWithRepeats(t *testing.T, n int) []index.Named {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	var objs []index.Named
 	for i := range n {
 		o := randObject(r, blob.Tiers[i%2], 3, 40)
@@ -109,7 +110,7 @@ func TestApplyAllSameAsApplyInTurn(t *testing.T) {
 // same blob the last one decides its place. (The order itself:
 // TestKeyOrder.)
 func TestApplyAllKeysSharingTheirHead(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	prefix := randID(r)
 	sharing := func() blob.ID { // the first 6 bytes of prefix, random after
 		id := randID(r)
@@ -148,7 +149,7 @@ func TestApplyAllKeysSharingTheirHead(t *testing.T) {
 func TestInterruptedApplyAll(t *testing.T) {
 	for _, gone := range []bool{false, true} {
 		t.Run(fmt.Sprintf("gone=%v", gone), func(t *testing.T) {
-			r := newRand(t)
+			r := seedtest.Rand(t)
 			d := mustOpenDB(t, t.TempDir(), testRepo)
 			defer d.Close()
 			src := newFakeSource()
@@ -201,7 +202,7 @@ func TestInterruptedApplyAll(t *testing.T) {
 // and objects it cannot apply (locked, damaged) do not hold a group back.
 func TestSyncAppliesInGroups(t *testing.T) {
 	defer index.SetSyncGroupEntries(50)()
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()
 	src := newFakeSource()

@@ -14,6 +14,7 @@ import (
 
 	"lifeboat/blob"
 	"lifeboat/index"
+	"lifeboat/internal/seedtest"
 	"lifeboat/pack"
 )
 
@@ -101,7 +102,7 @@ func usedSize(t *testing.T, path string) int {
 }
 
 func TestOpenDBCorruptFile(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	garbage := func(n int) []byte {
 		b := make([]byte, n)
 		for i := range b {
@@ -188,7 +189,7 @@ func TestOpenDBCorruptFile(t *testing.T) {
 // the file is removed, Sync fails with ErrCorrupt, and the repository's
 // reopen and Sync (syncAsRepo) rebuild a DB that answers.
 func TestDamagedLeafFoundByLookup(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	dir, objs := filledDB(t, r)
 	path := filepath.Join(dir, "index.db")
 	b, err := os.ReadFile(path)

@@ -9,6 +9,7 @@ import (
 
 	"lifeboat/blob"
 	"lifeboat/index"
+	"lifeboat/internal/seedtest"
 )
 
 var testRepo = blob.ID{0x42, 0x42}
@@ -40,7 +41,7 @@ func TestOpenDBFresh(t *testing.T) {
 }
 
 func TestApplyLookup(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()
 	ws := randObject(r, blob.Workspace, 20, 30)
@@ -118,7 +119,7 @@ func TestApplyLookup(t *testing.T) {
 }
 
 func TestForEachBlobByTier(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()
 	objs := map[blob.Tier]*index.Object{}
@@ -164,7 +165,7 @@ func TestForEachBlobByTier(t *testing.T) {
 }
 
 func TestApplyOverwrites(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()
 	a := randObject(r, blob.Workspace, 2, 10)
@@ -189,7 +190,7 @@ func TestApplyOverwrites(t *testing.T) {
 }
 
 func TestOtherRepoResets(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	dir := t.TempDir()
 	d := mustOpenDB(t, dir, testRepo)
 	if err := d.Apply(randID(r), randObject(r, blob.Workspace, 3, 10)); err != nil {
@@ -219,7 +220,7 @@ func TestOtherRepoResets(t *testing.T) {
 }
 
 func TestOpenDBBusy(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	dir := t.TempDir()
 	first := mustOpenDB(t, dir, testRepo)
 	a := randObject(r, blob.Workspace, 3, 10)
@@ -309,7 +310,7 @@ func TestOpenDBBusyConcurrent(t *testing.T) {
 }
 
 func TestConcurrentLookupAndApply(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()
 	objs := make([]*index.Object, 8)

@@ -10,6 +10,7 @@ import (
 
 	"lifeboat/blob"
 	"lifeboat/index"
+	"lifeboat/internal/seedtest"
 	"lifeboat/pack"
 )
 
@@ -24,7 +25,7 @@ func get(t *testing.T, d *index.DB, ws string, key []byte) []byte {
 }
 
 func TestFileCache(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	dir := t.TempDir()
 	d := mustOpenDB(t, dir, testRepo)
 	if v := get(t, d, "ws", []byte("p")); v != nil {
@@ -155,7 +156,7 @@ func TestFileCacheDropsVersion1(t *testing.T) {
 // FileCacheIndexed accepts a file only when its chunks are indexed data
 // blobs of the tier adding up to its size.
 func TestFileCacheIndexed(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()
 	p := randPack(r, 8)
@@ -204,7 +205,7 @@ func TestFileCacheIndexed(t *testing.T) {
 // The removal generation moves on with every rebuild and every Drop that
 // deletes entries, and only then.
 func TestFileCacheGenMoves(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()
 	gen := func() uint64 {

@@ -6,6 +6,7 @@ import (
 
 	"lifeboat/blob"
 	"lifeboat/index"
+	"lifeboat/internal/seedtest"
 )
 
 // The filter's build lets go of the pages its scan touched
@@ -15,7 +16,7 @@ import (
 // remaps it, and the old address may be unmapped or reused by then. Under
 // -race this test reports the unsynchronised read of the mapping.
 func TestFilterBuildBesideRemap(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()
 	if err := d.Apply(randID(r), randObject(r, blob.Workspace, 4, 50)); err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"lifeboat/blob"
 	"lifeboat/index"
+	"lifeboat/internal/seedtest"
 )
 
 // The filter never rules out a key the DB holds, whatever runs
@@ -16,7 +17,7 @@ import (
 // be found); one writes the file cache (bbolt remaps as the file grows).
 func TestFilterStress(t *testing.T) {
 	defer index.SetFilterMinRoom(1000)()
-	seedR := newRand(t)
+	seedR := seedtest.Rand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()
 

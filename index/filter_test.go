@@ -6,6 +6,7 @@ import (
 
 	"lifeboat/blob"
 	"lifeboat/index"
+	"lifeboat/internal/seedtest"
 )
 
 // After enough missing lookups the DB answers misses from its filter, and
@@ -14,7 +15,7 @@ import (
 // while lookups run. The filter also fills up and is built again, larger.
 func TestLookupFilter(t *testing.T) {
 	defer index.SetFilterMinRoom(5000)()
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()
 	var objs []*index.Object
@@ -94,7 +95,7 @@ func TestLookupFilter(t *testing.T) {
 // FilterAfterMisses: its build reads every leaf of the blobs.
 func TestLookupFilterWaitsOnLargeIndex(t *testing.T) {
 	defer index.SetFilterEntriesPerMiss(1)()
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()
 	var objs []*index.Object

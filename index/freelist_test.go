@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
+
+	"lifeboat/internal/seedtest"
 )
 
 // storedFreelist reports whether the current meta page of the closed bbolt
@@ -38,7 +40,7 @@ func storedFreelist(t *testing.T, path string) bool {
 // page. A file an older Lifeboat wrote, without it, opens with its
 // entries, and from then on has it stored.
 func TestOpenDBStoresFreelistOfOlderFile(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	dir, objs := filledDB(t, r)
 	path := filepath.Join(dir, "index.db")
 	if !storedFreelist(t, path) {

@@ -1,12 +1,10 @@
 package index_test
 
 import (
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -15,20 +13,6 @@ import (
 	"lifeboat/index"
 	"lifeboat/pack"
 )
-
-var seedFlag = flag.Uint64("seed", 0, "seed for randomised tests (0: pick one from the clock)")
-
-// newRand returns a generator seeded from -seed or the clock, and logs the
-// seed so a failure can be replayed with -seed.
-func newRand(t testing.TB) *rand.Rand {
-	t.Helper()
-	seed := *seedFlag
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (replay with -seed=%d)", seed, seed)
-	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-}
 
 func randID(r *rand.Rand) blob.ID {
 	var id blob.ID

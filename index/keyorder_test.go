@@ -7,12 +7,13 @@ import (
 	"testing"
 
 	"lifeboat/index"
+	"lifeboat/internal/seedtest"
 )
 
 // KeyOrder orders keys as bytes.Compare does, equal keys in their own
 // order, also where keys share their first eight bytes or more.
 func TestKeyOrder(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	const size = index.KeySize
 	bases := make([][]byte, 4)
 	for i := range bases {

@@ -6,6 +6,7 @@ import (
 
 	"lifeboat/blob"
 	"lifeboat/index"
+	"lifeboat/internal/seedtest"
 )
 
 // LookupMany agrees with Lookup for every id however the ids are spread
@@ -13,7 +14,7 @@ import (
 // asked twice, unknown, known only under another tier or type, and before
 // and after every key in the DB.
 func TestLookupManyAgreesWithLookup(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()
 	ws := randObject(r, blob.Workspace, 40, 100)

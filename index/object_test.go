@@ -10,11 +10,12 @@ import (
 	"lifeboat/blob"
 	"lifeboat/crypt"
 	"lifeboat/index"
+	"lifeboat/internal/seedtest"
 	"lifeboat/pack"
 )
 
 func TestEncodeDecodeRoundTrip(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	for i := range 200 {
 		tier := blob.Tiers[r.IntN(len(blob.Tiers))]
 		o := randObject(r, tier, r.IntN(8), r.IntN(40))
@@ -36,7 +37,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 }
 
 func TestEncodeDecodeEdgeCases(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	full := randPack(r, 3)
 	cases := map[string]*index.Object{
 		"empty":             {Tier: blob.Workspace},
@@ -69,7 +70,7 @@ func TestEncodeDecodeEdgeCases(t *testing.T) {
 }
 
 func TestSealOpenRoundTrip(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	m := crypt.NewMasterKeys()
 	for _, tier := range blob.Tiers {
 		k, err := m.Tier(tier)
@@ -96,7 +97,7 @@ func TestSealOpenRoundTrip(t *testing.T) {
 }
 
 func TestOpenLockedTier(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	m := crypt.NewMasterKeys()
 	ws, err := m.Restrict([]blob.Tier{blob.Workspace})
 	if err != nil {
@@ -139,7 +140,7 @@ func TestSealWrongTierKeys(t *testing.T) {
 }
 
 func TestOpenRefusesBadObjects(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	m := crypt.NewMasterKeys()
 	wk, _ := m.Tier(blob.Workspace)
 	sk, _ := m.Tier(blob.Sensitive)

@@ -7,6 +7,7 @@ import (
 
 	"lifeboat/blob"
 	"lifeboat/index"
+	"lifeboat/internal/seedtest"
 )
 
 // A DB rebuilt by a lifeboat that kept no removal generation (one from
@@ -17,7 +18,7 @@ import (
 // a capture reuse them unchecked (it looks chunks up, FileCacheIndexed,
 // only for records of another generation).
 func TestRemovalGenAfterOldRebuild(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	dir := t.TempDir()
 	d := mustOpenDB(t, dir, testRepo)
 	p1, p2 := randDataPack(r, 4), randDataPack(r, 4)

@@ -17,6 +17,7 @@ import (
 	"lifeboat/blob"
 	"lifeboat/crypt"
 	"lifeboat/index"
+	"lifeboat/internal/seedtest"
 )
 
 // fakeSource is an in-memory index.Source. Objects listed in locked fail
@@ -104,7 +105,7 @@ func mustSync(t *testing.T, d *index.DB, src index.Source, want index.SyncStats)
 }
 
 func TestSyncAppliesNewObjects(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()
 	src := newFakeSource()
@@ -146,7 +147,7 @@ func TestSyncAppliesNewObjects(t *testing.T) {
 // dropped without a rebuild: only the new objects are loaded, and the
 // places in packs no object lists any more go.
 func TestSyncDropsRemovedObjects(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()
 	src := newFakeSource()
@@ -205,7 +206,7 @@ func TestSyncDropsRemovedObjects(t *testing.T) {
 }
 
 func TestSyncLockedTier(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()
 	src := newFakeSource()
@@ -249,7 +250,7 @@ func TestSyncLockedTier(t *testing.T) {
 }
 
 func TestSyncLoadError(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()
 	boom := errors.New("backend unreachable")
@@ -281,7 +282,7 @@ func TestSyncLoadError(t *testing.T) {
 }
 
 func TestSyncCancelled(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()
 	src := newFakeSource()
@@ -317,7 +318,7 @@ func (s *sealedSource) LoadIndex(ctx context.Context, id blob.ID) (*index.Object
 }
 
 func TestSyncWithSealedObjects(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	m := crypt.NewMasterKeys()
 	wsOnly, err := m.Restrict([]blob.Tier{blob.Workspace})
 	if err != nil {
@@ -346,7 +347,7 @@ func TestSyncWithSealedObjects(t *testing.T) {
 // An object listed and then removed before Sync loads it (a prune's delete
 // phase runs meanwhile) is skipped, not an error; the rest is applied.
 func TestSyncObjectRemovedWhileSyncing(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()
 	src, goneID := sourceWithFailing(r, func(id blob.ID) error {

@@ -9,6 +9,7 @@ import (
 
 	"lifeboat/blob"
 	"lifeboat/crypt"
+	"lifeboat/internal/seedtest"
 )
 
 func openBlob(t testing.TB, k *crypt.TierKeys, sb SealedBlob) []byte {
@@ -21,7 +22,7 @@ func openBlob(t testing.TB, k *crypt.TierKeys, sb SealedBlob) []byte {
 }
 
 func TestSealBlobRoundTrip(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	big := append(textBytes(r, 4<<20), randBytes(r, 4<<20)...)
 	cases := []struct {
 		name       string
@@ -63,7 +64,7 @@ func TestSealBlobRoundTrip(t *testing.T) {
 }
 
 func TestSealBlobCompressionLevels(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	text := textBytes(r, 300_000)
 	random := randBytes(r, 300_000)
 	sizes := map[Compression]int{}
@@ -112,7 +113,7 @@ func TestSealBlobMaxSize(t *testing.T) {
 }
 
 func TestOpenBlobRefusesMismatch(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	for _, plain := range [][]byte{textBytes(r, 10_000), randBytes(r, 10_000), nil} {
 		sb := sealBlob(t, wsKeys, blob.Data, plain, CompressFastest)
 		e := entryOf(sb)
@@ -167,7 +168,7 @@ func TestOpenBlobRefusesMismatch(t *testing.T) {
 }
 
 func TestOpenBlobReusesDst(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	plain := textBytes(r, 50_000)
 	sb := sealBlob(t, wsKeys, blob.Data, plain, CompressFastest)
 	dst := make([]byte, 7, 100_000)
@@ -183,7 +184,7 @@ func TestOpenBlobReusesDst(t *testing.T) {
 // TestSealBlobConcurrent shares the encoders and decoder between goroutines
 // (run with -race).
 func TestSealBlobConcurrent(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	inputs := make([][]byte, 8)
 	for i := range inputs {
 		inputs[i] = textBytes(r, 20_000*(i+1))
@@ -234,7 +235,7 @@ func TestParseCompression(t *testing.T) {
 // index database) claiming a 4 GiB plain length must be refused, not
 // allocated, even though the sealed blob itself is authentic.
 func TestOpenBlobHugePlainLen(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	sb := sealBlob(t, wsKeys, blob.Data, textBytes(r, 10_000), CompressFastest)
 	e := entryOf(sb)
 	e.PlainLen = 1<<32 - 1

@@ -3,7 +3,6 @@ package pack
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -13,18 +12,6 @@ import (
 	"lifeboat/blob"
 	"lifeboat/crypt"
 )
-
-var seedFlag = flag.Uint64("seed", 0, "seed for randomised tests (0: a fresh random seed)")
-
-func newRand(t testing.TB) *rand.Rand {
-	t.Helper()
-	seed := *seedFlag
-	if seed == 0 {
-		seed = rand.Uint64()
-	}
-	t.Logf("random seed %#x (replay with -seed=%#x)", seed, seed)
-	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-}
 
 func randBytes(r *rand.Rand, n int) []byte {
 	b := make([]byte, n)

@@ -13,6 +13,7 @@ import (
 
 	"lifeboat/blob"
 	"lifeboat/crypt"
+	"lifeboat/internal/seedtest"
 )
 
 // checkPack verifies p with Verify and ReadHeader and opens every blob.
@@ -63,7 +64,7 @@ func checkPack(t *testing.T, p testPack, k *crypt.TierKeys) {
 }
 
 func TestPackRoundTrip(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	for _, c := range []struct {
 		name        string
 		k           *crypt.TierKeys
@@ -120,7 +121,7 @@ func TestPackHeaderAt64KiBBoundary(t *testing.T) {
 }
 
 func TestPackLockedTier(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	p := buildPack(t, r, sensKeys, 3, 1000)
 	l := &loader{data: p.data}
 	tr, entries, err := ReadHeader(context.Background(), int64(len(p.data)), l.load, ring(wsKeys))
@@ -152,7 +153,7 @@ func isFormatOrAuth(err error) bool {
 }
 
 func TestPackDamage(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	p := buildPack(t, r, wsKeys, 6, 3000)
 	size := len(p.data)
 	tr, err := DecodeTrailer(p.data[size-TrailerSize:], int64(size))
@@ -221,7 +222,7 @@ func TestPackDamage(t *testing.T) {
 }
 
 func TestPackGarbage(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	for _, n := range []int{0, 1, 15, 16, 17, 56, 100, 5000, 70_000} {
 		g := randBytes(r, n)
 		if rerr, verr := damaged(t, g); !isFormatOrAuth(rerr) || !isFormatOrAuth(verr) {
@@ -241,7 +242,7 @@ func TestPackGarbage(t *testing.T) {
 }
 
 func TestPackHugeHeaderLength(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	p := buildPack(t, r, wsKeys, 3, 1000)
 	size := len(p.data)
 	for _, hl := range []uint32{1<<32 - 1, MaxHeaderSize + 1, uint32(size - TrailerSize + 1), crypt.Overhead - 1, 0} {
@@ -269,7 +270,7 @@ func TestPackHugeHeaderLength(t *testing.T) {
 }
 
 func TestReadHeaderBadSizes(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	p := buildPack(t, r, wsKeys, 3, 1000)
 	for _, size := range []int64{-1, 0, TrailerSize - 1, MaxPackSize + 1} {
 		l := &loader{data: p.data}
@@ -290,7 +291,7 @@ func TestReadHeaderBadSizes(t *testing.T) {
 // TestReadHeaderShortLoader: a loader that breaks its contract and returns
 // fewer bytes than asked (from either end) must cause an error, not a panic.
 func TestReadHeaderShortLoader(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	for _, p := range []testPack{buildPack(t, r, wsKeys, 3, 1000), buildPack(t, r, wsKeys, 2000, 10)} {
 		for _, short := range []int{1, TrailerSize - 1, TrailerSize, 1000, 1 << 20} {
 			for _, fromEnd := range []bool{false, true} {
@@ -327,7 +328,7 @@ func TestReadHeaderLoaderError(t *testing.T) {
 func TestWriterPaddingIsRandom(t *testing.T) {
 	// Two packs with the same blobs differ (random nonces and padding) but
 	// have the same length.
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	plain := textBytes(r, 5000)
 	sb := sealBlob(t, wsKeys, blob.Data, plain, CompressFastest)
 	var packs [][]byte

@@ -3,6 +3,8 @@ package pack
 import (
 	"math/bits"
 	"testing"
+
+	"lifeboat/internal/seedtest"
 )
 
 func TestPadmeKnownValues(t *testing.T) {
@@ -51,7 +53,7 @@ func TestPadmeProperties(t *testing.T) {
 		}
 		prev = p
 	}
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	for range 100_000 {
 		a, b := r.Int64N(MaxPackSize), r.Int64N(MaxPackSize)
 		checkPadme(t, a)

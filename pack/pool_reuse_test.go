@@ -11,6 +11,7 @@ import (
 	"github.com/zeebo/blake3"
 
 	"lifeboat/blob"
+	"lifeboat/internal/seedtest"
 )
 
 // scribblePool takes pooled buffers of every small class, fills them
@@ -69,7 +70,7 @@ func smallPlain(r *rand.Rand) []byte {
 // blob whose bytes shared a buffer that went back to the pool would no
 // longer open to its input. Run with -race.
 func TestSealedBlobsSurviveBufferReuse(t *testing.T) {
-	seed := newRand(t).Uint64()
+	seed := seedtest.Rand(t).Uint64()
 	levels := []Compression{CompressFastest, CompressFastest, CompressDefault, CompressBetter, CompressOff}
 	stop := make(chan struct{})
 	var scribblers sync.WaitGroup
@@ -143,7 +144,7 @@ func TestSealedBlobsSurviveBufferReuse(t *testing.T) {
 // while other blobs are sealed and the scribbler reuses the buffers; the
 // finished pack verifies and every blob opens to its input.
 func TestPackAfterRelease(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	stop := make(chan struct{})
 	var scribblers sync.WaitGroup
 	scribblePool(stop, &scribblers)

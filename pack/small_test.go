@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"lifeboat/blob"
+	"lifeboat/internal/seedtest"
 )
 
 // TestSmallBlobRules pins how small blobs are stored: at the fastest
@@ -12,7 +13,7 @@ import (
 // at the other levels from 64 bytes. Every size around the thresholds
 // round-trips.
 func TestSmallBlobRules(t *testing.T) {
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	zeros := make([]byte, 2*fastLiteralsBelow) // compressible at every size and level
 	cases := []struct {
 		c          Compression

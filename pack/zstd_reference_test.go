@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"lifeboat/blob"
+	"lifeboat/internal/seedtest"
 )
 
 // zstdKinds are contents that drive zstd's match finder differently:
@@ -79,7 +80,7 @@ func TestFramesDecodeWithReferenceZstd(t *testing.T) {
 	if err != nil {
 		t.Skip("the zstd tool is not installed")
 	}
-	r := newRand(t)
+	r := seedtest.Rand(t)
 	dir := t.TempDir()
 	type frame struct {
 		name  string

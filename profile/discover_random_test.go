@@ -1,17 +1,15 @@
 package profile
 
 import (
-	"flag"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
-)
 
-var discoverSeed = flag.Uint64("discover-seed", 0, "seed of the random trees of TestDiscoverMatchesOld and TestFinderMatchesDiscover (0: from the clock)")
+	"lifeboat/internal/seedtest"
+)
 
 // TestDiscoverMatchesOld builds random trees with markers (regular files,
 // symlinks, directories, FIFOs) at random places, profiles nested in
@@ -19,7 +17,7 @@ var discoverSeed = flag.Uint64("discover-seed", 0, "seed of the random trees of 
 // that Discover finds exactly what the former algorithm finds, from the
 // root and through a symlink to it.
 func TestDiscoverMatchesOld(t *testing.T) {
-	rng := discoverRand(t)
+	rng := seedtest.Rand(t)
 	found := map[Kind]int{}
 	for i := range 100 {
 		ws := t.TempDir()
@@ -40,17 +38,6 @@ func TestDiscoverMatchesOld(t *testing.T) {
 	if found[Chromium] == 0 || found[Firefox] == 0 {
 		t.Fatalf("the random trees held too few profiles of a kind (%v): the comparison is too weak", found)
 	}
-}
-
-// discoverRand returns the random source of a test of random trees,
-// seeded from -discover-seed or the clock, and logs the seed.
-func discoverRand(t *testing.T) *rand.Rand {
-	seed := *discoverSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (replay with -discover-seed=%d)", seed, seed)
-	return rand.New(rand.NewPCG(seed, seed))
 }
 
 // randomNames sort around one another and around the markers.

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"lifeboat/internal/repotest"
+	"lifeboat/internal/seedtest"
 	"lifeboat/profile/fixture"
 	"lifeboat/profile/fixture/localstorage"
 	"lifeboat/repo"
@@ -72,7 +73,7 @@ func hasError(m *snapshot.Manifest, rel string) bool {
 // the sensitive trees its snapshot holds, are exactly those Discover
 // finds, from the root and through a symlink to it.
 func TestFinderMatchesDiscover(t *testing.T) {
-	rng := discoverRand(t)
+	rng := seedtest.Rand(t)
 	r := repotest.New(t, repotest.Options{})
 	total, invalid := 0, 0
 	for i := range 40 {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -12,25 +11,18 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 
+	"lifeboat/internal/seedtest"
 	"lifeboat/profile/fixture"
 	"lifeboat/profile/fixture/localstorage"
 )
 
-var seedFlag = flag.Uint64("fixture-seed", 0, "fixture seed (0: from the clock)")
-
 // testFixture returns a fixture of a logged seed.
 func testFixture(t *testing.T) *fixture.Fixture {
 	t.Helper()
-	seed := *seedFlag
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("fixture seed %d (replay with -fixture-seed=%d)", seed, seed)
-	return localstorage.New(seed)
+	return localstorage.New(seedtest.Seed(t))
 }
 
 func writeFixture(t *testing.T, f *fixture.Fixture, dir string, o fixture.Options) {

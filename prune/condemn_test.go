@@ -3,7 +3,6 @@ package prune
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"lifeboat/blob"
 	"lifeboat/internal/clocktest"
 	"lifeboat/internal/repotest"
+	"lifeboat/internal/seedtest"
 	"lifeboat/repo"
 )
 
@@ -230,14 +230,10 @@ func TestSessionCommitChecksAfterTheStore(t *testing.T) {
 // forgotten), commit or outlive their limit; snapshots are forgotten;
 // prunes run; time moves on. After every prune every stored snapshot's
 // blobs load, a commit is refused only past the session limit, and at the
-// end check --read-data is clean. The seed is logged (-model-seed replays).
+// end check --read-data is clean. The seed is logged (-seed replays).
 func TestTwoPhaseModel(t *testing.T) {
-	seed := *modelSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("model: seed %d (replay with -model-seed=%d)", seed, seed)
-	rng := rand.New(rand.NewPCG(seed, 1))
+	seed := seedtest.Seed(t)
+	rng := seedtest.New(seed)
 	e := newEnv(t)
 	clk := clocktest.New(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
 	captures := []*repo.Repository{e.openAt(clk), e.openAt(clk)}
@@ -319,8 +315,6 @@ func TestTwoPhaseModel(t *testing.T) {
 	checkClean(t, pruner)
 	t.Logf("%d commits, %d refused, %d packs deleted (%d at the end), %d rescued", n, refused, deleted+st.PacksDeleted, st.PacksDeleted, rescued)
 }
-
-var modelSeed = flag.Uint64("model-seed", 0, "seed of TestTwoPhaseModel (0: from the clock)")
 
 // A snapshot another process stores after a prune's last index sync and
 // before the prune lists the snapshots again (its blobs in an index

@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/zeebo/blake3"
 
@@ -20,13 +18,12 @@ import (
 	"lifeboat/blob"
 	"lifeboat/crypt"
 	"lifeboat/index"
+	"lifeboat/internal/seedtest"
 	"lifeboat/pack"
 	"lifeboat/profile/fixture"
 	"lifeboat/profile/fixture/localstorage"
 	"lifeboat/repo"
 )
-
-var fixtureSeed = flag.Uint64("fixture-seed", 0, "browser fixture seed (0: from the clock)")
 
 // profileEnv is an environment with a full key (testPW), a workspace-only
 // key, and a workspace holding a files and a Chromium fixture profile
@@ -44,11 +41,7 @@ type profileEnv struct {
 const chromeRel = "home/agent/.config/chromium"
 
 func newProfileEnv(t *testing.T) *profileEnv {
-	seed := *fixtureSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("fixture seed %d (replay with -fixture-seed=%d)", seed, seed)
+	seed := seedtest.Seed(t)
 	e := &profileEnv{env: newEnv(t), fx: localstorage.New(seed)}
 	e.init()
 	e.fullPW = e.passwdFile

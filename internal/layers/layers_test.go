@@ -109,6 +109,7 @@ var allowed = map[string][]string{
 	"internal/storetest":    {"backend", "backend/location", "internal/s3test"},
 	"internal/repotest":     {"backend", "crypt", "internal/storetest", "repo"},
 	"internal/clocktest":    {},
+	"internal/seedtest":     {},
 	"internal/nstest":       {},
 	"internal/layers":       {},
 }

@@ -13,6 +13,7 @@ import (
 	"lifeboat/backend/local"
 	"lifeboat/internal/clocktest"
 	"lifeboat/internal/repotest"
+	"lifeboat/internal/seedtest"
 	"lifeboat/prune"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
@@ -54,7 +55,7 @@ func TestCaptureStoppedBesideTwoPhasePrune(t *testing.T) {
 			}
 			capturer, pruner := open(), open()
 			src := t.TempDir()
-			rng := capTestRand(t)
+			rng := seedtest.Rand(t)
 			content := make([]byte, 256<<10)
 			for i := range content {
 				content[i] = byte(rng.Uint32())

@@ -9,6 +9,7 @@ import (
 	"lifeboat/blob"
 	"lifeboat/crypt"
 	"lifeboat/index"
+	"lifeboat/internal/seedtest"
 	"lifeboat/pack"
 	"lifeboat/snapshot"
 	"lifeboat/snapshot/internal/snaptest"
@@ -21,7 +22,7 @@ import (
 // intact, and is written back in a record stamped with the current
 // generation, so the capture after that trusts it by its generation.
 func TestCacheEntriesTrustedAfterRestamp(t *testing.T) {
-	rng := capTestRand(t)
+	rng := seedtest.Rand(t)
 	root := t.TempDir()
 	files := map[string]string{}
 	big := make([]byte, 3<<20) // several chunks (256 KiB minimum, 512 KiB average)

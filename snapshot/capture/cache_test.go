@@ -15,6 +15,7 @@ import (
 
 	"lifeboat/blob"
 	"lifeboat/index"
+	"lifeboat/internal/seedtest"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
 )
@@ -24,7 +25,7 @@ import (
 // repeated, an entry without chunks, unknown flags and trailing bytes
 // are refused without a panic.
 func TestCapRecord(t *testing.T) {
-	rng := capTestRand(t)
+	rng := seedtest.Rand(t)
 	var names [][]byte
 	var entries []*capEntry
 	for i := range 50 {
@@ -103,7 +104,7 @@ func FuzzDecodeRecord(f *testing.F) {
 // capSortByKey orders records by key: random keys, keys sharing their
 // first half, equal leading bytes, none and one.
 func TestCapSortByKey(t *testing.T) {
-	rng := capTestRand(t)
+	rng := seedtest.Rand(t)
 	for _, n := range []int{0, 1, 2, 1000, 3*capChunk + 17} {
 		var puts capChunked[capPut]
 		for i := range n {

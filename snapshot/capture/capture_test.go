@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"lifeboat/blob"
+	"lifeboat/internal/seedtest"
 	"lifeboat/internal/storetest"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
@@ -24,7 +25,7 @@ import (
 // capTestRichTree makes a tree with every kind of entry Run handles.
 func capTestRichTree(t *testing.T) string {
 	t.Helper()
-	rng := capTestRand(t)
+	rng := seedtest.Rand(t)
 	root := t.TempDir()
 	big := make([]byte, 3<<20+12345) // several chunks
 	for i := range big {
@@ -177,7 +178,7 @@ func TestCaptureDeterministic(t *testing.T) {
 }
 
 func TestCaptureIncremental(t *testing.T) {
-	rng := capTestRand(t)
+	rng := seedtest.Rand(t)
 	root := t.TempDir()
 	files := map[string]string{}
 	var total int64

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"lifeboat/internal/seedtest"
 	"lifeboat/repo"
 	"lifeboat/snapshot/restore"
 )
@@ -25,7 +26,7 @@ func TestCaptureStoresAgainWhatOnlyAGonePackHeld(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			tr := newCapTestRepo(t)
 			src := t.TempDir()
-			rng := capTestRand(t)
+			rng := seedtest.Rand(t)
 			content := make([]byte, 300<<10)
 			for i := range content {
 				content[i] = byte(rng.Uint32())

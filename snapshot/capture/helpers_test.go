@@ -3,8 +3,6 @@ package capture
 import (
 	"bytes"
 	"context"
-	"flag"
-	"math/rand/v2"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -24,19 +22,6 @@ import (
 	"lifeboat/snapshot"
 	"lifeboat/snapshot/internal/snaptest"
 )
-
-var capSeedFlag = flag.Uint64("capture-seed", 0, "seed for randomised capture tests (0: from the clock)")
-
-// capTestRand returns a seeded generator and logs the seed.
-func capTestRand(t testing.TB) *rand.Rand {
-	t.Helper()
-	seed := *capSeedFlag
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (replay with -capture-seed=%d)", seed, seed)
-	return rand.New(rand.NewPCG(seed, seed^0x5bd1e995))
-}
 
 // capTestRepo is a repository in a temp dir, reopenable with the same
 // local cache (as a later run of lifeboat would).

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"lifeboat/internal/seedtest"
 	"lifeboat/internal/storetest"
 	"lifeboat/snapshot"
 	"lifeboat/snapshot/internal/snaptest"
@@ -26,7 +27,7 @@ const capKillEnv = "LIFEBOAT_CAPTURE_KILL_CHILD"
 func TestCaptureKilled(t *testing.T) { storetest.Each(t, testCaptureKilled) }
 
 func testCaptureKilled(t *testing.T, s storetest.Store) {
-	rng := capTestRand(t)
+	rng := seedtest.Rand(t)
 	root := t.TempDir()
 	files := map[string]string{}
 	for i := range 40 {

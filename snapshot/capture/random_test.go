@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"lifeboat/internal/seedtest"
 	"lifeboat/snapshot/internal/snaptest"
 )
 
@@ -66,7 +67,7 @@ func capTestRandomTree(t *testing.T, rng *rand.Rand, dir string, depth int, file
 }
 
 func TestCaptureRandomTrees(t *testing.T) {
-	rng := capTestRand(t)
+	rng := seedtest.Rand(t)
 	r := capTestOpenRepo(t)
 	for round := range 5 {
 		t.Run(strconv.Itoa(round), func(t *testing.T) {

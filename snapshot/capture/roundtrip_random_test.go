@@ -6,13 +6,14 @@ import (
 	"strconv"
 	"testing"
 
+	"lifeboat/internal/seedtest"
 	"lifeboat/snapshot/internal/snaptest"
 	"lifeboat/snapshot/restore"
 )
 
 // End to end: real Run then Restore of random trees.
 func TestCaptureRestoreRandom(t *testing.T) {
-	rng := capTestRand(t)
+	rng := seedtest.Rand(t)
 	r := capTestOpenRepo(t)
 	for round := range 8 {
 		t.Run(strconv.Itoa(round), func(t *testing.T) {

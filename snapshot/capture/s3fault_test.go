@@ -12,6 +12,7 @@ import (
 	"lifeboat/backend/location"
 	"lifeboat/internal/repotest"
 	"lifeboat/internal/s3test"
+	"lifeboat/internal/seedtest"
 	"lifeboat/internal/storetest"
 	"lifeboat/snapshot"
 	"lifeboat/snapshot/internal/snaptest"
@@ -36,7 +37,7 @@ func TestCaptureS3Faults(t *testing.T) {
 	failFast.S3.MaxRetries = 3 // lasting faults fail sooner
 	tr := newCapTestRepoIn(t, direct)
 
-	rng := capTestRand(t)
+	rng := seedtest.Rand(t)
 	root := t.TempDir()
 	files := map[string]string{}
 	for i := range 30 {

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"lifeboat/blob"
+	"lifeboat/internal/seedtest"
 	"lifeboat/snapshot"
 	"lifeboat/snapshot/internal/race"
 	"lifeboat/snapshot/internal/snaptest"
@@ -276,7 +277,7 @@ func TestCaptureExcludes(t *testing.T) {
 func TestCaptureSparseReader(t *testing.T) {
 	// Data and holes in every order; the reader must give the same bytes
 	// as a plain read, whatever extents the filesystem reports.
-	rng := capTestRand(t)
+	rng := seedtest.Rand(t)
 	for round := range 20 {
 		p := filepath.Join(t.TempDir(), "f")
 		f, err := os.Create(p)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"lifeboat/blob"
+	"lifeboat/internal/seedtest"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
 )
@@ -134,20 +134,12 @@ func rsCountRefs(l rsFakeLoader, sub []blob.ID, refs map[blob.ID]int) {
 }
 
 // TestRestorePlanTreesAhead plans random trees (seed logged; replay with
-// LIFEBOAT_TEST_SEED) with the trees loaded ahead under bounds from tiny
+// -seed) with the trees loaded ahead under bounds from tiny
 // to the default: the plan visits exactly the paths of a depth-first walk,
 // in its order, each tree blob is loaded once per time the walk lists it,
 // and no load is left running.
 func TestRestorePlanTreesAhead(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("LIFEBOAT_TEST_SEED"); s != "" {
-		var err error
-		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Logf("seed %d (replay with LIFEBOAT_TEST_SEED=%d)", seed, seed)
-	rng := rand.New(rand.NewPCG(seed, seed^0xa11ead))
+	rng := seedtest.Rand(t)
 	defer func(trees, nodes int) { rsTreesAhead, rsNodesAhead = trees, nodes }(rsTreesAhead, rsNodesAhead)
 	for round := range 12 {
 		g := &rsGenDirs{rng: rng, l: rsFakeLoader{}, paths: map[string][]string{}}

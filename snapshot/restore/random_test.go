@@ -2,39 +2,34 @@ package restore
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 
+	"lifeboat/internal/seedtest"
 	"lifeboat/snapshot/internal/snaptest"
 )
 
 // TestRestoreRandomTrees is the property test: random trees (seed logged;
-// set LIFEBOAT_TEST_SEED to replay one) captured by hand and restored
-// compare equal in content and metadata.
+// -seed replays them, and a round is named after its own seed, so
+// -seed=<its name> replays that round first) captured by hand and
+// restored compare equal in content and metadata.
 func TestRestoreRandomTrees(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("LIFEBOAT_TEST_SEED"); s != "" {
-		var err error
-		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
-			t.Fatal(err)
-		}
-	}
+	seed := seedtest.Seed(t)
 	rounds := 3
 	if testing.Short() {
 		rounds = 1
 	}
 	for i := range rounds {
 		seed := seed + uint64(i)
-		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
-			t.Logf("seed %d (replay with LIFEBOAT_TEST_SEED=%d)", seed, seed)
-			rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
+		t.Run(fmt.Sprintf("%#x", seed), func(t *testing.T) {
+			rng := seedtest.New(seed)
 			base := t.TempDir()
 			src := filepath.Join(base, "src")
 			g := &rsTreeGen{t: t, rng: rng}
