@@ -14,6 +14,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/sys/unix"
 
+	"lifeboat/internal/seedtest"
 	"lifeboat/providers"
 	"lifeboat/providers/local"
 	"lifeboat/providers/providertest"
@@ -95,14 +96,9 @@ func TestDigestFaithfulCopySSH(t *testing.T) {
 
 // TestDigestRandomTreesLocal: random trees (files, hard links across
 // directories, symlinks, fifos, xattrs, modes) copied by the local
-// provider keep their digest. The seed is logged; LIFEBOAT_SEED replays.
+// provider keep their digest. The seed is logged; -seed replays.
 func TestDigestRandomTreesLocal(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("LIFEBOAT_SEED"); s != "" {
-		fmt.Sscan(s, &seed)
-	}
-	t.Logf("seed %d (LIFEBOAT_SEED=%d replays it)", seed, seed)
-	rng := rand.New(rand.NewPCG(seed, 11))
+	rng := seedtest.Rand(t)
 	p := local.New(t.TempDir())
 	for i := range 5 {
 		src := t.TempDir()

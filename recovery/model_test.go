@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
 
+	"lifeboat/internal/seedtest"
 	"lifeboat/providers"
 	"lifeboat/recovery/statedb"
 )
@@ -109,9 +109,8 @@ func (nopRestorer) Restore(context.Context, string, string) (RestoreInfo, error)
 // called only right after a confirmed Missing, for an approved operation.
 // Nothing is ever destroyed, written or switched.
 func TestModelNoCreateWithoutConfirmedMissing(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 8))
+	seed := seedtest.Seed(t)
+	rng := seedtest.New(seed)
 	sequences, steps := 2000, 25
 	if testing.Short() {
 		sequences = 200

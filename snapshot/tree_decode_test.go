@@ -7,8 +7,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
+	"lifeboat/internal/seedtest"
 	"lifeboat/snapshot/internal/race"
 )
 
@@ -60,9 +60,7 @@ func checkSameDecode(t testing.TB, b []byte) (canonical bool) {
 // decodes it exactly as encoding/json; valid trees round-trip through
 // DecodeTree.
 func TestDecodeTreeCanonicalProperty(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	r := rand.New(rand.NewPCG(seed, 0xdec))
+	r := seedtest.Rand(t)
 	for i := range 20_000 {
 		nodes := genNodes(r)
 		if i%2 == 0 {
@@ -276,9 +274,7 @@ func mutate(r *rand.Rand, enc []byte) []byte {
 // agree on every one, and the canonical parser decodes the ones it takes
 // exactly as encoding/json.
 func TestDecodeTreeMutations(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	r := rand.New(rand.NewPCG(seed, 0x3a7))
+	r := seedtest.Rand(t)
 	var canonical, accepted int
 	const rounds = 30_000
 	for i := range rounds {

@@ -9,9 +9,9 @@ import (
 	"reflect"
 	"slices"
 	"testing"
-	"time"
 
 	"lifeboat/blob"
+	"lifeboat/internal/seedtest"
 )
 
 // The tree encoder must write exactly what json.Marshal writes for a Tree:
@@ -221,9 +221,7 @@ func checkTreeEncoding(t testing.TB, nodes []Node) {
 // TestEncodeTreeMatchesJSONMarshal is the property test: random node lists
 // with hostile bytes in every field encode exactly as json.Marshal does.
 func TestEncodeTreeMatchesJSONMarshal(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	r := rand.New(rand.NewPCG(seed, 0x7ee))
+	r := seedtest.Rand(t)
 	for range 20_000 {
 		checkTreeEncoding(t, genNodes(r))
 	}
@@ -380,9 +378,7 @@ func genValidNodes(r *rand.Rand) []Node {
 // and gets the same nodes back, and encoding them again gives the same
 // bytes.
 func TestEncodeTreeRoundTrip(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	r := rand.New(rand.NewPCG(seed, 0x7ee))
+	r := seedtest.Rand(t)
 	for range 2_000 {
 		nodes := genValidNodes(r)
 		enc, err := EncodeTree(nodes)

@@ -5,18 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"lifeboat/backend"
+	"lifeboat/internal/seedtest"
 )
 
 // behindTestFile creates a temp file the way the backend does.
@@ -58,9 +57,7 @@ func behindTestTemp(t *testing.T, dir string) (*Backend, backend.TempFile, *behi
 // the buffer) and checks the file holds exactly them after Sync, for
 // lengths around the buffer and several write-behind steps.
 func TestBehindFileWrites(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 1))
+	rng := seedtest.Rand(t)
 	for _, total := range []int{0, 1, behindBuffer - 1, behindBuffer, behindBuffer + 7, behindStep, 3*behindStep + 5*behindBuffer/3} {
 		d := behindTestFile(t)
 		want := make([]byte, total)
@@ -407,9 +404,7 @@ func TestBehindFileCloseInFlight(t *testing.T) {
 // write-behind goes on from where it was, and a second Sync changes
 // nothing.
 func TestBehindFileWriteAfterSync(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 2))
+	rng := seedtest.Rand(t)
 	for _, cuts := range [][]int{
 		{4 << 10, behindBuffer, 2 * behindBuffer},
 		{behindStep + 5, behindStep + 5, 3*behindStep + 1},

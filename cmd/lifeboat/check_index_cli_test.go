@@ -8,7 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"lifeboat/internal/seedtest"
 )
 
 // indexFiles reads every index object of the env's repository: name -> bytes.
@@ -68,9 +69,7 @@ func TestCheckIndexDamagedWithWarmCache(t *testing.T) {
 	e.capture("other", other)
 	e.ok("check") // the cache is warm: every index object is applied
 
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 31))
+	rng := seedtest.Rand(t)
 	files := e.indexFiles()
 	var names []string
 	for name := range files {
@@ -163,9 +162,7 @@ func writeRandomFiles(t *testing.T, rng *rand.Rand, dir, prefix string, n, size 
 func TestReplayedIndexObjectsAfterPrune(t *testing.T) {
 	e := newEnv(t)
 	e.ok("init", "--kdf-memory-kib", "64", "--kdf-time", "1", "--pack-size", "1")
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 6))
+	rng := seedtest.Rand(t)
 	work := filepath.Join(e.dir, "work")
 	writeRandomFiles(t, rng, work, "keep", 20, 20<<10)
 	writeRandomFiles(t, rng, work, "lose", 20, 20<<10)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,6 +18,7 @@ import (
 	"lifeboat/backend/location"
 	"lifeboat/bench"
 	"lifeboat/blob"
+	"lifeboat/internal/seedtest"
 	"lifeboat/repo"
 	"lifeboat/server"
 	"lifeboat/snapshot"
@@ -70,9 +70,7 @@ func TestFleet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs PostgreSQL, versitygw and three lifeboat servers")
 	}
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 0))
+	rng := seedtest.Rand(t)
 	n := fleetWorkspaces(t, 1000)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
 	defer cancel()

@@ -7,10 +7,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"lifeboat/blob"
 	"lifeboat/index"
+	"lifeboat/internal/seedtest"
 	"lifeboat/pack"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
@@ -91,9 +91,7 @@ func rsChunkPlan(t *testing.T, rng *rand.Rand, files map[string]string) (*rsPlan
 // (and only those), names the file first needing a chunk in an open pack,
 // and refuses a file whose chunks do not add up to its size.
 func TestPlanChunks(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, seed))
+	rng := seedtest.Rand(t)
 
 	t.Run("all found", func(t *testing.T) {
 		p, l, ids := rsChunkPlan(t, rng, map[string]string{"f1": "abca", "f2": "ca", "f3": "m"})
