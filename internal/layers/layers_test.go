@@ -107,7 +107,7 @@ var allowed = map[string][]string{
 	"internal/chromiumtest": {},
 	"internal/s3test":       {},
 	"internal/storetest":    {"backend", "backend/location", "internal/s3test"},
-	"internal/repotest":     {"backend", "crypt", "internal/storetest", "repo"},
+	"internal/repotest":     {"backend", "blob", "crypt", "internal/storetest", "pack", "repo"},
 	"internal/clocktest":    {},
 	"internal/seedtest":     {},
 	"internal/nstest":       {},
