@@ -1,6 +1,8 @@
 package index
 
-// Hooks for the external tests.
+// Hooks for the external tests. The Set functions change package
+// variables every DB reads: a test that calls one must not run in
+// parallel.
 
 const FilterAfterMisses = filterAfterMisses
 

@@ -257,7 +257,9 @@ func TestDecodeBadHeader(t *testing.T) {
 	mustDecodeErr(t, "nil", nil)
 }
 
-// allocated returns how many bytes fn allocates.
+// allocated returns how many bytes fn allocates. It reads the process's
+// allocation counter, so a test that calls it must not run in parallel:
+// other tests' allocations would be counted too.
 func allocated(fn func()) uint64 {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)

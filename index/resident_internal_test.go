@@ -16,7 +16,8 @@ func TestFileResidentReadable(t *testing.T) {
 
 // With no budget every apply and drop transaction stops after
 // residentCheckEvery keys and the next goes on: the objects end applied
-// with every entry, and a drop removes every place in its packs.
+// with every entry, and a drop removes every place in its packs. Not
+// parallel: the budget is a package variable every DB reads.
 func TestApplyAndDropCutByResidentBudget(t *testing.T) {
 	old := applyResidentBudget
 	applyResidentBudget = -1 << 62

@@ -93,6 +93,7 @@ func (e *env) twoPhase(r *repo.Repository) (*Plan, Stats) {
 // second prune sees it and keeps what it needs, or refused. Either way
 // every stored snapshot's blobs load and check --read-data is clean.
 func TestTwoPhasePruneBesideStoppedCapture(t *testing.T) {
+	t.Parallel()
 	for _, commitInTime := range []bool{true, false} {
 		name := "stopped past the margin: refused"
 		if commitInTime {
@@ -173,6 +174,7 @@ func TestTwoPhasePruneBesideStoppedCapture(t *testing.T) {
 // stores the blobs again, and the prune that deletes the condemned packs
 // leaves its snapshot whole.
 func TestTwoPhaseCondemnedPacksAreNotReused(t *testing.T) {
+	t.Parallel()
 	repotest.Bubble(t, func(t *testing.T) {
 		e := newEnv(t)
 		capture, pruner := e.openProcess(), e.openProcess()
@@ -212,6 +214,7 @@ func TestTwoPhaseCondemnedPacksAreNotReused(t *testing.T) {
 // A process stopped after the commit's first check and before its
 // snapshot is stored past the limit removes the snapshot again.
 func TestSessionCommitChecksAfterTheStore(t *testing.T) {
+	t.Parallel()
 	repotest.Bubble(t, func(t *testing.T) {
 		e := newEnv(t)
 		r := e.openProcess()
@@ -235,6 +238,7 @@ func TestSessionCommitChecksAfterTheStore(t *testing.T) {
 // blobs load, a commit is refused only past the session limit, and at the
 // end check --read-data is clean. The seed is logged (-seed replays).
 func TestTwoPhaseModel(t *testing.T) {
+	t.Parallel()
 	repotest.Bubble(t, func(t *testing.T) {
 		seed := seedtest.Seed(t)
 		rng := seedtest.New(seed)
@@ -325,6 +329,7 @@ func TestTwoPhaseModel(t *testing.T) {
 // object written after that sync) is walked, not taken for damaged: the
 // prune syncs its index after that listing.
 func TestTwoPhaseWalksSnapshotStoredAfterItsSync(t *testing.T) {
+	t.Parallel()
 	repotest.Bubble(t, func(t *testing.T) {
 		e := newEnv(t)
 		capture, pruner := e.openProcess(), e.openProcess()

@@ -47,6 +47,7 @@ func load(t *testing.T, r *repo.Repository) Pins {
 }
 
 func TestPinsRoundTrip(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.open(nil)
 	ctx := t.Context()
@@ -107,6 +108,7 @@ func TestPinsRoundTrip(t *testing.T) {
 
 // The pin's JSON is part of the format (format.md 11.5): a change must show.
 func TestPinFormat(t *testing.T) {
+	t.Parallel()
 	p := Pin{Version: 1, Workspace: "w", Snapshots: []PinnedSnapshot{{ID: blob.ID{0xab}, Why: "last good checkpoint of the lifecycle"}},
 		All: true, AllWhy: "a recovery runs", Set: t0, ID: blob.ID{1}}
 	b, err := json.Marshal(p)
@@ -126,6 +128,7 @@ func TestPinFormat(t *testing.T) {
 // A crash between SetPin's write and its removal leaves two pins of one
 // workspace: both hold, and the next SetPin removes both.
 func TestPinsUnionAfterCrash(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.open(nil)
 	ctx := t.Context()
@@ -162,6 +165,7 @@ func TestPinsUnionAfterCrash(t *testing.T) {
 // A pin object that does not load stops LoadPins with its name: forget
 // and prune must not run without knowing what it holds.
 func TestPinDamagedRefused(t *testing.T) {
+	t.Parallel()
 	cases := map[string][]byte{
 		"not json":      []byte("not json"),
 		"unknown field": []byte(`{"version":1,"workspace":"w","set":"2026-03-10T12:00:00Z","hold_nothing":true}`),
@@ -233,6 +237,7 @@ func packCount(t *testing.T, r *repo.Repository) int {
 // before deleting anything, at the plan or (for a pin set after the plan)
 // under the exclusive lock.
 func TestPruneRefusesHeldDamagedSnapshot(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.open(nil)
 	ctx := t.Context()
@@ -299,6 +304,7 @@ func TestPruneRefusesHeldDamagedSnapshot(t *testing.T) {
 
 // A damaged snapshot whose manifest opens is looked up by its workspace.
 func TestPruneHeldDamagedByWorkspace(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.open(nil)
 	ctx := t.Context()

@@ -32,6 +32,7 @@ func kept(r Result) []int {
 }
 
 func TestApplyRules(t *testing.T) {
+	t.Parallel()
 	hourly := snaps(72, time.Hour) // three days, one per hour
 	cases := []struct {
 		name string
@@ -70,6 +71,7 @@ func TestApplyRules(t *testing.T) {
 }
 
 func TestApplyReasons(t *testing.T) {
+	t.Parallel()
 	r := Apply(Policy{Last: 2, Daily: 1}, "w", snaps(3, time.Hour), t0)
 	got := fmt.Sprint(r.Decisions[0].Reasons)
 	if got != "[last 2 daily 2026-03-10 last good root]" {
@@ -81,6 +83,7 @@ func TestApplyReasons(t *testing.T) {
 }
 
 func TestApplyKeepsNothingWarnsAndKeepsLastGoodRoot(t *testing.T) {
+	t.Parallel()
 	s := snaps(4, time.Hour, 0, 1) // two newest are partial
 	r := Apply(Policy{}, "w", s, t0)
 	if got := kept(r); !slices.Equal(got, []int{2}) {
@@ -100,6 +103,7 @@ func TestApplyKeepsNothingWarnsAndKeepsLastGoodRoot(t *testing.T) {
 }
 
 func TestPolicyValidateAndString(t *testing.T) {
+	t.Parallel()
 	if (Policy{Last: -1}).Validate() == nil || (Policy{Within: -time.Second}).Validate() == nil {
 		t.Fatal("negative values accepted")
 	}
@@ -112,6 +116,7 @@ func TestPolicyValidateAndString(t *testing.T) {
 }
 
 func TestGroup(t *testing.T) {
+	t.Parallel()
 	s := []Snapshot{{Workspace: "b"}, {Workspace: "a"}, {Workspace: "b"}}
 	ws, by := Group(s)
 	if !slices.Equal(ws, []string{"a", "b"}) || len(by["b"]) != 2 {

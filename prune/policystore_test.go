@@ -13,6 +13,7 @@ import (
 // load: Policies fails naming it and why (forget must not run on a policy
 // it cannot read), and a good policy of another workspace is not blamed.
 func TestPolicyUnencodableRefused(t *testing.T) {
+	t.Parallel()
 	for name, c := range map[string]struct {
 		plain []byte
 		want  string

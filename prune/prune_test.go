@@ -90,6 +90,7 @@ func testPruneDeletesAndRepacks(t *testing.T, s storetest.Store) {
 }
 
 func TestPruneOtherProcessIndexDropsDeletedPacks(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.open(nil)
 	ids := saveBlobs(t, r, 2, 80)
@@ -127,6 +128,7 @@ func TestPruneOtherProcessIndexDropsDeletedPacks(t *testing.T) {
 }
 
 func TestPruneRefusesDamagedSnapshot(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.open(nil)
 	ids := saveBlobs(t, r, 3, 40)
@@ -152,6 +154,7 @@ func TestPruneRefusesDamagedSnapshot(t *testing.T) {
 }
 
 func TestPruneRescuesBlobsOfNewSnapshot(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.open(nil)
 	ids := saveBlobs(t, r, 4, 60)
@@ -181,6 +184,7 @@ func TestPruneRescuesBlobsOfNewSnapshot(t *testing.T) {
 }
 
 func TestPruneBackendErrorThenRerun(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		op   fault.Op
@@ -231,6 +235,7 @@ func TestPruneBackendErrorThenRerun(t *testing.T) {
 }
 
 func TestPruneDeletesUnindexedPacks(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.open(nil)
 	ids := saveBlobs(t, r, 6, 30)
@@ -260,6 +265,7 @@ func TestPruneDeletesUnindexedPacks(t *testing.T) {
 }
 
 func TestLiveSetMergesRuns(t *testing.T) {
+	t.Parallel()
 	s := newLiveSet(t.TempDir(), 3)
 	var want []key
 	for i := range 20 {
@@ -301,6 +307,7 @@ var _ = repo.ErrLocked
 // the first 50 dead, the packs sometimes split exactly there, and there
 // was nothing to repack: 7 runs in 200).
 func TestPruneStopsOnDamagedLiveBlob(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.open(nil)
 	ids := saveBlobs(t, r, 8, 100)
@@ -343,6 +350,7 @@ func TestPruneStopsOnDamagedLiveBlob(t *testing.T) {
 // Packs of a tier the Source does not mark (sensitive, until snapshots
 // reference it) are never deleted or repacked.
 func TestPruneKeepsUnmarkedTier(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.open(nil)
 	ids := saveBlobs(t, r, 9, 20)
@@ -368,6 +376,7 @@ func TestPruneKeepsUnmarkedTier(t *testing.T) {
 // snapshots. Prune must list first and sync after, so the new snapshot's
 // blobs are found, not reported as damage.
 func TestPruneSnapshotFinishedAtStart(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.open(nil)
 	old := saveBlobs(t, r, 11, 20)

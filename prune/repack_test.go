@@ -28,6 +28,7 @@ func tempLeft(t *testing.T, dir string) {
 // nothing, leaves no temp file, every kept blob still loads, and a
 // rerun with space finishes the job.
 func TestPruneRepackDiskFull(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		packSize int

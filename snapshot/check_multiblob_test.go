@@ -15,6 +15,7 @@ import (
 // CheckSnapshots reads every blob of a multi-blob directory, also when its
 // first blob was seen already (in another snapshot).
 func TestCheckSnapshotsEveryBlobOfDirectory(t *testing.T) {
+	t.Parallel()
 	r := snaptest.NewRepo(t)
 	ctx := context.Background()
 	var nodes []snapshot.Node

@@ -59,6 +59,7 @@ func rsSealInvalid(r *snaptest.Repo, tb testing.TB, ws string, t time.Time) blob
 }
 
 func TestResolveLatestDamaged(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	r := snaptest.NewRepo(t)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -112,6 +113,7 @@ func TestResolveLatestDamaged(t *testing.T) {
 // only of its own workspace, and only when it is newer than the newest
 // readable one.
 func TestResolveLatestDamagedAttributed(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	r := snaptest.NewRepo(t)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -159,6 +161,7 @@ func (c *loadCounter) LoadObject(ctx context.Context, kind crypt.ObjectKind, id 
 // would (another workspace's snapshot is not found, a damaged one is
 // named).
 func TestResolveIDLoadsOnlyItsSnapshot(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	r := snaptest.NewRepo(t)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -21,6 +21,7 @@ import (
 // bytes after its JSON object, does not load: it is damaged (repo.ErrCorrupt),
 // named, and listed as such; `latest` does not pass over it silently.
 func TestLoadManifestRefusesUnencodable(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r := snaptest.NewRepo(t)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -76,6 +77,7 @@ func TestLoadManifestRefusesUnencodable(t *testing.T) {
 // PrefixLookup finds a listed prefix by the raw path Walk gives, also
 // when the manifest lists it escaped (a name that is not UTF-8).
 func TestPrefixLookup(t *testing.T) {
+	t.Parallel()
 	m := &snapshot.Manifest{Prefixes: []snapshot.CapturePrefix{{Path: "logs/agent.log", Size: 3, FileSize: 5}, {Path: `logs/\xff.log`, Size: 1, FileSize: 2}}}
 	l := m.PrefixLookup()
 	for walk, want := range map[string]uint64{"logs/agent.log": 5, "logs/\xff.log": 2} {

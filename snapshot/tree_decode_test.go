@@ -60,6 +60,7 @@ func checkSameDecode(t testing.TB, b []byte) (canonical bool) {
 // decodes it exactly as encoding/json; valid trees round-trip through
 // DecodeTree.
 func TestDecodeTreeCanonicalProperty(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	for i := range 20_000 {
 		nodes := genNodes(r)
@@ -93,6 +94,7 @@ func TestDecodeTreeCanonicalProperty(t *testing.T) {
 // file entries, exactly MaxNodesPerBlob, and one more, which the parser
 // leaves to encoding/json so that the error is the same.
 func TestDecodeTreeLarge(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{1000, MaxNodesPerBlob, MaxNodesPerBlob + 1} {
 		enc := appendTree(nil, benchNodes(n))
 		if got := checkSameDecode(t, enc); got != (n <= MaxNodesPerBlob) {
@@ -123,6 +125,7 @@ const hexID = "ab00000000000000000000000000000000000000000000000000000000000001"
 // form, canonical or not, and checks which the parser takes (the rest go
 // to encoding/json) and that DecodeTree agrees with encoding/json on all.
 func TestDecodeTreeEdgeCases(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		in        string
@@ -274,6 +277,7 @@ func mutate(r *rand.Rand, enc []byte) []byte {
 // agree on every one, and the canonical parser decodes the ones it takes
 // exactly as encoding/json.
 func TestDecodeTreeMutations(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	var canonical, accepted int
 	const rounds = 30_000
@@ -338,6 +342,8 @@ func TestDecodeTreeAllocs(t *testing.T) {
 }
 
 // allocatedBy returns the bytes fn allocates per call, averaged over runs.
+// It reads the process's allocation counter, so a test that calls it must
+// not run in parallel: other tests' allocations would be counted too.
 func allocatedBy(runs int, fn func()) uint64 {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)

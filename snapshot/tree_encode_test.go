@@ -221,6 +221,7 @@ func checkTreeEncoding(t testing.TB, nodes []Node) {
 // TestEncodeTreeMatchesJSONMarshal is the property test: random node lists
 // with hostile bytes in every field encode exactly as json.Marshal does.
 func TestEncodeTreeMatchesJSONMarshal(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	for range 20_000 {
 		checkTreeEncoding(t, genNodes(r))
@@ -251,6 +252,7 @@ func FuzzEncodeTree(f *testing.F) {
 // encoding/json, so neither encoder can drift from the stored format (a
 // change here changes every tree id).
 func TestEncodeTreePinned(t *testing.T) {
+	t.Parallel()
 	id := blob.ID{0: 0xab, 31: 0x01}
 	for _, tc := range []struct {
 		name  string
@@ -294,6 +296,7 @@ func TestEncodeTreePinned(t *testing.T) {
 // TestEncodeTreeRefusesUnsorted keeps EncodeTree's checks: names sorted
 // and unique; xattrs are sorted by name in place.
 func TestEncodeTreeRefusesUnsorted(t *testing.T) {
+	t.Parallel()
 	for _, names := range [][]string{{"b", "a"}, {"a", "a"}, {"a", "c", "b"}} {
 		var nodes []Node
 		for _, n := range names {
@@ -378,6 +381,7 @@ func genValidNodes(r *rand.Rand) []Node {
 // and gets the same nodes back, and encoding them again gives the same
 // bytes.
 func TestEncodeTreeRoundTrip(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	for range 2_000 {
 		nodes := genValidNodes(r)
@@ -406,6 +410,7 @@ func TestEncodeTreeRoundTrip(t *testing.T) {
 // string needs escaping, even with the widest numbers, and not far above
 // for the typical file nodes of the benchmark.
 func TestTreeSizeHint(t *testing.T) {
+	t.Parallel()
 	widest := Node{Name: []byte("n"), Type: TypeFile, Mode: math.MaxUint32, UID: math.MaxUint32, GID: math.MaxUint32,
 		User: "u", Group: "g", MtimeNs: math.MinInt64, Size: math.MaxUint64, LinkTarget: []byte("t"), LinkPath: []byte("p"),
 		Xattrs: []Xattr{{Name: "user.a"}, {Name: "user.b", Value: []byte("v")}}, Content: genIDs(rand.New(rand.NewPCG(1, 1))),

@@ -56,7 +56,8 @@ func capTestAheadCapturer(t *testing.T) *capturer {
 }
 
 // capTestAheadLimits sets smaller limits on listing ahead for one test,
-// so that it needs fewer files.
+// so that it needs fewer files. They are package variables that every
+// capture reads: a test that calls it must not run in parallel.
 func capTestAheadLimits(t *testing.T, names int, entries int64) {
 	oldNames, oldEntries := capAheadNames, capAheadEntries
 	capAheadNames, capAheadEntries = names, entries
@@ -66,6 +67,7 @@ func capTestAheadLimits(t *testing.T, names int, entries int64) {
 // A worker listing ahead a directory too large to hold stops reading it
 // soon after capAheadNames entries: several workers meeting huge
 // directories side by side must not each hold a whole listing at once.
+// Not parallel: it counts the process's allocations.
 func TestCaptureAheadListingBounded(t *testing.T) {
 	capTestAheadLimits(t, 1024, 4096)
 	n := 20 * capAheadNames

@@ -36,6 +36,7 @@ func rsDefaultACL(t *testing.T, dir string) {
 // mode (createMode) can come out with fewer bits than the snapshot says.
 // Every mode must come back exact.
 func TestRestoreModeUnderDefaultACL(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	src := filepath.Join(base, "src")
 	if err := os.Mkdir(src, 0o755); err != nil {

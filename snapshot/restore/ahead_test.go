@@ -137,7 +137,8 @@ func rsCountRefs(l rsFakeLoader, sub []blob.ID, refs map[blob.ID]int) {
 // -seed) with the trees loaded ahead under bounds from tiny
 // to the default: the plan visits exactly the paths of a depth-first walk,
 // in its order, each tree blob is loaded once per time the walk lists it,
-// and no load is left running.
+// and no load is left running. Not parallel: it sets the bounds, package
+// variables every restore reads.
 func TestRestorePlanTreesAhead(t *testing.T) {
 	rng := seedtest.Rand(t)
 	defer func(trees, nodes int) { rsTreesAhead, rsNodesAhead = trees, nodes }(rsTreesAhead, rsNodesAhead)
@@ -181,6 +182,7 @@ func TestRestorePlanTreesAhead(t *testing.T) {
 // does not decode fails the plan naming its directory, as one loaded by
 // the walk does; a cancelled plan returns with no load left running.
 func TestRestorePlanTreesAheadErrors(t *testing.T) {
+	t.Parallel()
 	var root, a, b, c blob.ID
 	root[0], a[0], b[0], c[0] = 1, 2, 3, 4
 	l := rsFakeLoader{

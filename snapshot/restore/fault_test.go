@@ -72,6 +72,7 @@ func rsCheckFiles(t *testing.T, target string, want map[string][]byte) {
 }
 
 func TestRestoreExistingTarget(t *testing.T) {
+	t.Parallel()
 	r := snaptest.NewRepo(t)
 	m, want := rsMixedSnapshot(t, r, 9, 5000)
 	parent := t.TempDir()
@@ -117,6 +118,7 @@ func TestRestoreExistingTarget(t *testing.T) {
 // RENAME_EXCHANGE: the two-step fallback replaces the target, and when its
 // second rename fails the old tree is put back.
 func TestRestoreReplaceFallback(t *testing.T) {
+	t.Parallel()
 	r := snaptest.NewRepo(t)
 	m, want := rsMixedSnapshot(t, r, 6, 3000)
 	noExchange := func(ofd int, op string, nfd int, np string, flags uint) error {
@@ -181,6 +183,7 @@ func packOf(r *snaptest.Repo, t *testing.T, n snapshot.Node) (string, uint32) {
 // or tree not in the index. Each fails the restore with an error naming
 // the files affected, the target stays as it was, nothing is left.
 func TestRestoreDamagedRepository(t *testing.T) {
+	t.Parallel()
 	r := snaptest.NewRepo(t)
 	// Each case has content of its own: content-defined chunks of similar
 	// data would dedup against the pack an earlier case deleted.
@@ -261,6 +264,7 @@ func TestRestoreDamagedRepository(t *testing.T) {
 
 // TestRestoreCancelled cancels the context as the first file finishes.
 func TestRestoreCancelled(t *testing.T) {
+	t.Parallel()
 	r := snaptest.NewRepo(t)
 	m, _ := rsMixedSnapshot(t, r, 30, 100<<10)
 	parent := t.TempDir()
@@ -300,6 +304,7 @@ func rsMount(t *testing.T, flags uintptr, opts string) string {
 }
 
 func TestRestoreReadOnlyFilesystem(t *testing.T) {
+	t.Parallel()
 	r := snaptest.NewRepo(t)
 	m, _ := rsMixedSnapshot(t, r, 3, 1000)
 	// A new target on a read-only filesystem.
@@ -327,6 +332,7 @@ func TestRestoreReadOnlyFilesystem(t *testing.T) {
 
 // TestRestoreDiskFull restores 6 MiB into a 2 MiB filesystem.
 func TestRestoreDiskFull(t *testing.T) {
+	t.Parallel()
 	r := snaptest.NewRepo(t)
 	m, _ := rsMixedSnapshot(t, r, 12, 500<<10)
 	mnt := rsMount(t, 0, "size=2m")
@@ -389,6 +395,7 @@ func (b *rsCountingBackend) Load(ctx context.Context, h backend.Handle, off int6
 // several packs, are restored with one Load per pack run; no byte of a
 // pack is read twice.
 func TestRestoreReadsEachRangeOnce(t *testing.T) {
+	t.Parallel()
 	r := snaptest.NewRepo(t)
 	shared := make([]byte, 200<<10)
 	rsRandom(shared, 99)

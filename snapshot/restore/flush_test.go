@@ -10,7 +10,9 @@ import (
 )
 
 // rsFlushEach makes the restore start a writeback every n bytes written
-// and count the syncfs calls, failing them with fail (nil: succeed).
+// and count the syncfs calls, failing them with fail (nil: succeed). It
+// sets package variables that every restore reads: a test that calls it
+// must not run in parallel.
 func rsFlushEach(t *testing.T, n int64, fail error) *atomic.Int32 {
 	t.Helper()
 	every, sync := rsFlushEvery, rsSyncfs

@@ -16,6 +16,7 @@ import (
 // twice per level expands to 2^depth entries. Like the snapshot's own
 // tree, a graft is held to the totals its sensitive part declares.
 func TestGraftSubtreeBomb(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r := snaptest.NewRepo(t)
 	m := r.Manifest(t, r.Dir(t, "", r.File(t, "readme.txt", []byte("workspace file"))), true)
@@ -47,6 +48,7 @@ func TestGraftSubtreeBomb(t *testing.T) {
 // TestGraftReadOnlyParent as user nobody (when the tests run as
 // root, which writes into read-only directories anyway).
 func TestGraftReadOnlyParentNonRoot(t *testing.T) {
+	t.Parallel()
 	rsRunAsNobody(t, "TestGraftReadOnlyParent")
 }
 
@@ -56,6 +58,7 @@ func TestGraftReadOnlyParentNonRoot(t *testing.T) {
 // need write permission the parent no longer grants; the parent keeps
 // its mode.
 func TestGraftReadOnlyParent(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(rsUnprivilegedEnv) == "" && os.Geteuid() == 0 {
 		t.Skip("run through TestGraftReadOnlyParentNonRoot")
 	}

@@ -19,6 +19,7 @@ import (
 // target and no staging directory, and leave a sentinel directory next to
 // the target (and one the manifest points at) byte-for-byte unchanged.
 func TestRestoreRefusesHostile(t *testing.T) {
+	t.Parallel()
 	r := snaptest.NewRepo(t)
 	base := t.TempDir()
 	outside := filepath.Join(base, "outside")
@@ -111,6 +112,7 @@ func twoBlobDir(r *snaptest.Repo, t *testing.T, a, b []snapshot.Node) snapshot.N
 // sentinel outside the target, with metadata of their own, followed by
 // entries sorted after them: nothing reaches the sentinel.
 func TestRestoreSymlinkNotFollowed(t *testing.T) {
+	t.Parallel()
 	r := snaptest.NewRepo(t)
 	base := t.TempDir()
 	sentinel, check := rsSentinel(t, base)
@@ -135,6 +137,7 @@ func TestRestoreSymlinkNotFollowed(t *testing.T) {
 // TestRestoreDeviceSkipped: device nodes and sockets are never created;
 // the rest of the snapshot is restored and they are reported.
 func TestRestoreDeviceSkipped(t *testing.T) {
+	t.Parallel()
 	r := snaptest.NewRepo(t)
 	root := r.Dir(t, "root",
 		snapshot.Node{Name: []byte("console"), Type: snapshot.TypeDevice, Mode: 0o666},
@@ -161,6 +164,7 @@ func TestRestoreDeviceSkipped(t *testing.T) {
 // ancestor (impossible to store in a content-addressed repository, so
 // through a fake loader) and a missing tree.
 func TestRestoreTreeCycle(t *testing.T) {
+	t.Parallel()
 	var a, b blob.ID
 	a[0], b[0] = 1, 2
 	l := rsFakeLoader{
@@ -200,6 +204,7 @@ func rsMustEncode(t *testing.T, nodes []snapshot.Node) []byte {
 // TestRestoreSubtreeBomb: a tree that lists one subtree twice per level
 // expands to 2^depth entries. The plan stops at the manifest's totals.
 func TestRestoreSubtreeBomb(t *testing.T) {
+	t.Parallel()
 	l := rsFakeLoader{}
 	var leaf blob.ID
 	leaf[0] = 1

@@ -98,6 +98,7 @@ func rsPlanRefused(t *testing.T, r *snaptest.Repo, m *snapshot.Manifest, lim Lim
 // under a manifest that declares 2^62 entries. It is refused before a
 // single entry is expanded, with the default limits.
 func TestRestoreDAGBombInflatedTotals(t *testing.T) {
+	t.Parallel()
 	r := snaptest.NewRepo(t)
 	root := rsDAG(r, t, "", 2048, 1, rsEmptyFiles(2048))
 	m := rsSaveWithTotals(r, t, root, snapshot.Totals{Files: 1 << 62, Dirs: 2049})
@@ -117,6 +118,7 @@ func TestRestoreDAGBombInflatedTotals(t *testing.T) {
 // restore of a part with --include) is refused as soon as the plan has
 // expanded one entry more than a bound, counted, not timed.
 func TestRestoreDAGBombCounted(t *testing.T) {
+	t.Parallel()
 	r := snaptest.NewRepo(t)
 	root := rsDAG(r, t, "", 1000, 2, rsEmptyFiles(1000)) // 1000 + 1000^2 + 1000^3 entries
 	lim := Limits{Entries: 50_000}
@@ -148,6 +150,7 @@ func TestRestoreDAGBombCounted(t *testing.T) {
 // byte bound once the plan holds more than it allows, whatever the entry
 // count.
 func TestRestoreBytesBomb(t *testing.T) {
+	t.Parallel()
 	r := snaptest.NewRepo(t)
 	val := make([]byte, 60<<10)
 	var xattrs []snapshot.Xattr
@@ -182,7 +185,8 @@ func TestRestoreBytesBomb(t *testing.T) {
 // files in 200 identical directories that share one tree blob, with
 // honest totals, plans within the default limits. What the plan is counted
 // to hold is checked against the heap it really holds (measured after a
-// collection, with the plan alive), so the byte bound bounds memory.
+// collection, with the plan alive), so the byte bound bounds memory. Not
+// parallel: other tests' allocations would be measured too.
 func TestRestoreLargeSharedSnapshot(t *testing.T) {
 	r := snaptest.NewRepo(t)
 	data := []byte("small file\n")
@@ -226,6 +230,7 @@ func TestRestoreLargeSharedSnapshot(t *testing.T) {
 // anything is expanded; without totals, it is refused at the entry one
 // past the limit.
 func TestRestoreAtTheLimit(t *testing.T) {
+	t.Parallel()
 	r := snaptest.NewRepo(t)
 	data := []byte("small file\n")
 	root, totals := rsSmallFiles(r, t, 50, 100, data)

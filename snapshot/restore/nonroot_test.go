@@ -22,6 +22,7 @@ const rsUnprivilegedEnv = "LIFEBOAT_TEST_UNPRIVILEGED_DIR"
 // no chown, permission denied on the target's parent, and cleanup of a
 // staged tree holding read-only directories.
 func TestRestoreNonRoot(t *testing.T) {
+	t.Parallel()
 	rsRunAsNobody(t, "TestRestoreUnprivileged")
 }
 
@@ -75,6 +76,7 @@ func rsCopyFile(from, to string) error {
 
 // TestRestoreUnprivileged is the half TestRestoreNonRoot runs as nobody.
 func TestRestoreUnprivileged(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(rsUnprivilegedEnv) == "" && os.Geteuid() == 0 {
 		t.Skip("run through TestRestoreNonRoot")
 	}

@@ -91,6 +91,7 @@ func rsChunkPlan(t *testing.T, rng *rand.Rand, files map[string]string) (*rsPlan
 // (and only those), names the file first needing a chunk in an open pack,
 // and refuses a file whose chunks do not add up to its size.
 func TestPlanChunks(t *testing.T) {
+	t.Parallel()
 	rng := seedtest.Rand(t)
 
 	t.Run("all found", func(t *testing.T) {

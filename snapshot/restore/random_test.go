@@ -21,6 +21,7 @@ import (
 // -seed=<its name> replays that round first) captured by hand and
 // restored compare equal in content and metadata.
 func TestRestoreRandomTrees(t *testing.T) {
+	t.Parallel()
 	seed := seedtest.Seed(t)
 	rounds := 3
 	if testing.Short() {

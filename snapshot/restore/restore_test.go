@@ -183,6 +183,7 @@ func testRestoreRoundTrip(t *testing.T, s storetest.Store) {
 // TestRestoreSharedChunks restores many files built from the same few
 // chunks at different offsets, with several writers, and checks them.
 func TestRestoreSharedChunks(t *testing.T) {
+	t.Parallel()
 	r := snaptest.NewRepo(t)
 	chunks := make([][]byte, 5)
 	ids := make([]snapshot.Node, 0)
@@ -222,6 +223,7 @@ func TestRestoreSharedChunks(t *testing.T) {
 // their parent directories, and a hard link whose first name is outside
 // the subset becomes a copy.
 func TestRestoreIncludes(t *testing.T) {
+	t.Parallel()
 	r := snaptest.NewRepo(t)
 	a := r.File(t, "a", []byte("first name of a hard link"))
 	root := r.Dir(t, "root",
@@ -275,6 +277,7 @@ func TestRestoreIncludes(t *testing.T) {
 // TestRestoreDeepTree restores a chain of 10,000 directories, far deeper than
 // PATH_MAX allows as one path, and checks it through directory fds.
 func TestRestoreDeepTree(t *testing.T) {
+	t.Parallel()
 	const depth = 10000 // the 10,000 levels
 	r := snaptest.NewRepo(t)
 	n := r.File(t, "leaf", []byte("at the bottom"))
@@ -312,6 +315,7 @@ func TestRestoreDeepTree(t *testing.T) {
 }
 
 func TestRestoreEmptyRoot(t *testing.T) {
+	t.Parallel()
 	r := snaptest.NewRepo(t)
 	m := r.Manifest(t, r.Dir(t, "root"), true)
 	target := filepath.Join(t.TempDir(), "t")
@@ -329,6 +333,7 @@ func TestRestoreEmptyRoot(t *testing.T) {
 // files that need an fchmod after, empty and not, one ending in a hole;
 // every mode comes back exact and every size and content too.
 func TestRestoreModes(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	src := filepath.Join(base, "src")
 	if err := os.Mkdir(src, 0o755); err != nil {

@@ -14,6 +14,7 @@ import (
 // The root node's xattrs go through safeCheckNode like every other
 // node's: trusted.* and system.posix_acl_* ones do not land on the target.
 func TestRestoreRootXattrsChecked(t *testing.T) {
+	t.Parallel()
 	r := snaptest.NewRepo(t)
 	root := r.Dir(t, "root", r.File(t, "f", []byte("x")))
 	// ACL: user::rwx, user:65534:rwx, group::r-x, mask::rwx, other::r-x

@@ -17,6 +17,7 @@ import (
 )
 
 func TestSafeSplitLinkPath(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		want []string // nil: refused
@@ -41,6 +42,7 @@ func TestSafeSplitLinkPath(t *testing.T) {
 }
 
 func TestSafeSplitInclude(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		want []string
@@ -63,6 +65,7 @@ func TestSafeSplitInclude(t *testing.T) {
 }
 
 func TestSafeComparePaths(t *testing.T) {
+	t.Parallel()
 	// Depth-first name order: a parent before its children, and "a/z"
 	// before "a0" although "a/" > "a0" as strings would say otherwise.
 	order := []string{"a", "a/b", "a/z", "a0", "b"}
@@ -80,6 +83,7 @@ func TestSafeComparePaths(t *testing.T) {
 // where a directory is expected, the descriptor walk refuses to go
 // through it, so nothing is created outside the staging directory.
 func TestSafeDirsNeverFollowSymlinks(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	outside, check := rsSentinel(t, base)
 	stagingPath := filepath.Join(base, "staging")
@@ -124,6 +128,7 @@ func TestSafeDirsNeverFollowSymlinks(t *testing.T) {
 // TestSafeDirsCache opens more directories than the cache keeps and
 // checks descriptors stay valid while held and are all closed at the end.
 func TestSafeDirsCache(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	const n = 20
 	names := []string{""}

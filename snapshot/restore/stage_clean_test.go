@@ -78,6 +78,7 @@ func rsKilledRestore(t *testing.T, r *snaptest.Repo, m *snapshot.Manifest, targe
 
 // TestRestoreKilledChild is the child of rsKilledRestore.
 func TestRestoreKilledChild(t *testing.T) {
+	t.Parallel()
 	env := os.Getenv(rsKillEnv)
 	if env == "" {
 		t.Skip("runs only as the child of a killed-restore test")
@@ -133,6 +134,7 @@ func TestRestoreKilledChild(t *testing.T) {
 // it, says so, and restores; and CleanRecordedStaging (`lifeboat unlock`)
 // removes what another killed restore left, with its record.
 func TestKilledRestoreStagingRemoved(t *testing.T) {
+	t.Parallel()
 	r := snaptest.NewRepo(t)
 	m, want := rsMixedSnapshot(t, r, 6, 3000)
 	parent, records := t.TempDir(), t.TempDir()
@@ -207,6 +209,7 @@ func TestKilledRestoreStagingRemoved(t *testing.T) {
 // which is which; once the user renamed one to the target, the other is
 // removed by the next clean-up.
 func TestKilledSwitchPairKept(t *testing.T) {
+	t.Parallel()
 	r := snaptest.NewRepo(t)
 	m, want := rsMixedSnapshot(t, r, 6, 3000)
 	parent := t.TempDir()
@@ -257,6 +260,7 @@ func TestKilledSwitchPairKept(t *testing.T) {
 // like a restore's; a file or a symlink of that name (pointing outside),
 // a name with other digits, and a kept tree stay as they are.
 func TestCleanStagingLeavesOthers(t *testing.T) {
+	t.Parallel()
 	parent := t.TempDir()
 	outside := t.TempDir()
 	if err := os.WriteFile(filepath.Join(outside, "f"), []byte("x"), 0o600); err != nil {
@@ -302,6 +306,7 @@ func TestCleanStagingLeavesOthers(t *testing.T) {
 // tree is the target, and the replaced tree is renamed to
 // .lifeboat-kept-<hex>, named in the error, which no clean-up removes.
 func TestStageKeptAsideWhenUndoFails(t *testing.T) {
+	t.Parallel()
 	r := snaptest.NewRepo(t)
 	m, want := rsMixedSnapshot(t, r, 3, 1000)
 	parent := t.TempDir()
@@ -341,6 +346,7 @@ func TestStageKeptAsideWhenUndoFails(t *testing.T) {
 // removed the directory, the restore's lock fails (it then tries another
 // name) instead of writing into a directory being removed.
 func TestStageLockLosesToCleanUp(t *testing.T) {
+	t.Parallel()
 	parent := t.TempDir()
 	s, err := newStage(filepath.Join(parent, "t"), false, nil)
 	if err != nil {

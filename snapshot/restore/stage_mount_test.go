@@ -48,6 +48,7 @@ func rsBind(t *testing.T, src, dst string, moved ...*string) {
 // atomic exchange, for the two-step fallback, and for a kernel without
 // openat2 (the statx mount-root check instead).
 func TestReplaceNeverEntersMounts(t *testing.T) {
+	t.Parallel()
 	if !nstest.InOwnMountNamespace(t) {
 		return
 	}
@@ -194,6 +195,7 @@ func TestReplaceNeverEntersMounts(t *testing.T) {
 // mount point: refused before anything is written, the mounted files
 // untouched.
 func TestReplaceRefusesBindMountTarget(t *testing.T) {
+	t.Parallel()
 	if !nstest.InOwnMountNamespace(t) {
 		return
 	}
@@ -227,6 +229,7 @@ func TestReplaceRefusesBindMountTarget(t *testing.T) {
 // directory, a file, ".."), and a directory swapped for a symlink is
 // unlinked, not entered.
 func TestRemoveTreeNeverFollowsSymlinks(t *testing.T) {
+	t.Parallel()
 	outside := t.TempDir()
 	if err := os.WriteFile(filepath.Join(outside, "f"), []byte("x"), 0o600); err != nil {
 		t.Fatal(err)

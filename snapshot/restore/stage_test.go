@@ -15,6 +15,7 @@ import (
 )
 
 func TestStageNewTargetWithoutNoreplace(t *testing.T) {
+	t.Parallel()
 	// A filesystem that refuses RENAME_NOREPLACE: a plain rename after
 	// checking the target is still absent.
 	parent := t.TempDir()
@@ -63,6 +64,7 @@ func TestStageNewTargetWithoutNoreplace(t *testing.T) {
 }
 
 func TestStageRefusesTargets(t *testing.T) {
+	t.Parallel()
 	parent := t.TempDir()
 	file := filepath.Join(parent, "file")
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
@@ -96,6 +98,7 @@ func TestStageRefusesTargets(t *testing.T) {
 // TestStageOldTreeKeptWhenUndeletable: after a successful exchange, an old
 // tree that cannot be removed (an immutable file) is reported, not an error.
 func TestStageOldTreeKeptWhenUndeletable(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("setting the immutable flag needs root")
 	}
@@ -160,6 +163,7 @@ func rsSetImmutable(p string, on bool) error {
 // removed (immutable files) names 20 of them, each with the reason and
 // what to do, and counts the other 5; the rest of the tree is removed.
 func TestRemoveTreeNamesAtMost20(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("setting the immutable flag needs root")
 	}

@@ -87,6 +87,7 @@ func TestRestoreRefusesTargetInRepository(t *testing.T) {
 // CLI's cache and state directories) are refused like the repository,
 // inside and around, and through a symlink.
 func TestRestoreRefusesProtectedDirs(t *testing.T) {
+	t.Parallel()
 	r := snaptest.NewRepo(t)
 	m, _ := rsMixedSnapshot(t, r, 3, 1000)
 	base, err := filepath.EvalSymlinks(t.TempDir())
@@ -118,6 +119,7 @@ func TestRestoreRefusesProtectedDirs(t *testing.T) {
 // another path through a bind mount (no symlink to resolve: only the
 // directory's identity tells) is refused too.
 func TestRestoreRefusesRepositoryThroughBindMount(t *testing.T) {
+	t.Parallel()
 	if !nstest.InOwnMountNamespace(t) {
 		return
 	}
@@ -141,6 +143,7 @@ func TestRestoreRefusesRepositoryThroughBindMount(t *testing.T) {
 // restore --replace of a directory that holds the repository is refused
 // with ErrTargetHoldsRepository, and the repository stays.
 func TestReplaceRefusesRepositoryParent(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	home := t.TempDir()
 	repoDir := filepath.Join(home, "backups")
