@@ -30,6 +30,7 @@ import (
 // read the bubble's clock (their default), and time.Sleep moves it at
 // once.
 func TestCaptureStoppedBesideTwoPhasePrune(t *testing.T) {
+	t.Parallel()
 	const limit, margin = 10 * time.Minute, 20 * time.Minute
 	for _, inTime := range []bool{true, false} {
 		name := "resumed past the margin: refused"

@@ -20,6 +20,7 @@ import (
 // the part's nodes for the tree, so the record is built before that.
 // Every other file keeps its own entry, and the next capture reads nothing.
 func TestLeftOutEntryKeepsRecordNames(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	files := map[string]string{"d/a": "aaaa", "d/b": "bbbb", "d/c": "cccccc", "d/e": "eeeeeeee", "d/f": "ffffffffff"}
 	capTestWrite(t, root, files)
@@ -66,6 +67,7 @@ func TestLeftOutEntryKeepsRecordNames(t *testing.T) {
 // file, a removed name and an edited file are read (only they), and the
 // capture after that reads nothing again.
 func TestMergeJoinMixedListing(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	files := map[string]string{
 		"d/a": "1", "d/a\x80": "22", "d/a\xff\xfe": "333", "d/ab": "4444", "d/\u00e9": "55555",
@@ -129,6 +131,7 @@ func TestMergeJoinMixedListing(t *testing.T) {
 // files are all empty now) and keeps the others; a capture that fails
 // writes and deletes no record.
 func TestCacheRecordsPruneAndFailedCapture(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	files := map[string]string{"e/x": "x", "e/y": "yy", "k/z": "zzz"}
 	for i := range snapshot.MaxNodesPerBlob + 2 {

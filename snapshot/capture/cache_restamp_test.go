@@ -22,6 +22,7 @@ import (
 // intact, and is written back in a record stamped with the current
 // generation, so the capture after that trusts it by its generation.
 func TestCacheEntriesTrustedAfterRestamp(t *testing.T) {
+	t.Parallel()
 	rng := seedtest.Rand(t)
 	root := t.TempDir()
 	files := map[string]string{}

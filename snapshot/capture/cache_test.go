@@ -25,6 +25,7 @@ import (
 // repeated, an entry without chunks, unknown flags and trailing bytes
 // are refused without a panic.
 func TestCapRecord(t *testing.T) {
+	t.Parallel()
 	rng := seedtest.Rand(t)
 	var names [][]byte
 	var entries []*capEntry
@@ -104,6 +105,7 @@ func FuzzDecodeRecord(f *testing.F) {
 // capSortByKey orders records by key: random keys, keys sharing their
 // first half, equal leading bytes, none and one.
 func TestCapSortByKey(t *testing.T) {
+	t.Parallel()
 	rng := seedtest.Rand(t)
 	for _, n := range []int{0, 1, 2, 1000, 3*capChunk + 17} {
 		var puts capChunked[capPut]
@@ -207,6 +209,7 @@ func (c *capTestCountingCache) FileCachePut(ws string, recs []index.FileCacheRec
 // record per part, whose files, shifted across a part boundary by a new
 // name, are read again (and only they).
 func TestCacheRecordsPerPart(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	files := map[string]string{}
 	for i := range snapshot.MaxNodesPerBlob + 10 {

@@ -156,6 +156,7 @@ func testCaptureRoundTrip(t *testing.T, s storetest.Store) {
 }
 
 func TestCaptureDeterministic(t *testing.T) {
+	t.Parallel()
 	root := capTestRichTree(t)
 	r := capTestOpenRepo(t)
 	m1 := capTestCapture(t, r, root, capTestOptions(nil))
@@ -178,6 +179,7 @@ func TestCaptureDeterministic(t *testing.T) {
 }
 
 func TestCaptureIncremental(t *testing.T) {
+	t.Parallel()
 	rng := seedtest.Rand(t)
 	root := t.TempDir()
 	files := map[string]string{}

@@ -24,6 +24,7 @@ import (
 // manifest), and the next capture, which succeeds, reads every file again
 // and caches them all.
 func TestFailedCaptureWritesNoFileCache(t *testing.T) {
+	t.Parallel()
 	for _, failing := range []backend.FileType{backend.Index, backend.Snapshot} {
 		t.Run(string(failing), func(t *testing.T) {
 			root := t.TempDir()
@@ -73,6 +74,7 @@ func TestFailedCaptureWritesNoFileCache(t *testing.T) {
 // returned (the manifest is saved next) holds no manifest yet but loads the
 // part and every sensitive tree, though no flush follows the part's save.
 func TestSensitivePartStoredBeforeManifest(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newCapTestRepo(t)
 	r := tr.open(t)

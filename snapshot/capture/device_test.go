@@ -19,6 +19,7 @@ import (
 // lstat gave, and record the file as replaced rather than read without
 // end. (A reader that did not notice would run until the guard's deadline.)
 func TestFileReplacedByDevice(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	capTestWrite(t, root, map[string]string{"dev": "was a small file", "keep": "kept"})
 	// Can this process make a device node here, and open it?

@@ -202,6 +202,7 @@ func TestCaptureDiscover(t *testing.T) {
 // TestCaptureDiscoverNone: a walk that finds nothing gives a manifest
 // without a sensitive part, as a capture without Discover does.
 func TestCaptureDiscoverNone(t *testing.T) {
+	t.Parallel()
 	r := capTestOpenRepo(t)
 	src := filepath.Join(t.TempDir(), "ws")
 	capTestWrite(t, src, map[string]string{"a/b.txt": "b", "MARK": "the root is never sensitive"})
@@ -230,6 +231,7 @@ func capTestNoSnapshots(t *testing.T, r *repo.Repository) {
 // running browser), when a given subtree
 // lies inside a detected one, and when the key lacks the sensitive tier.
 func TestCaptureDiscoverRefused(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	t.Run("check", func(t *testing.T) {
 		r := capTestOpenRepo(t)

@@ -12,6 +12,7 @@ import (
 // with ErrBadExclude (the CLI's usage code 2) naming the pattern, before
 // anything is captured, also in a capture that looks for profiles.
 func TestCaptureBadExclude(t *testing.T) {
+	t.Parallel()
 	r := capTestOpenRepo(t)
 	src := t.TempDir()
 	capTestWrite(t, src, map[string]string{"a": "x", "b/c": "y"})

@@ -23,6 +23,7 @@ import (
 )
 
 func TestCaptureVanishedFile(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	capTestWrite(t, root, map[string]string{"keep": "kept", "gone\xff": "soon gone", "x/also": "here",
 		"links/a-first": "linked", "other/file": "y"})
@@ -74,6 +75,7 @@ func TestCaptureVanishedFile(t *testing.T) {
 }
 
 func TestCaptureChangedWhileRead(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name       string
 		changes    int  // reads after which the file grows
@@ -137,6 +139,7 @@ func TestCaptureChangedWhileRead(t *testing.T) {
 // own listing, whether a worker lists it ahead of the walker or the walker
 // does, is recorded as vanished and the rest is captured.
 func TestCaptureVanishedDirectory(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	files := map[string]string{"keep": "kept"}
 	for _, d := range []string{"a", "b", "c", "d", "e", "f"} {
@@ -175,6 +178,7 @@ func TestCaptureVanishedDirectory(t *testing.T) {
 }
 
 func TestCaptureUnreadable(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() == 0 {
 		t.Skip("root reads any file; TestCaptureUnreadableAsNobody covers this as root")
 	}
@@ -213,6 +217,7 @@ func capTestCheckUnreadable(t *testing.T, r blobLoaderRepo, m *snapshot.Manifest
 type blobLoaderRepo = snapshot.BlobLoader
 
 func TestCaptureFatal(t *testing.T) {
+	t.Parallel()
 	r := capTestOpenRepo(t)
 	if _, err := Run(context.Background(), r, filepath.Join(t.TempDir(), "missing"), capTestOptions(nil)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing root: %v", err)
@@ -295,6 +300,7 @@ func (c *capTestBadCache) FileCacheGet(ws string, key []byte, fn func(v []byte))
 }
 
 func TestCaptureCacheNotTrustedBlindly(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	capTestWrite(t, root, map[string]string{"a": "aaaa", "b/c": "cccc"})
 	capTestAge(t, root)
@@ -376,6 +382,7 @@ func TestCaptureCacheNotTrustedBlindly(t *testing.T) {
 // ("racily clean"): within 100 ms on a local filesystem with nanosecond
 // timestamps, within 2 s elsewhere.
 func TestCaptureRacyWindow(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	capTestWrite(t, root, map[string]string{"fresh": "ffff"})
 	var st unix.Stat_t
@@ -409,6 +416,7 @@ func TestCaptureRacyWindow(t *testing.T) {
 }
 
 func TestCaptureBindMountLoop(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	capTestWrite(t, root, map[string]string{"a/file": "x"})
 	loop := filepath.Join(root, "a", "loop")
@@ -432,6 +440,7 @@ func TestCaptureBindMountLoop(t *testing.T) {
 }
 
 func TestCaptureDirectoryMovedDuringWalk(t *testing.T) {
+	t.Parallel()
 	// The walker is deep below l0, whose descriptor it has closed; then l0
 	// goes away and its child l1 moves to the root. Coming back up, the
 	// walker cannot reopen l0: what it had of l0 stays, the rest is left

@@ -18,6 +18,7 @@ import (
 // file's chunks are indexed: it stores the chunks again, and the new
 // snapshot restores.
 func TestCaptureStoresAgainWhatOnlyAGonePackHeld(t *testing.T) {
+	t.Parallel()
 	for _, withCache := range []bool{false, true} {
 		name := "dedup"
 		if withCache {

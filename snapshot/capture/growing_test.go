@@ -85,6 +85,7 @@ func (a *capTestAppender) halt() {
 // The writer is made to append during each read: a read ends (afterRead)
 // only once a line was appended after it began (beforeRead).
 func TestCaptureAppendedLogIsPrefix(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	var log strings.Builder
 	for i := range 5000 {
@@ -162,6 +163,7 @@ func TestCaptureAppendedLogIsPrefix(t *testing.T) {
 // so that a stat sees it whatever the clock's granularity (a rewrite that
 // keeps the size and mtime is not seen by any stat).
 func TestCaptureRewrittenWhileReadIsNotPrefix(t *testing.T) {
+	t.Parallel()
 	base := strings.Repeat("0123456789abcdef", 4096) // 64 KiB
 	for _, tc := range []struct {
 		name   string
@@ -257,6 +259,7 @@ func capTestSize(t *testing.T, f *os.File) int64 {
 // stopped. A profile file appended to during both reads is an error of
 // the tree, as before, and the snapshot is partial.
 func TestCaptureSensitiveGrowingIsNotPrefix(t *testing.T) {
+	t.Parallel()
 	r := capTestOpenRepo(t)
 	src := sensTestTree(t)
 	o := capTestOptions(nil)
@@ -288,6 +291,7 @@ func TestCaptureSensitiveGrowingIsNotPrefix(t *testing.T) {
 // the read, and no further: the read ends. Here every read of 4 bytes is
 // followed by an append of 8.
 func TestCapFileReaderGrowingEnds(t *testing.T) {
+	t.Parallel()
 	p := filepath.Join(t.TempDir(), "f")
 	capTestMust(t, os.WriteFile(p, []byte("0123456789"), 0o644))
 	w, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
@@ -322,6 +326,7 @@ func TestCapFileReaderGrowingEnds(t *testing.T) {
 // At most 1000 prefixes are listed, sorted by path; the others are
 // counted.
 func TestCapturePrefixesListed(t *testing.T) {
+	t.Parallel()
 	c := &capturer{}
 	for i := range 1003 {
 		c.prefix(fmt.Sprintf("f%04d", 1003-i), 1, 2)

@@ -114,6 +114,7 @@ func testCaptureKilled(t *testing.T, s storetest.Store) {
 // TestCaptureKilledChild is the child of TestCaptureKilled: it captures
 // until it reaches the kill point, says so and waits there to be killed.
 func TestCaptureKilledChild(t *testing.T) {
+	t.Parallel()
 	env := os.Getenv(capKillEnv)
 	if env == "" {
 		t.Skip("runs only as the child of TestCaptureKilled")

@@ -187,6 +187,7 @@ func splitLines(b []byte) [][]byte {
 // TestCaptureLargeIndexChild is BenchmarkCaptureLargeIndex's capturing
 // process; it does nothing unless that benchmark started it.
 func TestCaptureLargeIndexChild(t *testing.T) {
+	t.Parallel()
 	spec := os.Getenv(largeIndexChildEnv)
 	if spec == "" {
 		t.Skip("run by BenchmarkCaptureLargeIndex")

@@ -26,6 +26,7 @@ import (
 const capChildEnv = "LIFEBOAT_CAPTURE_CHILD"
 
 func TestCaptureUnreadableAsNobody(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("not root: TestCaptureUnreadable covers this")
 	}
@@ -89,6 +90,7 @@ func TestCaptureUnreadableAsNobody(t *testing.T) {
 
 // TestCaptureUnreadableChild is the child of TestCaptureUnreadableAsNobody.
 func TestCaptureUnreadableChild(t *testing.T) {
+	t.Parallel()
 	base := os.Getenv(capChildEnv)
 	if base == "" {
 		t.Skip("runs only as the child of TestCaptureUnreadableAsNobody")

@@ -12,6 +12,7 @@ import (
 // A file whose ctime is "now" (mtime forged old, as cp -p/tar/npm do) is
 // not cached: its last change, the ctime, is inside the racy window.
 func TestRacyWindowUsesCtime(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	p := filepath.Join(root, "f")
 	if err := os.WriteFile(p, []byte("AAAA"), 0o644); err != nil {

@@ -67,6 +67,7 @@ func capTestRandomTree(t *testing.T, rng *rand.Rand, dir string, depth int, file
 }
 
 func TestCaptureRandomTrees(t *testing.T) {
+	t.Parallel()
 	rng := seedtest.Rand(t)
 	r := capTestOpenRepo(t)
 	for round := range 5 {

@@ -32,6 +32,7 @@ func capTestReadAll(t *testing.T, rd *capFileReader, n int) []byte {
 // returns nothing, and a size that is stale (the file shrank) does not
 // cut the read short.
 func TestCapFileReaderEnd(t *testing.T) {
+	t.Parallel()
 	p := filepath.Join(t.TempDir(), "f")
 	if err := os.WriteFile(p, []byte("0123456789"), 0o644); err != nil {
 		t.Fatal(err)
@@ -81,6 +82,7 @@ func TestCapFileReaderEnd(t *testing.T) {
 // reader stat'ed nothing before its read, the walk's lstat stood in), and
 // the new regular file is read whole, with its own metadata.
 func TestCaptureFileReplacedBeforeRead(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	capTestWrite(t, root, map[string]string{"dir": "was a file", "fifo": "was a file", "other": "old content", "keep": "kept"})
 	r := capTestOpenRepo(t)

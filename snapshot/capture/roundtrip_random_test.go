@@ -13,6 +13,7 @@ import (
 
 // End to end: real Run then Restore of random trees.
 func TestCaptureRestoreRandom(t *testing.T) {
+	t.Parallel()
 	rng := seedtest.Rand(t)
 	r := capTestOpenRepo(t)
 	for round := range 8 {

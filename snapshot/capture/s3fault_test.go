@@ -27,6 +27,7 @@ import (
 // snapshot, and the repository checks clean: never a snapshot whose packs
 // are not all stored.
 func TestCaptureS3Faults(t *testing.T) {
+	t.Parallel()
 	srv := s3test.Start(t)
 	p := srv.Proxy(t)
 	bucket := srv.NewBucket(t)

@@ -30,6 +30,7 @@ func capTestOpenFds(t testing.TB) int {
 }
 
 func TestCaptureDeepTree(t *testing.T) {
+	t.Parallel()
 	const depth = 10000
 	root := t.TempDir()
 	// Made with mkdirat/openat: the path is far longer than PATH_MAX.
@@ -119,6 +120,7 @@ func TestCaptureDeepTree(t *testing.T) {
 }
 
 func TestCaptureDescriptorWindow(t *testing.T) {
+	t.Parallel()
 	// Walking back up through closed descriptors, with files at every level
 	// still being read (many readers, a deep narrow tree).
 	root := t.TempDir()
@@ -142,6 +144,7 @@ func TestCaptureDescriptorWindow(t *testing.T) {
 }
 
 func TestCaptureHugeDirectory(t *testing.T) {
+	t.Parallel()
 	n := 200_000
 	if os.Getenv("LIFEBOAT_TEST_HUGE") != "" {
 		n = 1_000_000
@@ -198,6 +201,7 @@ func TestCaptureHugeDirectory(t *testing.T) {
 }
 
 func TestCaptureSparseFile(t *testing.T) {
+	t.Parallel()
 	size := int64(4 << 30)
 	if race.Enabled {
 		size = 1 << 30 // the race detector slows chunking ~10x
@@ -244,6 +248,7 @@ func TestCaptureSparseFile(t *testing.T) {
 }
 
 func TestCaptureExcludes(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	capTestWrite(t, root, map[string]string{
 		"keep.go": "k", "a.o": "o", "src/b.o": "o", "src/keep.c": "c",
@@ -275,6 +280,7 @@ func TestCaptureExcludes(t *testing.T) {
 }
 
 func TestCaptureSparseReader(t *testing.T) {
+	t.Parallel()
 	// Data and holes in every order; the reader must give the same bytes
 	// as a plain read, whatever extents the filesystem reports.
 	rng := seedtest.Rand(t)

@@ -57,6 +57,7 @@ func sensTestKeyRepo(t *testing.T, tr *capTestRepo, r *repo.Repository, tiers []
 }
 
 func TestCaptureSensitiveTreeRoundTrip(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newCapTestRepo(t)
 	r := tr.open(t)
@@ -129,6 +130,7 @@ func TestCaptureSensitiveTreeRoundTrip(t *testing.T) {
 }
 
 func TestSensitivePartWorkspaceOnlyKey(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newCapTestRepo(t)
 	r := tr.open(t)
@@ -179,6 +181,7 @@ func TestSensitivePartWorkspaceOnlyKey(t *testing.T) {
 }
 
 func TestSensitivePartIDsDiffer(t *testing.T) {
+	t.Parallel()
 	r := capTestOpenRepo(t)
 	src := sensTestTree(t)
 	o := capTestOptions(nil)
@@ -194,6 +197,7 @@ func TestSensitivePartIDsDiffer(t *testing.T) {
 }
 
 func TestSensitiveSpecRefused(t *testing.T) {
+	t.Parallel()
 	r := capTestOpenRepo(t)
 	src := sensTestTree(t)
 	outside := t.TempDir()
@@ -221,6 +225,7 @@ func TestSensitiveSpecRefused(t *testing.T) {
 }
 
 func TestGraftRefusals(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r := capTestOpenRepo(t)
 	src := sensTestTree(t)
@@ -267,6 +272,7 @@ func TestGraftRefusals(t *testing.T) {
 // TestCheckSnapshotsSensitive: check walks the sensitive trees with a key
 // that has the tier, and reports damage under the profile's path.
 func TestCheckSnapshotsSensitive(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newCapTestRepo(t)
 	r := tr.open(t)
@@ -316,6 +322,7 @@ func TestCheckSnapshotsSensitive(t *testing.T) {
 // profile at the root and one nested, beside entries of the same names
 // elsewhere, and a user Filter still applies to the rest.
 func TestCaptureSensitiveOmitsExactPaths(t *testing.T) {
+	t.Parallel()
 	src := filepath.Join(t.TempDir(), "ws")
 	capTestWrite(t, src, map[string]string{
 		"prof/Cookies":       "secret 1",
