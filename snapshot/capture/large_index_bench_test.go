@@ -20,6 +20,7 @@ import (
 	"lifeboat/crypt"
 	"lifeboat/index"
 	"lifeboat/internal/repotest"
+	"lifeboat/internal/seedtest"
 	"lifeboat/internal/storetest"
 	"lifeboat/pack"
 	"lifeboat/repo"
@@ -86,12 +87,11 @@ func BenchmarkCaptureLargeIndex(b *testing.B) {
 	if blobs < n {
 		b.Fatalf("the local index holds %d blobs, want at least %d", blobs, n)
 	}
-	seed := uint64(time.Now().UnixNano())
-	b.Logf("source seed %d", seed)
+	seed := seedtest.Seed(b) // each source is made from the seed one more than the last
 	for b.Loop() {
 		seed++
 		src := b.TempDir()
-		rng := rand.New(rand.NewPCG(seed, 3))
+		rng := seedtest.New(seed)
 		for i := range largeIndexFiles + largeIndexSmallFiles {
 			data := make([]byte, 512<<10)
 			if i >= largeIndexFiles {
