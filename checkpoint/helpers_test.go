@@ -2,8 +2,6 @@ package checkpoint
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"lifeboat/backend"
@@ -11,6 +9,7 @@ import (
 	"lifeboat/backend/local"
 	"lifeboat/blob"
 	"lifeboat/internal/repotest"
+	"lifeboat/internal/treetest"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
 )
@@ -65,20 +64,6 @@ func (tr *testRepo) goneAt(t *testing.T, op fault.Op, id blob.ID) {
 	tr.fault.Add(op).Match(backend.Snapshot).Name(id.String()).Fail(backend.ErrNotFound)
 	t.Cleanup(func() { tr.fault.VerifyAllFired(t) })
 }
-
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, body := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 func countSnapshots(t *testing.T, r *repo.Repository, ws string) int {
 	t.Helper()
 	snaps, bad, err := snapshot.List(context.Background(), r, ws)
@@ -87,3 +72,5 @@ func countSnapshots(t *testing.T, r *repo.Repository, ws string) int {
 	}
 	return len(snaps)
 }
+
+func writeFiles(t *testing.T, dir string, files map[string]string) { treetest.Write(t, dir, files) }

@@ -8,28 +8,9 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
-)
 
-// writeTree creates entries (slash path -> content) below root: a content
-// starting with "->" makes a symlink to the rest, "/" a directory, "|" a
-// FIFO, anything else a regular file.
-func writeTree(t *testing.T, root string, entries map[string]string) {
-	t.Helper()
-	for rel, s := range entries {
-		p := filepath.Join(root, filepath.FromSlash(rel))
-		must(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		switch {
-		case strings.HasPrefix(s, "->"):
-			must(t, os.Symlink(s[2:], p))
-		case s == "/":
-			must(t, os.MkdirAll(p, 0o755))
-		case s == "|":
-			must(t, unix.Mkfifo(p, 0o644))
-		default:
-			must(t, os.WriteFile(p, []byte(s), 0o644))
-		}
-	}
-}
+	"lifeboat/internal/treetest"
+)
 
 // checkDiscover runs Discover on root and fails t unless it returns the
 // profiles want ("rel kind"), in this order, each with Dir under root.
@@ -203,4 +184,9 @@ func TestListNames(t *testing.T) {
 	if !l.complete || !slices.Equal(l.subdirs, want) || l.markers != 0 {
 		t.Fatalf("listed %d subdirectories (complete %v, markers %b), want %d", len(l.subdirs), l.complete, l.markers, len(want))
 	}
+}
+
+// writeTree writes entries below root (treetest.Write).
+func writeTree(t *testing.T, root string, entries map[string]string) {
+	treetest.Write(t, root, entries)
 }

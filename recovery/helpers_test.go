@@ -17,6 +17,7 @@ import (
 	"lifeboat/internal/clocktest"
 	"lifeboat/internal/repotest"
 	"lifeboat/internal/storetest"
+	"lifeboat/internal/treetest"
 	"lifeboat/providers"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
@@ -187,19 +188,6 @@ func copyTree(src, dst string) error {
 		}
 		return os.WriteFile(to, b, 0o644)
 	})
-}
-
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, body := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // newTestRepo makes and opens a repository for the test.
@@ -377,3 +365,5 @@ func mustID(t *testing.T, s string) blob.ID {
 	}
 	return id
 }
+
+func writeFiles(t *testing.T, dir string, files map[string]string) { treetest.Write(t, dir, files) }

@@ -110,6 +110,7 @@ var allowed = map[string][]string{
 	"internal/repotest":     {"backend", "blob", "crypt", "internal/storetest", "pack", "repo"},
 	"internal/clocktest":    {},
 	"internal/seedtest":     {},
+	"internal/treetest":     {},
 	"internal/nstest":       {},
 	"internal/layers":       {},
 }
