@@ -1,7 +1,6 @@
 package checkpoint
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -115,39 +114,26 @@ func (v *verifier) add(level *[]vdir, tier blob.Tier, subtree []blob.ID, path st
 }
 
 // entries checks the entries of d, whose trees are in trees, as LoadDir
-// does (names increasing across its tree blobs), queues its
+// does (snapshot.EachNode: names increasing across its tree blobs), queues its
 // subdirectories on next and gathers its files' chunks.
 func (v *verifier) entries(tier blob.Tier, d vdir, trees map[blob.ID]*snapshot.Tree, next *[]vdir) error {
-	var last []byte
-	for _, id := range d.subtree {
-		t := trees[id]
-		for i := range t.Nodes {
-			n := &t.Nodes[i]
-			if last != nil && bytes.Compare(last, n.Name) >= 0 {
-				return fmt.Errorf("tree %s: entries out of order across blobs at %q", id.Short(), n.Name)
+	tree := func(id blob.ID) (*snapshot.Tree, error) { return trees[id], nil }
+	return snapshot.EachNode(d.subtree, tree, func(n *snapshot.Node) error {
+		p := d.path + "/" + string(n.Name)
+		switch {
+		case n.Type == snapshot.TypeDir:
+			v.add(next, tier, n.Subtree, p)
+		case n.Type == snapshot.TypeFile && len(n.Content) > 0:
+			v.paths = append(v.paths, p)
+			for _, c := range n.Content {
+				v.ids, v.files = append(v.ids, c), append(v.files, len(v.paths)-1)
 			}
-			last = n.Name
-			p := d.path + "/" + string(n.Name)
-			switch n.Type {
-			case snapshot.TypeDir:
-				v.add(next, tier, n.Subtree, p)
-			case snapshot.TypeFile:
-				if len(n.Content) == 0 {
-					continue
-				}
-				v.paths = append(v.paths, p)
-				for _, c := range n.Content {
-					v.ids, v.files = append(v.ids, c), append(v.files, len(v.paths)-1)
-				}
-				if len(v.ids) >= verifyBatch {
-					if err := v.lookup(tier); err != nil {
-						return err
-					}
-				}
+			if len(v.ids) >= verifyBatch {
+				return v.lookup(tier)
 			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // loadTrees loads and decodes the tree blobs of dirs. Those indexed in a

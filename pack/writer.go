@@ -58,9 +58,7 @@ func newWriter(k *crypt.TierKeys, limit int, out io.Writer) *Writer {
 
 // Fits reports whether a sealed blob of n bytes can join the pack without
 // the finished pack outgrowing its limit. An empty pack takes any blob.
-func (w *Writer) Fits(n int) bool {
-	return len(w.entries) == 0 || w.finishedSize(w.n+n, len(w.entries)+1) <= int64(w.limit)
-}
+func (w *Writer) Fits(n int) bool { return w.FitsWith(w.n, len(w.entries), n) }
 
 // FitsWith is Fits for a pack that is to hold count blobs in bytes
 // sealed bytes once the blobs promised to it are added: whether one more

@@ -90,7 +90,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // reply writes v with status, or returns err for the error writer: the
 // tail of a handler whose last call yields its answer.
-func reply[T any](w http.ResponseWriter, status int, v T, err error) error {
+func reply(w http.ResponseWriter, status int, v any, err error) error {
 	if err != nil {
 		return err
 	}

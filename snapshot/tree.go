@@ -159,16 +159,30 @@ func SaveDir(ctx context.Context, s BlobSaver, tier blob.Tier, nodes []Node) ([]
 // LoadDir calls fn with every entry of a directory, in name order, loading
 // its tree blobs one at a time. Names must keep increasing across blobs.
 func LoadDir(ctx context.Context, l BlobLoader, tier blob.Tier, subtree []blob.ID, fn func(*Node) error) error {
-	var last []byte
 	var buf []byte
-	for _, id := range subtree {
+	return EachNode(subtree, func(id blob.ID) (*Tree, error) {
 		b, err := l.LoadBlob(ctx, tier, blob.Tree, id, buf)
 		if err != nil {
-			return fmt.Errorf("tree %s: %w", id.Short(), err)
+			return nil, fmt.Errorf("tree %s: %w", id.Short(), err)
 		}
 		t, err := DecodeTree(b)
 		if err != nil {
-			return fmt.Errorf("tree %s: %w", id.Short(), err)
+			return nil, fmt.Errorf("tree %s: %w", id.Short(), err)
+		}
+		buf = b[:0]
+		return t, nil
+	}, fn)
+}
+
+// EachNode calls fn for every entry of the directory whose tree blobs are
+// subtree, in order, tree giving each blob decoded; names must increase
+// across the blobs as within each.
+func EachNode(subtree []blob.ID, tree func(blob.ID) (*Tree, error), fn func(*Node) error) error {
+	var last []byte
+	for _, id := range subtree {
+		t, err := tree(id)
+		if err != nil {
+			return err
 		}
 		for i := range t.Nodes {
 			n := &t.Nodes[i]
@@ -180,7 +194,6 @@ func LoadDir(ctx context.Context, l BlobLoader, tier blob.Tier, subtree []blob.I
 				return err
 			}
 		}
-		buf = b[:0]
 	}
 	return nil
 }

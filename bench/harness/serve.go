@@ -337,14 +337,9 @@ func startServe(ctx context.Context, c command, log string) (*server, error) {
 // receipt.
 func (s *server) capture(ctx context.Context, token, ws string) (serveReceipt, error) {
 	var r serveReceipt
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url+"/v1/workspaces/"+ws+"/checkpoints", nil)
+	resp, err := s.request(ctx, token, http.MethodPost, "/v1/workspaces/"+ws+"/checkpoints", "")
 	if err != nil {
 		return r, err
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return r, fmt.Errorf("serve: capture of %s: %w (log %s)", ws, err, s.log)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)

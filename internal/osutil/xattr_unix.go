@@ -17,12 +17,12 @@ func XattrsUnsupported(err error) bool {
 }
 
 // ReadXattrs lists a file's extended attributes with list, reads each one
-// keep accepts with get, and hands it to add in listing order (a value is
-// never nil, an empty one is []byte{}). Buffers grow when the attributes
-// grow between the size query and the read (ERANGE); an attribute removed
-// since it was listed is skipped; a file whose filesystem takes no
-// attributes has none.
-func ReadXattrs(keep func(name string) bool, list func([]byte) (int, error), get func(string, []byte) (int, error), add func(name string, value []byte)) error {
+// keep accepts with get, and returns them as mk makes them, in listing
+// order (a value is never nil, an empty one is []byte{}). Buffers grow
+// when the attributes grow between the size query and the read (ERANGE);
+// an attribute removed since it was listed is skipped; a file whose
+// filesystem takes no attributes has none.
+func ReadXattrs[T any](keep func(name string) bool, list func([]byte) (int, error), get func(string, []byte) (int, error), mk func(name string, value []byte) T) ([]T, error) {
 	var names []byte
 	for {
 		n, err := list(nil)
@@ -34,27 +34,28 @@ func ReadXattrs(keep func(name string) bool, list func([]byte) (int, error), get
 			continue
 		}
 		if XattrsUnsupported(err) {
-			return nil
+			return nil, nil
 		}
 		if err != nil {
-			return fmt.Errorf("listing extended attributes: %w", err)
+			return nil, fmt.Errorf("listing extended attributes: %w", err)
 		}
 		names = names[:n]
 		break
 	}
+	var out []T
 	for name := range strings.SplitSeq(string(names), "\x00") {
 		if name == "" || !keep(name) {
 			continue
 		}
 		val, err := readXattr(name, get)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if val != nil {
-			add(name, val)
+			out = append(out, mk(name, val))
 		}
 	}
-	return nil
+	return out, nil
 }
 
 // readXattr reads one attribute: nil when it is gone.

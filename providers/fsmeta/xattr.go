@@ -47,10 +47,7 @@ func Unsupported(err error) bool { return osutil.XattrsUnsupported(err) }
 
 // read lists and reads the attributes keep accepts, sorted by name.
 func read(keep func(string) bool, list func([]byte) (int, error), get func(string, []byte) (int, error)) ([]Xattr, error) {
-	var out []Xattr
-	err := osutil.ReadXattrs(keep, list, get, func(name string, val []byte) {
-		out = append(out, Xattr{Name: name, Value: val})
-	})
+	out, err := osutil.ReadXattrs(keep, list, get, func(name string, val []byte) Xattr { return Xattr{Name: name, Value: val} })
 	if err != nil {
 		return nil, err
 	}

@@ -162,11 +162,6 @@ var capHaveProcFd = sync.OnceValue(func() bool {
 // capXattrs reads user.* attributes with list and get, in listing order.
 // Filesystems without xattrs give none.
 func capXattrs(list func([]byte) (int, error), get func(string, []byte) (int, error)) ([]snapshot.Xattr, error) {
-	var out []snapshot.Xattr
-	err := osutil.ReadXattrs(func(name string) bool { return strings.HasPrefix(name, "user.") }, list, get,
-		func(name string, val []byte) { out = append(out, snapshot.Xattr{Name: name, Value: val}) })
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return osutil.ReadXattrs(func(name string) bool { return strings.HasPrefix(name, "user.") }, list, get,
+		func(name string, val []byte) snapshot.Xattr { return snapshot.Xattr{Name: name, Value: val} })
 }
