@@ -12,63 +12,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"lifeboat/internal/busywriter"
 )
-
-// growWriter changes a file without pause from its own goroutine, until
-// stopped: step is called with 0, 1, 2, ... (an agent appending to its
-// log, say).
-type growWriter struct {
-	steps atomic.Int64  // steps done so far
-	tick  chan struct{} // a token after a step (dropped when one waits already)
-	stop  chan struct{}
-	done  chan struct{}
-}
-
-func startGrowWriter(t *testing.T, step func(i int) error) *growWriter {
-	w := &growWriter{tick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		for i := 0; ; i++ {
-			select {
-			case <-w.stop:
-				return
-			default:
-			}
-			if err := step(i); err != nil {
-				t.Error(err)
-				return
-			}
-			w.steps.Add(1)
-			select {
-			case w.tick <- struct{}{}:
-			default:
-			}
-		}
-	}()
-	t.Cleanup(w.halt)
-	return w
-}
-
-// waitStep returns once the writer did a step after the call began.
-func (w *growWriter) waitStep() {
-	n := w.steps.Load()
-	for w.steps.Load() <= n {
-		select {
-		case <-w.tick:
-		case <-w.done:
-			return
-		}
-	}
-}
-
-func (w *growWriter) halt() {
-	select {
-	case <-w.stop:
-	default:
-		close(w.stop)
-	}
-	<-w.done
-}
 
 // holdReads holds every read of path, by any thread of any process, until
 // fn returns (a fanotify permission event): a read the capture makes of
@@ -147,14 +93,14 @@ func TestCaptureGrowingLogCLI(t *testing.T) {
 	f, err := os.OpenFile(log, os.O_APPEND|os.O_WRONLY, 0)
 	must(t, err)
 	defer f.Close()
-	w := startGrowWriter(t, func(i int) error {
+	w := busywriter.Start(t, func(i int) error {
 		_, err := fmt.Fprintf(f, "step %07d: the agent did something\n", i)
 		return err
 	})
-	stop := holdReads(t, log, w.waitStep)
+	stop := holdReads(t, log, w.WaitStep)
 	sum := e.capture("w", work)
 	stop()
-	w.halt()
+	w.Halt()
 	final, err := os.ReadFile(log)
 	must(t, err)
 
@@ -213,14 +159,14 @@ func TestCaptureGrowingLogCLI(t *testing.T) {
 	}
 
 	// The text summary says it too (a second capture, the log growing again).
-	w2 := startGrowWriter(t, func(i int) error {
+	w2 := busywriter.Start(t, func(i int) error {
 		_, err := fmt.Fprintf(f, "later step %07d\n", i)
 		return err
 	})
-	stop = holdReads(t, log, w2.waitStep)
+	stop = holdReads(t, log, w2.WaitStep)
 	out := e.ok("capture", "--workspace", "w", work).stdout
 	stop()
-	w2.halt()
+	w2.Halt()
 	if !strings.Contains(out, "agent.log kept growing while it was read: captured as its first ") || strings.Contains(out, "partial") {
 		t.Fatalf("text summary:\n%s", out)
 	}
@@ -241,7 +187,7 @@ func TestCaptureRewrittenFileCLI(t *testing.T) {
 	must(t, err)
 	defer f.Close()
 	mtime := time.Unix(1600000000, 0)
-	w := startGrowWriter(t, func(i int) error {
+	w := busywriter.Start(t, func(i int) error {
 		if _, err := f.WriteAt([]byte(fmt.Sprintf("REWRITE %09d", i)), 1<<19); err != nil {
 			return err
 		}
@@ -249,10 +195,10 @@ func TestCaptureRewrittenFileCLI(t *testing.T) {
 		// clock's granularity.
 		return os.Chtimes(data, mtime, mtime.Add(time.Duration(i)*time.Second))
 	})
-	stop := holdReads(t, data, w.waitStep)
+	stop := holdReads(t, data, w.WaitStep)
 	res := e.run("capture", "--workspace", "w", "--json", work)
 	stop()
-	w.halt()
+	w.Halt()
 	if res.code != 3 {
 		t.Fatalf("exit %d, want 3\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
 	}

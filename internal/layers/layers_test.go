@@ -111,6 +111,7 @@ var allowed = map[string][]string{
 	"internal/clocktest":    {},
 	"internal/seedtest":     {},
 	"internal/treetest":     {},
+	"internal/busywriter":   {},
 	"internal/nstest":       {},
 	"internal/layers":       {},
 }

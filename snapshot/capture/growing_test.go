@@ -7,76 +7,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"lifeboat/internal/busywriter"
 	"lifeboat/snapshot"
 	"lifeboat/snapshot/internal/snaptest"
 )
-
-// capTestAppender appends numbered lines to a file without pause, from its
-// own goroutine, until stopped: an agent's log.
-type capTestAppender struct {
-	lines atomic.Int64  // lines appended so far
-	tick  chan struct{} // a token after an append (dropped when one waits already)
-	stop  chan struct{}
-	done  chan struct{}
-}
-
-func capTestAppend(t *testing.T, path string) *capTestAppender {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := &capTestAppender{tick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(a.done)
-		defer f.Close()
-		for i := 0; ; i++ {
-			select {
-			case <-a.stop:
-				return
-			default:
-			}
-			if _, err := fmt.Fprintf(f, "step %06d: the agent did something\n", i); err != nil {
-				t.Error(err)
-				return
-			}
-			a.lines.Add(1)
-			select {
-			case a.tick <- struct{}{}:
-			default:
-			}
-		}
-	}()
-	t.Cleanup(a.halt)
-	return a
-}
-
-// waitPast returns once more than n lines were appended.
-func (a *capTestAppender) waitPast(n int64) {
-	for a.lines.Load() <= n {
-		select {
-		case <-a.tick:
-		case <-a.done:
-			return
-		}
-	}
-}
-
-// halt stops the writer and waits for it.
-func (a *capTestAppender) halt() {
-	select {
-	case <-a.stop:
-	default:
-		close(a.stop)
-	}
-	<-a.done
-}
 
 // A log appended to without pause while the capture reads it changes
 // during every read. The capture is complete all the same: the snapshot
@@ -95,22 +34,22 @@ func TestCaptureAppendedLogIsPrefix(t *testing.T) {
 	r := capTestOpenRepo(t)
 	o := capTestOptions(nil)
 	o.Cache = r.FileCache()
-	a := capTestAppend(t, filepath.Join(root, "agent.log"))
+	a := busywriter.Append(t, filepath.Join(root, "agent.log"))
 	var started [4]int64
 	reads := 0
 	o.hooks.beforeRead = func(p string, attempt int) {
 		if p == "agent.log" {
-			started[attempt] = a.lines.Load()
+			started[attempt] = a.Steps()
 		}
 	}
 	o.hooks.afterRead = func(p string, attempt int) {
 		if p == "agent.log" {
 			reads = attempt
-			a.waitPast(started[attempt])
+			a.WaitPast(started[attempt])
 		}
 	}
 	m := capTestCapture(t, r, root, o)
-	a.halt()
+	a.Halt()
 	final, err := os.ReadFile(filepath.Join(root, "agent.log"))
 	if err != nil {
 		t.Fatal(err)
