@@ -76,11 +76,7 @@ func TestFailedCaptureWritesNoFileCache(t *testing.T) {
 func TestSensitivePartStoredBeforeManifest(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	tr := newCapTestRepo(t)
-	r := tr.open(t)
-	src := sensTestTree(t)
-	o := capTestOptions(nil)
-	o.Sensitive = []SensitiveSpec{sensTestSpec()}
+	tr, r, src, o := sensTestSetup(t)
 	copyAt := filepath.Join(t.TempDir(), "copy")
 	o.hooks.flushed = func() { // after each sensitive tree's flush, and the workspace's last
 		if err := os.RemoveAll(copyAt); err != nil {

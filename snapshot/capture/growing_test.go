@@ -201,8 +201,7 @@ func TestCaptureSensitiveGrowingIsNotPrefix(t *testing.T) {
 	t.Parallel()
 	r := capTestOpenRepo(t)
 	src := sensTestTree(t)
-	o := capTestOptions(nil)
-	o.Sensitive = []SensitiveSpec{sensTestSpec()}
+	o := sensTestOptions()
 	o.hooks.afterRead = func(p string, attempt int) {
 		if p != "Cookies" {
 			return

@@ -56,14 +56,26 @@ func sensTestKeyRepo(t *testing.T, tr *capTestRepo, r *repo.Repository, tiers []
 	return capTestOpenBackend(t, be, pw, t.TempDir())
 }
 
+// sensTestOptions are capture options that put sensTestSpec's profile
+// into the sensitive tier.
+func sensTestOptions() Options {
+	o := capTestOptions(nil)
+	o.Sensitive = []SensitiveSpec{sensTestSpec()}
+	return o
+}
+
+// sensTestSetup is a sensitive-tier test's start: a repository (tr,
+// opened as r), the tree of sensTestTree and sensTestOptions.
+func sensTestSetup(t *testing.T) (*capTestRepo, *repo.Repository, string, Options) {
+	t.Helper()
+	tr := newCapTestRepo(t)
+	return tr, tr.open(t), sensTestTree(t), sensTestOptions()
+}
+
 func TestCaptureSensitiveTreeRoundTrip(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	tr := newCapTestRepo(t)
-	r := tr.open(t)
-	src := sensTestTree(t)
-	o := capTestOptions(nil)
-	o.Sensitive = []SensitiveSpec{sensTestSpec()}
+	_, r, src, o := sensTestSetup(t)
 	m := capTestCapture(t, r, src, o)
 	if m.Sensitive == nil || !m.Complete {
 		t.Fatalf("manifest sensitive=%v complete=%v", m.Sensitive, m.Complete)
@@ -132,11 +144,7 @@ func TestCaptureSensitiveTreeRoundTrip(t *testing.T) {
 func TestSensitivePartWorkspaceOnlyKey(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	tr := newCapTestRepo(t)
-	r := tr.open(t)
-	src := sensTestTree(t)
-	o := capTestOptions(nil)
-	o.Sensitive = []SensitiveSpec{sensTestSpec()}
+	tr, r, src, o := sensTestSetup(t)
 	m := capTestCapture(t, r, src, o)
 	wr := sensTestKeyRepo(t, tr, r, []blob.Tier{blob.Workspace})
 
@@ -184,8 +192,7 @@ func TestSensitivePartIDsDiffer(t *testing.T) {
 	t.Parallel()
 	r := capTestOpenRepo(t)
 	src := sensTestTree(t)
-	o := capTestOptions(nil)
-	o.Sensitive = []SensitiveSpec{sensTestSpec()}
+	o := sensTestOptions()
 	a := capTestCapture(t, r, src, o)
 	b := capTestCapture(t, r, src, o)
 	if *a.Sensitive == *b.Sensitive {
@@ -229,8 +236,7 @@ func TestGraftRefusals(t *testing.T) {
 	ctx := context.Background()
 	r := capTestOpenRepo(t)
 	src := sensTestTree(t)
-	o := capTestOptions(nil)
-	o.Sensitive = []SensitiveSpec{sensTestSpec()}
+	o := sensTestOptions()
 	m := capTestCapture(t, r, src, o)
 	part, err := snapshot.LoadSensitivePart(ctx, r, m)
 	if err != nil {
@@ -276,8 +282,7 @@ func TestCheckSnapshotsSensitive(t *testing.T) {
 	ctx := context.Background()
 	tr := newCapTestRepo(t)
 	r := tr.open(t)
-	o := capTestOptions(nil)
-	o.Sensitive = []SensitiveSpec{sensTestSpec()}
+	o := sensTestOptions()
 	m := capTestCapture(t, r, sensTestTree(t), o)
 	if n, probs, err := snapshot.CheckSnapshots(ctx, r, nil); err != nil || n != 1 || len(probs) != 0 {
 		t.Fatalf("check: %d %v %v", n, probs, err)
