@@ -21,24 +21,14 @@ import (
 // it holds all; nothing else.
 func FuzzLoadPins(f *testing.F) {
 	set := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-	for _, p := range []Pin{
+	addStoredSeeds(f, []Pin{
 		{Version: 1, Workspace: "bot-42", Owner: "store-1", Set: set, Snapshots: []PinnedSnapshot{{ID: blob.ID{1}, Why: "last good checkpoint of the lifecycle"}, {ID: blob.ID{2}}}},
 		{Version: 1, Workspace: "w", All: true, AllWhy: "lost; an offer is open", Set: set},
 		{Version: 1, Workspace: "w", Snapshots: []PinnedSnapshot{{ID: blob.ID{}}}},
 		{Version: 2, Workspace: "w"},
 		{Version: 1},
-	} {
-		b, err := json.Marshal(p)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b, false)
-		f.Add(b, true)
-		f.Add(append(bytes.Clone(b), ` {}`...), false)
-	}
+	})
 	f.Add([]byte(`{"version":1,"workspace":"w","snapshots":[{"id":"zz"}]}`), false)
-	f.Add([]byte(`{"version":1,"workspace":"w","set":"2026-03-01T10:00:00+24:00"}`), false)
-	f.Add([]byte(`{"version":1,"workspace":"w","set":"9999-12-31T23:00:00-05:00"}`), false)
 	other := blob.ID{0xee, 0xee}
 	f.Fuzz(func(t *testing.T, data []byte, sensitive bool) {
 		ctx := context.Background()

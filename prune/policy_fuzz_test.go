@@ -13,6 +13,23 @@ import (
 	"lifeboat/crypt"
 )
 
+// addStoredSeeds adds, for each of objs, its JSON as a seed read from
+// either tier and followed by a second document; then two seeds with a
+// set time out of range.
+func addStoredSeeds[T any](f *testing.F, objs []T) {
+	for _, o := range objs {
+		b, err := json.Marshal(o)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, false)
+		f.Add(b, true)
+		f.Add(append(bytes.Clone(b), ` {}`...), false)
+	}
+	f.Add([]byte(`{"version":1,"workspace":"w","set":"2026-03-01T10:00:00+24:00"}`), false)
+	f.Add([]byte(`{"version":1,"workspace":"w","set":"9999-12-31T23:00:00-05:00"}`), false)
+}
+
 // fuzzObjects is an Objects holding one sealed object of every kind: the
 // fuzzed bytes, sealed in tier.
 type fuzzObjects struct {
@@ -52,25 +69,15 @@ func fuzzTier(sensitive bool) blob.Tier {
 // and keeps the newest complete snapshot (RuleLastGoodRoot).
 func FuzzPolicies(f *testing.F) {
 	set := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-	for _, sp := range []StoredPolicy{
+	addStoredSeeds(f, []StoredPolicy{
 		{Version: 1, Workspace: "bot-42", Set: set, Policy: Policy{Last: 3, Within: 72 * time.Hour, Hourly: 2, Daily: 7, Weekly: 4, Monthly: 12, Tags: []string{"keep"}}},
 		{Version: 1, Workspace: "w", Set: set},
 		{Version: 1, Workspace: "w", Policy: Policy{Last: 1 << 62, Within: 1<<63 - 1}},
 		{Version: 1, Workspace: "w", Policy: Policy{Daily: -1}},
 		{Version: 2, Workspace: "w"},
 		{Version: 1},
-	} {
-		b, err := json.Marshal(sp)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b, false)
-		f.Add(b, true)
-		f.Add(append(bytes.Clone(b), `{}`...), false)
-	}
+	})
 	f.Add([]byte(`{"version":1,"workspace":"w","keep_last":1,"keep_forever":true}`), false)
-	f.Add([]byte(`{"version":1,"workspace":"w","set":"2026-03-01T10:00:00+24:00"}`), false)
-	f.Add([]byte(`{"version":1,"workspace":"w","set":"9999-12-31T23:00:00-05:00"}`), false)
 	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 	var snaps []Snapshot
 	for i := range 6 {
