@@ -120,7 +120,7 @@ func (l *Lifecycle) captureQuiesced(ctx context.Context, w Workspace, p provider
 		return false
 	}
 	qcancel()
-	fp, err := fingerprint(l.store.db.Salt(), files.Dir())
+	fp, err := l.fps.of(w.ID, files.Dir(), l.store.db.Salt(), l.clock.Now())
 	if err != nil {
 		l.failed(w.ID, rec, Failed, fmt.Errorf("listing %s: %w", files.Dir(), err))
 		return false
@@ -314,6 +314,6 @@ func (l *Lifecycle) sameFingerprint(ctx context.Context, w Workspace, p provider
 		return false, err
 	}
 	defer files.Close()
-	fp, err := fingerprint(l.store.db.Salt(), files.Dir())
+	fp, err := l.fps.of(w.ID, files.Dir(), l.store.db.Salt(), l.clock.Now())
 	return err == nil && bytes.Equal(fp, w.Fingerprint), err
 }

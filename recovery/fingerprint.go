@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"lifeboat/internal/osutil"
+	"lifeboat/recovery/dirwatch"
 )
 
 // fingerprint is the cheap change detection behind periodic capture: a
@@ -29,12 +30,16 @@ import (
 // stat'ed relative to its directory's descriptor) but the bytes hashed,
 // error texts included, are the same, so a fingerprint stored by an
 // earlier version still matches unchanged files.
-func fingerprint(salt []byte, dir string) ([]byte, error) {
+//
+// With tree set, the walk also watches what it walks (see dirwatch.Tree):
+// each directory before it is listed, each regular file with more than one
+// link. The caller marks the tree before and ends its walk after.
+func fingerprint(salt []byte, dir string, tree *dirwatch.Tree) ([]byte, error) {
 	h, err := blake3.NewKeyed(salt)
 	if err != nil {
 		return nil, err
 	}
-	w := &fpWalk{h: h}
+	w := &fpWalk{h: h, tree: tree}
 	var st unix.Stat_t
 	if err := osutil.IgnoringEINTR(func() error { return unix.Lstat(dir, &st) }); err != nil {
 		w.entry(".", nil, &fs.PathError{Op: "lstat", Path: dir, Err: err})
@@ -42,15 +47,16 @@ func fingerprint(salt []byte, dir string) ([]byte, error) {
 	}
 	w.entry(".", &st, nil)
 	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-		w.dir(unix.AT_FDCWD, dir, dir, ".")
+		w.dir(unix.AT_FDCWD, dir, dir, ".", &st)
 	}
 	return h.Sum(nil), nil
 }
 
 // fpWalk is one fingerprint's walk.
 type fpWalk struct {
-	h   *blake3.Hasher
-	buf []byte
+	h    *blake3.Hasher
+	buf  []byte
+	tree *dirwatch.Tree // nil: nothing is watched
 }
 
 // entry hashes the entry at rel: its stat st, or err.
@@ -74,9 +80,13 @@ func (w *fpWalk) entry(rel string, st *unix.Stat_t, err error) {
 
 // dir hashes the entries of the directory name of the directory open as
 // parent (path is its path as WalkDir has it, rel its path relative to
-// the root), each subdirectory's right after its own entry.
-func (w *fpWalk) dir(parent int, name, path, rel string) {
-	f, ents, err := fpReadDir(parent, name, path)
+// the root, st its stat), each subdirectory's right after its own entry.
+func (w *fpWalk) dir(parent int, name, path, rel string, st *unix.Stat_t) {
+	f, ents, err := fpReadDir(parent, name, path, func(fd int) {
+		if w.tree != nil {
+			_ = w.tree.WatchDir(fd, st) // a failure is the tree's: Done reports it
+		}
+	})
 	if f != nil {
 		defer f.Close()
 	}
@@ -105,17 +115,21 @@ func (w *fpWalk) dir(parent int, name, path, rel string) {
 			w.entry(crel, nil, &fs.PathError{Op: "lstat", Path: path + "/" + n, Err: err})
 		} else {
 			w.entry(crel, &st, nil)
+			if w.tree != nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink > 1 {
+				_ = w.tree.WatchFile(path + "/" + n)
+			}
 		}
 		if e.IsDir() {
-			w.dir(fd, n, filepath.Join(path, n), crel)
+			w.dir(fd, n, filepath.Join(path, n), crel, &st)
 		}
 	}
 }
 
-// fpReadDir opens directory name of the directory open as parent and
-// lists it as os.ReadDir(path) would: sorted by name, each entry's type
-// from the listing, the entries read before an error with the error.
-func fpReadDir(parent int, name, path string) (*os.File, []fs.DirEntry, error) {
+// fpReadDir opens directory name of the directory open as parent, calls
+// opened with its descriptor, and lists it as os.ReadDir(path) would:
+// sorted by name, each entry's type from the listing, the entries read
+// before an error with the error.
+func fpReadDir(parent int, name, path string, opened func(fd int)) (*os.File, []fs.DirEntry, error) {
 	var fd int
 	err := osutil.IgnoringEINTR(func() error {
 		var err error
@@ -125,6 +139,7 @@ func fpReadDir(parent int, name, path string) (*os.File, []fs.DirEntry, error) {
 	if err != nil {
 		return nil, nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
+	opened(fd)
 	f := os.NewFile(uintptr(fd), path)
 	ents, err := f.ReadDir(-1)
 	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })

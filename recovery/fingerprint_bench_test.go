@@ -25,7 +25,7 @@ func BenchmarkFingerprint(b *testing.B) {
 	salt := make([]byte, 32)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := fingerprint(salt, dir); err != nil {
+		if _, err := fingerprint(salt, dir, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -95,7 +95,7 @@ func TestFingerprintMatchesWalkDir(t *testing.T) {
 	must(syscall.Chmod(filepath.Join(ws, "empty"), 0o1777))
 	check := func(dir string) {
 		t.Helper()
-		got, err := fingerprint(salt, dir)
+		got, err := fingerprint(salt, dir, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,10 +107,10 @@ func TestFingerprintMatchesWalkDir(t *testing.T) {
 		filepath.Join(ws, "link-to-dir"), filepath.Join(root, "missing")} {
 		check(dir)
 	}
-	before, err := fingerprint(salt, ws)
+	before, err := fingerprint(salt, ws, nil)
 	must(err)
 	must(os.WriteFile(filepath.Join(ws, "z", "deep", "deeper", "f"), []byte("g"), 0o644))
-	if after, err := fingerprint(salt, ws); err != nil || bytes.Equal(before, after) {
+	if after, err := fingerprint(salt, ws, nil); err != nil || bytes.Equal(before, after) {
 		t.Fatalf("a file rewritten deep down left the fingerprint as it was: %v", err)
 	}
 	// An unreadable directory (its listing fails unless the test runs

@@ -14,6 +14,7 @@ import (
 
 	"lifeboat/internal/keylock"
 	"lifeboat/providers"
+	"lifeboat/recovery/dirwatch"
 	"lifeboat/recovery/statedb"
 )
 
@@ -104,6 +105,12 @@ type Config struct {
 	// capture, throttled park and periodic decision.
 	OnReceipt func(Receipt)
 	Logger    *slog.Logger
+	// WatchFiles keeps inotify watches on the files of the workspaces the
+	// lifecycle fingerprints (`serve`): a periodic round then finds a
+	// workspace unchanged without a walk when no event came since the last
+	// one, which is at most an hour old (fingerprintRewalk). Where
+	// watching fails, rounds walk.
+	WatchFiles bool
 }
 
 // Lifecycle drives checkpoints of the workspaces in its Store. Its methods
@@ -127,6 +134,7 @@ type Lifecycle struct {
 	holds  keylock.Map[string]      // per workspace: its hold is written by one at a time
 	kick   chan struct{}            // wakes Run when intervals changed
 	hooks  testHooks
+	fps    fingerprints
 }
 
 // testHooks let tests see where concurrent requests are.
@@ -165,7 +173,14 @@ func New(cfg Config) (*Lifecycle, error) {
 	l := &Lifecycle{cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: cfg.Logger,
 		provs: map[string]providers.Provider{}, sem: make(chan struct{}, cfg.MaxParallel),
 		flight: map[string]*flight{}, locks: map[string]chan struct{}{}, writer: map[string][]Writer{},
-		kick: make(chan struct{}, 1)}
+		kick: make(chan struct{}, 1), fps: fingerprints{log: cfg.Logger, by: map[string]*watchedFiles{}}}
+	if cfg.WatchFiles {
+		w, err := dirwatch.New()
+		if err != nil {
+			l.log.Warn("workspaces' files are walked at every round: they cannot be watched for changes", "err", err)
+		}
+		l.fps.watch = w
+	}
 	for _, p := range cfg.Providers {
 		l.provs[p.Name()] = p
 	}
@@ -177,6 +192,7 @@ func New(cfg Config) (*Lifecycle, error) {
 	}
 	l.base, l.stop = context.WithCancel(context.Background())
 	if err := l.recoverInterrupted(); err != nil {
+		l.fps.close()
 		return nil, err
 	}
 	return l, nil
@@ -192,6 +208,7 @@ func setDefault(d *time.Duration, def time.Duration) {
 func (l *Lifecycle) Close() {
 	l.stop()
 	l.wg.Wait()
+	l.fps.close()
 }
 
 // repoWork runs fn under the repository lock the process needs.

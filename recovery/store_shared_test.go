@@ -338,7 +338,7 @@ func TestSharedPeriodicAfterOtherServersCapture(t *testing.T) {
 			return nil
 		}},
 		{"begun before, of the same files", func(a *renv, asked time.Time, cp *Checkpoint, w *Workspace) error {
-			fp, err := fingerprint(a.store.db.Salt(), a.dir("bot1"))
+			fp, err := fingerprint(a.store.db.Salt(), a.dir("bot1"), nil)
 			cp.Time, cp.Reason = asked.Add(-time.Second), ReasonPeriodic
 			w.LastGood, w.Fingerprint = cp, fp
 			return err

@@ -192,6 +192,7 @@ func (l *Lifecycle) RemoveWorkspace(ctx context.Context, ws string, forget bool)
 		return out, err
 	}
 	l.procs.drop(ws)
+	l.fps.drop(ws)
 	if l.cfg.Holds == nil {
 		return out, nil
 	}

@@ -159,8 +159,9 @@ func (g *globalOptions) openService(c *config.Config, r *repo.Repository, tokens
 		ParkInterval: c.Lifecycle.ParkInterval, NativeInterval: c.Lifecycle.NativeInterval, PeriodicInterval: c.Lifecycle.PeriodicInterval,
 		PeriodicOff: !periodic || c.Lifecycle.PeriodicInterval == 0,
 		MaxParallel: c.Lifecycle.MaxParallel, QuiesceTimeout: c.Lifecycle.QuiesceTimeout, Logger: s.log,
-		Redact:    recovery.RedactPatterns(c.Lifecycle.Redact...),
-		OnReceipt: func(rc recovery.Receipt) { s.events.Receipt(rc); s.metrics.Receipt(rc) }})
+		Redact:     recovery.RedactPatterns(c.Lifecycle.Redact...),
+		OnReceipt:  func(rc recovery.Receipt) { s.events.Receipt(rc); s.metrics.Receipt(rc) },
+		WatchFiles: true})
 	if err != nil {
 		return nil, err
 	}

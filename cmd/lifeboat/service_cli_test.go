@@ -439,3 +439,84 @@ func TestServeJSONAuditLog(t *testing.T) {
 		t.Fatalf("no audit line for the registration:\n%s", s.stderr)
 	}
 }
+
+// TestServePeriodicRoundsFindEveryChange: `serve`'s periodic rounds over
+// a local workspace (its interval set to a second through the CLI) find
+// it unchanged until its files change, and every round that starts after
+// a change captures it: a write, a mode, a new file in a new directory, a
+// deletion, a rename. The server watches the files between walks; these
+// rounds are what that watching decides.
+func TestServePeriodicRoundsFindEveryChange(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the lifeboat binary")
+	}
+	s := newSvcEnv(t, "")
+	s.start("LIFEBOAT_LIFECYCLE_PERIODIC_INTERVAL=24h", "LIFEBOAT_LIFECYCLE_NATIVE_INTERVAL=24h")
+	work := s.sandbox("bot1", 1)
+	s.cliOK("workspace", "add", "bot1", "--provider", "local")
+	ev := s.events(t)
+	s.cliOK("workspace", "set", "bot1", "--periodic-interval", "1s")
+	// round returns the next periodic receipt of bot1 that started at or
+	// after since.
+	round := func(since time.Time) map[string]any {
+		t.Helper()
+		var got map[string]any
+		for m := range ev.until() {
+			d, ok := m.Data.(map[string]any)
+			if m.Type != "receipt" || !ok || d["reason"] != "periodic" || d["workspace"] != "bot1" {
+				continue
+			}
+			started, err := time.Parse(time.RFC3339Nano, d["started"].(string))
+			must(t, err)
+			if !started.Before(since) {
+				got = d
+				break
+			}
+		}
+		return got
+	}
+	last := round(time.Time{})
+	if last["outcome"] != "captured" {
+		t.Fatalf("first periodic round: %v", last)
+	}
+	done := func(r map[string]any) time.Time {
+		f, err := time.Parse(time.RFC3339Nano, r["finished"].(string))
+		must(t, err)
+		return f
+	}
+	for range 2 {
+		if last = round(done(last)); last["outcome"] != "unchanged" {
+			t.Fatalf("periodic round over the unchanged workspace: %v", last)
+		}
+	}
+	changes := []struct {
+		name   string
+		change func()
+	}{
+		{"write", func() {
+			f, err := os.OpenFile(filepath.Join(work, "d1", "f1.txt"), os.O_WRONLY|os.O_APPEND, 0)
+			must(t, err)
+			_, err = f.WriteString("appended")
+			must(t, err)
+			must(t, f.Close())
+		}},
+		{"mode", func() { must(t, os.Chmod(filepath.Join(work, "d2", "f2.txt"), 0o600)) }},
+		{"new file in a new directory", func() {
+			must(t, os.MkdirAll(filepath.Join(work, "new", "deeper"), 0o755))
+			must(t, os.WriteFile(filepath.Join(work, "new", "deeper", "n.txt"), []byte("new"), 0o644))
+		}},
+		{"deletion", func() { must(t, os.Remove(filepath.Join(work, "new", "deeper", "n.txt"))) }},
+		{"rename", func() { must(t, os.Rename(filepath.Join(work, "d3"), filepath.Join(work, "new", "d3"))) }},
+	}
+	for _, c := range changes {
+		at := time.Now()
+		c.change()
+		if last = round(at); last["outcome"] != "captured" {
+			t.Fatalf("the first periodic round after a %s: %v", c.name, last)
+		}
+		if last = round(done(last)); last["outcome"] != "unchanged" {
+			t.Fatalf("the periodic round after the capture of a %s: %v", c.name, last)
+		}
+	}
+	s.stop()
+}

@@ -79,8 +79,9 @@ var allowed = map[string][]string{
 	"checkpoint": {"backend", "blob", "crypt", "profile", "prune", "repo", "snapshot", "snapshot/capture"},
 
 	// The lifecycle the server drives, and its stores.
-	"recovery":                {"backend", "blob", "checkpoint", "crypt", "profile", "providers", "providers/fsmeta", "providers/local", "prune", "recovery/dirlock", "recovery/pgstate", "recovery/statedb", "repo", "snapshot", "snapshot/restore"},
+	"recovery":                {"backend", "blob", "checkpoint", "crypt", "profile", "providers", "providers/fsmeta", "providers/local", "prune", "recovery/dirlock", "recovery/dirwatch", "recovery/pgstate", "recovery/statedb", "repo", "snapshot", "snapshot/restore"},
 	"recovery/dirlock":        {"providers", "snapshot"},
+	"recovery/dirwatch":       {},
 	"recovery/statedb":        {},
 	"recovery/pgstate":        {"recovery/statedb"},
 	"recovery/statedb/pgtest": {},

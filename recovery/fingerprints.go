@@ -1,0 +1,110 @@
+package recovery
+
+import (
+	"log/slog"
+	"sync"
+	"time"
+
+	"lifeboat/recovery/dirwatch"
+)
+
+// fingerprintRewalk bounds how long a workspace's watches alone vouch for
+// its files: a fingerprint older than this is walked again even when no
+// event came, for the changes inotify does not report (writes through a
+// shared memory mapping by a writer that keeps the file open, a change
+// through a hard link the walk did not watch).
+const fingerprintRewalk = time.Hour
+
+// fingerprints gives a Lifecycle its workspaces' fingerprints. With a
+// watcher (`serve`), each workspace's files are watched by the walks
+// that fingerprint them, and a fingerprint asked for again is the last
+// walk's while no event came since that walk began.
+type fingerprints struct {
+	watch  *dirwatch.Watcher // nil: every fingerprint is a walk
+	log    *slog.Logger
+	walked func(ws string) // test hook: a walk ran
+
+	mu sync.Mutex
+	by map[string]*watchedFiles // by workspace
+}
+
+// watchedFiles is one workspace's last fingerprint walk and its watches.
+type watchedFiles struct {
+	mu     sync.Mutex // one walk at a time
+	dir    string
+	tree   *dirwatch.Tree
+	fp     []byte    // the last walk's, nil when its watches cannot vouch for it
+	at     time.Time // when that walk began
+	logged bool      // why the watches cannot vouch was logged
+}
+
+// of returns the fingerprint of workspace ws's files in dir (salt keys
+// it), now being the lifecycle clock's time.
+func (f *fingerprints) of(ws, dir string, salt []byte, now time.Time) ([]byte, error) {
+	if f.watch == nil {
+		f.ran(ws)
+		return fingerprint(salt, dir, nil)
+	}
+	e := f.files(ws, dir)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.fp != nil && now.Sub(e.at) < fingerprintRewalk && !e.tree.Changed() {
+		return e.fp, nil
+	}
+	e.fp = nil
+	f.ran(ws)
+	e.tree.Mark()
+	fp, err := fingerprint(salt, dir, e.tree)
+	werr := e.tree.Done()
+	switch {
+	case err != nil:
+	case werr != nil:
+		if !e.logged {
+			e.logged = true
+			f.log.Info("a workspace's files are walked at every round: they cannot be watched for changes", "workspace", ws, "dir", dir, "err", werr)
+		}
+	default:
+		e.fp, e.at = fp, now
+	}
+	return fp, err
+}
+
+func (f *fingerprints) ran(ws string) {
+	if f.walked != nil {
+		f.walked(ws)
+	}
+}
+
+// files is ws's entry for dir; an entry for another directory (the
+// workspace moved to another instance) is replaced.
+func (f *fingerprints) files(ws, dir string) *watchedFiles {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e := f.by[ws]
+	if e != nil && e.dir == dir {
+		return e
+	}
+	if e != nil {
+		e.tree.Close()
+	}
+	e = &watchedFiles{dir: dir, tree: f.watch.Tree()}
+	f.by[ws] = e
+	return e
+}
+
+// drop forgets workspace ws (removed) and removes its watches.
+func (f *fingerprints) drop(ws string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if e := f.by[ws]; e != nil {
+		e.tree.Close()
+		delete(f.by, ws)
+	}
+}
+
+// close removes every watch.
+func (f *fingerprints) close() {
+	if f.watch != nil {
+		_ = f.watch.Close()
+	}
+}
