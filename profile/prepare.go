@@ -62,10 +62,13 @@ func Prepare(ctx context.Context, p *Profile) ([]Problem, error) {
 	return probs, err
 }
 
-// hasSide reports whether a -wal or -journal file sits beside p.
+// hasSide reports whether a -wal or -journal file that is not empty sits
+// beside p: an empty one holds nothing to fold in or roll back (SQLite
+// takes no empty journal as hot), and the database is then not opened at
+// all, so a capture leaves it as it found it.
 func hasSide(p string) bool {
 	for _, s := range []string{"-wal", "-journal"} {
-		if _, err := os.Lstat(p + s); err == nil {
+		if fi, err := os.Lstat(p + s); err == nil && (!fi.Mode().IsRegular() || fi.Size() > 0) {
 			return true
 		}
 	}

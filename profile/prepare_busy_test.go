@@ -6,6 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"lifeboat/profile/fixture"
 )
 
 // TestPrepareBusyIsRunning: a database whose write-ahead log
@@ -38,5 +43,39 @@ func TestPrepareBusyIsRunning(t *testing.T) {
 		}
 		c.Close()
 		d.Close()
+	}
+}
+
+// TestPrepareLeavesQuietDatabasesClosed: a database whose -journal or
+// -wal beside it is empty has nothing to roll back or fold in, so Prepare
+// does not open it at all: no write, not even an open for writing (a
+// server watching the workspace would take that as a change).
+func TestPrepareLeavesQuietDatabasesClosed(t *testing.T) {
+	ctx := context.Background()
+	src := filepath.Join(t.TempDir(), "chrome")
+	writeFixture(t, testFixture(t), src, fixture.Options{})
+	network := filepath.Join(src, fixture.Profile, "Network")
+	cookies := filepath.Join(network, "Cookies")
+	if !isSQLite(cookies) {
+		t.Fatalf("the fixture's %s is not a SQLite database", cookies)
+	}
+	for _, side := range []string{"-journal", "-wal"} {
+		_ = os.Remove(cookies + side)
+		must(t, os.WriteFile(cookies+side, nil, 0o600))
+	}
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+	must(t, err)
+	defer unix.Close(fd)
+	if _, err := unix.InotifyAddWatch(fd, network, unix.IN_MODIFY|unix.IN_CLOSE_WRITE|unix.IN_CREATE|unix.IN_DELETE); err != nil {
+		t.Fatal(err)
+	}
+	probs, err := Prepare(ctx, &Profile{Dir: src, Rel: "chrome", Kind: Chromium})
+	if err != nil || len(probs) != 0 {
+		t.Fatalf("Prepare: %v %v", probs, err)
+	}
+	var buf [4096]byte
+	if n, err := unix.Read(fd, buf[:]); err != unix.EAGAIN {
+		ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[0]))
+		t.Fatalf("Prepare touched %s (read %d bytes of events, %v; the first's mask %#x)", network, n, err, ev.Mask)
 	}
 }
