@@ -83,8 +83,17 @@ func (w *fpWalk) entry(rel string, st *unix.Stat_t, err error) {
 // the root, st its stat), each subdirectory's right after its own entry.
 func (w *fpWalk) dir(parent int, name, path, rel string, st *unix.Stat_t) {
 	f, ents, err := fpReadDir(parent, name, path, func(fd int) {
-		if w.tree != nil {
-			_ = w.tree.WatchDir(fd, st) // a failure is the tree's: Done reports it
+		if w.tree == nil {
+			return
+		}
+		_ = w.tree.WatchDir(fd, st) // a failure is the tree's: Done reports it
+		if rel == "." {
+			// The root's stat was taken before its watch, and no watch
+			// above it reports a change in between: check it again.
+			var now unix.Stat_t
+			if unix.Fstat(fd, &now) != nil || !sameStat(st, &now) {
+				w.tree.Invalidate()
+			}
 		}
 	})
 	if f != nil {
@@ -116,7 +125,13 @@ func (w *fpWalk) dir(parent int, name, path, rel string, st *unix.Stat_t) {
 		} else {
 			w.entry(crel, &st, nil)
 			if w.tree != nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink > 1 {
-				_ = w.tree.WatchFile(path + "/" + n)
+				// A change through another link, between the stat and
+				// the watch, is seen by a second stat.
+				var now unix.Stat_t
+				if w.tree.WatchFile(path+"/"+n) == nil &&
+					(unix.Fstatat(fd, n, &now, unix.AT_SYMLINK_NOFOLLOW) != nil || !sameStat(&st, &now)) {
+					w.tree.Invalidate()
+				}
 			}
 		}
 		if e.IsDir() {
@@ -144,6 +159,12 @@ func fpReadDir(parent int, name, path string, opened func(fd int)) (*os.File, []
 	ents, err := f.ReadDir(-1)
 	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	return f, ents, err
+}
+
+// sameStat reports whether a and b, two stats of one path, show no change
+// the fingerprint hashes.
+func sameStat(a, b *unix.Stat_t) bool {
+	return a.Ino == b.Ino && a.Dev == b.Dev && a.Mode == b.Mode && a.Size == b.Size && a.Mtim == b.Mtim && a.Ctim == b.Ctim
 }
 
 // fpMode is the fs.FileMode os.Lstat gives for a stat mode.

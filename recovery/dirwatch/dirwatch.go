@@ -6,7 +6,9 @@
 // A Tree is watched by its walks: Mark starts one, Watch adds each
 // directory before the walk lists it (and each file with more than one
 // link), Done ends it. Changed then reports whether the kernel reported an
-// event in the tree since Mark.
+// event in the tree since Mark. A stat the walk took before the watch that
+// covers it was in place (the root's: no watch above it; a linked file's)
+// is taken again after, and a difference is reported with Invalidate.
 //
 // Invariants:
 //   - Changed never misses an event the kernel queued before it was
@@ -258,6 +260,14 @@ func (t *Tree) fail(err error) error {
 		t.err = err
 	}
 	return t.err
+}
+
+// Invalidate says the walk saw its tree change where no watch was in place
+// yet to report it: the tree reads as changed until the next walk.
+func (t *Tree) Invalidate() {
+	t.w.mu.Lock()
+	defer t.w.mu.Unlock()
+	t.changed = true
 }
 
 // Done ends a walk: the watches of directories the walk did not reach

@@ -235,8 +235,8 @@ func TestWatchesFollowTheTree(t *testing.T) {
 }
 
 // TestWhatCannotBeVouchedForReadsChanged: a tree mid-walk, a walk that
-// could not watch, an overflowed queue and a closed watcher all read as
-// changed.
+// could not watch, an invalidated walk, an overflowed queue and a closed
+// watcher all read as changed.
 func TestWhatCannotBeVouchedForReadsChanged(t *testing.T) {
 	w := newWatcher(t)
 	root, _ := tree(t)
@@ -257,6 +257,14 @@ func TestWhatCannotBeVouchedForReadsChanged(t *testing.T) {
 	must(t, walk(t, tr, root))
 	if tr.Changed() || other.Changed() {
 		t.Fatal("changed after clean walks")
+	}
+	tr.Invalidate()
+	if !tr.Changed() || other.Changed() {
+		t.Fatal("Invalidate did not make the tree, and only it, read as changed")
+	}
+	must(t, walk(t, tr, root))
+	if tr.Changed() {
+		t.Fatal("changed after a clean walk that followed Invalidate")
 	}
 
 	// A queue overflow: every tree's events may be lost.
