@@ -26,9 +26,11 @@ type Problem struct {
 //     that restore replays (Validate).
 //   - NotRunning: every SQLite database that has a write-ahead log or a
 //     rollback journal beside it is checkpointed, so the database file
-//     alone holds all committed data (the side files are not captured).
-//     A database that another connection holds (busy) means a writer is
-//     at work: *RunningError. A database that cannot be checkpointed
+//     alone holds all committed data (the side files are not captured);
+//     one whose side files are all empty has nothing to checkpoint and is
+//     only checked for locks (sqliteHeld), never opened for writing. A
+//     database that another connection holds (busy) means a writer is at
+//     work: *RunningError. A database that cannot be checkpointed
 //     otherwise (damaged, say) is captured as it is and reported as a
 //     Problem.
 func Prepare(ctx context.Context, p *Profile) ([]Problem, error) {
@@ -43,7 +45,14 @@ func Prepare(ctx context.Context, p *Profile) ([]Problem, error) {
 			return nil
 		}
 		err := sidesRegular(abs)
-		if err == nil {
+		switch {
+		case err != nil:
+		case sidesEmpty(abs):
+			// Nothing to fold in or roll back: the database is not
+			// opened for writing (a capture leaves it as it found it),
+			// only checked for a connection holding it.
+			err = sqliteHeld(abs)
+		default:
 			err = checkpoint(ctx, abs)
 		}
 		if err != nil {
@@ -62,17 +71,27 @@ func Prepare(ctx context.Context, p *Profile) ([]Problem, error) {
 	return probs, err
 }
 
-// hasSide reports whether a -wal or -journal file that is not empty sits
-// beside p: an empty one holds nothing to fold in or roll back (SQLite
-// takes no empty journal as hot), and the database is then not opened at
-// all, so a capture leaves it as it found it.
+// hasSide reports whether a -wal or -journal file sits beside p.
 func hasSide(p string) bool {
 	for _, s := range []string{"-wal", "-journal"} {
-		if fi, err := os.Lstat(p + s); err == nil && (!fi.Mode().IsRegular() || fi.Size() > 0) {
+		if _, err := os.Lstat(p + s); err == nil {
 			return true
 		}
 	}
 	return false
+}
+
+// sidesEmpty reports whether every -wal and -journal beside p is an empty
+// regular file: then there is nothing to fold in or roll back (SQLite
+// takes no empty journal as hot, and an empty write-ahead log has no
+// frames), and the database file alone holds every committed row.
+func sidesEmpty(p string) bool {
+	for _, s := range []string{"-wal", "-journal"} {
+		if fi, err := os.Lstat(p + s); err == nil && (!fi.Mode().IsRegular() || fi.Size() > 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // sidesRegular refuses to let SQLite open database p when a side file

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"lifeboat/profile/fixture"
+	"lifeboat/profile/profiletest"
 )
 
 // TestPrepareBusyIsRunning: a database whose write-ahead log
@@ -78,4 +79,52 @@ func TestPrepareLeavesQuietDatabasesClosed(t *testing.T) {
 		ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[0]))
 		t.Fatalf("Prepare touched %s (read %d bytes of events, %v; the first's mask %#x)", network, n, err, ev.Mask)
 	}
+}
+
+// TestPrepareHeldQuietDatabaseIsRunning: a database whose -journal or
+// -wal is empty, held by another connection (as a browser of another host
+// or PID namespace holds its databases: in exclusive locking mode, or in a
+// read transaction), is a running browser: Prepare does not open it, but
+// finds SQLite's lock on the database or, in WAL mode, on its -shm.
+func TestPrepareHeldQuietDatabaseIsRunning(t *testing.T) {
+	ctx := context.Background()
+	newProfile := func(t *testing.T) (root, db string) {
+		root = filepath.Join(t.TempDir(), "firefox")
+		prof := filepath.Join(root, "abc.default-release")
+		must(t, os.MkdirAll(prof, 0o700))
+		must(t, os.WriteFile(filepath.Join(root, "profiles.ini"), []byte("[Profile0]\nPath=abc.default-release\n"), 0o600))
+		must(t, os.WriteFile(filepath.Join(prof, "prefs.js"), []byte("// prefs\n"), 0o600))
+		return root, filepath.Join(prof, "cookies.sqlite")
+	}
+	running := func(t *testing.T, root, side string) {
+		t.Helper()
+		if fi, err := os.Stat(side); err != nil || fi.Size() != 0 {
+			t.Fatalf("%s: %v %v, want an empty side file", side, fi, err)
+		}
+		probs, err := Prepare(ctx, &Profile{Dir: root, Rel: "ff", Kind: Firefox})
+		var re *RunningError
+		if !errors.Is(err, ErrBrowserRunning) || !errors.As(err, &re) {
+			t.Fatalf("Prepare returned %v, problems %v; want a running browser", err, probs)
+		}
+	}
+	t.Run("exclusive, rollback journal", func(t *testing.T) {
+		// Another process: closing any descriptor of a file drops the
+		// closing process's own record locks on it.
+		root, db := newProfile(t)
+		startWriter(t, profiletest.Options{Held: db})
+		running(t, root, db+"-journal")
+	})
+	t.Run("reading, write-ahead log", func(t *testing.T) {
+		root, db := newProfile(t)
+		must(t, writeDB(ctx, db, true, []string{"CREATE TABLE moz_cookies(name TEXT, value TEXT)"}))
+		d, conn, err := openDB(ctx, db, false)
+		must(t, err)
+		defer d.Close()
+		defer conn.Close()
+		for _, q := range []string{"PRAGMA wal_checkpoint(TRUNCATE)", "BEGIN", "SELECT count(*) FROM moz_cookies"} {
+			_, err := conn.ExecContext(ctx, q)
+			must(t, err)
+		}
+		running(t, root, db+"-wal")
+	})
 }

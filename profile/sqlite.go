@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"golang.org/x/sys/unix"
 	"modernc.org/sqlite" // pure-Go SQLite: checkpoints and integrity checks without cgo
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -72,6 +73,48 @@ func checkpoint(ctx context.Context, p string) error {
 		return fmt.Errorf("checkpointing %s: %w", p, errBusy)
 	}
 	return db.Close()
+}
+
+// SQLite's locks are POSIX record locks: on the database file, its
+// pending, reserved and shared bytes (a connection holds the shared range
+// while it reads, and for as long as it is open in exclusive locking
+// mode); on the -shm of a database in WAL mode, the write, checkpoint,
+// recover and read-mark bytes.
+const (
+	sqlitePendingByte = 0x40000000
+	sqliteLockBytes   = 512 // pending, reserved, and the 510 shared bytes
+	shmLockFirst      = 120
+	shmLockBytes      = 8
+)
+
+// sqliteHeld returns an error wrapping errBusy when another process holds
+// any of SQLite's locks on database p or its -shm: a connection is at
+// work, as a checkpoint would find it busy. The files are opened
+// read-only and no lock is taken (F_OFD_GETLK only asks), so nothing is
+// written.
+func sqliteHeld(p string) error {
+	for _, l := range []struct {
+		path        string
+		start, size int64
+	}{{p, sqlitePendingByte, sqliteLockBytes}, {p + "-shm", shmLockFirst, shmLockBytes}} {
+		f, err := os.OpenFile(l.path, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+		if errors.Is(err, os.ErrNotExist) && l.path != p {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("checking %s for locks: %w", l.path, err)
+		}
+		lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: l.start, Len: l.size}
+		err = unix.FcntlFlock(f.Fd(), unix.F_OFD_GETLK, &lk)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("checking %s for locks: %w", l.path, err)
+		}
+		if lk.Type != unix.F_UNLCK {
+			return fmt.Errorf("checking %s: %w: another process holds a SQLite lock on it", l.path, errBusy)
+		}
+	}
+	return nil
 }
 
 // integrity runs PRAGMA integrity_check on p, opened read-only and

@@ -46,6 +46,11 @@ type Options struct {
 	// transaction (see uncommitted) that spills into the database file
 	// and leaves a hot -journal. Empty: none.
 	Journal string
+	// Held is the path of a database the writer creates in rollback
+	// journal mode and then holds in exclusive locking mode after a
+	// committed write, its -journal emptied: how a browser leaves a
+	// database it has open between transactions. Empty: none.
+	Held string
 	// ParentLock, when set, is a file the writer holds a POSIX record lock
 	// on, as Firefox holds .parentlock.
 	ParentLock string
@@ -216,6 +221,11 @@ func runWriter(o Options) error {
 		}
 		rep.JournalHot = hot
 	}
+	if o.Held != "" {
+		if err := holdExclusive(ctx, o.Held); err != nil {
+			return fmt.Errorf("held database: %w", err)
+		}
+	}
 	if o.Child {
 		pid, err := startChild(o.StopChild)
 		if err != nil {
@@ -268,6 +278,21 @@ func startChild(stop bool) (int, error) {
 		}
 	}
 	return pid, nil
+}
+
+// holdExclusive creates database p, commits a row in exclusive locking
+// mode (the connection keeps its lock from then on) and empties its
+// -journal, which an exclusive connection keeps with its header zeroed.
+func holdExclusive(ctx context.Context, p string) error {
+	c, err := open(ctx, p, "TRUNCATE")
+	if err != nil {
+		return err
+	}
+	if err := exec1(ctx, c, "PRAGMA locking_mode=EXCLUSIVE", "CREATE TABLE t(id INTEGER PRIMARY KEY, what TEXT)",
+		"INSERT INTO t(what) VALUES('committed')"); err != nil {
+		return err
+	}
+	return os.Truncate(p+"-journal", 0)
 }
 
 // open opens p with one connection that stays open.
