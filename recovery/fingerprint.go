@@ -2,6 +2,7 @@ package recovery
 
 import (
 	"encoding/binary"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -32,8 +33,9 @@ import (
 // earlier version still matches unchanged files.
 //
 // With tree set, the walk also watches what it walks (see dirwatch.Tree):
-// each directory before it is listed, each regular file with more than one
-// link. The caller marks the tree before and ends its walk after.
+// each directory before it is listed, each other entry with more than one
+// link. The caller marks the tree before and ends its walk after; a walk
+// that could not list a directory, or that watched no root, fails it.
 func fingerprint(salt []byte, dir string, tree *dirwatch.Tree) ([]byte, error) {
 	h, err := blake3.NewKeyed(salt)
 	if err != nil {
@@ -103,6 +105,10 @@ func (w *fpWalk) dir(parent int, name, path, rel string, st *unix.Stat_t) {
 		// As WalkDir: the error is hashed under the directory's path, and
 		// the entries listed before it (none below the root) follow.
 		w.entry(rel, nil, err)
+		if w.tree != nil {
+			// What the walk could not list is not watched either.
+			w.tree.Fail(fmt.Errorf("listing %s: %w", path, err))
+		}
 		if rel != "." {
 			return
 		}
@@ -124,7 +130,7 @@ func (w *fpWalk) dir(parent int, name, path, rel string, st *unix.Stat_t) {
 			w.entry(crel, nil, &fs.PathError{Op: "lstat", Path: path + "/" + n, Err: err})
 		} else {
 			w.entry(crel, &st, nil)
-			if w.tree != nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink > 1 {
+			if w.tree != nil && st.Mode&unix.S_IFMT != unix.S_IFDIR && st.Nlink > 1 {
 				// A change through another link, between the stat and
 				// the watch, is seen by a second stat.
 				var now unix.Stat_t

@@ -5,6 +5,9 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"lifeboat/internal/osutil"
 	"lifeboat/recovery/dirwatch"
 )
 
@@ -33,9 +36,11 @@ type watchedFiles struct {
 	mu     sync.Mutex // one walk at a time
 	dir    string
 	tree   *dirwatch.Tree
-	fp     []byte    // the last walk's, nil when its watches cannot vouch for it
-	at     time.Time // when that walk began
-	logged bool      // why the watches cannot vouch was logged
+	fp     []byte      // the last walk's, nil when its watches cannot vouch for it
+	at     time.Time   // when that walk began
+	root   unix.Stat_t // dir's lstat before that walk
+	retry  time.Time   // after a walk that could not watch: until then, walks watch nothing
+	logged bool        // why the watches cannot vouch was logged
 }
 
 // of returns the fingerprint of workspace ws's files in dir (salt keys
@@ -48,23 +53,34 @@ func (f *fingerprints) of(ws, dir string, salt []byte, now time.Time) ([]byte, e
 	e := f.files(ws, dir)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.fp != nil && now.Sub(e.at) < fingerprintRewalk && !e.tree.Changed() {
+	// No watch sees dir itself replaced by another directory (a parent
+	// renamed, a symlink on its path changed): its lstat does.
+	var root unix.Stat_t
+	rootErr := osutil.IgnoringEINTR(func() error { return unix.Lstat(dir, &root) })
+	if e.fp != nil && rootErr == nil && sameStat(&e.root, &root) && now.Sub(e.at) < fingerprintRewalk && !e.tree.Changed() {
 		return e.fp, nil
 	}
 	e.fp = nil
 	f.ran(ws)
+	if now.Before(e.retry) {
+		return fingerprint(salt, dir, nil)
+	}
 	e.tree.Mark()
 	fp, err := fingerprint(salt, dir, e.tree)
 	werr := e.tree.Done()
 	switch {
 	case err != nil:
 	case werr != nil:
+		// Its watches are released; watching is tried again after as
+		// long as the watches alone may vouch for files, not at every
+		// round (a watch limit reached is not taken again and again).
+		e.retry = now.Add(fingerprintRewalk)
 		if !e.logged {
 			e.logged = true
-			f.log.Info("a workspace's files are walked at every round: they cannot be watched for changes", "workspace", ws, "dir", dir, "err", werr)
+			f.log.Info("a workspace's files cannot be watched for changes: its rounds walk them, and watching is tried again hourly", "workspace", ws, "dir", dir, "err", werr)
 		}
-	default:
-		e.fp, e.at = fp, now
+	case rootErr == nil:
+		e.fp, e.at, e.root = fp, now, root
 	}
 	return fp, err
 }
@@ -90,6 +106,26 @@ func (f *fingerprints) files(ws, dir string) *watchedFiles {
 	e = &watchedFiles{dir: dir, tree: f.watch.Tree()}
 	f.by[ws] = e
 	return e
+}
+
+// keep forgets the workspaces not in wss (removed, by this server or
+// another sharing its store) and removes their watches.
+func (f *fingerprints) keep(wss []Workspace) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.by) == 0 {
+		return
+	}
+	ids := make(map[string]bool, len(wss))
+	for _, w := range wss {
+		ids[w.ID] = true
+	}
+	for ws, e := range f.by {
+		if !ids[ws] {
+			e.tree.Close()
+			delete(f.by, ws)
+		}
+	}
 }
 
 // drop forgets workspace ws (removed) and removes its watches.

@@ -58,6 +58,7 @@ func (l *Lifecycle) tickDue(ctx context.Context, last map[string]time.Time, star
 		l.log.Error("periodic round: reading workspaces", "err", err)
 		return
 	}
+	l.fps.keep(wss)
 	now := l.clock.Now()
 	var due []Workspace
 	for _, w := range wss {
@@ -87,6 +88,7 @@ func (l *Lifecycle) Tick(ctx context.Context) []Receipt {
 		l.log.Error("periodic round: reading workspaces", "err", err)
 		return nil
 	}
+	l.fps.keep(wss)
 	return l.round(ctx, wss)
 }
 

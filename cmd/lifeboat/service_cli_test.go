@@ -509,8 +509,10 @@ func TestServePeriodicRoundsFindEveryChange(t *testing.T) {
 		{"rename", func() { must(t, os.Rename(filepath.Join(work, "d3"), filepath.Join(work, "new", "d3"))) }},
 	}
 	for _, c := range changes {
-		at := time.Now()
 		c.change()
+		// A round that started during the change may have missed part
+		// of it; every round that starts after it must capture.
+		at := time.Now()
 		if last = round(at); last["outcome"] != "captured" {
 			t.Fatalf("the first periodic round after a %s: %v", c.name, last)
 		}

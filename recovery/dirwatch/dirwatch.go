@@ -16,16 +16,20 @@
 //     the queue holds. An event is queued before the system call that
 //     caused it returns.
 //   - Anything the watcher cannot vouch for reads as changed: a tree not
-//     yet walked, a directory or file that could not be watched (the
-//     per-user watch limit, an unreadable directory), a directory on a
+//     yet walked, a walk that watched no root, a directory or file that
+//     could not be watched (the per-user watch limit, /proc not mounted,
+//     a directory the walk could not list: Fail), a directory on a
 //     file system where a change may come from elsewhere (anything but a
 //     local disk file system: NFS, FUSE, 9p and others) or on another file
 //     system than the tree's root, a queue overflow, a failed read of the
 //     queue, a closed Watcher.
 //   - What inotify cannot see, and the caller must bound by walking again
 //     anyway: writes through a shared memory mapping (no event until the
-//     writer closes the file), and a change made through a hard link
-//     outside the tree to a file that Watch did not watch.
+//     writer closes the file) and Linux native AIO writes (io_submit); a
+//     hard link made from outside the tree to a file that had one link,
+//     and every change through it; a file system mounted over a watched
+//     directory after the walk; a ZFS rollback or receive; writes through
+//     a handle with no path (open_by_handle_at, the kernel NFS server).
 //   - One inotify instance per Watcher, whatever the number of trees; a
 //     directory watched by two trees is one kernel watch.
 package dirwatch
@@ -270,6 +274,14 @@ func (t *Tree) Invalidate() {
 	t.changed = true
 }
 
+// Fail says the walk could not watch part of its tree (a directory it
+// could not list): Done returns err, and the tree reads as changed.
+func (t *Tree) Fail(err error) {
+	t.w.mu.Lock()
+	defer t.w.mu.Unlock()
+	t.fail(err)
+}
+
 // Done ends a walk: the watches of directories the walk did not reach
 // (moved out of the tree) are removed, and all of them when the walk
 // failed to watch some directory. It returns the walk's watch error, if
@@ -279,6 +291,9 @@ func (t *Tree) Done() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	t.walking = false
+	if t.dev == 0 && t.err == nil {
+		t.err = errors.New("the walk watched no root directory")
+	}
 	for wd, added := range t.wds {
 		if !added || t.err != nil {
 			t.release(wd)
