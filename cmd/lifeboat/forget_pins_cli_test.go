@@ -13,7 +13,6 @@ import (
 	"lifeboat/blob"
 	"lifeboat/checkpoint"
 	"lifeboat/prune"
-	"lifeboat/snapshot"
 )
 
 // pinSnapshot writes the pin the lifecycle writes for its last good
@@ -126,19 +125,7 @@ func TestPruneRefusesHeldDamagedSnapshot(t *testing.T) {
 	writeTree(t, bad, 2)
 	badID := e.capture("bad", bad)["snapshot"].(string)
 	e.pinSnapshot("bad", badID)
-	r := e.openRepo()
-	id, _ := blob.ParseID(badID)
-	m, err := snapshot.LoadManifest(t.Context(), r, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	loc, ok, err := r.LookupBlob(blob.Workspace, blob.Tree, m.Root.Subtree[0])
-	if err != nil || !ok {
-		t.Fatal(ok, err)
-	}
-	if err := r.Backend().Remove(t.Context(), backend.Handle{Type: backend.Pack, Name: loc.Pack.String()}); err != nil {
-		t.Fatal(err)
-	}
+	e.removeRootTreePack(badID)
 	packs := countFiles(t, filepath.Join(e.repo, "data"))
 	indexes := countFiles(t, filepath.Join(e.repo, "index"))
 	res := e.run("prune", "--instant-delete", "--forget-damaged")
@@ -152,7 +139,7 @@ func TestPruneRefusesHeldDamagedSnapshot(t *testing.T) {
 	if !e.hasSnapshot(badID) {
 		t.Fatal("the held damaged snapshot was forgotten")
 	}
-	if l, err := r.ListLocks(t.Context()); err != nil || len(l) != 0 {
+	if l, err := e.openRepo().ListLocks(t.Context()); err != nil || len(l) != 0 {
 		t.Fatalf("locks left: %v %v", l, err)
 	}
 	// Once the lifecycle holds it no more, --forget-damaged forgets it.

@@ -219,6 +219,28 @@ func TestForgetPoliciesAndKeepNothing(t *testing.T) {
 	}
 }
 
+// removeRootTreePack deletes the pack that holds the root tree of
+// snapshot id (hex): the snapshot is damaged.
+func (e *env) removeRootTreePack(id string) {
+	e.t.Helper()
+	r := e.openRepo()
+	bid, err := blob.ParseID(id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	m, err := snapshot.LoadManifest(e.t.Context(), r, bid)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	loc, ok, err := r.LookupBlob(blob.Workspace, blob.Tree, m.Root.Subtree[0])
+	if err != nil || !ok {
+		e.t.Fatal(ok, err)
+	}
+	if err := r.Backend().Remove(e.t.Context(), backend.Handle{Type: backend.Pack, Name: loc.Pack.String()}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
 // openRepo opens the env's repository in-process, as another process would.
 func (e *env) openRepo() *repo.Repository {
 	e.t.Helper()
@@ -243,20 +265,7 @@ func TestPruneDamagedSnapshot(t *testing.T) {
 	bad := filepath.Join(e.dir, "bad")
 	writeTree(t, bad, 2)
 	badID := e.capture("bad", bad)["snapshot"].(string)
-	// Remove the pack that holds the bad snapshot's root tree.
-	r := e.openRepo()
-	id, _ := blob.ParseID(badID)
-	m, err := snapshot.LoadManifest(t.Context(), r, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	loc, ok, err := r.LookupBlob(blob.Workspace, blob.Tree, m.Root.Subtree[0])
-	if err != nil || !ok {
-		t.Fatal(ok, err)
-	}
-	if err := r.Backend().Remove(t.Context(), backend.Handle{Type: backend.Pack, Name: loc.Pack.String()}); err != nil {
-		t.Fatal(err)
-	}
+	e.removeRootTreePack(badID)
 	res := e.run("prune", "--instant-delete")
 	if res.code != exitCorrupt || !strings.Contains(res.stderr, badID) || !strings.Contains(res.stderr, "--forget-damaged") {
 		t.Fatalf("prune with a damaged snapshot: exit %d\n%s", res.code, res.stderr)

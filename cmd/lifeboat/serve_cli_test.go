@@ -187,18 +187,7 @@ func TestServeRecovery(t *testing.T) {
 	rd := bufio.NewReader(res.Body)
 
 	approve := func() server.Operation {
-		req, err := http.NewRequest("POST", url+"/v1/workspaces/bot1/recovery/approve", strings.NewReader(`{"checkpoint":"`+st.Offer.Checkpoint+`"}`))
-		must(t, err)
-		req.Header.Set("Authorization", "Bearer "+tok)
-		req.Header.Set("Idempotency-Key", "serve-approve-1")
-		res, err := http.DefaultClient.Do(req)
-		must(t, err)
-		defer res.Body.Close()
-		var op server.Operation
-		if res.StatusCode != http.StatusAccepted || json.NewDecoder(res.Body).Decode(&op) != nil || op.ID == "" {
-			t.Fatalf("approve: %d %+v", res.StatusCode, op)
-		}
-		return op
+		return approveRecovery(t, url, tok, "bot1", st.Offer.Checkpoint, "serve-approve-1")
 	}
 	op := approve()
 	if again := approve(); again.ID != op.ID {
