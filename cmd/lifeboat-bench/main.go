@@ -18,6 +18,7 @@ import (
 	"syscall"
 
 	"lifeboat/bench/harness"
+	"lifeboat/internal/jsonlines"
 )
 
 // Exit codes, as lifeboat's (docs/exit-codes.md).
@@ -43,7 +44,7 @@ func (e usageError) Error() string { return e.msg }
 // run executes one command line and returns its exit code. Tests call it
 // directly with their own streams.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	o := &options{out: stdout, errw: stderr, json: wantsJSON(args)}
+	o := &options{out: stdout, errw: stderr, json: jsonlines.Requested(args)}
 	cmd := newCommand(o)
 	cmd.SetArgs(args)
 	cmd.SetOut(stdout)
@@ -70,20 +71,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lifeboat-bench: %v\n", err)
 	}
 	return code
-}
-
-// wantsJSON spots --json before flags are parsed, so that errors cobra
-// reports while parsing come out as JSON too.
-func wantsJSON(args []string) bool {
-	for _, a := range args {
-		if a == "--" {
-			return false
-		}
-		if a == "--json" || a == "--json=true" {
-			return true
-		}
-	}
-	return false
 }
 
 // emit writes v as one JSON line under --json, or calls text otherwise.

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"encoding/xml"
 	"os"
 	"os/exec"
@@ -13,6 +11,7 @@ import (
 	"testing"
 
 	"lifeboat/bench/harness"
+	"lifeboat/internal/jsonlines"
 )
 
 // TestMain lets this test binary be the harness's trampoline: run
@@ -44,20 +43,12 @@ func runBenchCommand(args ...string) result {
 	return result{code, out.String(), errb.String()}
 }
 
-// jsonLines decodes JSON lines and checks each has a message_type.
+// jsonLines decodes --json output (jsonlines.Parse).
 func jsonLines(t *testing.T, s string) []map[string]any {
 	t.Helper()
-	var out []map[string]any
-	sc := bufio.NewScanner(strings.NewReader(s))
-	for sc.Scan() {
-		m := map[string]any{}
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("not JSON: %q: %v", sc.Text(), err)
-		}
-		if m["message_type"] == nil {
-			t.Fatalf("no message_type: %q", sc.Text())
-		}
-		out = append(out, m)
+	out, err := jsonlines.Parse(s)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

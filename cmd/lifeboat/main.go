@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"lifeboat/cmd/lifeboat/internal/gcfloor"
+	"lifeboat/internal/jsonlines"
 )
 
 // Garbage collector settings unless GOGC and GOMEMLIMIT say otherwise.
@@ -43,7 +44,7 @@ func main() {
 // run executes one command line and returns its exit code. Tests call it
 // directly with their own streams.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	g := &globalOptions{stdin: stdin, out: &printer{w: stdout, errw: stderr, json: wantsJSON(args)}}
+	g := &globalOptions{stdin: stdin, out: &printer{w: stdout, errw: stderr, json: jsonlines.Requested(args)}}
 	root := newRootCommand(g)
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -62,18 +63,4 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return code
 	}
 	return exitOK
-}
-
-// wantsJSON spots --json before flags are parsed, so that errors cobra
-// reports while parsing come out as JSON too.
-func wantsJSON(args []string) bool {
-	for _, a := range args {
-		if a == "--" {
-			return false
-		}
-		if a == "--json" || a == "--json=true" {
-			return true
-		}
-	}
-	return false
 }

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +10,7 @@ import (
 	"testing"
 
 	"lifeboat/bench"
+	"lifeboat/internal/jsonlines"
 )
 
 const testPW = "cli-test-password-4711"
@@ -70,20 +69,12 @@ func (e *env) init() {
 	e.ok("init", "--kdf-memory-kib", "64", "--kdf-time", "1")
 }
 
-// jsonLines decodes JSON lines and checks each has a message_type.
+// jsonLines decodes --json output (jsonlines.Parse).
 func jsonLines(t *testing.T, s string) []map[string]any {
 	t.Helper()
-	var out []map[string]any
-	sc := bufio.NewScanner(strings.NewReader(s))
-	for sc.Scan() {
-		m := map[string]any{}
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("not JSON: %q: %v", sc.Text(), err)
-		}
-		if _, ok := m["message_type"].(string); !ok {
-			t.Fatalf("no message_type in %q", sc.Text())
-		}
-		out = append(out, m)
+	out, err := jsonlines.Parse(s)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

@@ -95,11 +95,11 @@ var allowed = map[string][]string{
 	"bench/harness": {"bench", "blob", "chunk", "crypt", "internal/memsample", "pack", "profile/fixture", "profile/fixture/localstorage"},
 
 	// The binaries.
-	"cmd/lifeboat": {"backend", "backend/location", "backend/s3", "blob", "checkpoint", "cmd/lifeboat/internal/gcfloor", "config", "crypt", "demo", "livetest", "profile", "providers",
+	"cmd/lifeboat": {"backend", "backend/location", "backend/s3", "blob", "checkpoint", "cmd/lifeboat/internal/gcfloor", "config", "crypt", "demo", "internal/jsonlines", "livetest", "profile", "providers",
 		"providers/cloudflare", "providers/daytona", "providers/docker", "providers/e2b", "providers/local", "providers/managedagents", "providers/ssh", "providers/vercel",
 		"prune", "recovery", "repo", "server", "snapshot", "snapshot/capture", "snapshot/restore"},
 	"cmd/lifeboat/internal/gcfloor": {},
-	"cmd/lifeboat-bench":            {"bench/harness"},
+	"cmd/lifeboat-bench":            {"bench/harness", "internal/jsonlines"},
 
 	// Leaves shared by tools and tests.
 	"internal/osutil":       {},
@@ -113,6 +113,7 @@ var allowed = map[string][]string{
 	"internal/seedtest":     {},
 	"internal/treetest":     {},
 	"internal/busywriter":   {},
+	"internal/jsonlines":    {},
 	"internal/nstest":       {},
 	"internal/layers":       {},
 }
