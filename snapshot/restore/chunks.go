@@ -65,14 +65,25 @@ func (p *rsPlan) planChunks(l rsLocator, tier blob.Tier) error {
 	var err error
 	if len(ids) > 0 {
 		err = l.LookupBlobs(tier, blob.Data, ids, func(i int, loc repo.Location, ok bool) error {
-			if ok {
-				p.chunks[ids[i]] = &rsChunk{id: ids[i], loc: loc}
+			if !ok {
+				return nil
 			}
+			// A chunk is checked on read against the id of its pack
+			// entry, and its bytes are written without being read back:
+			// that entry must be the chunk the file names.
+			if loc.ID != ids[i] || loc.Type != blob.Data {
+				return &Error{Paths: []string{p.entries[p.files[firstUser[i]].entry].path},
+					Err: fmt.Errorf("%w: the index gives chunk %s the place of %s blob %s; run `lifeboat repair index`", repo.ErrCorrupt, ids[i].Short(), loc.Type, loc.ID.Short())}
+			}
+			p.chunks[ids[i]] = &rsChunk{id: ids[i], loc: loc}
 			return nil
 		})
 	}
 	if le := (*repo.LookupError)(nil); errors.As(err, &le) {
 		return &Error{Paths: []string{p.entries[p.files[firstUser[le.Index]].entry].path}, Err: fmt.Errorf("looking up chunk %s: %w", ids[le.Index].Short(), le.Err)}
+	}
+	if re := (*Error)(nil); errors.As(err, &re) {
+		return err
 	}
 	if err != nil {
 		return fmt.Errorf("looking up the %d chunks to restore in the local index: %w", len(ids), err)

@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/zeebo/blake3"
 	"golang.org/x/sys/unix"
 
-	"lifeboat/blob"
 	"lifeboat/internal/osutil"
 	"lifeboat/repo"
 )
@@ -22,22 +20,13 @@ const rsMaxOpen = 256
 
 var (
 	rsEntryBufs = sync.Pool{New: func() any { return new([]repo.PackEntry) }}
-	rsReadBufs  = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
 )
-
-// hasher returns a keyed BLAKE3 hasher for chunk ids, reset; put it back
-// in w.hashers.
-func (w *rsWriter) hasher() (*blake3.Hasher, error) {
-	if h, ok := w.hashers.Get().(*blake3.Hasher); ok {
-		h.Reset()
-		return h, nil
-	}
-	return blake3.NewKeyed(w.keys.IDKey[:])
-}
 
 // writeRun reads one run of a pack in a single request, through which
 // each chunk is opened and verified, and writes each chunk wherever it
-// goes.
+// goes. The bytes written are the very buffer StreamPack has just checked
+// against the chunk's id (decrypted, decompressed, hashed): nothing else
+// holds it between the check and the writes.
 func (w *rsWriter) writeRun(ctx context.Context, run *rsRun) error {
 	ep := rsEntryBufs.Get().(*[]repo.PackEntry)
 	defer rsEntryBufs.Put(ep)
@@ -73,7 +62,7 @@ func (w *rsWriter) writeRun(ctx context.Context, run *rsRun) error {
 
 // place writes one chunk into one file. Blocks of zeros are not written
 // and stay holes; finishFile sets the size of a file that has any.
-// The writer that places a file's last chunk verifies and finishes it.
+// The writer that places a file's last chunk finishes it.
 func (w *rsWriter) place(u rsUse, plain []byte) error {
 	f := w.plan.files[u.file]
 	e := &w.plan.entries[f.entry]
@@ -85,7 +74,7 @@ func (w *rsWriter) place(u rsUse, plain []byte) error {
 	if werr == nil {
 		w.flusher.wrote(len(plain))
 	}
-	return w.release(f, e, holes, werr)
+	return w.release(f, e, int64(len(plain)), holes, werr)
 }
 
 // acquire opens f for writing (creating it the first time) and holds it.
@@ -100,7 +89,7 @@ func (w *rsWriter) acquire(f *rsFile, e *rsEntry) (int, error) {
 		flags, mode := unix.O_RDWR, uint32(0)
 		if !f.created {
 			flags |= unix.O_CREAT | unix.O_EXCL
-			mode = w.createMode(e.node)
+			mode = w.createMode(e.node, f.uses == 1)
 		}
 		fd, err := safeOpenAt(pfd, e.name, flags, mode)
 		w.dirs.put(e.parent)
@@ -115,10 +104,10 @@ func (w *rsWriter) acquire(f *rsFile, e *rsEntry) (int, error) {
 	return f.fd, nil
 }
 
-// release ends a write of f; werr is its result, holes whether it left
-// a hole. After the last chunk the file is handed, still open, to a
-// finisher.
-func (w *rsWriter) release(f *rsFile, e *rsEntry, holes bool, werr error) error {
+// release ends a write of n bytes into f; werr is its result, holes
+// whether it left a hole. After the last chunk the file is handed, still
+// open, to a finisher.
+func (w *rsWriter) release(f *rsFile, e *rsEntry, n int64, holes bool, werr error) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.active--
@@ -127,6 +116,7 @@ func (w *rsWriter) release(f *rsFile, e *rsEntry, holes bool, werr error) error 
 		return &Error{Paths: []string{e.path}, Err: fmt.Errorf("writing: %w", werr)}
 	}
 	f.left--
+	f.placed += n
 	if f.left > 0 {
 		if f.active == 0 && w.open.Load() > rsMaxOpen {
 			_ = unix.Close(f.fd)
@@ -146,27 +136,40 @@ func (w *rsWriter) release(f *rsFile, e *rsEntry, holes bool, werr error) error 
 	})
 }
 
-// finishFile verifies a written file and applies its metadata. The whole
-// staging tree is made durable at once, by one syncfs, before the switch.
+// finishFile checks that a written file holds all its bytes and applies
+// its metadata. The whole staging tree is made durable at once, by one
+// syncfs, before the switch.
+//
+// The file is not read back. Every chunk was checked against its id in
+// memory, in the buffer that was then written (writeRun), and the checks
+// here and in metaFile close what a read-back of the page cache used to
+// catch besides: a chunk written at the wrong place or not at all (the
+// plan puts each chunk use at the sum of the lengths before it, each use
+// is written once, every write completes or fails, the bytes placed must
+// add up to the size, and the size on disk must be the planned one) and
+// a block wrongly left as a hole (a block is skipped only when it compares
+// equal to zeros, in a file created empty). A read-back never saw the
+// disk itself: the bytes came from the page cache, and writeback errors
+// are what the final syncfs reports.
 func (w *rsWriter) finishFile(fd int, f *rsFile, e *rsEntry) error {
+	if f.placed != f.size {
+		return &Error{Paths: []string{e.path}, Err: fmt.Errorf("%w: %d bytes written of %d", ErrContentMismatch, f.placed, f.size)}
+	}
 	if f.holes { // a hole at the end is not written: the size is set here
 		if err := unix.Ftruncate(fd, f.size); err != nil {
 			return &Error{Paths: []string{e.path}, Err: fmt.Errorf("setting size %d: %w", f.size, err)}
 		}
 	}
-	if err := w.verify(fd, e, f.holes); err != nil {
-		return err
-	}
-	if err := w.metaFD(fd, e); err != nil {
+	if err := w.metaFile(fd, e, f.size); err != nil {
 		return err
 	}
 	w.progress.Done(1, uint64(f.size))
 	return nil
 }
 
-// rsFinishers runs file finishing (read-back, metadata, fsync) beside the
-// pack readers, so a slow fsync does not stall reading. At most cap(sem)
-// run at once; run blocks when all are busy, which bounds open files.
+// rsFinishers runs file finishing (size check, metadata) beside the pack
+// readers. At most cap(sem) run at once; run blocks when all are busy,
+// which bounds open files.
 type rsFinishers struct {
 	sem chan struct{}
 	wg  sync.WaitGroup
@@ -207,64 +210,6 @@ func (f *rsFinishers) failed() error {
 func (f *rsFinishers) wait() error {
 	f.wg.Wait()
 	return f.failed()
-}
-
-// verify reads the file back and checks every chunk range against its
-// id, so a fault between decryption and the disk cannot go unnoticed.
-// In a file with holes, a range that is a hole reads as zeros without
-// being read.
-func (w *rsWriter) verify(fd int, e *rsEntry, holes bool) error {
-	h, err := w.hasher()
-	if err != nil {
-		return err
-	}
-	defer w.hashers.Put(h)
-	bp := rsReadBufs.Get().(*[]byte)
-	defer rsReadBufs.Put(bp)
-	buf := *bp
-	var off int64
-	for _, id := range e.node.Content {
-		n := int64(w.plan.chunks[id].loc.PlainLen)
-		var got blob.ID
-		if holes && osutil.IsHole(fd, off, n) {
-			got = w.zeroID(n)
-		} else {
-			h.Reset()
-			for pos := off; pos < off+n; {
-				k, err := osutil.IgnoringEINTR2(func() (int, error) { return unix.Pread(fd, buf[:min(int64(len(buf)), off+n-pos)], pos) })
-				if err != nil || k == 0 {
-					return &Error{Paths: []string{e.path}, Err: fmt.Errorf("reading back for verification at offset %d: %v", pos, rsOr(err, "unexpected end of file"))}
-				}
-				_, _ = h.Write(buf[:k])
-				pos += int64(k)
-			}
-			h.Sum(got[:0])
-		}
-		if got != id {
-			return &Error{Paths: []string{e.path}, Err: fmt.Errorf("%w: bytes %d-%d read back do not hash to chunk %s", ErrContentMismatch, off, off+n, id.Short())}
-		}
-		off += n
-	}
-	return nil
-}
-
-// zeroID is the id of n zero bytes, computed once per length.
-func (w *rsWriter) zeroID(n int64) blob.ID {
-	w.zeroMu.Lock()
-	defer w.zeroMu.Unlock()
-	if id, ok := w.zeroIDs[n]; ok {
-		return id
-	}
-	h, _ := blake3.NewKeyed(w.keys.IDKey[:])
-	for left := n; left > 0; {
-		k := min(left, int64(len(rsZeros)))
-		_, _ = h.Write(rsZeros[:k])
-		left -= k
-	}
-	var id blob.ID
-	h.Sum(id[:0])
-	w.zeroIDs[n] = id
-	return id
 }
 
 var rsZeros [64 << 10]byte
@@ -308,11 +253,4 @@ func rsPwrite(fd int, b []byte, off int64) error {
 		b, off = b[k:], off+int64(k)
 	}
 	return nil
-}
-
-func rsOr(err error, s string) any {
-	if err != nil {
-		return err
-	}
-	return s
 }

@@ -1,7 +1,8 @@
 // Package restore rebuilds a snapshot into a directory (Run): it plans the
-// tree, reads each pack range once, writes files at offsets into a staging
-// directory beside the target, verifies every file against its chunk ids,
-// syncs, and switches the staged tree into place. Grafts (a snapshot's
+// tree, reads each pack range once, checks every chunk against its id and
+// writes the checked bytes at their offsets into a staging directory
+// beside the target, checks every file's size, syncs, and switches the
+// staged tree into place. Grafts (a snapshot's
 // browser profiles) are restored into the same staging tree.
 //
 // Invariants:

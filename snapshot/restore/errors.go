@@ -10,8 +10,8 @@ import (
 var (
 	// ErrTargetExists: the target exists and Options.Replace is off.
 	ErrTargetExists = errors.New("restore target already exists")
-	// ErrContentMismatch: a restored file does not read back as the
-	// snapshot's content.
+	// ErrContentMismatch: a restored file does not hold the snapshot's
+	// bytes (fewer or more were written than its size).
 	ErrContentMismatch = errors.New("restored file does not match the snapshot")
 )
 

@@ -8,7 +8,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"lifeboat/blob"
 	"lifeboat/repo"
 
 	"lifeboat/snapshot"
@@ -88,7 +87,7 @@ func (w *rsWriter) graftOne(ctx context.Context, r *repo.Repository, st *stage, 
 	defer unix.Close(fd)
 	entries := plan.entries
 	gw := &rsWriter{plan: plan, keys: keys, store: r, workers: w.workers, progress: w.progress,
-		chown: w.chown, umask: w.umask, zeroIDs: map[int64]blob.ID{}}
+		chown: w.chown, umask: w.umask}
 	gw.dirs = newSafeDirs(fd, func(d int32) (int32, string) { return entries[d].parent, entries[d].name }, 256)
 	err = gw.build(ctx)
 	gw.closeFiles()

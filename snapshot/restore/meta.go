@@ -25,12 +25,27 @@ import (
 // restore's files are mostly created with the right owner, and a file
 // created with its final mode (createMode) mostly has it.
 func (w *rsWriter) metaFD(fd int, e *rsEntry) error {
+	return w.metaFile(fd, e, -1)
+}
+
+// metaFile is metaFD for a regular file whose content is written: its
+// fstat also checks that the file's size is size (unless negative).
+func (w *rsWriter) metaFile(fd int, e *rsEntry, size int64) error {
 	n := e.node
 	fail := func(what string, err error) error {
 		return &Error{Paths: []string{e.path}, Err: fmt.Errorf("%s: %w", what, err)}
 	}
 	var st unix.Stat_t
-	stated := unix.Fstat(fd, &st) == nil
+	serr := unix.Fstat(fd, &st)
+	stated := serr == nil
+	if size >= 0 {
+		if serr != nil {
+			return fail("checking the size written", serr)
+		}
+		if st.Size != size {
+			return fail("checking the size written", fmt.Errorf("%w: %d bytes on disk, %d in the snapshot", ErrContentMismatch, st.Size, size))
+		}
+	}
 	chowned := false
 	if w.chown && !(stated && st.Uid == n.UID && st.Gid == n.GID) {
 		chowned = true
@@ -69,11 +84,18 @@ func (w *rsWriter) metaFD(fd int, e *rsEntry) error {
 
 // createMode is the mode to create regular file n with: its final mode
 // when that has no setuid, setgid or sticky bit (chown would clear the
-// first two), lets the owner read and write (a file closed between chunks
-// is opened again), and survives the umask, so metaFD need not chmod it;
-// otherwise 0600.
-func (w *rsWriter) createMode(n *snapshot.Node) uint32 {
-	if w.umask < 0 || n.Mode&^0o777 != 0 || n.Mode&0o600 != 0o600 || n.Mode&uint32(w.umask) != 0 {
+// first two), survives the umask, and lets the owner read and write, or
+// need not: once says the file is written through the descriptor that
+// creates it (one chunk or none, so it is never closed and opened again
+// between chunks), and without extended attributes nothing else needs
+// write permission (setting a user.* one does). Otherwise 0600. With its
+// final mode, metaFD need not chmod it: most files of a read-only tree
+// (a Go module cache) are created 0444 rather than chmodded.
+func (w *rsWriter) createMode(n *snapshot.Node, once bool) uint32 {
+	if w.umask < 0 || n.Mode&^0o777 != 0 || n.Mode&uint32(w.umask) != 0 {
+		return 0o600
+	}
+	if n.Mode&0o600 != 0o600 && !(once && len(n.Xattrs) == 0) {
 		return 0o600
 	}
 	return n.Mode

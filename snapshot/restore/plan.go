@@ -38,9 +38,10 @@ type rsFile struct {
 	mu      sync.Mutex
 	fd      int // -1 when not open
 	created bool
-	holes   bool // a run of zeros was left as a hole
-	active  int  // writers holding fd
-	left    int  // placements not yet written
+	holes   bool  // a run of zeros was left as a hole
+	active  int32 // writers holding fd
+	left    int   // placements not yet written
+	placed  int64 // bytes of the placements written (or left as holes)
 }
 
 // rsPlan is everything a restore will do, decided before the first write.

@@ -89,7 +89,9 @@ func rsChunkPlan(t *testing.T, rng *rand.Rand, files map[string]string) (*rsPlan
 // planChunks looks each distinct chunk up once, places every use of a
 // found chunk, fails naming every file that needs a chunk not indexed
 // (and only those), names the file first needing a chunk in an open pack,
-// and refuses a file whose chunks do not add up to its size.
+// refuses a place the index gives that is not the chunk's own (another
+// id, or not a data blob), and refuses a file whose chunks do not add up
+// to its size.
 func TestPlanChunks(t *testing.T) {
 	t.Parallel()
 	rng := seedtest.Rand(t)
@@ -154,6 +156,24 @@ func TestPlanChunks(t *testing.T) {
 		l.fail = errors.New("the index is on fire")
 		if err := p.planChunks(l, blob.Workspace); !errors.Is(err, l.fail) || !strings.Contains(err.Error(), "2 chunks") {
 			t.Fatalf("got %v, want the lookup's error", err)
+		}
+	})
+
+	t.Run("the index gives another blob's place", func(t *testing.T) {
+		for _, wrong := range []func(*index.Location, map[byte]blob.ID){
+			func(l *index.Location, ids map[byte]blob.ID) { l.ID = ids['a'] },
+			func(l *index.Location, _ map[byte]blob.ID) { l.Type = blob.Tree },
+		} {
+			p, l, ids := rsChunkPlan(t, rng, map[string]string{"a": "ab", "b": "c"})
+			loc := l.locs[ids['c']]
+			wrong(&loc, ids)
+			l.locs[ids['c']] = loc
+			err := p.planChunks(l, blob.Workspace)
+			var re *Error
+			if !errors.As(err, &re) || !errors.Is(err, repo.ErrCorrupt) || !slices.Equal(re.Paths, []string{"b"}) ||
+				!strings.Contains(err.Error(), ids['c'].Short()) {
+				t.Fatalf("got %v, want ErrCorrupt naming b and chunk c", err)
+			}
 		}
 	})
 

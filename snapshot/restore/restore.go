@@ -68,8 +68,10 @@ type Result struct {
 // A manifest and its trees are untrusted input: the whole tree is walked
 // and every entry checked before anything is written (names, node fields,
 // hard link targets, extended attribute namespaces; see snapshot.ErrUnsafeEntry).
-// Contents are read once per pack range, each chunk verified on read, and
-// each file verified against its chunk ids after writing. Everything is
+// Contents are read once per pack range; each chunk is verified against
+// its id on read, in the buffer whose bytes are then written, and each
+// file is checked to hold all its bytes after writing (content.go,
+// finishFile). Everything is
 // built in a staging directory next to the target, through directory
 // descriptors that never follow a symlink, then fsynced and switched into
 // place (see stage.go for the exchange and its fallback). On any error or
@@ -119,7 +121,7 @@ func Run(ctx context.Context, r *repo.Repository, m *snapshot.Manifest, o Option
 	}
 	entries := plan.entries
 	w := &rsWriter{plan: plan, keys: keys, store: r, workers: o.Workers, progress: o.Progress,
-		chown: os.Geteuid() == 0, umask: rsUmask(), zeroIDs: map[int64]blob.ID{}}
+		chown: os.Geteuid() == 0, umask: rsUmask()}
 	w.dirs = newSafeDirs(st.fd, func(d int32) (int32, string) { return entries[d].parent, entries[d].name }, 256)
 	o.Progress.Start(uint64(len(plan.files)), plan.bytes)
 	w.flusher = newRsFlusher(st.fd)

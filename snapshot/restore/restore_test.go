@@ -385,6 +385,60 @@ func TestRestoreModes(t *testing.T) {
 	}
 }
 
+// TestRestoreReadOnlyFiles restores files the owner may not write, empty,
+// of one chunk and of several, with and without a user.* extended
+// attribute: those written through the descriptor that creates them are
+// created with their final mode, the others 0600 and chmodded at the end.
+// Each comes back exact, as root and (TestRestoreReadOnlyFilesNonRoot)
+// as a user whom the permission bits bind.
+func TestRestoreReadOnlyFiles(t *testing.T) {
+	t.Parallel()
+	if os.Getenv(rsUnprivilegedEnv) == "" && os.Geteuid() != 0 {
+		t.Skip("run through TestRestoreReadOnlyFilesNonRoot")
+	}
+	base := t.TempDir()
+	src := filepath.Join(base, "src")
+	if err := os.Mkdir(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	big := make([]byte, 6<<20) // several chunks
+	rsRandom(big, 7)
+	for _, m := range []os.FileMode{0o400, 0o444, 0o555, 0o500} {
+		for _, content := range [][]byte{nil, []byte("data"), big} {
+			for _, xattr := range []bool{false, true} {
+				p := filepath.Join(src, fmt.Sprintf("f-%o-%d-%t", m, len(content), xattr))
+				if err := os.WriteFile(p, content, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if xattr {
+					if err := unix.Setxattr(p, "user.restore-test", []byte("value"), 0); err != nil {
+						t.Skipf("no user.* extended attributes here: %v", err)
+					}
+				}
+				if err := os.Chmod(p, m); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	r := snaptest.NewRepo(t)
+	m := r.SnapshotOf(t, src)
+	target := filepath.Join(base, "out")
+	if _, err := Run(t.Context(), r.Repository, m, Options{Target: target}); err != nil {
+		t.Fatal(err)
+	}
+	if want, got := snaptest.Dump(t, src, true), snaptest.Dump(t, target, true); want != got {
+		t.Fatalf("restored tree differs\nsource:\n%s\nrestored:\n%s", want, got)
+	}
+}
+
+// TestRestoreReadOnlyFilesNonRoot runs TestRestoreReadOnlyFiles as user
+// nobody.
+func TestRestoreReadOnlyFilesNonRoot(t *testing.T) {
+	t.Parallel()
+	rsRunAsNobody(t, "TestRestoreReadOnlyFiles")
+}
+
 // rsModeBits turns setuid, setgid and sticky bits into os.FileMode's.
 func rsModeBits(m uint32) os.FileMode {
 	var f os.FileMode

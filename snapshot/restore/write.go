@@ -8,7 +8,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"lifeboat/blob"
 	"lifeboat/crypt"
 	"lifeboat/repo"
 
@@ -30,14 +29,11 @@ type rsWriter struct {
 	fin     *rsFinishers
 	flusher *rsFlusher   // writeback of what is written so far
 	open    atomic.Int64 // restored files open between writes
-	hashers sync.Pool    // of *blake3.Hasher keyed with the tier's id key
-	zeroMu  sync.Mutex
-	zeroIDs map[int64]blob.ID
 }
 
 // build runs the phases in order: directories, empty files and FIFOs,
-// file contents (each file verified, given its metadata and fsynced as
-// its last chunk lands), hard links, symlinks, and finally directory
+// file contents (each file checked and given its metadata as its last
+// chunk lands), hard links, symlinks, and finally directory
 // metadata and fsync from the deepest level up to the root.
 func (w *rsWriter) build(ctx context.Context) error {
 	p := w.plan
@@ -137,7 +133,7 @@ func (w *rsWriter) leaf(e *rsEntry) error {
 		// O_NONBLOCK: opening a FIFO for reading must not wait for a writer.
 		fd, err = safeOpenAt(pfd, e.name, unix.O_RDONLY|unix.O_NONBLOCK, 0)
 	} else {
-		fd, err = safeOpenAt(pfd, e.name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, w.createMode(e.node))
+		fd, err = safeOpenAt(pfd, e.name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, w.createMode(e.node, true))
 	}
 	if err != nil {
 		return &Error{Paths: []string{e.path}, Err: fmt.Errorf("creating: %w", err)}
