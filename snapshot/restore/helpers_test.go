@@ -91,3 +91,19 @@ func rsRandom(b []byte, seed uint64) {
 		b[i] = byte(x >> (8 * (i % 8)))
 	}
 }
+
+// rsRestoreExact captures src, restores the snapshot into target and fails
+// the test unless the restored tree is src's (modes, sizes, holes, xattrs:
+// snaptest.Dump); it returns target.
+func rsRestoreExact(t *testing.T, src, target string) string {
+	t.Helper()
+	r := snaptest.NewRepo(t)
+	m := r.SnapshotOf(t, src)
+	if _, err := Run(t.Context(), r.Repository, m, Options{Target: target}); err != nil {
+		t.Fatal(err)
+	}
+	if want, got := snaptest.Dump(t, src, true), snaptest.Dump(t, target, true); want != got {
+		t.Fatalf("restored tree differs\nsource:\n%s\nrestored:\n%s", want, got)
+	}
+	return target
+}

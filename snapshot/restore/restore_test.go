@@ -358,15 +358,7 @@ func TestRestoreModes(t *testing.T) {
 	if err := os.Truncate(tail, 3<<20); err != nil {
 		t.Fatal(err)
 	}
-	r := snaptest.NewRepo(t)
-	m := r.SnapshotOf(t, src)
-	target := filepath.Join(base, "out")
-	if _, err := Run(t.Context(), r.Repository, m, Options{Target: target}); err != nil {
-		t.Fatal(err)
-	}
-	if want, got := snaptest.Dump(t, src, true), snaptest.Dump(t, target, true); want != got {
-		t.Fatalf("restored tree differs\nsource:\n%s\nrestored:\n%s", want, got)
-	}
+	target := rsRestoreExact(t, src, filepath.Join(base, "out"))
 	ents, err := os.ReadDir(src)
 	if err != nil {
 		t.Fatal(err)
@@ -421,15 +413,7 @@ func TestRestoreReadOnlyFiles(t *testing.T) {
 			}
 		}
 	}
-	r := snaptest.NewRepo(t)
-	m := r.SnapshotOf(t, src)
-	target := filepath.Join(base, "out")
-	if _, err := Run(t.Context(), r.Repository, m, Options{Target: target}); err != nil {
-		t.Fatal(err)
-	}
-	if want, got := snaptest.Dump(t, src, true), snaptest.Dump(t, target, true); want != got {
-		t.Fatalf("restored tree differs\nsource:\n%s\nrestored:\n%s", want, got)
-	}
+	rsRestoreExact(t, src, filepath.Join(base, "out"))
 }
 
 // TestRestoreReadOnlyFilesNonRoot runs TestRestoreReadOnlyFiles as user
