@@ -277,7 +277,9 @@ func checkServeResults(t *testing.T, rep *Report) []Result {
 			if prev := rep.Results[i-1]; r.Tool != "lifeboat" || prev.Scenario != ScenarioServeUnchanged || r.Round != prev.Round {
 				t.Fatalf("serve round result in round %d after %s of round %d", r.Round, prev.Scenario, prev.Round)
 			}
-			if len(r.Samples) != 3 || r.Seconds != median(r.Samples) || r.Seconds <= 0 || r.CPU <= 0 || r.Files != rep.Corpus.Files {
+			// A round over watched, unchanged files may cost less CPU
+			// than /proc counts (a clock tick): CPU can be 0.
+			if len(r.Samples) != 3 || r.Seconds != median(r.Samples) || r.Seconds <= 0 || r.CPU < 0 || r.Files != rep.Corpus.Files {
 				t.Errorf("implausible serve round result %+v", r)
 			}
 			continue
