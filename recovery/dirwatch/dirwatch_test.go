@@ -2,11 +2,14 @@ package dirwatch
 
 import (
 	"encoding/binary"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"lifeboat/internal/nstest"
 )
 
 // walk is a walk as a caller makes it: Mark, every directory watched
@@ -285,5 +288,35 @@ func TestWhatCannotBeVouchedForReadsChanged(t *testing.T) {
 	}
 	if err := walk(t, tr, root); err == nil {
 		t.Fatal("a walk with a closed watcher reported no error")
+	}
+}
+
+// TestOtherFileSystemsAreNotVouchedFor: a file system mounted inside a
+// tree, and a tree on a file system outside the allow-list (devpts here),
+// fail the walk with ErrNotLocal and read as changed.
+func TestOtherFileSystemsAreNotVouchedFor(t *testing.T) {
+	if !nstest.InOwnMountNamespace(t) {
+		return
+	}
+	w := newWatcher(t)
+	root, _ := tree(t)
+	tr := w.Tree()
+	must(t, walk(t, tr, root))
+	must(t, unix.Mount("tmpfs", filepath.Join(root, "src/pkg"), "tmpfs", 0, "size=1m"))
+	t.Cleanup(func() { _ = unix.Unmount(filepath.Join(root, "src/pkg"), unix.MNT_DETACH) })
+	if err := walk(t, tr, root); !errors.Is(err, ErrNotLocal) || !tr.Changed() {
+		t.Fatalf("a walk over a mount inside the tree: %v, changed %v; want ErrNotLocal and changed", err, tr.Changed())
+	}
+	if n := w.Watches(); n != 0 {
+		t.Fatalf("%d watches kept after a failed walk", n)
+	}
+
+	pts := filepath.Join(t.TempDir(), "pts")
+	must(t, os.Mkdir(pts, 0o755))
+	must(t, unix.Mount("devpts", pts, "devpts", 0, "newinstance"))
+	t.Cleanup(func() { _ = unix.Unmount(pts, unix.MNT_DETACH) })
+	other := w.Tree()
+	if err := walk(t, other, pts); !errors.Is(err, ErrNotLocal) || !other.Changed() {
+		t.Fatalf("a walk over devpts: %v, changed %v; want ErrNotLocal and changed", err, other.Changed())
 	}
 }
