@@ -27,8 +27,9 @@ type fingerprints struct {
 	log    *slog.Logger
 	walked func(ws string) // test hook: a walk ran
 
-	mu sync.Mutex
-	by map[string]*watchedFiles // by workspace
+	mu        sync.Mutex
+	by        map[string]*watchedFiles // by workspace
+	errLogged bool                     // the watcher's queue error was logged
 }
 
 // watchedFiles is one workspace's last fingerprint walk and its watches.
@@ -50,6 +51,7 @@ func (f *fingerprints) of(ws, dir string, salt []byte, now time.Time) ([]byte, e
 		f.ran(ws)
 		return fingerprint(salt, dir, nil)
 	}
+	f.logQueueError()
 	e := f.files(ws, dir)
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -88,6 +90,21 @@ func (f *fingerprints) of(ws, dir string, salt []byte, now time.Time) ([]byte, e
 func (f *fingerprints) ran(ws string) {
 	if f.walked != nil {
 		f.walked(ws)
+	}
+}
+
+// logQueueError logs, once, that the watcher stopped reading its queue:
+// from then on every round walks.
+func (f *fingerprints) logQueueError() {
+	err := f.watch.Err()
+	if err == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.errLogged {
+		f.errLogged = true
+		f.log.Warn("workspaces' files are walked at every round from now on: the inotify queue could not be read", "err", err)
 	}
 }
 

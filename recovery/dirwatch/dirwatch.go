@@ -17,7 +17,9 @@
 //     caused it returns.
 //   - Anything the watcher cannot vouch for reads as changed: a tree not
 //     yet walked, a walk that watched no root, a directory or file that
-//     could not be watched (the per-user watch limit, /proc not mounted,
+//     could not be watched (the per-user watch limit, or half of it taken
+//     by this Watcher: the rest is left to the user's other programs; /proc
+//     not mounted,
 //     a directory the walk could not list: Fail), a directory on a
 //     file system where a change may come from elsewhere (anything but a
 //     local disk file system: NFS, FUSE, 9p and others) or on another file
@@ -39,6 +41,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -67,6 +70,7 @@ type Watcher struct {
 	fd     int
 	closed bool
 	err    error                    // the queue could not be read: every tree is changed
+	limit  int                      // the most watches this Watcher places; 0: no cap of its own
 	wds    map[int32]map[*Tree]bool // kernel watch -> the trees holding it
 	trees  map[*Tree]bool           // every open tree
 	buf    [64 * unix.SizeofInotifyEvent * 16]byte
@@ -81,6 +85,13 @@ func New() (*Watcher, error) {
 	}
 	w := &Watcher{f: os.NewFile(uintptr(fd), "inotify"), fd: fd, done: make(chan struct{}),
 		wds: map[int32]map[*Tree]bool{}, trees: map[*Tree]bool{}}
+	// The per-user limit is shared with every other program of the user
+	// (editors, file managers, other servers): this one takes at most half.
+	if b, err := os.ReadFile("/proc/sys/fs/inotify/max_user_watches"); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && n > 1 {
+			w.limit = n / 2
+		}
+	}
 	rc, err := w.f.SyscallConn()
 	if err != nil {
 		w.f.Close()
@@ -241,6 +252,9 @@ func (t *Tree) add(path string, mask uint32) error {
 	if t.closed || w.closed {
 		return t.fail(errors.New("the watcher is closed"))
 	}
+	if w.limit > 0 && len(w.wds) >= w.limit {
+		return t.fail(fmt.Errorf("inotify watch: this server's share of the per-user limit is used: %d watches, half of sysctl fs.inotify.max_user_watches", w.limit))
+	}
 	wd, err := osutil.IgnoringEINTR2(func() (int, error) { return unix.InotifyAddWatch(w.fd, path, mask) })
 	if err != nil {
 		if err == unix.ENOSPC {
@@ -337,6 +351,14 @@ func (t *Tree) Close() {
 	}
 	t.closed = true
 	delete(w.trees, t)
+}
+
+// Err is why the Watcher stopped reading its queue, if it did: every tree
+// reads as changed from then on.
+func (w *Watcher) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
 }
 
 // Watches is the number of kernel watches the Watcher holds.

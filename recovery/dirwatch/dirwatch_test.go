@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -238,8 +239,9 @@ func TestWatchesFollowTheTree(t *testing.T) {
 }
 
 // TestWhatCannotBeVouchedForReadsChanged: a tree mid-walk, a walk that
-// could not watch, an invalidated walk, an overflowed queue and a closed
-// watcher all read as changed.
+// could not watch (a missing file, the watcher's share of the watch limit
+// used), an invalidated walk, an overflowed queue and a closed watcher all
+// read as changed.
 func TestWhatCannotBeVouchedForReadsChanged(t *testing.T) {
 	w := newWatcher(t)
 	root, _ := tree(t)
@@ -268,6 +270,21 @@ func TestWhatCannotBeVouchedForReadsChanged(t *testing.T) {
 	must(t, walk(t, tr, root))
 	if tr.Changed() {
 		t.Fatal("changed after a clean walk that followed Invalidate")
+	}
+
+	// This Watcher's share of the per-user limit used up: the walk fails
+	// and lets go of what it placed.
+	limited := newWatcher(t)
+	if limited.limit <= 0 {
+		t.Fatal("no share of the per-user watch limit was set")
+	}
+	limited.limit = 3
+	capped := limited.Tree()
+	if err := walk(t, capped, root); err == nil || !strings.Contains(err.Error(), "share of the per-user limit") || !capped.Changed() {
+		t.Fatalf("a walk past the watcher's share: %v, changed %v", err, capped.Changed())
+	}
+	if n := limited.Watches(); n != 0 {
+		t.Fatalf("%d watches kept after a walk past the share", n)
 	}
 
 	// A queue overflow: every tree's events may be lost.
