@@ -120,7 +120,7 @@ func (l *Lifecycle) captureQuiesced(ctx context.Context, w Workspace, p provider
 		return false
 	}
 	qcancel()
-	fp, err := l.fps.of(w.ID, files.Dir(), l.store.db.Salt(), l.clock.Now())
+	fp, _, err := l.fps.of(w.ID, files.Dir(), l.store.db.Salt(), l.clock.Now())
 	if err != nil {
 		l.failed(w.ID, rec, Failed, fmt.Errorf("listing %s: %w", files.Dir(), err))
 		return false
@@ -304,16 +304,16 @@ func (l *Lifecycle) nativeOnly(ctx context.Context, ws string, rec *Receipt) {
 }
 
 // sameFingerprint reports whether the files of w are unchanged since its
-// last good checkpoint.
-func (l *Lifecycle) sameFingerprint(ctx context.Context, w Workspace, p providers.Provider) (bool, error) {
+// last good checkpoint, and whether they were listed to tell.
+func (l *Lifecycle) sameFingerprint(ctx context.Context, w Workspace, p providers.Provider) (same, listed bool, err error) {
 	if w.LastGood == nil || w.Fingerprint == nil {
-		return false, nil
+		return false, false, nil
 	}
 	files, err := p.ReadFiles(ctx, w.Instance)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	defer files.Close()
-	fp, err := l.fps.of(w.ID, files.Dir(), l.store.db.Salt(), l.clock.Now())
-	return err == nil && bytes.Equal(fp, w.Fingerprint), err
+	fp, listed, err := l.fps.of(w.ID, files.Dir(), l.store.db.Salt(), l.clock.Now())
+	return err == nil && bytes.Equal(fp, w.Fingerprint), listed, err
 }

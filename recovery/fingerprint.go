@@ -35,7 +35,9 @@ import (
 // With tree set, the walk also watches what it walks (see dirwatch.Tree):
 // each directory before it is listed, each other entry with more than one
 // link. The caller marks the tree before and ends its walk after; a walk
-// that could not list a directory, or that watched no root, fails it.
+// that could not list a directory, or that watched no root, fails it. The
+// root's own stat is taken before any watch is in place: the caller
+// compares it again (fingerprints.of).
 func fingerprint(salt []byte, dir string, tree *dirwatch.Tree) ([]byte, error) {
 	h, err := blake3.NewKeyed(salt)
 	if err != nil {
@@ -85,17 +87,8 @@ func (w *fpWalk) entry(rel string, st *unix.Stat_t, err error) {
 // the root, st its stat), each subdirectory's right after its own entry.
 func (w *fpWalk) dir(parent int, name, path, rel string, st *unix.Stat_t) {
 	f, ents, err := fpReadDir(parent, name, path, func(fd int) {
-		if w.tree == nil {
-			return
-		}
-		_ = w.tree.WatchDir(fd, st) // a failure is the tree's: Done reports it
-		if rel == "." {
-			// The root's stat was taken before its watch, and no watch
-			// above it reports a change in between: check it again.
-			var now unix.Stat_t
-			if unix.Fstat(fd, &now) != nil || !sameStat(st, &now) {
-				w.tree.Invalidate()
-			}
+		if w.tree != nil {
+			_ = w.tree.WatchDir(fd, st) // a failure is the tree's: Done reports it
 		}
 	})
 	if f != nil {

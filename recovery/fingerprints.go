@@ -13,9 +13,8 @@ import (
 
 // fingerprintRewalk bounds how long a workspace's watches alone vouch for
 // its files: a fingerprint older than this is walked again even when no
-// event came, for the changes inotify does not report (writes through a
-// shared memory mapping by a writer that keeps the file open, a change
-// through a hard link the walk did not watch).
+// event came, for the changes inotify does not report (package dirwatch
+// lists them).
 const fingerprintRewalk = time.Hour
 
 // fingerprints gives a Lifecycle its workspaces' fingerprints. With a
@@ -45,30 +44,35 @@ type watchedFiles struct {
 }
 
 // of returns the fingerprint of workspace ws's files in dir (salt keys
-// it), now being the lifecycle clock's time.
-func (f *fingerprints) of(ws, dir string, salt []byte, now time.Time) ([]byte, error) {
+// it), now being the lifecycle clock's time, and whether the files were
+// listed for it (else the watches vouched for the last listing).
+func (f *fingerprints) of(ws, dir string, salt []byte, now time.Time) (fp []byte, listed bool, err error) {
 	if f.watch == nil {
 		f.ran(ws)
-		return fingerprint(salt, dir, nil)
+		fp, err = fingerprint(salt, dir, nil)
+		return fp, true, err
 	}
 	f.logQueueError()
 	e := f.files(ws, dir)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	// No watch sees dir itself replaced by another directory (a parent
-	// renamed, a symlink on its path changed): its lstat does.
+	// No watch sees dir itself change (its own stat, taken by the walk
+	// before any watch was in place) or replaced by another directory (a
+	// parent renamed, a symlink on its path changed): its lstat, compared
+	// with the one taken before the last walk, does.
 	var root unix.Stat_t
 	rootErr := osutil.IgnoringEINTR(func() error { return unix.Lstat(dir, &root) })
 	if e.fp != nil && rootErr == nil && sameStat(&e.root, &root) && now.Sub(e.at) < fingerprintRewalk && !e.tree.Changed() {
-		return e.fp, nil
+		return e.fp, false, nil
 	}
 	e.fp = nil
 	f.ran(ws)
 	if now.Before(e.retry) {
-		return fingerprint(salt, dir, nil)
+		fp, err = fingerprint(salt, dir, nil)
+		return fp, true, err
 	}
 	e.tree.Mark()
-	fp, err := fingerprint(salt, dir, e.tree)
+	fp, err = fingerprint(salt, dir, e.tree)
 	werr := e.tree.Done()
 	switch {
 	case err != nil:
@@ -84,7 +88,7 @@ func (f *fingerprints) of(ws, dir string, salt []byte, now time.Time) ([]byte, e
 	case rootErr == nil:
 		e.fp, e.at, e.root = fp, now, root
 	}
-	return fp, err
+	return fp, true, err
 }
 
 func (f *fingerprints) ran(ws string) {

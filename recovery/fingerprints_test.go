@@ -52,9 +52,13 @@ func TestWatchedFingerprintIsAWalks(t *testing.T) {
 	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	check := func(what string) {
 		t.Helper()
-		got, err := fps.of("ws", dir, salt, now)
+		before := walks.Load()
+		got, listed, err := fps.of("ws", dir, salt, now)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if listed != (walks.Load() > before) {
+			t.Fatalf("after %s: of says listed %v, walks %d -> %d", what, listed, before, walks.Load())
 		}
 		want, err := fingerprint(salt, dir, nil)
 		if err != nil {
@@ -126,7 +130,7 @@ func TestWatchesFollowTheWorkspaces(t *testing.T) {
 	writeFiles(t, dir, map[string]string{"a/b.txt": "b", "c.txt": "c"})
 	now := time.Now()
 	for _, ws := range []string{"w1", "w2"} {
-		if _, err := fps.of(ws, dir, make([]byte, 32), now); err != nil {
+		if _, _, err := fps.of(ws, dir, make([]byte, 32), now); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -156,9 +160,13 @@ func TestWatchedRoundsWalkOnlyAfterAChange(t *testing.T) {
 	watchedFingerprints(t, &walks) // skips where nothing can be watched
 	tick := func(t *testing.T, e *env, want Outcome, wantWalks int32) {
 		t.Helper()
+		prev := walks.Load()
 		rs := e.l.Tick(ctx)
 		if len(rs) != 1 || rs[0].Outcome != want {
 			t.Fatalf("round: %+v, want outcome %s", rs, want)
+		}
+		if want == Unchanged && rs[0].Listed != (walks.Load() > prev) {
+			t.Fatalf("unchanged round's receipt says listed %v; walks %d -> %d", rs[0].Listed, prev, walks.Load())
 		}
 		if got := walks.Load(); wantWalks >= 0 && got != wantWalks {
 			t.Fatalf("%d fingerprint walks so far, want %d", got, wantWalks)

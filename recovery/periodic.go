@@ -128,7 +128,7 @@ func (l *Lifecycle) periodic(ctx context.Context, w Workspace) Receipt {
 	}
 	var same bool
 	if err == nil {
-		same, err = l.sameFingerprint(ctx, w, p)
+		same, r.Listed, err = l.sameFingerprint(ctx, w, p)
 	}
 	switch {
 	case err != nil:

@@ -47,6 +47,10 @@ type Receipt struct {
 	Bytes     uint64    `json:"bytes,omitempty"`
 	NewBytes  uint64    `json:"new_bytes,omitempty"`
 	Problems  int       `json:"problems,omitempty"` // paths a partial snapshot could not read
+	// Listed: a periodic round that captured nothing listed the files
+	// (one lstat per entry) to decide; false when the server's watches
+	// vouched that nothing changed since the last listing.
+	Listed bool `json:"listed,omitempty"`
 	// Prefixes are files that kept growing while they were read, captured
 	// as a verified prefix (the snapshot is complete; see docs/guide.md).
 	Prefixes []string `json:"prefixes,omitempty"`

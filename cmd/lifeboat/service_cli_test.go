@@ -444,8 +444,8 @@ func TestServeJSONAuditLog(t *testing.T) {
 // a local workspace (its interval set to a second through the CLI) find
 // it unchanged until its files change, and every round that starts after
 // a change captures it: a write, a mode, a new file in a new directory, a
-// deletion, a rename. The server watches the files between walks; these
-// rounds are what that watching decides.
+// deletion, a rename. The server watches the files between listings: an
+// unchanged round's receipt says it did not list them.
 func TestServePeriodicRoundsFindEveryChange(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the lifeboat binary")
@@ -484,8 +484,10 @@ func TestServePeriodicRoundsFindEveryChange(t *testing.T) {
 		must(t, err)
 		return f
 	}
+	// Rounds over the unchanged, watched workspace decide without listing
+	// its files (their receipts have no "listed").
 	for range 2 {
-		if last = round(done(last)); last["outcome"] != "unchanged" {
+		if last = round(done(last)); last["outcome"] != "unchanged" || last["listed"] != nil {
 			t.Fatalf("periodic round over the unchanged workspace: %v", last)
 		}
 	}
@@ -516,7 +518,7 @@ func TestServePeriodicRoundsFindEveryChange(t *testing.T) {
 		if last = round(at); last["outcome"] != "captured" {
 			t.Fatalf("the first periodic round after a %s: %v", c.name, last)
 		}
-		if last = round(done(last)); last["outcome"] != "unchanged" {
+		if last = round(done(last)); last["outcome"] != "unchanged" || last["listed"] != nil {
 			t.Fatalf("the periodic round after the capture of a %s: %v", c.name, last)
 		}
 	}

@@ -3,12 +3,13 @@
 // server's periodic round over an unchanged workspace need not stat every
 // file to find it unchanged.
 //
-// A Tree is watched by its walks: Mark starts one, Watch adds each
-// directory before the walk lists it (and each file with more than one
-// link), Done ends it. Changed then reports whether the kernel reported an
-// event in the tree since Mark. A stat the walk took before the watch that
-// covers it was in place (the root's: no watch above it; a linked file's)
-// is taken again after, and a difference is reported with Invalidate.
+// A Tree is watched by its walks: Mark starts one, WatchDir adds each
+// directory before the walk lists it (and WatchFile each file with more
+// than one link), Done ends it. Changed then reports whether the kernel
+// reported an event in the tree since Mark. A linked file's stat, taken
+// before its watch, is taken again after, and a difference is reported
+// with Invalidate; the root's stat is for the caller to compare (no watch
+// above the root reports a change to it).
 //
 // Invariants:
 //   - Changed never misses an event the kernel queued before it was
@@ -16,15 +17,14 @@
 //     the queue holds. An event is queued before the system call that
 //     caused it returns.
 //   - Anything the watcher cannot vouch for reads as changed: a tree not
-//     yet walked, a walk that watched no root, a directory or file that
-//     could not be watched (the per-user watch limit, or half of it taken
-//     by this Watcher: the rest is left to the user's other programs; /proc
-//     not mounted,
-//     a directory the walk could not list: Fail), a directory on a
-//     file system where a change may come from elsewhere (anything but a
-//     local disk file system: NFS, FUSE, 9p and others) or on another file
-//     system than the tree's root, a queue overflow, a failed read of the
-//     queue, a closed Watcher.
+//     yet walked; a walk that watched no root; a directory or file that
+//     could not be watched (the per-user watch limit, or the half of it
+//     a Watcher takes at most, leaving the rest to the user's other
+//     programs; /proc not mounted; a directory the walk could not list:
+//     Fail); a directory on a file system where a change may come from
+//     elsewhere (anything but a local disk file system: NFS, FUSE, 9p and
+//     others) or on another file system than the tree's root; a queue
+//     overflow; a failed read of the queue; a closed Watcher.
 //   - What inotify cannot see, and the caller must bound by walking again
 //     anyway: writes through a shared memory mapping (no event until the
 //     writer closes the file) and Linux native AIO writes (io_submit); a
@@ -73,7 +73,7 @@ type Watcher struct {
 	limit  int                      // the most watches this Watcher places; 0: no cap of its own
 	wds    map[int32]map[*Tree]bool // kernel watch -> the trees holding it
 	trees  map[*Tree]bool           // every open tree
-	buf    [64 * unix.SizeofInotifyEvent * 16]byte
+	buf    [16 << 10]byte           // read buffer of drain
 }
 
 // New starts a Watcher. It fails where inotify is not available (or the
