@@ -72,6 +72,14 @@ func (s *Sealer) Open(dst, sealed, aad []byte) ([]byte, error) {
 	return out, nil
 }
 
+// OpenInPlace is Open that decrypts over sealed itself: the plaintext it
+// returns lies in sealed's memory, after the nonce. sealed no longer holds
+// the sealed bytes afterwards, whether or not it opened.
+func (s *Sealer) OpenInPlace(sealed, aad []byte) ([]byte, error) {
+	n := min(len(sealed), chacha20poly1305.NonceSizeX)
+	return s.Open(sealed[n:n], sealed, aad)
+}
+
 // growTo returns b with length n, reusing its capacity when it can.
 func growTo(b []byte, n int) []byte {
 	if cap(b) >= n {

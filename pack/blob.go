@@ -220,6 +220,19 @@ func worthCompressing(enc *zstd.Encoder, plain []byte) bool {
 // plaintext hashes to its id: the check every reader of stored blobs makes.
 func OpenVerified(k *crypt.TierKeys, e Entry, sealed []byte, dst []byte) ([]byte, error) {
 	plain, err := OpenBlob(k, e, sealed, dst)
+	return verifyID(k, e, plain, err)
+}
+
+// OpenVerifiedInPlace is OpenVerified over a buffer the caller no longer
+// needs: sealed is decrypted where it lies (OpenBlobInPlace).
+func OpenVerifiedInPlace(k *crypt.TierKeys, e Entry, sealed []byte, dst []byte) ([]byte, error) {
+	plain, err := OpenBlobInPlace(k, e, sealed, dst)
+	return verifyID(k, e, plain, err)
+}
+
+// verifyID passes on an opened blob's plaintext, or err, and checks that
+// the plaintext hashes to e's id.
+func verifyID(k *crypt.TierKeys, e Entry, plain []byte, err error) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -238,6 +251,19 @@ const decodeSlack = 64
 // (which it may reuse) and checks that the result has e's plain length.
 // The caller checks the id against the plaintext where it needs to.
 func OpenBlob(k *crypt.TierKeys, e Entry, sealed []byte, dst []byte) ([]byte, error) {
+	return openSealed(k, e, sealed, dst, false)
+}
+
+// OpenBlobInPlace is OpenBlob that decrypts over sealed, which the caller
+// gives up: an uncompressed blob's plaintext is returned in sealed's own
+// memory (dst unused), a compressed one's is decompressed from there into
+// dst. A reader of a whole run of a pack needs no buffer per blob beside
+// the run's and one for plaintext.
+func OpenBlobInPlace(k *crypt.TierKeys, e Entry, sealed []byte, dst []byte) ([]byte, error) {
+	return openSealed(k, e, sealed, dst, true)
+}
+
+func openSealed(k *crypt.TierKeys, e Entry, sealed []byte, dst []byte, inPlace bool) ([]byte, error) {
 	if len(sealed) != int(e.Length) {
 		return nil, fmt.Errorf("blob %s: %w (%d of %d sealed bytes)", e.ID.Short(), crypt.ErrAuth, len(sealed), e.Length)
 	}
@@ -245,21 +271,28 @@ func OpenBlob(k *crypt.TierKeys, e Entry, sealed []byte, dst []byte) ([]byte, er
 		return nil, fmt.Errorf("blob %s: plain length %d above the %d limit", e.ID.Short(), e.PlainLen, MaxBlobSize)
 	}
 	aad := blobAAD(k.Tier, e.Type, e.Flags, e.ID)
-	if e.Flags&FlagZstd == 0 {
-		out, err := k.Open(dst[:0], sealed, aad)
-		if err != nil {
-			return nil, fmt.Errorf("blob %s: %w", e.ID.Short(), err)
+	var payload []byte
+	var err error
+	switch {
+	case inPlace:
+		payload, err = k.OpenInPlace(sealed, aad)
+	case e.Flags&FlagZstd == 0:
+		payload, err = k.Open(dst[:0], sealed, aad)
+	default:
+		payload, err = k.Open(getBuf(len(sealed)), sealed, aad)
+		if err == nil {
+			defer putBuf(payload)
 		}
-		if len(out) != int(e.PlainLen) {
-			return nil, fmt.Errorf("blob %s: %d plain bytes, index says %d", e.ID.Short(), len(out), e.PlainLen)
-		}
-		return out, nil
 	}
-	payload, err := k.Open(getBuf(len(sealed)), sealed, aad)
 	if err != nil {
 		return nil, fmt.Errorf("blob %s: %w", e.ID.Short(), err)
 	}
-	defer putBuf(payload)
+	if e.Flags&FlagZstd == 0 {
+		if len(payload) != int(e.PlainLen) {
+			return nil, fmt.Errorf("blob %s: %d plain bytes, index says %d", e.ID.Short(), len(payload), e.PlainLen)
+		}
+		return payload, nil
+	}
 	dec, err := getDecoder()
 	if err != nil {
 		return nil, err

@@ -12,11 +12,21 @@ import (
 	"lifeboat/internal/seedtest"
 )
 
+// openBlob opens sb with OpenBlob, and a copy of it with OpenVerifiedInPlace,
+// which must give the same plaintext and leave sb's own bytes alone.
 func openBlob(t testing.TB, k *crypt.TierKeys, sb SealedBlob) []byte {
 	t.Helper()
 	got, err := OpenBlob(k, entryOf(sb), sb.Data, nil)
 	if err != nil {
 		t.Fatalf("OpenBlob: %v", err)
+	}
+	scratch := bytes.Clone(sb.Data)
+	inPlace, err := OpenVerifiedInPlace(k, entryOf(sb), scratch, nil)
+	if err != nil || !bytes.Equal(inPlace, got) {
+		t.Fatalf("OpenVerifiedInPlace: %v, or its plaintext differs from OpenBlob's", err)
+	}
+	if _, err := OpenBlob(k, entryOf(sb), sb.Data, nil); err != nil {
+		t.Fatalf("OpenBlob after OpenVerifiedInPlace of a copy: %v", err)
 	}
 	return got
 }
@@ -112,57 +122,74 @@ func TestSealBlobMaxSize(t *testing.T) {
 	}
 }
 
+// Every opener refuses a blob under the wrong key, tier, type, id, flags or
+// lengths, and a truncated or damaged one; OpenBlobInPlace works on a copy.
 func TestOpenBlobRefusesMismatch(t *testing.T) {
 	r := seedtest.Rand(t)
+	openers := []struct {
+		name string
+		open func(k *crypt.TierKeys, e Entry, sealed []byte) ([]byte, error)
+	}{
+		{"OpenBlob", func(k *crypt.TierKeys, e Entry, sealed []byte) ([]byte, error) { return OpenBlob(k, e, sealed, nil) }},
+		{"OpenBlobInPlace", func(k *crypt.TierKeys, e Entry, sealed []byte) ([]byte, error) {
+			return OpenBlobInPlace(k, e, bytes.Clone(sealed), nil)
+		}},
+	}
 	for _, plain := range [][]byte{textBytes(r, 10_000), randBytes(r, 10_000), nil} {
-		sb := sealBlob(t, wsKeys, blob.Data, plain, CompressFastest)
-		e := entryOf(sb)
-		otherWS := crypt.NewTierKeys(blob.Workspace, crypt.NewRandomKey(), wsKeys.IDKey)
-		sensSameKey := crypt.NewTierKeys(blob.Sensitive, wsKeys.Enc, wsKeys.IDKey)
-		authCases := []struct {
-			name string
-			k    *crypt.TierKeys
-			edit func(*Entry)
-		}{
-			{"sensitive tier keys", sensKeys, func(*Entry) {}},
-			{"same key labelled sensitive", sensSameKey, func(*Entry) {}},
-			{"other workspace key", otherWS, func(*Entry) {}},
-			{"type swapped", wsKeys, func(e *Entry) { e.Type = blob.Tree }},
-			{"id swapped", wsKeys, func(e *Entry) { e.ID[0] ^= 1 }},
-			{"flags flipped", wsKeys, func(e *Entry) { e.Flags ^= FlagZstd }},
-			{"unknown flag", wsKeys, func(e *Entry) { e.Flags |= 0x80 }},
+		for _, o := range openers {
+			refusesMismatch(t, o.name, o.open, plain)
 		}
-		for _, c := range authCases {
-			e2 := e
-			c.edit(&e2)
-			if got, err := OpenBlob(c.k, e2, sb.Data, nil); !errors.Is(err, crypt.ErrAuth) || got != nil {
-				t.Errorf("%d bytes, %s: got %d bytes, %v; want ErrAuth", len(plain), c.name, len(got), err)
-			}
+	}
+}
+
+func refusesMismatch(t *testing.T, name string, open func(k *crypt.TierKeys, e Entry, sealed []byte) ([]byte, error), plain []byte) {
+	sb := sealBlob(t, wsKeys, blob.Data, plain, CompressFastest)
+	e := entryOf(sb)
+	otherWS := crypt.NewTierKeys(blob.Workspace, crypt.NewRandomKey(), wsKeys.IDKey)
+	sensSameKey := crypt.NewTierKeys(blob.Sensitive, wsKeys.Enc, wsKeys.IDKey)
+	authCases := []struct {
+		name string
+		k    *crypt.TierKeys
+		edit func(*Entry)
+	}{
+		{"sensitive tier keys", sensKeys, func(*Entry) {}},
+		{"same key labelled sensitive", sensSameKey, func(*Entry) {}},
+		{"other workspace key", otherWS, func(*Entry) {}},
+		{"type swapped", wsKeys, func(e *Entry) { e.Type = blob.Tree }},
+		{"id swapped", wsKeys, func(e *Entry) { e.ID[0] ^= 1 }},
+		{"flags flipped", wsKeys, func(e *Entry) { e.Flags ^= FlagZstd }},
+		{"unknown flag", wsKeys, func(e *Entry) { e.Flags |= 0x80 }},
+	}
+	for _, c := range authCases {
+		e2 := e
+		c.edit(&e2)
+		if got, err := open(c.k, e2, sb.Data); !errors.Is(err, crypt.ErrAuth) || got != nil {
+			t.Errorf("%s, %d bytes, %s: got %d bytes, %v; want ErrAuth", name, len(plain), c.name, len(got), err)
 		}
-		for _, c := range []struct {
-			name string
-			edit func(*Entry)
-		}{
-			{"plain length +1", func(e *Entry) { e.PlainLen++ }},
-			{"plain length -1", func(e *Entry) { e.PlainLen-- }},
-			{"plain length huge", func(e *Entry) { e.PlainLen = 1<<32 - 1 }},
-			{"sealed length -1", func(e *Entry) { e.Length-- }},
-		} {
-			e2 := e
-			c.edit(&e2)
-			if got, err := OpenBlob(wsKeys, e2, sb.Data, nil); err == nil || got != nil {
-				t.Errorf("%d bytes, %s: got %d bytes, %v; want an error", len(plain), c.name, len(got), err)
-			}
+	}
+	for _, c := range []struct {
+		name string
+		edit func(*Entry)
+	}{
+		{"plain length +1", func(e *Entry) { e.PlainLen++ }},
+		{"plain length -1", func(e *Entry) { e.PlainLen-- }},
+		{"plain length huge", func(e *Entry) { e.PlainLen = 1<<32 - 1 }},
+		{"sealed length -1", func(e *Entry) { e.Length-- }},
+	} {
+		e2 := e
+		c.edit(&e2)
+		if got, err := open(wsKeys, e2, sb.Data); err == nil || got != nil {
+			t.Errorf("%s, %d bytes, %s: got %d bytes, %v; want an error", name, len(plain), c.name, len(got), err)
 		}
-		for n := range len(sb.Data) {
-			if _, err := OpenBlob(wsKeys, e, sb.Data[:n], nil); !errors.Is(err, crypt.ErrAuth) {
-				t.Fatalf("truncated to %d: %v", n, err)
-			}
-			d := bytes.Clone(sb.Data)
-			d[n] ^= 4
-			if _, err := OpenBlob(wsKeys, e, d, nil); !errors.Is(err, crypt.ErrAuth) {
-				t.Fatalf("byte %d flipped: %v", n, err)
-			}
+	}
+	for n := range len(sb.Data) {
+		if _, err := open(wsKeys, e, sb.Data[:n]); !errors.Is(err, crypt.ErrAuth) {
+			t.Fatalf("%s, truncated to %d: %v", name, n, err)
+		}
+		d := bytes.Clone(sb.Data)
+		d[n] ^= 4
+		if _, err := open(wsKeys, e, d); !errors.Is(err, crypt.ErrAuth) {
+			t.Fatalf("%s, byte %d flipped: %v", name, n, err)
 		}
 	}
 }

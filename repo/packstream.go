@@ -52,10 +52,11 @@ func (e *StreamError) Unwrap() error { return e.Err }
 
 // StreamPack reads the blobs es of pack id, which holds blobs of tier t,
 // and calls fn with each in the order of es (by offset): its index in es,
-// its sealed bytes as stored, and its plaintext, decrypted, decompressed
-// and checked against its id (nil with o.Copy). fn is called from the
-// caller's goroutine and must not keep either slice. Memory stays at one
-// request's bytes and a plaintext buffer per goroutine, all recycled.
+// then with o.Copy its sealed bytes as stored (and nil), else nil and its
+// plaintext, decrypted, decompressed and checked against its id. fn is
+// called from the caller's goroutine and must not keep either slice.
+// Memory stays at one request's bytes and a plaintext buffer per
+// goroutine, all recycled.
 //
 // A request that fails, or a blob that does not verify, ends the call
 // with a *StreamError; fn has then been called for every blob before it
@@ -129,14 +130,18 @@ func (r *Repository) streamRequest(ctx context.Context, k *crypt.TierKeys, h bac
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		// The request's buffer is this call's own: each blob is decrypted
+		// where it lies, and an uncompressed one's plaintext is handed
+		// over from there, with no copy and no buffer of its own.
 		e := &es[j]
-		s := sealedIn(data, start, e)
-		plain, err := pack.OpenVerified(k, *e, s, *bp)
+		plain, err := pack.OpenVerifiedInPlace(k, *e, sealedIn(data, start, e), *bp)
 		if err != nil {
 			return &StreamError{Index: j, Count: 1, Verify: true, Err: notVerified(h, e, err)}
 		}
-		*bp = plain[:0]
-		if err := fn(j, s, plain); err != nil {
+		if e.Flags&pack.FlagZstd != 0 {
+			*bp = plain[:0] // decompressed into *bp, or a larger buffer that replaces it
+		}
+		if err := fn(j, nil, plain); err != nil {
 			return err
 		}
 	}
