@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -66,63 +67,83 @@ const maxBody = 512
 // (see notPlatform); every other non-2xx status is an *Error via c.Table.
 func (c *Client) Do(ctx context.Context, op string, id providers.InstanceID, method, path string, body, out any, pass ...int) (int, error) {
 	var rd io.Reader
+	hdr := http.Header{"Accept": {"application/json"}}
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return 0, c.fail(op, id, providers.KindInvalid, "", err)
 		}
 		rd = bytes.NewReader(b)
+		hdr.Set("Content-Type", "application/json")
 	}
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(c.BaseURL, "/")+path, rd)
+	req, err := c.newRequest(ctx, method, strings.TrimSuffix(c.BaseURL, "/")+path, hdr, rd)
 	if err != nil {
 		return 0, c.fail(op, id, providers.KindInvalid, "", err)
+	}
+	what := method + " " + path
+	resp, status, err := c.send(ctx, op, id, what, req, pass)
+	if err != nil {
+		return status, err
+	}
+	defer resp.Body.Close()
+	if slices.Contains(pass, status) {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+		return status, nil
+	}
+	if out != nil {
+		if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(out); err != nil {
+			return status, c.fail(op, id, providers.KindUnavailable, "decode", fmt.Errorf("%s: undecodable answer: %w", what, err))
+		}
+	}
+	return status, nil
+}
+
+// newRequest is a request to url with the Client's headers, then hdr, and
+// a non-browser User-Agent (E2B's edge answers browsers with HTML).
+func (c *Client) newRequest(ctx context.Context, method, url string, hdr http.Header, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, body)
+	if err != nil {
+		return nil, err
 	}
 	for k, v := range c.Header {
 		req.Header[k] = v
 	}
-	// A non-browser agent: E2B's edge answers browsers with HTML.
-	req.Header.Set("User-Agent", "lifeboat")
-	req.Header.Set("Accept", "application/json")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	for k, v := range hdr {
+		req.Header[k] = v
 	}
+	req.Header.Set("User-Agent", "lifeboat")
+	return req, nil
+}
+
+// send sends req, named what in errors, and returns the response, whose
+// body the caller closes, for a 2xx status or one in pass (a 404 or 410
+// only with the platform's JSON body). Every other status is an error
+// through c.Table, and a transport failure or a timeout is
+// KindUnavailable. status is the answer's status, 0 when none came.
+func (c *Client) send(ctx context.Context, op string, id providers.InstanceID, what string, req *http.Request, pass []int) (resp *http.Response, status int, err error) {
 	hc := c.HTTP
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	resp, err := hc.Do(req)
+	resp, err = hc.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			err = fmt.Errorf("%s %s: %w", method, path, ctx.Err())
-			return 0, c.fail(op, id, providers.KindUnavailable, "context", err)
+			return nil, 0, c.fail(op, id, providers.KindUnavailable, "context", fmt.Errorf("%s: %w", what, ctx.Err()))
 		}
-		return 0, c.fail(op, id, providers.KindUnavailable, "transport", fmt.Errorf("%s %s: %w", method, path, err))
+		return nil, 0, c.fail(op, id, providers.KindUnavailable, "transport", fmt.Errorf("%s: %w", what, err))
+	}
+	if slices.Contains(pass, resp.StatusCode) {
+		if err := c.notPlatform(op, id, what, resp); err != nil {
+			resp.Body.Close()
+			return nil, resp.StatusCode, err
+		}
+		return resp, resp.StatusCode, nil
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
+		return resp, resp.StatusCode, nil
 	}
 	defer resp.Body.Close()
-	for _, s := range pass {
-		if resp.StatusCode == s {
-			if err := c.notPlatform(op, id, method+" "+path, resp); err != nil {
-				return s, err
-			}
-			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-			return s, nil
-		}
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-		e := &providers.Error{Provider: c.Provider, Op: op, Instance: id, Kind: c.Table.Kind(resp.StatusCode), Code: strconv.Itoa(resp.StatusCode),
-			Err: fmt.Errorf("%s %s: %s", method, path, strings.TrimSpace(string(msg)))}
-		if e.Kind == providers.KindRateLimited {
-			e.RetryAfter = ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
-		}
-		return resp.StatusCode, e
-	}
-	if out != nil {
-		if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(out); err != nil {
-			return resp.StatusCode, c.fail(op, id, providers.KindUnavailable, "decode", fmt.Errorf("%s %s: undecodable answer: %w", method, path, err))
-		}
-	}
-	return resp.StatusCode, nil
+	return nil, resp.StatusCode, c.StatusError(op, id, what, resp, time.Now())
 }
 
 func (c *Client) fail(op string, id providers.InstanceID, k providers.Kind, code string, err error) error {

@@ -39,42 +39,12 @@ func (c *Client) Send(ctx context.Context, r Request) (*http.Response, error) {
 	if what == "" {
 		what = r.Method + " " + r.URL
 	}
-	req, err := http.NewRequestWithContext(ctx, r.Method, r.URL, r.Body)
+	req, err := c.newRequest(ctx, r.Method, r.URL, r.Header, r.Body)
 	if err != nil {
 		return nil, c.fail(r.Op, r.Instance, providers.KindInvalid, "", fmt.Errorf("%s: %w", what, err))
 	}
-	for k, v := range c.Header {
-		req.Header[k] = v
-	}
-	for k, v := range r.Header {
-		req.Header[k] = v
-	}
-	req.Header.Set("User-Agent", "lifeboat") // E2B's edge answers browsers with HTML
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, c.fail(r.Op, r.Instance, providers.KindUnavailable, "context", fmt.Errorf("%s: %w", what, ctx.Err()))
-		}
-		return nil, c.fail(r.Op, r.Instance, providers.KindUnavailable, "transport", fmt.Errorf("%s: %w", what, err))
-	}
-	for _, s := range r.Pass {
-		if resp.StatusCode == s {
-			if err := c.notPlatform(r.Op, r.Instance, what, resp); err != nil {
-				resp.Body.Close()
-				return nil, err
-			}
-			return resp, nil
-		}
-	}
-	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
-		return resp, nil
-	}
-	defer resp.Body.Close()
-	return nil, c.StatusError(r.Op, r.Instance, what, resp, time.Now())
+	resp, _, err := c.send(ctx, r.Op, r.Instance, what, req, r.Pass)
+	return resp, err
 }
 
 // StatusError is the *providers.Error for a non-2xx answer: its kind from
