@@ -411,8 +411,8 @@ func TestFirefoxPrepareValidate(t *testing.T) {
 	must(t, os.Symlink("127.0.0.1:+"+strconv.Itoa(deadPID(t)), filepath.Join(prof, "lock")))
 	// cookies.sqlite with a row only in its WAL, copied while the writer is open.
 	tmp := filepath.Join(t.TempDir(), "cookies.sqlite")
-	must(t, writeDB(ctx, tmp, true, []string{"CREATE TABLE moz_cookies(name TEXT, value TEXT)", "INSERT INTO moz_cookies VALUES('a', 'in-db')"}))
-	db, c, err := openDB(ctx, tmp, false)
+	must(t, fixture.WriteDB(ctx, tmp, true, []string{"CREATE TABLE moz_cookies(name TEXT, value TEXT)", "INSERT INTO moz_cookies VALUES('a', 'in-db')"}))
+	db, c, err := fixture.OpenDB(ctx, tmp, false)
 	must(t, err)
 	_, err = c.ExecContext(ctx, "PRAGMA wal_autocheckpoint=0")
 	must(t, err)
@@ -441,7 +441,7 @@ func TestFirefoxPrepareValidate(t *testing.T) {
 	if probs, err := Validate(ctx, staging, []Profile{p}); err != nil || len(probs) != 0 {
 		t.Fatalf("Validate: %v %v", probs, err)
 	}
-	db, c, err = openDB(ctx, filepath.Join(dst, "abc.default-release", "cookies.sqlite"), true)
+	db, c, err = fixture.OpenDB(ctx, filepath.Join(dst, "abc.default-release", "cookies.sqlite"), true)
 	must(t, err)
 	defer db.Close()
 	defer c.Close()
