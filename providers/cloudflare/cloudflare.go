@@ -21,9 +21,6 @@ const Name = "cloudflare"
 // default working directory).
 const DefaultWorkspace = "/workspace"
 
-// maxOutput bounds each of a command's stdout and stderr.
-const maxOutput = 1 << 20
-
 // statusTable maps the bridge's answers; 404 is Missing for Inspect only;
 // 409 CONTAINER_DISK_LOST is the data plane of a lost sandbox; 503
 // CONTAINER_UNAVAILABLE (the work did not run) is an outage.
@@ -235,8 +232,8 @@ func (b box) Run(ctx context.Context, id providers.InstanceID, dir string, argv 
 	if _, err := b.p.d.Do(ctx, "exec", id, http.MethodPost, sandboxPath(id)+"/exec", map[string]any{"argv": argv, "cwd": dir}, &out); err != nil {
 		return providers.ExecResult{}, err
 	}
-	o, e := providers.BoundedBuffer{Max: maxOutput}, providers.BoundedBuffer{Max: maxOutput}
-	o.Write([]byte(out.Stdout))
-	e.Write([]byte(out.Stderr))
-	return providers.ExecResult{ExitCode: out.ExitCode, Stdout: o.Bytes(), Stderr: e.Bytes()}, nil
+	o := providers.NewExecOutput()
+	o.Stdout.Write([]byte(out.Stdout))
+	o.Stderr.Write([]byte(out.Stderr))
+	return o.Result(out.ExitCode), nil
 }

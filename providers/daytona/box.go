@@ -14,9 +14,6 @@ import (
 	"lifeboat/providers/httpapi"
 )
 
-// maxOutput bounds each of a command's stdout and stderr.
-const maxOutput = 1 << 20
-
 // execTimeout is the timeout, in seconds, asked of the toolbox for one
 // command: archiving or unpacking a large workspace takes a while.
 const execTimeout = 1800
@@ -75,14 +72,14 @@ func (b box) Run(ctx context.Context, id providers.InstanceID, dir string, argv 
 		return providers.ExecResult{}, err
 	}
 	res := providers.ExecResult{ExitCode: out.ExitCode}
-	stdout := providers.BoundedBuffer{Max: maxOutput}
+	stdout := providers.BoundedBuffer{Max: providers.MaxExecOutput}
 	stdout.Write([]byte(out.Result))
 	res.Stdout = stdout.Bytes()
 	if out.ExitCode == 125 {
 		res.Stderr = []byte(out.Result)
 		return res, nil
 	}
-	stderr := providers.BoundedBuffer{Max: maxOutput}
+	stderr := providers.BoundedBuffer{Max: providers.MaxExecOutput}
 	abs := path.Join(l.Parent(), l.Area(), "tmp", errName)
 	if err := b.Download(ctx, id, abs, &stderr); err != nil {
 		return providers.ExecResult{}, err

@@ -10,14 +10,10 @@ import (
 	"lifeboat/providers"
 )
 
-// MaxOutput bounds ExecResult.Stdout and Stderr: the first MaxOutput bytes
-// of each are kept.
-const MaxOutput = 1 << 20
-
 // Exec implements providers.Provider: the command runs through the exec
 // API in the workspace directory, as the container's user, without a TTY;
-// stdout and stderr come back demultiplexed (the first MaxOutput bytes of
-// each), the exit code from exec inspect. A container that is not running
+// stdout and stderr come back demultiplexed (the first
+// providers.MaxExecOutput bytes of each), the exit code from exec inspect. A container that is not running
 // (stopped, paused) is KindConflict.
 func (p *Provider) Exec(ctx context.Context, id providers.InstanceID, argv []string, stdin io.Reader) (providers.ExecResult, error) {
 	const op = "exec"
@@ -60,8 +56,8 @@ func (p *Provider) exec(ctx context.Context, id providers.InstanceID, argv []str
 			_ = att.CloseWrite()
 		}()
 	}
-	out, errb := providers.BoundedBuffer{Max: MaxOutput}, providers.BoundedBuffer{Max: MaxOutput}
-	_, err = stdcopy.StdCopy(&out, &errb, att.Reader)
+	out := providers.NewExecOutput()
+	_, err = stdcopy.StdCopy(&out.Stdout, &out.Stderr, att.Reader)
 	att.Close()
 	if err != nil {
 		return providers.ExecResult{}, ctxErr(ctx, err)
@@ -70,5 +66,5 @@ func (p *Provider) exec(ctx context.Context, id providers.InstanceID, argv []str
 	if err != nil {
 		return providers.ExecResult{}, ctxErr(ctx, err)
 	}
-	return providers.ExecResult{ExitCode: ins.ExitCode, Stdout: out.Bytes(), Stderr: errb.Bytes()}, nil
+	return out.Result(ins.ExitCode), nil
 }

@@ -10,10 +10,6 @@ import (
 	"lifeboat/providers"
 )
 
-// MaxOutput bounds ExecResult.Stdout and Stderr: the first MaxOutput bytes
-// of each are kept, the rest is read and dropped.
-const MaxOutput = 1 << 20
-
 // Exec implements providers.Provider: argv runs directly (no shell) with
 // the instance directory as its working directory and this process's
 // environment. A non-zero exit is a result, not an error; a command that
@@ -42,8 +38,8 @@ func (p *Provider) Exec(ctx context.Context, id providers.InstanceID, argv []str
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = filepath.Join(p.root, string(id))
 	cmd.Stdin = stdin
-	out, errb := providers.BoundedBuffer{Max: MaxOutput}, providers.BoundedBuffer{Max: MaxOutput}
-	cmd.Stdout, cmd.Stderr = &out, &errb
+	out := providers.NewExecOutput()
+	cmd.Stdout, cmd.Stderr = &out.Stdout, &out.Stderr
 	if err := cmd.Start(); err != nil {
 		if ctx.Err() != nil {
 			return providers.ExecResult{}, wrap(op, id, ctx.Err())
@@ -51,7 +47,7 @@ func (p *Provider) Exec(ctx context.Context, id providers.InstanceID, argv []str
 		return providers.ExecResult{}, invalid(op, id, "command %q cannot be started: %v", argv[0], err)
 	}
 	err = cmd.Wait()
-	res := providers.ExecResult{ExitCode: cmd.ProcessState.ExitCode(), Stdout: out.Bytes(), Stderr: errb.Bytes()}
+	res := out.Result(cmd.ProcessState.ExitCode())
 	if ctx.Err() != nil {
 		return res, wrap(op, id, ctx.Err())
 	}

@@ -544,7 +544,7 @@ func TestExecCancelAndErrors(t *testing.T) {
 	_, err = p.Exec(context.Background(), id, []string{"/no/such/binary"}, nil)
 	providertest.WantKind(t, "Exec of a missing binary", err, providers.KindInvalid)
 	res, err := p.Exec(context.Background(), id, []string{"sh", "-c", "head -c 2000000 /dev/zero"}, nil)
-	if err != nil || len(res.Stdout) != MaxOutput {
+	if err != nil || len(res.Stdout) != providers.MaxExecOutput {
 		t.Fatalf("bounded output: %d bytes, %v", len(res.Stdout), err)
 	}
 }

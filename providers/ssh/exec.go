@@ -11,10 +11,6 @@ import (
 	"lifeboat/providers"
 )
 
-// MaxOutput bounds ExecResult.Stdout and Stderr: the first MaxOutput bytes
-// of each are kept.
-const MaxOutput = 1 << 20
-
 // Exec implements providers.Provider: argv runs through the remote user's
 // shell as `cd <instance dir> && exec <argv>`, every word single-quoted, so
 // no argument is reinterpreted. A non-zero exit is a result; a session that
@@ -42,24 +38,21 @@ func (p *Provider) Exec(ctx context.Context, id providers.InstanceID, argv []str
 		return providers.ExecResult{}, wrap(op, id, ctxErr(ctx, err))
 	}
 	defer s.Close()
-	out, errb := providers.BoundedBuffer{Max: MaxOutput}, providers.BoundedBuffer{Max: MaxOutput}
-	s.Stdin, s.Stdout, s.Stderr = stdin, &out, &errb
+	out := providers.NewExecOutput()
+	s.Stdin, s.Stdout, s.Stderr = stdin, &out.Stdout, &out.Stderr
 	words := make([]string, len(argv))
 	for i, a := range argv {
 		words[i] = shQuote(a)
 	}
 	err = s.Run("cd " + shQuote(p.instDir(id)) + " && exec " + strings.Join(words, " "))
-	res := providers.ExecResult{Stdout: out.Bytes(), Stderr: errb.Bytes()}
 	var ee *ssh.ExitError
 	if errors.As(err, &ee) && ee.Signal() == "" {
-		res.ExitCode = ee.ExitStatus()
-		return res, nil
+		return out.Result(ee.ExitStatus()), nil
 	}
 	if err != nil {
-		res.ExitCode = -1
-		return res, wrap(op, id, ctxErr(ctx, err))
+		return out.Result(-1), wrap(op, id, ctxErr(ctx, err))
 	}
-	return res, nil
+	return out.Result(0), nil
 }
 
 // shQuote quotes s for a POSIX shell.

@@ -17,12 +17,9 @@ import (
 	"lifeboat/providers/boxfiles"
 )
 
-// maxOutput bounds each of a command's stdout and stderr.
-const maxOutput = 1 << 20
-
 // maxLogs bounds how much of a command's log stream is read: both outputs
 // at their bound, with room for JSON escaping and framing.
-const maxLogs = 16 * maxOutput
+const maxLogs = 16 * providers.MaxExecOutput
 
 // box is the Vercel data plane for boxfiles.
 type box struct{ p *Provider }
@@ -114,7 +111,7 @@ func (b box) Run(ctx context.Context, id providers.InstanceID, dir string, argv 
 		return providers.ExecResult{}, err
 	}
 	defer lr.Body.Close()
-	out, errOut := providers.BoundedBuffer{Max: maxOutput}, providers.BoundedBuffer{Max: maxOutput}
+	out := providers.NewExecOutput()
 	// The stream is read up to maxLogs: what lies beyond would be cut from
 	// the bounded output anyway.
 	lim := &io.LimitedReader{R: lr.Body, N: maxLogs}
@@ -138,16 +135,16 @@ func (b box) Run(ctx context.Context, id providers.InstanceID, dir string, argv 
 				return providers.ExecResult{}, boxfiles.Failed(ctx, &b.p.d, op, id, "reading the command's logs", err)
 			}
 			if l.Stream == "stdout" {
-				out.Write([]byte(s))
+				out.Stdout.Write([]byte(s))
 			} else {
-				errOut.Write([]byte(s))
+				out.Stderr.Write([]byte(s))
 			}
 		case "error":
 			return providers.ExecResult{}, &providers.Error{Provider: Name, Op: op, Instance: id, Kind: providers.KindConflict,
 				Err: fmt.Errorf("the command's log stream failed: %s", l.Data)}
 		}
 	}
-	res.Stdout, res.Stderr = out.Bytes(), errOut.Bytes()
+	res.Stdout, res.Stderr = out.Stdout.Bytes(), out.Stderr.Bytes()
 	return res, nil
 }
 

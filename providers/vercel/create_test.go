@@ -23,8 +23,8 @@ func TestCreateRetriedMakesWorkspace(t *testing.T) {
 
 // TestExecBoundsLogStream: a command log stream that never ends (or one
 // far larger than the output Lifeboat keeps) is read only up to a bound:
-// Exec returns the command's exit code with its stdout cut at maxOutput,
-// instead of reading on forever.
+// Exec returns the command's exit code with its stdout cut at
+// providers.MaxExecOutput, instead of reading on forever.
 func TestExecBoundsLogStream(t *testing.T) {
 	s, base, cache := start(t)
 	p := newProvider(t, base, cache, "tok")
@@ -50,7 +50,7 @@ func TestExecBoundsLogStream(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Exec with an endless log stream: %v", err)
 	}
-	if res.ExitCode != 0 || len(res.Stdout) != maxOutput {
-		t.Fatalf("Exec = exit %d, %d bytes of stdout; want 0 and %d", res.ExitCode, len(res.Stdout), maxOutput)
+	if res.ExitCode != 0 || len(res.Stdout) != providers.MaxExecOutput {
+		t.Fatalf("Exec = exit %d, %d bytes of stdout; want 0 and %d", res.ExitCode, len(res.Stdout), providers.MaxExecOutput)
 	}
 }
