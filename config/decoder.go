@@ -55,6 +55,21 @@ func (d *decoder) present(path []string) bool {
 	return false
 }
 
+// eachTable calls fn, in name order, for each named table under top whose
+// name is valid, with the table's path. A table with another name is
+// refused as a bad what ("workspace id") and its keys are marked used.
+func (d *decoder) eachTable(top, what string, fn func(name string, path []string)) {
+	for _, name := range d.names(top) {
+		path := []string{top, name}
+		if !validName(name) {
+			d.fail(d.tableSource(path), path, "bad %s %q: want %s", what, name, nameRule)
+			d.markUsed(path)
+			continue
+		}
+		fn(name, path)
+	}
+}
+
 // names lists the named tables under top (providers, workspaces) that any
 // layer defines, sorted.
 func (d *decoder) names(top string) []string {

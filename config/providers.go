@@ -65,13 +65,7 @@ func tableHeader(top, name string) string {
 }
 
 func (d *decoder) providers(c *Config) {
-	for _, name := range d.names("providers") {
-		tpath := []string{"providers", name}
-		if !validName(name) {
-			d.fail(d.tableSource(tpath), tpath, "bad provider instance name %q: want %s", name, nameRule)
-			d.markUsed(tpath)
-			continue
-		}
+	d.eachTable("providers", "provider instance name", func(name string, tpath []string) {
 		r := d.reader(tpath, []spec{typeKey}, tableHeader("providers", name))
 		typ := r.str("type")
 		var keys []spec
@@ -96,15 +90,15 @@ func (d *decoder) providers(c *Config) {
 			c.Providers = append(c.Providers, d.managedAgents(c, r, name))
 		case "":
 			d.markUsed(tpath)
-			continue
+			return
 		default:
 			d.fail(r.src("type"), join(tpath, "type"), "unknown provider type %q; known types: %s", typ, strings.Join(providerTypes, ", "))
 			d.markUsed(tpath)
-			continue
+			return
 		}
 		keys = r.keys
 		d.unknownUnder(tpath, func(k string) string { return unknownKeyMsg(k, tpath, fmt.Sprintf("a %s provider", typ), keys) })
-	}
+	})
 }
 
 func (d *decoder) ssh(c *Config, r *reader, name string) SSHProvider {

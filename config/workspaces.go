@@ -1,13 +1,7 @@
 package config
 
 func (d *decoder) workspaces(c *Config) {
-	for _, id := range d.names("workspaces") {
-		path := []string{"workspaces", id}
-		if !validName(id) {
-			d.fail(d.tableSource(path), path, "bad workspace id %q: want %s", id, nameRule)
-			d.markUsed(path)
-			continue
-		}
+	d.eachTable("workspaces", "workspace id", func(id string, path []string) {
 		r := d.reader(path, workspaceKeys, tableHeader("workspaces", id))
 		o := WorkspaceOverride{ID: id, ParkInterval: r.dur("park_interval"), PeriodicInterval: r.dur("periodic_interval")}
 		// Show lists only the keys the workspace overrides.
@@ -22,5 +16,5 @@ func (d *decoder) workspaces(c *Config) {
 			return unknownKeyMsg(k, path, "a workspace override", workspaceKeys) + " (a workspace overrides only these keys of [lifecycle])"
 		})
 		c.Workspaces = append(c.Workspaces, o)
-	}
+	})
 }
