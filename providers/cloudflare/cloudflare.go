@@ -24,14 +24,7 @@ const DefaultWorkspace = "/workspace"
 // statusTable maps the bridge's answers; 404 is Missing for Inspect only;
 // 409 CONTAINER_DISK_LOST is the data plane of a lost sandbox; 503
 // CONTAINER_UNAVAILABLE (the work did not run) is an outage.
-var statusTable = httpapi.StatusTable{
-	400: providers.KindInvalid,
-	401: providers.KindUnauthorized,
-	403: providers.KindUnauthorized,
-	404: providers.KindConflict,
-	409: providers.KindConflict,
-	429: providers.KindRateLimited,
-}
+var statusTable = httpapi.Statuses(nil)
 
 // Config says how to reach the bridge.
 type Config struct {

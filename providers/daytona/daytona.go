@@ -32,30 +32,19 @@ const (
 
 // controlTable maps the sandbox routes' answers; 404 and 410 are Missing
 // for Inspect only.
-var controlTable = httpapi.StatusTable{
-	400: providers.KindInvalid,
-	401: providers.KindUnauthorized,
-	403: providers.KindUnauthorized,
-	404: providers.KindConflict,
+var controlTable = httpapi.Statuses(httpapi.StatusTable{
 	408: providers.KindUnavailable,
-	409: providers.KindConflict,
 	410: providers.KindConflict,
 	422: providers.KindInvalid,
-	429: providers.KindRateLimited,
-}
+})
 
 // toolboxTable maps the toolbox's answers: its 400 is "Is the Sandbox
 // started?", a state conflict.
-var toolboxTable = httpapi.StatusTable{
+var toolboxTable = httpapi.Statuses(httpapi.StatusTable{
 	400: providers.KindConflict,
-	401: providers.KindUnauthorized,
-	403: providers.KindUnauthorized,
-	404: providers.KindConflict,
 	408: providers.KindUnavailable,
-	409: providers.KindConflict,
 	410: providers.KindConflict,
-	429: providers.KindRateLimited,
-}
+})
 
 // Config says how to reach Daytona.
 type Config struct {

@@ -48,20 +48,15 @@ const keyLabel = "lifeboat-idempotency-key"
 // statusTable is the adapter's one mapping of E2B API statuses (sources in
 // docs/providers.md). 404 is read as Missing by Inspect only and as
 // "already gone" by Destroy; elsewhere it is a conflict.
-var statusTable = httpapi.StatusTable{
-	400: providers.KindInvalid,
-	401: providers.KindUnauthorized,
-	403: providers.KindUnauthorized,
-	404: providers.KindConflict,
+var statusTable = httpapi.Statuses(httpapi.StatusTable{
 	409: providers.KindConflict, // paused, or already running on resume
 	410: providers.KindConflict,
-	429: providers.KindRateLimited,
 	500: providers.KindUnavailable,
 	502: providers.KindUnavailable, // the edge's "sandbox was not found" is not proof
 	503: providers.KindUnavailable,
 	504: providers.KindUnavailable,
 	507: providers.KindUnavailable, // not enough space
-}
+})
 
 // Config says how to reach E2B.
 type Config struct {

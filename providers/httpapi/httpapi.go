@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -34,6 +35,26 @@ func (t StatusTable) Kind(status int) providers.Kind {
 		return providers.KindUnavailable
 	}
 	return providers.KindInvalid
+}
+
+// common is what the same status means on every platform, after the
+// kinds' contract (providers.Kind).
+var common = StatusTable{
+	400: providers.KindInvalid,
+	401: providers.KindUnauthorized,
+	403: providers.KindUnauthorized,
+	404: providers.KindConflict, // Missing or "already gone" only where a caller passes it
+	409: providers.KindConflict,
+	429: providers.KindRateLimited,
+}
+
+// Statuses is an adapter's table: 400 invalid, 401 and 403 unauthorized,
+// 404 and 409 a conflict, 429 rate limited, with the statuses of more
+// added or replaced.
+func Statuses(more StatusTable) StatusTable {
+	t := maps.Clone(common)
+	maps.Copy(t, more)
+	return t
 }
 
 // Client calls one platform API.

@@ -94,3 +94,30 @@ func TestNotFoundNeedsPlatformAnswer(t *testing.T) {
 		}
 	}
 }
+
+// TestStatuses: an adapter's table keeps the statuses every platform
+// shares, takes its own over them, and leaves the next adapter's alone.
+func TestStatuses(t *testing.T) {
+	toolbox := Statuses(StatusTable{400: providers.KindConflict, 410: providers.KindConflict})
+	plain := Statuses(nil)
+	for _, c := range []struct {
+		t      StatusTable
+		status int
+		want   providers.Kind
+	}{
+		{toolbox, 400, providers.KindConflict},
+		{toolbox, 410, providers.KindConflict},
+		{toolbox, 401, providers.KindUnauthorized},
+		{toolbox, 429, providers.KindRateLimited},
+		{plain, 400, providers.KindInvalid},
+		{plain, 403, providers.KindUnauthorized},
+		{plain, 404, providers.KindConflict},
+		{plain, 409, providers.KindConflict},
+		{plain, 410, providers.KindInvalid},
+		{plain, 502, providers.KindUnavailable},
+	} {
+		if got := c.t.Kind(c.status); got != c.want {
+			t.Errorf("Kind(%d) = %s, want %s", c.status, got, c.want)
+		}
+	}
+}

@@ -26,20 +26,15 @@ const DefaultBaseURL = "https://api.digitalocean.com"
 // statusTable is the adapter's one mapping of the API's statuses. 404 is
 // Missing only from Inspect's GET of the session, "already gone" for
 // DeleteCheckpoint, and a conflict elsewhere.
-var statusTable = httpapi.StatusTable{
-	400: providers.KindInvalid,
-	401: providers.KindUnauthorized,
-	403: providers.KindUnauthorized,
-	404: providers.KindConflict,
+var statusTable = httpapi.Statuses(httpapi.StatusTable{
 	409: providers.KindConflict, // a turn in flight; a state that does not allow it
 	422: providers.KindInvalid,
-	429: providers.KindRateLimited,
 	500: providers.KindUnavailable,
 	501: providers.KindUnsupported, // pause/resume on a substrate without it
 	502: providers.KindUnavailable,
 	503: providers.KindUnavailable,
 	504: providers.KindUnavailable,
-}
+})
 
 // Config says how to reach the API.
 type Config struct {

@@ -30,16 +30,10 @@ const DefaultWorkspace = "/vercel/sandbox/workspace"
 // statusTable maps Vercel's answers (sources in docs/providers.md). 404
 // is Missing for Inspect only; 410 (sandbox_stopped) comes from the data
 // plane of a stopped sandbox and is a conflict there.
-var statusTable = httpapi.StatusTable{
-	400: providers.KindInvalid,
-	401: providers.KindUnauthorized,
-	403: providers.KindUnauthorized,
-	404: providers.KindConflict,
-	409: providers.KindConflict,
+var statusTable = httpapi.Statuses(httpapi.StatusTable{
 	410: providers.KindConflict,
 	422: providers.KindInvalid,
-	429: providers.KindRateLimited,
-}
+})
 
 // Config says how to reach Vercel.
 type Config struct {
