@@ -20,17 +20,11 @@ import (
 // errors page: CONTAINER_UNAVAILABLE with retryAfterMs).
 
 func start(t *testing.T) (*platformtest.Sandboxes, string, string) {
-	s := platformtest.New(t, "bridge-token")
-	srv := platformtest.Serve(t, s.Cloudflare())
-	return s, srv.URL, t.TempDir()
+	return platformtest.Start(t, "bridge-token", (*platformtest.Sandboxes).Cloudflare)
 }
 
 func newProvider(t *testing.T, base, cache, token string) *Provider {
-	p, err := New(Config{Token: token, BaseURL: base, CacheDir: cache})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return providertest.MustNew(t, New, Config{Token: token, BaseURL: base, CacheDir: cache})
 }
 
 func TestConformance(t *testing.T) {
@@ -52,9 +46,7 @@ func TestStatusMapping(t *testing.T) {
 		platformtest.StatusCase{Status: 503, Body: `{"error":{"code":"CONTAINER_UNAVAILABLE","message":"container_starting","retryAfterMs":2000}}`,
 			RetryAfter: "2", Want: providers.KindUnavailable})
 	platformtest.CheckStatuses(t, s, p, id, cases, map[string]func() error{
-		"ReadFiles":  func() error { _, err := p.ReadFiles(ctx, id); return err },
 		"Checkpoint": func() error { _, err := p.Checkpoint(ctx, id); return err },
-		"Create":     func() error { _, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "other"}); return err },
 	}, newProvider(t, base, cache, "wrong-secret"))
 }
 
@@ -188,10 +180,6 @@ func TestLive(t *testing.T) {
 	env := platformtest.LiveEnv(t, "LIFEBOAT_LIVE_CLOUDFLARE_BRIDGE_URL", "LIFEBOAT_LIVE_CLOUDFLARE_BRIDGE_TOKEN")
 	cache := t.TempDir()
 	providertest.Run(t, platformtest.LiveHarness(func(t *testing.T) providers.Provider {
-		p, err := New(Config{Token: env["LIFEBOAT_LIVE_CLOUDFLARE_BRIDGE_TOKEN"], BaseURL: env["LIFEBOAT_LIVE_CLOUDFLARE_BRIDGE_URL"], CacheDir: cache})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
+		return providertest.MustNew(t, New, Config{Token: env["LIFEBOAT_LIVE_CLOUDFLARE_BRIDGE_TOKEN"], BaseURL: env["LIFEBOAT_LIVE_CLOUDFLARE_BRIDGE_URL"], CacheDir: cache})
 	}, "ws-lifeboatabsent"))
 }

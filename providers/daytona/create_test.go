@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"lifeboat/providers/platformtest"
+	"lifeboat/providers/providertest"
 )
 
 // TestCreateMakesDeepWorkspace: a workspace whose parent directories the
@@ -14,10 +15,7 @@ import (
 // back.
 func TestCreateMakesDeepWorkspace(t *testing.T) {
 	s, base, cache := start(t)
-	p, err := New(Config{APIKey: "dtn_key", BaseURL: base, CacheDir: cache, Workspace: "/srv/agents/one/workspace"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := providertest.MustNew(t, New, Config{APIKey: "dtn_key", BaseURL: base, CacheDir: cache, Workspace: "/srv/agents/one/workspace"})
 	id, src := platformtest.NewWithTree(t, p, "deep", "deep")
 	host, err := s.HostPath(string(id), "/srv/agents/one/workspace")
 	if err != nil {

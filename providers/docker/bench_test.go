@@ -9,6 +9,7 @@ import (
 
 	"lifeboat/providers"
 	"lifeboat/providers/docker/dockertest"
+	"lifeboat/providers/providertest"
 )
 
 // BenchmarkFiles measures the archive endpoints on a 64 MiB workspace of
@@ -16,10 +17,7 @@ import (
 // pulled into the mirror, as every capture does).
 func BenchmarkFiles(b *testing.B) {
 	d := dockertest.Start(b)
-	p, err := New(Config{Host: d.Host, Image: dockertest.Image, Command: dockertest.Command, Network: "none", CacheDir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
+	p := providertest.MustNew(b, New, Config{Host: d.Host, Image: dockertest.Image, Command: dockertest.Command, Network: "none", CacheDir: b.TempDir()})
 	ctx := context.Background()
 	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "bench"})
 	if err != nil {

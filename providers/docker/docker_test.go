@@ -24,10 +24,7 @@ func testConfig(t *testing.T, d *dockertest.Daemon) Config {
 
 func mustNew(t *testing.T, cfg Config) *Provider {
 	t.Helper()
-	p, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := providertest.MustNew(t, New, cfg)
 	t.Cleanup(func() { p.Close() })
 	return p
 }

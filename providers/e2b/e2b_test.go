@@ -14,6 +14,7 @@ import (
 
 	"lifeboat/providers"
 	"lifeboat/providers/e2b/e2btest"
+	"lifeboat/providers/platformtest"
 	"lifeboat/providers/providertest"
 )
 
@@ -28,11 +29,7 @@ func start(t *testing.T) (*e2btest.Server, Config) {
 
 func mustNew(t *testing.T, cfg Config) *Provider {
 	t.Helper()
-	p, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return providertest.MustNew(t, New, cfg)
 }
 
 func TestConformance(t *testing.T) {
@@ -172,13 +169,7 @@ func TestPausedAndTimeout(t *testing.T) {
 	srv.SetState(string(id), "running")
 	// A control plane that does not answer before the deadline.
 	release := make(chan struct{})
-	srv.SetFault(func(w http.ResponseWriter, r *http.Request) bool {
-		select {
-		case <-r.Context().Done():
-		case <-release:
-		}
-		return true
-	})
+	srv.SetFault(platformtest.Hang(release))
 	defer close(release)
 	tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()

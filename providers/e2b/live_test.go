@@ -17,11 +17,7 @@ func TestLive(t *testing.T) {
 	env := platformtest.LiveEnv(t, "LIFEBOAT_LIVE_E2B_API_KEY")
 	cache := t.TempDir()
 	providertest.Run(t, platformtest.LiveHarness(func(t *testing.T) providers.Provider {
-		p, err := New(Config{APIKey: env["LIFEBOAT_LIVE_E2B_API_KEY"], Template: os.Getenv("LIFEBOAT_LIVE_E2B_TEMPLATE"),
+		return providertest.MustNew(t, New, Config{APIKey: env["LIFEBOAT_LIVE_E2B_API_KEY"], Template: os.Getenv("LIFEBOAT_LIVE_E2B_TEMPLATE"),
 			SandboxTimeout: 600, CacheDir: cache})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
 	}, "ilifeboatabsent"))
 }

@@ -13,6 +13,7 @@ import (
 	"lifeboat/providers"
 	"lifeboat/providers/httpapi"
 	"lifeboat/providers/managedagents/matest"
+	"lifeboat/providers/platformtest"
 	"lifeboat/providers/providertest"
 )
 
@@ -211,13 +212,7 @@ func TestUnreachableAndUnsupported(t *testing.T) {
 	providertest.WantKind(t, "DeleteCheckpoint while unreachable", u.DeleteCheckpoint(ctx, "sess_a/cp_1"), providers.KindUnavailable)
 
 	release := make(chan struct{})
-	srv.SetFault(func(w http.ResponseWriter, r *http.Request) bool {
-		select {
-		case <-r.Context().Done():
-		case <-release:
-		}
-		return true
-	})
+	srv.SetFault(platformtest.Hang(release))
 	tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	_, err = p.Inspect(tctx, id)
 	cancel()

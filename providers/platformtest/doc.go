@@ -9,5 +9,6 @@
 // command runs on this host with the mapped working directory, so only
 // commands that use relative paths (as the adapters' do) see the sandbox.
 // Faults (a status, a Retry-After, a hang) are injected per request with
-// SetFault. Nothing here is for production use.
+// SetFault; the faults (Status, Hang) serve the e2b and managed-agents
+// contract servers' SetFault too. Nothing here is for production use.
 package platformtest

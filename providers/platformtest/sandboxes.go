@@ -49,6 +49,14 @@ func Serve(t testing.TB, h http.Handler) *httptest.Server {
 	return srv
 }
 
+// Start serves the handler platform makes over new sandboxes that take
+// the credential key, until the test ends; it returns the sandboxes, the
+// server's URL and a directory for the adapter's cache.
+func Start(t testing.TB, key string, platform func(*Sandboxes) http.Handler) (s *Sandboxes, base, cache string) {
+	s = New(t, key)
+	return s, Serve(t, platform(s)).URL, t.TempDir()
+}
+
 // Down returns the URL of a server that is no longer there.
 func Down() string {
 	srv := httptest.NewServer(http.NotFoundHandler())

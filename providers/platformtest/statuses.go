@@ -42,8 +42,9 @@ func CommonStatuses(unauthorized, rateLimited string) []StatusCase {
 
 // CheckStatuses answers every request with each case in turn and checks
 // that Inspect of the running instance id never says Missing and fails
-// with the case's kind and wait, and that each of more (other calls, by
-// name) fails with that kind too. Then, with the faults gone, id is
+// with the case's kind and wait, and that ReadFiles of id, Create (key
+// "other") and each of more (the platform's other calls, by name) fail
+// with that kind too. Then, with the faults gone, id is
 // running again; a provider built with a wrong credential (wrong, its
 // credential "wrong-secret") is unauthorized without echoing it; and a
 // platform that does not answer before the deadline is unavailable.
@@ -61,6 +62,10 @@ func CheckStatuses(t *testing.T, s *Sandboxes, p providers.Provider, id provider
 		if d, _ := providers.RetryAfter(err); d != c.WantWait {
 			t.Fatalf("%d: RetryAfter %v, want %v", c.Status, d, c.WantWait)
 		}
+		_, err = p.ReadFiles(ctx, id)
+		providertest.WantKind(t, fmt.Sprintf("ReadFiles answered %d", c.Status), err, c.Want)
+		_, err = p.Create(ctx, providers.CreateSpec{IdempotencyKey: "other"})
+		providertest.WantKind(t, fmt.Sprintf("Create answered %d", c.Status), err, c.Want)
 		for name, call := range more {
 			providertest.WantKind(t, fmt.Sprintf("%s answered %d", name, c.Status), call(), c.Want)
 		}

@@ -80,6 +80,17 @@ func RunFiles(t *testing.T, h Harness) {
 // switched and read back keeps what FileSupport claims.
 func Fidelity(t *testing.T, h Harness) { testFidelity(t, h) }
 
+// MustNew returns the adapter newP makes of cfg (an adapter's New and
+// Config), and fails t if it cannot.
+func MustNew[C, P any](t testing.TB, newP func(C) (P, error), cfg C) P {
+	t.Helper()
+	p, err := newP(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // MustCreate creates an instance of p with the idempotency key key, and
 // fails t if it cannot.
 func MustCreate(t testing.TB, p providers.Provider, key string) providers.InstanceID {

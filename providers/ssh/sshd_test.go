@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"lifeboat/providers/providertest"
 	"lifeboat/providers/ssh/sshdtest"
 )
 
@@ -58,9 +59,5 @@ func (s *sshd) config(t *testing.T, root string) Config {
 
 func mustNew(t *testing.T, cfg Config) *Provider {
 	t.Helper()
-	p, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return providertest.MustNew(t, New, cfg)
 }

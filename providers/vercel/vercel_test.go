@@ -2,6 +2,7 @@ package vercel
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"testing"
 	"time"
@@ -16,17 +17,11 @@ import (
 // packages/vercel-sandbox/src/api-client) and vercel.com/docs/errors.
 
 func start(t *testing.T) (*platformtest.Sandboxes, string, string) {
-	s := platformtest.New(t, "tok")
-	srv := platformtest.Serve(t, s.Vercel("team_1"))
-	return s, srv.URL, t.TempDir()
+	return platformtest.Start(t, "tok", func(s *platformtest.Sandboxes) http.Handler { return s.Vercel("team_1") })
 }
 
 func newProvider(t *testing.T, base, cache, token string) *Provider {
-	p, err := New(Config{Token: token, TeamID: "team_1", ProjectID: "prj_1", BaseURL: base, CacheDir: cache})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return providertest.MustNew(t, New, Config{Token: token, TeamID: "team_1", ProjectID: "prj_1", BaseURL: base, CacheDir: cache})
 }
 
 func TestConformance(t *testing.T) {
@@ -40,14 +35,10 @@ func TestConformance(t *testing.T) {
 func TestStatusMapping(t *testing.T) {
 	s, base, cache := start(t)
 	p := newProvider(t, base, cache, "tok")
-	ctx := context.Background()
 	id := providertest.MustCreate(t, p, "k")
 	cases := append(platformtest.CommonStatuses(`{"error":{"code":"forbidden","message":"Not authorized"}}`, `{"error":{"code":"rate_limited","message":"Too many requests"}}`),
 		platformtest.StatusCase{Status: 400, Body: `{"error":{"code":"bad_request"}}`, Want: providers.KindInvalid})
-	platformtest.CheckStatuses(t, s, p, id, cases, map[string]func() error{
-		"ReadFiles": func() error { _, err := p.ReadFiles(ctx, id); return err },
-		"Create":    func() error { _, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "other"}); return err },
-	}, newProvider(t, base, cache, "wrong-secret"))
+	platformtest.CheckStatuses(t, s, p, id, cases, nil, newProvider(t, base, cache, "wrong-secret"))
 }
 
 // TestStoppedIsMissing: a stopped Vercel sandbox has lost its filesystem,
@@ -115,11 +106,7 @@ func TestLive(t *testing.T) {
 	env := platformtest.LiveEnv(t, "LIFEBOAT_LIVE_VERCEL_TOKEN", "LIFEBOAT_LIVE_VERCEL_PROJECT")
 	cache := t.TempDir()
 	providertest.Run(t, platformtest.LiveHarness(func(t *testing.T) providers.Provider {
-		p, err := New(Config{Token: env["LIFEBOAT_LIVE_VERCEL_TOKEN"], ProjectID: env["LIFEBOAT_LIVE_VERCEL_PROJECT"],
+		return providertest.MustNew(t, New, Config{Token: env["LIFEBOAT_LIVE_VERCEL_TOKEN"], ProjectID: env["LIFEBOAT_LIVE_VERCEL_PROJECT"],
 			TeamID: os.Getenv("LIFEBOAT_LIVE_VERCEL_TEAM"), CacheDir: cache, SandboxTimeout: 10 * time.Minute})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
 	}, "sbx_lifeboatabsent"))
 }

@@ -26,11 +26,13 @@ package e2btest
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -139,11 +141,7 @@ func (s *Server) Lookup(id string) (Sandbox, bool) {
 func (s *Server) IDs() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []string
-	for id := range s.sandboxes {
-		out = append(out, id)
-	}
-	return out
+	return slices.Collect(maps.Keys(s.sandboxes))
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -269,11 +267,7 @@ func (s *Server) snapshotHome(id string) string {
 func (s *Server) Snapshots() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []string
-	for id := range s.snapshots {
-		out = append(out, id)
-	}
-	return out
+	return slices.Collect(maps.Keys(s.snapshots))
 }
 
 // copyTree copies the directory src to dst (absent) with GNU cp -a, which
