@@ -99,15 +99,8 @@ type syncer struct {
 	where string
 
 	seen    map[string]bool
-	dirs    []dirMeta
+	dirs    tartree.Dirs
 	newRacy []string
-}
-
-type dirMeta struct {
-	rel      string
-	mode     fs.FileMode
-	mtime    time.Time
-	uid, gid int
 }
 
 func (s *syncer) run(ctx context.Context, r io.Reader) error {
@@ -139,21 +132,8 @@ func (s *syncer) run(ctx context.Context, r io.Reader) error {
 	if err := s.prune(); err != nil {
 		return err
 	}
-	sort.SliceStable(s.dirs, func(i, j int) bool { return tartree.Depth(s.dirs[i].rel) > tartree.Depth(s.dirs[j].rel) })
-	for _, d := range s.dirs {
-		if s.chown {
-			if err := s.dst.Lchown(d.rel, d.uid, d.gid); err != nil {
-				return err
-			}
-		}
-		if err := s.dst.Chmod(d.rel, d.mode); err != nil {
-			return err
-		}
-		if err := s.dst.Chtimes(d.rel, d.mtime, d.mtime); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err := s.dirs.Apply(s.dst, s.chown)
+	return err
 }
 
 func (s *syncer) entry(tr *tar.Reader, h *tar.Header, rel string) error {
@@ -181,7 +161,7 @@ func (s *syncer) entry(tr *tar.Reader, h *tar.Header, rel string) error {
 		} else if err := s.dst.Chmod(rel, 0o700); err != nil { // fillable until its own mode is set at the end
 			return err
 		}
-		s.dirs = append(s.dirs, dirMeta{rel: rel, mode: mode, mtime: h.ModTime, uid: h.Uid, gid: h.Gid})
+		s.dirs.Add(rel, h)
 		return nil
 	case tar.TypeReg, tar.TypeRegA:
 		if same && cur.Mode().IsRegular() && cur.Size() == h.Size && cur.ModTime().Equal(h.ModTime) &&

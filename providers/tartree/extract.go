@@ -9,7 +9,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -23,13 +22,6 @@ type ExtractOptions struct {
 	Owners bool
 }
 
-type dirMeta struct {
-	rel      string
-	mode     os.FileMode
-	mtime    time.Time
-	uid, gid int
-}
-
 // Extract writes the tar stream r into dst, an empty directory: regular
 // files, directories, symlinks, hard links (to an earlier entry) and
 // fifos, each with its permission bits and mtime (directories' after all
@@ -40,7 +32,7 @@ type dirMeta struct {
 // error; what it wrote so far stays for the caller to remove.
 func Extract(ctx context.Context, r io.Reader, dst *os.Root, o ExtractOptions) error {
 	tr := tar.NewReader(r)
-	var dirs []dirMeta
+	var dirs Dirs
 	fail := func(rel string, err error) error {
 		return &fsmeta.EntryError{Verb: "create", Rel: rel, Where: o.Where, Dest: true, Err: err}
 	}
@@ -67,7 +59,7 @@ func Extract(ctx context.Context, r io.Reader, dst *os.Root, o ExtractOptions) e
 					return fail(rel, err)
 				}
 			}
-			dirs = append(dirs, dirMeta{rel: rel, mode: mode, mtime: h.ModTime, uid: h.Uid, gid: h.Gid})
+			dirs.Add(rel, h)
 		case tar.TypeReg, tar.TypeRegA:
 			if sparse(h) {
 				return fail(rel, fmt.Errorf("a sparse entry (declaring %d bytes) is never extracted: nothing Lifeboat reads writes one; refused", h.Size))
@@ -126,20 +118,8 @@ func Extract(ctx context.Context, r io.Reader, dst *os.Root, o ExtractOptions) e
 			}
 		}
 	}
-	// Deepest first, so setting a child's mtime never moves its parent's.
-	sort.SliceStable(dirs, func(i, j int) bool { return Depth(dirs[i].rel) > Depth(dirs[j].rel) })
-	for _, d := range dirs {
-		if o.Owners {
-			if err := dst.Lchown(d.rel, d.uid, d.gid); err != nil {
-				return fail(d.rel, err)
-			}
-		}
-		if err := dst.Chmod(d.rel, d.mode); err != nil {
-			return fail(d.rel, err)
-		}
-		if err := dst.Chtimes(d.rel, d.mtime, d.mtime); err != nil {
-			return fail(d.rel, err)
-		}
+	if rel, err := dirs.Apply(dst, o.Owners); err != nil {
+		return fail(rel, err)
 	}
 	return nil
 }
