@@ -194,25 +194,12 @@ type box struct{ p *Provider }
 // Upload implements boxfiles.Box: PUT .../files?path=.
 func (b box) Upload(ctx context.Context, id providers.InstanceID, path string, r io.Reader, size int64) error {
 	hdr := http.Header{"Content-Type": {"application/octet-stream"}}
-	resp, err := boxfiles.Stream(ctx, &b.p.d, "upload", id, http.MethodPut, sandboxPath(id)+"/files?"+url.Values{"path": {path}}.Encode(), hdr, io.LimitReader(r, size))
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	return nil
+	return boxfiles.Upload(ctx, &b.p.d, id, http.MethodPut, sandboxPath(id)+"/files?"+url.Values{"path": {path}}.Encode(), hdr, io.LimitReader(r, size))
 }
 
 // Download implements boxfiles.Box: GET .../files?path=.
 func (b box) Download(ctx context.Context, id providers.InstanceID, path string, w io.Writer) error {
-	resp, err := boxfiles.Stream(ctx, &b.p.d, "download", id, http.MethodGet, sandboxPath(id)+"/files?"+url.Values{"path": {path}}.Encode(), nil, nil)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if _, err := io.Copy(w, resp.Body); err != nil {
-		return boxfiles.Failed(ctx, &b.p.d, "download", id, "reading "+path, err)
-	}
-	return nil
+	return boxfiles.Download(ctx, &b.p.d, id, http.MethodGet, sandboxPath(id)+"/files?"+url.Values{"path": {path}}.Encode(), nil, nil, w, path)
 }
 
 // Run implements boxfiles.Box: POST .../exec.

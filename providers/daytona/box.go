@@ -30,26 +30,14 @@ func toolboxPath(id providers.InstanceID, route string) string {
 func (b box) Upload(ctx context.Context, id providers.InstanceID, p string, r io.Reader, _ int64) error {
 	pr, ctype := httpapi.MultipartFile("file", path.Base(p), r)
 	hdr := http.Header{"Content-Type": {ctype}}
-	resp, err := boxfiles.Stream(ctx, &b.p.d, "upload", id, http.MethodPost, toolboxPath(id, "files/upload")+"?"+url.Values{"path": {p}}.Encode(), hdr, pr)
+	err := boxfiles.Upload(ctx, &b.p.d, id, http.MethodPost, toolboxPath(id, "files/upload")+"?"+url.Values{"path": {p}}.Encode(), hdr, pr)
 	pr.Close()
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	return nil
+	return err
 }
 
 // Download implements boxfiles.Box: GET .../files/download?path=.
 func (b box) Download(ctx context.Context, id providers.InstanceID, p string, w io.Writer) error {
-	resp, err := boxfiles.Stream(ctx, &b.p.d, "download", id, http.MethodGet, toolboxPath(id, "files/download")+"?"+url.Values{"path": {p}}.Encode(), nil, nil)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if _, err := io.Copy(w, resp.Body); err != nil {
-		return boxfiles.Failed(ctx, &b.p.d, "download", id, "reading "+p, err)
-	}
-	return nil
+	return boxfiles.Download(ctx, &b.p.d, id, http.MethodGet, toolboxPath(id, "files/download")+"?"+url.Values{"path": {p}}.Encode(), nil, nil, w, p)
 }
 
 // runScript runs "$@" with stderr into the file $2 (under the directory

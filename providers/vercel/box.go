@@ -44,28 +44,16 @@ func (b box) Upload(ctx context.Context, id providers.InstanceID, p string, r io
 		pw.CloseWithError(err)
 	}()
 	hdr := http.Header{"Content-Type": {"application/gzip"}, "X-Cwd": {path.Dir(p)}}
-	resp, err := boxfiles.Stream(ctx, &b.p.d, "upload", id, http.MethodPost, b.p.q(sandboxPath(id)+"/fs/write"), hdr, pr)
+	err := boxfiles.Upload(ctx, &b.p.d, id, http.MethodPost, b.p.q(sandboxPath(id)+"/fs/write"), hdr, pr)
 	pr.Close()
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	return nil
+	return err
 }
 
 // Download implements boxfiles.Box: POST .../fs/read.
 func (b box) Download(ctx context.Context, id providers.InstanceID, p string, w io.Writer) error {
 	body, _ := json.Marshal(map[string]string{"path": p})
 	hdr := http.Header{"Content-Type": {"application/json"}}
-	resp, err := boxfiles.Stream(ctx, &b.p.d, "download", id, http.MethodPost, b.p.q(sandboxPath(id)+"/fs/read"), hdr, bytesReader(body))
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if _, err := io.Copy(w, resp.Body); err != nil {
-		return boxfiles.Failed(ctx, &b.p.d, "download", id, "reading "+p, err)
-	}
-	return nil
+	return boxfiles.Download(ctx, &b.p.d, id, http.MethodPost, b.p.q(sandboxPath(id)+"/fs/read"), hdr, bytesReader(body), w, p)
 }
 
 type command struct {
