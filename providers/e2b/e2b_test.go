@@ -62,13 +62,27 @@ func answer(srv *e2btest.Server, match func(*http.Request) bool, status int, bod
 	})
 }
 
-var statusCases = []struct {
+// statusCase is one answer of the platform and the kind (and, for a rate
+// limit, the wait) an adapter must make of it.
+type statusCase struct {
 	status     int
 	body       string
 	retryAfter string
 	want       providers.Kind
 	wantWait   time.Duration
-}{
+}
+
+// wantStatus fails t unless err, what's answer to c, is of c's kind with
+// c's wait.
+func wantStatus(t *testing.T, what string, err error, c statusCase) {
+	t.Helper()
+	providertest.WantKind(t, fmt.Sprintf("%s answered %d", what, c.status), err, c.want)
+	if d, _ := providers.RetryAfter(err); d != c.wantWait {
+		t.Fatalf("%s %d: RetryAfter %v, want %v", what, c.status, d, c.wantWait)
+	}
+}
+
+var statusCases = []statusCase{
 	{401, `{"code":401,"message":"Invalid API key"}`, "", providers.KindUnauthorized, 0},
 	{403, `{"code":403,"message":"forbidden"}`, "", providers.KindUnauthorized, 0},
 	{404, `{"code":404,"message":"not found"}`, "", providers.KindConflict, 0},
@@ -101,10 +115,7 @@ func TestStatusMapping(t *testing.T) {
 			if st.State == providers.Missing {
 				t.Fatalf("%d answered as Missing", c.status)
 			}
-			providertest.WantKind(t, fmt.Sprintf("Inspect answered %d", c.status), err, c.want)
-			if d, _ := providers.RetryAfter(err); d != c.wantWait {
-				t.Fatalf("%d: RetryAfter %v, want %v", c.status, d, c.wantWait)
-			}
+			wantStatus(t, "Inspect", err, c)
 		}
 		_, err = p.Create(ctx, providers.CreateSpec{IdempotencyKey: "other"})
 		providertest.WantKind(t, fmt.Sprintf("Create answered %d", c.status), err, c.want)
@@ -129,10 +140,7 @@ func TestDataPlaneStatusMapping(t *testing.T) {
 	for _, c := range statusCases {
 		answer(srv, envdOnly, c.status, c.body, c.retryAfter)
 		_, err := p.Exec(ctx, id, []string{"true"}, nil)
-		providertest.WantKind(t, fmt.Sprintf("Exec answered %d", c.status), err, c.want)
-		if d, _ := providers.RetryAfter(err); d != c.wantWait {
-			t.Fatalf("Exec %d: RetryAfter %v, want %v", c.status, d, c.wantWait)
-		}
+		wantStatus(t, "Exec", err, c)
 		_, err = p.ReadFiles(ctx, id)
 		providertest.WantKind(t, fmt.Sprintf("ReadFiles answered %d", c.status), err, c.want)
 		_, err = p.WriteFiles(ctx, id, src)
@@ -317,10 +325,7 @@ func TestSnapshotRollback(t *testing.T) {
 	for _, c := range statusCases {
 		answer(srv, nil, c.status, c.body, c.retryAfter)
 		_, err := p.Checkpoint(ctx, to)
-		providertest.WantKind(t, fmt.Sprintf("Checkpoint answered %d", c.status), err, c.want)
-		if d, _ := providers.RetryAfter(err); d != c.wantWait {
-			t.Fatalf("Checkpoint %d: RetryAfter %v, want %v", c.status, d, c.wantWait)
-		}
+		wantStatus(t, "Checkpoint", err, c)
 		if c.status != 404 {
 			providertest.WantKind(t, fmt.Sprintf("DeleteCheckpoint answered %d", c.status), p.DeleteCheckpoint(ctx, cp), c.want)
 		}
