@@ -14,20 +14,6 @@ import (
 	"lifeboat/index"
 )
 
-// condemnedLoadFails is a backend whose condemnation objects cannot be
-// read, with err.
-type condemnedLoadFails struct {
-	backend.Backend
-	err error
-}
-
-func (b condemnedLoadFails) Load(ctx context.Context, h backend.Handle, off int64, n int) ([]byte, error) {
-	if h.Type == backend.Condemned {
-		return nil, b.err
-	}
-	return b.Backend.Load(ctx, h, off, n)
-}
-
 // A session that cannot read a condemnation object fails instead of
 // taking it to condemn nothing (prune, which reads it fine later, would
 // delete packs the capture reused); a condemnation that does not decode
@@ -49,7 +35,7 @@ func TestSessionCondemnationLoads(t *testing.T) {
 	id, err := open(tr.be).Condemn(ctx, time.Now(), time.Hour, []blob.ID{pack})
 	must(t, err)
 
-	if _, err := open(condemnedLoadFails{tr.be, syscall.EIO}).BeginSession(ctx); !errors.Is(err, syscall.EIO) {
+	if _, err := open(loadFails{tr.be, backend.Condemned, syscall.EIO}).BeginSession(ctx); !errors.Is(err, syscall.EIO) {
 		t.Fatalf("session with an unreadable condemnation: %v, want EIO", err)
 	}
 

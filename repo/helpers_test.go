@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"math/rand/v2"
+	"os/exec"
 	"testing"
 
 	"lifeboat/backend"
@@ -135,4 +136,27 @@ func checkRepo(t *testing.T, r *Repository) {
 	for _, p := range res.Problems {
 		t.Errorf("check: %s %s: %s", p.Kind, p.Object, p.Detail)
 	}
+}
+
+// loadFails is a backend whose files of type typ cannot be loaded, with err.
+type loadFails struct {
+	backend.Backend
+	typ backend.FileType
+	err error
+}
+
+func (b loadFails) Load(ctx context.Context, h backend.Handle, off int64, n int) ([]byte, error) {
+	if h.Type == b.typ {
+		return nil, b.err
+	}
+	return b.Backend.Load(ctx, h, off, n)
+}
+
+// deadPID returns the process id of a child that has run and exited: no
+// process of this host runs under it (until the id is reused).
+func deadPID(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	must(t, cmd.Run())
+	return cmd.Process.Pid
 }

@@ -3,7 +3,6 @@ package repo
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -18,15 +17,11 @@ import (
 // not running here, or one stale by time) nor a live lock of this host.
 // Listing alone removes nothing.
 func TestLockRemovesDeadHere(t *testing.T) {
-	dead := exec.Command("true")
-	if err := dead.Run(); err != nil {
-		t.Fatal(err)
-	}
+	pid := deadPID(t)
 	synctest.Test(t, func(t *testing.T) {
 		tr := newTestRepo(t)
 		r := tr.openLocker(t)
 		host, _ := os.Hostname()
-		pid := dead.Process.Pid
 		old := time.Now().Add(-DefaultLockStale - time.Minute)
 		saveDead := func() []blob.ID {
 			return []blob.ID{

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -166,14 +165,11 @@ func TestLockStaleByTime(t *testing.T) {
 }
 
 func TestLockStaleDeadPID(t *testing.T) {
-	cmd := exec.Command("true")
-	if err := cmd.Run(); err != nil {
-		t.Fatal(err)
-	}
+	pid := deadPID(t)
 	tr := newTestRepo(t)
 	r := tr.openLocker(t)
 	host, _ := os.Hostname()
-	dead := LockInfo{Version: 1, Mode: LockExclusive, Owner: "dead", Host: host, PID: cmd.Process.Pid, Time: r.now(), Refreshed: r.now()}
+	dead := LockInfo{Version: 1, Mode: LockExclusive, Owner: "dead", Host: host, PID: pid, Time: r.now(), Refreshed: r.now()}
 	b, _ := json.Marshal(dead)
 	id, err := r.SaveObject(t.Context(), crypt.KindLock, blob.Workspace, b)
 	if err != nil {
@@ -371,17 +367,14 @@ func TestLockWaitingExclusiveBlocksNewLockers(t *testing.T) {
 // A waiting lock whose holder is gone (stale by time, or its PID dead on
 // this host) keeps no one out; a live one does.
 func TestLockStaleWaiterIgnored(t *testing.T) {
-	dead := exec.Command("true")
-	if err := dead.Run(); err != nil {
-		t.Fatal(err)
-	}
+	pid := deadPID(t)
 	synctest.Test(t, func(t *testing.T) {
 		tr := newTestRepo(t)
 		r := tr.openLocker(t)
 		host, _ := os.Hostname()
 		old := time.Now().Add(-DefaultLockStale - time.Second)
 		saveLockInfo(t, r, LockInfo{Version: 1, Mode: LockExclusive, Waiting: true, Owner: "old", Host: "elsewhere", PID: 1, Time: old, Refreshed: old})
-		saveLockInfo(t, r, LockInfo{Version: 1, Mode: LockExclusive, Waiting: true, Owner: "dead", Host: host, PID: dead.Process.Pid, Time: time.Now(), Refreshed: time.Now()})
+		saveLockInfo(t, r, LockInfo{Version: 1, Mode: LockExclusive, Waiting: true, Owner: "dead", Host: host, PID: pid, Time: time.Now(), Refreshed: time.Now()})
 		for _, m := range []LockMode{LockShared, LockPrune, LockExclusive} {
 			mustLock(t, r, m, noWait()).Unlock(t.Context())
 		}

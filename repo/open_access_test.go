@@ -11,26 +11,13 @@ import (
 	"lifeboat/backend"
 )
 
-// loadFails is a backend whose config cannot be loaded, with err.
-type loadFails struct {
-	backend.Backend
-	err error
-}
-
-func (b loadFails) Load(ctx context.Context, h backend.Handle, off int64, n int) ([]byte, error) {
-	if h.Type == backend.Config {
-		return nil, b.err
-	}
-	return b.Backend.Load(ctx, h, off, n)
-}
-
 // Only a missing config means "no repository": a refused one is
 // ErrAccessDenied naming the path and what to do, and any other failure
 // stays itself.
 func TestOpenConfigErrors(t *testing.T) {
 	tr := newTestRepo(t)
 	open := func(err error) error {
-		_, oerr := Open(t.Context(), loadFails{tr.be, err}, testPassword, Options{CacheDir: tr.cache})
+		_, oerr := Open(t.Context(), loadFails{tr.be, backend.Config, err}, testPassword, Options{CacheDir: tr.cache})
 		return oerr
 	}
 	denied := open(&fs.PathError{Op: "open", Path: tr.dir + "/config", Err: syscall.EACCES})
