@@ -82,6 +82,19 @@ func survivors(ids []blob.ID, n int) []blob.ID {
 	return live
 }
 
+// forgetEveryNth saves n seeded blobs into r, adds a snapshot of them all
+// and one of survivors(ids, every), forgets the first and returns the
+// survivors: every pack holds live and dead blobs.
+func (e *env) forgetEveryNth(t *testing.T, r *repo.Repository, seed uint64, n, every int) []blob.ID {
+	t.Helper()
+	ids := saveBlobs(t, r, seed, n)
+	live := survivors(ids, every)
+	a := e.src.add("a", ids)
+	e.src.add("b", live)
+	e.src.forget(a)
+	return live
+}
+
 // fakeSource stands in for snapshot/: a snapshot is a list of blob keys.
 type fakeSource struct {
 	mu      sync.Mutex

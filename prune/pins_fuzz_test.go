@@ -3,7 +3,6 @@ package prune
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -70,19 +69,12 @@ func FuzzLoadPins(f *testing.F) {
 		}
 		// Go decodes times it cannot encode (a +24:00 offset, a year
 		// past 9999 in UTC): LoadPins refuses them.
-		if _, err := p.Set.UTC().MarshalJSON(); err != nil {
-			t.Fatalf("a pin whose time does not encode in UTC loads: %v", err)
-		}
-		enc, err := json.Marshal(p)
-		if err != nil {
-			t.Fatalf("a loaded pin does not encode: %v", err)
-		}
-		again, err := LoadPins(ctx, &fuzzObjects{blob.Workspace, enc})
-		if err != nil {
-			t.Fatalf("a loaded pin, encoded again, is refused: %v\n%s", err, enc)
-		}
-		if enc2, _ := json.Marshal(again.Objects[0]); !bytes.Equal(enc, enc2) {
-			t.Fatalf("encodings differ:\n%s\n%s", enc, enc2)
-		}
+		checkStoredReencodes(t, "pin", p.Set, p, func(enc []byte) (Pin, error) {
+			again, err := LoadPins(ctx, &fuzzObjects{blob.Workspace, enc})
+			if err != nil {
+				return Pin{}, err
+			}
+			return again.Objects[0], nil
+		})
 	})
 }

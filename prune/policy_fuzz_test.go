@@ -30,6 +30,27 @@ func addStoredSeeds[T any](f *testing.F, objs []T) {
 	f.Add([]byte(`{"version":1,"workspace":"w","set":"9999-12-31T23:00:00-05:00"}`), false)
 }
 
+// checkStoredReencodes fails unless loaded, a what that loaded from
+// storage with the set time set, encodes again (its time in UTC too) to
+// bytes that reload accepts and whose result encodes the same.
+func checkStoredReencodes[T any](t *testing.T, what string, set time.Time, loaded T, reload func(enc []byte) (T, error)) {
+	t.Helper()
+	if _, err := set.UTC().MarshalJSON(); err != nil {
+		t.Fatalf("a %s whose time does not encode in UTC loads: %v", what, err)
+	}
+	enc, err := json.Marshal(loaded)
+	if err != nil {
+		t.Fatalf("a loaded %s does not encode: %v", what, err)
+	}
+	again, err := reload(enc)
+	if err != nil {
+		t.Fatalf("a loaded %s, encoded again, is refused: %v\n%s", what, err, enc)
+	}
+	if enc2, _ := json.Marshal(again); !bytes.Equal(enc, enc2) {
+		t.Fatalf("encodings differ:\n%s\n%s", enc, enc2)
+	}
+}
+
 // fuzzObjects is an Objects holding one sealed object of every kind: the
 // fuzzed bytes, sealed in tier.
 type fuzzObjects struct {
@@ -125,19 +146,9 @@ func FuzzPolicies(f *testing.F) {
 		}
 		// Go decodes times it cannot encode (a +24:00 offset, a year
 		// past 9999 in UTC): Policies refuses them.
-		if _, err := p.Set.UTC().MarshalJSON(); err != nil {
-			t.Fatalf("a policy whose time does not encode in UTC loads: %v", err)
-		}
-		enc, err := json.Marshal(p)
-		if err != nil {
-			t.Fatalf("a loaded policy does not encode: %v", err)
-		}
-		again, err := Policies(ctx, &fuzzObjects{blob.Workspace, enc})
-		if err != nil {
-			t.Fatalf("a loaded policy, encoded again, is refused: %v\n%s", err, enc)
-		}
-		if enc2, _ := json.Marshal(again[p.Workspace]); !bytes.Equal(enc, enc2) {
-			t.Fatalf("encodings differ:\n%s\n%s", enc, enc2)
-		}
+		checkStoredReencodes(t, "policy", p.Set, p, func(enc []byte) (StoredPolicy, error) {
+			again, err := Policies(ctx, &fuzzObjects{blob.Workspace, enc})
+			return again[p.Workspace], err
+		})
 	})
 }

@@ -202,14 +202,10 @@ func TestPruneBackendErrorThenRerun(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			r := e.open(nil)
-			ids := saveBlobs(t, r, 5, 150)
 			// Every third blob dies, so every pack is repacked whatever
 			// order the blobs were packed in (with the first 70 dead, the
 			// packs could split exactly there and leave no pack to load).
-			live := survivors(ids, 3)
-			a := e.src.add("a", ids)
-			e.src.add("b", live)
-			e.src.forget(a)
+			live := e.forgetEveryNth(t, r, 5, 150, 3)
 			if err := r.Close(t.Context()); err != nil {
 				t.Fatal(err)
 			}
@@ -310,11 +306,7 @@ func TestPruneStopsOnDamagedLiveBlob(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	r := e.open(nil)
-	ids := saveBlobs(t, r, 8, 100)
-	live := survivors(ids, 2)
-	a := e.src.add("a", ids)
-	e.src.add("b", live)
-	e.src.forget(a)
+	live := e.forgetEveryNth(t, r, 8, 100, 2)
 	_ = r.Close(t.Context())
 	fb := fault.Wrap(e.be)
 	fb.Add(fault.OnLoad).Match(backend.Pack).Always().FlipBit(8 * 30)
