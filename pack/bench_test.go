@@ -44,19 +44,27 @@ func benchChunks(in benchInput) [][]byte {
 	return chunks
 }
 
+// sealBenchSetup resets the codecs, sets b to count one chunk's bytes
+// and the allocations per op, and returns in's chunks and their
+// workspace ids.
+func sealBenchSetup(b *testing.B, in benchInput) ([][]byte, []blob.ID) {
+	resetCodecs()
+	chunks := benchChunks(in)
+	ids := make([]blob.ID, len(chunks))
+	for i, c := range chunks {
+		ids[i] = wsKeys.BlobID(c)
+	}
+	b.SetBytes(benchChunk)
+	b.ReportAllocs()
+	return chunks, ids
+}
+
 // BenchmarkSealBlob measures compress + encrypt + the verifying
 // decrypt/decompress of one 768 KiB chunk on one goroutine.
 func BenchmarkSealBlob(b *testing.B) {
 	for _, in := range benchInputs {
 		b.Run(in.name, func(b *testing.B) {
-			resetCodecs()
-			chunks := benchChunks(in)
-			ids := make([]blob.ID, len(chunks))
-			for i, c := range chunks {
-				ids[i] = wsKeys.BlobID(c)
-			}
-			b.SetBytes(benchChunk)
-			b.ReportAllocs()
+			chunks, ids := sealBenchSetup(b, in)
 			i := 0
 			var stored int
 			for b.Loop() {
@@ -77,14 +85,7 @@ func BenchmarkSealBlob(b *testing.B) {
 func BenchmarkSealBlobParallel(b *testing.B) {
 	for _, in := range benchInputs {
 		b.Run(in.name, func(b *testing.B) {
-			resetCodecs()
-			chunks := benchChunks(in)
-			ids := make([]blob.ID, len(chunks))
-			for i, c := range chunks {
-				ids[i] = wsKeys.BlobID(c)
-			}
-			b.SetBytes(benchChunk)
-			b.ReportAllocs()
+			chunks, ids := sealBenchSetup(b, in)
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				i := rand.IntN(len(chunks))
