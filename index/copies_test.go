@@ -3,6 +3,7 @@ package index_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -42,6 +43,18 @@ func (s *packSource) ListPacks(ctx context.Context, fn func(blob.ID) error) erro
 }
 
 var _ index.PackSource = (*packSource)(nil)
+
+// addObject adds to s an index object of n new stored packs, of two
+// data blobs each.
+func (s *packSource) addObject(r *rand.Rand, n int) {
+	o := &index.Object{Tier: blob.Workspace}
+	for range n {
+		p := randDataPack(r, 2)
+		o.Packs = append(o.Packs, p)
+		s.packs[p.ID] = true
+	}
+	s.objs[randID(r)] = o
+}
 
 // copyOf returns pack p's entries placed in a new pack at other offsets:
 // the same blobs stored again.
@@ -157,13 +170,7 @@ func TestSyncAsksWhichPacksAreStored(t *testing.T) {
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()
 	src := newPackSource()
-	o := &index.Object{Tier: blob.Workspace}
-	for range 3 {
-		p := randDataPack(r, 2)
-		o.Packs = append(o.Packs, p)
-		src.packs[p.ID] = true
-	}
-	src.objs[randID(r)] = o
+	src.addObject(r, 3)
 	mustSync(t, d, src, index.SyncStats{Applied: 1})
 	if src.stats != 3 || src.lists != 0 {
 		t.Fatalf("3 new packs: %d stats, %d lists", src.stats, src.lists)
@@ -171,13 +178,7 @@ func TestSyncAsksWhichPacksAreStored(t *testing.T) {
 	defer index.SetSyncGroupEntries(10)()
 	src.stats = 0
 	for range 10 {
-		o := &index.Object{Tier: blob.Workspace}
-		for range 5 {
-			p := randDataPack(r, 2)
-			o.Packs = append(o.Packs, p)
-			src.packs[p.ID] = true
-		}
-		src.objs[randID(r)] = o
+		src.addObject(r, 5)
 	}
 	mustSync(t, d, src, index.SyncStats{Applied: 10})
 	if src.stats > 16 || src.lists != 1 {

@@ -56,21 +56,16 @@ func TestFilterStress(t *testing.T) {
 	for g := range 4 {
 		r := newRandFrom(seedR)
 		others.Go(func() {
-			for i := 0; ; i++ {
-				select {
-				case <-done:
-					return
-				default:
-				}
+			untilClosed(done, func(i int) bool {
 				if room := index.FilterRoom(d); room != 0 {
 					builds.Store(room, true)
 				}
 				if _, ok, err := d.Lookup(blob.Tiers[r.IntN(len(blob.Tiers))], blob.Data, randID(r)); ok || err != nil {
 					t.Errorf("looker %d: random id found: %v, %v", g, ok, err)
-					return
+					return false
 				}
 				if i%8 != 0 {
-					continue
+					return true
 				}
 				mu.Lock()
 				n := len(applied)
@@ -80,27 +75,24 @@ func TestFilterStress(t *testing.T) {
 				}
 				mu.Unlock()
 				if n == 0 {
-					continue
+					return true
 				}
 				if _, ok, err := d.Lookup(k.tier, k.typ, k.id); !ok || err != nil {
 					t.Errorf("looker %d: %s %s %s applied but not found (%v)", g, k.tier, k.typ, k.id.Short(), err)
-					return
+					return false
 				}
-			}
+				return true
+			})
 		})
 	}
 	others.Go(func() {
-		for i := 0; ; i++ {
-			select {
-			case <-done:
-				return
-			default:
-			}
+		untilClosed(done, func(i int) bool {
 			if err := putFillerRecords(d, i, 32); err != nil {
 				t.Error(err)
-				return
+				return false
 			}
-		}
+			return true
+		})
 	})
 	appliers.Wait()
 	close(done)

@@ -47,18 +47,14 @@ func TestLookupFilter(t *testing.T) {
 	stop := make(chan struct{})
 	wg.Go(func() {
 		var id blob.ID
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
+		untilClosed(stop, func(i int) bool {
 			id[0], id[1], id[2] = byte(i), byte(i>>8), byte(i>>16)
 			if _, ok, err := d.Lookup(blob.Sensitive, blob.Tree, id); ok || err != nil {
 				t.Errorf("made-up id found: %v, %v", ok, err)
-				return
+				return false
 			}
-		}
+			return true
+		})
 	})
 	for range 12 {
 		o := randObject(r, blob.Tiers[r.IntN(2)], 20, 60)

@@ -191,3 +191,18 @@ func putFillerRecords(d *index.DB, i, n int) error {
 	}
 	return d.FileCachePut("ws", recs)
 }
+
+// untilClosed calls fn(0), fn(1), ... until done is closed or fn returns
+// false.
+func untilClosed(done <-chan struct{}, fn func(i int) bool) {
+	for i := 0; ; i++ {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		if !fn(i) {
+			return
+		}
+	}
+}
