@@ -65,18 +65,12 @@ type Fault struct {
 
 // Match limits the fault to files of the given types.
 func (f *Fault) Match(types ...backend.FileType) *Fault {
-	f.b.mu.Lock()
-	defer f.b.mu.Unlock()
-	f.types = append(f.types, types...)
-	return f
+	return f.update(func() { f.types = append(f.types, types...) })
 }
 
 // Name limits the fault to the file with this name (never matches List).
 func (f *Fault) Name(name string) *Fault {
-	f.b.mu.Lock()
-	defer f.b.mu.Unlock()
-	f.name = name
-	return f
+	return f.update(func() { f.name = name })
 }
 
 // Nth makes the fault skip n-1 matching calls and fire on the nth.
@@ -84,10 +78,7 @@ func (f *Fault) Nth(n int) *Fault {
 	if n < 1 {
 		panic("fault: Nth wants n >= 1")
 	}
-	f.b.mu.Lock()
-	defer f.b.mu.Unlock()
-	f.nth = n
-	return f
+	return f.update(func() { f.nth = n })
 }
 
 // Times makes the fault fire on n matching calls in a row.
@@ -95,18 +86,12 @@ func (f *Fault) Times(n int) *Fault {
 	if n < 1 {
 		panic("fault: Times wants n >= 1")
 	}
-	f.b.mu.Lock()
-	defer f.b.mu.Unlock()
-	f.times = n
-	return f
+	return f.update(func() { f.times = n })
 }
 
 // Always makes the fault fire on every matching call from the nth on.
 func (f *Fault) Always() *Fault {
-	f.b.mu.Lock()
-	defer f.b.mu.Unlock()
-	f.times = -1
-	return f
+	return f.update(func() { f.times = -1 })
 }
 
 // Fail makes the call fail with err (ErrInjected if nil) without reaching
@@ -141,9 +126,14 @@ func (f *Fault) set(k kind, err error, arg int64) *Fault {
 	if k != fail && f.op != OnSave && f.op != OnLoad {
 		panic("fault: Truncate and FlipBit apply to OnSave and OnLoad only")
 	}
+	return f.update(func() { f.kind, f.err, f.arg = k, err, arg })
+}
+
+// update runs fn with the backend's lock held and returns f.
+func (f *Fault) update(fn func()) *Fault {
 	f.b.mu.Lock()
 	defer f.b.mu.Unlock()
-	f.kind, f.err, f.arg = k, err, arg
+	fn()
 	return f
 }
 
