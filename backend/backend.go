@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // FileType is the kind of object a file holds. Each type lives in its own
@@ -158,6 +159,19 @@ func (read ReadFunc) LoadInto(ctx context.Context, h Handle, offset int64, dst [
 		return fmt.Errorf("load %s: empty range at offset %d", h, offset)
 	}
 	return read(ctx, h, offset, len(dst), func(int64) []byte { return dst })
+}
+
+// CheckList is the start of a List by the backend called name: a type
+// that is not one of FileTypes is refused, and so is a done ctx, each
+// error naming the backend.
+func CheckList(ctx context.Context, name string, t FileType) error {
+	if !slices.Contains(FileTypes, t) {
+		return fmt.Errorf("%s: list: invalid file type %q", name, t)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s: list %s: %w", name, t, err)
+	}
+	return nil
 }
 
 // ListConfig is List for the Config type, built on Stat: fn is called

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 
 	"lifeboat/backend"
 )
@@ -16,11 +15,8 @@ import (
 // are not valid handles, non-regular files and packs in the wrong shard
 // are skipped. A file removed during the listing is skipped too.
 func (b *Backend) List(ctx context.Context, t backend.FileType, fn func(backend.FileInfo) error) error {
-	if !slices.Contains(backend.FileTypes, t) {
-		return fmt.Errorf("local: list: invalid file type %q", t)
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("local: list %s: %w", t, err)
+	if err := backend.CheckList(ctx, "local", t); err != nil {
+		return err
 	}
 	switch t {
 	case backend.Config:

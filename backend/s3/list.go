@@ -3,7 +3,6 @@ package s3
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/minio/minio-go/v7"
@@ -14,11 +13,8 @@ import (
 // List calls fn for every object of type t. Keys that are not valid
 // handle names, and packs outside their shard, are skipped.
 func (b *Backend) List(ctx context.Context, t backend.FileType, fn func(backend.FileInfo) error) error {
-	if !slices.Contains(backend.FileTypes, t) {
-		return fmt.Errorf("s3: list: invalid file type %q", t)
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("s3: list %s: %w", t, err)
+	if err := backend.CheckList(ctx, "s3", t); err != nil {
+		return err
 	}
 	if t == backend.Config {
 		return backend.ListConfig(ctx, b, fn)
