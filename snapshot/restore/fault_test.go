@@ -121,17 +121,11 @@ func TestRestoreReplaceFallback(t *testing.T) {
 	t.Parallel()
 	r := snaptest.NewRepo(t)
 	m, want := rsMixedSnapshot(t, r, 6, 3000)
-	noExchange := func(ofd int, op string, nfd int, np string, flags uint) error {
-		if flags&unix.RENAME_EXCHANGE != 0 {
-			return unix.EINVAL
-		}
-		return unix.Renameat2(ofd, op, nfd, np, flags)
-	}
 
 	parent := t.TempDir()
 	target, _ := rsOldTarget(t, parent)
 	var renames []string
-	hooks := &stageHooks{renameat2: noExchange, renameat: func(ofd int, op string, nfd int, np string) error {
+	hooks := &stageHooks{renameat2: rsNoExchange, renameat: func(ofd int, op string, nfd int, np string) error {
 		renames = append(renames, op+" -> "+np)
 		return unix.Renameat(ofd, op, nfd, np)
 	}}
@@ -151,7 +145,7 @@ func TestRestoreReplaceFallback(t *testing.T) {
 	parent = t.TempDir()
 	target, checkTarget := rsOldTarget(t, parent)
 	n := 0
-	hooks = &stageHooks{renameat2: noExchange, renameat: func(ofd int, op string, nfd int, np string) error {
+	hooks = &stageHooks{renameat2: rsNoExchange, renameat: func(ofd int, op string, nfd int, np string) error {
 		if n++; n == 2 {
 			return unix.EIO
 		}

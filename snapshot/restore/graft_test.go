@@ -63,15 +63,7 @@ func TestGraftReadOnlyParent(t *testing.T) {
 		t.Skip("run through TestGraftReadOnlyParentNonRoot")
 	}
 	ctx := context.Background()
-	base := t.TempDir()
-	t.Cleanup(func() { // read-only directories would stop t.TempDir's removal
-		_ = filepath.WalkDir(base, func(p string, d os.DirEntry, err error) error {
-			if d != nil && d.IsDir() {
-				_ = os.Chmod(p, 0o700)
-			}
-			return nil
-		})
-	})
+	base := rsTempDirForReadOnly(t)
 	r := snaptest.NewRepo(t)
 	cookie := []byte("secret-cookie-value")
 	id, _, err := r.SaveBlob(ctx, blob.Sensitive, blob.Data, cookie)

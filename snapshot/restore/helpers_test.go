@@ -15,6 +15,45 @@ import (
 // SaveStream, Flush, SaveManifest) and never use the capture pipeline, so
 // restore is tested on its own.
 
+// rsNoExchange is renameat2 on a filesystem that refuses RENAME_EXCHANGE.
+func rsNoExchange(ofd int, op string, nfd int, np string, flags uint) error {
+	if flags&unix.RENAME_EXCHANGE != 0 {
+		return unix.EINVAL
+	}
+	return unix.Renameat2(ofd, op, nfd, np, flags)
+}
+
+// rsTempDirForReadOnly returns a new temp dir whose directories are made
+// writable again when the test ends: read-only directories would stop
+// t.TempDir's removal.
+func rsTempDirForReadOnly(t *testing.T) string {
+	t.Helper()
+	base := t.TempDir()
+	t.Cleanup(func() {
+		_ = filepath.WalkDir(base, func(p string, d os.DirEntry, err error) error {
+			if d != nil && d.IsDir() {
+				_ = os.Chmod(p, 0o700)
+			}
+			return nil
+		})
+	})
+	return base
+}
+
+// rsCleanRemoves runs CleanStaging on parent and fails unless it found
+// only path and removed it (the failure says when), leaving nothing in
+// parent.
+func rsCleanRemoves(t *testing.T, parent, path, when string) {
+	t.Helper()
+	found, err := CleanStaging(parent)
+	if err != nil || len(found) != 1 || found[0].Path != path || !found[0].Removed {
+		t.Fatalf("clean-up %s: %+v %v", when, found, err)
+	}
+	if l := snaptest.Leftovers(t, parent); len(l) > 0 {
+		t.Errorf("left behind: %v", l)
+	}
+}
+
 // rsSentinel makes a directory with a file, a subdirectory and fixed
 // metadata next to where a restore will write, and returns a check that
 // it is unchanged, byte for byte and in every recorded field.

@@ -83,15 +83,7 @@ func TestRestoreUnprivileged(t *testing.T) {
 	if os.Geteuid() == 0 {
 		t.Fatal("still root")
 	}
-	base := t.TempDir()
-	t.Cleanup(func() { // read-only directories would stop t.TempDir's removal
-		_ = filepath.WalkDir(base, func(p string, d os.DirEntry, err error) error {
-			if d != nil && d.IsDir() {
-				_ = os.Chmod(p, 0o700)
-			}
-			return nil
-		})
-	})
+	base := rsTempDirForReadOnly(t)
 	src := rsMakeSource(t, base)
 	r := snaptest.NewRepo(t)
 	m := r.SnapshotOf(t, src)

@@ -244,13 +244,7 @@ func TestKilledSwitchPairKept(t *testing.T) {
 	if err := os.Rename(old, target); err != nil {
 		t.Fatal(err)
 	}
-	found, err := CleanStaging(parent)
-	if err != nil || len(found) != 1 || found[0].Path != staging || !found[0].Removed {
-		t.Fatalf("clean-up after the user's rename: %+v %v", found, err)
-	}
-	if l := snaptest.Leftovers(t, parent); len(l) > 0 {
-		t.Errorf("left behind: %v", l)
-	}
+	rsCleanRemoves(t, parent, staging, "after the user's rename")
 	if got := snaptest.Dump(t, target, true); got != oldDump {
 		t.Errorf("the target changed:\n%s", got)
 	}

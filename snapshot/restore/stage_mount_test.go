@@ -54,19 +54,13 @@ func TestReplaceNeverEntersMounts(t *testing.T) {
 	}
 	r := snaptest.NewRepo(t)
 	m, want := rsMixedSnapshot(t, r, 6, 3000)
-	noExchange := func(ofd int, op string, nfd int, np string, flags uint) error {
-		if flags&unix.RENAME_EXCHANGE != 0 {
-			return unix.EINVAL
-		}
-		return unix.Renameat2(ofd, op, nfd, np, flags)
-	}
 	noOpenat2 := func(int, string, *unix.OpenHow) (int, error) { return -1, unix.ENOSYS }
 	for _, tc := range []struct {
 		name  string
 		hooks *stageHooks
 	}{
 		{"exchange", nil},
-		{"two-step", &stageHooks{renameat2: noExchange, renameat: unix.Renameat}},
+		{"two-step", &stageHooks{renameat2: rsNoExchange, renameat: unix.Renameat}},
 		{"no-openat2", &stageHooks{renameat2: unix.Renameat2, renameat: unix.Renameat, openat2: noOpenat2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -176,13 +170,7 @@ func TestReplaceNeverEntersMounts(t *testing.T) {
 					t.Fatalf("unmount %s: %v", p, err)
 				}
 			}
-			found, err := CleanStaging(parent)
-			if err != nil || len(found) != 1 || found[0].Path != left || !found[0].Removed {
-				t.Fatalf("clean-up after unmounting: %+v %v", found, err)
-			}
-			if l := snaptest.Leftovers(t, parent); len(l) > 0 {
-				t.Errorf("left behind: %v", l)
-			}
+			rsCleanRemoves(t, parent, left, "after unmounting")
 			if got := snaptest.Dump(t, outside, true); got != outsideBefore {
 				t.Errorf("the bind mount's source changed after the clean-up:\n%s", got)
 			}
