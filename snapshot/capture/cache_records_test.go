@@ -138,11 +138,7 @@ func TestCacheRecordsPruneAndFailedCapture(t *testing.T) {
 		files[fmt.Sprintf("big/f%05d", i)] = strconv.Itoa(i)
 	}
 	capTestWrite(t, root, files)
-	r := capTestOpenRepo(t)
-	var read atomic.Int64
-	o := capTestOptions(&read)
-	cache := &capTestCountingCache{DB: r.Index()}
-	o.Cache = cache
+	r, o, read, cache := capTestCountingSetup(t)
 	records := func() int { t.Helper(); return capTestRecordCount(t, r, o.Workspace) }
 	capTestCapture(t, r, root, o)
 	if n := records(); n != 4 { // big's two parts, e, k

@@ -203,6 +203,19 @@ func (c *capTestCountingCache) FileCachePut(ws string, recs []index.FileCacheRec
 	return c.DB.FileCachePut(ws, recs)
 }
 
+// capTestCountingSetup opens a repository and capture options with a
+// read counter whose file cache, the repository's index, counts the
+// records it is given.
+func capTestCountingSetup(t *testing.T) (*repo.Repository, Options, *atomic.Int64, *capTestCountingCache) {
+	t.Helper()
+	r := capTestOpenRepo(t)
+	read := new(atomic.Int64)
+	o := capTestOptions(read)
+	cache := &capTestCountingCache{DB: r.Index()}
+	o.Cache = cache
+	return r, o, read, cache
+}
+
 // The file cache keeps a record per part of a directory: a capture writes
 // those of new or changed parts only, a directory that is gone loses its
 // record, and a directory of more than MaxNodesPerBlob entries has one
@@ -222,11 +235,7 @@ func TestCacheRecordsPerPart(t *testing.T) {
 	}
 	capTestWrite(t, root, files)
 	capTestAge(t, root)
-	r := capTestOpenRepo(t)
-	var read atomic.Int64
-	o := capTestOptions(&read)
-	cache := &capTestCountingCache{DB: r.Index()}
-	o.Cache = cache
+	r, o, read, cache := capTestCountingSetup(t)
 	records := func() int { t.Helper(); return capTestRecordCount(t, r, o.Workspace) }
 	capture := func(step string, wantRead int64, wantPuts int64, wantRecords int) {
 		t.Helper()
