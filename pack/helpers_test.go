@@ -42,6 +42,17 @@ func textBytes(r *rand.Rand, n int) []byte {
 	return b.Bytes()[:n]
 }
 
+// skewedBytes returns n bytes drawn at random from eight values, like
+// machine code's frequent opcodes: three bits of entropy a byte, and few
+// repeats of six bytes or more for an LZ coder to find.
+func skewedBytes(r *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = "\x48\x89\x8b\xe8\x0f\x00\xff\xc3"[r.IntN(8)]
+	}
+	return b
+}
+
 func fixedKey(b byte) crypt.Key {
 	var k crypt.Key
 	for i := range k {

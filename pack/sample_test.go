@@ -34,6 +34,9 @@ func TestWorthCompressing(t *testing.T) {
 	for len(sparse) < 1<<20 {
 		sparse = append(append(sparse, text[:1<<10]...), random[len(sparse):len(sparse)+7<<10]...)
 	}
+	// Random bytes, then machine-code-like ones: the end slice compresses
+	// by its literals alone.
+	codeTail := append(append([]byte{}, random[:3<<18]...), skewedBytes(rng, 1<<18)...)
 	cases := map[string]struct {
 		data []byte
 		want bool
@@ -44,6 +47,7 @@ func TestWorthCompressing(t *testing.T) {
 		"text head":    {textHead, true},
 		"text tail":    {textTail, true},
 		"sparse text":  {sparse, true},
+		"code tail":    {codeTail, true},
 		"small random": {random[:1000], true}, // small blobs are always tried
 	}
 	for name, c := range cases {

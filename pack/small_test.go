@@ -47,3 +47,23 @@ func TestSmallBlobRules(t *testing.T) {
 		}
 	}
 }
+
+// A blob whose bytes are skewed but seldom repeat (machine code) is
+// compressed at the fastest setting too: by entropy coding of its
+// literals, where a fast LZ pass finds nothing to match.
+func TestSkewedBlobCompressesAtFastest(t *testing.T) {
+	r := seedtest.Rand(t)
+	for _, n := range []int{4 << 10, 64 << 10, 1 << 20} {
+		plain := skewedBytes(r, n)
+		payload, flags, err := Compress(plain, CompressFastest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if flags != FlagZstd || len(payload) > n/2 {
+			t.Errorf("%d skewed bytes: flags %#x, %d bytes stored; want compressed to at most half", n, flags, len(payload))
+		}
+		if got := openBlob(t, wsKeys, sealBlob(t, wsKeys, blob.Data, plain, CompressFastest)); !bytes.Equal(got, plain) {
+			t.Fatalf("%d skewed bytes: round trip differs", n)
+		}
+	}
+}
