@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"lifeboat/chunk"
+	"lifeboat/internal/seedtest"
 )
 
 var (
@@ -25,7 +26,7 @@ func mixed() []byte {
 		var b bytes.Buffer
 		for b.Len() < 64<<20 {
 			if b.Len()>>20%2 == 0 {
-				b.Write(randBytes(r, 1<<20))
+				b.Write(seedtest.Bytes(r, 1<<20))
 				continue
 			}
 			for end := b.Len() + 1<<20; b.Len() < end; {

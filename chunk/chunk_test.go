@@ -19,18 +19,6 @@ import (
 // testPol is the polynomial restic's chunker tests use; it is irreducible.
 const testPol = chunk.Pol(0x3DA3358B4DC173)
 
-func randBytes(r *rand.Rand, n int) []byte {
-	b := make([]byte, n)
-	for i := 0; i < n; i += 8 {
-		v := r.Uint64()
-		for j := i; j < min(i+8, n); j++ {
-			b[j] = byte(v)
-			v >>= 8
-		}
-	}
-	return b
-}
-
 // randPol returns an irreducible polynomial of degree 53 drawn from r.
 func randPol(t testing.TB, r *rand.Rand) chunk.Pol {
 	t.Helper()
@@ -79,7 +67,7 @@ var smallParams = chunk.Params{Min: 2 << 10, Max: 64 << 10, AverageBits: 13}
 
 func TestDeterministic(t *testing.T) {
 	r := seedtest.Rand(t)
-	data := randBytes(r, 8<<20)
+	data := seedtest.Bytes(r, 8<<20)
 	for _, p := range []chunk.Params{chunk.DefaultParams, smallParams} {
 		a := cuts(t, chunk.New(bytes.NewReader(data), testPol, p), data)
 		b := cuts(t, chunk.New(bytes.NewReader(data), testPol, p), data)
@@ -108,7 +96,7 @@ func (r *oneByteReader) Read(p []byte) (int, error) {
 
 func TestDifferentPolDifferentCuts(t *testing.T) {
 	r := seedtest.Rand(t)
-	data := randBytes(r, 8<<20)
+	data := seedtest.Bytes(r, 8<<20)
 	other := randPol(t, r)
 	if other == testPol {
 		t.Skip("drew the test polynomial")
@@ -127,7 +115,7 @@ func TestChunkSizes(t *testing.T) {
 	for _, p := range []chunk.Params{chunk.DefaultParams, smallParams, {Min: 64, Max: 64, AverageBits: 10}, {Min: 4096, Max: 8192, AverageBits: 20}} {
 		zeros := min(2*int(p.Max), 2<<20)
 		n := 4<<20 + zeros + r.IntN(1<<20)
-		data := randBytes(r, n)
+		data := seedtest.Bytes(r, n)
 		// A run of zeros hashes to zero, a cut at every Min.
 		clear(data[1<<20 : 1<<20+zeros])
 		lens := cuts(t, chunk.New(bytes.NewReader(data), testPol, p), data)
@@ -149,7 +137,7 @@ func TestChunkSizes(t *testing.T) {
 
 func TestMeanChunkSize(t *testing.T) {
 	r := seedtest.Rand(t)
-	data := randBytes(r, 16<<20)
+	data := seedtest.Bytes(r, 16<<20)
 	lens := cuts(t, chunk.New(bytes.NewReader(data), testPol, smallParams), data)
 	mean := len(data) / len(lens)
 	// Expected about Min + 2^AverageBits = 10 KiB.
@@ -161,7 +149,7 @@ func TestMeanChunkSize(t *testing.T) {
 func TestShortInputs(t *testing.T) {
 	r := seedtest.Rand(t)
 	for _, n := range []int{1, 63, 64, 1000, int(chunk.DefaultParams.Min) - 1, int(chunk.DefaultParams.Min)} {
-		data := randBytes(r, n)
+		data := seedtest.Bytes(r, n)
 		lens := cuts(t, chunk.New(bytes.NewReader(data), testPol, chunk.DefaultParams), data)
 		if len(lens) != 1 || lens[0] != n {
 			t.Fatalf("%d-byte input cut into %v, want one chunk", n, lens)
@@ -211,7 +199,7 @@ func (r *errReader) Read([]byte) (int, error) { return 0, r.err }
 
 func TestReset(t *testing.T) {
 	r := seedtest.Rand(t)
-	a, b := randBytes(r, 3<<20), randBytes(r, 2<<20)
+	a, b := seedtest.Bytes(r, 3<<20), seedtest.Bytes(r, 2<<20)
 	wantA := cuts(t, chunk.New(bytes.NewReader(a), testPol, smallParams), a)
 	wantB := cuts(t, chunk.New(bytes.NewReader(b), testPol, smallParams), b)
 
@@ -303,7 +291,7 @@ func TestInvalidPolIsAnError(t *testing.T) {
 // has Alloc's failures).
 func TestSmallBufferGrows(t *testing.T) {
 	r := seedtest.Rand(t)
-	data := randBytes(r, 12<<20)
+	data := seedtest.Bytes(r, 12<<20)
 	pol := randPol(t, r)
 	want := cuts(t, chunk.New(bytes.NewReader(data), pol, chunk.DefaultParams), data)
 	for _, withAlloc := range []bool{false, true} {
@@ -331,7 +319,7 @@ func TestSmallBufferGrows(t *testing.T) {
 // fails.
 func TestStart(t *testing.T) {
 	r := seedtest.Rand(t)
-	data := randBytes(r, 40*int(smallParams.Min))
+	data := seedtest.Bytes(r, 40*int(smallParams.Min))
 	c := chunk.New(nil, testPol, smallParams)
 	head := make([]byte, c.MinSize())
 	for _, n := range []int{0, 1, c.MinSize() - 1, c.MinSize(), c.MinSize() + 1, len(data)} {
@@ -392,9 +380,9 @@ func TestSameCutsAsRestic(t *testing.T) {
 		{Min: 100 << 10, Max: 200 << 10, AverageBits: 20},
 	}
 	kinds := map[string]func(n int) []byte{
-		"random": func(n int) []byte { return randBytes(r, n) },
+		"random": func(n int) []byte { return seedtest.Bytes(r, n) },
 		"low-entropy": func(n int) []byte {
-			b := randBytes(r, n)
+			b := seedtest.Bytes(r, n)
 			for i := range b {
 				b[i] &= 3
 			}

@@ -121,7 +121,7 @@ func polOfDegree(t testing.TB, r *rand.Rand, d int) chunk.Pol {
 // but certain at end offset e of a chunk starting at 0: the 64 bytes before
 // e are zeros, whose fingerprint is zero, after a byte that is not.
 func plantCut(r *rand.Rand, n, e int) []byte {
-	b := randBytes(r, n)
+	b := seedtest.Bytes(r, n)
 	clear(b[e-64 : e])
 	b[e-65] |= 1
 	return b
@@ -195,7 +195,7 @@ func TestSameCutsAsResticAtTheLimits(t *testing.T) {
 		pol := polOfDegree(t, r, deg)
 		for _, p := range params {
 			n := min(6*int(p.Max)+r.IntN(int(p.Max)), 300<<10+r.IntN(300<<10))
-			for kind, data := range map[string][]byte{"random": randBytes(r, n), "zeros": make([]byte, n), "low-entropy": lowEntropy(r, n)} {
+			for kind, data := range map[string][]byte{"random": seedtest.Bytes(r, n), "zeros": make([]byte, n), "low-entropy": lowEntropy(r, n)} {
 				want := resticCuts(t, data, pol, p)
 				c := chunk.New(nil, pol, p)
 				for _, step := range []int{1 << 30, 1, 128<<10 + 7} {
@@ -214,7 +214,7 @@ func TestSameCutsAsResticAtTheLimits(t *testing.T) {
 }
 
 func lowEntropy(r *rand.Rand, n int) []byte {
-	b := randBytes(r, n)
+	b := seedtest.Bytes(r, n)
 	for i := range b {
 		b[i] &= 1
 	}
@@ -225,7 +225,7 @@ func lowEntropy(r *rand.Rand, n int) []byte {
 // one with bytes in it, the chunk still comes out whole and in place.
 func TestAllocTooSmallOrNil(t *testing.T) {
 	r := seedtest.Rand(t)
-	data := randBytes(r, 3<<20)
+	data := seedtest.Bytes(r, 3<<20)
 	pol := polOfDegree(t, r, 53)
 	p := chunk.Params{Min: 64 << 10, Max: 1 << 20, AverageBits: 18}
 	want := resticCuts(t, data, pol, p)

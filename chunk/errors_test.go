@@ -32,7 +32,7 @@ func chunkAll(c *chunk.Chunker) ([]byte, error) {
 // ends a stream.
 func TestReadersUnexpectedEOFIsAnError(t *testing.T) {
 	r := seedtest.Rand(t)
-	data := randBytes(r, 3<<20)
+	data := seedtest.Bytes(r, 3<<20)
 	for _, fail := range []error{io.ErrUnexpectedEOF, fmt.Errorf("pack tail: loaded 3 of 9 bytes: %w", io.ErrUnexpectedEOF), fmt.Errorf("reading pack 1234: %w", io.EOF)} {
 		// Below the minimum (Start reads it all), a little above it, and
 		// many chunks long.
@@ -97,7 +97,7 @@ func (r *flakyReader) Read(p []byte) (int, error) {
 // stays until Reset or Start, which then cut a new stream normally.
 func TestReadErrorSticks(t *testing.T) {
 	r := seedtest.Rand(t)
-	data := randBytes(r, 2<<20)
+	data := seedtest.Bytes(r, 2<<20)
 	cut := 700 << 10
 	c := chunk.New(&flakyReader{parts: [][]byte{bytes.Clone(data[:cut]), bytes.Clone(data[cut:])}}, testPol, smallParams)
 	got, err := chunkAll(c)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"lifeboat/blob"
+	"lifeboat/internal/seedtest"
 )
 
 // benchChunk is the mean chunk size of chunk.DefaultParams.
@@ -21,8 +22,8 @@ var benchInputs = []benchInput{
 	{"text/fastest", CompressFastest, textBytes}, // the repository default
 	{"text/default", CompressDefault, textBytes},
 	{"text/better", CompressBetter, textBytes},
-	{"random/fastest", CompressFastest, randBytes}, // incompressible: compressed, then stored raw
-	{"random/off", CompressOff, randBytes},
+	{"random/fastest", CompressFastest, seedtest.Bytes}, // incompressible: compressed, then stored raw
+	{"random/off", CompressOff, seedtest.Bytes},
 }
 
 // resetCodecs drops the cached zstd encoders and decoder. They size their

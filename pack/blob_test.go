@@ -33,20 +33,20 @@ func openBlob(t testing.TB, k *crypt.TierKeys, sb SealedBlob) []byte {
 
 func TestSealBlobRoundTrip(t *testing.T) {
 	r := seedtest.Rand(t)
-	big := append(textBytes(r, 4<<20), randBytes(r, 4<<20)...)
+	big := append(textBytes(r, 4<<20), seedtest.Bytes(r, 4<<20)...)
 	cases := []struct {
 		name       string
 		plain      []byte
 		compressed bool
 	}{
 		{"text", textBytes(r, 100_000), true},
-		{"random", randBytes(r, 100_000), false},
+		{"random", seedtest.Bytes(r, 100_000), false},
 		{"empty", nil, false},
 		{"one byte", []byte{'x'}, false},
 		{"63 zero bytes", make([]byte, 63), false}, // below the compression threshold
 		{"64 zero bytes", make([]byte, 64), true},
 		{"8 MiB mixed", big, true},
-		{"8 MiB random", randBytes(r, 8<<20), false},
+		{"8 MiB random", seedtest.Bytes(r, 8<<20), false},
 	}
 	for _, c := range cases {
 		for _, k := range []*crypt.TierKeys{wsKeys, sensKeys} {
@@ -76,7 +76,7 @@ func TestSealBlobRoundTrip(t *testing.T) {
 func TestSealBlobCompressionLevels(t *testing.T) {
 	r := seedtest.Rand(t)
 	text := textBytes(r, 300_000)
-	random := randBytes(r, 300_000)
+	random := seedtest.Bytes(r, 300_000)
 	sizes := map[Compression]int{}
 	for _, c := range []Compression{CompressOff, CompressFastest, CompressDefault, CompressBetter} {
 		sb := sealBlob(t, wsKeys, blob.Tree, text, c)
@@ -135,7 +135,7 @@ func TestOpenBlobRefusesMismatch(t *testing.T) {
 			return OpenBlobInPlace(k, e, bytes.Clone(sealed), nil)
 		}},
 	}
-	for _, plain := range [][]byte{textBytes(r, 10_000), randBytes(r, 10_000), nil} {
+	for _, plain := range [][]byte{textBytes(r, 10_000), seedtest.Bytes(r, 10_000), nil} {
 		for _, o := range openers {
 			refusesMismatch(t, o.name, o.open, plain)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/zeebo/blake3"
 
 	"lifeboat/blob"
+	"lifeboat/internal/seedtest"
 )
 
 var update = flag.Bool("update", false, "rewrite the pinned sample pack testdata/golden-v1.pack")
@@ -19,10 +20,10 @@ var update = flag.Bool("update", false, "rewrite the pinned sample pack testdata
 const goldenPack = "testdata/golden-v1.pack"
 
 // goldenBlobs are the deterministic contents of the sample pack (they
-// depend on textBytes and randBytes: changing those needs -update).
+// depend on textBytes and seedtest.Bytes: changing those needs -update).
 func goldenBlobs() (types []blob.Type, plains [][]byte) {
 	r := rand.New(rand.NewPCG(7, 7))
-	return []blob.Type{blob.Tree, blob.Data, blob.Data}, [][]byte{textBytes(r, 20_000), randBytes(r, 3000), nil}
+	return []blob.Type{blob.Tree, blob.Data, blob.Data}, [][]byte{textBytes(r, 20_000), seedtest.Bytes(r, 3000), nil}
 }
 
 // TestGoldenPackV1 opens a pack written once by this code (with the fixed

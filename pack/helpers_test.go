@@ -11,19 +11,8 @@ import (
 
 	"lifeboat/blob"
 	"lifeboat/crypt"
+	"lifeboat/internal/seedtest"
 )
-
-func randBytes(r *rand.Rand, n int) []byte {
-	b := make([]byte, n)
-	for i := 0; i < n; i += 8 {
-		v := r.Uint64()
-		for j := i; j < min(i+8, n); j++ {
-			b[j] = byte(v)
-			v >>= 8
-		}
-	}
-	return b
-}
 
 var words = []string{"the", "backup", "func", "return", "err", "nil", "if", "for", "package", "lifeboat",
 	"snapshot", "{", "}", "(", ")", "data", "chunk", "index", "\n", "\t", "// comment", "0x1f", "import"}
@@ -132,7 +121,7 @@ func buildPack(t testing.TB, r *rand.Rand, k *crypt.TierKeys, count, maxSize int
 		if i%2 == 0 {
 			plain = textBytes(r, n)
 		} else {
-			plain = randBytes(r, n)
+			plain = seedtest.Bytes(r, n)
 		}
 		typ := blob.Data
 		if i%3 == 0 {

@@ -224,7 +224,7 @@ func TestPackDamage(t *testing.T) {
 func TestPackGarbage(t *testing.T) {
 	r := seedtest.Rand(t)
 	for _, n := range []int{0, 1, 15, 16, 17, 56, 100, 5000, 70_000} {
-		g := randBytes(r, n)
+		g := seedtest.Bytes(r, n)
 		if rerr, verr := damaged(t, g); !isFormatOrAuth(rerr) || !isFormatOrAuth(verr) {
 			t.Fatalf("%d random bytes: ReadHeader %v, Verify %v", n, rerr, verr)
 		}

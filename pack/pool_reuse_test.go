@@ -59,7 +59,7 @@ func smallPlain(r *rand.Rand) []byte {
 	case 1:
 		return make([]byte, n)
 	}
-	return randBytes(r, n)
+	return seedtest.Bytes(r, n)
 }
 
 // TestSealedBlobsSurviveBufferReuse seals many small blobs on
@@ -161,7 +161,7 @@ func TestPackAfterRelease(t *testing.T) {
 			for i := 0; i < 2000; i++ {
 				plain := smallPlain(r)
 				if i%50 == 0 { // a few larger than the stream's write buffer
-					plain = randBytes(r, streamBuffer+r.IntN(streamBuffer))
+					plain = seedtest.Bytes(r, streamBuffer+r.IntN(streamBuffer))
 				}
 				sb := sealBlob(t, wsKeys, blob.Data, plain, CompressFastest)
 				if !w.Fits(len(sb.Data)) {

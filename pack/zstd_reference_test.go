@@ -23,9 +23,9 @@ var zstdKinds = []struct {
 }{
 	{"text", textBytes},
 	{"zeros", func(_ *rand.Rand, n int) []byte { return make([]byte, n) }},
-	{"random", randBytes},
+	{"random", seedtest.Bytes},
 	{"period", func(r *rand.Rand, n int) []byte {
-		p := randBytes(r, 1+r.IntN(40))
+		p := seedtest.Bytes(r, 1+r.IntN(40))
 		return bytes.Repeat(p, n/len(p)+1)[:n]
 	}},
 	{"alphabet4", func(r *rand.Rand, n int) []byte {
@@ -45,7 +45,7 @@ var zstdKinds = []struct {
 					b = append(b, b[off+i])
 				}
 			} else {
-				b = append(b, randBytes(r, min(1+r.IntN(12), n-len(b)))...)
+				b = append(b, seedtest.Bytes(r, min(1+r.IntN(12), n-len(b)))...)
 			}
 		}
 		return b

@@ -34,3 +34,17 @@ func Rand(t testing.TB) *rand.Rand {
 func New(seed uint64) *rand.Rand {
 	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 }
+
+// Bytes returns n bytes drawn from r, eight to each Uint64 in
+// little-endian order: the same generator state, the same bytes.
+func Bytes(r *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := 0; i < n; i += 8 {
+		v := r.Uint64()
+		for j := i; j < min(i+8, n); j++ {
+			b[j] = byte(v)
+			v >>= 8
+		}
+	}
+	return b
+}

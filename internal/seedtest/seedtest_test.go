@@ -17,3 +17,22 @@ func TestFlagReplays(t *testing.T) {
 		}
 	}
 }
+
+// Bytes fills every length, a tail shorter than eight included, from
+// the generator's words in little-endian order.
+func TestBytes(t *testing.T) {
+	for _, n := range []int{0, 1, 7, 8, 9, 64, 1001} {
+		b, r := Bytes(New(7), n), New(7)
+		if len(b) != n {
+			t.Fatalf("Bytes(_, %d) has %d bytes", n, len(b))
+		}
+		for i := 0; i < n; i += 8 {
+			v := r.Uint64()
+			for j := i; j < min(i+8, n); j++ {
+				if b[j] != byte(v>>(8*(j-i))) {
+					t.Fatalf("Bytes(_, %d)[%d] = %#x, want byte %d of word %#x", n, j, b[j], j-i, v)
+				}
+			}
+		}
+	}
+}
