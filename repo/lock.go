@@ -194,20 +194,9 @@ func (o LockOptions) withDefaults() LockOptions {
 		o.Owner = hex.EncodeToString(b[:])
 	}
 	if o.Sleep == nil {
-		o.Sleep = sleepCtx
+		o.Sleep = osutil.Sleep
 	}
 	return o
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // Lock is a held repository lock. A goroutine rewrites it every

@@ -11,6 +11,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"lifeboat/backend"
+	"lifeboat/internal/osutil"
 )
 
 // Load returns length bytes of h from offset, or the rest of the object
@@ -56,14 +57,7 @@ func (b *Backend) load(ctx context.Context, h backend.Handle, offset int64, leng
 // backoff waits before try+1: 100 ms, doubling, at most 2 s.
 func backoff(ctx context.Context, try int) error {
 	d := 100 * time.Millisecond << min(try-1, 5)
-	t := time.NewTimer(min(d, 2*time.Second))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return osutil.Sleep(ctx, min(d, 2*time.Second))
 }
 
 // loadOnce is one GET of the range.

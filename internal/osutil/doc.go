@@ -3,7 +3,8 @@
 // (IgnoringEINTR), flock on a descriptor or file (Flock, FlockFile), and
 // whether a process exists on this host (ProcessAlive), whether a range
 // of a file is a hole (IsHole), and reading a file's extended attributes
-// while they change (ReadXattrs).
+// while they change (ReadXattrs); and a wait that ends early when its
+// context does (Sleep).
 //
 // It imports nothing of the module, so any package may use it.
 package osutil

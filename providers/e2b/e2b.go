@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"lifeboat/internal/keylock"
+	"lifeboat/internal/osutil"
 	"lifeboat/providers"
 	"lifeboat/providers/boxfiles"
 	"lifeboat/providers/httpapi"
@@ -258,12 +259,8 @@ func (p *Provider) ready(ctx context.Context, op string, id providers.InstanceID
 		if err == nil || providers.KindOf(err) != providers.KindUnavailable || ctx.Err() != nil || !p.now().Before(deadline) {
 			return err
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if osutil.Sleep(ctx, wait) != nil {
 			return err
-		case <-t.C:
 		}
 		wait = min(2*wait, 2*time.Second)
 	}
