@@ -11,30 +11,25 @@ import (
 	"github.com/zeebo/blake3"
 
 	"lifeboat/blob"
+	"lifeboat/internal/busywriter"
 	"lifeboat/internal/seedtest"
 )
 
 // scribblePool takes pooled buffers of every small class, fills them
-// with garbage and gives them back until stop closes, so that any code
-// still holding a buffer it gave back sees its bytes change.
-func scribblePool(stop <-chan struct{}, done *sync.WaitGroup) {
-	done.Go(func() {
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			n := 1 << (minClass + i%9) // 512 B to 128 KiB
-			b := getBuf(n)[:n]
-			for j := range b {
-				b[j] = byte(i)
-			}
-			putBuf(b)
-			if i%64 == 0 {
-				runtime.Gosched()
-			}
+// with garbage and gives them back until Halt, so that any code still
+// holding a buffer it gave back sees its bytes change.
+func scribblePool(t testing.TB) *busywriter.Writer {
+	return busywriter.Start(t, func(i int) error {
+		n := 1 << (minClass + i%9) // 512 B to 128 KiB
+		b := getBuf(n)[:n]
+		for j := range b {
+			b[j] = byte(i)
 		}
+		putBuf(b)
+		if i%64 == 0 {
+			runtime.Gosched()
+		}
+		return nil
 	})
 }
 
@@ -72,12 +67,9 @@ func smallPlain(r *rand.Rand) []byte {
 func TestSealedBlobsSurviveBufferReuse(t *testing.T) {
 	seed := seedtest.Rand(t).Uint64()
 	levels := []Compression{CompressFastest, CompressFastest, CompressDefault, CompressBetter, CompressOff}
-	stop := make(chan struct{})
-	var scribblers sync.WaitGroup
 	for range 2 {
-		scribblePool(stop, &scribblers)
+		defer scribblePool(t).Halt()
 	}
-	defer func() { close(stop); scribblers.Wait() }()
 
 	const keep, perWorker = 24, 600
 	workers := max(4, runtime.GOMAXPROCS(0))
@@ -145,10 +137,7 @@ func TestSealedBlobsSurviveBufferReuse(t *testing.T) {
 // finished pack verifies and every blob opens to its input.
 func TestPackAfterRelease(t *testing.T) {
 	r := seedtest.Rand(t)
-	stop := make(chan struct{})
-	var scribblers sync.WaitGroup
-	scribblePool(stop, &scribblers)
-	defer func() { close(stop); scribblers.Wait() }()
+	defer scribblePool(t).Halt()
 
 	for _, streamed := range []bool{false, true} {
 		t.Run(fmt.Sprintf("streamed=%v", streamed), func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 
 	"lifeboat/blob"
 	"lifeboat/index"
+	"lifeboat/internal/busywriter"
 )
 
 // A Flush with a cancelled context must not drop open packs: after a
@@ -241,24 +242,13 @@ func TestConcurrentSavesShareOpenPacks(t *testing.T) {
 			}
 		}()
 	}
-	flushes := make(chan error, 1)
-	stop := make(chan struct{})
-	go func() { // flushes while the savers run, taking part-filled packs
-		var err error
-		for err == nil {
-			select {
-			case <-stop:
-				flushes <- nil
-				return
-			default:
-				err = r.Flush(context.Background())
-			}
-		}
-		flushes <- err
-	}()
+	// Flushes while the savers run, taking part-filled packs.
+	flusher := busywriter.Start(t, func(int) error { return r.Flush(context.Background()) })
 	wg.Wait()
-	close(stop)
-	must(t, <-flushes)
+	flusher.Halt()
+	if t.Failed() { // a save or a flush failed
+		t.FailNow()
+	}
 	must(t, r.Flush(context.Background()))
 	for s := range savers {
 		checkAll(t, r, blob.Workspace, ids[s], blobs[s])

@@ -17,6 +17,7 @@ import (
 	"lifeboat/backend/local"
 	"lifeboat/blob"
 	"lifeboat/crypt"
+	"lifeboat/internal/busywriter"
 	"lifeboat/pack"
 )
 
@@ -94,24 +95,18 @@ func seededStream(t *testing.T, r *Repository, seed uint64) ([]byte, []int) {
 }
 
 // scribblePool fills pooled buffers of the chunk sizes with garbage
-// until stop closes, so a chunk buffer used after it went back to the
-// pool shows as different data.
-func scribblePool(stop <-chan struct{}, done *sync.WaitGroup) {
-	done.Go(func() {
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			n := 1 << (19 + i%4) // 512 KiB to 4 MiB
-			b := pack.GetBuffer(n)[:n]
-			for j := 0; j < n; j += 512 {
-				b[j] = byte(i)
-			}
-			pack.PutBuffer(b)
-			runtime.Gosched()
+// until Halt, so a chunk buffer used after it went back to the pool
+// shows as different data.
+func scribblePool(t testing.TB) *busywriter.Writer {
+	return busywriter.Start(t, func(i int) error {
+		n := 1 << (19 + i%4) // 512 KiB to 4 MiB
+		b := pack.GetBuffer(n)[:n]
+		for j := 0; j < n; j += 512 {
+			b[j] = byte(i)
 		}
+		pack.PutBuffer(b)
+		runtime.Gosched()
+		return nil
 	})
 }
 
@@ -154,10 +149,7 @@ func (s *sealCounts) check(t *testing.T, procs int, busy bool) {
 // stream reads back identical.
 func TestSaveStreamProcs(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-	stop := make(chan struct{})
-	var scribblers sync.WaitGroup
-	scribblePool(stop, &scribblers)
-	defer func() { close(stop); scribblers.Wait() }()
+	defer scribblePool(t).Halt()
 	for _, procs := range []int{1, 2, 3} {
 		for _, busy := range []bool{false, true} {
 			t.Run(fmt.Sprintf("GOMAXPROCS=%d/busy=%v", procs, busy), func(t *testing.T) {

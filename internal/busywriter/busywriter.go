@@ -1,6 +1,7 @@
-// Package busywriter is test support: a goroutine that changes a file
-// without pause (an agent appending to its log) until it is stopped, and
-// waits on its steps, so a test can make a change happen during a read
+// Package busywriter is test support: a goroutine that runs a step
+// without pause until it is stopped (an agent appending to its log, a
+// scribbler dirtying pooled buffers, a flusher racing savers), and waits
+// on its steps, so a test can make a change happen during a read
 // without sleeping.
 package busywriter
 
