@@ -18,10 +18,8 @@ import (
 	"fmt"
 	"log"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/pprof"
 	"time"
 
 	"lifeboat/backend/local"
@@ -109,14 +107,11 @@ func main() {
 			log.Fatal(err)
 		}
 		if *cpuprof != "" {
-			f, err := os.Create(*cpuprof)
+			stop, err := memsample.StartCPUProfile(*cpuprof)
 			if err != nil {
 				log.Fatal(err)
 			}
-			if err := pprof.StartCPUProfile(f); err != nil {
-				log.Fatal(err)
-			}
-			defer pprof.StopCPUProfile()
+			defer stop()
 		}
 		opened := time.Now()
 		p, err := prune.PlanPrune(ctx, r, source{r, *n}, prune.Options{TempDir: *dir})
