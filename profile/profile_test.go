@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"lifeboat/internal/proctest"
 	"lifeboat/internal/seedtest"
 	"lifeboat/profile/fixture"
 	"lifeboat/profile/fixture/localstorage"
@@ -165,16 +165,6 @@ func TestDiscoverAndResolve(t *testing.T) {
 	}
 }
 
-// deadPID returns the id of a process that has exited.
-func deadPID(t *testing.T) int {
-	t.Helper()
-	cmd := exec.Command("true")
-	if err := cmd.Run(); err != nil {
-		t.Fatal(err)
-	}
-	return cmd.Process.Pid
-}
-
 func TestRunningChromium(t *testing.T) {
 	f := testFixture(t)
 	dir := filepath.Join(t.TempDir(), "chrome")
@@ -186,7 +176,7 @@ func TestRunningChromium(t *testing.T) {
 		t.Fatalf("Prepare of a running profile: %v", err)
 	}
 	host, _ := os.Hostname()
-	for _, lock := range []string{host + "-" + itoa(deadPID(t)), "otherhost-" + itoa(os.Getpid()), "garbage"} {
+	for _, lock := range []string{host + "-" + itoa(proctest.DeadPID(t)), "otherhost-" + itoa(os.Getpid()), "garbage"} {
 		_ = os.Remove(filepath.Join(dir, "SingletonLock"))
 		if err := os.Symlink(lock, filepath.Join(dir, "SingletonLock")); err != nil {
 			t.Fatal(err)
@@ -408,7 +398,7 @@ func TestFirefoxPrepareValidate(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(prof, "prefs.js"), []byte("// prefs\n"), 0o600))
 	must(t, os.WriteFile(filepath.Join(prof, "cache2", "entries", "X"), []byte("cache"), 0o600))
 	must(t, os.WriteFile(filepath.Join(prof, ".parentlock"), nil, 0o600))
-	must(t, os.Symlink("127.0.0.1:+"+strconv.Itoa(deadPID(t)), filepath.Join(prof, "lock")))
+	must(t, os.Symlink("127.0.0.1:+"+strconv.Itoa(proctest.DeadPID(t)), filepath.Join(prof, "lock")))
 	// cookies.sqlite with a row only in its WAL, copied while the writer is open.
 	tmp := filepath.Join(t.TempDir(), "cookies.sqlite")
 	must(t, fixture.WriteDB(ctx, tmp, true, []string{"CREATE TABLE moz_cookies(name TEXT, value TEXT)", "INSERT INTO moz_cookies VALUES('a', 'in-db')"}))

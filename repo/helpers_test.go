@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"math/rand/v2"
-	"os/exec"
 	"testing"
 
 	"lifeboat/backend"
@@ -150,13 +149,4 @@ func (b loadFails) Load(ctx context.Context, h backend.Handle, off int64, n int)
 		return nil, b.err
 	}
 	return b.Backend.Load(ctx, h, off, n)
-}
-
-// deadPID returns the process id of a child that has run and exited: no
-// process of this host runs under it (until the id is reused).
-func deadPID(t *testing.T) int {
-	t.Helper()
-	cmd := exec.Command("true")
-	must(t, cmd.Run())
-	return cmd.Process.Pid
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"lifeboat/blob"
+	"lifeboat/internal/proctest"
 )
 
 // A locker removes the lock objects of dead processes of this host that it
@@ -17,7 +18,7 @@ import (
 // not running here, or one stale by time) nor a live lock of this host.
 // Listing alone removes nothing.
 func TestLockRemovesDeadHere(t *testing.T) {
-	pid := deadPID(t)
+	pid := proctest.DeadPID(t)
 	synctest.Test(t, func(t *testing.T) {
 		tr := newTestRepo(t)
 		r := tr.openLocker(t)

@@ -12,6 +12,7 @@ import (
 
 	"lifeboat/blob"
 	"lifeboat/crypt"
+	"lifeboat/internal/proctest"
 )
 
 // openLocker opens a second handle on tr's repository (as another process
@@ -165,7 +166,7 @@ func TestLockStaleByTime(t *testing.T) {
 }
 
 func TestLockStaleDeadPID(t *testing.T) {
-	pid := deadPID(t)
+	pid := proctest.DeadPID(t)
 	tr := newTestRepo(t)
 	r := tr.openLocker(t)
 	host, _ := os.Hostname()
@@ -367,7 +368,7 @@ func TestLockWaitingExclusiveBlocksNewLockers(t *testing.T) {
 // A waiting lock whose holder is gone (stale by time, or its PID dead on
 // this host) keeps no one out; a live one does.
 func TestLockStaleWaiterIgnored(t *testing.T) {
-	pid := deadPID(t)
+	pid := proctest.DeadPID(t)
 	synctest.Test(t, func(t *testing.T) {
 		tr := newTestRepo(t)
 		r := tr.openLocker(t)

@@ -115,6 +115,7 @@ var allowed = map[string][]string{
 	"internal/busywriter":   {},
 	"internal/jsonlines":    {},
 	"internal/nstest":       {},
+	"internal/proctest":     {},
 	"internal/layers":       {},
 }
 

@@ -3,10 +3,11 @@ package osutil
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"lifeboat/internal/proctest"
 
 	"golang.org/x/sys/unix"
 )
@@ -71,13 +72,7 @@ func TestProcessAlive(t *testing.T) {
 	if ProcessAlive(0) || ProcessAlive(-1) {
 		t.Fatal("PID 0 or -1 alive")
 	}
-	cmd := exec.Command("true")
-	if err := cmd.Run(); err != nil {
-		t.Fatal(err)
-	}
-	// Reaped by Run: its PID names no process (unless reused at once, which
-	// a test machine's PID space makes vanishingly rare).
-	if ProcessAlive(cmd.Process.Pid) {
-		t.Skipf("PID %d of an exited child was reused", cmd.Process.Pid)
+	if pid := proctest.DeadPID(t); ProcessAlive(pid) {
+		t.Skipf("PID %d of an exited child was reused", pid)
 	}
 }
