@@ -22,47 +22,26 @@ import (
 // CAP_SYS_ADMIN; the test is skipped without. The returned func stops it.
 func holdReads(t *testing.T, path string, fn func()) (stop func()) {
 	t.Helper()
-	fd, err := unix.FanotifyInit(unix.FAN_CLASS_CONTENT|unix.FAN_CLOEXEC|unix.FAN_NONBLOCK, unix.O_RDONLY|unix.O_CLOEXEC)
-	if err != nil {
-		t.Skipf("holding the capture's reads needs fanotify permission events (CAP_SYS_ADMIN): %v", err)
-	}
-	if err := unix.FanotifyMark(fd, unix.FAN_MARK_ADD, unix.FAN_ACCESS_PERM, unix.AT_FDCWD, path); err != nil {
-		_ = unix.Close(fd)
-		t.Skipf("fanotify mark on %s: %v", path, err)
-	}
-	f := os.NewFile(uintptr(fd), "fanotify") // non-blocking: Close ends a Read
+	f := watchReads(t, path, "the capture's reads")
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		const metaSize = 24 // unix.FanotifyEventMetadata: len, vers, reserved, metadata_len, mask, fd, pid
-		buf := make([]byte, 64*metaSize)
-		for {
-			n, err := f.Read(buf)
-			if err != nil {
-				return // closed: the kernel lets every held read through
+		err := readFanotify(f, func(mask uint64, evfd int) {
+			if mask&unix.FAN_ACCESS_PERM != 0 {
+				fn()
+				resp := make([]byte, 8) // unix.FanotifyResponse: fd, response
+				binary.NativeEndian.PutUint32(resp[0:], uint32(evfd))
+				binary.NativeEndian.PutUint32(resp[4:], unix.FAN_ALLOW)
+				if _, err := f.Write(resp); err != nil {
+					t.Error(err)
+				}
 			}
-			for b := buf[:n]; len(b) >= metaSize; {
-				size := binary.NativeEndian.Uint32(b[0:])
-				mask := binary.NativeEndian.Uint64(b[8:])
-				evfd := int32(binary.NativeEndian.Uint32(b[16:]))
-				if mask&unix.FAN_ACCESS_PERM != 0 {
-					fn()
-					resp := make([]byte, 8) // unix.FanotifyResponse: fd, response
-					binary.NativeEndian.PutUint32(resp[0:], uint32(evfd))
-					binary.NativeEndian.PutUint32(resp[4:], unix.FAN_ALLOW)
-					if _, err := f.Write(resp); err != nil {
-						t.Error(err)
-					}
-				}
-				if evfd >= 0 {
-					_ = unix.Close(int(evfd))
-				}
-				if size < metaSize || int(size) > len(b) {
-					t.Errorf("fanotify event of %d bytes", size)
-					return
-				}
-				b = b[size:]
+			if evfd >= 0 {
+				_ = unix.Close(evfd)
 			}
+		})
+		if err != nil {
+			t.Error(err)
 		}
 	}()
 	var once atomic.Bool

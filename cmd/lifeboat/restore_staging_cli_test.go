@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,45 +38,24 @@ func TestLifeboatChild(t *testing.T) {
 // CAP_SYS_ADMIN; the test is skipped without.
 func holdFirstRead(t *testing.T, path string) (reached <-chan struct{}, stop func()) {
 	t.Helper()
-	fd, err := unix.FanotifyInit(unix.FAN_CLASS_CONTENT|unix.FAN_CLOEXEC|unix.FAN_NONBLOCK, unix.O_RDONLY|unix.O_CLOEXEC)
-	if err != nil {
-		t.Skipf("holding a restore's read needs fanotify permission events (CAP_SYS_ADMIN): %v", err)
-	}
-	if err := unix.FanotifyMark(fd, unix.FAN_MARK_ADD, unix.FAN_ACCESS_PERM, unix.AT_FDCWD, path); err != nil {
-		_ = unix.Close(fd)
-		t.Skipf("fanotify mark on %s: %v", path, err)
-	}
-	f := os.NewFile(uintptr(fd), "fanotify") // non-blocking: Close ends a Read
+	f := watchReads(t, path, "a restore's read")
 	ch, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
-		const metaSize = 24 // unix.FanotifyEventMetadata
-		buf := make([]byte, 64*metaSize)
 		var held []int
 		defer func() {
 			for _, e := range held {
 				_ = unix.Close(e)
 			}
 		}()
-		for {
-			n, err := f.Read(buf)
-			if err != nil {
-				return // closed: the kernel lets every held read through
-			}
-			for b := buf[:n]; len(b) >= metaSize; {
-				size := binary.NativeEndian.Uint32(b[0:])
-				if evfd := int(int32(binary.NativeEndian.Uint32(b[16:]))); evfd >= 0 {
-					if len(held) == 0 {
-						close(ch)
-					}
-					held = append(held, evfd) // never answered
+		_ = readFanotify(f, func(_ uint64, evfd int) { // a malformed event ends the hold
+			if evfd >= 0 {
+				if len(held) == 0 {
+					close(ch)
 				}
-				if size < metaSize || int(size) > len(b) {
-					return
-				}
-				b = b[size:]
+				held = append(held, evfd) // never answered
 			}
-		}
+		})
 	}()
 	var once sync.Once
 	stop = func() { once.Do(func() { _ = f.Close(); <-done }) }
