@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,15 +34,8 @@ func testKillAtEverySave(t *testing.T, s storetest.Store, bin string) {
 		cmd := exec.Command(bin, "--repo", e.repo, "--cache-dir", e.cache, "--password-file", e.passwdFile, "capture", "--workspace", "work", work)
 		cmd.Env = append(os.Environ(), crashEnv+"="+strconv.Itoa(n))
 		out, err := cmd.CombinedOutput()
-		var exit *exec.ExitError
-		if !errors.As(err, &exit) {
-			if err != nil {
-				t.Fatalf("crash point %d: %v\n%s", n, err, out)
-			}
+		if !killedByHook(t, fmt.Sprintf("crash point %d", n), out, err) {
 			break // finished before the nth save: every save point was crashed
-		}
-		if ws, ok := exit.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
-			t.Fatalf("crash point %d: not killed by SIGKILL: %v\n%s", n, err, out)
 		}
 		crashes++
 		e.ok("check", "--read-data")
@@ -55,4 +49,22 @@ func testKillAtEverySave(t *testing.T, s storetest.Store, bin string) {
 	e.ok("capture", "--workspace", "work", work)
 	e.ok("check", "--read-data")
 	t.Logf("crashed at %d save points", crashes)
+}
+
+// killedByHook reports whether a run of the binary with a crash hook set
+// (what names it) was killed by SIGKILL at the hook, or finished: the
+// hook's Nth operation never came. Any other end fails t.
+func killedByHook(t *testing.T, what string, out []byte, err error) bool {
+	t.Helper()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", what, err, out)
+		}
+		return false
+	}
+	if ws, ok := exit.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("%s: not killed by SIGKILL: %v\n%s", what, err, out)
+	}
+	return true
 }

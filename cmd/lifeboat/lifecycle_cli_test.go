@@ -2,13 +2,12 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"lifeboat/recovery"
@@ -97,15 +96,8 @@ func TestLifecycleKillDuringCapture(t *testing.T) {
 		cmd := exec.Command(bin, append(args, "capture", "--workspace", "bot1")...)
 		cmd.Env = append(os.Environ(), crashEnv+"="+strconv.Itoa(n))
 		out, err := cmd.CombinedOutput()
-		var exit *exec.ExitError
-		if !errors.As(err, &exit) {
-			if err != nil {
-				t.Fatalf("crash point %d: %v\n%s", n, err, out)
-			}
+		if !killedByHook(t, fmt.Sprintf("crash point %d", n), out, err) {
 			break // finished before the nth save
-		}
-		if ws, ok := exit.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
-			t.Fatalf("crash point %d: not killed by SIGKILL: %v\n%s", n, err, out)
 		}
 		crashes++
 		w := e.showWorkspace(flags, "bot1")

@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 
 	"lifeboat/backend"
@@ -343,9 +342,7 @@ func TestKillPrune(t *testing.T) {
 	_, versions, ids := e.history("w", 4)
 	e.ok("forget", "--keep-last", "2")
 	start := filepath.Join(e.dir, "start")
-	if out, err := exec.Command("cp", "-a", e.repo, start).CombinedOutput(); err != nil {
-		t.Fatalf("%v %s", err, out)
-	}
+	copyRepo(t, e.repo, start)
 	for _, env := range []string{crashEnv, crashRemoveEnv} {
 		crashes := 0
 		for n := 1; ; n++ {
@@ -391,24 +388,6 @@ func copyRepo(t *testing.T, src, dst string) {
 	if out, err := exec.Command("cp", "-a", src, dst).CombinedOutput(); err != nil {
 		t.Fatalf("%v %s", err, out)
 	}
-}
-
-// killedByHook reports whether a run of the binary with a crash hook set
-// (what names it) was killed by SIGKILL at the hook, or finished: the
-// hook's Nth operation never came. Any other end fails t.
-func killedByHook(t *testing.T, what string, out []byte, err error) bool {
-	t.Helper()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) {
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", what, err, out)
-		}
-		return false
-	}
-	if ws, ok := exit.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
-		t.Fatalf("%s: not killed by SIGKILL: %v\n%s", what, err, out)
-	}
-	return true
 }
 
 // TestCapturesWhilePruning runs captures of two workspaces and two prunes

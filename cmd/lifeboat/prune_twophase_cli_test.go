@@ -127,9 +127,7 @@ func TestKillTwoPhasePrune(t *testing.T) {
 		t.Fatalf("the first prune condemned nothing: %v", st)
 	}
 	start := filepath.Join(e.dir, "start")
-	if out, err := exec.Command("cp", "-a", e.repo, start).CombinedOutput(); err != nil {
-		t.Fatalf("%v %s", err, out)
-	}
+	copyRepo(t, e.repo, start)
 	later := pruneClockEnv + "=25h"
 	lifeboat := func(env []string, args ...string) ([]byte, error) {
 		cmd := exec.Command(bin, append([]string{"--repo", e.repo, "--cache-dir", e.cache, "--password-file", e.passwdFile}, args...)...)
