@@ -73,19 +73,16 @@ func newWorkspaceAddCommand(g *globalOptions) *cobra.Command {
 			if st.State == providers.Missing {
 				return usageError{fmt.Sprintf("instance %q of provider %s does not exist (%s)", instance, provider, st.Detail)}
 			}
-			s, err := g.openState()
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			w := recovery.Workspace{ID: args[0], Provider: provider, Instance: providers.InstanceID(instance), Created: time.Now().UTC()}
-			if err := s.AddWorkspace(w); err != nil {
-				return err
-			}
-			g.out.emit(workspaceMessage{MessageType: "workspace", Workspace: w}, func(out io.Writer) {
-				fmt.Fprintf(out, "workspace %s added (provider %s, instance %s)\n", w.ID, w.Provider, w.Instance)
+			return g.withState(func(s *recovery.Store) error {
+				w := recovery.Workspace{ID: args[0], Provider: provider, Instance: providers.InstanceID(instance), Created: time.Now().UTC()}
+				if err := s.AddWorkspace(w); err != nil {
+					return err
+				}
+				g.out.emit(workspaceMessage{MessageType: "workspace", Workspace: w}, func(out io.Writer) {
+					fmt.Fprintf(out, "workspace %s added (provider %s, instance %s)\n", w.ID, w.Provider, w.Instance)
+				})
+				return nil
 			})
-			return nil
 		},
 	}
 	cmd.Flags().StringVar(&provider, "provider", local.Name, "provider instance holding the instance (a name of the server's config)")
@@ -111,21 +108,18 @@ func newWorkspaceListCommand(g *globalOptions) *cobra.Command {
 				}
 				return err
 			}
-			s, err := g.openState()
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			wss, err := s.Workspaces()
-			if err != nil {
-				return err
-			}
-			for _, w := range wss {
-				g.out.emit(workspaceMessage{MessageType: "workspace", Workspace: w}, func(out io.Writer) {
-					fmt.Fprintf(out, "%-24s %-8s %-24s last good %s  failures %d\n", w.ID, w.Provider, w.Instance, lastGood(w), w.Failures)
-				})
-			}
-			return nil
+			return g.withState(func(s *recovery.Store) error {
+				wss, err := s.Workspaces()
+				if err != nil {
+					return err
+				}
+				for _, w := range wss {
+					g.out.emit(workspaceMessage{MessageType: "workspace", Workspace: w}, func(out io.Writer) {
+						fmt.Fprintf(out, "%-24s %-8s %-24s last good %s  failures %d\n", w.ID, w.Provider, w.Instance, lastGood(w), w.Failures)
+					})
+				}
+				return nil
+			})
 		},
 	}
 }
@@ -153,26 +147,23 @@ func newWorkspaceShowCommand(g *globalOptions) *cobra.Command {
 				}
 				return err
 			}
-			s, err := g.openState()
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			w, err := s.Workspace(args[0])
-			if err != nil {
-				return err
-			}
-			pending, err := s.Pending(w.ID)
-			if err != nil {
-				return err
-			}
-			cps, err := s.Checkpoints(w.ID)
-			if err != nil {
-				return err
-			}
-			n := len(cps)
-			g.out.emit(workspaceMessage{"workspace", w, pending, &n}, func(out io.Writer) { printWorkspace(out, w, pending, n) })
-			return nil
+			return g.withState(func(s *recovery.Store) error {
+				w, err := s.Workspace(args[0])
+				if err != nil {
+					return err
+				}
+				pending, err := s.Pending(w.ID)
+				if err != nil {
+					return err
+				}
+				cps, err := s.Checkpoints(w.ID)
+				if err != nil {
+					return err
+				}
+				n := len(cps)
+				g.out.emit(workspaceMessage{"workspace", w, pending, &n}, func(out io.Writer) { printWorkspace(out, w, pending, n) })
+				return nil
+			})
 		},
 	}
 }

@@ -26,6 +26,16 @@ func (g *globalOptions) openState() (*recovery.Store, error) {
 	return recovery.OpenStore(g.stateDir)
 }
 
+// withState opens the state store, runs fn with it and closes it.
+func (g *globalOptions) withState(fn func(s *recovery.Store) error) error {
+	s, err := g.openState()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return fn(s)
+}
+
 // providers returns the providers this invocation can reach.
 func (g *globalOptions) providers() []providers.Provider {
 	var out []providers.Provider
@@ -57,21 +67,18 @@ func (g *globalOptions) withLifecycle(ctx context.Context, command string, fn fu
 // withCapturingLifecycle is withLifecycle whose captures are c's (its
 // named profiles, its discovery) into the repository opened.
 func (g *globalOptions) withCapturingLifecycle(ctx context.Context, command string, c recovery.RepoCapturer, fn func(l *recovery.Lifecycle) error) error {
-	st, err := g.openState()
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	return g.withLockedRepo(ctx, repo.LockShared, command, func(r *repo.Repository, _ *repo.Lock) error {
-		c.Repo = r
-		log := slog.New(slog.NewTextHandler(g.out.errw, &slog.HandlerOptions{Level: slog.LevelWarn}))
-		l, err := recovery.New(recovery.Config{Store: st, Capturer: &c, Providers: g.providers(),
-			Retention: recovery.RepoRetention{Repo: r, Logger: log}, Holds: &recovery.RepoHolds{Repo: r}, Logger: log})
-		if err != nil {
-			return err
-		}
-		defer l.Close()
-		return fn(l)
+	return g.withState(func(st *recovery.Store) error {
+		return g.withLockedRepo(ctx, repo.LockShared, command, func(r *repo.Repository, _ *repo.Lock) error {
+			c.Repo = r
+			log := slog.New(slog.NewTextHandler(g.out.errw, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			l, err := recovery.New(recovery.Config{Store: st, Capturer: &c, Providers: g.providers(),
+				Retention: recovery.RepoRetention{Repo: r, Logger: log}, Holds: &recovery.RepoHolds{Repo: r}, Logger: log})
+			if err != nil {
+				return err
+			}
+			defer l.Close()
+			return fn(l)
+		})
 	})
 }
 
