@@ -142,23 +142,12 @@ func (f *fleet) addServer(name, extra string, env ...string) *fleetServer {
 	s := &fleetServer{f: f, name: name, dir: filepath.Join(f.dir, "server-"+name)}
 	s.cfg = filepath.Join(s.dir, "lifeboat.toml")
 	f.check(os.MkdirAll(s.dir, 0o755))
-	cfg := fmt.Sprintf(`[repository]
-location = %q
-password_file = %q
-cache_dir = %q
-
-[state]
-dir = %q
-
-[server]
-listen = "127.0.0.1:0"
-tokens_file = %q
-token_file = %q
-
+	cfg := serveConfig{repo: f.loc, passwordFile: f.pwFile, cache: filepath.Join(s.dir, "cache"), state: filepath.Join(s.dir, "state"),
+		tokens: f.tokens, clientToken: f.cliTok}.head() + fmt.Sprintf(`
 [providers.local]
 type = "local"
 root = %q
-`, f.loc, f.pwFile, filepath.Join(s.dir, "cache"), filepath.Join(s.dir, "state"), f.tokens, f.cliTok, f.root) + extra
+`, f.root) + extra
 	f.check(os.WriteFile(s.cfg, []byte(cfg), 0o600))
 	f.servers = append(f.servers, s)
 	f.t.Cleanup(func() {

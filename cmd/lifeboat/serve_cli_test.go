@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -57,6 +58,18 @@ func servingURL(t testing.TB, stdout io.Reader, stderr any) string {
 	return strings.TrimSuffix(m["url"].(string), "/")
 }
 
+// openEventStream opens the event stream of the server at url with token
+// tok (ctx bounds the request); the caller closes the body.
+func openEventStream(ctx context.Context, t *testing.T, url, tok string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, "GET", url+"/v1/events", nil)
+	must(t, err)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	res, err := http.DefaultClient.Do(req)
+	must(t, err)
+	return res
+}
+
 func request(t *testing.T, method, url, tok string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, nil)
@@ -100,11 +113,7 @@ func TestServeGracefulShutdown(t *testing.T) {
 		t.Fatalf("status page: %d %s", code, body)
 	}
 
-	req, err := http.NewRequest("GET", url+"/v1/events", nil)
-	must(t, err)
-	req.Header.Set("Authorization", "Bearer "+tok)
-	res, err := http.DefaultClient.Do(req)
-	must(t, err)
+	res := openEventStream(context.Background(), t, url, tok)
 	defer res.Body.Close()
 	rd := bufio.NewReader(res.Body)
 	readUntil := func(prefix string) string {
@@ -178,11 +187,7 @@ func TestServeRecovery(t *testing.T) {
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &st) != nil || st.State != server.StateLost || st.Offer == nil {
 		t.Fatalf("recovery state: %d %s", code, body)
 	}
-	req, err := http.NewRequest("GET", url+"/v1/events", nil)
-	must(t, err)
-	req.Header.Set("Authorization", "Bearer "+tok)
-	res, err := http.DefaultClient.Do(req)
-	must(t, err)
+	res := openEventStream(context.Background(), t, url, tok)
 	defer res.Body.Close()
 	rd := bufio.NewReader(res.Body)
 

@@ -160,11 +160,7 @@ func waitOperation(t *testing.T, url, tok, id string) server.Operation {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, "GET", url+"/v1/events", nil)
-	must(t, err)
-	req.Header.Set("Authorization", "Bearer "+tok)
-	res, err := http.DefaultClient.Do(req)
-	must(t, err)
+	res := openEventStream(ctx, t, url, tok)
 	defer res.Body.Close()
 	rd := bufio.NewReader(res.Body)
 	for {

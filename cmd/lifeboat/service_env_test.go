@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,6 +39,37 @@ type svcEnv struct {
 	extraTOM string
 }
 
+// serveConfig names the files and directories a test's serve config
+// starts with.
+type serveConfig struct {
+	repo, passwordFile, cache string // [repository]
+	state                     string // [state] dir
+	tokens                    string // [server] tokens_file
+	clientToken               string // [server] token_file; empty: none
+}
+
+// head is the config's [repository], [state] and [server] sections (the
+// server listens on a free port of 127.0.0.1); the caller appends the
+// rest.
+func (c serveConfig) head() string {
+	h := fmt.Sprintf(`[repository]
+location = %q
+password_file = %q
+cache_dir = %q
+
+[state]
+dir = %q
+
+[server]
+listen = "127.0.0.1:0"
+tokens_file = %q
+`, c.repo, c.passwordFile, c.cache, c.state, c.tokens)
+	if c.clientToken != "" {
+		h += fmt.Sprintf("token_file = %q\n", c.clientToken)
+	}
+	return h
+}
+
 // newSvcEnv writes the config (with extra TOML appended) and makes the
 // repository; start runs the server.
 func newSvcEnv(t *testing.T, extra string) *svcEnv {
@@ -55,19 +85,8 @@ func newSvcEnv(t *testing.T, extra string) *svcEnv {
 	must(t, os.WriteFile(tokens, []byte("user "+server.HashToken(s.userTok)+" inbox\noperator "+server.HashToken(s.opTok)+" cli\n"), 0o600))
 	clientTok := filepath.Join(e.dir, "cli-token")
 	must(t, os.WriteFile(clientTok, []byte(s.opTok+"\n"), 0o600))
-	cfg := fmt.Sprintf(`[repository]
-location = %q
-password_file = %q
-cache_dir = %q
-
-[state]
-dir = %q
-
-[server]
-listen = "127.0.0.1:0"
-tokens_file = %q
-token_file = %q
-
+	cfg := serveConfig{repo: e.repo, passwordFile: e.passwdFile, cache: e.cache, state: s.state, tokens: tokens, clientToken: clientTok}.head() +
+		fmt.Sprintf(`
 [lifecycle]
 periodic_interval = "off"
 redact = ["secret-[0-9]+"]
@@ -75,7 +94,7 @@ redact = ["secret-[0-9]+"]
 [providers.local]
 type = "local"
 root = %q
-`, e.repo, e.passwdFile, e.cache, s.state, tokens, clientTok, s.root) + extra
+`, s.root) + extra
 	must(t, os.WriteFile(s.cfgPath, []byte(cfg), 0o600))
 	return s
 }
@@ -169,11 +188,7 @@ func (s *svcEnv) events(t *testing.T) *eventStream {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	req, err := http.NewRequestWithContext(ctx, "GET", s.url+"/v1/events", nil)
-	must(t, err)
-	req.Header.Set("Authorization", "Bearer "+s.userTok)
-	res, err := http.DefaultClient.Do(req)
-	must(t, err)
+	res := openEventStream(ctx, t, s.url, s.userTok)
 	t.Cleanup(func() { res.Body.Close() })
 	es := &eventStream{t: t, rd: bufio.NewReader(res.Body)}
 	for m := range es.until("hello") {

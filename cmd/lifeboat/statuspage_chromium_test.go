@@ -275,18 +275,8 @@ func statusPageStory(t *testing.T, lb, chromium, name string, width, height int,
 	tokens := filepath.Join(e.dir, "tokens")
 	must(t, os.WriteFile(tokens, []byte("user "+server.HashToken(pageUserToken)+" inbox\noperator "+server.HashToken(pageOperatorToken)+" ops-alice\n"), 0o600))
 	cfg := filepath.Join(e.dir, "lifeboat.toml")
-	must(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`[repository]
-location = %q
-password_file = %q
-cache_dir = %q
-
-[state]
-dir = %q
-
-[server]
-listen = "127.0.0.1:0"
-tokens_file = %q
-
+	head := serveConfig{repo: e.repo, passwordFile: e.passwdFile, cache: e.cache, state: filepath.Join(e.dir, "state"), tokens: tokens}.head()
+	must(t, os.WriteFile(cfg, []byte(head+fmt.Sprintf(`
 [lifecycle]
 check_interval = "1h"
 periodic_interval = "off"
@@ -298,7 +288,7 @@ root = %q
 [providers.small]
 type = "local"
 root = %q
-`, e.repo, e.passwdFile, e.cache, filepath.Join(e.dir, "state"), tokens, root, small)), 0o600))
+`, root, small)), 0o600))
 	writeFiles(t, filepath.Join(small, "bot-a"), map[string]string{"notes.txt": "first notes\n", "app/main.go": "package main\n"})
 	must(t, os.WriteFile(filepath.Join(small, "bot-a", "big.bin"), bytes.Repeat([]byte("lifeboat "), 1<<17), 0o644)) // 1.1 MiB
 	writeFiles(t, filepath.Join(root, "bot-b"), map[string]string{"README.md": "bot-b\n", "app/server.js": "listen(3000)\n"})
