@@ -92,11 +92,7 @@ func (c *Client) do(ctx context.Context, method, path string, hdr http.Header, b
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	res, err := hc.Do(req)
+	res, err := c.httpClient().Do(req)
 	if err != nil {
 		return fmt.Errorf("reaching the lifeboat server at %s: %w (is `lifeboat serve` running there?)", c.BaseURL, err)
 	}
@@ -333,6 +329,14 @@ func (c *Client) Prune(ctx context.Context) (json.RawMessage, error) {
 	return out, c.do(ctx, "POST", "/v1/prune", nil, nil, &out)
 }
 
+// httpClient is c.HTTP, or http.DefaultClient when that is nil.
+func (c *Client) httpClient() *http.Client {
+	if c.HTTP != nil {
+		return c.HTTP
+	}
+	return http.DefaultClient
+}
+
 // Metrics returns the Prometheus text of GET /metrics.
 func (c *Client) Metrics(ctx context.Context) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, "GET", strings.TrimSuffix(c.BaseURL, "/")+"/metrics", nil)
@@ -340,11 +344,7 @@ func (c *Client) Metrics(ctx context.Context) (string, error) {
 		return "", err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.Token)
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	res, err := hc.Do(req)
+	res, err := c.httpClient().Do(req)
 	if err != nil {
 		return "", err
 	}

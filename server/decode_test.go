@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,20 +15,10 @@ import (
 // doRaw sends body as it is.
 func (e *env) doRaw(method, path, tok, body string, header ...string) (int, apiError) {
 	e.t.Helper()
-	req, err := http.NewRequest(method, e.http.URL+path, strings.NewReader(body))
-	must(e.t, err)
-	req.Header.Set("Authorization", "Bearer "+tok)
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	res, err := e.http.Client().Do(req)
-	must(e.t, err)
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	must(e.t, err)
+	code, b, _ := e.send(method, path, tok, strings.NewReader(body), header...)
 	var ae apiError
 	_ = json.Unmarshal(b, &ae)
-	return res.StatusCode, ae
+	return code, ae
 }
 
 // TestTrailingJSONRefused: a body with anything but white space after its

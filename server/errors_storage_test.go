@@ -10,28 +10,32 @@ import (
 	"lifeboat/recovery"
 )
 
-// TestStorageUnavailable: a repository storage outage is answered 503
-// storage_unavailable, and a client's answer with that code is
-// backend.ErrUnavailable again (the CLI exits with 23).
-func TestStorageUnavailable(t *testing.T) {
-	ae := toAPIError(fmt.Errorf("capture: saving data/ab: %w", backend.ErrUnavailable))
-	if ae.Status != http.StatusServiceUnavailable || ae.Code != "storage_unavailable" {
-		t.Fatalf("storage outage answered %d %s", ae.Status, ae.Code)
-	}
-	if !errors.Is(&APIError{Status: ae.Status, Code: ae.Code}, backend.ErrUnavailable) {
-		t.Fatal("a storage_unavailable answer is not backend.ErrUnavailable")
-	}
-}
-
-// TestStateUnavailable: a shared state database that cannot be reached is
-// answered 503 state_unavailable, and a client's answer with that code is
-// recovery.ErrStateUnavailable again (the CLI exits with 24).
-func TestStateUnavailable(t *testing.T) {
-	ae := toAPIError(fmt.Errorf("workspace bot1: %w", recovery.ErrStateUnavailable))
-	if ae.Status != http.StatusServiceUnavailable || ae.Code != "state_unavailable" {
-		t.Fatalf("state database outage answered %d %s", ae.Status, ae.Code)
-	}
-	if !errors.Is(&APIError{Status: ae.Status, Code: ae.Code}, recovery.ErrStateUnavailable) {
-		t.Fatal("a state_unavailable answer is not recovery.ErrStateUnavailable")
+// TestUnavailableAnswers: an outage the server cannot work around is
+// answered 503 with its own code, and a client's answer with that code is
+// the sentinel again (the CLI maps it to its exit code):
+//   - a repository storage outage: storage_unavailable,
+//     backend.ErrUnavailable (exit 23);
+//   - a shared state database that cannot be reached: state_unavailable,
+//     recovery.ErrStateUnavailable (exit 24).
+func TestUnavailableAnswers(t *testing.T) {
+	for _, c := range []struct {
+		name     string // the outage
+		err      error  // as a handler returns it
+		code     string
+		sentinel error
+		sentName string
+	}{
+		{"storage outage", fmt.Errorf("capture: saving data/ab: %w", backend.ErrUnavailable), "storage_unavailable", backend.ErrUnavailable, "backend.ErrUnavailable"},
+		{"state database outage", fmt.Errorf("workspace bot1: %w", recovery.ErrStateUnavailable), "state_unavailable", recovery.ErrStateUnavailable, "recovery.ErrStateUnavailable"},
+	} {
+		t.Run(c.code, func(t *testing.T) {
+			ae := toAPIError(c.err)
+			if ae.Status != http.StatusServiceUnavailable || ae.Code != c.code {
+				t.Fatalf("%s answered %d %s", c.name, ae.Status, ae.Code)
+			}
+			if !errors.Is(&APIError{Status: ae.Status, Code: ae.Code}, c.sentinel) {
+				t.Fatalf("a %s answer is not %s", c.code, c.sentName)
+			}
+		})
 	}
 }

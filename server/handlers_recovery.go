@@ -41,6 +41,17 @@ func idempotencyKey(r *http.Request) (string, error) {
 	return k, nil
 }
 
+// keyedWorkspace returns the request's workspace and its Idempotency-Key
+// (checked in that order), for the actions done once per key.
+func (s *Server) keyedWorkspace(r *http.Request) (recovery.Workspace, string, error) {
+	ws, err := s.workspace(r)
+	if err != nil {
+		return recovery.Workspace{}, "", err
+	}
+	key, err := idempotencyKey(r)
+	return ws, key, err
+}
+
 // maxBody bounds a JSON request body.
 const maxBody = 64 << 10
 
@@ -80,11 +91,7 @@ type approveRequest struct {
 // approve starts the recovery of ws from the checkpoint the user saw, or
 // returns the operation already started with the same key.
 func (s *Server) approve(w http.ResponseWriter, r *http.Request) error {
-	ws, err := s.workspace(r)
-	if err != nil {
-		return err
-	}
-	key, err := idempotencyKey(r)
+	ws, key, err := s.keyedWorkspace(r)
 	if err != nil {
 		return err
 	}
@@ -129,11 +136,7 @@ func (s *Server) processes(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) restartProcess(w http.ResponseWriter, r *http.Request) error {
-	ws, err := s.workspace(r)
-	if err != nil {
-		return err
-	}
-	key, err := idempotencyKey(r)
+	ws, key, err := s.keyedWorkspace(r)
 	if err != nil {
 		return err
 	}

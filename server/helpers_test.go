@@ -126,8 +126,8 @@ func (e *env) workspace(id string, files map[string]string) {
 	must(e.t, e.life.Store().AddWorkspace(recovery.Workspace{ID: id, Provider: localprov.Name, Instance: providers.InstanceID(inst), Created: time.Now()}))
 }
 
-// do sends a request with the token (none when "") and returns the status
-// and body.
+// do sends a request with the token (none when "") and body as JSON (none
+// when nil), and returns the status and body.
 func (e *env) do(method, path, tok string, body any, header ...string) (int, []byte, http.Header) {
 	e.t.Helper()
 	var rd io.Reader
@@ -136,7 +136,14 @@ func (e *env) do(method, path, tok string, body any, header ...string) (int, []b
 		must(e.t, err)
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequest(method, e.http.URL+path, rd)
+	return e.send(method, path, tok, rd, header...)
+}
+
+// send sends a request with the token (none when ""), the body as it is
+// and the header's name, value pairs, and returns the status and body.
+func (e *env) send(method, path, tok string, body io.Reader, header ...string) (int, []byte, http.Header) {
+	e.t.Helper()
+	req, err := http.NewRequest(method, e.http.URL+path, body)
 	must(e.t, err)
 	if tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
