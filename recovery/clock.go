@@ -1,19 +1,11 @@
 package recovery
 
-import "time"
+import "lifeboat/recovery/dirlock"
 
-// Clock is the lifecycle's time source; tests inject a fake one.
-type Clock interface {
-	Now() time.Time
-	// After fires once d has passed on this clock.
-	After(d time.Duration) <-chan time.Time
-}
+// Clock is the lifecycle's time source; tests inject a fake one. It is
+// the directory locks' clock: the service hands the lifecycle's clock to
+// its locks, so their waits and copy-back retries run on the same time.
+type Clock = dirlock.Clock
 
 // SystemClock is the real clock.
-type SystemClock struct{}
-
-// Now returns time.Now.
-func (SystemClock) Now() time.Time { return time.Now() }
-
-// After is time.After.
-func (SystemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+type SystemClock = dirlock.RealClock
