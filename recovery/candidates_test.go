@@ -91,19 +91,11 @@ func TestPermanentCopyBackFailure(t *testing.T) {
 		e := newREnv(t, botFiles)
 		cp := e.capture()
 		e.lose()
-		calls := 0
-		e.p.writeFiles = func(id providers.InstanceID, src string) (string, error, bool) {
-			calls++
-			return "", &providers.Error{Provider: "local", Op: "write files", Instance: id, Kind: providers.KindUnsupported,
-				Err: errors.New("socket run/agent.sock: provider local cannot create sockets")}, true
-		}
-		op, err := e.svc.Approve(e.ctx, "bot1", cp.Snapshot, "perm")
-		if err != nil {
-			t.Fatal(err)
-		}
+		calls := e.refuseCopyBack(providers.KindUnsupported, errors.New("socket run/agent.sock: provider local cannot create sockets"))
+		op := e.approve(cp.Snapshot, "perm")
 		op = e.wait(op.ID)
-		if op.State != OpFailed || op.Hold != "" || calls != 1 {
-			t.Fatalf("operation: %+v after %d calls", op, calls)
+		if op.State != OpFailed || op.Hold != "" || *calls != 1 {
+			t.Fatalf("operation: %+v after %d calls", op, *calls)
 		}
 		if !strings.Contains(op.Error, "run/agent.sock") || !strings.Contains(strings.ToLower(op.Action), "approve") {
 			t.Fatalf("error %q, action %q", op.Error, op.Action)
@@ -172,10 +164,7 @@ func TestRefusalAfterWritingKeepsHold(t *testing.T) {
 			return "", &providers.Error{Provider: "local", Op: "write files", Instance: id, Kind: providers.KindPermission,
 				Err: errors.New("sub/b.txt: permission denied")}, true
 		}
-		op, err := e.svc.Approve(e.ctx, "bot1", cp.Snapshot, "half")
-		if err != nil {
-			t.Fatal(err)
-		}
+		op := e.approve(cp.Snapshot, "half")
 		if op = e.wait(op.ID); op.State != OpFailed || op.Hold == "" {
 			t.Fatalf("operation: %+v", op)
 		}
@@ -211,18 +200,10 @@ func TestCopyBackProviderTimeoutWaits(t *testing.T) {
 		e := newREnv(t, botFiles)
 		cp := e.capture()
 		e.lose()
-		calls := 0
-		e.p.writeFiles = func(id providers.InstanceID, src string) (string, error, bool) {
-			calls++
-			return "", &providers.Error{Provider: "local", Op: "write files", Instance: id, Kind: providers.KindUnavailable,
-				Err: fmt.Errorf("dial: %w", context.DeadlineExceeded)}, true
-		}
-		op, err := e.svc.Approve(e.ctx, "bot1", cp.Snapshot, "timeout")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if op = e.wait(op.ID); op.State != OpRestoring || op.LastError == "" || op.RetryAt.IsZero() || calls != 1 {
-			t.Fatalf("after a provider timeout: %+v (%d calls)", op, calls)
+		calls := e.refuseCopyBack(providers.KindUnavailable, fmt.Errorf("dial: %w", context.DeadlineExceeded))
+		op := e.approve(cp.Snapshot, "timeout")
+		if op = e.wait(op.ID); op.State != OpRestoring || op.LastError == "" || op.RetryAt.IsZero() || *calls != 1 {
+			t.Fatalf("after a provider timeout: %+v (%d calls)", op, *calls)
 		}
 	})
 }
@@ -238,10 +219,7 @@ func TestRedactedProcessNotRestarted(t *testing.T) {
 		}
 		cp := e.capture()
 		e.lose()
-		op, err := e.svc.Approve(e.ctx, "bot1", cp.Snapshot, "k")
-		if err != nil {
-			t.Fatal(err)
-		}
+		op := e.approve(cp.Snapshot, "k")
 		if op = e.wait(op.ID); op.State != OpRecovered {
 			t.Fatalf("operation: %+v", op)
 		}

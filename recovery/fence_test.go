@@ -20,10 +20,7 @@ func TestCaptureOfLostInstanceFenced(t *testing.T) {
 		go func() { done <- e.lc.Capture(e.ctx, "bot1", ReasonManual) }()
 		<-gated.started // the capture has read the old instance and is writing its snapshot
 		e.lose()
-		op, err := e.svc.Approve(e.ctx, "bot1", cp.Snapshot, "k")
-		if err != nil {
-			t.Fatal(err)
-		}
+		op := e.approve(cp.Snapshot, "k")
 		if op = e.wait(op.ID); op.State != OpRecovered {
 			t.Fatalf("operation: %+v", op)
 		}
@@ -50,14 +47,11 @@ func TestRestartInterruptedNotRerun(t *testing.T) {
 		}
 		cp := e.capture()
 		e.lose()
-		op, err := e.svc.Approve(e.ctx, "bot1", cp.Snapshot, "k")
-		if err != nil {
-			t.Fatal(err)
-		}
+		op := e.approve(cp.Snapshot, "k")
 		e.wait(op.ID)
 		// What a process killed during Exec leaves: the intent, no result.
 		w, _ := e.store.Workspace("bot1")
-		err = e.store.updateTx(func(tx stateTx) error {
+		err := e.store.updateTx(func(tx stateTx) error {
 			return putRestart(tx, &ProcessRestart{Key: "r1", Workspace: "bot1", Index: 0, Command: []string{"true"},
 				Instance: w.Instance, Generation: w.Generation, State: "running", Started: e.clock.Now()})
 		})

@@ -93,9 +93,7 @@ func runKillChild(js string) error {
 // replacement, the files restored, the last good checkpoint kept and the
 // directory-merge locks free (the kernel released them).
 func TestKill9AtEveryStep(t *testing.T) {
-	points := []string{"before:creating", "after:creating", "before:restoring", "after:restoring",
-		"before:validating", "before:switching", "after:switching"}
-	for _, point := range points {
+	for _, point := range stepPoints {
 		t.Run(point, func(t *testing.T) {
 			e := newREnv(t, botFiles)
 			cp := e.capture()

@@ -27,9 +27,7 @@ import (
 // with the workspace id unchanged and one new generation.
 func TestResumeAtEveryStep(t *testing.T) {
 	eachStore(t, func(t *testing.T) {
-		points := []string{"before:approved", "before:creating", "after:creating", "before:restoring", "after:restoring",
-			"before:validating", "before:switching", "after:switching"}
-		for _, point := range points {
+		for _, point := range append([]string{"before:approved"}, stepPoints...) {
 			t.Run(point, func(t *testing.T) {
 				e := newREnv(t, botFiles)
 				cp := e.capture()
@@ -40,10 +38,7 @@ func TestResumeAtEveryStep(t *testing.T) {
 					}
 					return nil
 				}
-				op, err := e.svc.Approve(e.ctx, "bot1", cp.Snapshot, "key")
-				if err != nil {
-					t.Fatal(err)
-				}
+				op := e.approve(cp.Snapshot, "key")
 				stopped := e.wait(op.ID)
 				if stopped.State.Terminal() {
 					t.Fatalf("stopped at %s but ended %s", point, stopped.State)
@@ -138,10 +133,7 @@ func TestBadCheckpointRollsBack(t *testing.T) {
 		defer fresh.Close(e.ctx)
 		e.restorer = &RepoRestorer{Repo: fresh}
 		e.reopen()
-		op, err := e.svc.Approve(e.ctx, "bot1", cp.Snapshot, "k1")
-		if err != nil {
-			t.Fatal(err)
-		}
+		op := e.approve(cp.Snapshot, "k1")
 		op = e.wait(op.ID)
 		var states []OpState
 		for _, tr := range op.History {
@@ -161,10 +153,7 @@ func TestBadCheckpointRollsBack(t *testing.T) {
 			t.Fatalf("local tree of the failed restore left: %v", err)
 		}
 		undo()
-		op2, err := e.svc.Approve(e.ctx, "bot1", cp.Snapshot, "k2")
-		if err != nil {
-			t.Fatal(err)
-		}
+		op2 := e.approve(cp.Snapshot, "k2")
 		if op2 = e.wait(op2.ID); op2.State != OpRecovered || op2.Replacement == op.Replacement {
 			t.Fatalf("second attempt: %+v", op2)
 		}
@@ -189,10 +178,7 @@ func TestCopyBackRetriesAndRepairHold(t *testing.T) {
 			}
 			return "", nil, false
 		}
-		op, err := e.svc.Approve(e.ctx, "bot1", cp.Snapshot, "retry")
-		if err != nil {
-			t.Fatal(err)
-		}
+		op := e.approve(cp.Snapshot, "retry")
 		e.clock.WaitFor(t, 250*time.Millisecond)
 		e.clock.Advance(250 * time.Millisecond)
 		e.clock.WaitFor(t, 500*time.Millisecond)
@@ -213,10 +199,7 @@ func TestCopyBackRetriesAndRepairHold(t *testing.T) {
 			calls++
 			return "", fmt.Errorf("disk full half-way: %w", dirlock.ErrWriteStarted), true
 		}
-		op2, err := e.svc.Approve(e.ctx, "bot1", cp.Snapshot, "hold")
-		if err != nil {
-			t.Fatal(err)
-		}
+		op2 := e.approve(cp.Snapshot, "hold")
 		op2 = e.wait(op2.ID)
 		if op2.State != OpFailed || op2.Hold == "" || calls != 1 {
 			t.Fatalf("failed copy-back: %+v (%d calls)", op2, calls)
@@ -251,10 +234,7 @@ func TestCopyBackRetriesAndRepairHold(t *testing.T) {
 		// A restart and a new, successful recovery keep the hold.
 		e.p.writeFiles = nil
 		e.reopen()
-		op3, err := e.svc.Approve(e.ctx, "bot1", cp.Snapshot, "after-hold")
-		if err != nil {
-			t.Fatal(err)
-		}
+		op3 := e.approve(cp.Snapshot, "after-hold")
 		if op3 = e.wait(op3.ID); op3.State != OpRecovered {
 			t.Fatalf("recovery after the hold: %+v", op3)
 		}
@@ -326,10 +306,7 @@ func TestBusyTargetWaits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		op, err := e.svc.Approve(e.ctx, "bot1", cp.Snapshot, "k")
-		if err != nil {
-			t.Fatal(err)
-		}
+		op := e.approve(cp.Snapshot, "k")
 		op = e.wait(op.ID)
 		if op.State != OpRestoring || !strings.Contains(op.LastError, "test holder") || !op.RetryAt.Equal(e.clock.Now().Add(time.Minute)) {
 			t.Fatalf("while the target is locked: %+v", op)

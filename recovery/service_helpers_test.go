@@ -77,6 +77,12 @@ func (w *wrapProv) count() (creates, execs int) {
 	return w.creates, w.execs
 }
 
+// stepPoints are the points of an operation's steps after the approved
+// one, in order, where the service's step hook (serviceHooks.step) is
+// called: a test stops or kills the operation at each in turn.
+var stepPoints = []string{"before:creating", "after:creating", "before:restoring", "after:restoring",
+	"before:validating", "before:switching", "after:switching"}
+
 // renv is a lifecycle and a recovery service over the local provider, a
 // real repository and a fake clock, that can be closed and reopened on the
 // same state directory as a restarted server would.
@@ -169,6 +175,28 @@ func (e *renv) lose() {
 	if err != nil || h.State != HealthLost {
 		e.t.Fatalf("check after destroy: %+v %v", h, err)
 	}
+}
+
+// approve approves bot1's recovery from checkpoint with the idempotency
+// key; an error fails the test.
+func (e *renv) approve(checkpoint, key string) Operation {
+	e.t.Helper()
+	op, err := e.svc.Approve(e.ctx, "bot1", checkpoint, key)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return op
+}
+
+// refuseCopyBack has every copy-back fail before it writes, with the
+// local provider's error of kind wrapping err; *calls counts them.
+func (e *renv) refuseCopyBack(kind providers.Kind, err error) (calls *int) {
+	calls = new(int)
+	e.p.writeFiles = func(id providers.InstanceID, src string) (string, error, bool) {
+		*calls++
+		return "", &providers.Error{Provider: "local", Op: "write files", Instance: id, Kind: kind, Err: err}, true
+	}
+	return calls
 }
 
 func (e *renv) wait(id string) Operation {

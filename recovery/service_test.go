@@ -56,10 +56,7 @@ func TestRecoverLostSandboxLocal(t *testing.T) {
 		events, cancel := e.svc.Subscribe()
 		defer cancel()
 
-		op, err := e.svc.Approve(e.ctx, "bot1", offer.Checkpoint, "approve-1")
-		if err != nil {
-			t.Fatal(err)
-		}
+		op := e.approve(offer.Checkpoint, "approve-1")
 		op = e.wait(op.ID)
 		if op.State != OpRecovered || op.Replacement == "" || op.Replacement == "bot1" || op.NewGeneration != 1 {
 			t.Fatalf("operation: %+v", op)

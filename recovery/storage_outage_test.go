@@ -34,10 +34,7 @@ func TestRestoreStorageOutageWaits(t *testing.T) {
 		e.lose()
 		e.restorer = &outageRestorer{Restorer: e.restorer, fails: 1}
 		e.reopen()
-		op, err := e.svc.Approve(e.ctx, "bot1", cp.Snapshot, "storage-outage")
-		if err != nil {
-			t.Fatal(err)
-		}
+		op := e.approve(cp.Snapshot, "storage-outage")
 		if op = e.wait(op.ID); op.State != OpRestoring || !strings.Contains(op.LastError, backend.ErrUnavailable.Error()) || op.RetryAt.IsZero() {
 			t.Fatalf("after a storage outage: %+v", op)
 		}

@@ -130,6 +130,16 @@ func startChild(t *testing.T, stateRoot string) *child {
 	return c
 }
 
+// startHolder starts a child that takes target's lock for a restore.
+func startHolder(t *testing.T, stateRoot, target string) *child {
+	t.Helper()
+	c := startChild(t, stateRoot)
+	if r := c.do(t, "lock %s restore", target); !strings.HasPrefix(r, "locked ") {
+		t.Fatalf("child: %s", r)
+	}
+	return c
+}
+
 func (c *child) read(t *testing.T) string {
 	t.Helper()
 	if !c.out.Scan() {

@@ -50,11 +50,7 @@ func wantBusy(t *testing.T, err error, holderPID int) *BusyError {
 func TestCrossProcessContention(t *testing.T) {
 	l, state, work := newLocker(t, Options{Wait: -1})
 	target, other := filepath.Join(work, "ws"), filepath.Join(work, "other")
-	c := startChild(t, state)
-
-	if r := c.do(t, "lock %s restore", target); !strings.HasPrefix(r, "locked ") {
-		t.Fatalf("child: %s", r)
-	}
+	c := startHolder(t, state, target)
 	_, err := l.TryLock(target, "switch")
 	be := wantBusy(t, err, c.pid)
 	host, _ := os.Hostname()
@@ -94,10 +90,7 @@ func TestCrossProcessContention(t *testing.T) {
 func TestHolderKilled(t *testing.T) {
 	l, state, work := newLocker(t, Options{Wait: -1})
 	target := filepath.Join(work, "ws")
-	c := startChild(t, state)
-	if r := c.do(t, "lock %s restore", target); !strings.HasPrefix(r, "locked ") {
-		t.Fatalf("child: %s", r)
-	}
+	c := startHolder(t, state, target)
 	_, lockFile, err := l.LockFile(target)
 	if err != nil {
 		t.Fatal(err)
@@ -139,10 +132,7 @@ func TestWaitLimit(t *testing.T) {
 				want = DefaultWait
 			}
 			target := filepath.Join(work, "ws")
-			c := startChild(t, state)
-			if r := c.do(t, "lock %s restore", target); !strings.HasPrefix(r, "locked ") {
-				t.Fatalf("child: %s", r)
-			}
+			c := startHolder(t, state, target)
 			done := make(chan lockResult, 1)
 			go func() {
 				k, err := l.Lock(t.Context(), target, "switch")
@@ -180,10 +170,7 @@ func TestWaitThenAcquire(t *testing.T) {
 	clk := newFakeClock()
 	l, state, work := newLocker(t, Options{Clock: clk})
 	target := filepath.Join(work, "ws")
-	c := startChild(t, state)
-	if r := c.do(t, "lock %s restore", target); !strings.HasPrefix(r, "locked ") {
-		t.Fatalf("child: %s", r)
-	}
+	c := startHolder(t, state, target)
 	start := clk.Now()
 	done := make(chan lockResult, 1)
 	go func() {
@@ -296,10 +283,7 @@ func TestVerifyDetectsReplacedLockFile(t *testing.T) {
 func TestBusyWithStaleOrMissingSidecar(t *testing.T) {
 	l, state, work := newLocker(t, Options{Wait: -1})
 	target := filepath.Join(work, "ws")
-	c := startChild(t, state)
-	if r := c.do(t, "lock %s restore", target); !strings.HasPrefix(r, "locked ") {
-		t.Fatalf("child: %s", r)
-	}
+	c := startHolder(t, state, target)
 	c.kill9(t)
 	_, lockFile, _ := l.LockFile(target)
 	f, err := openLockFile(lockFile)
