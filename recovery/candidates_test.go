@@ -88,9 +88,7 @@ func TestApproveEarlierCheckpoint(t *testing.T) {
 // what to do.
 func TestPermanentCopyBackFailure(t *testing.T) {
 	eachStore(t, func(t *testing.T) {
-		e := newREnv(t, botFiles)
-		cp := e.capture()
-		e.lose()
+		e, cp := newLostREnv(t)
 		calls := e.refuseCopyBack(providers.KindUnsupported, errors.New("socket run/agent.sock: provider local cannot create sockets"))
 		op := e.approve(cp.Snapshot, "perm")
 		op = e.wait(op.ID)
@@ -156,9 +154,7 @@ func TestOfferSaysWhatWillNotComeBack(t *testing.T) {
 // whatever its class: it is half-written.
 func TestRefusalAfterWritingKeepsHold(t *testing.T) {
 	eachStore(t, func(t *testing.T) {
-		e := newREnv(t, botFiles)
-		cp := e.capture()
-		e.lose()
+		e, cp := newLostREnv(t)
 		e.p.writeCtx = func(ctx context.Context, id providers.InstanceID) (string, error, bool) {
 			providers.WriteStarted(ctx)
 			return "", &providers.Error{Provider: "local", Op: "write files", Instance: id, Kind: providers.KindPermission,
@@ -197,9 +193,7 @@ func TestPromotionOfRemovedSnapshotFails(t *testing.T) {
 // until the next check, not run again at once.
 func TestCopyBackProviderTimeoutWaits(t *testing.T) {
 	eachStore(t, func(t *testing.T) {
-		e := newREnv(t, botFiles)
-		cp := e.capture()
-		e.lose()
+		e, cp := newLostREnv(t)
 		calls := e.refuseCopyBack(providers.KindUnavailable, fmt.Errorf("dial: %w", context.DeadlineExceeded))
 		op := e.approve(cp.Snapshot, "timeout")
 		if op = e.wait(op.ID); op.State != OpRestoring || op.LastError == "" || op.RetryAt.IsZero() || *calls != 1 {

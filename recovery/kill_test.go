@@ -95,9 +95,7 @@ func runKillChild(js string) error {
 func TestKill9AtEveryStep(t *testing.T) {
 	for _, point := range stepPoints {
 		t.Run(point, func(t *testing.T) {
-			e := newREnv(t, botFiles)
-			cp := e.capture()
-			e.lose()
+			e, cp := newLostREnv(t)
 			e.close()
 			cfg, _ := json.Marshal(killChild{Repo: e.repoDir, Cache: t.TempDir(), State: e.stateDir, Root: e.p.Root(),
 				Point: point, Key: "kill-key", Checkpoint: cp.Snapshot})

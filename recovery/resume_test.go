@@ -29,9 +29,7 @@ func TestResumeAtEveryStep(t *testing.T) {
 	eachStore(t, func(t *testing.T) {
 		for _, point := range append([]string{"before:approved"}, stepPoints...) {
 			t.Run(point, func(t *testing.T) {
-				e := newREnv(t, botFiles)
-				cp := e.capture()
-				e.lose()
+				e, cp := newLostREnv(t)
 				e.svc.hooks.step = func(_ Operation, at string) error {
 					if at == point {
 						return errHookStop
@@ -116,9 +114,7 @@ func damagePacks(t *testing.T, dir string) (undo func()) {
 // the data is repaired.
 func TestBadCheckpointRollsBack(t *testing.T) {
 	eachStore(t, func(t *testing.T) {
-		e := newREnv(t, botFiles)
-		cp := e.capture()
-		e.lose()
+		e, cp := newLostREnv(t)
 		undo := damagePacks(t, e.repoDir)
 		// A fresh handle with an empty cache: the capture's handle holds
 		// the data it wrote in its cache, which is good data.
@@ -167,9 +163,7 @@ func TestBadCheckpointRollsBack(t *testing.T) {
 // a new recovery, and only an operator's resolution clears it.
 func TestCopyBackRetriesAndRepairHold(t *testing.T) {
 	eachStore(t, func(t *testing.T) {
-		e := newREnv(t, botFiles)
-		cp := e.capture()
-		e.lose()
+		e, cp := newLostREnv(t)
 		calls := 0
 		e.p.writeFiles = func(id providers.InstanceID, src string) (string, error, bool) {
 			calls++
@@ -281,9 +275,7 @@ func TestCopyBackRetriesAndRepairHold(t *testing.T) {
 // on the schedule, once the lock is free.
 func TestBusyTargetWaits(t *testing.T) {
 	eachStore(t, func(t *testing.T) {
-		e := newREnv(t, botFiles)
-		cp := e.capture()
-		e.lose()
+		e, cp := newLostREnv(t)
 		e.close()
 		other, err := dirlock.New(e.stateDir, dirlock.Options{Wait: -1})
 		if err != nil {

@@ -118,6 +118,17 @@ func newREnv(t *testing.T, files map[string]string) *renv {
 	return e
 }
 
+// newLostREnv is newREnv with botFiles whose workspace was captured and
+// then lost (the service detected it); cp is the capture, the checkpoint
+// to recover.
+func newLostREnv(t *testing.T) (e *renv, cp Receipt) {
+	t.Helper()
+	e = newREnv(t, botFiles)
+	cp = e.capture()
+	e.lose()
+	return e, cp
+}
+
 func (e *renv) dir(id providers.InstanceID) string { return filepath.Join(e.p.Root(), string(id)) }
 
 func (e *renv) open() {

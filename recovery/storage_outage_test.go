@@ -29,9 +29,7 @@ func (r *outageRestorer) Restore(ctx context.Context, id, dir string) (RestoreIn
 // operation does not fail for good.
 func TestRestoreStorageOutageWaits(t *testing.T) {
 	eachStore(t, func(t *testing.T) {
-		e := newREnv(t, botFiles)
-		cp := e.capture()
-		e.lose()
+		e, cp := newLostREnv(t)
 		e.restorer = &outageRestorer{Restorer: e.restorer, fails: 1}
 		e.reopen()
 		op := e.approve(cp.Snapshot, "storage-outage")
