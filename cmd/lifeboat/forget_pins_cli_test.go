@@ -117,13 +117,7 @@ func TestForgetRefusesUnreadablePin(t *testing.T) {
 // stops with exit 13 before deleting anything, saying what to do.
 func TestPruneRefusesHeldDamagedSnapshot(t *testing.T) {
 	e := newEnv(t)
-	e.init()
-	good := filepath.Join(e.dir, "good")
-	writeTree(t, good, 1)
-	e.capture("good", good)
-	bad := filepath.Join(e.dir, "bad")
-	writeTree(t, bad, 2)
-	badID := e.capture("bad", bad)["snapshot"].(string)
+	good, badID := e.captureGoodAndBad()
 	e.pinSnapshot("bad", badID)
 	e.removeRootTreePack(badID)
 	packs := countFiles(t, filepath.Join(e.repo, "data"))

@@ -255,15 +255,23 @@ func (e *env) openRepo() *repo.Repository {
 	return r
 }
 
-func TestPruneDamagedSnapshot(t *testing.T) {
-	e := newEnv(t)
+// captureGoodAndBad makes the repository and captures two workspaces of
+// different trees, "good" and "bad" (the one a test then damages); it
+// returns good's tree and bad's snapshot id.
+func (e *env) captureGoodAndBad() (good, badID string) {
+	e.t.Helper()
 	e.init()
-	good := filepath.Join(e.dir, "good")
-	writeTree(t, good, 1)
+	good = filepath.Join(e.dir, "good")
+	writeTree(e.t, good, 1)
 	e.capture("good", good)
 	bad := filepath.Join(e.dir, "bad")
-	writeTree(t, bad, 2)
-	badID := e.capture("bad", bad)["snapshot"].(string)
+	writeTree(e.t, bad, 2)
+	return good, e.capture("bad", bad)["snapshot"].(string)
+}
+
+func TestPruneDamagedSnapshot(t *testing.T) {
+	e := newEnv(t)
+	good, badID := e.captureGoodAndBad()
 	e.removeRootTreePack(badID)
 	res := e.run("prune", "--instant-delete")
 	if res.code != exitCorrupt || !strings.Contains(res.stderr, badID) || !strings.Contains(res.stderr, "--forget-damaged") {

@@ -319,9 +319,7 @@ func TestServeTLS(t *testing.T) {
 	must(t, err)
 	cfg = []byte(strings.Replace(string(cfg), "[server]\n", fmt.Sprintf("[server]\ntls_cert = %q\ntls_key = %q\n", certFile, keyFile), 1))
 	must(t, os.WriteFile(s.cfgPath, cfg, 0o600))
-	if r := s.run("config", "check", s.cfgPath); r.code != 0 {
-		t.Fatalf("config check: %s %s", r.stdout, r.stderr)
-	}
+	s.checkConfig()
 	s.start()
 	if !strings.HasPrefix(s.url, "https://") {
 		t.Fatalf("serving at %s", s.url)

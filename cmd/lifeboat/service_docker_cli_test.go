@@ -47,9 +47,7 @@ park_interval = "1ns"
 	cfg, err := os.ReadFile(s.cfgPath)
 	must(t, err)
 	must(t, os.WriteFile(s.cfgPath, []byte(strings.Replace(string(cfg), "[lifecycle]\n", "[lifecycle]\nnative_interval = \"1ns\"\n", 1)), 0o600))
-	if r := s.run("config", "check", s.cfgPath); r.code != 0 {
-		t.Fatalf("config check: %s %s", r.stdout, r.stderr)
-	}
+	s.checkConfig()
 	s.start()
 	s.cliOK("workspace", "add", "bot1", "--provider", "dock", "--instance", orig)
 

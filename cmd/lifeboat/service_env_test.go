@@ -154,6 +154,44 @@ func (s *svcEnv) cliJSON(args ...string) map[string]any {
 	return lines[len(lines)-1]
 }
 
+// addConfig appends extra to the server's config file.
+func (s *svcEnv) addConfig(extra string) {
+	s.t.Helper()
+	cfg, err := os.ReadFile(s.cfgPath)
+	must(s.t, err)
+	must(s.t, os.WriteFile(s.cfgPath, append(cfg, extra...), 0o600))
+}
+
+// checkConfig runs `lifeboat config check` on the server's config, which
+// must pass.
+func (s *svcEnv) checkConfig() {
+	s.t.Helper()
+	if r := s.run("config", "check", s.cfgPath); r.code != 0 {
+		s.t.Fatalf("config check: %s %s", r.stdout, r.stderr)
+	}
+}
+
+// stopLogWithout stops the server, whose log must not hold secret (what
+// names it, for the failure).
+func (s *svcEnv) stopLogWithout(secret, what string) {
+	s.t.Helper()
+	s.stop()
+	if strings.Contains(s.stderr.String(), secret) {
+		s.t.Fatal("the server's log holds " + what)
+	}
+}
+
+// parkCaptured parks bot1, which must capture (how says where, for the
+// failure), and returns the snapshot.
+func (s *svcEnv) parkCaptured(how string) string {
+	s.t.Helper()
+	park := s.cliJSON("park", "bot1")
+	if park["outcome"] != "captured" {
+		s.t.Fatalf("park %s: %v", how, park)
+	}
+	return park["snapshot"].(string)
+}
+
 // sandbox makes a local instance directory holding the tree of seed.
 func (s *svcEnv) sandbox(id string, seed uint64) string {
 	s.t.Helper()

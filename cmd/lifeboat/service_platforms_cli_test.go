@@ -55,14 +55,9 @@ func TestRecoverPlatformWorkspaceThroughServe(t *testing.T) {
 				must(t, os.WriteFile(keyFile, []byte(secret+"\n"), 0o600))
 				cred, env = fmt.Sprintf("api_key_file = %q\n", keyFile), nil
 			}
-			cfg, err := os.ReadFile(s.cfgPath)
-			must(t, err)
-			cfg = append(cfg, fmt.Sprintf("\n[providers.box1]\ntype = %q\nbase_url = %q\n%s%s\n[workspaces.bot1]\npark_interval = \"1ns\"\n",
-				pc.kind, srv.URL, cred, pc.extra)...)
-			must(t, os.WriteFile(s.cfgPath, cfg, 0o600))
-			if r := s.run("config", "check", s.cfgPath); r.code != 0 {
-				t.Fatalf("config check: %s %s", r.stdout, r.stderr)
-			}
+			s.addConfig(fmt.Sprintf("\n[providers.box1]\ntype = %q\nbase_url = %q\n%s%s\n[workspaces.bot1]\npark_interval = \"1ns\"\n",
+				pc.kind, srv.URL, cred, pc.extra))
+			s.checkConfig()
 			if r := s.run("--config", s.cfgPath, "config", "show"); strings.Contains(r.stdout+r.stderr, secret) {
 				t.Fatalf("config show prints the credential:\n%s", r.stdout)
 			}
@@ -81,11 +76,7 @@ func TestRecoverPlatformWorkspaceThroughServe(t *testing.T) {
 				t.Fatalf("capture from %s: %v", pc.kind, rc)
 			}
 			must(t, os.WriteFile(filepath.Join(work, "d2", "late.txt"), []byte("written before the park"), 0o640))
-			park := s.cliJSON("park", "bot1")
-			if park["outcome"] != "captured" {
-				t.Fatalf("park on %s: %v", pc.kind, park)
-			}
-			good := park["snapshot"].(string)
+			good := s.parkCaptured("on " + pc.kind)
 			// The first capture takes a native checkpoint where the adapter
 			// has them (the park comes within the native interval).
 			if (rc["native"] != nil) != pc.native {
@@ -101,11 +92,7 @@ func TestRecoverPlatformWorkspaceThroughServe(t *testing.T) {
 				if _, err := os.Lstat(filepath.Join(work, "d2", "late.txt")); !os.IsNotExist(err) {
 					t.Fatalf("the restart kept a file written after the checkpoint: %v", err)
 				}
-				park = s.cliJSON("park", "bot1")
-				if park["outcome"] != "captured" {
-					t.Fatalf("park after the restart: %v", park)
-				}
-				good = park["snapshot"].(string)
+				good = s.parkCaptured("after the restart")
 			}
 
 			// Lost: the platform removes the sandbox (kept aside to compare with).

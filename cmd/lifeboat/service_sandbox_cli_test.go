@@ -33,9 +33,7 @@ func TestRecoverE2BWorkspaceThroughServe(t *testing.T) {
 	const key = "e2b_0123456789abcdef0123456789abcdef"
 	srv := e2btest.Start(t, key)
 	s := newSvcEnv(t, "")
-	cfg, err := os.ReadFile(s.cfgPath)
-	must(t, err)
-	cfg = append(cfg, fmt.Sprintf(`
+	s.addConfig(fmt.Sprintf(`
 [providers.sbx]
 type = "e2b"
 api_key_env = "LIFEBOAT_TEST_E2B_KEY"
@@ -44,11 +42,8 @@ sandbox_url = %q
 
 [workspaces.bot1]
 park_interval = "1ns"
-`, srv.URL, srv.URL)...)
-	must(t, os.WriteFile(s.cfgPath, cfg, 0o600))
-	if r := s.run("config", "check", s.cfgPath); r.code != 0 {
-		t.Fatalf("config check: %s %s", r.stdout, r.stderr)
-	}
+`, srv.URL, srv.URL))
+	s.checkConfig()
 
 	srv.Add("sbx-orig")
 	work := srv.WorkspaceDir("sbx-orig")
@@ -63,11 +58,7 @@ park_interval = "1ns"
 		t.Fatalf("capture through envd: %v\n%s", rc, s.stderr)
 	}
 	must(t, os.WriteFile(filepath.Join(work, "d2", "late.txt"), []byte("written before the park"), 0o640))
-	park := s.cliJSON("park", "bot1")
-	if park["outcome"] != "captured" {
-		t.Fatalf("park through envd: %v", park)
-	}
-	good := park["snapshot"].(string)
+	good := s.parkCaptured("through envd")
 
 	// Lost: E2B kills the sandbox (its control plane now answers 404).
 	want := filepath.Join(t.TempDir(), "want")
@@ -111,10 +102,7 @@ park_interval = "1ns"
 	if w["instance"] != newID || w["generation"].(float64) != 1 || w["provider"] != "sbx" {
 		t.Fatalf("workspace after the recovery: %v", w)
 	}
-	s.stop()
-	if strings.Contains(s.stderr.String(), key) {
-		t.Fatal("the server's log holds the E2B API key")
-	}
+	s.stopLogWithout(key, "the E2B API key")
 }
 
 // TestRestartManagedAgentsSessionThroughServe: a real `lifeboat serve`
@@ -136,9 +124,7 @@ func TestRestartManagedAgentsSessionThroughServe(t *testing.T) {
 	s := newSvcEnv(t, "")
 	tokFile := filepath.Join(s.dir, "agents.token")
 	must(t, os.WriteFile(tokFile, []byte(token+"\n"), 0o600))
-	cfg, err := os.ReadFile(s.cfgPath)
-	must(t, err)
-	cfg = append(cfg, fmt.Sprintf(`
+	s.addConfig(fmt.Sprintf(`
 [providers.agents]
 type = "managed-agents"
 token_file = %q
@@ -146,8 +132,7 @@ base_url = %q
 
 [workspaces.bot1]
 park_interval = "1ns"
-`, tokFile, srv.URL)...)
-	must(t, os.WriteFile(s.cfgPath, cfg, 0o600))
+`, tokFile, srv.URL))
 	s.start("LIFEBOAT_LIFECYCLE_NATIVE_INTERVAL=1ns")
 	s.cliOK("workspace", "add", "bot1", "--provider", "agents", "--instance", inst)
 	if r := s.cli("restart", "bot1"); r.code != exitRefused || !strings.Contains(r.stderr, "no native checkpoint") {
@@ -226,10 +211,7 @@ park_interval = "1ns"
 	if st := s.cliJSON("workspace", "check", "bot1"); st["state"] == "lost" {
 		t.Fatalf("check after the restart: %v", st)
 	}
-	s.stop()
-	if strings.Contains(s.stderr.String(), token) {
-		t.Fatal("the server's log holds the API token")
-	}
+	s.stopLogWithout(token, "the API token")
 }
 
 // TestRestartE2BSandboxThroughServe: with the contract server as E2B, a

@@ -39,9 +39,7 @@ func TestRecoverSSHWorkspaceThroughServe(t *testing.T) {
 	keyFile := filepath.Join(s.dir, "id_ed25519")
 	must(t, os.WriteFile(keyFile, keyPEM, 0o600))
 	host, port, _ := strings.Cut(srv.Addr, ":")
-	cfg, err := os.ReadFile(s.cfgPath)
-	must(t, err)
-	cfg = append(cfg, fmt.Sprintf(`
+	s.addConfig(fmt.Sprintf(`
 [providers.box1]
 type = "ssh"
 host = %q
@@ -53,11 +51,8 @@ root = %q
 
 [workspaces.bot1]
 park_interval = "1ns"
-`, host, port, u.Username, keyFile, sshdtest.KnownHosts(t, srv.Addr, srv.HostKey.PublicKey()), remote)...)
-	must(t, os.WriteFile(s.cfgPath, cfg, 0o600))
-	if r := s.run("config", "check", s.cfgPath); r.code != 0 {
-		t.Fatalf("config check: %s %s", r.stdout, r.stderr)
-	}
+`, host, port, u.Username, keyFile, sshdtest.KnownHosts(t, srv.Addr, srv.HostKey.PublicKey()), remote))
+	s.checkConfig()
 
 	// The sandbox on the host: a tree with what a faithful recovery keeps.
 	work := filepath.Join(remote, "bot1")
@@ -74,11 +69,7 @@ park_interval = "1ns"
 		t.Fatalf("capture over ssh: %v", rc)
 	}
 	must(t, os.WriteFile(filepath.Join(work, "d2", "late.txt"), []byte("written before the park"), 0o640))
-	park := s.cliJSON("park", "bot1")
-	if park["outcome"] != "captured" {
-		t.Fatalf("park over ssh: %v", park)
-	}
-	good := park["snapshot"].(string)
+	good := s.parkCaptured("over ssh")
 
 	// Lost: the instance leaves the host (kept aside to compare with).
 	want := filepath.Join(t.TempDir(), "want")
