@@ -99,6 +99,16 @@ func (e *env) capture(ws, src string, extra ...string) map[string]any {
 	return lines[len(lines)-1]
 }
 
+// captureTree writes the test tree of seed into the directory name under
+// e.dir, captures it as workspace ws and returns the directory.
+func (e *env) captureTree(ws, name string, seed uint64) string {
+	e.t.Helper()
+	dir := filepath.Join(e.dir, name)
+	writeTree(e.t, dir, seed)
+	e.capture(ws, dir)
+	return dir
+}
+
 // newBytes reads totals.new_bytes from a capture summary.
 func newBytes(sum map[string]any) float64 {
 	return sum["totals"].(map[string]any)["new_bytes"].(float64)

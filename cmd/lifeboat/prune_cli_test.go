@@ -261,9 +261,7 @@ func (e *env) openRepo() *repo.Repository {
 func (e *env) captureGoodAndBad() (good, badID string) {
 	e.t.Helper()
 	e.init()
-	good = filepath.Join(e.dir, "good")
-	writeTree(e.t, good, 1)
-	e.capture("good", good)
+	good = e.captureTree("good", "good", 1)
 	bad := filepath.Join(e.dir, "bad")
 	writeTree(e.t, bad, 2)
 	return good, e.capture("bad", bad)["snapshot"].(string)
@@ -303,9 +301,7 @@ func (e *env) holdLock(m repo.LockMode) *repo.Lock {
 func TestLockExitCodes(t *testing.T) {
 	e := newEnv(t)
 	e.init()
-	src := filepath.Join(e.dir, "src")
-	writeTree(t, src, 5)
-	e.capture("w", src)
+	src := e.captureTree("w", "src", 5)
 	x := e.holdLock(repo.LockExclusive)
 	// A capture takes no lock (two-phase prune): it goes on under an
 	// exclusive lock. Restore takes a shared one and is refused, naming

@@ -131,9 +131,7 @@ func largestFile(t *testing.T, dir string) string {
 func TestKilledRestoreCleanedCLI(t *testing.T) {
 	e := newEnv(t)
 	e.init()
-	src := filepath.Join(e.dir, "src")
-	writeTree(t, src, 3)
-	e.capture("w", src)
+	src := e.captureTree("w", "src", 3)
 	pack := largestFile(t, filepath.Join(e.repo, "data")) // holds big.bin
 	parent := filepath.Join(e.dir, "restores")
 	must(t, os.Mkdir(parent, 0o755))
