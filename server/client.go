@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"lifeboat/internal/osutil"
 	"lifeboat/prune"
 	"lifeboat/recovery"
 )
@@ -251,12 +252,8 @@ func (c *Client) WaitOperation(ctx context.Context, id string, every time.Durati
 		if err != nil || op.Step == string(recovery.OpRecovered) || op.Step == string(recovery.OpFailed) {
 			return op, err
 		}
-		t := time.NewTimer(every)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return op, ctx.Err()
-		case <-t.C:
+		if err := osutil.Sleep(ctx, every); err != nil {
+			return op, err
 		}
 	}
 }
