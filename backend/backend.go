@@ -90,7 +90,8 @@ var (
 //   - Remove is durable when it returns nil.
 //   - Negative offsets or lengths, and unknown file types, are errors.
 //   - Load returns exactly length bytes starting at offset, or the rest of
-//     the file when length is 0. A range past the end fails with
+//     the file when length is 0, in a new buffer the caller owns and may
+//     overwrite (StreamPack decrypts blobs in it). A range past the end fails with
 //     ErrShortRead; a missing file fails with ErrNotFound. A Load never
 //     returns fewer bytes than asked without an error.
 //   - Stat of a missing file fails with ErrNotFound. Remove of a missing

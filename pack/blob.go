@@ -79,7 +79,8 @@ type encoderKey struct {
 
 // encoderFor returns the shared encoder for c, for a blob of n bytes.
 // Literals are entropy-coded even in a block where no match was found
-// (klauspost's SpeedFastest otherwise stores such a block raw): machine
+// (klauspost's SpeedFastest and SpeedDefault otherwise store such a block
+// raw): machine
 // code and other data with a skewed byte distribution but few repeats of
 // six bytes or more compress by a third to a half that way. On the
 // benchmark's large-binary corpus the repository is 15% smaller for 8% more

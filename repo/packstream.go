@@ -150,7 +150,8 @@ func (r *Repository) streamRequest(ctx context.Context, k *crypt.TierKeys, h bac
 
 // sealedIn returns e's sealed bytes in data, the pack's bytes from start.
 func sealedIn(data []byte, start int64, e *PackEntry) []byte {
-	return data[int64(e.Offset)-start : int64(e.Offset)-start+int64(e.Length)]
+	lo, hi := int64(e.Offset)-start, int64(e.Offset)-start+int64(e.Length)
+	return data[lo:hi:hi] // no capacity into the next blob: an append must not overwrite it
 }
 
 // notVerified is the error of a blob of h that does not verify.

@@ -15,9 +15,11 @@ import (
 	"testing"
 
 	"lifeboat/blob"
+	"lifeboat/pack"
 )
 
-// streamPack saves n seeded incompressible blobs of 200 B to 2.2 KiB into
+// streamPack saves n seeded blobs of 200 B to 2.2 KiB, every other one
+// compressible (stored compressed from 256 bytes), into
 // one pack and returns its id, path and entries by offset, and the blobs
 // by entry.
 func streamPack(t *testing.T, seed uint64, n int) (*Repository, blob.ID, string, []PackEntry, [][]byte) {
@@ -34,6 +36,9 @@ func streamPack(t *testing.T, seed uint64, n int) (*Repository, blob.ID, string,
 		for j := range plains[i] {
 			plains[i][j] = byte(rng.Uint32())
 		}
+		if i%2 == 1 { // every other blob repeats itself: stored compressed
+			copy(plains[i][16:], bytes.Repeat(plains[i][:16], len(plains[i])/16))
+		}
 	}
 	ids := saveAll(t, r, blob.Workspace, plains)
 	byID := map[blob.ID][]byte{}
@@ -48,6 +53,9 @@ func streamPack(t *testing.T, seed uint64, n int) (*Repository, blob.ID, string,
 			t.Fatal("the blobs went to more than one pack")
 		}
 		pk, es[i], byID[id] = loc.Pack, loc.Entry, plains[i]
+		if compressed := loc.Entry.Flags&pack.FlagZstd != 0; compressed != (i%2 == 1 && len(plains[i]) >= 256) {
+			t.Fatalf("blob %d (%d bytes): compressed=%v, want every other one of 256 bytes or more", i, len(plains[i]), compressed)
+		}
 	}
 	slices.SortFunc(es, func(a, b PackEntry) int { return cmp.Compare(a.Offset, b.Offset) })
 	for i, e := range es {
