@@ -35,6 +35,16 @@ func testRanges(t *testing.T, b backend.Backend) {
 			t.Errorf("Load(%d, %d): got %d bytes, want %d (or content differs)", c.off, c.n, len(got), c.end-int(c.off))
 		}
 	}
+	// The buffer Load returns is the caller's: overwriting it changes
+	// neither what is stored nor what the next Load returns.
+	first, err := b.Load(t.Context(), h, 0, 0)
+	if err != nil {
+		t.Fatalf("Load(0, 0): %v", err)
+	}
+	clear(first)
+	if again, err := b.Load(t.Context(), h, 100, 800); err != nil || !bytes.Equal(again, data[100:900]) {
+		t.Errorf("Load after overwriting an earlier Load's buffer: %v, or its content differs", err)
+	}
 	short := []struct {
 		off int64
 		n   int
