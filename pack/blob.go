@@ -80,11 +80,8 @@ type encoderKey struct {
 // encoderFor returns the shared encoder for c, for a blob of n bytes.
 // Literals are entropy-coded even in a block where no match was found
 // (klauspost's SpeedFastest and SpeedDefault otherwise store such a block
-// raw): machine
-// code and other data with a skewed byte distribution but few repeats of
-// six bytes or more compress by a third to a half that way. On the
-// benchmark's large-binary corpus the repository is 15% smaller for 8% more
-// compression time.
+// raw): machine code and other data with a skewed byte distribution but
+// few repeats of six bytes or more compress by a third to a half that way.
 func encoderFor(c Compression, n int) (*zstd.Encoder, error) {
 	key := encoderKey{c, c == CompressFastest && n < fastLiteralsBelow}
 	if e, ok := encoders.Load(key); ok {
@@ -229,9 +226,9 @@ func OpenVerified(k *crypt.TierKeys, e Entry, sealed []byte, dst []byte) ([]byte
 }
 
 // OpenVerifiedInPlace is OpenVerified over a buffer the caller no longer
-// needs: sealed is decrypted where it lies (OpenBlobInPlace).
+// needs: sealed is decrypted where it lies (openBlobInPlace).
 func OpenVerifiedInPlace(k *crypt.TierKeys, e Entry, sealed []byte, dst []byte) ([]byte, error) {
-	plain, err := OpenBlobInPlace(k, e, sealed, dst)
+	plain, err := openBlobInPlace(k, e, sealed, dst)
 	return verifyID(k, e, plain, err)
 }
 
@@ -259,12 +256,12 @@ func OpenBlob(k *crypt.TierKeys, e Entry, sealed []byte, dst []byte) ([]byte, er
 	return openSealed(k, e, sealed, dst, false)
 }
 
-// OpenBlobInPlace is OpenBlob that decrypts over sealed, which the caller
+// openBlobInPlace is OpenBlob that decrypts over sealed, which the caller
 // gives up: an uncompressed blob's plaintext is returned in sealed's own
 // memory (dst unused), a compressed one's is decompressed from there into
 // dst. A reader of a whole run of a pack needs no buffer per blob beside
 // the run's and one for plaintext.
-func OpenBlobInPlace(k *crypt.TierKeys, e Entry, sealed []byte, dst []byte) ([]byte, error) {
+func openBlobInPlace(k *crypt.TierKeys, e Entry, sealed []byte, dst []byte) ([]byte, error) {
 	return openSealed(k, e, sealed, dst, true)
 }
 

@@ -123,7 +123,7 @@ func TestSealBlobMaxSize(t *testing.T) {
 }
 
 // Every opener refuses a blob under the wrong key, tier, type, id, flags or
-// lengths, and a truncated or damaged one; OpenBlobInPlace works on a copy.
+// lengths, and a truncated or damaged one; openBlobInPlace works on a copy.
 func TestOpenBlobRefusesMismatch(t *testing.T) {
 	r := seedtest.Rand(t)
 	openers := []struct {
@@ -131,8 +131,8 @@ func TestOpenBlobRefusesMismatch(t *testing.T) {
 		open func(k *crypt.TierKeys, e Entry, sealed []byte) ([]byte, error)
 	}{
 		{"OpenBlob", func(k *crypt.TierKeys, e Entry, sealed []byte) ([]byte, error) { return OpenBlob(k, e, sealed, nil) }},
-		{"OpenBlobInPlace", func(k *crypt.TierKeys, e Entry, sealed []byte) ([]byte, error) {
-			return OpenBlobInPlace(k, e, bytes.Clone(sealed), nil)
+		{"openBlobInPlace", func(k *crypt.TierKeys, e Entry, sealed []byte) ([]byte, error) {
+			return openBlobInPlace(k, e, bytes.Clone(sealed), nil)
 		}},
 	}
 	for _, plain := range [][]byte{textBytes(r, 10_000), seedtest.Bytes(r, 10_000), nil} {
