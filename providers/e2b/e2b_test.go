@@ -32,6 +32,15 @@ func mustNew(t *testing.T, cfg Config) *Provider {
 	return providertest.MustNew(t, New, cfg)
 }
 
+// startWithSandbox starts the contract server and a provider on it, and
+// creates one sandbox.
+func startWithSandbox(t *testing.T) (*e2btest.Server, *Provider, providers.InstanceID) {
+	t.Helper()
+	srv, cfg := start(t)
+	p := mustNew(t, cfg)
+	return srv, p, providertest.MustCreate(t, p, "k")
+}
+
 func TestConformance(t *testing.T) {
 	srv, cfg := start(t)
 	providertest.Run(t, providertest.Harness{
@@ -100,10 +109,8 @@ var statusCases = []statusCase{
 // TestStatusMapping: every control-plane answer maps to its kind, 404
 // only ever to Missing from Inspect, Retry-After honoured.
 func TestStatusMapping(t *testing.T) {
-	srv, cfg := start(t)
-	p := mustNew(t, cfg)
+	srv, p, id := startWithSandbox(t)
 	ctx := context.Background()
-	id := providertest.MustCreate(t, p, "k")
 	for _, c := range statusCases {
 		answer(srv, nil, c.status, c.body, c.retryAfter)
 		st, err := p.Inspect(ctx, id)
@@ -130,10 +137,8 @@ func TestStatusMapping(t *testing.T) {
 // the same kinds for Exec, ReadFiles and WriteFiles; none is Missing, and
 // Inspect still finds the sandbox running.
 func TestDataPlaneStatusMapping(t *testing.T) {
-	srv, cfg := start(t)
-	p := mustNew(t, cfg)
+	srv, p, id := startWithSandbox(t)
 	ctx := context.Background()
-	id := providertest.MustCreate(t, p, "k")
 	src := t.TempDir()
 	providertest.Tree(t, src, "d")
 	envdOnly := func(r *http.Request) bool { return r.Header.Get("E2b-Sandbox-Id") != "" }
@@ -197,10 +202,8 @@ func TestPausedAndTimeout(t *testing.T) {
 // control plane; repeating either is not an error; a missing sandbox is a
 // conflict, never Missing.
 func TestPauseResume(t *testing.T) {
-	srv, cfg := start(t)
-	p := mustNew(t, cfg)
+	srv, p, id := startWithSandbox(t)
 	ctx := context.Background()
-	id := providertest.MustCreate(t, p, "k")
 	for i := range 2 {
 		if err := p.Pause(ctx, id); err != nil {
 			t.Fatalf("Pause #%d: %v", i+1, err)
@@ -290,10 +293,8 @@ func TestCreateWaitsForEnvd(t *testing.T) {
 // snapshot outlives both; snapshot calls map the control plane's answers
 // like every other call.
 func TestSnapshotRollback(t *testing.T) {
-	srv, cfg := start(t)
-	p := mustNew(t, cfg)
+	srv, p, id := startWithSandbox(t)
 	ctx := context.Background()
-	id := providertest.MustCreate(t, p, "k")
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
