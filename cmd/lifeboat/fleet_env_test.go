@@ -240,38 +240,30 @@ func (s *fleetServer) collectReceipts(url string, exited chan struct{}) {
 			continue // the server is being stopped, or paused
 		}
 		rd := bufio.NewReader(res.Body)
-		var id, typ string
 		for {
-			line, err := rd.ReadString('\n')
+			sse, err := readSSEEvent(rd)
 			if err != nil {
 				break
 			}
-			line = strings.TrimRight(line, "\n")
-			switch {
-			case strings.HasPrefix(line, "id: "):
-				id = strings.TrimPrefix(line, "id: ")
-			case strings.HasPrefix(line, "event: "):
-				typ = strings.TrimPrefix(line, "event: ")
-			case strings.HasPrefix(line, "data: ") && (typ == "receipt" || typ == "maintenance"):
-				var m struct {
-					Data json.RawMessage
-				}
-				if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &m); err != nil {
-					s.log.Write([]byte("test: undecodable event: " + err.Error() + "\n"))
-					continue
-				}
-				ev := fleetEvent{server: s.name, typ: typ, data: m.Data}
-				if typ == "receipt" && json.Unmarshal(m.Data, &ev.Receipt) != nil {
-					s.log.Write([]byte("test: undecodable receipt: " + string(m.Data) + "\n"))
-					continue
-				}
-				s.f.events.add(ev)
-			case line == "":
-				if id != "" {
-					last = id
-				}
-				typ = ""
+			if sse.id != "" {
+				last = sse.id
 			}
+			if sse.typ != "receipt" && sse.typ != "maintenance" {
+				continue
+			}
+			var m struct {
+				Data json.RawMessage
+			}
+			if err := json.Unmarshal([]byte(sse.data), &m); err != nil {
+				s.log.Write([]byte("test: undecodable event: " + err.Error() + "\n"))
+				continue
+			}
+			ev := fleetEvent{server: s.name, typ: sse.typ, data: m.Data}
+			if sse.typ == "receipt" && json.Unmarshal(m.Data, &ev.Receipt) != nil {
+				s.log.Write([]byte("test: undecodable receipt: " + string(m.Data) + "\n"))
+				continue
+			}
+			s.f.events.add(ev)
 		}
 		res.Body.Close()
 	}

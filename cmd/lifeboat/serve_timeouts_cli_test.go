@@ -64,21 +64,11 @@ func (s *svcEnv) openEvents(lastID string) *sseReader {
 // next returns the next event's id and type (comments skipped).
 func (r *sseReader) next() (id, typ string) {
 	r.t.Helper()
-	for {
-		line, err := r.rd.ReadString('\n')
-		if err != nil {
-			r.t.Fatalf("the event stream ended: %v", err)
-		}
-		line = strings.TrimSuffix(line, "\n")
-		switch {
-		case strings.HasPrefix(line, "id: "):
-			id = line[4:]
-		case strings.HasPrefix(line, "event: "):
-			typ = line[7:]
-		case line == "" && typ != "":
-			return id, typ
-		}
+	ev, err := readSSEEvent(r.rd)
+	if err != nil {
+		r.t.Fatalf("the event stream ended: %v", err)
 	}
+	return ev.id, ev.typ
 }
 
 // nextOf returns the id of the next event of type typ, passing over

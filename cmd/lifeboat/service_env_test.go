@@ -240,31 +240,48 @@ func (s *svcEnv) events(t *testing.T) *eventStream {
 func (es *eventStream) until(types ...string) func(yield func(server.Message) bool) {
 	return func(yield func(server.Message) bool) {
 		for {
-			var typ, data string
-			for {
-				line, err := es.rd.ReadString('\n')
-				if err != nil {
-					es.t.Fatalf("event stream ended: %v", err)
-				}
-				line = strings.TrimRight(line, "\n")
-				switch {
-				case strings.HasPrefix(line, "event: "):
-					typ = strings.TrimPrefix(line, "event: ")
-				case strings.HasPrefix(line, "data: "):
-					data = strings.TrimPrefix(line, "data: ")
-				}
-				if line == "" && typ != "" {
-					break
-				}
+			ev, err := readSSEEvent(es.rd)
+			if err != nil {
+				es.t.Fatalf("event stream ended: %v", err)
 			}
 			var m server.Message
-			if typ != "hello" && typ != "resync" {
-				must(es.t, json.Unmarshal([]byte(data), &m))
+			if ev.typ != "hello" && ev.typ != "resync" {
+				must(es.t, json.Unmarshal([]byte(ev.data), &m))
 			}
-			m.Type = typ
-			if !yield(m) || slices.Contains(types, typ) {
+			m.Type = ev.typ
+			if !yield(m) || slices.Contains(types, ev.typ) {
 				return
 			}
+		}
+	}
+}
+
+// sseEvent is one event of a server-sent-events stream.
+type sseEvent struct {
+	id, typ, data string
+}
+
+// readSSEEvent reads the next event of a stream, passing over keep-alive
+// comments and the retry line.
+func readSSEEvent(rd *bufio.Reader) (sseEvent, error) {
+	var ev sseEvent
+	for {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			return ev, err
+		}
+		line = strings.TrimSuffix(line, "\n")
+		switch {
+		case line == "":
+			if ev.typ != "" {
+				return ev, nil
+			}
+		case strings.HasPrefix(line, "id: "):
+			ev.id = strings.TrimPrefix(line, "id: ")
+		case strings.HasPrefix(line, "event: "):
+			ev.typ = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			ev.data = strings.TrimPrefix(line, "data: ")
 		}
 	}
 }
