@@ -143,9 +143,6 @@ func (g *globalOptions) prompt(prompt string, confirm bool) ([]byte, error) {
 	return p, nil
 }
 
-// withRepo opens the repository with the password (withIndex also opens
-// and syncs the local index), runs fn, then closes it, keeping fn's error
-// first.
 // serveSessionShare is how long serve's captures share one refresh of
 // the condemned packs and the index (repo.Options.SessionShare): a fleet's
 // captures then list the repository once a minute per server, not once
@@ -163,6 +160,9 @@ func (g *globalOptions) repoOptions(withIndex bool) repo.Options {
 	return o
 }
 
+// withRepo opens the repository with the password (withIndex also opens
+// and syncs the local index), runs fn, then closes it, keeping fn's error
+// first.
 func (g *globalOptions) withRepo(ctx context.Context, withIndex bool, fn func(r *repo.Repository) error) error {
 	be, err := g.openBackend(ctx, false)
 	if err != nil {
