@@ -96,6 +96,7 @@ type Lifecycle struct {
 	NativeInterval   time.Duration // ParkInterval unless set
 	CheckInterval    time.Duration
 	MaxParallel      int
+	MaxChecks        int // workspaces checked at once (periodic rounds, health checks)
 	QuiesceTimeout   time.Duration
 	// Redact are regular expressions whose matches are replaced with
 	// [REDACTED] in the commands, directories and output tails of the

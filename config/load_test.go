@@ -43,6 +43,7 @@ periodic_interval = "off"
 native_interval = "1h"
 check_interval = "2m"
 max_parallel = 4
+max_checks = 16
 quiesce_timeout = "45s"
 
 [[quiesce.hook]]
@@ -105,7 +106,7 @@ func TestLoadFull(t *testing.T) {
 			ReadTimeout: 20 * time.Second, WriteTimeout: 40 * time.Second, IdleTimeout: 90 * time.Second},
 		Log: Log{Format: "json", Level: slog.LevelDebug},
 		Lifecycle: Lifecycle{ParkInterval: 10 * time.Minute, PeriodicInterval: 0, NativeInterval: time.Hour,
-			CheckInterval: 2 * time.Minute, MaxParallel: 4, QuiesceTimeout: 45 * time.Second},
+			CheckInterval: 2 * time.Minute, MaxParallel: 4, MaxChecks: 16, QuiesceTimeout: 45 * time.Second},
 		Hooks: []Hook{
 			{Name: "agent", Pause: []string{"pkill", "-STOP", "-f", "agent"}, Resume: []string{"pkill", "-CONT", "-f", "agent"},
 				Timeout: 10 * time.Second, Workspaces: []string{"bot1"}},
@@ -170,7 +171,7 @@ root = "/w"
 			ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute},
 		Log: Log{Format: "text", Level: slog.LevelInfo},
 		Lifecycle: Lifecycle{ParkInterval: 5 * time.Minute, PeriodicInterval: 15 * time.Minute, NativeInterval: 5 * time.Minute,
-			CheckInterval: time.Minute, MaxParallel: 2, QuiesceTimeout: 30 * time.Second},
+			CheckInterval: time.Minute, MaxParallel: 2, MaxChecks: 8, QuiesceTimeout: 30 * time.Second},
 		Prune: Prune{MaxUnused: 0.05, DeleteAfter: 24 * time.Hour},
 		Providers: []Provider{SSHProvider{Name: "box1", Host: "box1.example", Port: 22, User: "lb", KeyFile: d + "/id_ed25519",
 			KnownHosts: d + "/known_hosts", Root: "/w", CacheDir: filepath.Join(d, "state", "mirrors", "box1")}},

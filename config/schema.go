@@ -106,6 +106,7 @@ var fixedSections = []section{
 		{name: "native_interval", kind: kDuration, defNote: "park_interval"},
 		{name: "check_interval", kind: kDuration, def: "1m"},
 		{name: "max_parallel", kind: kInt, def: "2", min: 1},
+		{name: "max_checks", kind: kInt, def: "8", min: 1},
 		{name: "quiesce_timeout", kind: kDuration, def: "30s"},
 		{name: "redact", kind: kList, defNote: "nothing is redacted"},
 	}},

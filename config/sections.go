@@ -195,6 +195,7 @@ func (d *decoder) lifecycle(c *Config) {
 		NativeInterval:   r.dur("native_interval"),
 		CheckInterval:    r.dur("check_interval"),
 		MaxParallel:      r.int("max_parallel"),
+		MaxChecks:        r.int("max_checks"),
 		QuiesceTimeout:   r.dur("quiesce_timeout"),
 	}
 	for _, p := range r.list("redact") {

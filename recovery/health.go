@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"lifeboat/providers"
@@ -145,8 +146,9 @@ func (s *Service) Check(ctx context.Context, ws string) (Health, error) {
 var errStale = errors.New("stale inspection")
 
 // CheckDue is one scheduled round: every workspace whose next check is
-// due (or that was never checked) is inspected, and recovery operations
-// waiting on a provider error are resumed.
+// due (or that was never checked) is inspected, the lifecycle's MaxChecks
+// at once, and recovery operations waiting on a provider error are
+// resumed.
 func (s *Service) CheckDue(ctx context.Context) {
 	wss, err := s.store.Workspaces()
 	if err != nil {
@@ -154,14 +156,15 @@ func (s *Service) CheckDue(ctx context.Context) {
 		return
 	}
 	now := s.clock.Now()
-	for _, w := range wss {
-		if w.Operation != "" || (w.Health != nil && now.Before(w.Health.NextCheck)) {
-			continue
+	due := slices.DeleteFunc(wss, func(w Workspace) bool {
+		return w.Operation != "" || (w.Health != nil && now.Before(w.Health.NextCheck))
+	})
+	inSlots(len(due), s.lc.cfg.MaxChecks, func(i int, release func()) {
+		defer release()
+		if _, err := s.Check(ctx, due[i].ID); err != nil {
+			s.log.Warn("scheduled check", "workspace", due[i].ID, "err", err)
 		}
-		if _, err := s.Check(ctx, w.ID); err != nil {
-			s.log.Warn("scheduled check", "workspace", w.ID, "err", err)
-		}
-	}
+	})
 	// Operations are resumed first: nothing in the holds' pass below may
 	// keep a lapsed operation from being taken over.
 	s.resume(true)

@@ -44,6 +44,7 @@ type fakeProvider struct {
 	failRollback  error
 	deleteCalls   int
 	readFilesHook func()
+	inspectHook   func(providers.InstanceID) // called by Inspect before it answers
 }
 
 func newFakeProvider(t *testing.T, native bool) *fakeProvider {
@@ -77,6 +78,9 @@ func (p *fakeProvider) err(op string, id providers.InstanceID, k providers.Kind,
 func (p *fakeProvider) Name() string                         { return "fake" }
 func (p *fakeProvider) Capabilities() providers.Capabilities { return p.caps }
 func (p *fakeProvider) Inspect(_ context.Context, id providers.InstanceID) (providers.Status, error) {
+	if p.inspectHook != nil {
+		p.inspectHook(id)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	st, ok := p.state[id]

@@ -93,6 +93,10 @@ type Config struct {
 	PeriodicOff bool
 	// MaxParallel bounds captures of different workspaces at once; default 2.
 	MaxParallel int
+	// MaxChecks bounds the workspaces checked at once: in a periodic round
+	// (instance inspected, files mirrored and fingerprinted) and in the
+	// recovery service's scheduled health check; default 8.
+	MaxChecks int
 	// QuiesceTimeout bounds pausing the writers and waiting for a browser
 	// to stop; default 30 s. QuiescePoll is how often a running browser is
 	// checked again; default 1 s. ResumeTimeout bounds resuming; default 30 s.
@@ -160,6 +164,9 @@ func New(cfg Config) (*Lifecycle, error) {
 	setDefault(&cfg.ResumeTimeout, 30*time.Second)
 	if cfg.MaxParallel <= 0 {
 		cfg.MaxParallel = 2
+	}
+	if cfg.MaxChecks <= 0 {
+		cfg.MaxChecks = 8
 	}
 	if cfg.TailBytes <= 0 {
 		cfg.TailBytes = 8 << 10

@@ -92,49 +92,71 @@ func (l *Lifecycle) Tick(ctx context.Context) []Receipt {
 	return l.round(ctx, wss)
 }
 
-// round is the periodic decision for each of wss, in parallel.
+// round is the periodic decision for each of wss, in parallel: at most
+// MaxChecks workspaces are checked at once (their instance inspected, their
+// files mirrored and fingerprinted); those that changed are then captured
+// up to MaxParallel at once, each releasing its check slot first.
 func (l *Lifecycle) round(ctx context.Context, wss []Workspace) []Receipt {
 	out := make([]Receipt, len(wss))
-	var wg sync.WaitGroup
-	for i, w := range wss {
-		wg.Go(func() { out[i] = l.periodic(ctx, w) })
-	}
-	wg.Wait()
+	inSlots(len(wss), l.cfg.MaxChecks, func(i int, release func()) { out[i] = l.periodic(ctx, wss[i], release) })
 	return out
 }
 
-func (l *Lifecycle) periodic(ctx context.Context, w Workspace) Receipt {
+// inSlots calls fn(i, release) for each i in [0, n), each on a goroutine
+// of its own, and returns when all have returned. A call takes one of
+// slots slots, which it gives back by calling release once; the next call
+// starts only when a slot is free.
+func inSlots(n, slots int, fn func(i int, release func())) {
+	free := make(chan struct{}, slots)
+	var wg sync.WaitGroup
+	for i := range n {
+		free <- struct{}{}
+		wg.Go(func() { fn(i, func() { <-free }) })
+	}
+	wg.Wait()
+}
+
+// periodic decides about w and captures it when its files changed; it
+// calls checked once, when the check is over and before any capture.
+func (l *Lifecycle) periodic(ctx context.Context, w Workspace, checked func()) Receipt {
 	now := l.clock.Now()
 	r := Receipt{Workspace: w.ID, Reason: ReasonPeriodic, Started: now, Finished: now}
 	if w.LastGood != nil {
 		r.LastGood = w.LastGood.Snapshot
 	}
-	decided := func(o Outcome, err error) Receipt {
-		if err != nil {
-			r.fail(o, err)
-		} else {
-			r.Outcome = o
-		}
-		r.Finished = l.clock.Now()
-		l.emit(r)
-		return r
-	}
-	p, err := l.provider(w)
-	if err == nil {
-		var st providers.Status
-		if st, err = p.Inspect(ctx, w.Instance); err == nil && st.State != providers.Running {
-			return decided(NotRunning, nil)
-		}
-	}
-	var same bool
-	if err == nil {
-		same, r.Listed, err = l.sameFingerprint(ctx, w, p)
-	}
+	running, same, listed, err := l.periodicCheck(ctx, w)
+	checked()
+	r.Listed = listed
 	switch {
 	case err != nil:
-		return decided(Failed, err)
+		r.fail(Failed, err)
+	case !running:
+		r.Outcome = NotRunning
 	case same:
-		return decided(Unchanged, nil)
+		r.Outcome = Unchanged
+	default:
+		return l.join(ctx, w.ID, ReasonPeriodic, nil)
 	}
-	return l.join(ctx, w.ID, ReasonPeriodic, nil)
+	r.Finished = l.clock.Now()
+	l.emit(r)
+	return r
+}
+
+// periodicCheck asks w's provider whether its instance runs and, if it
+// does, whether its files still have the last good checkpoint's
+// fingerprint (listed: the files were listed to find out).
+func (l *Lifecycle) periodicCheck(ctx context.Context, w Workspace) (running, same, listed bool, err error) {
+	p, err := l.provider(w)
+	if err != nil {
+		return false, false, false, err
+	}
+	st, err := p.Inspect(ctx, w.Instance)
+	if err != nil {
+		return false, false, false, err
+	}
+	if st.State != providers.Running {
+		return false, false, false, nil
+	}
+	same, listed, err = l.sameFingerprint(ctx, w, p)
+	return true, same, listed, err
 }

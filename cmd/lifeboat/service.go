@@ -158,7 +158,7 @@ func (g *globalOptions) openService(c *config.Config, r *repo.Repository, tokens
 		RepoLock:     s.lock.Run,
 		ParkInterval: c.Lifecycle.ParkInterval, NativeInterval: c.Lifecycle.NativeInterval, PeriodicInterval: c.Lifecycle.PeriodicInterval,
 		PeriodicOff: !periodic || c.Lifecycle.PeriodicInterval == 0,
-		MaxParallel: c.Lifecycle.MaxParallel, QuiesceTimeout: c.Lifecycle.QuiesceTimeout, Logger: s.log,
+		MaxParallel: c.Lifecycle.MaxParallel, MaxChecks: c.Lifecycle.MaxChecks, QuiesceTimeout: c.Lifecycle.QuiesceTimeout, Logger: s.log,
 		Redact:     recovery.RedactPatterns(c.Lifecycle.Redact...),
 		OnReceipt:  func(rc recovery.Receipt) { s.events.Receipt(rc); s.metrics.Receipt(rc) },
 		WatchFiles: true})
