@@ -26,9 +26,7 @@ func BenchmarkLookup(b *testing.B) {
 			}
 			o.Packs = append(o.Packs, p)
 		}
-		if err := d.Apply(randID(r), o); err != nil {
-			b.Fatal(err)
-		}
+		mustApply(b, r, d, o)
 	}
 	misses := make([]blob.ID, 1<<16)
 	for i := range misses {

@@ -133,12 +133,7 @@ func TestApplyKeepsEveryPlace(t *testing.T) {
 	b := copyOf(a, randID(r))
 	oa := &index.Object{Tier: blob.Workspace, Packs: []index.PackInfo{a}}
 	ob := &index.Object{Tier: blob.Workspace, Packs: []index.PackInfo{b}}
-	if err := d.Apply(randID(r), oa); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Apply(randID(r), ob); err != nil {
-		t.Fatal(err)
-	}
+	mustApply(t, r, d, oa, ob)
 	checkDB(t, d, locations(ob))
 	n := 0
 	err := d.ForEachBlobCopies(blob.Workspace, func(locs []index.Location) error {
@@ -152,9 +147,7 @@ func TestApplyKeepsEveryPlace(t *testing.T) {
 		t.Fatalf("ForEachBlobCopies: %d blobs, %v", n, err)
 	}
 	// Applying a again makes it the place again; b is the copy.
-	if err := d.Apply(randID(r), oa); err != nil {
-		t.Fatal(err)
-	}
+	mustApply(t, r, d, oa)
 	checkDB(t, d, locations(oa))
 	for _, e := range a.Entries {
 		if got := places(t, d, blob.Workspace, e); !slices.Equal(got, []blob.ID{a.ID, b.ID}) {
@@ -195,9 +188,7 @@ func TestDropPromotesCopy(t *testing.T) {
 	a := randDataPack(r, 30)
 	b, c := copyOf(a, randID(r)), copyOf(a, randID(r))
 	for _, p := range []index.PackInfo{a, b, c} {
-		if err := d.Apply(randID(r), &index.Object{Tier: blob.Workspace, Packs: []index.PackInfo{p}}); err != nil {
-			t.Fatal(err)
-		}
+		mustApply(t, r, d, &index.Object{Tier: blob.Workspace, Packs: []index.PackInfo{p}})
 	}
 	// c is the place, a and b copies. Dropping c and a leaves b.
 	if err := d.Drop(nil, map[blob.ID]bool{c.ID: true, a.ID: true}); err != nil {
@@ -225,9 +216,7 @@ func TestPreferStored(t *testing.T) {
 	b := copyOf(a, randID(r))
 	solo := randDataPack(r, 5)
 	for _, p := range []index.PackInfo{a, b, solo} {
-		if err := d.Apply(randID(r), &index.Object{Tier: blob.Workspace, Packs: []index.PackInfo{p}}); err != nil {
-			t.Fatal(err)
-		}
+		mustApply(t, r, d, &index.Object{Tier: blob.Workspace, Packs: []index.PackInfo{p}})
 	}
 	stored := func(id blob.ID) bool { return id != b.ID && id != solo.ID }
 	n, err := d.PreferStored(stored)
@@ -335,9 +324,7 @@ func TestCopiesKeptWithFilter(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Apply(randID(r), &index.Object{Tier: blob.Workspace, Packs: []index.PackInfo{c}}); err != nil {
-		t.Fatal(err)
-	}
+	mustApply(t, r, d, &index.Object{Tier: blob.Workspace, Packs: []index.PackInfo{c}})
 	for _, e := range a.Entries {
 		if got := places(t, d, blob.Workspace, e); len(got) != 3 || got[0] != c.ID {
 			t.Fatalf("places of %s with the filter built: %v; want all three, the last applied first", e.ID.Short(), got)

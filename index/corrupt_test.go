@@ -29,9 +29,7 @@ func filledDB(t *testing.T, r *rand.Rand) (string, []*index.Object) {
 	for range 4 {
 		o := randObject(r, blob.Workspace, 40, 40)
 		objs = append(objs, o)
-		if err := d.Apply(randID(r), o); err != nil {
-			t.Fatal(err)
-		}
+		mustApply(t, r, d, o)
 	}
 	if err := d.Close(); err != nil {
 		t.Fatal(err)

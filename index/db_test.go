@@ -46,12 +46,7 @@ func TestApplyLookup(t *testing.T) {
 	defer d.Close()
 	ws := randObject(r, blob.Workspace, 20, 30)
 	sens := randObject(r, blob.Sensitive, 10, 30)
-	if err := d.Apply(randID(r), ws); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Apply(randID(r), sens); err != nil {
-		t.Fatal(err)
-	}
+	mustApply(t, r, d, ws, sens)
 	want := locations(ws, sens)
 	checkDB(t, d, want)
 
@@ -125,9 +120,7 @@ func TestForEachBlobByTier(t *testing.T) {
 	objs := map[blob.Tier]*index.Object{}
 	for _, tier := range blob.Tiers {
 		objs[tier] = randObject(r, tier, 5, 20)
-		if err := d.Apply(randID(r), objs[tier]); err != nil {
-			t.Fatal(err)
-		}
+		mustApply(t, r, d, objs[tier])
 	}
 	for _, tier := range blob.Tiers {
 		want := locations(objs[tier])
@@ -174,12 +167,7 @@ func TestApplyOverwrites(t *testing.T) {
 	moved.Entries = a.Packs[0].Entries
 	moved.Size = a.Packs[0].Size
 	b := &index.Object{Tier: blob.Workspace, Packs: []index.PackInfo{moved}}
-	if err := d.Apply(randID(r), a); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Apply(randID(r), b); err != nil {
-		t.Fatal(err)
-	}
+	mustApply(t, r, d, a, b)
 	want := locations(a, b)
 	checkDB(t, d, want)
 	for _, e := range moved.Entries {
@@ -193,9 +181,7 @@ func TestOtherRepoResets(t *testing.T) {
 	r := seedtest.Rand(t)
 	dir := t.TempDir()
 	d := mustOpenDB(t, dir, testRepo)
-	if err := d.Apply(randID(r), randObject(r, blob.Workspace, 3, 10)); err != nil {
-		t.Fatal(err)
-	}
+	mustApply(t, r, d, randObject(r, blob.Workspace, 3, 10))
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -206,9 +192,7 @@ func TestOtherRepoResets(t *testing.T) {
 		t.Errorf("DB of another repository kept %d packs", packs)
 	}
 	o := randObject(r, blob.Workspace, 3, 10)
-	if err := d.Apply(randID(r), o); err != nil {
-		t.Fatal(err)
-	}
+	mustApply(t, r, d, o)
 	checkDB(t, d, locations(o))
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
@@ -224,9 +208,7 @@ func TestOpenDBBusy(t *testing.T) {
 	dir := t.TempDir()
 	first := mustOpenDB(t, dir, testRepo)
 	a := randObject(r, blob.Workspace, 3, 10)
-	if err := first.Apply(randID(r), a); err != nil {
-		t.Fatal(err)
-	}
+	mustApply(t, r, first, a)
 	second := mustOpenDB(t, dir, testRepo)
 	if !second.Private() {
 		t.Fatal("second OpenDB on a held directory did not get a private DB")
@@ -240,9 +222,7 @@ func TestOpenDBBusy(t *testing.T) {
 	// The private DB starts empty and works on its own.
 	checkDB(t, second, nil)
 	b := randObject(r, blob.Workspace, 3, 10)
-	if err := second.Apply(randID(r), b); err != nil {
-		t.Fatal(err)
-	}
+	mustApply(t, r, second, b)
 	checkDB(t, second, locations(b))
 	checkDB(t, first, locations(a))
 	if err := second.Close(); err != nil {

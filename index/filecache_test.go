@@ -169,9 +169,7 @@ func TestFileCacheIndexed(t *testing.T) {
 	if len(data) < 2 {
 		t.Skip("seed gave fewer than two data blobs")
 	}
-	if err := d.Apply(randID(r), &index.Object{Tier: blob.Workspace, Packs: []index.PackInfo{p}}); err != nil {
-		t.Fatal(err)
-	}
+	mustApply(t, r, d, &index.Object{Tier: blob.Workspace, Packs: []index.PackInfo{p}})
 	size := uint64(data[0].PlainLen) + uint64(data[1].PlainLen)
 	two := []blob.ID{data[0].ID, data[1].ID}
 	cases := []struct {

@@ -19,9 +19,7 @@ func TestFilterBuildBesideRemap(t *testing.T) {
 	r := seedtest.Rand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()
-	if err := d.Apply(randID(r), randObject(r, blob.Workspace, 4, 50)); err != nil {
-		t.Fatal(err)
-	}
+	mustApply(t, r, d, randObject(r, blob.Workspace, 4, 50))
 	misses := make([]blob.ID, index.FilterAfterMisses)
 	for i := range misses {
 		misses[i] = randID(r)

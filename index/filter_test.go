@@ -21,9 +21,7 @@ func TestLookupFilter(t *testing.T) {
 	var objs []*index.Object
 	apply := func(o *index.Object) {
 		t.Helper()
-		if err := d.Apply(randID(r), o); err != nil {
-			t.Fatal(err)
-		}
+		mustApply(t, r, d, o)
 		objs = append(objs, o)
 	}
 	apply(randObject(r, blob.Workspace, 10, 50))
@@ -98,9 +96,7 @@ func TestLookupFilterWaitsOnLargeIndex(t *testing.T) {
 	entries := 0
 	for entries < 2*index.FilterAfterMisses {
 		o := randObject(r, blob.Workspace, 20, 100)
-		if err := d.Apply(randID(r), o); err != nil {
-			t.Fatal(err)
-		}
+		mustApply(t, r, d, o)
 		objs = append(objs, o)
 		for _, p := range o.Packs {
 			entries += len(p.Entries)

@@ -104,6 +104,17 @@ func mustOpenDB(t testing.TB, dir string, repo blob.ID) *index.DB {
 	return d
 }
 
+// mustApply applies each object to d under a new random object id, and
+// fails the test at the first error.
+func mustApply(t testing.TB, r *rand.Rand, d *index.DB, objs ...*index.Object) {
+	t.Helper()
+	for _, o := range objs {
+		if err := d.Apply(randID(r), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // dbContents reads every blob entry of every tier.
 func dbContents(t testing.TB, d *index.DB) map[blobKey]index.Location {
 	t.Helper()

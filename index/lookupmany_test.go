@@ -19,11 +19,7 @@ func TestLookupManyAgreesWithLookup(t *testing.T) {
 	defer d.Close()
 	ws := randObject(r, blob.Workspace, 40, 100)
 	sens := randObject(r, blob.Sensitive, 10, 50)
-	for _, o := range []*index.Object{ws, sens} {
-		if err := d.Apply(randID(r), o); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mustApply(t, r, d, ws, sens)
 	known := locations(ws, sens)
 	if err := d.LookupMany(blob.Workspace, blob.Data, nil, func(int, index.Location, bool) error {
 		t.Fatal("called back for no ids")

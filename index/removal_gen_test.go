@@ -23,9 +23,7 @@ func TestRemovalGenAfterOldRebuild(t *testing.T) {
 	d := mustOpenDB(t, dir, testRepo)
 	p1, p2 := randDataPack(r, 4), randDataPack(r, 4)
 	for _, p := range []index.PackInfo{p1, p2} {
-		if err := d.Apply(randID(r), &index.Object{Tier: blob.Workspace, Packs: []index.PackInfo{p}}); err != nil {
-			t.Fatal(err)
-		}
+		mustApply(t, r, d, &index.Object{Tier: blob.Workspace, Packs: []index.PackInfo{p}})
 	}
 	gen, err := d.FileCacheGen()
 	if err != nil {
