@@ -32,6 +32,17 @@ func packOf(n int) (backend.Handle, []byte) {
 	return backend.Handle{Type: backend.Pack, Name: hex.EncodeToString(sum[:])}, data
 }
 
+// savePack saves a new random pack of n bytes in b and returns its
+// handle and data.
+func savePack(t *testing.T, b *Backend, n int) (backend.Handle, []byte) {
+	t.Helper()
+	h, data := packOf(n)
+	if err := b.Save(t.Context(), h, data); err != nil {
+		t.Fatal(err)
+	}
+	return h, data
+}
+
 // tmpEntries lists what is left in the repository's tmp/.
 func tmpEntries(t *testing.T, b *Backend) []string {
 	t.Helper()

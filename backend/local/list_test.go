@@ -10,10 +10,7 @@ import (
 
 func TestListSkipsJunk(t *testing.T) {
 	b := newRepo(t)
-	h, data := packOf(5)
-	if err := b.Save(t.Context(), h, data); err != nil {
-		t.Fatal(err)
-	}
+	h, _ := savePack(t, b, 5)
 	junk := []string{
 		"data/" + h.Name[:2] + "/XYZ",
 		"data/zz/abcd", // wrong shard for its name

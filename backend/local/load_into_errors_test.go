@@ -14,10 +14,7 @@ import (
 // leaves the caller's buffer as it was where it fails before reading.
 func TestLoadIntoErrorsAsLoad(t *testing.T) {
 	b := newRepo(t)
-	h, data := packOf(100)
-	if err := b.Save(t.Context(), h, data); err != nil {
-		t.Fatal(err)
-	}
+	h, _ := savePack(t, b, 100)
 	missing, _ := packOf(7)
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -23,10 +23,7 @@ func TestLayoutAndModes(t *testing.T) {
 			t.Errorf("%s: %v, mode %v; want a 0700 directory", sub, err, fi.Mode())
 		}
 	}
-	h, data := packOf(100)
-	if err := b.Save(t.Context(), h, data); err != nil {
-		t.Fatal(err)
-	}
+	h, _ := savePack(t, b, 100)
 	cfg := backend.Handle{Type: backend.Config, Name: "config"}
 	if err := b.Save(t.Context(), cfg, []byte("cfg")); err != nil {
 		t.Fatal(err)

@@ -79,10 +79,7 @@ func TestSaveFailsMidWrite(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			b := newRepo(t)
-			old, oldData := packOf(5000)
-			if err := b.Save(t.Context(), old, oldData); err != nil {
-				t.Fatal(err)
-			}
+			old, oldData := savePack(t, b, 5000)
 			injectFault(b, c.ff)
 			h, data := packOf(64 << 10)
 			err := b.Save(t.Context(), h, data)
