@@ -5,12 +5,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"lifeboat/backend"
 	"lifeboat/backend/local"
 	"lifeboat/blob"
+	"lifeboat/internal/nstest"
 )
 
 // A disk that fills while packs are streamed to temp files: the save fails
@@ -18,18 +18,7 @@ import (
 // blob a successful Flush covered still loads after the repository is
 // reopened.
 func TestPackStreamDiskFull(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("skipping real full-disk test: mounting a tmpfs needs root")
-	}
-	mnt := t.TempDir()
-	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=3m,mode=0700"); err != nil {
-		t.Skipf("skipping real full-disk test: mount -t tmpfs -o size=3m refused: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(mnt, 0); err != nil {
-			t.Errorf("unmount %s: %v", mnt, err)
-		}
-	})
+	mnt := nstest.Tmpfs(t, "size=3m,mode=0700")
 	dir := filepath.Join(mnt, "repo")
 	be, err := local.Create(dir)
 	if err != nil {

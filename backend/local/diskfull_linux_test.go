@@ -3,33 +3,17 @@ package local
 import (
 	"bytes"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"lifeboat/backend"
+	"lifeboat/internal/nstest"
 )
 
 // smallTmpfs mounts a 256 KiB tmpfs for the test, or skips it when this
 // process may not mount one.
-func smallTmpfs(t *testing.T) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("skipping real full-disk test: mounting a tmpfs needs root")
-	}
-	mnt := t.TempDir()
-	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=256k,mode=0700"); err != nil {
-		t.Skipf("skipping real full-disk test: mount -t tmpfs -o size=256k refused: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(mnt, 0); err != nil {
-			t.Errorf("unmount %s: %v", mnt, err)
-		}
-	})
-	return mnt
-}
+func smallTmpfs(t *testing.T) string { return nstest.Tmpfs(t, "size=256k,mode=0700") }
 
 // TestRealDiskFull fills a 256 KiB tmpfs until the kernel says ENOSPC.
 func TestRealDiskFull(t *testing.T) {

@@ -1,4 +1,5 @@
-// Package nstest runs a test in a mount namespace of its own.
+// Package nstest runs a test in a mount namespace of its own, and mounts
+// a tmpfs for a test.
 package nstest
 
 import (
