@@ -215,18 +215,7 @@ func (s *Service) RepairHolds() ([]Hold, error) {
 
 // AllHolds returns every repair hold, resolved ones included, oldest first.
 func (s *Service) AllHolds() ([]Hold, error) {
-	var out []Hold
-	err := s.store.view(func(tx stateTx) error {
-		out = nil
-		return tx.List(statedb.Holds, func(k string, v []byte) error {
-			var h Hold
-			if err := decodeRecord(v, &h); err != nil {
-				return fmt.Errorf("state store: repair hold %s does not decode: %w", k, err)
-			}
-			out = append(out, h)
-			return nil
-		})
-	})
+	out, err := listJSON[Hold](s.store, statedb.Holds, "repair hold %s", nil)
 	slices.SortFunc(out, func(a, b Hold) int { return a.Created.Compare(b.Created) })
 	return out, err
 }

@@ -82,21 +82,7 @@ func (s *Service) LostProcesses(ws string) ([]LostProcess, error) {
 }
 
 func (s *Service) restarts(ws string, gen uint64) ([]ProcessRestart, error) {
-	var out []ProcessRestart
-	err := s.store.view(func(tx stateTx) error {
-		out = nil
-		return tx.List(statedb.Restarts, func(k string, v []byte) error {
-			var r ProcessRestart
-			if err := decodeRecord(v, &r); err != nil {
-				return fmt.Errorf("state store: process restart %q does not decode: %w", k, err)
-			}
-			if r.Workspace == ws && r.Generation == gen {
-				out = append(out, r)
-			}
-			return nil
-		})
-	})
-	return out, err
+	return listJSON(s.store, statedb.Restarts, "process restart %q", func(r *ProcessRestart) bool { return r.Workspace == ws && r.Generation == gen })
 }
 
 // RestartProcess runs lost process index of workspace ws again in the

@@ -109,6 +109,28 @@ func getJSON[T any](tx stateTx, kind statedb.Kind, key string, what string) (*T,
 	return &out, nil
 }
 
+// listJSON reads every record of kind in one transaction and returns
+// those keep accepts (every one when keep is nil), decoded. A record that
+// does not decode is an error naming it: name is a format of its key,
+// such as "operation %s".
+func listJSON[T any](s *Store, kind statedb.Kind, name string, keep func(*T) bool) ([]T, error) {
+	var out []T
+	err := s.view(func(tx stateTx) error {
+		out = nil
+		return tx.List(kind, func(k string, v []byte) error {
+			var r T
+			if err := decodeRecord(v, &r); err != nil {
+				return fmt.Errorf("state store: "+name+" does not decode: %w", k, err)
+			}
+			if keep == nil || keep(&r) {
+				out = append(out, r)
+			}
+			return nil
+		})
+	})
+	return out, err
+}
+
 // putJSON writes record r of kind with v as its body.
 func putJSON(tx stateTx, kind statedb.Kind, r statedb.Record, v any) error {
 	b, err := json.Marshal(v)
@@ -156,20 +178,7 @@ func (s *Store) Operation(id string) (Operation, error) {
 // Operations returns the recovery operations of workspace ws (all when
 // ws is empty), oldest first.
 func (s *Store) Operations(ws string) ([]Operation, error) {
-	var out []Operation
-	err := s.view(func(tx stateTx) error {
-		out = nil
-		return tx.List(statedb.Operations, func(k string, v []byte) error {
-			var op Operation
-			if err := decodeRecord(v, &op); err != nil {
-				return fmt.Errorf("state store: operation %s does not decode: %w", k, err)
-			}
-			if ws == "" || op.Workspace == ws {
-				out = append(out, op)
-			}
-			return nil
-		})
-	})
+	out, err := listJSON(s, statedb.Operations, "operation %s", func(op *Operation) bool { return ws == "" || op.Workspace == ws })
 	sortOps(out)
 	return out, err
 }

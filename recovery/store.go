@@ -138,19 +138,7 @@ func (s *Store) Workspace(id string) (Workspace, error) {
 
 // Workspaces returns every workspace, by id.
 func (s *Store) Workspaces() ([]Workspace, error) {
-	var out []Workspace
-	err := s.view(func(tx stateTx) error {
-		out = nil
-		return tx.List(statedb.Workspaces, func(k string, v []byte) error {
-			var w Workspace
-			if err := decodeRecord(v, &w); err != nil {
-				return fmt.Errorf("state store: workspace %s does not decode: %w", k, err)
-			}
-			out = append(out, w)
-			return nil
-		})
-	})
-	return out, err
+	return listJSON[Workspace](s, statedb.Workspaces, "workspace %s", nil)
 }
 
 // update changes one workspace in one transaction; fn's error aborts it.
@@ -243,21 +231,7 @@ func putPending(tx stateTx, p *PendingDelete) error {
 // Pending returns the pending native checkpoint deletes of workspace ws
 // (all workspaces when ws is empty).
 func (s *Store) Pending(ws string) ([]PendingDelete, error) {
-	var out []PendingDelete
-	err := s.view(func(tx stateTx) error {
-		out = nil
-		return tx.List(statedb.Pending, func(k string, v []byte) error {
-			var p PendingDelete
-			if err := decodeRecord(v, &p); err != nil {
-				return fmt.Errorf("state store: pending record %q does not decode: %w", k, err)
-			}
-			if ws == "" || p.Workspace == ws {
-				out = append(out, p)
-			}
-			return nil
-		})
-	})
-	return out, err
+	return listJSON(s, statedb.Pending, "pending record %q", func(p *PendingDelete) bool { return ws == "" || p.Workspace == ws })
 }
 
 func (s *Store) putPending(p PendingDelete) error {
