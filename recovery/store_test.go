@@ -2,6 +2,7 @@ package recovery
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"lifeboat/recovery/statedb"
@@ -52,5 +53,33 @@ func TestStoreReopenAndValidate(t *testing.T) {
 	_ = s.Close()
 	if _, err := OpenStore(dir); !errors.Is(err, ErrStoreNewer) {
 		t.Fatalf("newer schema: %v", err)
+	}
+}
+
+// A record that does not decode fails the listing of its kind with an
+// error naming the record.
+func TestStoreListingNamesUndecodableRecord(t *testing.T) {
+	for _, c := range []struct {
+		kind statedb.Kind
+		list func(s *Store) error
+		want string
+	}{
+		{statedb.Workspaces, func(s *Store) error { _, err := s.Workspaces(); return err }, "state store: workspace bot-1 does not decode: "},
+		{statedb.Operations, func(s *Store) error { _, err := s.Operations(""); return err }, "state store: operation bot-1 does not decode: "},
+		{statedb.Pending, func(s *Store) error { _, err := s.Pending(""); return err }, `state store: pending record "bot-1" does not decode: `},
+	} {
+		s, err := OpenStore(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if err := s.updateTx(func(tx stateTx) error {
+			return tx.Put(c.kind, statedb.Record{Key: "bot-1", Body: []byte("{")})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.list(s); err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("listing a kind holding an undecodable record: %v, want an error starting %q", err, c.want)
+		}
 	}
 }
