@@ -61,14 +61,7 @@ func testCaptureKilled(t *testing.T, s storetest.Store) {
 	for _, point := range points {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCaptureKilledChild$")
 		cmd.Env = append(append(os.Environ(), s.Env()...), capKillEnv+"="+strings.Join([]string{tr.dir, tr.cache, root, point}, "\n"))
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		out := snaptest.StartChild(t, cmd)
 		killed := false
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
@@ -78,7 +71,7 @@ func testCaptureKilled(t *testing.T, s storetest.Store) {
 				break
 			}
 		}
-		err = cmd.Wait()
+		err := cmd.Wait()
 		if !killed {
 			t.Fatalf("child never reached %q: %v", point, err)
 		}
@@ -115,11 +108,7 @@ func testCaptureKilled(t *testing.T, s storetest.Store) {
 // until it reaches the kill point, says so and waits there to be killed.
 func TestCaptureKilledChild(t *testing.T) {
 	t.Parallel()
-	env := os.Getenv(capKillEnv)
-	if env == "" {
-		t.Skip("runs only as the child of TestCaptureKilled")
-	}
-	parts := strings.Split(env, "\n")
+	parts := strings.Split(snaptest.ChildEnv(t, capKillEnv, "TestCaptureKilled"), "\n")
 	tr := &capTestRepo{dir: parts[0], cache: parts[1], store: storetest.At(parts[0])}
 	root, point := parts[2], parts[3]
 	r := tr.open(t)

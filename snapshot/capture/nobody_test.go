@@ -2,7 +2,6 @@ package capture
 
 import (
 	"context"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,7 +44,7 @@ func TestCaptureUnreadableAsNobody(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(base, "snapshot.test")
-	capTestCopyFile(t, os.Args[0], bin)
+	snaptest.CopyTestBinary(t, bin)
 	err = filepath.WalkDir(base, func(p string, _ os.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -91,10 +90,7 @@ func TestCaptureUnreadableAsNobody(t *testing.T) {
 // TestCaptureUnreadableChild is the child of TestCaptureUnreadableAsNobody.
 func TestCaptureUnreadableChild(t *testing.T) {
 	t.Parallel()
-	base := os.Getenv(capChildEnv)
-	if base == "" {
-		t.Skip("runs only as the child of TestCaptureUnreadableAsNobody")
-	}
+	base := snaptest.ChildEnv(t, capChildEnv, "TestCaptureUnreadableAsNobody")
 	be, err := local.Open(filepath.Join(base, "repo"))
 	if err != nil {
 		t.Fatal(err)
@@ -112,25 +108,6 @@ func TestCaptureUnreadableChild(t *testing.T) {
 	}
 	t.Logf("errors: %v", m.Errors)
 	if err := os.WriteFile(filepath.Join(base, "snapshot-id"), []byte(m.ID.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func capTestCopyFile(t *testing.T, from, to string) {
-	t.Helper()
-	src, err := os.Open(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	dst, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := dst.Close(); err != nil {
 		t.Fatal(err)
 	}
 }
