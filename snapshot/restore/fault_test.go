@@ -41,11 +41,13 @@ func rsOldTarget(t *testing.T, parent string) (target string, check func()) {
 	}
 }
 
-// rsMixedSnapshot is a snapshot of several files in a few directories,
-// spread over several packs, and what each file holds.
-func rsMixedSnapshot(t *testing.T, r *snaptest.Repo, files int, size int) (*snapshot.Manifest, map[string][]byte) {
+// rsMixedRepo is a new repository holding a snapshot of several files in
+// a few directories, spread over several packs: the repository, the
+// snapshot and what each file holds.
+func rsMixedRepo(t *testing.T, files int, size int) (r *snaptest.Repo, m *snapshot.Manifest, want map[string][]byte) {
 	t.Helper()
-	want := map[string][]byte{}
+	r = snaptest.NewRepo(t)
+	want = map[string][]byte{}
 	var dirs []snapshot.Node
 	for d := range 3 {
 		var nodes []snapshot.Node
@@ -58,7 +60,7 @@ func rsMixedSnapshot(t *testing.T, r *snaptest.Repo, files int, size int) (*snap
 		}
 		dirs = append(dirs, r.Dir(t, string(rune('a'+d)), nodes...))
 	}
-	return r.Manifest(t, r.Dir(t, "root", dirs...), true), want
+	return r, r.Manifest(t, r.Dir(t, "root", dirs...), true), want
 }
 
 func rsCheckFiles(t *testing.T, target string, want map[string][]byte) {
@@ -73,8 +75,7 @@ func rsCheckFiles(t *testing.T, target string, want map[string][]byte) {
 
 func TestRestoreExistingTarget(t *testing.T) {
 	t.Parallel()
-	r := snaptest.NewRepo(t)
-	m, want := rsMixedSnapshot(t, r, 9, 5000)
+	r, m, want := rsMixedRepo(t, 9, 5000)
 	parent := t.TempDir()
 	_, checkSentinel := rsSentinel(t, parent)
 	target, checkTarget := rsOldTarget(t, parent)
@@ -84,9 +85,7 @@ func TestRestoreExistingTarget(t *testing.T) {
 		t.Fatalf("restore over an existing target without Replace: %v", err)
 	}
 	checkTarget()
-	if l := snaptest.Leftovers(t, parent); len(l) > 0 {
-		t.Errorf("left behind: %v", l)
-	}
+	rsNoLeftovers(t, parent)
 
 	res, err := Run(t.Context(), r.Repository, m, Options{Target: target, Replace: true})
 	if err != nil {
@@ -119,8 +118,7 @@ func TestRestoreExistingTarget(t *testing.T) {
 // second rename fails the old tree is put back.
 func TestRestoreReplaceFallback(t *testing.T) {
 	t.Parallel()
-	r := snaptest.NewRepo(t)
-	m, want := rsMixedSnapshot(t, r, 6, 3000)
+	r, m, want := rsMixedRepo(t, 6, 3000)
 
 	parent := t.TempDir()
 	target, _ := rsOldTarget(t, parent)
@@ -157,9 +155,7 @@ func TestRestoreReplaceFallback(t *testing.T) {
 	}
 	t.Logf("error: %v", err)
 	checkTarget()
-	if l := snaptest.Leftovers(t, parent); len(l) > 0 {
-		t.Errorf("left behind: %v", l)
-	}
+	rsNoLeftovers(t, parent)
 }
 
 // rsPackOf returns the path of the pack holding a file's first chunk.
@@ -249,9 +245,7 @@ func TestRestoreDamagedRepository(t *testing.T) {
 			}
 			checkTarget()
 			checkSentinel()
-			if l := snaptest.Leftovers(t, parent); len(l) > 0 {
-				t.Errorf("left behind: %v", l)
-			}
+			rsNoLeftovers(t, parent)
 		})
 	}
 }
@@ -259,8 +253,7 @@ func TestRestoreDamagedRepository(t *testing.T) {
 // TestRestoreCancelled cancels the context as the first file finishes.
 func TestRestoreCancelled(t *testing.T) {
 	t.Parallel()
-	r := snaptest.NewRepo(t)
-	m, _ := rsMixedSnapshot(t, r, 30, 100<<10)
+	r, m, _ := rsMixedRepo(t, 30, 100<<10)
 	parent := t.TempDir()
 	target, checkTarget := rsOldTarget(t, parent)
 	ctx, cancel := context.WithCancel(t.Context())
@@ -274,9 +267,7 @@ func TestRestoreCancelled(t *testing.T) {
 		t.Errorf("cancelled after %d files; want the cancel mid-way", prog.files)
 	}
 	checkTarget()
-	if l := snaptest.Leftovers(t, parent); len(l) > 0 {
-		t.Errorf("left behind: %v", l)
-	}
+	rsNoLeftovers(t, parent)
 }
 
 // rsMount mounts a tmpfs with opts at a new temp dir (root only).
@@ -299,8 +290,7 @@ func rsMount(t *testing.T, flags uintptr, opts string) string {
 
 func TestRestoreReadOnlyFilesystem(t *testing.T) {
 	t.Parallel()
-	r := snaptest.NewRepo(t)
-	m, _ := rsMixedSnapshot(t, r, 3, 1000)
+	r, m, _ := rsMixedRepo(t, 3, 1000)
 	// A new target on a read-only filesystem.
 	mnt := rsMount(t, syscall.MS_RDONLY, "size=1m")
 	_, err := Run(t.Context(), r.Repository, m, Options{Target: filepath.Join(mnt, "target")})
@@ -319,16 +309,13 @@ func TestRestoreReadOnlyFilesystem(t *testing.T) {
 		t.Errorf("replace on a read-only filesystem: %v", err)
 	}
 	checkTarget()
-	if l := snaptest.Leftovers(t, mnt); len(l) > 0 {
-		t.Errorf("left behind: %v", l)
-	}
+	rsNoLeftovers(t, mnt)
 }
 
 // TestRestoreDiskFull restores 6 MiB into a 2 MiB filesystem.
 func TestRestoreDiskFull(t *testing.T) {
 	t.Parallel()
-	r := snaptest.NewRepo(t)
-	m, _ := rsMixedSnapshot(t, r, 12, 500<<10)
+	r, m, _ := rsMixedRepo(t, 12, 500<<10)
 	mnt := rsMount(t, 0, "size=2m")
 	_, checkSentinel := rsSentinel(t, mnt)
 	target, checkTarget := rsOldTarget(t, mnt)
@@ -344,9 +331,7 @@ func TestRestoreDiskFull(t *testing.T) {
 	}
 	checkTarget()
 	checkSentinel()
-	if l := snaptest.Leftovers(t, mnt); len(l) > 0 {
-		t.Errorf("left behind: %v", l)
-	}
+	rsNoLeftovers(t, mnt)
 	var after unix.Statfs_t
 	if err := unix.Statfs(mnt, &after); err != nil {
 		t.Fatal(err)

@@ -5,8 +5,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
-
-	"lifeboat/snapshot/internal/snaptest"
 )
 
 // rsFlushEach makes the restore start a writeback every n bytes written
@@ -31,8 +29,7 @@ func rsFlushEach(t *testing.T, n int64, fail error) *atomic.Int32 {
 
 // Writeback started while files are written leaves a correct tree.
 func TestRestoreEarlyWriteback(t *testing.T) {
-	r := snaptest.NewRepo(t)
-	m, want := rsMixedSnapshot(t, r, 30, 100<<10)
+	r, m, want := rsMixedRepo(t, 30, 100<<10)
 	calls := rsFlushEach(t, 256<<10, nil)
 	target := t.TempDir() + "/target"
 	if _, err := Run(t.Context(), r.Repository, m, Options{Target: target, Workers: 2}); err != nil {
@@ -47,8 +44,7 @@ func TestRestoreEarlyWriteback(t *testing.T) {
 // A writeback error met early fails the restore, though the final syncfs
 // would no longer report it, and the target stays as it was.
 func TestRestoreEarlyWritebackError(t *testing.T) {
-	r := snaptest.NewRepo(t)
-	m, _ := rsMixedSnapshot(t, r, 30, 100<<10)
+	r, m, _ := rsMixedRepo(t, 30, 100<<10)
 	calls := rsFlushEach(t, 256<<10, syscall.EIO)
 	parent := t.TempDir()
 	target, checkTarget := rsOldTarget(t, parent)
@@ -60,7 +56,5 @@ func TestRestoreEarlyWritebackError(t *testing.T) {
 		t.Fatal("no writeback was started")
 	}
 	checkTarget()
-	if l := snaptest.Leftovers(t, parent); len(l) > 0 {
-		t.Errorf("left behind: %v", l)
-	}
+	rsNoLeftovers(t, parent)
 }

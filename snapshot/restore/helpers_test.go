@@ -49,7 +49,13 @@ func rsCleanRemoves(t *testing.T, parent, path, when string) {
 	if err != nil || len(found) != 1 || found[0].Path != path || !found[0].Removed {
 		t.Fatalf("clean-up %s: %+v %v", when, found, err)
 	}
-	if l := snaptest.Leftovers(t, parent); len(l) > 0 {
+	rsNoLeftovers(t, parent)
+}
+
+// rsNoLeftovers fails the test if dir holds a .lifeboat-* name.
+func rsNoLeftovers(t *testing.T, dir string) {
+	t.Helper()
+	if l := snaptest.Leftovers(t, dir); len(l) > 0 {
 		t.Errorf("left behind: %v", l)
 	}
 }

@@ -93,9 +93,7 @@ func TestRestoreRefusesHostile(t *testing.T) {
 			if _, err := os.Lstat(target); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("target exists after a refused restore: %v", err)
 			}
-			if l := snaptest.Leftovers(t, parent); len(l) > 0 {
-				t.Errorf("left behind: %v", l)
-			}
+			rsNoLeftovers(t, parent)
 			check()
 			checkOutside()
 		})

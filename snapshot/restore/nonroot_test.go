@@ -2,7 +2,6 @@ package restore
 
 import (
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,9 +43,7 @@ func rsRunAsNobody(t *testing.T, test string) {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "snapshot.test")
-	if err := rsCopyFile(os.Args[0], bin); err != nil {
-		t.Fatal(err)
-	}
+	snaptest.CopyTestBinary(t, bin)
 	cmd := exec.Command(bin, "-test.run", "^"+test+"$", "-test.v")
 	cmd.Env = append(os.Environ(), rsUnprivilegedEnv+"="+dir, "TMPDIR="+dir, "HOME="+dir)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
@@ -55,23 +52,6 @@ func rsRunAsNobody(t *testing.T, test string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-func rsCopyFile(from, to string) error {
-	in, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
 
 // TestRestoreUnprivileged is the half TestRestoreNonRoot runs as nobody.
@@ -124,7 +104,5 @@ func TestRestoreUnprivileged(t *testing.T) {
 		t.Errorf("failed exchange: %v", err)
 	}
 	checkOld()
-	if l := snaptest.Leftovers(t, parent); len(l) > 0 {
-		t.Errorf("left behind: %v", l)
-	}
+	rsNoLeftovers(t, parent)
 }

@@ -174,9 +174,7 @@ func testRestoreRoundTrip(t *testing.T, s storetest.Store) {
 	if _, err := os.Stat(res.Staging); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("staging %s still exists: %v", res.Staging, err)
 	}
-	if l := snaptest.Leftovers(t, parent); len(l) > 0 {
-		t.Errorf("left behind: %v", l)
-	}
+	rsNoLeftovers(t, parent)
 	checkSentinel()
 }
 

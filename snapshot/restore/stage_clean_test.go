@@ -40,14 +40,7 @@ func rsKilledRestore(t *testing.T, r *snaptest.Repo, m *snapshot.Manifest, targe
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestRestoreKilledChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(), rsKillEnv+"="+strings.Join([]string{r.Path, m.ID.String(), target, records, point}, "\n"))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	out := snaptest.StartChild(t, cmd)
 	killed := false
 	kill = func() {
 		if killed {
@@ -79,11 +72,7 @@ func rsKilledRestore(t *testing.T, r *snaptest.Repo, m *snapshot.Manifest, targe
 // TestRestoreKilledChild is the child of rsKilledRestore.
 func TestRestoreKilledChild(t *testing.T) {
 	t.Parallel()
-	env := os.Getenv(rsKillEnv)
-	if env == "" {
-		t.Skip("runs only as the child of a killed-restore test")
-	}
-	args := strings.Split(env, "\n")
+	args := strings.Split(snaptest.ChildEnv(t, rsKillEnv, "a killed-restore test"), "\n")
 	repoDir, id, target, records, point := args[0], args[1], args[2], args[3], args[4]
 	ctx := context.Background()
 	be, err := local.Open(repoDir)
@@ -135,8 +124,7 @@ func TestRestoreKilledChild(t *testing.T) {
 // removes what another killed restore left, with its record.
 func TestKilledRestoreStagingRemoved(t *testing.T) {
 	t.Parallel()
-	r := snaptest.NewRepo(t)
-	m, want := rsMixedSnapshot(t, r, 6, 3000)
+	r, m, want := rsMixedRepo(t, 6, 3000)
 	parent, records := t.TempDir(), t.TempDir()
 	target := filepath.Join(parent, "t")
 
@@ -177,9 +165,7 @@ func TestKilledRestoreStagingRemoved(t *testing.T) {
 		t.Errorf("the next restore found %+v, want %s removed", res.Cleaned, staging)
 	}
 	rsCheckFiles(t, target, want)
-	if l := snaptest.Leftovers(t, parent); len(l) > 0 {
-		t.Errorf("left behind: %v", l)
-	}
+	rsNoLeftovers(t, parent)
 
 	// Another killed restore, cleaned through its record.
 	target2 := filepath.Join(parent, "t2")
@@ -189,9 +175,7 @@ func TestKilledRestoreStagingRemoved(t *testing.T) {
 	if err != nil || len(found) != 1 || found[0].Path != staging || !found[0].Removed {
 		t.Fatalf("recorded clean-up after the kill: %+v %v", found, err)
 	}
-	if l := snaptest.Leftovers(t, parent); len(l) > 0 {
-		t.Errorf("left behind: %v", l)
-	}
+	rsNoLeftovers(t, parent)
 	// The first killed restore's record went with the restore that
 	// removed its staging directory; this one's with the clean-up.
 	if recs, _ := os.ReadDir(records); len(recs) != 0 {
@@ -210,8 +194,7 @@ func TestKilledRestoreStagingRemoved(t *testing.T) {
 // removed by the next clean-up.
 func TestKilledSwitchPairKept(t *testing.T) {
 	t.Parallel()
-	r := snaptest.NewRepo(t)
-	m, want := rsMixedSnapshot(t, r, 6, 3000)
+	r, m, want := rsMixedRepo(t, 6, 3000)
 	parent := t.TempDir()
 	target, _ := rsOldTarget(t, parent)
 	oldDump := snaptest.Dump(t, target, true)
@@ -301,8 +284,7 @@ func TestCleanStagingLeavesOthers(t *testing.T) {
 // .lifeboat-kept-<hex>, named in the error, which no clean-up removes.
 func TestStageKeptAsideWhenUndoFails(t *testing.T) {
 	t.Parallel()
-	r := snaptest.NewRepo(t)
-	m, want := rsMixedSnapshot(t, r, 3, 1000)
+	r, m, want := rsMixedRepo(t, 3, 1000)
 	parent := t.TempDir()
 	target, _ := rsOldTarget(t, parent)
 	oldDump := snaptest.Dump(t, target, true)

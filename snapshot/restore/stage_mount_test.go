@@ -52,8 +52,7 @@ func TestReplaceNeverEntersMounts(t *testing.T) {
 	if !nstest.InOwnMountNamespace(t) {
 		return
 	}
-	r := snaptest.NewRepo(t)
-	m, want := rsMixedSnapshot(t, r, 6, 3000)
+	r, m, want := rsMixedRepo(t, 6, 3000)
 	noOpenat2 := func(int, string, *unix.OpenHow) (int, error) { return -1, unix.ENOSYS }
 	for _, tc := range []struct {
 		name  string
@@ -187,8 +186,7 @@ func TestReplaceRefusesBindMountTarget(t *testing.T) {
 	if !nstest.InOwnMountNamespace(t) {
 		return
 	}
-	r := snaptest.NewRepo(t)
-	m, _ := rsMixedSnapshot(t, r, 3, 1000)
+	r, m, _ := rsMixedRepo(t, 3, 1000)
 	src, _ := rsOldTarget(t, t.TempDir())
 	before := snaptest.Dump(t, src, true)
 	parent := t.TempDir()
@@ -206,9 +204,7 @@ func TestReplaceRefusesBindMountTarget(t *testing.T) {
 		if got := snaptest.Dump(t, src, true); got != before {
 			t.Errorf("the mounted tree changed:\n%s", got)
 		}
-		if l := snaptest.Leftovers(t, parent); len(l) > 0 {
-			t.Errorf("left behind: %v", l)
-		}
+		rsNoLeftovers(t, parent)
 	}
 }
 

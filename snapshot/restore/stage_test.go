@@ -10,8 +10,6 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
-
-	"lifeboat/snapshot/internal/snaptest"
 )
 
 func TestStageNewTargetWithoutNoreplace(t *testing.T) {
@@ -58,9 +56,7 @@ func TestStageNewTargetWithoutNoreplace(t *testing.T) {
 	if err := s.abort(); err != nil {
 		t.Fatal(err)
 	}
-	if l := snaptest.Leftovers(t, parent); len(l) > 0 {
-		t.Errorf("left behind: %v", l)
-	}
+	rsNoLeftovers(t, parent)
 }
 
 func TestStageRefusesTargets(t *testing.T) {
@@ -90,36 +86,24 @@ func TestStageRefusesTargets(t *testing.T) {
 	if _, err := newStage(mnt, true, nil); err == nil || !strings.Contains(err.Error(), "mount point") {
 		t.Errorf("mount point target: %v", err)
 	}
-	if l := snaptest.Leftovers(t, parent); len(l) > 0 {
-		t.Errorf("left behind: %v", l)
-	}
+	rsNoLeftovers(t, parent)
 }
 
 // TestStageOldTreeKeptWhenUndeletable: after a successful exchange, an old
 // tree that cannot be removed (an immutable file) is reported, not an error.
 func TestStageOldTreeKeptWhenUndeletable(t *testing.T) {
 	t.Parallel()
-	if os.Geteuid() != 0 {
-		t.Skip("setting the immutable flag needs root")
-	}
 	parent := t.TempDir()
 	target := filepath.Join(parent, "t")
 	if err := os.Mkdir(target, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	stuck := filepath.Join(target, "stuck")
-	if err := os.WriteFile(stuck, []byte("old"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := rsSetImmutable(stuck, true); err != nil {
-		t.Skipf("cannot set the immutable flag here: %v", err)
-	}
+	rsWriteImmutable(t, filepath.Join(target, "stuck"), []byte("old"))
 	s, err := newStage(target, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { // let t.TempDir remove it whatever happened
-		_ = rsSetImmutable(stuck, false)
+	t.Cleanup(func() { // the old tree moved: let t.TempDir remove it whatever happened
 		_ = rsSetImmutable(filepath.Join(s.path(), "stuck"), false)
 	})
 	left, err := s.commit()
@@ -133,6 +117,22 @@ func TestStageOldTreeKeptWhenUndeletable(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(target, "stuck")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the old tree is still the target: %v", err)
 	}
+}
+
+// rsWriteImmutable writes the file p and sets its immutable flag until the
+// test ends; it skips the test where that cannot be done.
+func rsWriteImmutable(t *testing.T, p string, data []byte) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("setting the immutable flag needs root")
+	}
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := rsSetImmutable(p, true); err != nil {
+		t.Skipf("cannot set the immutable flag here: %v", err)
+	}
+	t.Cleanup(func() { _ = rsSetImmutable(p, false) })
 }
 
 // rsImmutableFL is FS_IMMUTABLE_FL from linux/fs.h.
@@ -164,9 +164,6 @@ func rsSetImmutable(p string, on bool) error {
 // what to do, and counts the other 5; the rest of the tree is removed.
 func TestRemoveTreeNamesAtMost20(t *testing.T) {
 	t.Parallel()
-	if os.Geteuid() != 0 {
-		t.Skip("setting the immutable flag needs root")
-	}
 	parent := t.TempDir()
 	tree := filepath.Join(parent, "tree")
 	var stuck []string
@@ -175,14 +172,8 @@ func TestRemoveTreeNamesAtMost20(t *testing.T) {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(p, nil, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := rsSetImmutable(p, true); err != nil {
-			t.Skipf("cannot set the immutable flag here: %v", err)
-		}
+		rsWriteImmutable(t, p, nil)
 		stuck = append(stuck, p)
-		t.Cleanup(func() { _ = rsSetImmutable(p, false) })
 	}
 	if err := os.WriteFile(filepath.Join(tree, "gone"), nil, 0o600); err != nil {
 		t.Fatal(err)

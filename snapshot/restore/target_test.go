@@ -50,8 +50,7 @@ func rsRefused(t *testing.T, r *snaptest.Repo, m *snapshot.Manifest, o Options, 
 // clean. A sibling whose name only starts like the repository's is not
 // refused.
 func TestRestoreRefusesTargetInRepository(t *testing.T) {
-	r := snaptest.NewRepo(t)
-	m, want := rsMixedSnapshot(t, r, 3, 1000)
+	r, m, want := rsMixedRepo(t, 3, 1000)
 	repoDir, err := filepath.EvalSymlinks(r.Path)
 	if err != nil {
 		t.Fatal(err)
@@ -88,8 +87,7 @@ func TestRestoreRefusesTargetInRepository(t *testing.T) {
 // inside and around, and through a symlink.
 func TestRestoreRefusesProtectedDirs(t *testing.T) {
 	t.Parallel()
-	r := snaptest.NewRepo(t)
-	m, _ := rsMixedSnapshot(t, r, 3, 1000)
+	r, m, _ := rsMixedRepo(t, 3, 1000)
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -123,8 +121,7 @@ func TestRestoreRefusesRepositoryThroughBindMount(t *testing.T) {
 	if !nstest.InOwnMountNamespace(t) {
 		return
 	}
-	r := snaptest.NewRepo(t)
-	m, _ := rsMixedSnapshot(t, r, 3, 1000)
+	r, m, _ := rsMixedRepo(t, 3, 1000)
 	view := filepath.Join(t.TempDir(), "view")
 	if err := os.Mkdir(view, 0o700); err != nil {
 		t.Fatal(err)
