@@ -189,11 +189,7 @@ func TestPausedFirefox(t *testing.T) {
 func TestValidateSideSymlink(t *testing.T) {
 	ctx := context.Background()
 	f := testFixture(t)
-	src := filepath.Join(t.TempDir(), "chrome")
-	writeFixture(t, f, src, fixture.Options{})
-	staging := t.TempDir()
-	restored := filepath.Join(staging, "chrome")
-	copyKept(t, Profile{Dir: src, Rel: "chrome", Kind: Chromium}, restored)
+	staging, restored := restoredChromium(t, f)
 	victims := t.TempDir()
 	cookies := filepath.Join(restored, fixture.Profile, "Network", "Cookies")
 	for _, s := range []string{"-wal", "-shm"} {

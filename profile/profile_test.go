@@ -58,6 +58,19 @@ func copyKept(t *testing.T, p Profile, dst string) {
 	}
 }
 
+// restoredChromium writes f as the Chromium profile "chrome" and copies
+// what a capture keeps of it to a new staging directory, as a restore
+// would: it returns the staging directory and the profile in it.
+func restoredChromium(t *testing.T, f *fixture.Fixture) (staging, restored string) {
+	t.Helper()
+	src := filepath.Join(t.TempDir(), "chrome")
+	writeFixture(t, f, src, fixture.Options{})
+	staging = t.TempDir()
+	restored = filepath.Join(staging, "chrome")
+	copyKept(t, Profile{Dir: src, Rel: "chrome", Kind: Chromium}, restored)
+	return staging, restored
+}
+
 func TestDecide(t *testing.T) {
 	cases := []struct {
 		k    Kind
@@ -310,12 +323,7 @@ func TestFixtureValidateCheck(t *testing.T) {
 func TestValidateFlagsDamage(t *testing.T) {
 	ctx := context.Background()
 	f := testFixture(t)
-	src := filepath.Join(t.TempDir(), "chrome")
-	writeFixture(t, f, src, fixture.Options{})
-	staging := t.TempDir()
-	p := Profile{Dir: src, Rel: "chrome", Kind: Chromium}
-	dst := filepath.Join(staging, "chrome")
-	copyKept(t, p, dst)
+	staging, dst := restoredChromium(t, f)
 	// Cookies: a damaged page (past the header); Login Data: a damaged header;
 	// Local Storage: CURRENT names a missing MANIFEST.
 	cookies := filepath.Join(dst, "Default", "Network", "Cookies")
@@ -335,7 +343,7 @@ func TestValidateFlagsDamage(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dst, "Default", "Local Storage", "leveldb", "CURRENT"), []byte("MANIFEST-999999\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	probs, err := Validate(ctx, staging, []Profile{p})
+	probs, err := Validate(ctx, staging, []Profile{{Rel: "chrome", Kind: Chromium}})
 	if err != nil {
 		t.Fatal(err)
 	}
