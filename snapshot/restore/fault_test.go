@@ -16,6 +16,7 @@ import (
 
 	"lifeboat/backend"
 	"lifeboat/blob"
+	"lifeboat/internal/nstest"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
 	"lifeboat/snapshot/internal/snaptest"
@@ -270,40 +271,26 @@ func TestRestoreCancelled(t *testing.T) {
 	rsNoLeftovers(t, parent)
 }
 
-// rsMount mounts a tmpfs with opts at a new temp dir (root only).
-func rsMount(t *testing.T, flags uintptr, opts string) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a tmpfs needs root")
-	}
-	mnt := t.TempDir()
-	if err := syscall.Mount("tmpfs", mnt, "tmpfs", flags, opts); err != nil {
-		t.Skipf("mount -t tmpfs -o %s refused: %v", opts, err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(mnt, 0); err != nil {
-			t.Errorf("unmount %s: %v", mnt, err)
-		}
-	})
-	return mnt
-}
-
 func TestRestoreReadOnlyFilesystem(t *testing.T) {
 	t.Parallel()
 	r, m, _ := rsMixedRepo(t, 3, 1000)
+	readOnly := func(mnt string) {
+		if err := syscall.Mount("tmpfs", mnt, "tmpfs", syscall.MS_REMOUNT|syscall.MS_RDONLY, "size=1m"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// A new target on a read-only filesystem.
-	mnt := rsMount(t, syscall.MS_RDONLY, "size=1m")
+	mnt := nstest.Tmpfs(t, "size=1m")
+	readOnly(mnt)
 	_, err := Run(t.Context(), r.Repository, m, Options{Target: filepath.Join(mnt, "target")})
 	t.Logf("error: %v", err)
 	if !errors.Is(err, syscall.EROFS) || !strings.Contains(err.Error(), mnt) {
 		t.Errorf("restore onto a read-only filesystem: %v", err)
 	}
 	// An existing target on a filesystem remounted read-only.
-	mnt = rsMount(t, 0, "size=1m")
+	mnt = nstest.Tmpfs(t, "size=1m")
 	target, checkTarget := rsOldTarget(t, mnt)
-	if err := syscall.Mount("tmpfs", mnt, "tmpfs", syscall.MS_REMOUNT|syscall.MS_RDONLY, "size=1m"); err != nil {
-		t.Fatal(err)
-	}
+	readOnly(mnt)
 	_, err = Run(t.Context(), r.Repository, m, Options{Target: target, Replace: true})
 	if !errors.Is(err, syscall.EROFS) {
 		t.Errorf("replace on a read-only filesystem: %v", err)
@@ -316,7 +303,7 @@ func TestRestoreReadOnlyFilesystem(t *testing.T) {
 func TestRestoreDiskFull(t *testing.T) {
 	t.Parallel()
 	r, m, _ := rsMixedRepo(t, 12, 500<<10)
-	mnt := rsMount(t, 0, "size=2m")
+	mnt := nstest.Tmpfs(t, "size=2m")
 	_, checkSentinel := rsSentinel(t, mnt)
 	target, checkTarget := rsOldTarget(t, mnt)
 	var before unix.Statfs_t

@@ -10,6 +10,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"lifeboat/internal/nstest"
 )
 
 func TestStageNewTargetWithoutNoreplace(t *testing.T) {
@@ -82,7 +84,7 @@ func TestStageRefusesTargets(t *testing.T) {
 			t.Errorf("target %q: %v, want %q", tc.target, err, tc.want)
 		}
 	}
-	mnt := rsMount(t, 0, "size=1m")
+	mnt := nstest.Tmpfs(t, "size=1m")
 	if _, err := newStage(mnt, true, nil); err == nil || !strings.Contains(err.Error(), "mount point") {
 		t.Errorf("mount point target: %v", err)
 	}
