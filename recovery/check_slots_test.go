@@ -5,42 +5,109 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"testing/synctest"
 
 	"lifeboat/providers"
 )
 
-// inspectBatches lets Inspect calls through in batches: each call waits
-// until size calls (or all n, for the last batch) have entered since its
-// batch began, and the most calls inside Inspect at once is recorded. With
-// at most size checks at once the batches fill one after the other; more
-// at once shows as most > size.
-type inspectBatches struct {
-	mu                   sync.Mutex
-	cond                 *sync.Cond
-	size, n, entered, in int
-	most                 int
-	byInstance           map[providers.InstanceID]int
+// inSlots starts a call only while it can take a slot, and a released
+// slot starts exactly one more.
+func TestInSlotsHoldsTheBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const slots, n = 3, 7
+		var mu sync.Mutex
+		var started []int
+		releases := make(chan func(), n)
+		done := make(chan struct{})
+		go func() {
+			inSlots(make(chan struct{}, slots), n, func(i int, release func()) {
+				mu.Lock()
+				started = append(started, i)
+				mu.Unlock()
+				releases <- release
+			})
+			close(done)
+		}()
+		count := func() int {
+			synctest.Wait() // every goroutine blocked: no call can still start
+			mu.Lock()
+			defer mu.Unlock()
+			return len(started)
+		}
+		if got := count(); got != slots {
+			t.Fatalf("%d calls started with %d slots and none released", got, slots)
+		}
+		for want := slots + 1; want <= n; want++ {
+			release := <-releases
+			release()
+			release() // a second release gives back nothing more
+			if got := count(); got != want {
+				t.Fatalf("%d calls started after %d releases, want %d", got, want-slots, want)
+			}
+		}
+		for range slots {
+			(<-releases)()
+		}
+		<-done
+	})
 }
 
-func newInspectBatches(size, n int) *inspectBatches {
-	b := &inspectBatches{size: size, n: n, byInstance: map[providers.InstanceID]int{}}
+// checkBatches lets calls through in batches: each waits until size calls
+// (or all n, for the last batch) have entered since its batch began, and
+// the most calls inside at once is recorded. With at most size checks at
+// once the batches fill one after the other.
+type checkBatches struct {
+	mu                             sync.Mutex
+	cond                           *sync.Cond
+	size, n, entered, inside, most int
+}
+
+func newCheckBatches(size, n int) *checkBatches {
+	b := &checkBatches{size: size, n: n}
 	b.cond = sync.NewCond(&b.mu)
 	return b
 }
 
-func (b *inspectBatches) enter(id providers.InstanceID) {
+func (b *checkBatches) enter() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.entered++
-	b.byInstance[id]++
-	b.in++
-	b.most = max(b.most, b.in)
+	b.inside++
+	b.most = max(b.most, b.inside)
 	end := min(((b.entered-1)/b.size+1)*b.size, b.n)
 	b.cond.Broadcast()
 	for b.entered < end {
 		b.cond.Wait()
 	}
-	b.in--
+	b.inside--
+}
+
+// instanceCounts counts the calls per instance.
+type instanceCounts struct {
+	mu sync.Mutex
+	by map[providers.InstanceID]int
+}
+
+func (c *instanceCounts) add(id providers.InstanceID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.by == nil {
+		c.by = map[providers.InstanceID]int{}
+	}
+	c.by[id]++
+}
+
+// once fails t unless every one of want was counted exactly once.
+func (c *instanceCounts) once(t *testing.T, want []Workspace) {
+	t.Helper()
+	if len(c.by) != len(want) {
+		t.Fatalf("calls for %d instances, want %d: %v", len(c.by), len(want), c.by)
+	}
+	for _, w := range want {
+		if c.by[w.Instance] != 1 {
+			t.Fatalf("instance %s: %d calls, want 1 (%v)", w.Instance, c.by[w.Instance], c.by)
+		}
+	}
 }
 
 // addRunning adds n more running workspaces ws-0, ws-1, ... over the
@@ -56,23 +123,36 @@ func (e *env) addRunning(n int) {
 	}
 }
 
-// A periodic round checks at most MaxChecks workspaces at once, and checks
-// every one of them.
+func (e *env) mustWorkspaces() []Workspace {
+	e.t.Helper()
+	wss, err := e.store.Workspaces()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return wss
+}
+
+// A periodic round checks each workspace once, reading its files (the
+// costly part for a remote provider: the mirror's sync) in one of
+// MaxChecks slots.
 func TestPeriodicRoundChecksAtMostMaxChecks(t *testing.T) {
-	const slots, more = 3, 10
-	e := newEnv(t, false, false, func(c *Config) { c.MaxChecks = slots; c.MaxParallel = 4 })
-	e.addRunning(more)
-	b := newInspectBatches(slots, more+1)
-	e.prov.inspectHook = b.enter
-	rs := e.l.Tick(context.Background())
-	if len(rs) != more+1 {
-		t.Fatalf("%d receipts, want %d", len(rs), more+1)
+	const slots = 3
+	e := newEnv(t, false, true, func(c *Config) { c.MaxChecks = slots; c.MaxParallel = 4 })
+	e.addRunning(10)
+	wss := e.mustWorkspaces()
+	for _, r := range e.l.Tick(context.Background()) {
+		e.want(r, Captured) // every workspace has a checkpoint and a fingerprint now
 	}
-	for _, r := range rs {
-		e.want(r, Captured) // none had a checkpoint yet
+	b := newCheckBatches(slots, len(wss))
+	var inspected instanceCounts
+	e.prov.inspectHook = inspected.add
+	e.prov.readFilesHook = b.enter
+	for _, r := range e.l.Tick(context.Background()) {
+		e.want(r, Unchanged)
 	}
-	if b.most != slots || len(b.byInstance) != more+1 {
-		t.Fatalf("%d checks at once over %d instances, want %d at once over %d", b.most, len(b.byInstance), slots, more+1)
+	inspected.once(t, wss)
+	if b.entered != len(wss) || b.most != slots {
+		t.Fatalf("%d file reads, at most %d at once; want %d, at most %d", b.entered, b.most, len(wss), slots)
 	}
 }
 
@@ -104,35 +184,29 @@ func TestPeriodicCheckSlotFreeDuringCapture(t *testing.T) {
 	}
 }
 
-// The scheduled health check inspects the due workspaces MaxChecks at once,
-// every one of them.
+// The scheduled health check inspects every due workspace once, in the
+// lifecycle's MaxChecks slots.
 func TestCheckDueInspectsAtMostMaxChecks(t *testing.T) {
-	const slots, more = 2, 7
+	const slots = 2
 	e := newEnv(t, false, false, func(c *Config) { c.MaxChecks = slots })
-	e.addRunning(more)
+	e.addRunning(7)
+	wss := e.mustWorkspaces()
 	svc, err := NewService(ServiceConfig{Lifecycle: e.l, Restorer: nopRestorer{}, StateDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(svc.Close)
-	b := newInspectBatches(slots, more+1)
-	e.prov.inspectHook = b.enter
+	b := newCheckBatches(slots, len(wss))
+	var inspected instanceCounts
+	e.prov.inspectHook = func(id providers.InstanceID) { inspected.add(id); b.enter() }
 	svc.CheckDue(context.Background())
-	if b.most != slots || len(b.byInstance) != more+1 {
-		t.Fatalf("%d inspections at once over %d instances, want %d at once over %d", b.most, len(b.byInstance), slots, more+1)
+	inspected.once(t, wss)
+	if b.most != slots {
+		t.Fatalf("%d inspections at once, want %d", b.most, slots)
 	}
 	for _, w := range e.mustWorkspaces() {
 		if w.Health == nil || w.Health.State != HealthOK {
 			t.Fatalf("workspace %s: health %+v, want ok", w.ID, w.Health)
 		}
 	}
-}
-
-func (e *env) mustWorkspaces() []Workspace {
-	e.t.Helper()
-	wss, err := e.store.Workspaces()
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return wss
 }

@@ -146,9 +146,9 @@ func (s *Service) Check(ctx context.Context, ws string) (Health, error) {
 var errStale = errors.New("stale inspection")
 
 // CheckDue is one scheduled round: every workspace whose next check is
-// due (or that was never checked) is inspected, the lifecycle's MaxChecks
-// at once, and recovery operations waiting on a provider error are
-// resumed.
+// due (or that was never checked) is inspected, each in one of the
+// lifecycle's MaxChecks check slots, and recovery operations waiting on a
+// provider error are resumed.
 func (s *Service) CheckDue(ctx context.Context) {
 	wss, err := s.store.Workspaces()
 	if err != nil {
@@ -159,8 +159,11 @@ func (s *Service) CheckDue(ctx context.Context) {
 	due := slices.DeleteFunc(wss, func(w Workspace) bool {
 		return w.Operation != "" || (w.Health != nil && now.Before(w.Health.NextCheck))
 	})
-	inSlots(len(due), s.lc.cfg.MaxChecks, func(i int, release func()) {
+	inSlots(s.lc.check, len(due), func(i int, release func()) {
 		defer release()
+		if ctx.Err() != nil {
+			return // shutting down: an unanswered inspection is no finding
+		}
 		if _, err := s.Check(ctx, due[i].ID); err != nil {
 			s.log.Warn("scheduled check", "workspace", due[i].ID, "err", err)
 		}

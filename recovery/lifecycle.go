@@ -93,9 +93,9 @@ type Config struct {
 	PeriodicOff bool
 	// MaxParallel bounds captures of different workspaces at once; default 2.
 	MaxParallel int
-	// MaxChecks bounds the workspaces checked at once: in a periodic round
-	// (instance inspected, files mirrored and fingerprinted) and in the
-	// recovery service's scheduled health check; default 8.
+	// MaxChecks bounds the workspaces checked at once by periodic rounds
+	// (instance inspected, files mirrored and fingerprinted) and the
+	// recovery service's scheduled health checks together; default 8.
 	MaxChecks int
 	// QuiesceTimeout bounds pausing the writers and waiting for a browser
 	// to stop; default 30 s. QuiescePoll is how often a running browser is
@@ -126,6 +126,7 @@ type Lifecycle struct {
 	log   *slog.Logger
 	provs map[string]providers.Provider
 	sem   chan struct{}
+	check chan struct{} // slots of the scheduled checks (MaxChecks)
 	procs processes
 
 	base   context.Context
@@ -178,7 +179,7 @@ func New(cfg Config) (*Lifecycle, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	l := &Lifecycle{cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: cfg.Logger,
-		provs: map[string]providers.Provider{}, sem: make(chan struct{}, cfg.MaxParallel),
+		provs: map[string]providers.Provider{}, sem: make(chan struct{}, cfg.MaxParallel), check: make(chan struct{}, cfg.MaxChecks),
 		flight: map[string]*flight{}, locks: map[string]chan struct{}{}, writer: map[string][]Writer{},
 		kick: make(chan struct{}, 1), fps: fingerprints{log: cfg.Logger, by: map[string]*watchedFiles{}}}
 	if cfg.WatchFiles {

@@ -92,26 +92,26 @@ func (l *Lifecycle) Tick(ctx context.Context) []Receipt {
 	return l.round(ctx, wss)
 }
 
-// round is the periodic decision for each of wss, in parallel: at most
-// MaxChecks workspaces are checked at once (their instance inspected, their
-// files mirrored and fingerprinted); those that changed are then captured
-// up to MaxParallel at once, each releasing its check slot first.
+// round is the periodic decision for each of wss, in parallel: each is
+// checked (its instance inspected, its files mirrored and fingerprinted) in
+// one of the lifecycle's MaxChecks check slots; those that changed give
+// their slot back and are captured, up to MaxParallel at once.
 func (l *Lifecycle) round(ctx context.Context, wss []Workspace) []Receipt {
 	out := make([]Receipt, len(wss))
-	inSlots(len(wss), l.cfg.MaxChecks, func(i int, release func()) { out[i] = l.periodic(ctx, wss[i], release) })
+	inSlots(l.check, len(wss), func(i int, release func()) { out[i] = l.periodic(ctx, wss[i], release) })
 	return out
 }
 
 // inSlots calls fn(i, release) for each i in [0, n), each on a goroutine
-// of its own, and returns when all have returned. A call takes one of
-// slots slots, which it gives back by calling release once; the next call
-// starts only when a slot is free.
-func inSlots(n, slots int, fn func(i int, release func())) {
-	free := make(chan struct{}, slots)
+// of its own, and returns when all have returned. A call starts only once
+// it holds a slot of slots (a send to it), which it gives back by calling
+// release once.
+func inSlots(slots chan struct{}, n int, fn func(i int, release func())) {
 	var wg sync.WaitGroup
 	for i := range n {
-		free <- struct{}{}
-		wg.Go(func() { fn(i, func() { <-free }) })
+		slots <- struct{}{}
+		var once sync.Once
+		wg.Go(func() { fn(i, func() { once.Do(func() { <-slots }) }) })
 	}
 	wg.Wait()
 }

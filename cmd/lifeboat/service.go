@@ -218,8 +218,9 @@ func openStateStore(c *config.Config) (*recovery.Store, error) {
 	defer cancel()
 	// Each capture in flight holds a connection (its workspace's lock),
 	// and while it promotes its snapshot another (the workspace's hold
-	// lock) and a third for the transaction.
-	conns := int32(max(32, 3*c.Lifecycle.MaxParallel+8))
+	// lock) and a third for the transaction; a check whose finding changes
+	// the workspace's hold takes two (the hold lock and a read).
+	conns := int32(max(32, 3*c.Lifecycle.MaxParallel+2*c.Lifecycle.MaxChecks+8))
 	return recovery.OpenStoreAt(ctx, recovery.StoreOptions{Dir: c.State.Dir, URL: c.State.URL, Password: string(pw), MaxConns: conns})
 }
 
