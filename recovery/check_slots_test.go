@@ -2,6 +2,7 @@ package recovery
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -208,5 +209,32 @@ func TestCheckDueInspectsAtMostMaxChecks(t *testing.T) {
 		if w.Health == nil || w.Health.State != HealthOK {
 			t.Fatalf("workspace %s: health %+v, want ok", w.ID, w.Health)
 		}
+	}
+}
+
+// An inspection that ends because its context did (a client gone, the
+// server stopping) records nothing: the workspace is not unreachable.
+func TestCheckCalledOffRecordsNothing(t *testing.T) {
+	e := newEnv(t, false, false, nil)
+	svc, err := NewService(ServiceConfig{Lifecycle: e.l, Restorer: nopRestorer{}, StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(svc.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	e.prov.inspectErr = func(ctx context.Context) error {
+		cancel()
+		<-ctx.Done()
+		return e.prov.err("inspect", "i1", providers.KindUnavailable, ctx.Err())
+	}
+	if _, err := svc.Check(ctx, "ws1"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("called-off check: %v, want context.Canceled", err)
+	}
+	if h := e.ws("ws1").Health; h != nil {
+		t.Fatalf("called-off check recorded %+v", h)
+	}
+	e.prov.inspectErr = nil
+	if h, err := svc.Check(context.Background(), "ws1"); err != nil || h.State != HealthOK {
+		t.Fatalf("next check: %+v, %v", h, err)
 	}
 }

@@ -93,7 +93,8 @@ func healthOf(w Workspace, st providers.Status, err error, now time.Time, every 
 
 // Check inspects the instance of workspace ws now (on use) and records
 // what it found. It never creates, destroys or replaces anything. While a
-// recovery operation runs it only reports the state.
+// recovery operation runs it only reports the state. An inspection cut
+// short by ctx records nothing.
 func (s *Service) Check(ctx context.Context, ws string) (Health, error) {
 	w, err := s.store.Workspace(ws)
 	if err != nil {
@@ -107,6 +108,11 @@ func (s *Service) Check(ctx context.Context, ws string) (Health, error) {
 		return Health{}, err
 	}
 	st, ierr := p.Inspect(ctx, w.Instance)
+	if ierr != nil && ctx.Err() != nil {
+		// The inspection was called off (a client gone, the server
+		// stopping): the provider's silence says nothing about the instance.
+		return Health{}, fmt.Errorf("checking workspace %s: %w", ws, context.Cause(ctx))
+	}
 	if ierr == nil && st.State == "" {
 		ierr = fmt.Errorf("provider %s answered an empty state for %s", p.Name(), w.Instance)
 	}

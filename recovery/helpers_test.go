@@ -44,7 +44,8 @@ type fakeProvider struct {
 	failRollback  error
 	deleteCalls   int
 	readFilesHook func()
-	inspectHook   func(providers.InstanceID) // called by Inspect before it answers
+	inspectHook   func(providers.InstanceID)  // called by Inspect before it answers
+	inspectErr    func(context.Context) error // when set, Inspect fails with what it returns
 }
 
 func newFakeProvider(t *testing.T, native bool) *fakeProvider {
@@ -77,9 +78,12 @@ func (p *fakeProvider) err(op string, id providers.InstanceID, k providers.Kind,
 
 func (p *fakeProvider) Name() string                         { return "fake" }
 func (p *fakeProvider) Capabilities() providers.Capabilities { return p.caps }
-func (p *fakeProvider) Inspect(_ context.Context, id providers.InstanceID) (providers.Status, error) {
+func (p *fakeProvider) Inspect(ctx context.Context, id providers.InstanceID) (providers.Status, error) {
 	if p.inspectHook != nil {
 		p.inspectHook(id)
+	}
+	if p.inspectErr != nil {
+		return providers.Status{}, p.inspectErr(ctx)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
