@@ -11,12 +11,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"lifeboat/internal/repotest"
+	"lifeboat/internal/ssetest"
 	"lifeboat/internal/storetest"
 	"lifeboat/providers"
 	localprov "lifeboat/providers/local"
@@ -185,11 +185,6 @@ func (e *env) fails(status int, code, method, path, tok string, body any, header
 	return ae
 }
 
-// sseEvent is one server-sent event.
-type sseEvent struct {
-	ID, Type, Data string
-}
-
 // sseClient reads an event stream.
 type sseClient struct {
 	res *http.Response
@@ -215,30 +210,9 @@ func (e *env) stream(tok, lastID string) *sseClient {
 
 // next reads the next event (comments and retry lines skipped); io.EOF
 // when the stream ended.
-func (c *sseClient) next() (sseEvent, error) {
-	var ev sseEvent
-	for {
-		line, err := c.rd.ReadString('\n')
-		if err != nil {
-			return ev, err
-		}
-		line = strings.TrimSuffix(line, "\n")
-		switch {
-		case line == "":
-			if ev.Type != "" || ev.Data != "" {
-				return ev, nil
-			}
-		case strings.HasPrefix(line, "id: "):
-			ev.ID = line[4:]
-		case strings.HasPrefix(line, "event: "):
-			ev.Type = line[7:]
-		case strings.HasPrefix(line, "data: "):
-			ev.Data = line[6:]
-		}
-	}
-}
+func (c *sseClient) next() (ssetest.Event, error) { return ssetest.ReadEvent(c.rd) }
 
-func (c *sseClient) must(t *testing.T, typ string) sseEvent {
+func (c *sseClient) must(t *testing.T, typ string) ssetest.Event {
 	t.Helper()
 	ev, err := c.next()
 	if err != nil {
@@ -252,7 +226,7 @@ func (c *sseClient) must(t *testing.T, typ string) sseEvent {
 
 // mustAfter is must, passing over events of the types skip first: events
 // published before the stream opened, relayed to it after, may come first.
-func (c *sseClient) mustAfter(t *testing.T, typ string, skip ...string) sseEvent {
+func (c *sseClient) mustAfter(t *testing.T, typ string, skip ...string) ssetest.Event {
 	t.Helper()
 	for {
 		ev, err := c.next()

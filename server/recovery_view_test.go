@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"lifeboat/internal/ssetest"
 	"lifeboat/recovery"
 )
 
@@ -30,7 +31,7 @@ func newRecoveryEnv(t *testing.T) (*env, *recovery.Service) {
 }
 
 // streamData decodes the data of a stream event's message.
-func streamData(t *testing.T, ev sseEvent, v any) {
+func streamData(t *testing.T, ev ssetest.Event, v any) {
 	t.Helper()
 	var m struct {
 		Data json.RawMessage `json:"data"`

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"lifeboat/internal/s3test"
+	"lifeboat/internal/ssetest"
 	"lifeboat/recovery"
 	"lifeboat/recovery/statedb/pgtest"
 	"lifeboat/server"
@@ -241,25 +242,25 @@ func (s *fleetServer) collectReceipts(url string, exited chan struct{}) {
 		}
 		rd := bufio.NewReader(res.Body)
 		for {
-			sse, err := readSSEEvent(rd)
+			sse, err := ssetest.ReadEvent(rd)
 			if err != nil {
 				break
 			}
-			if sse.id != "" {
-				last = sse.id
+			if sse.ID != "" {
+				last = sse.ID
 			}
-			if sse.typ != "receipt" && sse.typ != "maintenance" {
+			if sse.Type != "receipt" && sse.Type != "maintenance" {
 				continue
 			}
 			var m struct {
 				Data json.RawMessage
 			}
-			if err := json.Unmarshal([]byte(sse.data), &m); err != nil {
+			if err := json.Unmarshal([]byte(sse.Data), &m); err != nil {
 				s.log.Write([]byte("test: undecodable event: " + err.Error() + "\n"))
 				continue
 			}
-			ev := fleetEvent{server: s.name, typ: sse.typ, data: m.Data}
-			if sse.typ == "receipt" && json.Unmarshal(m.Data, &ev.Receipt) != nil {
+			ev := fleetEvent{server: s.name, typ: sse.Type, data: m.Data}
+			if sse.Type == "receipt" && json.Unmarshal(m.Data, &ev.Receipt) != nil {
 				s.log.Write([]byte("test: undecodable receipt: " + string(m.Data) + "\n"))
 				continue
 			}

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"lifeboat/internal/ssetest"
 )
 
 // setServerKeys adds keys to the [server] table of s's config file.
@@ -64,11 +66,11 @@ func (s *svcEnv) openEvents(lastID string) *sseReader {
 // next returns the next event's id and type (comments skipped).
 func (r *sseReader) next() (id, typ string) {
 	r.t.Helper()
-	ev, err := readSSEEvent(r.rd)
+	ev, err := ssetest.ReadEvent(r.rd)
 	if err != nil {
 		r.t.Fatalf("the event stream ended: %v", err)
 	}
-	return ev.id, ev.typ
+	return ev.ID, ev.Type
 }
 
 // nextOf returns the id of the next event of type typ, passing over

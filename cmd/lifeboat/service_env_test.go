@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"lifeboat/internal/ssetest"
 	"lifeboat/server"
 )
 
@@ -240,48 +241,18 @@ func (s *svcEnv) events(t *testing.T) *eventStream {
 func (es *eventStream) until(types ...string) func(yield func(server.Message) bool) {
 	return func(yield func(server.Message) bool) {
 		for {
-			ev, err := readSSEEvent(es.rd)
+			ev, err := ssetest.ReadEvent(es.rd)
 			if err != nil {
 				es.t.Fatalf("event stream ended: %v", err)
 			}
 			var m server.Message
-			if ev.typ != "hello" && ev.typ != "resync" {
-				must(es.t, json.Unmarshal([]byte(ev.data), &m))
+			if ev.Type != "hello" && ev.Type != "resync" {
+				must(es.t, json.Unmarshal([]byte(ev.Data), &m))
 			}
-			m.Type = ev.typ
-			if !yield(m) || slices.Contains(types, ev.typ) {
+			m.Type = ev.Type
+			if !yield(m) || slices.Contains(types, ev.Type) {
 				return
 			}
-		}
-	}
-}
-
-// sseEvent is one event of a server-sent-events stream.
-type sseEvent struct {
-	id, typ, data string
-}
-
-// readSSEEvent reads the next event of a stream, passing over keep-alive
-// comments and the retry line.
-func readSSEEvent(rd *bufio.Reader) (sseEvent, error) {
-	var ev sseEvent
-	for {
-		line, err := rd.ReadString('\n')
-		if err != nil {
-			return ev, err
-		}
-		line = strings.TrimSuffix(line, "\n")
-		switch {
-		case line == "":
-			if ev.typ != "" {
-				return ev, nil
-			}
-		case strings.HasPrefix(line, "id: "):
-			ev.id = strings.TrimPrefix(line, "id: ")
-		case strings.HasPrefix(line, "event: "):
-			ev.typ = strings.TrimPrefix(line, "event: ")
-		case strings.HasPrefix(line, "data: "):
-			ev.data = strings.TrimPrefix(line, "data: ")
 		}
 	}
 }

@@ -116,6 +116,7 @@ var allowed = map[string][]string{
 	"internal/jsonlines":    {},
 	"internal/nstest":       {},
 	"internal/proctest":     {},
+	"internal/ssetest":      {},
 	"internal/layers":       {},
 }
 
