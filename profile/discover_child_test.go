@@ -1,53 +1,19 @@
 package profile
 
 import (
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"lifeboat/internal/nstest"
+	"lifeboat/internal/proctest"
 )
 
-// discoverChildEnv marks a copy of this test binary started by runChild.
+// discoverChildEnv marks the copy of this test binary that runs
+// TestDiscoverUnreadable as user nobody.
 const discoverChildEnv = "LIFEBOAT_DISCOVER_CHILD"
-
-// runChild runs test in a copy of this test binary, in a fresh
-// world-writable directory (its TMPDIR and HOME), started with attr (as
-// another user, in a new mount namespace), and fails t if it fails,
-// skips t if it skips.
-func runChild(t *testing.T, test string, attr *syscall.SysProcAttr) {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "lifeboat-discover-")
-	must(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	must(t, os.Chmod(dir, 0o777))
-	bin := filepath.Join(dir, "profile.test")
-	in, err := os.Open(os.Args[0])
-	must(t, err)
-	defer in.Close()
-	out, err := os.OpenFile(bin, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
-	must(t, err)
-	_, err = io.Copy(out, in)
-	must(t, err)
-	must(t, out.Close())
-	cmd := exec.Command(bin, "-test.run", "^"+test+"$", "-test.v")
-	cmd.Env = append(os.Environ(), discoverChildEnv+"=1", "TMPDIR="+dir, "HOME="+dir)
-	cmd.SysProcAttr = attr
-	log, err := cmd.CombinedOutput()
-	t.Logf("child:\n%s", log)
-	switch {
-	case err != nil:
-		t.Fatalf("child: %v", err)
-	case strings.Contains(string(log), "--- SKIP: "+test):
-		t.Skip("the child skipped")
-	case !strings.Contains(string(log), "--- PASS: "+test):
-		t.Fatal("the child did not run the test")
-	}
-}
 
 // TestDiscoverUnreadable: directories the user may not read or search
 // are passed over and discovery goes on; a directory it may search but
@@ -58,7 +24,7 @@ func TestDiscoverUnreadable(t *testing.T) {
 		if os.Getenv(discoverChildEnv) != "" {
 			t.Fatal("the child still runs as root")
 		}
-		runChild(t, "TestDiscoverUnreadable", &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, NoSetGroups: true}})
+		proctest.RunTestAsNobody(t, proctest.SharedTempDir(t, 0o777), "TestDiscoverUnreadable", discoverChildEnv)
 		return
 	}
 	ws := t.TempDir()
@@ -96,11 +62,7 @@ func TestDiscoverUnreadable(t *testing.T) {
 // a bind mount of another directory is searched like any directory. It
 // runs as root in a private mount namespace.
 func TestDiscoverBindMountLoop(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("bind mounts need root")
-	}
-	if os.Getenv(discoverChildEnv) == "" {
-		runChild(t, "TestDiscoverBindMountLoop", &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS})
+	if !nstest.InOwnMountNamespace(t) {
 		return
 	}
 	ws, other := t.TempDir(), t.TempDir()

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	backendlocal "lifeboat/backend/local"
+	"lifeboat/internal/proctest"
 	"lifeboat/internal/repotest"
 	"lifeboat/providers"
 	"lifeboat/providers/local"
@@ -101,15 +102,7 @@ func TestKill9AtEveryStep(t *testing.T) {
 				Point: point, Key: "kill-key", Checkpoint: cp.Snapshot})
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
 			cmd.Env = append(os.Environ(), killChildEnv+"="+string(cfg), "GORACE=atexit_sleep_ms=0")
-			cmd.Stderr = os.Stderr
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			sc := bufio.NewScanner(out)
+			sc := bufio.NewScanner(proctest.StartChild(t, cmd))
 			if !sc.Scan() || sc.Text() != "at "+point {
 				_ = cmd.Process.Kill()
 				_ = cmd.Wait()

@@ -6,8 +6,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
+
+	"lifeboat/internal/proctest"
 )
 
 // A repository the user may not read is reported as a permission error
@@ -20,16 +21,9 @@ func TestRepositoryPermissionDenied(t *testing.T) {
 		testRepositoryMode000(t)
 		return
 	}
-	base, err := os.MkdirTemp("", "lifeboat-access-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(base) })
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	base := proctest.SharedTempDir(t, 0o755)
 	bin := filepath.Join(base, "lifeboat")
-	copyExecutable(t, lifeboatBinary(t), bin)
+	proctest.CopyExecutable(t, lifeboatBinary(t), bin)
 	e := newEnv(t)
 	e.repo = filepath.Join(base, "repo")
 	e.init()
@@ -39,7 +33,7 @@ func TestRepositoryPermissionDenied(t *testing.T) {
 		t.Helper()
 		cmd := exec.Command(bin, append([]string{"--repo", repoDir, "--cache-dir", filepath.Join(base, "cache")}, args...)...)
 		cmd.Env = append(os.Environ(), "LIFEBOAT_PASSWORD="+testPW, "HOME="+base)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, NoSetGroups: true}}
+		cmd.SysProcAttr = proctest.AsNobody()
 		var out, errb strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		err := cmd.Run()
@@ -175,17 +169,5 @@ func testRepositoryMode000(t *testing.T) {
 	r = e.run("snapshots")
 	if r.code != exitNoAccess || !strings.Contains(r.stderr, "listing its key files (keys/)") {
 		t.Fatalf("unreadable keys/: exit %d, want %d\nstderr: %s", r.code, exitNoAccess, r.stderr)
-	}
-}
-
-// copyExecutable copies the file at from to an executable file at to.
-func copyExecutable(t *testing.T, from, to string) {
-	t.Helper()
-	b, err := os.ReadFile(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(to, b, 0o755); err != nil {
-		t.Fatal(err)
 	}
 }

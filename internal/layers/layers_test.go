@@ -114,7 +114,7 @@ var allowed = map[string][]string{
 	"internal/treetest":     {},
 	"internal/busywriter":   {},
 	"internal/jsonlines":    {},
-	"internal/nstest":       {},
+	"internal/nstest":       {"internal/proctest"},
 	"internal/proctest":     {},
 	"internal/ssetest":      {},
 	"internal/layers":       {},

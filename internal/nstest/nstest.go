@@ -4,12 +4,12 @@ package nstest
 
 import (
 	"os"
-	"os/exec"
-	"strings"
 	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"lifeboat/internal/proctest"
 )
 
 // mountNSEnv marks a copy of a test binary started by InOwnMountNamespace;
@@ -36,18 +36,6 @@ func InOwnMountNamespace(t *testing.T) bool {
 		}
 		return true
 	}
-	cmd := exec.Command(os.Args[0], "-test.run", "^"+t.Name()+"$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), mountNSEnv+"="+t.Name())
-	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
-	out, err := cmd.CombinedOutput()
-	t.Logf("in its own mount namespace:\n%s", out)
-	switch {
-	case err != nil:
-		t.Fatalf("the test failed in its own mount namespace: %v", err)
-	case strings.Contains(string(out), "--- SKIP: "+t.Name()):
-		t.Skip("skipped in its own mount namespace")
-	case !strings.Contains(string(out), "--- PASS: "+t.Name()):
-		t.Fatal("the copy of the test binary did not run the test")
-	}
+	proctest.RunTest(t, os.Args[0], t.Name(), []string{mountNSEnv + "=" + t.Name()}, &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS})
 	return false
 }

@@ -1,5 +1,6 @@
-// Package proctest is test support for code that asks whether a process
-// runs: DeadPID gives the id of a process that surely does not.
+// Package proctest is test support for tests that start processes: a
+// child run of this test binary (as user nobody, too), and DeadPID, the
+// id of a process that surely does not run.
 package proctest
 
 import (

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"lifeboat/internal/proctest"
 	"lifeboat/internal/seedtest"
 	"lifeboat/internal/storetest"
 	"lifeboat/snapshot"
@@ -61,7 +62,7 @@ func testCaptureKilled(t *testing.T, s storetest.Store) {
 	for _, point := range points {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCaptureKilledChild$")
 		cmd.Env = append(append(os.Environ(), s.Env()...), capKillEnv+"="+strings.Join([]string{tr.dir, tr.cache, root, point}, "\n"))
-		out := snaptest.StartChild(t, cmd)
+		out := proctest.StartChild(t, cmd)
 		killed := false
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
@@ -108,7 +109,7 @@ func testCaptureKilled(t *testing.T, s storetest.Store) {
 // until it reaches the kill point, says so and waits there to be killed.
 func TestCaptureKilledChild(t *testing.T) {
 	t.Parallel()
-	parts := strings.Split(snaptest.ChildEnv(t, capKillEnv, "TestCaptureKilled"), "\n")
+	parts := strings.Split(proctest.ChildEnv(t, capKillEnv, "TestCaptureKilled"), "\n")
 	tr := &capTestRepo{dir: parts[0], cache: parts[1], store: storetest.At(parts[0])}
 	root, point := parts[2], parts[3]
 	r := tr.open(t)

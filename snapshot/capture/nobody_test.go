@@ -3,14 +3,12 @@ package capture
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 
 	"lifeboat/backend/local"
 	"lifeboat/blob"
+	"lifeboat/internal/proctest"
 	"lifeboat/internal/repotest"
 	"lifeboat/internal/storetest"
 	"lifeboat/repo"
@@ -29,23 +27,14 @@ func TestCaptureUnreadableAsNobody(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("not root: TestCaptureUnreadable covers this")
 	}
-	base, err := os.MkdirTemp("", "lifeboat-nobody-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(base) })
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	base := proctest.SharedTempDir(t, 0o755)
 	be, _ := repotest.Init(t, repotest.Options{Store: storetest.Store{Kind: "local", Location: filepath.Join(base, "repo")}, Init: repo.InitOptions{PackSize: repo.DefaultPackSize}})
 	tree := filepath.Join(base, "tree")
 	capTestWrite(t, tree, map[string]string{"ok": "fine", "secret": "no", "locked/inside": "hidden"})
 	if err := os.MkdirAll(filepath.Join(base, "cache"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(base, "snapshot.test")
-	snaptest.CopyTestBinary(t, bin)
-	err = filepath.WalkDir(base, func(p string, _ os.DirEntry, err error) error {
+	err := filepath.WalkDir(base, func(p string, _ os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -59,13 +48,7 @@ func TestCaptureUnreadableAsNobody(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command(bin, "-test.run=^TestCaptureUnreadableChild$", "-test.v")
-	cmd.Env = append(os.Environ(), capChildEnv+"="+base)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, NoSetGroups: true}}
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS: TestCaptureUnreadableChild") {
-		t.Fatalf("child as user 65534: %v\n%s", err, out)
-	}
+	proctest.RunTestAsNobody(t, base, "TestCaptureUnreadableChild", capChildEnv)
 	idHex, err := os.ReadFile(filepath.Join(base, "snapshot-id"))
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +73,7 @@ func TestCaptureUnreadableAsNobody(t *testing.T) {
 // TestCaptureUnreadableChild is the child of TestCaptureUnreadableAsNobody.
 func TestCaptureUnreadableChild(t *testing.T) {
 	t.Parallel()
-	base := snaptest.ChildEnv(t, capChildEnv, "TestCaptureUnreadableAsNobody")
+	base := proctest.ChildEnv(t, capChildEnv, "TestCaptureUnreadableAsNobody")
 	be, err := local.Open(filepath.Join(base, "repo"))
 	if err != nil {
 		t.Fatal(err)

@@ -3,13 +3,12 @@ package restore
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
+	"lifeboat/internal/proctest"
 	"lifeboat/snapshot/internal/snaptest"
 )
 
@@ -25,33 +24,13 @@ func TestRestoreNonRoot(t *testing.T) {
 	rsRunAsNobody(t, "TestRestoreUnprivileged")
 }
 
-// rsRunAsNobody runs the test named test from a copy of this test binary
-// as uid/gid 65534, in a fresh world-writable directory it passes in
-// rsUnprivilegedEnv, and fails t if that run fails. It skips when the
-// tests do not run as root (the named test then runs directly).
+// rsRunAsNobody runs the test named test as user nobody, in a fresh
+// world-writable directory it passes in rsUnprivilegedEnv (TMPDIR and
+// HOME too). It skips when the tests do not run as root (the named test
+// then runs directly).
 func rsRunAsNobody(t *testing.T, test string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skipf("already unprivileged: %s runs directly", test)
-	}
-	dir, err := os.MkdirTemp("", "lifeboat-nonroot-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "snapshot.test")
-	snaptest.CopyTestBinary(t, bin)
-	cmd := exec.Command(bin, "-test.run", "^"+test+"$", "-test.v")
-	cmd.Env = append(os.Environ(), rsUnprivilegedEnv+"="+dir, "TMPDIR="+dir, "HOME="+dir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	out, err := cmd.CombinedOutput()
-	t.Logf("as uid 65534:\n%s", out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	proctest.RunTestAsNobody(t, proctest.SharedTempDir(t, 0o777), test, rsUnprivilegedEnv)
 }
 
 // TestRestoreUnprivileged is the half TestRestoreNonRoot runs as nobody.

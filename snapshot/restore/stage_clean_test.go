@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"lifeboat/backend/local"
+	"lifeboat/internal/proctest"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
 	"lifeboat/snapshot/internal/snaptest"
@@ -40,7 +41,7 @@ func rsKilledRestore(t *testing.T, r *snaptest.Repo, m *snapshot.Manifest, targe
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestRestoreKilledChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(), rsKillEnv+"="+strings.Join([]string{r.Path, m.ID.String(), target, records, point}, "\n"))
-	out := snaptest.StartChild(t, cmd)
+	out := proctest.StartChild(t, cmd)
 	killed := false
 	kill = func() {
 		if killed {
@@ -72,7 +73,7 @@ func rsKilledRestore(t *testing.T, r *snaptest.Repo, m *snapshot.Manifest, targe
 // TestRestoreKilledChild is the child of rsKilledRestore.
 func TestRestoreKilledChild(t *testing.T) {
 	t.Parallel()
-	args := strings.Split(snaptest.ChildEnv(t, rsKillEnv, "a killed-restore test"), "\n")
+	args := strings.Split(proctest.ChildEnv(t, rsKillEnv, "a killed-restore test"), "\n")
 	repoDir, id, target, records, point := args[0], args[1], args[2], args[3], args[4]
 	ctx := context.Background()
 	be, err := local.Open(repoDir)
