@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"lifeboat/internal/chromiumtest"
+	"lifeboat/internal/nstest"
 	"lifeboat/server"
 )
 
@@ -94,26 +95,6 @@ func (s *pageServe) call(want int, method, path, tok string, body, out any) {
 	if out != nil {
 		must(s.t, json.Unmarshal(b, out))
 	}
-}
-
-// pageTmpfs mounts a small tmpfs for the test (the provider root a
-// recovery fills up), or skips the test when this process may not mount
-// one (like the real full-disk tests of backend/local and repo).
-func pageTmpfs(t *testing.T, size string) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("skipping: the repair hold is made by a real full disk, and mounting a tmpfs needs root")
-	}
-	mnt := t.TempDir()
-	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size="+size+",mode=0755"); err != nil {
-		t.Skipf("skipping: the repair hold is made by a real full disk: mount -t tmpfs -o size=%s refused: %v", size, err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(mnt, 0); err != nil {
-			t.Errorf("unmount %s: %v", mnt, err)
-		}
-	})
-	return mnt
 }
 
 // fillDisk writes a file into the filesystem of dir that leaves it only
@@ -270,7 +251,7 @@ func TestStatusPageRealServe(t *testing.T) {
 func statusPageStory(t *testing.T, lb, chromium, name string, width, height int, mobile bool) {
 	e := newEnv(t)
 	e.init()
-	small := pageTmpfs(t, "8m")
+	small := nstest.Tmpfs(t, "size=8m,mode=0755") // the provider root a recovery fills up
 	root := filepath.Join(e.dir, "root")
 	tokens := filepath.Join(e.dir, "tokens")
 	must(t, os.WriteFile(tokens, []byte("user "+server.HashToken(pageUserToken)+" inbox\noperator "+server.HashToken(pageOperatorToken)+" ops-alice\n"), 0o600))
