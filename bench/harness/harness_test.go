@@ -7,12 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"lifeboat/internal/proctest"
 )
 
 const allocEnv = "BENCH_TEST_ALLOC_MIB"
@@ -119,21 +120,11 @@ func TestMedianAndNames(t *testing.T) {
 	}
 }
 
-// lifeboatBinary builds the CLI for the harness to measure.
-func lifeboatBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "lifeboat")
-	if out, err := exec.Command("go", "build", "-o", bin, "lifeboat/cmd/lifeboat").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // A real run at the small scale: Lifeboat and restic (skipped with the
 // reason when not installed), two rounds, profiles of every Lifeboat
 // scenario, restores verified; then the text and the chart.
 func TestRunSmall(t *testing.T) {
-	bin := lifeboatBinary(t)
+	bin := proctest.BuildLifeboat(t)
 	profDir := t.TempDir()
 	var seen []Result
 	work := filepath.Join(t.TempDir(), "work")
@@ -511,7 +502,7 @@ func TestNewToolRoundError(t *testing.T) {
 // prune scenario: Lifeboat's forget then removes all five snapshots but
 // the last (first, unchanged, churn and two of history).
 func TestRunPruneHistory(t *testing.T) {
-	bin := lifeboatBinary(t)
+	bin := proctest.BuildLifeboat(t)
 	work := filepath.Join(t.TempDir(), "work")
 	rep, err := Run(context.Background(), Options{Dir: work, ScaleName: "small", Seed: 5, Churn: 0.05, Rounds: 1, Lifeboat: bin, PruneHistory: 2, ServeCaptures: -1})
 	if err != nil {

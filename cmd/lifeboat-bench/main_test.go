@@ -5,13 +5,13 @@ import (
 	"context"
 	"encoding/xml"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"lifeboat/bench/harness"
 	"lifeboat/internal/jsonlines"
+	"lifeboat/internal/proctest"
 )
 
 // TestMain lets this test binary be the harness's trampoline: run
@@ -19,16 +19,6 @@ import (
 func TestMain(m *testing.M) {
 	harness.Trampoline()
 	os.Exit(m.Run())
-}
-
-// lifeboatBinary builds the lifeboat binary the tests measure.
-func lifeboatBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "lifeboat")
-	if out, err := exec.Command("go", "build", "-o", bin, "lifeboat/cmd/lifeboat").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
 }
 
 type result struct {
@@ -58,7 +48,7 @@ func jsonLines(t *testing.T, s string) []map[string]any {
 // JSON lines, the SVG chart, and a CPU and memory profile of every
 // Lifeboat scenario (none of the harness itself).
 func TestBenchCommand(t *testing.T) {
-	bin := lifeboatBinary(t)
+	bin := proctest.BuildLifeboat(t)
 	tmp := t.TempDir()
 	dir, prof, svg := filepath.Join(tmp, "bench"), filepath.Join(tmp, "prof"), filepath.Join(tmp, "chart.svg")
 	r := runBenchCommand("--scale", "small", "--rounds", "1", "--compare", "restic,borg", "--json", "--svg", svg, "--lifeboat", bin,
@@ -132,7 +122,7 @@ func TestBenchCommand(t *testing.T) {
 // restic (skipped with its reason when not installed), each restore
 // verified file by file.
 func TestBenchCommandBinaries(t *testing.T) {
-	bin := lifeboatBinary(t)
+	bin := proctest.BuildLifeboat(t)
 	r := runBenchCommand("--corpus", "binaries", "--scale", "small", "--rounds", "1", "--compare", "restic", "--json",
 		"--lifeboat", bin, "--dir", filepath.Join(t.TempDir(), "bench"), "--serve-captures", "0")
 	if r.code != exitOK {

@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"lifeboat/bench"
 	"lifeboat/internal/jsonlines"
+	"lifeboat/internal/proctest"
 )
 
 const testPW = "cli-test-password-4711"
@@ -83,12 +83,7 @@ func jsonLines(t *testing.T, s string) []map[string]any {
 // with the test hooks of crash.go compiled in.
 func lifeboatBinary(t testing.TB) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "lifeboat")
-	cmd := exec.Command("go", "build", "-tags", testHooksTag, "-o", bin, ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+	return proctest.BuildLifeboat(t, testHooksTag)
 }
 
 // capture captures src as workspace ws and returns the summary message.

@@ -8,21 +8,13 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"lifeboat/internal/proctest"
 )
 
 // testHooksTag is the build tag that compiles the test hooks of crash.go
 // in (crash_hooks.go); lifeboatBinary builds with it.
 const testHooksTag = "lifeboat_testhooks"
-
-// releaseBinary builds the command as it ships: without the test hooks.
-func releaseBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "lifeboat")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // hookEnv sets every test hook to fire at its first chance.
 var hookEnv = []string{crashEnv + "=1", crashRemoveEnv + "=1", recoveryStopEnv + "=before:creating"}
@@ -35,7 +27,8 @@ func TestReleaseBuildHasNoTestHooks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the lifeboat binary twice")
 	}
-	release, hooked := releaseBinary(t), lifeboatBinary(t)
+	release := proctest.BuildLifeboat(t) // as it ships: without the test hooks
+	hooked := lifeboatBinary(t)
 	for _, bin := range []string{release, hooked} {
 		data, err := os.ReadFile(bin)
 		must(t, err)

@@ -1,6 +1,7 @@
 // Package proctest is test support for tests that start processes: a
-// child run of this test binary (as user nobody, too), and DeadPID, the
-// id of a process that surely does not run.
+// child run of this test binary (as user nobody, too), the lifeboat
+// command built for a test, and DeadPID, the id of a process that surely
+// does not run.
 package proctest
 
 import (
