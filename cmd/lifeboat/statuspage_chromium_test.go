@@ -334,8 +334,8 @@ root = %q
 		!strings.Contains(offer.Warning, "cannot be read") {
 		t.Fatalf("bot-a's offer (damaged %s, earlier %s): %+v", damaged, earlier, offer)
 	}
-	pageCardHas(t, c, "ws-bot-a", "Recovery offer", "not readable", "last good", "readable", "offered", "Approve recovery from "+earlier[:12])
-	pageCardHas(t, c, "ws-bot-b", "healthy", "Check now")
+	c.TextHas("ws-bot-a", "Recovery offer", "not readable", "last good", "readable", "offered", "Approve recovery from "+earlier[:12])
+	c.TextHas("ws-bot-b", "healthy", "Check now")
 	screenshotPage(t, c, golden, tmp, "serve-lost-"+name+".png", width)
 
 	// Approve: the copy-back fills the disk after writing started.
@@ -357,7 +357,7 @@ root = %q
 	if _, err := os.Stat(filepath.Join(small, h.TargetInstance)); err != nil {
 		t.Fatalf("the held replacement is not kept: %v", err)
 	}
-	pageCardHas(t, c, "ws-bot-a", "Recovery failed", h.Operation, "no space left on device", "after_write", "What fixes it",
+	c.TextHas("ws-bot-a", "Recovery failed", h.Operation, "no space left on device", "after_write", "What fixes it",
 		"an operator resolves repair hold "+h.ID, "Repair holds", h.ID, "Kept replacement", h.TargetInstance, "small",
 		"stopped", "provider small stopped instance "+h.TargetInstance, "lifeboat recovery resolve "+h.ID, "Recovery offer")
 
@@ -367,7 +367,7 @@ root = %q
 	c.WaitFor(`document.querySelector("#ws-bot-b").dataset.state === "lost" && document.querySelector("#ws-bot-b button.approve")`)
 	c.Click(`#ws-bot-b button.approve`)
 	c.WaitFor(`document.querySelector("#ws-bot-b").dataset.state === "healthy" && document.querySelector("#ws-bot-b li.proc[data-state=lost] button.restart")`)
-	pageCardHas(t, c, "ws-bot-b", "Processes the last recovery lost", "sh -c echo restarted >> restarts.log", "/workspace/app",
+	c.TextHas("ws-bot-b", "Processes the last recovery lost", "sh -c echo restarted >> restarts.log", "/workspace/app",
 		"server listening on :3000", "lost", "Restart sh")
 	var ws struct{ Instance string }
 	s.call(http.StatusOK, "GET", "/v1/workspaces/bot-b", pageUserToken, nil, &ws)
@@ -445,21 +445,9 @@ root = %q
 	if got := restarts(); got != "restarted\n" {
 		t.Fatalf("after the second press, restarts.log holds %q: the command ran again", got)
 	}
-	pageCardHas(t, c, "ws-bot-b", "restarted")
+	c.TextHas("ws-bot-b", "restarted")
 	screenshotPage(t, c, golden, tmp, "serve-final-"+name+".png", width)
 	if v := c.CSPViolations(); len(v) > 0 {
 		t.Fatalf("content security policy violations: %v", v)
-	}
-}
-
-// pageCardHas checks that the card of a workspace shows each text.
-func pageCardHas(t *testing.T, c *chromiumtest.Browser, card string, want ...string) {
-	t.Helper()
-	var text string
-	c.Eval(`document.getElementById("`+card+`").innerText`, &text)
-	for _, w := range want {
-		if !strings.Contains(text, w) {
-			t.Fatalf("the card %s lacks %q:\n%s", card, w, text)
-		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -105,6 +106,21 @@ func (b *Browser) Click(selector string) {
 	b.Eval(fmt.Sprintf(`(() => { const e = document.querySelector(%s); if (!e) return "missing"; if (e.disabled) return "disabled"; e.click(); return ""; })()`, sel), &res)
 	if res != "" {
 		b.t.Fatalf("click %s: the element is %s", selector, res)
+	}
+}
+
+// TextHas checks that the element with the id shows each text (in its
+// innerText), failing the test with the text it shows.
+func (b *Browser) TextHas(id string, want ...string) {
+	b.t.Helper()
+	sel, err := json.Marshal(id)
+	must(b.t, err)
+	var text string
+	b.Eval(fmt.Sprintf(`document.getElementById(%s).innerText`, sel), &text)
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			b.t.Fatalf("the element %s lacks %q:\n%s", id, w, text)
+		}
 	}
 }
 
