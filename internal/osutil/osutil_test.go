@@ -2,6 +2,7 @@ package osutil
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -74,5 +75,18 @@ func TestProcessAlive(t *testing.T) {
 	}
 	if pid := proctest.DeadPID(t); ProcessAlive(pid) {
 		t.Skipf("PID %d of an exited child was reused", pid)
+	}
+}
+
+// UnixMode and FileMode are each other's inverse over every permission,
+// setuid, setgid and sticky combination, and FileMode drops type bits.
+func TestModeRoundTrip(t *testing.T) {
+	for v := uint32(0); v <= 0o7777; v++ {
+		if got := UnixMode(FileMode(v)); got != v {
+			t.Fatalf("UnixMode(FileMode(%04o)) = %04o", v, got)
+		}
+	}
+	if got := FileMode(0o104755); got != fs.ModeSetuid|0o755 {
+		t.Fatalf("FileMode of a setuid regular file's st_mode: %v", got)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"lifeboat/internal/osutil"
 	"lifeboat/providers"
 	"lifeboat/providers/fsmeta"
 	"lifeboat/providers/tartree"
@@ -72,7 +73,7 @@ func parseListing(b []byte) (now time.Time, entries []remoteEntry, err error) {
 		if err = errors.Join(err, err1, err2, err3); err != nil {
 			return now, nil, fmt.Errorf("unreadable listing record %q: %w", r, err)
 		}
-		e.perm, e.nlink, e.mtime = tartree.FileMode(int64(m)), n, mt
+		e.perm, e.nlink, e.mtime = osutil.FileMode(uint32(m)), n, mt
 		entries = append(entries, e)
 	}
 	return now, entries, nil

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"lifeboat/internal/osutil"
 	"lifeboat/providers/fsmeta"
 	"lifeboat/providers/tartree"
 )
@@ -137,7 +138,7 @@ func (s *syncer) run(ctx context.Context, r io.Reader) error {
 }
 
 func (s *syncer) entry(tr *tar.Reader, h *tar.Header, rel string) error {
-	mode := tartree.FileMode(h.Mode)
+	mode := osutil.FileMode(uint32(h.Mode))
 	cur, err := s.dst.Lstat(rel)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err

@@ -5,6 +5,8 @@ import (
 	"os"
 	"sort"
 	"time"
+
+	"lifeboat/internal/osutil"
 )
 
 // Dirs holds the metadata of the directories a tar stream writes, to be
@@ -21,7 +23,7 @@ type dirMeta struct {
 
 // Add records the metadata header h gives the directory rel.
 func (d *Dirs) Add(rel string, h *tar.Header) {
-	d.list = append(d.list, dirMeta{rel: rel, mode: FileMode(h.Mode), mtime: h.ModTime, uid: h.Uid, gid: h.Gid})
+	d.list = append(d.list, dirMeta{rel: rel, mode: osutil.FileMode(uint32(h.Mode)), mtime: h.ModTime, uid: h.Uid, gid: h.Gid})
 }
 
 // Apply gives each directory recorded in dst, deepest first (so setting a

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"lifeboat/internal/osutil"
 	"lifeboat/providers/fsmeta"
 )
 
@@ -51,7 +52,7 @@ func Extract(ctx context.Context, r io.Reader, dst *os.Root, o ExtractOptions) e
 		if !ok {
 			return fail(h.Name, errors.New("the name leaves the tree (absolute or ..); refused"))
 		}
-		mode := FileMode(h.Mode)
+		mode := osutil.FileMode(uint32(h.Mode))
 		switch h.Typeflag {
 		case tar.TypeDir:
 			if rel != "." {

@@ -11,6 +11,7 @@ import (
 	"path"
 	"syscall"
 
+	"lifeboat/internal/osutil"
 	"lifeboat/providers/fsmeta"
 )
 
@@ -81,7 +82,7 @@ func Write(ctx context.Context, src *os.Root, w io.Writer, o WriteOptions) error
 			return srcErr(rel, err)
 		}
 		m := info.Mode()
-		h := &tar.Header{Name: name(rel), Mode: Mode(m), ModTime: info.ModTime(), Format: tar.FormatPAX}
+		h := &tar.Header{Name: name(rel), Mode: int64(osutil.UnixMode(m)), ModTime: info.ModTime(), Format: tar.FormatPAX}
 		st, _ := info.Sys().(*syscall.Stat_t)
 		if st != nil {
 			h.Uid, h.Gid = int(st.Uid), int(st.Gid)
@@ -148,7 +149,7 @@ func tarFile(src *os.Root, tw *tar.Writer, rel string, h *tar.Header, xattrs boo
 	if err != nil {
 		return srcErr(rel, err)
 	}
-	h.Typeflag, h.Size, h.ModTime, h.Mode = tar.TypeReg, fi.Size(), fi.ModTime(), Mode(fi.Mode())
+	h.Typeflag, h.Size, h.ModTime, h.Mode = tar.TypeReg, fi.Size(), fi.ModTime(), int64(osutil.UnixMode(fi.Mode()))
 	if err := tw.WriteHeader(h); err != nil {
 		return err
 	}
@@ -182,38 +183,6 @@ func addXattrsFd(f *os.File, h *tar.Header) error {
 		h.PAXRecords["SCHILY.xattr."+x.Name] = string(x.Value)
 	}
 	return nil
-}
-
-// Mode is a tar header's mode: permission bits with setuid, setgid and
-// sticky in their Unix places.
-func Mode(m fs.FileMode) int64 {
-	v := int64(m.Perm())
-	if m&fs.ModeSetuid != 0 {
-		v |= 0o4000
-	}
-	if m&fs.ModeSetgid != 0 {
-		v |= 0o2000
-	}
-	if m&fs.ModeSticky != 0 {
-		v |= 0o1000
-	}
-	return v
-}
-
-// FileMode is the inverse of Mode: a tar header's mode as permission bits
-// with setuid, setgid and sticky.
-func FileMode(v int64) fs.FileMode {
-	m := fs.FileMode(v) & fs.ModePerm
-	if v&0o4000 != 0 {
-		m |= fs.ModeSetuid
-	}
-	if v&0o2000 != 0 {
-		m |= fs.ModeSetgid
-	}
-	if v&0o1000 != 0 {
-		m |= fs.ModeSticky
-	}
-	return m
 }
 
 // PathOf is the path a walk error names, relative to the walked tree.

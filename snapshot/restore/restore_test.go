@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"lifeboat/blob"
+	"lifeboat/internal/osutil"
 	"lifeboat/internal/storetest"
 	"lifeboat/snapshot"
 	"lifeboat/snapshot/internal/snaptest"
@@ -344,7 +345,7 @@ func TestRestoreModes(t *testing.T) {
 			if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.Chmod(p, os.FileMode(m&0o777)|rsModeBits(m)); err != nil {
+			if err := os.Chmod(p, osutil.FileMode(m)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -419,19 +420,4 @@ func TestRestoreReadOnlyFiles(t *testing.T) {
 func TestRestoreReadOnlyFilesNonRoot(t *testing.T) {
 	t.Parallel()
 	rsRunAsNobody(t, "TestRestoreReadOnlyFiles")
-}
-
-// rsModeBits turns setuid, setgid and sticky bits into os.FileMode's.
-func rsModeBits(m uint32) os.FileMode {
-	var f os.FileMode
-	if m&0o4000 != 0 {
-		f |= os.ModeSetuid
-	}
-	if m&0o2000 != 0 {
-		f |= os.ModeSetgid
-	}
-	if m&0o1000 != 0 {
-		f |= os.ModeSticky
-	}
-	return f
 }
