@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"lifeboat/providers/platformtest"
 )
@@ -133,4 +136,104 @@ func TestRecoverPlatformWorkspaceThroughServe(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestServeBoundsScheduledChecks: `[lifecycle] max_checks` reaches the
+// lifecycle through `serve`. Five workspaces on sandboxes of an HTTP
+// platform are added with a check interval of 10 ms; the server then
+// starts again with max_checks = 2, and its first round finds all five
+// due. The platform holds every inspection (GET
+// /sandbox/{id}) until two are held, then lets one go: the round must
+// inspect every sandbox, never more than two at once.
+func TestServeBoundsScheduledChecks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the lifeboat binary")
+	}
+	const secret, checks, workspaces = "platform-secret-4711", 2, 5
+	sb := platformtest.New(t, secret)
+	srv := platformtest.Serve(t, sb.Daytona())
+	s := newSvcEnv(t, fmt.Sprintf("\n[providers.box1]\ntype = \"daytona\"\nbase_url = %q\napi_key_env = \"LB_TEST_PLATFORM_KEY\"\n", srv.URL))
+	key := "LB_TEST_PLATFORM_KEY=" + secret
+	interval := "LIFEBOAT_LIFECYCLE_CHECK_INTERVAL=10ms"
+	s.start(key, interval)
+	for i := range workspaces {
+		box, err := sb.Add("", "started", nil)
+		must(t, err)
+		s.cliOK("workspace", "add", fmt.Sprintf("bot%d", i), "--provider", "box1", "--instance", box.ID)
+	}
+	s.stop()
+
+	g := &inspectGate{arrived: make(chan string, 4*workspaces), release: make(chan struct{}), open: make(chan struct{})}
+	sb.SetFault(g.hold)
+	defer g.openUp()
+	s.start(key, interval, fmt.Sprintf("LIFEBOAT_LIFECYCLE_MAX_CHECKS=%d", checks))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	seen, held := map[string]bool{}, 0
+	for len(seen) < workspaces {
+		select {
+		case id := <-g.arrived:
+			seen[id] = true
+			if held++; held == checks {
+				g.release <- struct{}{}
+				held--
+			}
+		case <-ctx.Done():
+			t.Fatalf("the first scheduled round inspected %d of %d sandboxes (%d held) and no more came\n%s", len(seen), workspaces, held, s.stderr)
+		}
+	}
+	if most := g.openUp(); most != checks {
+		t.Fatalf("%d inspections at once with max_checks = %d", most, checks)
+	}
+	s.stop()
+}
+
+// inspectGate is a platform fault that holds each sandbox inspection
+// until the test lets one go (release) or opens the gate, and records the
+// most inspections held at once.
+type inspectGate struct {
+	mu           sync.Mutex
+	inside, most int
+	arrived      chan string   // the sandbox of each inspection held
+	release      chan struct{} // lets one held inspection go
+	open         chan struct{} // closed: nothing more is held
+	opened       sync.Once
+}
+
+func (g *inspectGate) hold(_ http.ResponseWriter, r *http.Request) bool {
+	id, ok := strings.CutPrefix(r.URL.Path, "/sandbox/")
+	if r.Method != http.MethodGet || !ok || strings.Contains(id, "/") {
+		return false
+	}
+	select {
+	case <-g.open:
+		return false
+	default:
+	}
+	g.mu.Lock()
+	g.inside++
+	g.most = max(g.most, g.inside)
+	g.mu.Unlock()
+	select {
+	case g.arrived <- id:
+		select {
+		case <-g.release:
+		case <-g.open:
+		case <-r.Context().Done():
+		}
+	case <-g.open:
+	}
+	g.mu.Lock()
+	g.inside--
+	g.mu.Unlock()
+	return false // the platform answers
+}
+
+// openUp lets every inspection through from now on and returns the most
+// held at once.
+func (g *inspectGate) openUp() int {
+	g.opened.Do(func() { close(g.open) })
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.most
 }
