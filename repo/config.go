@@ -82,9 +82,30 @@ func loadConfig(ctx context.Context, be backend.Backend) (*Config, error) {
 	case errors.Is(err, fs.ErrPermission):
 		return nil, fmt.Errorf("%w at %s: %w; run lifeboat as a user that may read the repository (its owner), or give this user read access to its files", ErrAccessDenied, be.Location(), err)
 	case errors.Is(err, backend.ErrNotFound):
+		if t, lerr := firstStored(ctx, be); lerr == nil && t != "" {
+			return nil, fmt.Errorf("%w at %s: its config is missing but %s/ holds its files; put the config back from a backup or another copy of the repository (`lifeboat init` here would refuse: a new config would leave them unreadable): %w",
+				ErrNoRepository, be.Location(), t, err)
+		}
 		return nil, fmt.Errorf("%w at %s (run `lifeboat init` to create one): %w", ErrNoRepository, be.Location(), err)
 	}
 	return nil, fmt.Errorf("reading the config of the repository at %s: %w", be.Location(), err)
+}
+
+// firstStored returns the first of keys, snapshots, index and packs of
+// which be holds a file, or "" when it holds none: what a location
+// without a config must not hold for init to write a new one.
+func firstStored(ctx context.Context, be backend.Backend) (backend.FileType, error) {
+	errFound := errors.New("found")
+	for _, t := range []backend.FileType{backend.Key, backend.Snapshot, backend.Index, backend.Pack} {
+		err := be.List(ctx, t, func(backend.FileInfo) error { return errFound })
+		if errors.Is(err, errFound) {
+			return t, nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("listing %s of %s: %w", t, be.Location(), err)
+		}
+	}
+	return "", nil
 }
 
 func decodeConfig(data []byte, where string) (*Config, error) {

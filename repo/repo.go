@@ -151,6 +151,12 @@ func Init(ctx context.Context, be backend.Backend, password []byte, o InitOption
 	} else if !errors.Is(err, backend.ErrNotFound) {
 		return InitResult{}, err
 	}
+	if t, err := firstStored(ctx, be); err != nil {
+		return InitResult{}, err
+	} else if t != "" {
+		return InitResult{}, fmt.Errorf("%w at %s: its config is missing but %s/ holds its files; a new config would leave them unreadable: put the config back from a backup or another copy of the repository, or choose another location",
+			ErrRepoExists, be.Location(), t)
+	}
 	p := Params{Version: FormatVersion, Created: time.Now().UTC().Truncate(time.Second), PackSize: o.PackSize,
 		Compression: o.Compression, Chunker: o.Chunker}
 	if _, err := rand.Read(p.ID[:]); err != nil {

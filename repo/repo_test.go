@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -280,4 +282,71 @@ func TestObjectsRoundTrip(t *testing.T) {
 	if _, _, err := r.LoadObject(ctx, crypt.KindLock, id); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("snapshot read as lock: %v", err)
 	}
+}
+
+// A location whose config went missing but that still holds a
+// repository's files is no place for init: init refuses (a new config
+// would make every key, index and pack unreadable), open says the config
+// is missing rather than inviting an init, and with the config put back
+// everything reads as before. With the keys gone too, the packs alone
+// still stop init.
+func TestInitRefusesRepositoryWithoutConfig(t *testing.T) {
+	storetest.Each(t, testInitRefusesRepositoryWithoutConfig)
+}
+
+func testInitRefusesRepositoryWithoutConfig(t *testing.T, s storetest.Store) {
+	ctx := context.Background()
+	tr := newTestRepoIn(t, s)
+	blobs := randomBlobs(t, 7, 20, 64<<10)
+	r := tr.open(t, nil, testPassword)
+	ids := saveAll(t, r, blob.Workspace, blobs)
+	must(t, r.Close(ctx))
+	cfgHandle := backend.Handle{Type: backend.Config, Name: "config"}
+	cfg, err := tr.be.Load(ctx, cfgHandle, 0, 0)
+	must(t, err)
+	must(t, tr.be.Remove(ctx, cfgHandle))
+	keys := listNames(t, tr.be, backend.Key)
+
+	_, err = Open(ctx, tr.be, testPassword, Options{CacheDir: tr.cache})
+	if !errors.Is(err, ErrNoRepository) || !strings.Contains(err.Error(), "config is missing but keys/ holds its files") || strings.Contains(err.Error(), "run `lifeboat init`") {
+		t.Fatalf("open without the config: %v", err)
+	}
+	_, err = Init(ctx, tr.be, testPassword, InitOptions{KDF: testKDF()})
+	if !errors.Is(err, ErrRepoExists) || !strings.Contains(err.Error(), "keys/") || !strings.Contains(err.Error(), tr.be.Location()) {
+		t.Fatalf("init over a repository without its config: %v", err)
+	}
+	if _, err := tr.be.Stat(ctx, cfgHandle); !errors.Is(err, backend.ErrNotFound) {
+		t.Fatalf("the refused init left a config: %v", err)
+	}
+	if got := listNames(t, tr.be, backend.Key); !slices.Equal(got, keys) {
+		t.Fatalf("the refused init changed the key files: %v, were %v", got, keys)
+	}
+
+	must(t, tr.be.Save(ctx, cfgHandle, cfg))
+	checkAll(t, tr.open(t, nil, testPassword), blob.Workspace, ids, blobs)
+
+	must(t, tr.be.Remove(ctx, cfgHandle))
+	for _, k := range keys {
+		must(t, tr.be.Remove(ctx, backend.Handle{Type: backend.Key, Name: k}))
+	}
+	for _, typ := range []backend.FileType{backend.Snapshot, backend.Index} {
+		for _, n := range listNames(t, tr.be, typ) {
+			must(t, tr.be.Remove(ctx, backend.Handle{Type: typ, Name: n}))
+		}
+	}
+	if _, err := Init(ctx, tr.be, testPassword, InitOptions{KDF: testKDF()}); !errors.Is(err, ErrRepoExists) || !strings.Contains(err.Error(), "data/") {
+		t.Fatalf("init over packs alone: %v", err)
+	}
+}
+
+// listNames returns the sorted names of be's files of type typ.
+func listNames(t *testing.T, be backend.Backend, typ backend.FileType) []string {
+	t.Helper()
+	var names []string
+	must(t, be.List(context.Background(), typ, func(fi backend.FileInfo) error {
+		names = append(names, fi.Name)
+		return nil
+	}))
+	slices.Sort(names)
+	return names
 }

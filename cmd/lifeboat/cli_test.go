@@ -10,6 +10,35 @@ import (
 	"testing"
 )
 
+// A repository whose config file went missing: commands exit 10 saying
+// so (not inviting an init), init refuses with 15 and writes nothing, and
+// with the config put back the snapshot restores as captured.
+func TestInitRefusesRepositoryWithoutConfig(t *testing.T) {
+	e := newEnv(t)
+	e.init()
+	src := e.captureTree("bot1", "src", 3)
+	cfgFile := filepath.Join(e.repo, "config")
+	cfg, err := os.ReadFile(cfgFile)
+	must(t, err)
+	must(t, os.Remove(cfgFile))
+	keys, err := os.ReadDir(filepath.Join(e.repo, "keys"))
+	must(t, err)
+	if r := e.run("snapshots"); r.code != exitNoRepo || !strings.Contains(r.stderr, "config is missing but keys/ holds its files") || strings.Contains(r.stderr, "run `lifeboat init`") {
+		t.Fatalf("snapshots without the config: exit %d: %s", r.code, r.stderr)
+	}
+	if r := e.run("init", "--kdf-memory-kib", "64", "--kdf-time", "1"); r.code != exitRefused || !strings.Contains(r.stderr, "config is missing") {
+		t.Fatalf("init over a repository without its config: exit %d: %s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(cfgFile); !os.IsNotExist(err) {
+		t.Fatalf("the refused init wrote a config: %v", err)
+	}
+	if after, err := os.ReadDir(filepath.Join(e.repo, "keys")); err != nil || len(after) != len(keys) {
+		t.Fatalf("the refused init changed keys/: %d files, were %d (%v)", len(after), len(keys), err)
+	}
+	must(t, os.WriteFile(cfgFile, cfg, 0o600))
+	e.restoreAndCompare("bot1", src)
+}
+
 func TestInitAndKeys(t *testing.T) {
 	e := newEnv(t)
 	e.init()
