@@ -46,6 +46,12 @@ type Options struct {
 	// list every snapshot for the newest (serve's first capture of a
 	// workspace, which has no last good checkpoint yet).
 	NoParentSearch bool
+	// Own are more directories Lifeboat keeps its own data in (the CLI's
+	// cache directory) beside the repository and its index cache: each
+	// that lies inside the captured directory is left out of the snapshot
+	// (Result.LeftOut), and a captured directory inside one is refused
+	// (ErrCaptureOverlaps).
+	Own []snapshot.OwnDir
 }
 
 // Result is what Capture did.
@@ -59,6 +65,9 @@ type Result struct {
 	// could not be checkpointed); they name paths, never content.
 	Problems []profile.Problem
 	Verified bool // Options.Verify was set and the snapshot passed
+	// LeftOut are Lifeboat's own directories that lay inside the captured
+	// directory and were left out of the snapshot (OwnDir.Path relative).
+	LeftOut []snapshot.OwnDir
 }
 
 // ErrProfileTier: a workspace holds a browser profile and the key in use
@@ -85,7 +94,10 @@ func ResolveProfiles(root string, dirs []string) ([]profile.Profile, error) {
 // stops the capture before anything is read), prepared right before they
 // are read, and captured into the sensitive tier; with o.Verify the
 // snapshot is verified. A key without the sensitive tier is refused
-// (ErrProfileTier) as soon as a profile is named or found.
+// (ErrProfileTier) as soon as a profile is named or found. Lifeboat's own
+// directories inside dir (the repository, its index cache, o.Own) are
+// left out; a dir that is, or is inside, one of them is refused
+// (ErrCaptureOverlaps).
 //
 // Files that cannot be read make the snapshot partial
 // (Manifest.Complete false), which is not an error here. The result's
@@ -96,6 +108,9 @@ func Capture(ctx context.Context, r *repo.Repository, dir string, o Options) (re
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
+		return res, err
+	}
+	if res.LeftOut, err = ownInside(abs, snapshot.OwnDirs(r, o.Own)); err != nil {
 		return res, err
 	}
 	finder := &profile.Finder{Root: abs, Allow: func(p profile.Profile) error { return needSensitive(r, o.Workspace, p) }}
@@ -130,6 +145,13 @@ func Capture(ctx context.Context, r *repo.Repository, dir string, o Options) (re
 	}
 	copts := capture.Options{Workspace: o.Workspace, Host: o.Host, Instance: o.Instance, Tags: o.Tags,
 		Excludes: o.Excludes, Readers: o.Readers, Parent: res.Parent, Progress: o.Progress, Sensitive: specs}
+	if len(res.LeftOut) > 0 {
+		out := make(map[string]bool, len(res.LeftOut))
+		for _, d := range res.LeftOut {
+			out[d.Path] = true
+		}
+		copts.Filter = func(rel string) bool { return !out[rel] }
+	}
 	if !o.NoDiscovery {
 		copts.Discover = finder
 	}

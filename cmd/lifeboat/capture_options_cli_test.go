@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"lifeboat/bench"
 	"lifeboat/profile/fixture"
 	"lifeboat/profile/fixture/localstorage"
 )
@@ -64,5 +65,47 @@ func TestLifecycleCaptureNamedProfile(t *testing.T) {
 	r := e.run(append(flags, "capture", "--workspace", "bot1", "--profile", "project", "--json")...)
 	if r.code == 0 || !strings.Contains(r.stdout+r.stderr, "project") {
 		t.Fatalf("a --profile that is no profile: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// capture of a home directory that holds the repository and the cache
+// (the defaults put both under $HOME) leaves the two out, completes, and
+// says so in text and JSON; the restored tree has the rest and neither.
+// Capturing the repository itself is refused with exit 2 before anything
+// is written.
+func TestCaptureLeavesOutRepositoryAndCache(t *testing.T) {
+	e := newEnv(t)
+	e.init()
+	writeTree(t, filepath.Join(e.dir, "work"), 5)
+	sum := e.capture("home", e.dir)
+	if sum["complete"] != true {
+		t.Fatalf("capture of a directory holding the repository: %v", sum)
+	}
+	var left []string
+	for _, d := range sum["left_out"].([]any) {
+		left = append(left, d.(map[string]any)["path"].(string)+" "+d.(map[string]any)["what"].(string))
+	}
+	if strings.Join(left, ", ") != "repo the repository, cache the cache directory" {
+		t.Fatalf("left out: %v", left)
+	}
+	if out := e.ok("capture", "--workspace", "home", e.dir).stdout; !strings.Contains(out, `left out repo, the repository: it lies inside the captured directory`) {
+		t.Fatalf("text output does not say what it left out:\n%s", out)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	e.ok("restore", "--workspace", "home", "--target", out, "latest")
+	for _, p := range []string{"repo", "cache"} {
+		if _, err := os.Lstat(filepath.Join(out, p)); !os.IsNotExist(err) {
+			t.Fatalf("the restored tree has %s: %v", p, err)
+		}
+	}
+	if d, err := bench.Compare(filepath.Join(e.dir, "work"), filepath.Join(out, "work")); err != nil || len(d) > 0 {
+		t.Fatalf("restored work differs: %v %v", d, err)
+	}
+	before := len(jsonLines(t, e.ok("snapshots", "--json").stdout))
+	if r := e.run("capture", "--workspace", "repo", filepath.Join(e.repo, "data")); r.code != exitUsage || !strings.Contains(r.stderr, "is inside the repository") {
+		t.Fatalf("capture inside the repository: exit %d: %s", r.code, r.stderr)
+	}
+	if after := len(jsonLines(t, e.ok("snapshots", "--json").stdout)); after != before {
+		t.Fatalf("the refused capture wrote a snapshot: %d listed, were %d", after, before)
 	}
 }

@@ -40,6 +40,9 @@ type summaryMessage struct {
 	// prefix (snapshot.CapturePrefix); PrefixesNotListed counts the others.
 	Prefixes          []snapshot.CapturePrefix `json:"prefixes"`
 	PrefixesNotListed uint64                   `json:"prefixes_not_listed"`
+	// LeftOut are Lifeboat's own directories that lay inside the captured
+	// directory and were left out (checkpoint.Result.LeftOut).
+	LeftOut []snapshot.OwnDir `json:"left_out"`
 	// Verified: --verify checked the snapshot after it was written.
 	Verified bool `json:"verified"`
 }
@@ -119,7 +122,7 @@ func runCapture(cmd *cobra.Command, g *globalOptions, r *repo.Repository, root s
 	start := time.Now()
 	res, err := checkpoint.Capture(cmd.Context(), r, root, checkpoint.Options{Workspace: o.workspace, Host: o.host, Instance: o.instance,
 		Tags: o.tags, Excludes: o.excludes, Readers: o.readers, NoCache: o.noCache, Profiles: explicit, NoDiscovery: o.noDiscover,
-		Verify: o.verify, Progress: prog})
+		Verify: o.verify, Progress: prog, Own: g.ownDirs()})
 	prog.finish()
 	g.profileProblems(res.Problems)
 	if err != nil {
@@ -127,7 +130,7 @@ func runCapture(cmd *cobra.Command, g *globalOptions, r *repo.Repository, root s
 	}
 	m := res.Manifest
 	msg := summaryMessage{"summary", m.ID.String(), m.Workspace, m.Complete, m.Totals, len(m.Errors), time.Since(start).Seconds(), []profileRef{},
-		append([]snapshot.CapturePrefix{}, m.Prefixes...), m.PrefixesNotListed, res.Verified}
+		append([]snapshot.CapturePrefix{}, m.Prefixes...), m.PrefixesNotListed, append([]snapshot.OwnDir{}, res.LeftOut...), res.Verified}
 	for _, p := range res.Profiles {
 		msg.Profiles = append(msg.Profiles, profileRef{p.Rel, string(p.Kind)})
 	}
@@ -143,6 +146,9 @@ func runCapture(cmd *cobra.Command, g *globalOptions, r *repo.Repository, root s
 		}
 		if m.PrefixesNotListed > 0 {
 			fmt.Fprintf(w, "%d more files kept growing while they were read and were captured as their first bytes\n", m.PrefixesNotListed)
+		}
+		for _, d := range msg.LeftOut {
+			fmt.Fprintf(w, "left out %s, %s: it lies inside the captured directory\n", quoteName(d.Path), d.What)
 		}
 		if res.Verified {
 			fmt.Fprintln(w, "verified: the manifest and every tree load, and every chunk is indexed")

@@ -7,6 +7,7 @@ import (
 	"syscall"
 
 	"lifeboat/backend"
+	"lifeboat/checkpoint"
 	"lifeboat/crypt"
 	"lifeboat/profile"
 	"lifeboat/recovery"
@@ -69,7 +70,7 @@ func exitCode(err error) int {
 		return exitPartial
 	case errors.As(err, &fe):
 		return exitProfileBad
-	case errors.As(err, &ue), isCobraUsage(err), errors.Is(err, profile.ErrNotProfile), errors.Is(err, capture.ErrSensitivePath), errors.Is(err, capture.ErrBadExclude),
+	case errors.As(err, &ue), isCobraUsage(err), errors.Is(err, profile.ErrNotProfile), errors.Is(err, capture.ErrSensitivePath), errors.Is(err, capture.ErrBadExclude), errors.Is(err, checkpoint.ErrCaptureOverlaps),
 		errors.Is(err, recovery.ErrUnknownWorkspace), errors.Is(err, recovery.ErrBadWorkspaceID),
 		errors.Is(err, recovery.ErrUnknownProvider), errors.Is(err, recovery.ErrInstanceMissing), errors.Is(err, recovery.ErrInvalidChange):
 		return exitUsage

@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"lifeboat/repo"
+	"lifeboat/snapshot"
 )
 
 // ErrTargetOverlaps: the restore target is, is inside, or contains a
@@ -22,20 +22,7 @@ var ErrTargetHoldsRepository = ErrTargetOverlaps
 
 // ProtectedDir is a directory a restore target must neither be inside nor
 // contain.
-type ProtectedDir struct {
-	Path string
-	What string // what it is, for messages: "the cache directory", ...
-}
-
-// ownDirs is what a restore through r must not touch: the repository's
-// directory (when it is local), its index cache, and extra.
-func ownDirs(r *repo.Repository, extra []ProtectedDir) []ProtectedDir {
-	own := []ProtectedDir{{r.Backend().Location(), "the repository"}}
-	if idx := r.Index(); idx != nil {
-		own = append(own, ProtectedDir{filepath.Dir(idx.Path()), "the repository's index cache"})
-	}
-	return append(own, extra...)
-}
+type ProtectedDir = snapshot.OwnDir
 
 // dirID is a directory's identity.
 type dirID struct{ dev, ino uint64 }
