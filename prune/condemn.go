@@ -78,7 +78,7 @@ func (p *Plan) phases(conds []repo.StoredCondemnation, now time.Time, deleteAfte
 	}
 	p.condemned = map[blob.ID]bool{}
 	sortOut := func(list []PackInfo, repack bool) []PackInfo {
-		var kept []PackInfo
+		kept := []PackInfo{} // [] in JSON, never null
 		for _, pi := range list {
 			switch {
 			case ripe[pi.ID] && !repack:

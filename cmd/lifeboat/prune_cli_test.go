@@ -550,3 +550,23 @@ func TestForgetSnapshotGoneMeanwhile(t *testing.T) {
 		t.Fatalf("forgetting a snapshot removed meanwhile: %v, %+v", err, res)
 	}
 }
+
+// prune's JSON lists are [] when empty, never null (json.md), in the
+// default two-phase run and with --instant-delete, dry run or not.
+func TestPruneJSONListsNeverNull(t *testing.T) {
+	e := newEnv(t)
+	e.init()
+	e.captureTree("w", "src", 2)
+	for _, args := range [][]string{{"--dry-run"}, {}, {"--instant-delete", "--dry-run"}, {"--instant-delete"}} {
+		out := e.ok(append([]string{"prune", "--json"}, args...)...).stdout
+		if strings.Contains(out, "null") {
+			t.Fatalf("prune %v printed null:\n%s", args, out)
+		}
+		plan := jsonLines(t, out)[0]
+		for _, k := range []string{"damaged", "delete", "repack", "unindexed"} {
+			if l, ok := plan[k].([]any); !ok || len(l) != 0 {
+				t.Fatalf("prune %v: %s is %v, want []", args, k, plan[k])
+			}
+		}
+	}
+}
