@@ -56,12 +56,22 @@ func newPruneCommand(g *globalOptions) *cobra.Command {
 			"until at most --max-unused of the repository is unused. Condemned packs are no longer reused by captures; a later prune " +
 			"deletes them once --delete-after has passed (default 24h), unless a snapshot stored meanwhile needs them. Prune takes no lock " +
 			"that captures wait for. --instant-delete deletes at once under an exclusive lock instead: only when nothing captures. " +
-			"--dry-run prints the plan. A damaged snapshot stops prune before it deletes anything, unless --forget-damaged.",
+			"--dry-run prints the plan. A damaged snapshot stops prune before it deletes anything, unless --forget-damaged. " +
+			"With --config, its [prune] max_unused and delete_after stand where the flags are not given.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			mu, err := parseMaxUnused(maxUnused)
 			if err != nil {
 				return err
+			}
+			// --config's [prune] keys stand where the flags are not given.
+			if c := g.cfg; c != nil {
+				if !cmd.Flags().Changed("max-unused") {
+					mu = c.Prune.MaxUnused
+				}
+				if !cmd.Flags().Changed("delete-after") {
+					deleteAfter = c.Prune.DeleteAfter
+				}
 			}
 			if !instant && deleteAfter < prune.MinDeleteAfter {
 				return usageError{fmt.Sprintf("--delete-after %s: want at least %s (a capture's session limit, the condemn slack and an hour of clock difference), or --instant-delete when nothing captures", deleteAfter, prune.MinDeleteAfter)}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -568,5 +569,37 @@ func TestPruneJSONListsNeverNull(t *testing.T) {
 				t.Fatalf("prune %v: %s is %v, want []", args, k, plan[k])
 			}
 		}
+	}
+}
+
+// With --config, prune takes [prune] delete_after and max_unused where
+// the flags are not given; a flag still wins.
+func TestPruneTakesConfigKeys(t *testing.T) {
+	e := newEnv(t)
+	e.init()
+	// The first snapshot's pack holds one file the second has not: after
+	// the first is forgotten, a little of that pack is unused.
+	src := filepath.Join(e.dir, "src")
+	writeTree(t, src, 2)
+	must(t, os.WriteFile(filepath.Join(src, "gone.txt"), bytes.Repeat([]byte("one small file of many "), 200), 0o644))
+	e.capture("w", src)
+	must(t, os.Remove(filepath.Join(src, "gone.txt")))
+	e.capture("w", src)
+	cfg := filepath.Join(e.dir, "lifeboat.toml")
+	head := serveConfig{repo: e.repo, passwordFile: e.passwdFile, cache: e.cache, state: filepath.Join(e.dir, "state"), tokens: filepath.Join(e.dir, "tokens")}.head()
+	must(t, os.WriteFile(filepath.Join(e.dir, "tokens"), nil, 0o600))
+	must(t, os.WriteFile(cfg, []byte(head+"\n[prune]\ndelete_after = \"13h10m\"\nmax_unused = \"0%\"\n"), 0o600))
+	e.ok("forget", "--workspace", "w", "--keep-last", "1")
+	repacks := func(args ...string) int {
+		return len(jsonLines(t, e.ok(append(args, "prune", "--dry-run", "--json")...).stdout)[0]["repack"].([]any))
+	}
+	if def, fromCfg := repacks(), repacks("--config", cfg); def != 0 || fromCfg == 0 {
+		t.Fatalf("packs to repack: %d with the default 5%%, %d with max_unused 0%% from the config", def, fromCfg)
+	}
+	if out := e.ok("--config", cfg, "prune").stdout; !strings.Contains(out, "13h10m0s from now") {
+		t.Fatalf("prune --config did not take delete_after:\n%s", out)
+	}
+	if out := e.ok("--config", cfg, "prune", "--delete-after", "20h").stdout; !strings.Contains(out, "20h0m0s from now") {
+		t.Fatalf("--delete-after did not win over the config:\n%s", out)
 	}
 }
