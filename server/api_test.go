@@ -210,3 +210,23 @@ func TestRepairHoldResolution(t *testing.T) {
 	}
 	e.fails(http.StatusConflict, "hold_resolved", "POST", "/v1/repair-holds/h1/resolve", operatorToken, resolveRequest{"discarded", "y"})
 }
+
+// noProviders is a recovery service with no provider instance configured.
+type noProviders struct{ RecoveryService }
+
+func (noProviders) ProviderNames() []string { return nil }
+
+// Registering a workspace on a provider the server does not have names
+// the ones it has; a server with none says to add a [providers.NAME]
+// table, rather than listing nothing.
+func TestRegisterUnknownProvider(t *testing.T) {
+	reg := map[string]string{"id": "bot1", "provider": "box9", "instance": "i"}
+	e := newEnv(t)
+	if ae := e.fails(http.StatusBadRequest, "unknown_provider", "POST", "/v1/workspaces", operatorToken, reg); !strings.Contains(ae.Message, `"box9" is not configured in this server; configured: local`) {
+		t.Fatalf("unknown provider: %s", ae.Message)
+	}
+	e = newEnvWith(t, func(e *env) RecoveryService { return noProviders{e.rec} })
+	if ae := e.fails(http.StatusBadRequest, "unknown_provider", "POST", "/v1/workspaces", operatorToken, reg); !strings.Contains(ae.Message, "add a [providers.NAME] table") {
+		t.Fatalf("unknown provider on a server without providers: %s", ae.Message)
+	}
+}

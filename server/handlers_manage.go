@@ -64,7 +64,11 @@ func (s *Server) addWorkspace(w http.ResponseWriter, r *http.Request) error {
 		return badRequest(`registering a workspace needs its id and provider instance: {"id": "bot1", "provider": "NAME", "instance": "NATIVE-ID"}`)
 	}
 	if _, ok := s.rec.Provider(req.Provider); !ok {
-		return &apiError{http.StatusBadRequest, "unknown_provider", fmt.Sprintf("provider %q is not configured in this server; configured: %s", req.Provider, strings.Join(s.providerNames(), ", "))}
+		names := s.providerNames()
+		if len(names) == 0 {
+			return &apiError{http.StatusBadRequest, "unknown_provider", fmt.Sprintf("provider %q is not configured in this server, which has no provider instance: add a [providers.NAME] table to its config (docs/configuration.md) and restart it", req.Provider)}
+		}
+		return &apiError{http.StatusBadRequest, "unknown_provider", fmt.Sprintf("provider %q is not configured in this server; configured: %s", req.Provider, strings.Join(names, ", "))}
 	}
 	park, err := interval("park_interval", req.ParkInterval)
 	if err != nil {
