@@ -11,6 +11,7 @@ import (
 	mrand "math/rand/v2"
 	"net"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -58,6 +59,11 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 	}
 	if o.Password != "" {
 		cfg.ConnConfig.Password = o.Password
+	}
+	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
+		// Told apart in pg_stat_activity; the URL's own name wins.
+		host, _ := os.Hostname()
+		cfg.ConnConfig.RuntimeParams["application_name"] = strings.TrimSpace("lifeboat " + host)
 	}
 	cfg.MaxConns = o.MaxConns
 	if cfg.MaxConns == 0 {
@@ -108,8 +114,10 @@ func (d *DB) wrap(err error) error {
 		return fmt.Errorf("%w: state database %s: %s", statedb.ErrConflict, d.where, msg)
 	case errors.As(err, &pe) && (pe.Code == "28P01" || pe.Code == "28000"):
 		return fmt.Errorf("%w: state database %s refused the login: %s (check [state] url and its password source)", statedb.ErrUnavailable, d.where, msg)
+	case errors.As(err, &pe) && pe.Code == "3D000": // invalid_catalog_name
+		return fmt.Errorf("%w: state database %s does not exist: %s (create it, e.g. `CREATE DATABASE name OWNER user`, or fix the database in [state] url)", statedb.ErrUnavailable, d.where, msg)
 	case unreachable(err):
-		return fmt.Errorf("%w: %s: %s", statedb.ErrUnavailable, d.where, msg)
+		return fmt.Errorf("%w: %s: %s (check that PostgreSQL runs and accepts connections at the host and port of [state] url)", statedb.ErrUnavailable, d.where, msg)
 	case errors.As(err, &pe):
 		return fmt.Errorf("state database %s: %s", d.where, msg)
 	}
