@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -95,7 +96,7 @@ func (c *Client) do(ctx context.Context, method, path string, hdr http.Header, b
 	}
 	res, err := c.httpClient().Do(req)
 	if err != nil {
-		return fmt.Errorf("reaching the lifeboat server at %s: %w (is `lifeboat serve` running there?)", c.BaseURL, err)
+		return fmt.Errorf("reaching the lifeboat server at %s: %w (%s)", c.BaseURL, err, unreachableHint(err))
 	}
 	defer res.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(res.Body, 64<<20))
@@ -351,4 +352,14 @@ func (c *Client) Metrics(ctx context.Context) (string, error) {
 		err = errors.New("GET /metrics: " + res.Status)
 	}
 	return string(b), err
+}
+
+// unreachableHint says what to check when a request got no answer: the
+// server's certificate when TLS refused it, else whether it runs.
+func unreachableHint(err error) string {
+	var cv *tls.CertificateVerificationError
+	if errors.As(err, &cv) {
+		return "the server's TLS certificate is not trusted on this host: add the CA that signed it to the system's trusted roots, or name its file in SSL_CERT_FILE"
+	}
+	return "is `lifeboat serve` running there?"
 }

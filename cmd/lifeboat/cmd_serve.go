@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -100,7 +101,11 @@ func (g *globalOptions) serve(ctx context.Context, c *config.Config, o *serveOpt
 func (g *globalOptions) listenAndServe(ctx context.Context, c *config.Config, o *serveOptions, s *service) error {
 	ln, err := net.Listen("tcp", c.Server.Listen)
 	if err != nil {
-		return usageError{fmt.Sprintf("cannot listen on %s (server.listen): %v", c.Server.Listen, err)}
+		hint := "set [server] listen to an address of this host"
+		if errors.Is(err, syscall.EADDRINUSE) {
+			hint = "another process listens there: stop it, or set [server] listen to another address"
+		}
+		return usageError{fmt.Sprintf("cannot listen on %s (server.listen): %v; %s", c.Server.Listen, err, hint)}
 	}
 	// The server's timeouts ([server] read_timeout, write_timeout,
 	// idle_timeout) close slow and idle connections; the event stream is

@@ -336,6 +336,16 @@ func TestServeTLS(t *testing.T) {
 	if _, err := plain.Workspaces(t.Context()); err == nil {
 		t.Fatal("plain HTTP answered")
 	}
+	// The CLI checks the certificate against the system's roots, which do
+	// not hold this one: it says so.
+	if r := s.cli("workspace", "list"); r.code == 0 || !strings.Contains(r.stderr, "TLS certificate is not trusted on this host") {
+		t.Fatalf("CLI against an untrusted certificate: exit %d: %s", r.code, r.stderr)
+	}
+	// A second server on the same address: exit 2, saying another
+	// process listens there.
+	if r := s.run("--config", s.cfgPath, "--set", "server.listen="+strings.TrimPrefix(s.url, "https://"), "--set", "state.dir="+t.TempDir(), "serve"); r.code != exitUsage || !strings.Contains(r.stderr, "another process listens there") {
+		t.Fatalf("serve on a taken address: exit %d: %s", r.code, r.stderr)
+	}
 	s.stop()
 }
 
