@@ -60,7 +60,7 @@ func IsS3(loc string) bool { return s3.IsLocation(loc) }
 
 // Open opens the repository at loc. It writes nothing. Local errors are
 // those of local.Open; S3 errors those of s3.Open, after a location that
-// does not parse.
+// does not parse (s3.ErrConfig, its message without credentials).
 func Open(ctx context.Context, loc string, o S3) (backend.Backend, error) {
 	if !IsS3(loc) {
 		return local.Open(loc)

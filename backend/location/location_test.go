@@ -1,6 +1,7 @@
 package location
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -48,7 +49,7 @@ func TestOpenKinds(t *testing.T) {
 	if _, err := Create(t.Context(), dir, S3{}); !errors.Is(err, backend.ErrExists) {
 		t.Fatalf("Create over a repository: %v, want ErrExists", err)
 	}
-	if _, err := Open(t.Context(), "s3:https://host", S3{}); err == nil || !strings.Contains(err.Error(), "BUCKET") {
+	if _, err := Open(t.Context(), "s3:https://host", S3{}); !errors.Is(err, s3.ErrConfig) || !strings.Contains(err.Error(), "BUCKET") {
 		t.Fatalf("Open of a location without a bucket: %v", err)
 	}
 
@@ -68,7 +69,9 @@ func TestOpenKinds(t *testing.T) {
 	if _, err := Create(t.Context(), loc, creds); !errors.Is(err, backend.ErrExists) {
 		t.Fatalf("Create over an S3 repository: %v, want ErrExists", err)
 	}
-	if _, err := Open(t.Context(), loc, S3{}); err == nil || !strings.Contains(err.Error(), "AWS_ACCESS_KEY_ID") {
-		t.Fatalf("Open without credentials: %v, want a message naming AWS_ACCESS_KEY_ID", err)
+	for op, f := range map[string]func(context.Context, string, S3) (backend.Backend, error){"Open": Open, "Create": Create} {
+		if _, err := f(t.Context(), loc, S3{}); !errors.Is(err, s3.ErrConfig) || !strings.Contains(err.Error(), "AWS_ACCESS_KEY_ID") {
+			t.Fatalf("%s without credentials: %v, want an ErrConfig naming AWS_ACCESS_KEY_ID", op, err)
+		}
 	}
 }

@@ -75,8 +75,10 @@ var ErrNoBucket = errors.New("bucket does not exist")
 
 // Open connects to the bucket and checks that it exists and answers. It
 // writes nothing. A bucket that is missing wraps ErrNoBucket; a refusal
-// (bad credentials, no permission) wraps fs.ErrPermission; an unreachable
-// server wraps backend.ErrUnavailable.
+// (bad credentials, no permission) wraps ErrRefused and so
+// fs.ErrPermission; an unreachable server wraps backend.ErrUnavailable;
+// missing credentials or a bad setting wrap ErrConfig. Without a region,
+// the bucket's is asked first, with retries like every request.
 func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	b, ok, err := openBucket(ctx, cfg, "open")
 	if err != nil {
@@ -116,11 +118,36 @@ func openBucket(ctx context.Context, cfg Config, op string) (*Backend, bool, err
 	if err != nil {
 		return nil, false, err
 	}
+	if cfg.Region == "" {
+		if err := b.lookupRegion(ctx); err != nil {
+			return nil, false, b.fail(op, nil, err)
+		}
+	}
 	ok, err := b.client.BucketExists(ctx, b.loc.Bucket)
+	if err == nil && !ok {
+		err = b.refusedAsMissing(ctx)
+	}
 	if err != nil {
 		return nil, false, b.fail(op, nil, err)
 	}
 	return b, ok, nil
+}
+
+// refusedAsMissing tells a missing bucket from an unknown access key id
+// after BucketExists said "missing": its HEAD answer has no body, so
+// minio-go takes any 404 for NoSuchBucket, and versitygw answers a key id
+// it does not know with 404 XAdminUserNotFound. A listing's answer names
+// its code. It returns that refusal, or nil.
+func (b *Backend) refusedAsMissing(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // stops the listing after its first answer
+	for obj := range b.client.ListObjects(ctx, b.loc.Bucket, minio.ListObjectsOptions{MaxKeys: 1}) {
+		if obj.Err != nil && unknownAccessKey(minio.ToErrorResponse(obj.Err)) {
+			return obj.Err
+		}
+		break
+	}
+	return nil
 }
 
 func alreadyOwned(err error) bool {
@@ -131,10 +158,10 @@ func alreadyOwned(err error) bool {
 func newBackend(cfg Config) (*Backend, error) {
 	loc := cfg.Location
 	if loc.Bucket == "" || loc.Host == "" {
-		return nil, fmt.Errorf("s3: no bucket or host in the location")
+		return nil, configErrorf("s3: no bucket or host in the location")
 	}
 	if cfg.AccessKeyID == "" || cfg.SecretAccessKey == "" {
-		return nil, fmt.Errorf("s3: %s: no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or [repository] s3_access_key_id with s3_secret_access_key_file or s3_secret_access_key_env in the config", loc)
+		return nil, configErrorf("s3: %s: no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or [repository] s3_access_key_id with s3_secret_access_key_file or s3_secret_access_key_env in the config", loc)
 	}
 	lookup := minio.BucketLookupAuto
 	switch cfg.Addressing {
@@ -144,7 +171,7 @@ func newBackend(cfg Config) (*Backend, error) {
 	case AddressVirtualHost:
 		lookup = minio.BucketLookupDNS
 	default:
-		return nil, fmt.Errorf("s3: addressing %q: want auto, path or virtual-host", cfg.Addressing)
+		return nil, configErrorf("s3: addressing %q: want auto, path or virtual-host", cfg.Addressing)
 	}
 	tr := cfg.Transport
 	if tr == nil {

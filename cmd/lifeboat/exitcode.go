@@ -7,6 +7,7 @@ import (
 	"syscall"
 
 	"lifeboat/backend"
+	"lifeboat/backend/s3"
 	"lifeboat/checkpoint"
 	"lifeboat/crypt"
 	"lifeboat/profile"
@@ -84,11 +85,11 @@ func exitCode(err error) int {
 		return exitBrowserRun
 	case errors.Is(err, repo.ErrLocked), errors.Is(err, repo.ErrLockLost), errors.Is(err, recovery.ErrStoreBusy):
 		return exitLocked
-	case errors.Is(err, repo.ErrAccessDenied):
+	case errors.Is(err, repo.ErrAccessDenied), errors.Is(err, s3.ErrRefused):
 		return exitNoAccess
 	case errors.Is(err, recovery.ErrStateUnavailable):
 		return exitStateDown
-	case errors.Is(err, repo.ErrNoRepository):
+	case errors.Is(err, repo.ErrNoRepository), errors.Is(err, s3.ErrConfig):
 		return exitNoRepo
 	case errors.Is(err, crypt.ErrWrongPassword), errors.Is(err, repo.ErrNoUsableKey):
 		return exitWrongPass

@@ -33,7 +33,9 @@ func (g *globalOptions) openBackend(ctx context.Context, create bool) (backend.B
 // openLocation opens (create: prepares for init) the repository at loc,
 // with the S3 settings of cfg (nil: the environment's), and maps the
 // backends' errors to the repository's: an existing repository,
-// permission denied, no repository.
+// permission denied, no repository. A mistake in an S3 location or its
+// settings is said as it is, without inviting an init. Messages name loc
+// without credentials (s3.Redact).
 func openLocation(ctx context.Context, loc string, cfg *config.Config, create bool) (backend.Backend, error) {
 	o, err := s3Settings(cfg)
 	if err != nil {
@@ -45,17 +47,23 @@ func openLocation(ctx context.Context, loc string, cfg *config.Config, create bo
 	} else {
 		be, err = location.Open(ctx, loc, o)
 	}
+	shown := loc
+	if location.IsS3(loc) {
+		shown = s3.Redact(loc)
+	}
 	switch {
 	case err == nil:
 		return be, nil
+	case errors.Is(err, s3.ErrConfig):
+		return nil, err
 	case errors.Is(err, backend.ErrExists):
-		return nil, fmt.Errorf("%w at %s", repo.ErrRepoExists, loc)
+		return nil, fmt.Errorf("%w at %s", repo.ErrRepoExists, shown)
 	case errors.Is(err, fs.ErrPermission): // the repository may be there: say what refused whom
 		return nil, fmt.Errorf("%w: %w", repo.ErrAccessDenied, err)
 	case create, errors.Is(err, backend.ErrUnavailable), errors.Is(err, context.Canceled):
 		return nil, err
 	}
-	return nil, fmt.Errorf("%w at %s (create one with `lifeboat init`): %w", repo.ErrNoRepository, loc, err)
+	return nil, fmt.Errorf("%w at %s (create one with `lifeboat init`): %w", repo.ErrNoRepository, shown, err)
 }
 
 // s3Settings are the S3 settings of cfg's [repository], or of the
