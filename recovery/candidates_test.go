@@ -222,3 +222,45 @@ func TestRedactedProcessNotRestarted(t *testing.T) {
 		}
 	})
 }
+
+// An earlier checkpoint whose snapshot was removed (retention, forget) is
+// no candidate of the offer; an approval names a checkpoint by its id or
+// a unique prefix of 8 or more hex digits, and one that is not a
+// checkpoint of the workspace is refused as such, not as unreadable.
+func TestOfferLeavesOutRemovedCheckpoints(t *testing.T) {
+	e := newREnv(t, map[string]string{"a.txt": "first"})
+	first := e.capture()
+	for _, v := range []string{"second", "third"} {
+		e.clock.Advance(time.Minute)
+		writeFiles(t, e.dir("bot1"), map[string]string{"a.txt": v})
+		e.capture()
+	}
+	hist, err := e.store.Checkpoints("bot1")
+	if err != nil || len(hist) != 3 {
+		t.Fatalf("history: %+v %v", hist, err)
+	}
+	second, third := hist[1], hist[2]
+	e.lose()
+	if err := e.r.RemoveObject(e.ctx, crypt.KindSnapshot, mustID(t, second.Snapshot)); err != nil {
+		t.Fatal(err)
+	}
+	o, err := e.svc.Offer(e.ctx, "bot1")
+	if err != nil || o.Checkpoint != third.Snapshot || len(o.Candidates) != 2 || o.Candidates[1].Checkpoint != first.Snapshot || !o.Candidates[1].Readable {
+		t.Fatalf("offer after the middle checkpoint was removed: %+v %v", o.Candidates, err)
+	}
+	for _, ref := range []string{strings.Repeat("0", 64), "0123abcd", first.Snapshot[:7], second.Snapshot} {
+		if _, err := e.svc.Approve(e.ctx, "bot1", ref, "k-"+ref); !errors.Is(err, ErrStaleOffer) || (ref != second.Snapshot && !strings.Contains(err.Error(), "is not one of the checkpoints of bot1")) {
+			t.Fatalf("approval of %s: %v", ref, err)
+		}
+	}
+	op, err := e.svc.Approve(e.ctx, "bot1", first.Snapshot[:16], "k1")
+	if err != nil || op.Checkpoint != first.Snapshot {
+		t.Fatalf("approval by a 16-digit prefix: %+v %v", op, err)
+	}
+	if again, err := e.svc.Approve(e.ctx, "bot1", first.Snapshot, "k1"); err != nil || again.ID != op.ID {
+		t.Fatalf("the same approval by the whole id: %+v %v", again, err)
+	}
+	if op = e.wait(op.ID); op.State != OpRecovered {
+		t.Fatalf("operation: %+v", op)
+	}
+}

@@ -266,10 +266,43 @@ func (s *Service) Operation(id string) (Operation, error) { return s.store.Opera
 // Operations returns the recovery operations of a workspace, oldest first.
 func (s *Service) Operations(ws string) ([]Operation, error) { return s.store.Operations(ws) }
 
+// resolveCheckpoint returns the snapshot id of the checkpoint of ws that
+// ref names: its whole id, or a prefix of at least 8 hex digits that one
+// of its checkpoints alone starts with (the CLI shows 16). A ref that
+// names none fails with ErrStaleOffer. A workspace without a last good
+// checkpoint gets ref back: the approval says what is wrong.
+func (s *Service) resolveCheckpoint(ws, ref string) (string, error) {
+	w, err := s.store.Workspace(ws)
+	if err != nil || w.LastGood == nil {
+		return ref, nil
+	}
+	hist, err := s.store.Checkpoints(ws)
+	if err != nil {
+		return "", err
+	}
+	match := ""
+	for _, cp := range append(hist, *w.LastGood) {
+		switch {
+		case cp.Snapshot == ref:
+			return ref, nil
+		case len(ref) < 8 || !strings.HasPrefix(cp.Snapshot, ref) || cp.Snapshot == match:
+		case match != "":
+			return "", fmt.Errorf("%w: %s starts both %s and %s, checkpoints of %s; give more of the id", ErrStaleOffer, ref, short(match), short(cp.Snapshot), ws)
+		default:
+			match = cp.Snapshot
+		}
+	}
+	if match == "" {
+		return "", fmt.Errorf("%w: %s is not one of the checkpoints of %s; `lifeboat recovery offer %s` lists those that can be approved", ErrStaleOffer, ref, ws, ws)
+	}
+	return match, nil
+}
+
 // Approve starts recovering workspace ws from checkpoint, the snapshot id
 // its offer showed: its last good checkpoint, or one of the earlier
 // checkpoints the offer lists as candidates (when the last good one is
-// damaged or gone). key is the client's idempotency key: a repeated or
+// damaged or gone), by its id or a unique prefix of 8 or more hex digits
+// (resolveCheckpoint). key is the client's idempotency key: a repeated or
 // concurrent approval with the same key returns the same operation and
 // never starts a second one. The workspace must be lost (the provider
 // confirmed its instance missing); a checkpoint the offer does not list
@@ -281,6 +314,15 @@ func (s *Service) Approve(ctx context.Context, ws, checkpoint, key string) (Oper
 	if checkpoint == "" {
 		return Operation{}, fmt.Errorf("approve %s: name the checkpoint the offer showed", ws)
 	}
+	// A key used before answers with its operation, or says it was used
+	// for another checkpoint, whatever this one names.
+	resolved, err := s.resolveCheckpoint(ws, checkpoint)
+	if err != nil && s.approvedBefore(key) == "" {
+		return Operation{}, fmt.Errorf("approve recovery of %s: %w", ws, err)
+	}
+	if err == nil {
+		checkpoint = resolved
+	}
 	// An earlier checkpoint must still be readable in the repository
 	// (the last good one is checked by the restore itself).
 	if w, err := s.store.Workspace(ws); err == nil && w.LastGood != nil && w.LastGood.Snapshot != checkpoint && s.approvedBefore(key) == "" {
@@ -291,7 +333,7 @@ func (s *Service) Approve(ctx context.Context, ws, checkpoint, key string) (Oper
 	now := s.clock.Now()
 	var op Operation
 	fresh := false
-	err := s.store.updateTx(func(tx stateTx) error {
+	err = s.store.updateTx(func(tx stateTx) error {
 		fresh = false
 		id, err := tx.OperationByKey(key)
 		if err != nil {

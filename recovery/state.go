@@ -3,9 +3,11 @@ package recovery
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
+	"lifeboat/backend"
 	"lifeboat/providers"
 )
 
@@ -263,22 +265,28 @@ func (s *Service) candidates(ctx context.Context, w Workspace, now time.Time) ([
 	if err != nil {
 		return nil, err
 	}
-	list := []Checkpoint{*w.LastGood}
-	for i := len(hist) - 1; i >= 0 && len(list) <= maxCandidates; i-- {
-		if hist[i].Snapshot != w.LastGood.Snapshot && hist[i].Time.Before(w.LastGood.Time) {
-			list = append(list, hist[i])
-		}
-	}
-	out := make([]Candidate, len(list))
-	for i, cp := range list {
+	// An earlier checkpoint whose snapshot is gone from the repository
+	// (retention or forget removed it) is no candidate; the last good one
+	// is listed whatever its state.
+	var out []Candidate
+	add := func(cp Checkpoint, lastGood bool) {
 		c := Candidate{Checkpoint: cp.Snapshot, Time: cp.Time, AgeText: now.Sub(cp.Time).Round(time.Second).String(),
-			Reason: cp.Reason, Files: cp.Files, Bytes: cp.Bytes, LastGood: i == 0, Readable: true}
+			Reason: cp.Reason, Files: cp.Files, Bytes: cp.Bytes, LastGood: lastGood, Readable: true}
 		if err := s.cfg.Restorer.Check(ctx, cp.Snapshot); err != nil {
+			if !lastGood && errors.Is(err, backend.ErrNotFound) {
+				return
+			}
 			c.Readable, c.Problem = false, err.Error()
 		}
-		out[i] = c
+		out = append(out, c)
 	}
-	return out, nil
+	add(*w.LastGood, true)
+	for i := len(hist) - 1; i >= 0 && len(out) <= maxCandidates && ctx.Err() == nil; i-- {
+		if hist[i].Snapshot != w.LastGood.Snapshot && hist[i].Time.Before(w.LastGood.Time) {
+			add(hist[i], false)
+		}
+	}
+	return out, ctx.Err()
 }
 
 // checkpoint returns the checkpoint of ws whose snapshot is snap, from its

@@ -128,7 +128,11 @@ type Offer struct {
 	Checkpoint     string        `json:"checkpoint"` // the snapshot id to approve
 	CheckpointTime time.Time     `json:"checkpoint_time"`
 	AgeSeconds     float64       `json:"age_seconds"`
+	Files          uint64        `json:"files"` // the checkpoint's files and bytes
+	Bytes          uint64        `json:"bytes"`
 	Profile        bool          `json:"profile"`         // a browser profile is included
+	Profiles       []string      `json:"profiles"`        // the profiles' slash paths
+	ProfileLocked  bool          `json:"profile_locked"`  // this server's key cannot open them: only the files come back
 	NotRecoverable []string      `json:"not_recoverable"` // running processes, later changes, provider state
 	LostProcesses  []LostProcess `json:"lost_processes"`
 	// Candidates are the checkpoints an approval may name, newest first:

@@ -97,7 +97,7 @@ func (a recoveryView) Offer(ctx context.Context, ws string) (Offer, error) {
 		return Offer{}, err
 	}
 	out := Offer{Workspace: o.Workspace, Checkpoint: o.Checkpoint, CheckpointTime: o.Time, AgeSeconds: o.Age.Seconds(),
-		Profile: o.BrowserProfile, NotRecoverable: o.NotRecoverable, LostProcesses: make([]LostProcess, 0, len(o.LostProcesses)),
+		Files: o.Files, Bytes: o.Bytes, Profile: o.BrowserProfile, Profiles: o.Profiles, ProfileLocked: o.ProfileLocked, NotRecoverable: o.NotRecoverable, LostProcesses: make([]LostProcess, 0, len(o.LostProcesses)),
 		Candidates: o.Candidates, Warning: o.Warning}
 	for i, p := range o.LostProcesses {
 		out.LostProcesses = append(out.LostProcesses, lostProcess(i, p, "lost"))

@@ -97,6 +97,9 @@ func TestRecoveryEndToEnd(t *testing.T) {
 		offer.LostProcesses[0].ID != "0" || offer.LostProcesses[0].State != "lost" {
 		t.Fatalf("offer: %+v", offer)
 	}
+	if offer.Files == 0 || offer.Bytes == 0 || offer.Profile || offer.Profiles == nil || len(offer.Profiles) != 0 || offer.ProfileLocked {
+		t.Fatalf("offer's size and profiles: files %d, bytes %d, profile %t %v, locked %t", offer.Files, offer.Bytes, offer.Profile, offer.Profiles, offer.ProfileLocked)
+	}
 	stale := "00" + rec.Snapshot[2:]
 	if stale == rec.Snapshot { // one id in 256 starts with 00
 		stale = "11" + rec.Snapshot[2:]
