@@ -12,6 +12,7 @@ import (
 )
 
 func TestSealOpenRoundTrip(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	s := crypt.NewSealer(crypt.NewRandomKey())
 	for _, n := range []int{0, 1, 15, 16, 17, 63, 64, 65, 1000, 1 << 16, 1<<20 + 3} {
@@ -32,6 +33,7 @@ func TestSealOpenRoundTrip(t *testing.T) {
 }
 
 func TestSealOpenAppendToDst(t *testing.T) {
+	t.Parallel()
 	s := crypt.NewSealer(crypt.NewRandomKey())
 	prefix := []byte("prefix:")
 	plain := []byte("the plaintext")
@@ -52,6 +54,7 @@ func TestSealOpenAppendToDst(t *testing.T) {
 }
 
 func TestOpenWrongAAD(t *testing.T) {
+	t.Parallel()
 	s := crypt.NewSealer(crypt.NewRandomKey())
 	sealed := s.Seal(nil, []byte("secret"), []byte("aad-1"))
 	for _, aad := range [][]byte{nil, []byte("aad-2"), []byte("aad-1\x00"), []byte("aad-")} {
@@ -62,6 +65,7 @@ func TestOpenWrongAAD(t *testing.T) {
 }
 
 func TestOpenTruncatedAndExtended(t *testing.T) {
+	t.Parallel()
 	s := crypt.NewSealer(crypt.NewRandomKey())
 	sealed := s.Seal(nil, []byte("a small message of some length"), []byte("ctx"))
 	for n := 0; n < len(sealed); n++ {
@@ -78,6 +82,7 @@ func TestOpenTruncatedAndExtended(t *testing.T) {
 }
 
 func TestOpenBitFlips(t *testing.T) {
+	t.Parallel()
 	s := crypt.NewSealer(crypt.NewRandomKey())
 	aad := []byte("ctx")
 	sealed := s.Seal(nil, []byte("thirty-three bytes of plaintext!!"), aad)
@@ -93,6 +98,7 @@ func TestOpenBitFlips(t *testing.T) {
 }
 
 func TestOpenWrongKey(t *testing.T) {
+	t.Parallel()
 	sealed := crypt.NewSealer(crypt.NewRandomKey()).Seal(nil, []byte("secret"), nil)
 	if _, err := crypt.NewSealer(crypt.NewRandomKey()).Open(nil, sealed, nil); !errors.Is(err, crypt.ErrAuth) {
 		t.Fatalf("got %v, want ErrAuth", err)
@@ -100,6 +106,7 @@ func TestOpenWrongKey(t *testing.T) {
 }
 
 func TestSealNoncesDiffer(t *testing.T) {
+	t.Parallel()
 	s := crypt.NewSealer(crypt.NewRandomKey())
 	plain := []byte("same plaintext")
 	a, b := s.Seal(nil, plain, nil), s.Seal(nil, plain, nil)
@@ -116,6 +123,7 @@ func TestSealNoncesDiffer(t *testing.T) {
 }
 
 func TestNewRandomKeyDiffers(t *testing.T) {
+	t.Parallel()
 	a, b := crypt.NewRandomKey(), crypt.NewRandomKey()
 	if a == b {
 		t.Fatal("two random keys are equal")
@@ -123,6 +131,7 @@ func TestNewRandomKeyDiffers(t *testing.T) {
 }
 
 func TestKeyNeverPrinted(t *testing.T) {
+	t.Parallel()
 	k := fixedKey(0xa0)
 	tk := crypt.NewTierKeys(1, k, fixedKey(0x10))
 	hexKey := fmt.Sprintf("%x", [crypt.KeySize]byte(k))

@@ -31,6 +31,7 @@ type goldenIDs struct {
 }
 
 func TestGoldenV1(t *testing.T) {
+	t.Parallel()
 	if *update {
 		writeGolden(t)
 	}

@@ -14,6 +14,7 @@ import (
 // password, salt and parameters: if the KDF or its parameter mapping ever
 // changes, every existing key file stops opening, and this test says so.
 func TestArgon2idKnownAnswer(t *testing.T) {
+	t.Parallel()
 	salt := make([]byte, saltSize)
 	for i := range salt {
 		salt[i] = byte(i)
@@ -36,6 +37,7 @@ func TestArgon2idKnownAnswer(t *testing.T) {
 // TestKeyAADLayout pins the additional data that binds sealed key material
 // to its repository and tier list.
 func TestKeyAADLayout(t *testing.T) {
+	t.Parallel()
 	var repo blob.ID
 	for i := range repo {
 		repo[i] = byte(0xc0 + i)
@@ -61,6 +63,7 @@ func TestKeyAADLayout(t *testing.T) {
 // TestWorkspaceOnlyKeyFileHoldsNoSensitiveBytes opens the sealed payload of
 // a workspace-only key file and checks it carries no sensitive-tier key.
 func TestWorkspaceOnlyKeyFileHoldsNoSensitiveBytes(t *testing.T) {
+	t.Parallel()
 	m := NewMasterKeys()
 	var repo blob.ID
 	kdf := NewKDFParams(1, 64, 1)
@@ -110,6 +113,7 @@ func containsBytes(b, sub []byte) bool {
 // TestKeyFileOpenChecksMaterial seals key material that disagrees with the
 // declared tier list under the right password and AAD: Open must refuse it.
 func TestKeyFileOpenChecksMaterial(t *testing.T) {
+	t.Parallel()
 	var repo blob.ID
 	kdf := NewKDFParams(1, 64, 1)
 	key := make([]byte, KeySize)

@@ -10,6 +10,7 @@ import (
 // docs/format.md and docs/keys.md state the argon2id defaults and bounds;
 // they must be the ones this package uses.
 func TestKDFDocumented(t *testing.T) {
+	t.Parallel()
 	for file, wants := range map[string][]string{
 		"../docs/format.md": {
 			fmt.Sprintf("| argon2id defaults | time %d, memory %d KiB, threads %d |", DefaultKDFTime, DefaultKDFMemoryKiB, DefaultKDFThreads),

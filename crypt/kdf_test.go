@@ -9,6 +9,7 @@ import (
 )
 
 func TestKDFValidate(t *testing.T) {
+	t.Parallel()
 	ok := crypt.KDFParams{Algorithm: "argon2id", Time: 1, MemoryKiB: 8, Threads: 1, Salt: make([]byte, 32)}
 	cases := []struct {
 		name  string
@@ -58,6 +59,7 @@ func TestKDFValidate(t *testing.T) {
 }
 
 func TestNewKDFParams(t *testing.T) {
+	t.Parallel()
 	d := crypt.NewKDFParams(0, 0, 0)
 	if d.Algorithm != "argon2id" || d.Time != crypt.DefaultKDFTime || d.MemoryKiB != crypt.DefaultKDFMemoryKiB || d.Threads != crypt.DefaultKDFThreads {
 		t.Fatalf("defaults: %+v", d)

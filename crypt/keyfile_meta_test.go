@@ -11,6 +11,7 @@ import (
 
 // Editing a key file's public metadata makes it fail to open.
 func TestKeyFileMetadataBound(t *testing.T) {
+	t.Parallel()
 	m := NewMasterKeys()
 	var repo blob.ID
 	meta := KeyFileMeta{Created: time.Now(), Hostname: "host", Username: "user"}

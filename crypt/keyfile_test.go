@@ -55,6 +55,7 @@ func sameTierKeys(t *testing.T, got, want *crypt.MasterKeys, tier blob.Tier) {
 }
 
 func TestKeyFileBothTiers(t *testing.T) {
+	t.Parallel()
 	m := crypt.NewMasterKeys()
 	data := newKeyFile(t, m, []blob.Tier{blob.Sensitive, blob.Workspace, blob.Sensitive}) // normalised on write
 	kf, err := crypt.DecodeKeyFile(data)
@@ -81,6 +82,7 @@ func TestKeyFileBothTiers(t *testing.T) {
 }
 
 func TestKeyFileWorkspaceOnly(t *testing.T) {
+	t.Parallel()
 	m := crypt.NewMasterKeys()
 	data := newKeyFile(t, m, []blob.Tier{blob.Workspace})
 	got, err := openKeyFile(data, testPassword, testRepoID)
@@ -101,6 +103,7 @@ func TestKeyFileWorkspaceOnly(t *testing.T) {
 }
 
 func TestNewKeyFileRefuses(t *testing.T) {
+	t.Parallel()
 	m := crypt.NewMasterKeys()
 	bad := testKDF()
 	bad.MemoryKiB = 1
@@ -124,6 +127,7 @@ func TestNewKeyFileRefuses(t *testing.T) {
 }
 
 func TestKeyFileWrongPassword(t *testing.T) {
+	t.Parallel()
 	data := newKeyFile(t, crypt.NewMasterKeys(), blob.Tiers)
 	for _, pw := range [][]byte{[]byte("wrong"), nil, append(bytes.Clone(testPassword), ' '), testPassword[:len(testPassword)-1]} {
 		if m, err := openKeyFile(data, pw, testRepoID); !errors.Is(err, crypt.ErrWrongPassword) || m != nil {
@@ -133,6 +137,7 @@ func TestKeyFileWrongPassword(t *testing.T) {
 }
 
 func TestKeyFileWrongRepository(t *testing.T) {
+	t.Parallel()
 	data := newKeyFile(t, crypt.NewMasterKeys(), blob.Tiers)
 	other := testRepoID
 	other[31] ^= 1
@@ -157,6 +162,7 @@ func editKeyFile(t *testing.T, data []byte, edit func(map[string]any)) []byte {
 }
 
 func TestKeyFileTampered(t *testing.T) {
+	t.Parallel()
 	wsOnly := newKeyFile(t, crypt.NewMasterKeys(), []blob.Tier{blob.Workspace})
 	both := newKeyFile(t, crypt.NewMasterKeys(), blob.Tiers)
 	cases := []struct {
@@ -269,6 +275,7 @@ func TestDecodeKeyFileRefusesNonKeyFiles(t *testing.T) {
 }
 
 func TestDecodeKeyFileAllowsTrailingWhitespace(t *testing.T) {
+	t.Parallel()
 	valid := newKeyFile(t, crypt.NewMasterKeys(), blob.Tiers)
 	if _, err := crypt.DecodeKeyFile(append(bytes.Clone(valid), "\n \t\r\n"...)); err != nil {
 		t.Fatalf("trailing whitespace refused: %v", err)

@@ -13,6 +13,7 @@ import (
 // TestObjectHeaderLayout pins the 6-byte plaintext header of sealed objects
 // and the numeric kinds: both are part of repository format v1.
 func TestObjectHeaderLayout(t *testing.T) {
+	t.Parallel()
 	if crypt.ObjectHeaderSize != 6 {
 		t.Fatalf("ObjectHeaderSize = %d", crypt.ObjectHeaderSize)
 	}
@@ -48,6 +49,7 @@ func TestObjectHeaderLayout(t *testing.T) {
 }
 
 func TestObjectRoundTrip(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	m := crypt.NewMasterKeys()
 	for _, tier := range blob.Tiers {
@@ -63,6 +65,7 @@ func TestObjectRoundTrip(t *testing.T) {
 }
 
 func TestObjectTampering(t *testing.T) {
+	t.Parallel()
 	m := crypt.NewMasterKeys()
 	ws, err := m.Restrict([]blob.Tier{blob.Workspace})
 	if err != nil {

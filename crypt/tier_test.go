@@ -14,6 +14,7 @@ import (
 )
 
 func TestBlobIDKeyed(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	data := randBytes(r, 5000)
 	a := crypt.NewTierKeys(blob.Workspace, crypt.NewRandomKey(), crypt.NewRandomKey())
@@ -40,6 +41,7 @@ func TestBlobIDKeyed(t *testing.T) {
 // TestBlobIDMatchesFreshHasher checks that a pooled, reset hasher gives the
 // same id as a fresh keyed BLAKE3, whatever it hashed before.
 func TestBlobIDMatchesFreshHasher(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	k := crypt.NewTierKeys(blob.Workspace, crypt.NewRandomKey(), crypt.NewRandomKey())
 	for i := range 200 {
@@ -59,6 +61,7 @@ func TestBlobIDMatchesFreshHasher(t *testing.T) {
 }
 
 func TestBlobIDConcurrent(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	k := crypt.NewTierKeys(blob.Workspace, crypt.NewRandomKey(), crypt.NewRandomKey())
 	inputs := make([][]byte, 16)
@@ -90,6 +93,7 @@ func TestBlobIDConcurrent(t *testing.T) {
 }
 
 func TestMasterKeys(t *testing.T) {
+	t.Parallel()
 	m := crypt.NewMasterKeys()
 	if got := m.Tiers(); !slices.Equal(got, blob.Tiers) {
 		t.Fatalf("Tiers = %v, want %v", got, blob.Tiers)
