@@ -32,6 +32,7 @@ func openBlob(t testing.TB, k *crypt.TierKeys, sb SealedBlob) []byte {
 }
 
 func TestSealBlobRoundTrip(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	big := append(textBytes(r, 4<<20), seedtest.Bytes(r, 4<<20)...)
 	cases := []struct {
@@ -74,6 +75,7 @@ func TestSealBlobRoundTrip(t *testing.T) {
 }
 
 func TestSealBlobCompressionLevels(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	text := textBytes(r, 300_000)
 	random := seedtest.Bytes(r, 300_000)
@@ -102,12 +104,14 @@ func TestSealBlobCompressionLevels(t *testing.T) {
 }
 
 func TestSealBlobTooLarge(t *testing.T) {
+	t.Parallel()
 	if _, err := SealBlob(wsKeys, blob.Data, blob.ID{}, make([]byte, MaxBlobSize+1), CompressFastest); err == nil {
 		t.Fatal("sealed a blob above MaxBlobSize")
 	}
 }
 
 func TestSealBlobMaxSize(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("64 MiB blob")
 	}
@@ -125,6 +129,7 @@ func TestSealBlobMaxSize(t *testing.T) {
 // Every opener refuses a blob under the wrong key, tier, type, id, flags or
 // lengths, and a truncated or damaged one; openBlobInPlace works on a copy.
 func TestOpenBlobRefusesMismatch(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	openers := []struct {
 		name string
@@ -195,6 +200,7 @@ func refusesMismatch(t *testing.T, name string, open func(k *crypt.TierKeys, e E
 }
 
 func TestOpenBlobReusesDst(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	plain := textBytes(r, 50_000)
 	sb := sealBlob(t, wsKeys, blob.Data, plain, CompressFastest)
@@ -211,6 +217,7 @@ func TestOpenBlobReusesDst(t *testing.T) {
 // TestSealBlobConcurrent shares the encoders and decoder between goroutines
 // (run with -race).
 func TestSealBlobConcurrent(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	inputs := make([][]byte, 8)
 	for i := range inputs {
@@ -246,6 +253,7 @@ func TestSealBlobConcurrent(t *testing.T) {
 }
 
 func TestParseCompression(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{"off", "fastest", "default", "better"} {
 		if c, err := ParseCompression(s); err != nil || string(c) != s {
 			t.Errorf("ParseCompression(%q) = %q, %v", s, c, err)

@@ -14,6 +14,7 @@ import (
 // TestTrailerLayout pins the 16-byte trailer of pack format v1:
 // header length (uint32 LE), tier, version, two zero bytes, "LBPACK01".
 func TestTrailerLayout(t *testing.T) {
+	t.Parallel()
 	got := encodeTrailer(Trailer{HeaderLen: 0x01020304, Tier: blob.Sensitive})
 	want := []byte{0x04, 0x03, 0x02, 0x01, 2, 1, 0, 0, 'L', 'B', 'P', 'A', 'C', 'K', '0', '1'}
 	if !bytes.Equal(got, want) {
@@ -31,6 +32,7 @@ func TestTrailerLayout(t *testing.T) {
 // TestEntryAndAADLayout pins the header entry encoding and the additional
 // data of blobs and headers.
 func TestEntryAndAADLayout(t *testing.T) {
+	t.Parallel()
 	var id blob.ID
 	for i := range id {
 		id[i] = byte(0x80 + i)
@@ -66,6 +68,7 @@ func allZero(b []byte) bool {
 }
 
 func TestDecodeTrailerRefuses(t *testing.T) {
+	t.Parallel()
 	good := encodeTrailer(Trailer{HeaderLen: 4136, Tier: blob.Workspace})
 	const size = 10_000
 	if _, err := DecodeTrailer(good, size); err != nil {
@@ -125,6 +128,7 @@ func header(count uint32, pad int, entries ...Entry) []byte {
 }
 
 func TestParseHeader(t *testing.T) {
+	t.Parallel()
 	e1 := Entry{Type: blob.Data, ID: blob.ID{1}, Offset: 0, Length: 100, PlainLen: 60}
 	e2 := Entry{Type: blob.Tree, Flags: FlagZstd, ID: blob.ID{2}, Offset: 100, Length: 50, PlainLen: 1000}
 	e3 := Entry{Type: blob.Data, ID: blob.ID{3}, Offset: 200, Length: 40, PlainLen: 0}
@@ -156,6 +160,7 @@ func TestParseHeader(t *testing.T) {
 }
 
 func TestParseHeaderRefusesLies(t *testing.T) {
+	t.Parallel()
 	ok := Entry{Type: blob.Data, ID: blob.ID{1}, Offset: 0, Length: 100, PlainLen: 60}
 	z := Entry{Type: blob.Tree, Flags: FlagZstd, ID: blob.ID{2}, Offset: 100, Length: 50, PlainLen: 1000}
 	with := func(e Entry, edit func(*Entry)) Entry { edit(&e); return e }
@@ -231,6 +236,7 @@ func TestParseHeaderCountDoesNotAllocate(t *testing.T) {
 }
 
 func TestEntryCheck(t *testing.T) {
+	t.Parallel()
 	raw := Entry{Type: blob.Data, Offset: 10, Length: 100, PlainLen: 60}
 	if err := raw.Check(110); err != nil {
 		t.Fatal(err)

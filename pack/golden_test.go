@@ -30,6 +30,7 @@ func goldenBlobs() (types []blob.Type, plains [][]byte) {
 // test keys) and checks every layer of it: a change to the trailer, header,
 // blob AAD, compression flag or keyed blob ids makes it fail.
 func TestGoldenPackV1(t *testing.T) {
+	t.Parallel()
 	types, plains := goldenBlobs()
 	if *update {
 		w := NewWriter(wsKeys, 0)

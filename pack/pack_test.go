@@ -64,6 +64,7 @@ func checkPack(t *testing.T, p testPack, k *crypt.TierKeys) {
 }
 
 func TestPackRoundTrip(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	for _, c := range []struct {
 		name        string
@@ -100,6 +101,7 @@ func TestPackRoundTrip(t *testing.T) {
 // header that fits ReadHeader's first 64 KiB read with the trailer; 1,336
 // make a 64 KiB header that does not.
 func TestPackHeaderAt64KiBBoundary(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ count, loads int }{{1335, 1}, {1336, 2}} {
 		var blobs []SealedBlob
 		plains := map[blob.ID][]byte{}
@@ -121,6 +123,7 @@ func TestPackHeaderAt64KiBBoundary(t *testing.T) {
 }
 
 func TestPackLockedTier(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	p := buildPack(t, r, sensKeys, 3, 1000)
 	l := &loader{data: p.data}
@@ -153,6 +156,7 @@ func isFormatOrAuth(err error) bool {
 }
 
 func TestPackDamage(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	p := buildPack(t, r, wsKeys, 6, 3000)
 	size := len(p.data)
@@ -222,6 +226,7 @@ func TestPackDamage(t *testing.T) {
 }
 
 func TestPackGarbage(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	for _, n := range []int{0, 1, 15, 16, 17, 56, 100, 5000, 70_000} {
 		g := seedtest.Bytes(r, n)
@@ -242,6 +247,7 @@ func TestPackGarbage(t *testing.T) {
 }
 
 func TestPackHugeHeaderLength(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	p := buildPack(t, r, wsKeys, 3, 1000)
 	size := len(p.data)
@@ -270,6 +276,7 @@ func TestPackHugeHeaderLength(t *testing.T) {
 }
 
 func TestReadHeaderBadSizes(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	p := buildPack(t, r, wsKeys, 3, 1000)
 	for _, size := range []int64{-1, 0, TrailerSize - 1, MaxPackSize + 1} {
@@ -291,6 +298,7 @@ func TestReadHeaderBadSizes(t *testing.T) {
 // TestReadHeaderShortLoader: a loader that breaks its contract and returns
 // fewer bytes than asked (from either end) must cause an error, not a panic.
 func TestReadHeaderShortLoader(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	for _, p := range []testPack{buildPack(t, r, wsKeys, 3, 1000), buildPack(t, r, wsKeys, 2000, 10)} {
 		for _, short := range []int{1, TrailerSize - 1, TrailerSize, 1000, 1 << 20} {
@@ -318,6 +326,7 @@ func TestReadHeaderShortLoader(t *testing.T) {
 }
 
 func TestReadHeaderLoaderError(t *testing.T) {
+	t.Parallel()
 	boom := errors.New("backend down")
 	_, _, err := ReadHeader(context.Background(), 100_000, func(context.Context, int64, int) ([]byte, error) { return nil, boom }, bothTiers)
 	if !errors.Is(err, boom) {
@@ -326,6 +335,7 @@ func TestReadHeaderLoaderError(t *testing.T) {
 }
 
 func TestWriterPaddingIsRandom(t *testing.T) {
+	t.Parallel()
 	// Two packs with the same blobs differ (random nonces and padding) but
 	// have the same length.
 	r := seedtest.Rand(t)

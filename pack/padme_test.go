@@ -8,6 +8,7 @@ import (
 )
 
 func TestPadmeKnownValues(t *testing.T) {
+	t.Parallel()
 	// Pinned: pack sizes on storage follow these.
 	for n, want := range map[int64]int64{
 		0: 0, 1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 7: 7, 8: 8, 9: 10, 10: 10, 11: 12, 17: 18,
@@ -41,6 +42,7 @@ func checkPadme(t *testing.T, n int64) {
 }
 
 func TestPadmeProperties(t *testing.T) {
+	t.Parallel()
 	prev := int64(0)
 	for n := int64(0); n <= 1<<20; n++ {
 		checkPadme(t, n)

@@ -65,6 +65,7 @@ func smallPlain(r *rand.Rand) []byte {
 // blob whose bytes shared a buffer that went back to the pool would no
 // longer open to its input. Run with -race.
 func TestSealedBlobsSurviveBufferReuse(t *testing.T) {
+	t.Parallel()
 	seed := seedtest.Rand(t).Uint64()
 	levels := []Compression{CompressFastest, CompressFastest, CompressDefault, CompressBetter, CompressOff}
 	for range 2 {
@@ -136,6 +137,7 @@ func TestSealedBlobsSurviveBufferReuse(t *testing.T) {
 // while other blobs are sealed and the scribbler reuses the buffers; the
 // finished pack verifies and every blob opens to its input.
 func TestPackAfterRelease(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	defer scribblePool(t).Halt()
 

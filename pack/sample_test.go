@@ -10,6 +10,7 @@ import (
 )
 
 func TestWorthCompressing(t *testing.T) {
+	t.Parallel()
 	enc, err := encoderFor(CompressFastest, 1<<20)
 	if err != nil {
 		t.Fatal(err)
@@ -59,6 +60,7 @@ func TestWorthCompressing(t *testing.T) {
 
 // A writer filled while Fits says yes finishes within its limit.
 func TestWriterStaysWithinLimit(t *testing.T) {
+	t.Parallel()
 	k := crypt.NewMasterKeys()
 	tk, _ := k.Tier(blob.Workspace)
 	rng := rand.New(rand.NewPCG(5, 5))

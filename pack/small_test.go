@@ -13,6 +13,7 @@ import (
 // at the other levels from 64 bytes. Every size around the thresholds
 // round-trips.
 func TestSmallBlobRules(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	zeros := make([]byte, 2*fastLiteralsBelow) // compressible at every size and level
 	cases := []struct {
@@ -52,6 +53,7 @@ func TestSmallBlobRules(t *testing.T) {
 // compressed at the fastest setting too: by entropy coding of its
 // literals, where a fast LZ pass finds nothing to match.
 func TestSkewedBlobCompressesAtFastest(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	for _, n := range []int{4 << 10, 64 << 10, 1 << 20} {
 		plain := skewedBytes(r, n)

@@ -15,6 +15,7 @@ import (
 // A streamed pack is a valid pack: same layout, id the BLAKE3 of the bytes
 // written, every blob opens.
 func TestStreamWriter(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	w := NewStreamWriter(wsKeys, 1<<20, &out)
 	plains := map[blob.ID][]byte{}
@@ -61,6 +62,7 @@ func (f *failAfter) Write(p []byte) (int, error) {
 // A write error loses the pack: Add (once the blob reaches the output)
 // and Finish report it, and nothing claims the blob is in the pack.
 func TestStreamWriterError(t *testing.T) {
+	t.Parallel()
 	w := NewStreamWriter(wsKeys, 1<<20, &failAfter{n: streamBuffer + 100<<10})
 	sb := sealBlob(t, wsKeys, blob.Data, bytes.Repeat([]byte("a"), streamBuffer+50<<10), CompressOff)
 	if err := w.Add(sb); err != nil {
