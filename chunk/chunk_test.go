@@ -66,6 +66,7 @@ func cutsInto(t testing.TB, c *chunk.Chunker, data []byte, buf func() []byte) []
 var smallParams = chunk.Params{Min: 2 << 10, Max: 64 << 10, AverageBits: 13}
 
 func TestDeterministic(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	data := seedtest.Bytes(r, 8<<20)
 	for _, p := range []chunk.Params{chunk.DefaultParams, smallParams} {
@@ -95,6 +96,7 @@ func (r *oneByteReader) Read(p []byte) (int, error) {
 }
 
 func TestDifferentPolDifferentCuts(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	data := seedtest.Bytes(r, 8<<20)
 	other := randPol(t, r)
@@ -111,6 +113,7 @@ func TestDifferentPolDifferentCuts(t *testing.T) {
 }
 
 func TestChunkSizes(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	for _, p := range []chunk.Params{chunk.DefaultParams, smallParams, {Min: 64, Max: 64, AverageBits: 10}, {Min: 4096, Max: 8192, AverageBits: 20}} {
 		zeros := min(2*int(p.Max), 2<<20)
@@ -136,6 +139,7 @@ func TestChunkSizes(t *testing.T) {
 }
 
 func TestMeanChunkSize(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	data := seedtest.Bytes(r, 16<<20)
 	lens := cuts(t, chunk.New(bytes.NewReader(data), testPol, smallParams), data)
@@ -147,6 +151,7 @@ func TestMeanChunkSize(t *testing.T) {
 }
 
 func TestShortInputs(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	for _, n := range []int{1, 63, 64, 1000, int(chunk.DefaultParams.Min) - 1, int(chunk.DefaultParams.Min)} {
 		data := seedtest.Bytes(r, n)
@@ -158,6 +163,7 @@ func TestShortInputs(t *testing.T) {
 }
 
 func TestEmptyInput(t *testing.T) {
+	t.Parallel()
 	c := chunk.New(strings.NewReader(""), testPol, chunk.DefaultParams)
 	buf := make([]byte, c.BufSize())
 	for range 3 {
@@ -168,6 +174,7 @@ func TestEmptyInput(t *testing.T) {
 }
 
 func TestEOFAfterLastChunk(t *testing.T) {
+	t.Parallel()
 	c := chunk.New(strings.NewReader("tiny"), testPol, chunk.DefaultParams)
 	buf := make([]byte, c.BufSize())
 	if ch, err := c.Next(buf); err != nil || string(ch) != "tiny" {
@@ -181,6 +188,7 @@ func TestEOFAfterLastChunk(t *testing.T) {
 }
 
 func TestReadErrorPassedOn(t *testing.T) {
+	t.Parallel()
 	boom := errors.New("disk on fire")
 	c := chunk.New(io.MultiReader(strings.NewReader("some bytes"), &errReader{boom}), testPol, chunk.DefaultParams)
 	buf := make([]byte, c.BufSize())
@@ -198,6 +206,7 @@ type errReader struct{ err error }
 func (r *errReader) Read([]byte) (int, error) { return 0, r.err }
 
 func TestReset(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	a, b := seedtest.Bytes(r, 3<<20), seedtest.Bytes(r, 2<<20)
 	wantA := cuts(t, chunk.New(bytes.NewReader(a), testPol, smallParams), a)
@@ -226,12 +235,14 @@ func TestReset(t *testing.T) {
 }
 
 func TestBufSize(t *testing.T) {
+	t.Parallel()
 	if got := chunk.New(nil, testPol, chunk.DefaultParams).BufSize(); got != 8<<20 {
 		t.Fatalf("BufSize = %d", got)
 	}
 }
 
 func TestParamsValidate(t *testing.T) {
+	t.Parallel()
 	if err := chunk.DefaultParams.Validate(); err != nil {
 		t.Fatalf("DefaultParams: %v", err)
 	}
@@ -261,6 +272,7 @@ func TestParamsValidate(t *testing.T) {
 }
 
 func TestRandomPol(t *testing.T) {
+	t.Parallel()
 	p, err := chunk.RandomPol()
 	if err != nil {
 		t.Fatal(err)
@@ -277,6 +289,7 @@ func TestRandomPol(t *testing.T) {
 }
 
 func TestInvalidPolIsAnError(t *testing.T) {
+	t.Parallel()
 	for _, pol := range []chunk.Pol{0, 1 << 60} {
 		c := chunk.New(strings.NewReader("some data"), pol, chunk.DefaultParams)
 		if _, err := c.Next(make([]byte, c.BufSize())); err == nil || err == io.EOF {
@@ -290,6 +303,7 @@ func TestInvalidPolIsAnError(t *testing.T) {
 // and grows them into pooled ones through Alloc (TestAllocTooSmallOrNil
 // has Alloc's failures).
 func TestSmallBufferGrows(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	data := seedtest.Bytes(r, 12<<20)
 	pol := randPol(t, r)
@@ -318,6 +332,7 @@ func TestSmallBufferGrows(t *testing.T) {
 // lengths below, at and above the minimum, an empty stream and one that
 // fails.
 func TestStart(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	data := seedtest.Bytes(r, 40*int(smallParams.Min))
 	c := chunk.New(nil, testPol, smallParams)
@@ -370,6 +385,7 @@ func resticCuts(t testing.TB, data []byte, pol chunk.Pol, p chunk.Params) []int 
 // cuts), on zeros (a cut at every minimum) and on text, with parameters
 // from the smallest allowed to the defaults.
 func TestSameCutsAsRestic(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	params := []chunk.Params{
 		chunk.DefaultParams,

@@ -133,6 +133,7 @@ func plantCut(r *rand.Rand, n, e int) []byte {
 // splits its reads, with or without Start, in buffers smaller and larger
 // than the chunks.
 func TestCutAtLaneBoundaries(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	const lane, block, read = 8 << 10, 32 << 10, 128 << 10
 	p := chunk.Params{Min: 4096 + 64, Max: 1 << 20, AverageBits: 26}
@@ -179,6 +180,7 @@ func TestCutAtLaneBoundaries(t *testing.T) {
 // read; readers that return their last bytes with io.EOF, short reads and
 // one byte at a time.
 func TestSameCutsAsResticAtTheLimits(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	params := []chunk.Params{
 		{Min: 64, Max: 64, AverageBits: 10},
@@ -224,6 +226,7 @@ func lowEntropy(r *rand.Rand, n int) []byte {
 // Alloc's buffer is used only when it is large enough: too small, nil or
 // one with bytes in it, the chunk still comes out whole and in place.
 func TestAllocTooSmallOrNil(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	data := seedtest.Bytes(r, 3<<20)
 	pol := polOfDegree(t, r, 53)
@@ -237,6 +240,7 @@ func TestAllocTooSmallOrNil(t *testing.T) {
 	}
 	for name, alloc := range allocs {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			c := chunk.New(nil, pol, p)
 			c.Alloc = alloc
 			checkCuts(t, c, bytes.NewReader(data), data, 4096, false, want)

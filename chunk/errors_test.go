@@ -31,6 +31,7 @@ func chunkAll(c *chunk.Chunker) ([]byte, error) {
 // one would store a truncated file and report success. Only io.EOF itself
 // ends a stream.
 func TestReadersUnexpectedEOFIsAnError(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	data := seedtest.Bytes(r, 3<<20)
 	for _, fail := range []error{io.ErrUnexpectedEOF, fmt.Errorf("pack tail: loaded 3 of 9 bytes: %w", io.ErrUnexpectedEOF), fmt.Errorf("reading pack 1234: %w", io.EOF)} {
@@ -96,6 +97,7 @@ func (r *flakyReader) Read(p []byte) (int, error) {
 // go on to cut the rest into chunks that silently miss them. The error
 // stays until Reset or Start, which then cut a new stream normally.
 func TestReadErrorSticks(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	data := seedtest.Bytes(r, 2<<20)
 	cut := 700 << 10
