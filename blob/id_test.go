@@ -7,6 +7,7 @@ import (
 )
 
 func TestIDText(t *testing.T) {
+	t.Parallel()
 	id := ID{0xde, 0xad, 0xbe, 0xef}
 	s := id.String()
 	if len(s) != 64 || !strings.HasPrefix(s, "deadbeef") || id.Short() != "deadbeef" {
@@ -29,6 +30,7 @@ func TestIDText(t *testing.T) {
 }
 
 func TestTiersAndTypes(t *testing.T) {
+	t.Parallel()
 	for _, tier := range Tiers {
 		p, err := ParseTier(tier.String())
 		if err != nil || p != tier {

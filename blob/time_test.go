@@ -14,6 +14,7 @@ type timeHolder struct {
 // Times Go decodes from JSON but cannot encode, as it is or in UTC, are
 // refused naming them; every other decodable time passes.
 func TestCheckTime(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		in string
 		ok bool
