@@ -9,6 +9,7 @@ import (
 )
 
 func TestErrorKinds(t *testing.T) {
+	t.Parallel()
 	base := &Error{Provider: "e2b", Op: "inspect", Instance: "sb-1", Kind: KindRateLimited, Code: "429", RetryAfter: 3 * time.Second, Err: context.DeadlineExceeded}
 	err := fmt.Errorf("lifecycle: %w", base)
 	if !errors.Is(err, ErrRateLimited) || errors.Is(err, ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
