@@ -14,6 +14,7 @@ import (
 )
 
 func TestIgnoringEINTRRetriesOnlyEINTR(t *testing.T) {
+	t.Parallel()
 	calls := 0
 	err := IgnoringEINTR(func() error {
 		calls++
@@ -41,6 +42,7 @@ func TestIgnoringEINTRRetriesOnlyEINTR(t *testing.T) {
 // A second open file description cannot take a lock the first holds, and
 // can once it is released.
 func TestFlockFileExcludesAnotherOpen(t *testing.T) {
+	t.Parallel()
 	p := filepath.Join(t.TempDir(), "lock")
 	a, err := os.Create(p)
 	if err != nil {
@@ -81,6 +83,7 @@ func TestProcessAlive(t *testing.T) {
 // UnixMode and FileMode are each other's inverse over every permission,
 // setuid, setgid and sticky combination, and FileMode drops type bits.
 func TestModeRoundTrip(t *testing.T) {
+	t.Parallel()
 	for v := uint32(0); v <= 0o7777; v++ {
 		if got := UnixMode(FileMode(v)); got != v {
 			t.Fatalf("UnixMode(FileMode(%04o)) = %04o", v, got)

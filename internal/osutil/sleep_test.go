@@ -10,6 +10,7 @@ import (
 // Sleep returns nil after a full wait, and the context's error at once
 // when the context ends first.
 func TestSleep(t *testing.T) {
+	t.Parallel()
 	if err := Sleep(context.Background(), time.Millisecond); err != nil {
 		t.Fatalf("Sleep of 1ms: %v", err)
 	}
