@@ -40,6 +40,7 @@ root = "/home/lifeboat/workspaces"
 `
 
 func TestErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name                    string
 		top, repo, server, more string
@@ -219,6 +220,7 @@ func TestErrors(t *testing.T) {
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFixture(t)
 			text := strings.NewReplacer("{{top}}", tc.top, "{{repo}}", tc.repo, "{{server}}", tc.server, "{{more}}", tc.more).Replace(tmpl)
 			path := f.write("lifeboat.toml", text)
@@ -285,6 +287,7 @@ func checkErrors(t *testing.T, err error, path, text string, want []wantErr) {
 // TestErrorFormat: FILE:LINE: KEY: MSG, environment NAME: KEY: MSG and
 // flag --set KEY: MSG, one per line, the file's by line first.
 func TestErrorFormat(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	path := f.write("lifeboat.toml", minimal+"\n"+sshBox+`port = "ssh"`+"\n")
 	_, err := f.load(path, map[string]string{"LIFEBOAT_SERVER_LISTEN": "x"}, "server.url=ftp://x")
@@ -297,6 +300,7 @@ flag --set server.url: want an http:// or https:// URL such as https://lifeboat.
 }
 
 func TestSyntaxError(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	path := f.write("lifeboat.toml", minimal+"[lifecycle\npark_interval = \"1m\"\n")
 	_, err := f.load(path, nil)
@@ -312,6 +316,7 @@ func TestSyntaxError(t *testing.T) {
 }
 
 func TestMissingConfigFile(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	err := Check(f.dir+"/nope.toml", nil, nil)
 	var errs Errors
@@ -324,6 +329,7 @@ func TestMissingConfigFile(t *testing.T) {
 }
 
 func TestUnreadableSecretFile(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() == 0 {
 		t.Skip("root reads any file")
 	}
@@ -338,6 +344,7 @@ func TestUnreadableSecretFile(t *testing.T) {
 
 // TestNothingSet: without a file, missing keys name no line.
 func TestNothingSet(t *testing.T) {
+	t.Parallel()
 	_, err := Load(Options{})
 	checkErrors(t, err, "", "", []wantErr{
 		{key: "repository.location", msg: "missing: this key is required (set it in [repository], with the environment variable LIFEBOAT_REPOSITORY_LOCATION or LIFEBOAT_REPO, or with --set repository.location=...)"},

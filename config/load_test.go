@@ -95,6 +95,7 @@ periodic_interval = "30m"
 `
 
 func TestLoadFull(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	c := f.mustLoad(f.write("lifeboat.toml", full), nil)
 	d := f.dir
@@ -153,6 +154,7 @@ func assertConfig(t *testing.T, got, want *Config) {
 var s3Defaults = S3{SecretEnv: "AWS_SECRET_ACCESS_KEY", Addressing: "auto"}
 
 func TestDefaults(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	c := f.mustLoad(f.write("lifeboat.toml", minimal+`
 [providers.box1]
@@ -184,6 +186,7 @@ root = "/w"
 
 // TestPrecedence: flag > env > file > default, key by key.
 func TestPrecedence(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	file := f.write("lifeboat.toml", minimal+`listen = "127.0.0.1:1000"
 
@@ -243,6 +246,7 @@ root = "/w"
 
 // TestNoFile: serve may run on the environment and flags alone.
 func TestNoFile(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	c := f.mustLoad("", map[string]string{
 		"LIFEBOAT_REPO":          "/repo",
@@ -265,6 +269,7 @@ func TestNoFile(t *testing.T) {
 // TestPasswordSourceReplaced: password_file and password_env are one
 // choice; a higher layer naming one replaces the other.
 func TestPasswordSourceReplaced(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	path := f.write("lifeboat.toml", strings.Replace(minimal, `password_file = "{{dir}}/repo.pw"`, `password_env = "LB_PW"`, 1))
 	c := f.mustLoad(path, nil, "repository.password_file={{dir}}/repo.pw")
@@ -285,6 +290,7 @@ func TestPasswordSourceReplaced(t *testing.T) {
 }
 
 func TestPassword(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	fromFile := f.mustLoad(f.write("a.toml", minimal), nil)
 	if pw, err := fromFile.Password(); err != nil || string(pw) != passwordContent {
@@ -307,6 +313,7 @@ func TestPassword(t *testing.T) {
 }
 
 func TestServerURL(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	path := f.write("lifeboat.toml", minimal)
 	for _, tc := range []struct {
@@ -329,6 +336,7 @@ func TestServerURL(t *testing.T) {
 // [retention] every alone is a schedule for the stored policies: no
 // default policy, no error.
 func TestLoadRetentionScheduleAlone(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	c := f.mustLoad(f.write("lifeboat.toml", minimal+"\n[retention]\nevery = \"5m\"\n"), nil)
 	if c.Retention != nil || c.RetentionEvery != 5*time.Minute {

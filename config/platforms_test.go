@@ -20,6 +20,7 @@ sandbox_timeout = "45m"
 // TestPlatformErrors: config check names file:line:key for the platform
 // providers' mistakes.
 func TestPlatformErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, more string
 		want       []wantErr
@@ -44,6 +45,7 @@ func TestPlatformErrors(t *testing.T) {
 			want: []wantErr{{at: "organization_id", key: "providers.vc.organization_id", msg: `unknown key "organization_id" in a vercel provider`}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFixture(t)
 			if err := os.WriteFile(filepath.Join(f.dir, "vercel.tok"), []byte("tok-content\n"), 0o600); err != nil {
 				t.Fatal(err)
@@ -61,6 +63,7 @@ func TestPlatformErrors(t *testing.T) {
 // and never their content, and errors
 // name the file or variable only.
 func TestPlatformCredential(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	if err := os.WriteFile(filepath.Join(f.dir, "vercel.tok"), []byte("tok-content\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 // every key, its cache directory defaults under the state directory, and
 // Show names the key file without printing it.
 func TestDockerProvider(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	c := f.mustLoad(f.write("lifeboat.toml", minimal+`
 [providers.dock]

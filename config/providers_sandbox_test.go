@@ -23,6 +23,7 @@ checkpoint_timeout = "2m"
 `
 
 func TestSandboxProviders(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	c := f.mustLoad(f.write("c.toml", minimal+sandboxProviders), map[string]string{"E2B_KEY": "e2b_secret_value"})
 	var e E2BProvider
@@ -71,6 +72,7 @@ func TestSandboxProviders(t *testing.T) {
 }
 
 func TestSandboxProviderErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, table string
 		key, msg    string
@@ -89,6 +91,7 @@ func TestSandboxProviderErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFixture(t)
 			path := f.write("c.toml", minimal+"\n"+c.table)
 			_, err := f.load(path, nil)

@@ -25,6 +25,7 @@ tokens_file = "{{dir}}/tokens"
 // TestS3Repository: the s3_* keys load, the secret comes from its file or
 // variable, and config show names the file or variable, never the secret.
 func TestS3Repository(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	const fileSecret, envSecret = "wJalrXUtnFEMI-from-file", "wJalrXUtnFEMI-from-env"
 	if err := os.WriteFile(filepath.Join(f.dir, "s3.secret"), []byte(fileSecret+"\n"), 0o600); err != nil {
@@ -87,6 +88,7 @@ func TestS3Repository(t *testing.T) {
 // TestS3Errors: a bad s3: location, two secret sources, no access key and
 // an inline secret are reported at their line.
 func TestS3Errors(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	for _, tc := range []struct {
 		name, from, to string

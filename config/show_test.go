@@ -19,6 +19,7 @@ func show(t *testing.T, c *Config) string {
 // TestShowRedacts: no secret file's content and no password variable's
 // value appears, only paths, names and whether the variable is set.
 func TestShowRedacts(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	const envSecret = "s3cr3t-env-value"
 	for _, tc := range []struct {
@@ -50,6 +51,7 @@ func TestShowRedacts(t *testing.T) {
 
 // TestShowSources: each line says where its value came from.
 func TestShowSources(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	path := f.write("lifeboat.toml", minimal+"\n"+sshBox)
 	c := f.mustLoad(path, map[string]string{"LIFEBOAT_SERVER_LISTEN": "127.0.0.1:9000"}, "providers.box1.port=2222")
@@ -86,6 +88,7 @@ func TestShowSources(t *testing.T) {
 // TestShowRoundTrip: Show's output is a config file that loads into the
 // same configuration.
 func TestShowRoundTrip(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	env := map[string]string{"LB_PW": "x", "LIFEBOAT_LOG_LEVEL": "warn"}
 	c := f.mustLoad(f.write("lifeboat.toml", full), env, "providers.box1.port=2222")

@@ -9,6 +9,7 @@ import (
 // password_file or password_env and never from the URL, and Show never
 // prints it.
 func TestStateDatabase(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	const pgPassword = "pg-s3cret-value"
 	path := f.write("lifeboat.toml", minimal)
