@@ -20,6 +20,7 @@ import (
 // and Sync fails with ErrCorrupt, so the repository reopens it. Here the
 // damage is a missing blobs bucket.
 func TestApplyPanicIsCorruptAndReleasesFilterLock(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	d, err := OpenDB(dir, blob.ID{1})
 	if err != nil {

@@ -66,6 +66,7 @@ func packStats(t *testing.T, d *index.DB) map[blob.ID]index.PackStats {
 // does: the same blob places (the last object naming a blob wins), the
 // same packs, every object applied.
 func TestApplyAllSameAsApplyInTurn(t *testing.T) {
+	t.Parallel()
 	objs := objectsWithRepeats(t, 9)
 	inTurn := mustOpenDB(t, t.TempDir(), testRepo)
 	defer inTurn.Close()
@@ -110,6 +111,7 @@ func TestApplyAllSameAsApplyInTurn(t *testing.T) {
 // same blob the last one decides its place. (The order itself:
 // TestKeyOrder.)
 func TestApplyAllKeysSharingTheirHead(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	prefix := randID(r)
 	sharing := func() blob.ID { // the first 6 bytes of prefix, random after
@@ -147,8 +149,10 @@ func TestApplyAllKeysSharingTheirHead(t *testing.T) {
 // partial; the next Sync finishes them, or rebuilds without them when one
 // is gone.
 func TestInterruptedApplyAll(t *testing.T) {
+	t.Parallel()
 	for _, gone := range []bool{false, true} {
 		t.Run(fmt.Sprintf("gone=%v", gone), func(t *testing.T) {
+			t.Parallel()
 			r := seedtest.Rand(t)
 			d := mustOpenDB(t, t.TempDir(), testRepo)
 			defer d.Close()

@@ -86,6 +86,7 @@ func places(t *testing.T, d *index.DB, tier blob.Tier, e pack.Entry) []blob.ID {
 // before it in a rebuild, never takes a blob over: Lookup answers with
 // the stored pack, and LookupAll lists the stale place after it.
 func TestSyncStalePlaceNeverWins(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	live := randDataPack(r, 50)
 	stale := copyOf(live, randID(r))
@@ -126,6 +127,7 @@ func TestSyncStalePlaceNeverWins(t *testing.T) {
 // With every pack stored (or a Source that cannot tell), the last place
 // applied wins as before, and the one it replaced stays as a copy.
 func TestApplyKeepsEveryPlace(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()
@@ -182,6 +184,7 @@ func TestSyncAsksWhichPacksAreStored(t *testing.T) {
 // Drop of a blob's pack makes a copy in a pack that stays its place;
 // copies in dropped packs go.
 func TestDropPromotesCopy(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()
@@ -209,6 +212,7 @@ func TestDropPromotesCopy(t *testing.T) {
 // PreferStored moves a blob whose place is in a pack that is gone to a
 // stored copy, and moves nothing else.
 func TestPreferStored(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()
@@ -233,6 +237,7 @@ func TestPreferStored(t *testing.T) {
 // applied, or an entry the DB lost, makes it rebuild the DB from the
 // intact objects.
 func TestVerifyRebuildsFromStoredObjects(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	dir := t.TempDir()
 	d := mustOpenDB(t, dir, testRepo)
@@ -305,6 +310,7 @@ func TestVerifyRebuildsFromStoredObjects(t *testing.T) {
 // rules out are put without a look at an earlier place; a blob placed
 // twice in one application, or again later, still keeps both places.
 func TestCopiesKeptWithFilter(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()

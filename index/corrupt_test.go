@@ -100,6 +100,7 @@ func usedSize(t *testing.T, path string) int {
 }
 
 func TestOpenDBCorruptFile(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	garbage := func(n int) []byte {
 		b := make([]byte, n)
@@ -187,6 +188,7 @@ func TestOpenDBCorruptFile(t *testing.T) {
 // the file is removed, Sync fails with ErrCorrupt, and the repository's
 // reopen and Sync (syncAsRepo) rebuild a DB that answers.
 func TestDamagedLeafFoundByLookup(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	dir, objs := filledDB(t, r)
 	path := filepath.Join(dir, "index.db")

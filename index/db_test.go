@@ -15,6 +15,7 @@ import (
 var testRepo = blob.ID{0x42, 0x42}
 
 func TestOpenDBFresh(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "cache", "nested")
 	d := mustOpenDB(t, dir, testRepo)
 	defer d.Close()
@@ -41,6 +42,7 @@ func TestOpenDBFresh(t *testing.T) {
 }
 
 func TestApplyLookup(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()
@@ -114,6 +116,7 @@ func TestApplyLookup(t *testing.T) {
 }
 
 func TestForEachBlobByTier(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()
@@ -158,6 +161,7 @@ func TestForEachBlobByTier(t *testing.T) {
 }
 
 func TestApplyOverwrites(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()
@@ -178,6 +182,7 @@ func TestApplyOverwrites(t *testing.T) {
 }
 
 func TestOtherRepoResets(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	dir := t.TempDir()
 	d := mustOpenDB(t, dir, testRepo)
@@ -204,6 +209,7 @@ func TestOtherRepoResets(t *testing.T) {
 }
 
 func TestOpenDBBusy(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	dir := t.TempDir()
 	first := mustOpenDB(t, dir, testRepo)
@@ -252,6 +258,7 @@ func TestOpenDBBusy(t *testing.T) {
 }
 
 func TestOpenDBBusyConcurrent(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	const n = 4
 	dbs := make([]*index.DB, n)
@@ -290,6 +297,7 @@ func TestOpenDBBusyConcurrent(t *testing.T) {
 }
 
 func TestConcurrentLookupAndApply(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()

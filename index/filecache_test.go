@@ -25,6 +25,7 @@ func get(t *testing.T, d *index.DB, ws string, key []byte) []byte {
 }
 
 func TestFileCache(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	dir := t.TempDir()
 	d := mustOpenDB(t, dir, testRepo)
@@ -94,6 +95,7 @@ func TestFileCache(t *testing.T) {
 }
 
 func TestFileCacheRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()
 	if err := d.FileCachePut("", []index.FileCacheRecord{{Key: []byte("p"), Value: []byte("v")}}); err == nil {
@@ -113,6 +115,7 @@ func TestFileCacheRefusesBadInput(t *testing.T) {
 
 // The first write drops version 1's bucket of one entry per file.
 func TestFileCacheDropsVersion1(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	d := mustOpenDB(t, dir, testRepo)
 	path := d.Path()
@@ -156,6 +159,7 @@ func TestFileCacheDropsVersion1(t *testing.T) {
 // FileCacheIndexed accepts a file only when its chunks are indexed data
 // blobs of the tier adding up to its size.
 func TestFileCacheIndexed(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()
@@ -203,6 +207,7 @@ func TestFileCacheIndexed(t *testing.T) {
 // The removal generation moves on with every rebuild and every Drop that
 // deletes entries, and only then.
 func TestFileCacheGenMoves(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()

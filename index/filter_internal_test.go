@@ -10,6 +10,7 @@ import (
 // A Bloom filter has no false negatives, and few false positives at the
 // load it is sized for.
 func TestBlobFilter(t *testing.T) {
+	t.Parallel()
 	const seed = 7
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, seed))

@@ -16,6 +16,7 @@ import (
 // remaps it, and the old address may be unmapped or reused by then. Under
 // -race this test reports the unsynchronised read of the mapping.
 func TestFilterBuildBesideRemap(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()

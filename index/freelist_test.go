@@ -40,6 +40,7 @@ func storedFreelist(t *testing.T, path string) bool {
 // page. A file an older Lifeboat wrote, without it, opens with its
 // entries, and from then on has it stored.
 func TestOpenDBStoresFreelistOfOlderFile(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	dir, objs := filledDB(t, r)
 	path := filepath.Join(dir, "index.db")

@@ -82,6 +82,7 @@ func corpusFile(data []byte) []byte {
 // TestFuzzCorpus checks the seed corpus on disk against fuzzSeeds (rerun
 // with -update after a deliberate format change).
 func TestFuzzCorpus(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join("testdata", "fuzz", "FuzzDecode")
 	for _, s := range fuzzSeeds() {
 		path := filepath.Join(dir, s.name)

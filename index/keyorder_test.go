@@ -13,6 +13,7 @@ import (
 // KeyOrder orders keys as bytes.Compare does, equal keys in their own
 // order, also where keys share their first eight bytes or more.
 func TestKeyOrder(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	const size = index.KeySize
 	bases := make([][]byte, 4)

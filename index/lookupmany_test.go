@@ -14,6 +14,7 @@ import (
 // asked twice, unknown, known only under another tier or type, and before
 // and after every key in the DB.
 func TestLookupManyAgreesWithLookup(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()

@@ -15,6 +15,7 @@ import (
 )
 
 func TestEncodeDecodeRoundTrip(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	for i := range 200 {
 		tier := blob.Tiers[r.IntN(len(blob.Tiers))]
@@ -37,6 +38,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 }
 
 func TestEncodeDecodeEdgeCases(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	full := randPack(r, 3)
 	cases := map[string]*index.Object{
@@ -52,6 +54,7 @@ func TestEncodeDecodeEdgeCases(t *testing.T) {
 	}
 	for name, o := range cases {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			b := o.Encode()
 			got, err := index.Decode(b)
 			if err != nil {
@@ -70,6 +73,7 @@ func TestEncodeDecodeEdgeCases(t *testing.T) {
 }
 
 func TestSealOpenRoundTrip(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	m := crypt.NewMasterKeys()
 	for _, tier := range blob.Tiers {
@@ -97,6 +101,7 @@ func TestSealOpenRoundTrip(t *testing.T) {
 }
 
 func TestOpenLockedTier(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	m := crypt.NewMasterKeys()
 	ws, err := m.Restrict([]blob.Tier{blob.Workspace})
@@ -125,6 +130,7 @@ func TestOpenLockedTier(t *testing.T) {
 }
 
 func TestSealWrongTierKeys(t *testing.T) {
+	t.Parallel()
 	m := crypt.NewMasterKeys()
 	wk, _ := m.Tier(blob.Workspace)
 	sk, _ := m.Tier(blob.Sensitive)
@@ -140,6 +146,7 @@ func TestSealWrongTierKeys(t *testing.T) {
 }
 
 func TestOpenRefusesBadObjects(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	m := crypt.NewMasterKeys()
 	wk, _ := m.Tier(blob.Workspace)
@@ -151,11 +158,13 @@ func TestOpenRefusesBadObjects(t *testing.T) {
 	}
 
 	t.Run("other repository keys", func(t *testing.T) {
+		t.Parallel()
 		if _, err := index.Open(crypt.NewMasterKeys(), sealed); !errors.Is(err, crypt.ErrAuth) {
 			t.Fatalf("got %v, want ErrAuth", err)
 		}
 	})
 	t.Run("flipped bit", func(t *testing.T) {
+		t.Parallel()
 		for _, i := range []int{crypt.ObjectHeaderSize, crypt.ObjectHeaderSize + 30, len(sealed) - 1} {
 			bad := bytes.Clone(sealed)
 			bad[i] ^= 1
@@ -165,6 +174,7 @@ func TestOpenRefusesBadObjects(t *testing.T) {
 		}
 	})
 	t.Run("header relabelled to the other tier", func(t *testing.T) {
+		t.Parallel()
 		bad := bytes.Clone(sealed)
 		bad[4] = byte(blob.Sensitive)
 		if _, err := index.Open(m, bad); err == nil {
@@ -172,6 +182,7 @@ func TestOpenRefusesBadObjects(t *testing.T) {
 		}
 	})
 	t.Run("truncated", func(t *testing.T) {
+		t.Parallel()
 		for n := 0; n < len(sealed); n += 1 + n/4 {
 			if _, err := index.Open(m, sealed[:n]); err == nil {
 				t.Fatalf("object truncated to %d bytes opened", n)
@@ -179,18 +190,21 @@ func TestOpenRefusesBadObjects(t *testing.T) {
 		}
 	})
 	t.Run("other kind", func(t *testing.T) {
+		t.Parallel()
 		snap := crypt.SealObject(wk, crypt.KindSnapshot, o.Encode())
 		if _, err := index.Open(m, snap); err == nil {
 			t.Fatal("a snapshot object opened as an index object")
 		}
 	})
 	t.Run("plaintext tier differs from sealed tier", func(t *testing.T) {
+		t.Parallel()
 		bad := crypt.SealObject(sk, crypt.KindIndex, o.Encode())
 		if _, err := index.Open(m, bad); !errors.Is(err, index.ErrFormat) {
 			t.Fatalf("got %v, want ErrFormat", err)
 		}
 	})
 	t.Run("sealed garbage", func(t *testing.T) {
+		t.Parallel()
 		bad := crypt.SealObject(wk, crypt.KindIndex, []byte("not an index object"))
 		if _, err := index.Open(m, bad); !errors.Is(err, index.ErrFormat) {
 			t.Fatalf("got %v, want ErrFormat", err)
@@ -225,6 +239,7 @@ func mustDecodeErr(t *testing.T, what string, b []byte) {
 }
 
 func TestDecodeTruncated(t *testing.T) {
+	t.Parallel()
 	b := sampleObject().Encode()
 	for n := range len(b) {
 		mustDecodeErr(t, "truncated", b[:n])
@@ -232,6 +247,7 @@ func TestDecodeTruncated(t *testing.T) {
 }
 
 func TestDecodeTrailingBytes(t *testing.T) {
+	t.Parallel()
 	for _, o := range []*index.Object{{Tier: blob.Workspace}, sampleObject()} {
 		b := o.Encode()
 		for _, extra := range [][]byte{{0}, {1, 2, 3}, make([]byte, pack.EntrySize)} {
@@ -241,6 +257,7 @@ func TestDecodeTrailingBytes(t *testing.T) {
 }
 
 func TestDecodeBadHeader(t *testing.T) {
+	t.Parallel()
 	good := sampleObject().Encode()
 	edit := func(i int, v byte) []byte {
 		b := bytes.Clone(good)
@@ -315,6 +332,7 @@ func TestDecodeLyingCounts(t *testing.T) {
 }
 
 func TestDecodeBadEntries(t *testing.T) {
+	t.Parallel()
 	o := sampleObject()
 	good := o.Encode()
 	packsAt := 6 + 4 + len(o.Supersedes)*blob.IDSize
@@ -345,6 +363,7 @@ func TestDecodeBadEntries(t *testing.T) {
 	}
 	for name, b := range cases {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			defer func() {
 				if p := recover(); p != nil {
 					t.Fatalf("Decode panicked: %v", p)

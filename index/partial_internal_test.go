@@ -40,6 +40,7 @@ func bigObject(n int, seed byte) *Object {
 // DB is rebuilt without the partial entries; if it is still there, Sync
 // finishes it.
 func TestInterruptedApply(t *testing.T) {
+	t.Parallel()
 	for _, gone := range []bool{true, false} {
 		d, err := OpenDB(t.TempDir(), blob.ID{1})
 		if err != nil {
@@ -77,6 +78,7 @@ func TestInterruptedApply(t *testing.T) {
 // A private cache file left by a crashed process is removed by the next
 // open; one held by a live DB is not.
 func TestStalePrivateFilesRemoved(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	shared, err := OpenDB(dir, blob.ID{1})
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 // a capture reuse them unchecked (it looks chunks up, FileCacheIndexed,
 // only for records of another generation).
 func TestRemovalGenAfterOldRebuild(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	dir := t.TempDir()
 	d := mustOpenDB(t, dir, testRepo)

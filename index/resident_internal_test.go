@@ -9,6 +9,7 @@ import (
 // The write transactions' budget reads the process's mapped file pages:
 // if that stopped working, large applies would map the whole index again.
 func TestFileResidentReadable(t *testing.T) {
+	t.Parallel()
 	if n := fileResident(); n <= 0 {
 		t.Fatalf("fileResident() = %d: /proc/self/statm unreadable", n)
 	}

@@ -105,6 +105,7 @@ func mustSync(t *testing.T, d *index.DB, src index.Source, want index.SyncStats)
 }
 
 func TestSyncAppliesNewObjects(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()
@@ -147,6 +148,7 @@ func TestSyncAppliesNewObjects(t *testing.T) {
 // dropped without a rebuild: only the new objects are loaded, and the
 // places in packs no object lists any more go.
 func TestSyncDropsRemovedObjects(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()
@@ -206,6 +208,7 @@ func TestSyncDropsRemovedObjects(t *testing.T) {
 }
 
 func TestSyncLockedTier(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()
@@ -250,6 +253,7 @@ func TestSyncLockedTier(t *testing.T) {
 }
 
 func TestSyncLoadError(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()
@@ -282,6 +286,7 @@ func TestSyncLoadError(t *testing.T) {
 }
 
 func TestSyncCancelled(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()
@@ -318,6 +323,7 @@ func (s *sealedSource) LoadIndex(ctx context.Context, id blob.ID) (*index.Object
 }
 
 func TestSyncWithSealedObjects(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	m := crypt.NewMasterKeys()
 	wsOnly, err := m.Restrict([]blob.Tier{blob.Workspace})
@@ -347,6 +353,7 @@ func TestSyncWithSealedObjects(t *testing.T) {
 // An object listed and then removed before Sync loads it (a prune's delete
 // phase runs meanwhile) is skipped, not an error; the rest is applied.
 func TestSyncObjectRemovedWhileSyncing(t *testing.T) {
+	t.Parallel()
 	r := seedtest.Rand(t)
 	d := mustOpenDB(t, t.TempDir(), testRepo)
 	defer d.Close()
