@@ -57,6 +57,7 @@ func behindTestTemp(t *testing.T, dir string) (*Backend, backend.TempFile, *behi
 // the buffer) and checks the file holds exactly them after Sync, for
 // lengths around the buffer and several write-behind steps.
 func TestBehindFileWrites(t *testing.T) {
+	t.Parallel()
 	rng := seedtest.Rand(t)
 	for _, total := range []int{0, 1, behindBuffer - 1, behindBuffer, behindBuffer + 7, behindStep, 3*behindStep + 5*behindBuffer/3} {
 		d := behindTestFile(t)
@@ -162,6 +163,7 @@ func TestBehindFileDropsWritten(t *testing.T) {
 // writeback is started once it is written, and the step before it waited
 // for and dropped, one step behind, with the right offsets and lengths.
 func TestBehindFileWritebackCalls(t *testing.T) {
+	t.Parallel()
 	d := behindTestFile(t)
 	const all = unix.SYNC_FILE_RANGE_WAIT_BEFORE | unix.SYNC_FILE_RANGE_WRITE | unix.SYNC_FILE_RANGE_WAIT_AFTER
 	var got []string
@@ -206,6 +208,7 @@ func TestBehindFileWritebackCalls(t *testing.T) {
 // Write or from Sync, since the fsync after it would not report it again:
 // nothing may be saved.
 func TestBehindFileWritebackError(t *testing.T) {
+	t.Parallel()
 	for _, e := range []unix.Errno{unix.EIO, unix.EINVAL, unix.EOPNOTSUPP} {
 		d := behindTestFile(t)
 		d.syncRange = func(off, n int64, flags int) error {
@@ -262,6 +265,7 @@ func TestBehindFileWritebackNoSpace(t *testing.T) {
 // report as the file's): the write-behind turns off at once and the fsync
 // writes everything.
 func TestBehindFileStartRefused(t *testing.T) {
+	t.Parallel()
 	for _, e := range []unix.Errno{unix.ENOSYS, unix.EPERM, unix.EIO} {
 		d := behindTestFile(t)
 		calls := 0
@@ -306,6 +310,7 @@ func TestSaveTempBehind(t *testing.T) {
 // io.Copy, which use a writer's WriteString or ReadFrom when it has them:
 // every byte must still go through the buffer, in order.
 func TestBehindFileWriterInterfaces(t *testing.T) {
+	t.Parallel()
 	d := behindTestFile(t)
 	var f file = d
 	want := bytes.Repeat([]byte("0123456789abcdef"), behindBuffer/16+300)
@@ -333,6 +338,7 @@ func TestBehindFileWriterInterfaces(t *testing.T) {
 // has met it, or from Sync, and sticks; Close after it releases
 // everything.
 func TestBehindFileBackgroundError(t *testing.T) {
+	t.Parallel()
 	for _, at := range []string{"write", "sync"} {
 		d := behindTestFile(t)
 		d.write = func(b []byte) (int, error) {
@@ -373,6 +379,7 @@ func TestBehindFileBackgroundError(t *testing.T) {
 // buffer is being written: Close waits for the write, so nothing runs on
 // the closed descriptor and no goroutine is left behind.
 func TestBehindFileCloseInFlight(t *testing.T) {
+	t.Parallel()
 	d := behindTestFile(t)
 	release := make(chan struct{})
 	d.write = func(b []byte) (int, error) {
@@ -404,6 +411,7 @@ func TestBehindFileCloseInFlight(t *testing.T) {
 // write-behind goes on from where it was, and a second Sync changes
 // nothing.
 func TestBehindFileWriteAfterSync(t *testing.T) {
+	t.Parallel()
 	rng := seedtest.Rand(t)
 	for _, cuts := range [][]int{
 		{4 << 10, behindBuffer, 2 * behindBuffer},
@@ -454,6 +462,7 @@ func fileHolds(t *testing.T, path string, want []byte, what string) {
 // that waited would hang the test), then everything reaches the file in
 // order once the device goes on.
 func TestBehindFileQueue(t *testing.T) {
+	t.Parallel()
 	d := behindTestFile(t)
 	release, started := make(chan struct{}), make(chan struct{}, 1)
 	d.write = func(b []byte) (int, error) {

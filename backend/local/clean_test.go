@@ -9,6 +9,7 @@ import (
 )
 
 func TestCleanTemp(t *testing.T) {
+	t.Parallel()
 	b := newRepo(t)
 	tmp := filepath.Join(b.dir, tmpDir)
 	old := time.Now().Add(-2 * time.Hour)

@@ -12,6 +12,7 @@ import (
 
 // TestHostileNames: no invalid handle writes or deletes outside the repo.
 func TestHostileNames(t *testing.T) {
+	t.Parallel()
 	parent := t.TempDir()
 	b, err := Create(filepath.Join(parent, "repo"))
 	if err != nil {

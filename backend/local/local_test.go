@@ -12,6 +12,7 @@ import (
 )
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	backendtest.Run(t, func(t *testing.T) backend.Backend { return newRepo(t) })
 }
 

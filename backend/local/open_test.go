@@ -12,6 +12,7 @@ import (
 )
 
 func TestCreateOpen(t *testing.T) {
+	t.Parallel()
 	b := newRepo(t)
 	if err := b.Save(t.Context(), backend.Handle{Type: backend.Config}, []byte("x")); err != nil {
 		t.Fatal(err)
