@@ -15,6 +15,7 @@ import (
 // through the API promotes a checkpoint that the workspace and checkpoint
 // lists then show; a park right after is throttled.
 func TestWorkspacesCheckpointsPark(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.workspace("w1", map[string]string{"a.txt": "alpha", "dir/b.txt": "beta"})
 	e.workspace("w2", map[string]string{"c.txt": "gamma"})
@@ -58,6 +59,7 @@ func TestWorkspacesCheckpointsPark(t *testing.T) {
 
 // TestWorkspaceErrors: an unknown workspace, a bad id, bad bodies.
 func TestWorkspaceErrors(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.workspace("w1", map[string]string{"a": "a"})
 	for _, p := range []string{"/v1/workspaces/nope", "/v1/workspaces/nope/checkpoints", "/v1/workspaces/nope/recovery",
@@ -80,6 +82,7 @@ func TestWorkspaceErrors(t *testing.T) {
 // offered checkpoint; the same key, repeated or concurrent, gives the same
 // operation, and only one is created.
 func TestApproveIdempotent(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.workspace("w1", map[string]string{"a": "a"})
 	at := time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC)
@@ -146,6 +149,7 @@ func TestApproveIdempotent(t *testing.T) {
 // while an operation runs, and "stale_generation" for an older
 // generation; nothing is captured.
 func TestBotOperationsWhileRecovering(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.workspace("w1", map[string]string{"a": "a"})
 	e.rec.set(recovery.WorkspaceState{Workspace: "w1", Health: &recovery.Health{State: recovery.HealthRecovering},
@@ -173,6 +177,7 @@ func TestBotOperationsWhileRecovering(t *testing.T) {
 // TestProcessRestartIdempotent: lost processes are listed with their last
 // output; a restart needs a key and a repeated request starts it once.
 func TestProcessRestartIdempotent(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.workspace("w1", map[string]string{"a": "a"})
 	e.rec.procs["w1"] = []recovery.LostProcess{{Index: 0, ProcessRecord: recovery.ProcessRecord{Command: []string{"npm", "run", "dev"}, Tail: "ready"},
@@ -199,6 +204,7 @@ func TestProcessRestartIdempotent(t *testing.T) {
 // TestRepairHoldResolution: an operator resolves a hold with an outcome
 // and evidence, once; the resolution names the operator's token label.
 func TestRepairHoldResolution(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.rec.holds["h1"] = recovery.Hold{ID: "h1", Workspace: "w1", Lost: "old-7", Replacement: "new-8"}
 	e.fails(http.StatusBadRequest, "bad_request", "POST", "/v1/repair-holds/h1/resolve", operatorToken, resolveRequest{Outcome: "copied_back"})

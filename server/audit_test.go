@@ -37,6 +37,7 @@ func (e *env) auditLines() []map[string]any {
 // result (status and error code). A GET writes none, and no line holds a
 // token or its hash.
 func TestAuditLog(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	must(t, os.MkdirAll(filepath.Join(e.root, "inst-a"), 0o755))
 	e.workspace("w1", map[string]string{"a": "a"})

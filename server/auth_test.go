@@ -15,6 +15,7 @@ import (
 // without a token, with a malformed header, or with an unknown token;
 // unknown paths too (nothing is told about what exists).
 func TestNoTokenNoAccess(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.workspace("w1", map[string]string{"a.txt": "a"})
 	paths := map[string]string{"{ws}": "w1", "{id}": "x", "{proc}": "p1"}
@@ -58,6 +59,7 @@ func (e *env) doAuth(method, path, auth string) (int, []byte, http.Header) {
 // TestOperatorOnly: repair holds are listed and resolved only with an
 // operator token; a user token gets 403 forbidden and changes nothing.
 func TestOperatorOnly(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.rec.holds["h1"] = recovery.Hold{ID: "h1", Workspace: "w1", Operation: "op-1", Lost: "old-7", Replacement: "new-8", Error: "copy-back failed"}
 	e.fails(http.StatusForbidden, "forbidden", "GET", "/v1/repair-holds", userToken, nil)
@@ -77,6 +79,7 @@ func TestOperatorOnly(t *testing.T) {
 
 // TestTokenFile: the file format, and its errors naming the line.
 func TestTokenFile(t *testing.T) {
+	t.Parallel()
 	good := "# comment\n\nuser " + HashToken("a") + " inbox\noperator " + HashToken("b") + "\n"
 	tk, err := ParseTokens("f", []byte(good))
 	must(t, err)
@@ -109,6 +112,7 @@ func TestTokenFile(t *testing.T) {
 // TestTokensNeverLogged: requests are logged with the role and the
 // token's label, never the token or its hash.
 func TestTokensNeverLogged(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.ok(http.StatusOK, "GET", "/v1/workspaces", userToken, nil, nil)
 	e.do("GET", "/v1/workspaces", userToken+"wrong", nil)

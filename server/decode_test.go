@@ -26,6 +26,7 @@ func (e *env) doRaw(method, path, tok, body string, header ...string) (int, apiE
 // 400 bad_request and changes nothing; white space after it is fine; a
 // body over 64 KiB is refused whatever it holds after the object.
 func TestTrailingJSONRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	must(t, os.MkdirAll(filepath.Join(e.root, "inst-a"), 0o755))
 	e.workspace("w1", map[string]string{"a": "a"})

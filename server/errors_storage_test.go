@@ -18,6 +18,7 @@ import (
 //   - a shared state database that cannot be reached: state_unavailable,
 //     recovery.ErrStateUnavailable (exit 24).
 func TestUnavailableAnswers(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name     string // the outage
 		err      error  // as a handler returns it
@@ -29,6 +30,7 @@ func TestUnavailableAnswers(t *testing.T) {
 		{"state database outage", fmt.Errorf("workspace bot1: %w", recovery.ErrStateUnavailable), "state_unavailable", recovery.ErrStateUnavailable, "recovery.ErrStateUnavailable"},
 	} {
 		t.Run(c.code, func(t *testing.T) {
+			t.Parallel()
 			ae := toAPIError(c.err)
 			if ae.Status != http.StatusServiceUnavailable || ae.Code != c.code {
 				t.Fatalf("%s answered %d %s", c.name, ae.Status, ae.Code)

@@ -10,6 +10,7 @@ import (
 // stream, carries X-Content-Type-Options: nosniff and Referrer-Policy:
 // no-referrer (the page's URL may hold the token in its fragment).
 func TestSecurityHeadersEverywhere(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, tc := range []struct {
 		method, path, tok string

@@ -28,6 +28,7 @@ func receipt(reason recovery.Reason, o recovery.Outcome, took time.Duration, byt
 // Every receipt is counted by reason and outcome; only those that ran a
 // capture are timed; only those that wrote a snapshot add bytes.
 func TestMetricsReceipts(t *testing.T) {
+	t.Parallel()
 	m := NewMetrics(MetricsSource{})
 	for _, r := range []recovery.Receipt{
 		receipt(recovery.ReasonPark, recovery.Captured, 2*time.Second, 1000, 300),
@@ -94,6 +95,7 @@ func histogram(reason string, sum float64, obs ...float64) string {
 }
 
 func TestMetricsPrune(t *testing.T) {
+	t.Parallel()
 	m := NewMetrics(MetricsSource{})
 	want := `
 # HELP lifeboat_prune_runs_total Prune runs by outcome (ok, failed).
@@ -152,6 +154,7 @@ func good(at time.Time) *recovery.Checkpoint { return &recovery.Checkpoint{Snaps
 // ages against the injected clock, workspaces by health, operations by
 // state, open holds.
 func TestMetricsScrape(t *testing.T) {
+	t.Parallel()
 	now := t0
 	wss := &fakeWorkspaces{ws: []recovery.Workspace{
 		{ID: "bot1", LastGood: good(t0.Add(-90 * time.Second)), Health: health(recovery.HealthOK)},
@@ -210,6 +213,7 @@ lifeboat_repair_holds_open %d
 // A source that fails leaves its own metrics out of the scrape, is
 // counted, and the rest is still served.
 func TestMetricsSourceErrors(t *testing.T) {
+	t.Parallel()
 	boom := errors.New("state store: database not open")
 	m := NewMetrics(MetricsSource{Workspaces: &fakeWorkspaces{err: boom}, Operations: &fakeOperations{err: boom},
 		Holds: &fakeHolds{holds: make([]recovery.Hold, 2)}})
@@ -248,6 +252,7 @@ lifeboat_captures_total{outcome="captured",reason="park"} 1
 // derivations and the Go and process collectors are served, and nothing
 // read from a source.
 func TestMetricsNoSource(t *testing.T) {
+	t.Parallel()
 	m := NewMetrics(MetricsSource{})
 	res, body := get(t, m.Handler())
 	if res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/plain") {

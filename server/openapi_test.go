@@ -43,6 +43,7 @@ func openAPIRoutes(t *testing.T) (routes []string, doc string) {
 // docs/openapi.yaml, the document describes no route that is not
 // registered, and every error code the server sends is listed.
 func TestOpenAPICoversRoutes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	documented, doc := openAPIRoutes(t)
 	var registered []string

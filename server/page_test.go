@@ -17,6 +17,7 @@ var update = flag.Bool("update", false, "rewrite the status page screenshots in 
 // TestStatusPageServed: the page and its assets need no token, hold no
 // data, and are served with a restrictive content security policy.
 func TestStatusPageServed(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for path, typ := range map[string]string{"/": "text/html", "/static/app.js": "text/javascript", "/static/style.css": "text/css"} {
 		code, body, h := e.do("GET", path, "", nil)

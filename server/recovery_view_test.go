@@ -195,6 +195,7 @@ func TestRecoveryEndToEnd(t *testing.T) {
 // does not reach: each recovery error's stable code, rolling_back and waiting
 // steps, failed after a failed operation, hold outcomes and operators.
 func TestRecoveryViewMapping(t *testing.T) {
+	t.Parallel()
 	for err, code := range map[error]string{recovery.ErrNotLost: "not_lost", recovery.ErrNoCheckpoint: "not_lost",
 		recovery.ErrStaleOffer: "checkpoint_mismatch", recovery.ErrKeyReused: "idempotency_key_reused",
 		recovery.ErrRecovering: "recovering", recovery.ErrStaleGeneration: "stale_generation",
@@ -235,6 +236,7 @@ func TestRecoveryViewMapping(t *testing.T) {
 // restored (its data packs are gone) ends failed; the workspace is then
 // shown failed, the operation failed with the reason.
 func TestRecoveryFailedState(t *testing.T) {
+	t.Parallel()
 	e, svc := newRecoveryEnv(t)
 	ctx := context.Background()
 	e.workspace("w1", map[string]string{"a.txt": "alpha"})

@@ -16,6 +16,7 @@ import (
 // same order: a lifecycle receipt, a loss, an approval's operation and
 // state, a hold resolution.
 func TestTwoStreamsSeeTheSameState(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.workspace("w1", map[string]string{"a.txt": "a"})
 	inbox := e.stream(userToken, "")
@@ -76,6 +77,7 @@ func TestTwoStreamsSeeTheSameState(t *testing.T) {
 // TestStreamReplayAndResync: a stream that reconnects with Last-Event-ID
 // gets what it missed; one that missed more than is kept gets "resync".
 func TestStreamReplayAndResync(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for i := range 3 {
 		e.srv.Events().Publish("test", "w1", i)
@@ -107,6 +109,7 @@ func TestStreamReplayAndResync(t *testing.T) {
 // (reload the state), not that process's events 32 to 34 as if it had
 // missed only those.
 func TestStreamIDsAcrossRestart(t *testing.T) {
+	t.Parallel()
 	first := newEnv(t)
 	for i := range 31 {
 		first.srv.Events().Publish("test", "w1", i)
@@ -145,6 +148,7 @@ func TestStreamIDsAcrossRestart(t *testing.T) {
 // TestSlowSubscriberDropped: a subscriber a full buffer behind is dropped
 // (its stream ends and it reconnects); the others keep every event.
 func TestSlowSubscriberDropped(t *testing.T) {
+	t.Parallel()
 	ev := NewEvents()
 	slow, _, _, _ := ev.subscribe(0, false)
 	fast, _, _, _ := ev.subscribe(0, false)
@@ -171,6 +175,7 @@ func TestSlowSubscriberDropped(t *testing.T) {
 // TestCloseEndsStreams: closing the server ends every event stream, so a
 // graceful shutdown does not wait for them.
 func TestCloseEndsStreams(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	s := e.stream(userToken, "")
 	s.must(t, "hello")

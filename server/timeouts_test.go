@@ -156,6 +156,7 @@ func TestStreamOutlivesTimeouts(t *testing.T) {
 // timeouts (the body and write deadlines are per request), and a Config
 // without timeouts gets the defaults.
 func TestHTTPServerTimeouts(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	hs := e.srv.HTTPServer()
 	if hs.ReadHeaderTimeout != maxHeaderTimeout || hs.IdleTimeout != DefaultTimeouts.Idle || hs.ReadTimeout != 0 || hs.WriteTimeout != 0 {
