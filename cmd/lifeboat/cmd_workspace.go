@@ -177,16 +177,7 @@ func printWorkspace(out io.Writer, w recovery.Workspace, pending []recovery.Pend
 		}
 	}
 	fmt.Fprintf(out, "checkpoints %d recorded\n", checkpoints)
-	if w.Native != nil {
-		fmt.Fprintf(out, "native      %s (%s)\n", w.Native.ID, w.Native.Time.Local().Format(time.DateTime))
-	}
-	if w.InFlight != nil {
-		fmt.Fprintf(out, "in flight   %s capture started %s by process %d\n", w.InFlight.Reason, w.InFlight.Started.Local().Format(time.DateTime), w.InFlight.PID)
-	}
-	fmt.Fprintf(out, "failures    %d since the last good checkpoint\n", w.Failures)
-	for _, r := range w.Recovery {
-		fmt.Fprintf(out, "  %s  %-8s attempt %d  %s: %s\n", r.Time.Local().Format(time.DateTime), r.Reason, r.Attempt, r.Outcome, r.Error)
-	}
+	printCaptureState(out, w.Native, w.InFlight, w.Failures, w.Recovery)
 	for _, p := range pending {
 		fmt.Fprintf(out, "pending     delete native checkpoint %s (%d attempts; last error: %s)\n", p.Checkpoint, p.Attempts, p.LastError)
 	}
@@ -213,8 +204,28 @@ func (g *globalOptions) emitWorkspaceView(v server.WorkspaceView) {
 		for _, h := range v.Recovery.Holds {
 			fmt.Fprintf(out, "repair hold %s: keeps %s (%s)\n", h.ID, h.TargetInstance, h.Error)
 		}
-		fmt.Fprintf(out, "failures    %d since the last good checkpoint\n\n", v.Failures)
+		if r := v.LastRestart; r != nil {
+			fmt.Fprintf(out, "restarted   %s to native checkpoint %s (%s to %s)\n", r.Time.Local().Format(time.DateTime), r.Checkpoint, r.From, r.To)
+		}
+		printCaptureState(out, v.Native, v.InFlight, v.Failures, v.Records)
+		fmt.Fprintln(out)
 	})
+}
+
+// printCaptureState prints a workspace's native checkpoint, its capture in
+// flight, and its failures since the last good checkpoint with their
+// records, the same with a server and without.
+func printCaptureState(out io.Writer, native *recovery.NativeCheckpoint, inFlight *recovery.InFlight, failures int, records []recovery.RecoveryRecord) {
+	if native != nil {
+		fmt.Fprintf(out, "native      %s (%s)\n", native.ID, native.Time.Local().Format(time.DateTime))
+	}
+	if inFlight != nil {
+		fmt.Fprintf(out, "in flight   %s capture started %s by process %d\n", inFlight.Reason, inFlight.Started.Local().Format(time.DateTime), inFlight.PID)
+	}
+	fmt.Fprintf(out, "failures    %d since the last good checkpoint\n", failures)
+	for _, r := range records {
+		fmt.Fprintf(out, "  %s  %-8s attempt %d  %s: %s\n", r.Time.Local().Format(time.DateTime), r.Reason, r.Attempt, r.Outcome, r.Error)
+	}
 }
 
 func newWorkspaceSetCommand(g *globalOptions) *cobra.Command {

@@ -119,6 +119,12 @@ workspaces = ["bot2"]
 	if _, err := os.Stat(filepath.Join(s.root, inst, "after.txt")); !os.IsNotExist(err) {
 		t.Fatalf("rollback kept a file made after the checkpoint: %v", err)
 	}
+	// The text shows through the server what it shows without one: the
+	// native checkpoint, and here the restart.
+	if out := s.cliOK("workspace", "show", "bot1").stdout; !strings.Contains(out, "native      "+rc["native"].(string)) ||
+		!strings.Contains(out, "restarted   ") || !strings.Contains(out, "(bot1 to "+inst+")") {
+		t.Fatalf("workspace show after the restart:\n%s", out)
+	}
 
 	// Lost: the instance is removed; check now sees it at once.
 	want := filepath.Join(s.dir, "want-bot1")
