@@ -69,11 +69,7 @@ func (l *Lifecycle) run(ctx context.Context, ws string, rec *Receipt) {
 		l.failed(ws, rec, Failed, err)
 		return
 	}
-	err = l.store.update(ws, func(_ stateTx, w *Workspace) error {
-		w.InFlight = &InFlight{Started: rec.Started, Reason: rec.Reason, PID: pid}
-		return nil
-	})
-	if err != nil {
+	if err := l.markInFlight(ws, rec); err != nil {
 		rec.fail(Failed, err)
 		return
 	}

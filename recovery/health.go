@@ -153,7 +153,8 @@ var errStale = errors.New("stale inspection")
 
 // CheckDue is one scheduled round: every workspace whose next check is
 // due (or that was never checked) is inspected, each in one of the
-// lifecycle's MaxChecks check slots, and recovery operations waiting on a
+// lifecycle's MaxChecks check slots, captures a dead process left in
+// flight are recorded as interrupted, and recovery operations waiting on a
 // provider error are resumed.
 func (s *Service) CheckDue(ctx context.Context) {
 	wss, err := s.store.Workspaces()
@@ -174,6 +175,11 @@ func (s *Service) CheckDue(ctx context.Context) {
 			s.log.Warn("scheduled check", "workspace", due[i].ID, "err", err)
 		}
 	})
+	// Captures a dead process left marked in flight (a server that was
+	// killed) are recorded as interrupted.
+	if err := s.lc.interruptStale(ctx); err != nil && ctx.Err() == nil {
+		s.log.Error("scheduled check: recording interrupted captures", "err", err)
+	}
 	// Operations are resumed first: nothing in the holds' pass below may
 	// keep a lapsed operation from being taken over.
 	s.resume(true)

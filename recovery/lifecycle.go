@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -15,7 +14,6 @@ import (
 	"lifeboat/internal/keylock"
 	"lifeboat/providers"
 	"lifeboat/recovery/dirwatch"
-	"lifeboat/recovery/statedb"
 )
 
 // Capturer takes the portable checkpoint: it saves dir as a snapshot of
@@ -150,9 +148,8 @@ type testHooks struct {
 }
 
 // New returns a Lifecycle over cfg.Store; make one per Store. Captures
-// that a dead process left in flight are recorded as interrupted (the
-// store is held by one process, so every in-flight mark found at this
-// point is stale).
+// that a dead process left in flight are recorded as interrupted
+// (interruptStale).
 func New(cfg Config) (*Lifecycle, error) {
 	if cfg.Store == nil || cfg.Capturer == nil {
 		return nil, errors.New("recovery: a Store and a Capturer are required")
@@ -199,7 +196,7 @@ func New(cfg Config) (*Lifecycle, error) {
 		rh.Owner = cfg.Store.ID() // the holds this store's lifecycle writes
 	}
 	l.base, l.stop = context.WithCancel(context.Background())
-	if err := l.recoverInterrupted(); err != nil {
+	if err := l.interruptStale(l.base); err != nil {
 		l.fps.close()
 		return nil, err
 	}
@@ -328,13 +325,7 @@ func (l *Lifecycle) lease(ctx context.Context, ws string) (release func(), err e
 
 // localLease is the lease among this process's captures and restarts.
 func (l *Lifecycle) localLease(ctx context.Context, ws string) (release func(), err error) {
-	l.mu.Lock()
-	ch, ok := l.locks[ws]
-	if !ok {
-		ch = make(chan struct{}, 1)
-		l.locks[ws] = ch
-	}
-	l.mu.Unlock()
+	ch := l.localLock(ws)
 	select {
 	case ch <- struct{}{}:
 		return func() { <-ch }, nil
@@ -354,45 +345,16 @@ func (l *Lifecycle) sharedLease(ctx context.Context, ws string) (release func(),
 	return unlock, nil
 }
 
-func workspaceLockName(ws string) string { return "workspace/" + ws }
-
-// recoverInterrupted turns in-flight markers left by a dead process into
-// recovery records. On a store one process holds, every marker found at
-// open is stale; on a shared one, a marker is stale when no server holds
-// the workspace's lock.
-func (l *Lifecycle) recoverInterrupted() error {
-	wss, err := l.store.Workspaces()
-	if err != nil {
-		return err
+// localLock is the channel of ws's lease in this process (a send takes it).
+func (l *Lifecycle) localLock(ws string) chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ch, ok := l.locks[ws]
+	if !ok {
+		ch = make(chan struct{}, 1)
+		l.locks[ws] = ch
 	}
-	for _, w := range wss {
-		if w.InFlight == nil {
-			continue
-		}
-		unlock, err := l.store.db.Lock(context.Background(), workspaceLockName(w.ID), false)
-		if errors.Is(err, statedb.ErrLocked) {
-			continue // another server captures it now
-		}
-		if err != nil {
-			return err
-		}
-		err = l.store.update(w.ID, func(_ stateTx, w *Workspace) error {
-			f := w.InFlight
-			if f == nil {
-				return nil
-			}
-			w.InFlight = nil
-			w.Failures++
-			w.addRecord(RecoveryRecord{Time: l.clock.Now(), Reason: f.Reason, Attempt: w.Failures, Outcome: Interrupted,
-				Error: fmt.Sprintf("%v (started %s by process %d)", ErrInterrupted, f.Started.UTC().Format(time.RFC3339), f.PID)})
-			return nil
-		})
-		unlock()
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return ch
 }
 
-var pid = os.Getpid()
+func workspaceLockName(ws string) string { return "workspace/" + ws }

@@ -25,7 +25,7 @@ const (
 	// Retryable.
 	QuiesceTimeout Outcome = "quiesce_timeout"
 	Cancelled      Outcome = "cancelled"   // the request was cancelled
-	Interrupted    Outcome = "interrupted" // found at startup: the process died mid-capture
+	Interrupted    Outcome = "interrupted" // found later: the process died mid-capture
 	NativeFailed   Outcome = "native_failed"
 )
 
@@ -97,8 +97,8 @@ func Retryable(err error) bool {
 	return false
 }
 
-// ErrInterrupted: a capture was found unfinished when the store was
-// opened; the process running it had died.
+// ErrInterrupted: a capture was found unfinished, its process dead (no
+// one held the workspace's lease; see inflight.go).
 var ErrInterrupted = errors.New("capture interrupted: the process running it ended before it finished")
 
 // PanicError is a capture that panicked; the panic was recovered, the

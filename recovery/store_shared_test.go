@@ -142,16 +142,7 @@ func TestSharedFencingInTransaction(t *testing.T) {
 func TestSharedCaptureLease(t *testing.T) {
 	onPostgres(t, func(t *testing.T) {
 		a := newREnv(t, botFiles)
-		release, err := a.lc.lease(a.ctx, "bot1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := a.store.update("bot1", func(_ stateTx, w *Workspace) error {
-			w.InFlight = &InFlight{Started: a.clock.Now(), Reason: ReasonPeriodic, PID: 1}
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
+		release := a.markHeld(1)
 		b := a.second(nil) // its lifecycle opens while a holds the lease
 		if _, err := b.store.db.Lock(a.ctx, workspaceLockName("bot1"), false); !errors.Is(err, statedb.ErrLocked) {
 			t.Fatalf("second server took the workspace lock while the first held it: %v", err)
