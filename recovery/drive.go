@@ -23,32 +23,34 @@ var errHookStop = errors.New("stopped by a test hook")
 // before its external call, and each external call is safe to repeat
 // after a crash: Create by its key, the restore and WriteFiles from
 // scratch, Switch by checking whether the replacement already holds the
-// restored tree.
-func (s *Service) drive(ctx context.Context, id string) {
+// restored tree. It reports whether it stopped because another server
+// took the operation over.
+func (s *Service) drive(ctx context.Context, id string) (lost bool) {
 	for ctx.Err() == nil {
 		op, err := s.store.Operation(id)
 		if err != nil {
 			s.log.Error("recovery operation", "operation", id, "err", err)
-			return
+			return false
 		}
 		if op.State.Terminal() {
-			return
+			return false
 		}
 		err = s.step(ctx, op)
 		switch {
 		case err == nil:
 			continue
 		case errors.Is(err, errHookStop) || ctx.Err() != nil:
-			return // stays at its persisted step; Resume continues it
+			return false // stays at its persisted step; Resume continues it
 		case errors.Is(err, statedb.ErrLeaseLost):
 			s.log.Error("recovery operation taken over by another server; this one stops driving it", "operation", id, "err", err)
-			return
+			return true
 		case transient(err) && !errors.As(err, new(*permanentError)):
 			s.park(op, err)
-			return
+			return false
 		}
 		s.fail(op, err)
 	}
+	return false
 }
 
 // permanentError is a failure that trying again cannot mend.
@@ -150,7 +152,7 @@ func (s *Service) restore(ctx context.Context, op Operation, p providers.Provide
 	if s.store.Shared() {
 		// Another server may have started the operation: the local tree
 		// is this server's own.
-		op.LocalTree = filepath.Join(s.cfg.StateDir, "recovery", op.ID)
+		op.LocalTree = s.localTree(op.ID)
 	}
 	info, digest, err := s.restoreLocal(ctx, op)
 	if err != nil {

@@ -235,6 +235,9 @@ func TestCopyBackRetriesAndRepairHold(t *testing.T) {
 		if holds, _ := e.svc.RepairHolds(); len(holds) != 1 || holds[0].ID != h.ID {
 			t.Fatalf("hold after restart and recovery: %+v", holds)
 		}
+		if _, err := os.Stat(h.Source); err != nil {
+			t.Fatalf("held source tree removed after restart and recovery: %v", err)
+		}
 		if _, err := os.Stat(e.dir(h.Replacement)); err != nil {
 			t.Fatalf("held replacement destroyed: %v", err)
 		}

@@ -85,7 +85,9 @@ type serviceHooks struct {
 	step func(op Operation, point string) error
 }
 
-// NewService returns a Service over the lifecycle's store.
+// NewService returns a Service over the lifecycle's store. Before it
+// drives anything, it removes what earlier restores left in StateDir
+// (cleanLocalTrees).
 func NewService(cfg ServiceConfig) (*Service, error) {
 	if cfg.Lifecycle == nil || cfg.Restorer == nil || cfg.StateDir == "" {
 		return nil, errors.New("recovery: a Lifecycle, a Restorer and a StateDir are required")
@@ -112,6 +114,7 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 		s.stop()
 		return nil, err
 	}
+	s.cleanLocalTrees()
 	if err := s.listen(); err != nil {
 		s.stop()
 		return nil, err
@@ -188,7 +191,8 @@ func (s *Service) start(id string) {
 // a shared store the lease is claimed first (an operation another server
 // drives is left alone) and renewed while the driver runs; when renewal
 // fails the driver is stopped, and every write it makes after another
-// server claimed the operation fails in its transaction.
+// server claimed the operation fails in its transaction; a driver stopped
+// either way removes this server's local tree of the operation.
 func (s *Service) driveLeased(id string) {
 	if !s.store.Shared() {
 		s.drive(s.base, id)
@@ -207,6 +211,7 @@ func (s *Service) driveLeased(id string) {
 	s.mu.Unlock()
 	ctx, cancel := context.WithCancel(s.base)
 	renewed := make(chan struct{})
+	var unrenewed bool // read once renewed is closed
 	go func() {
 		defer close(renewed)
 		for {
@@ -218,18 +223,23 @@ func (s *Service) driveLeased(id string) {
 			if err := s.store.db.RenewLease(ctx, name, owner, epoch, s.clock.Now(), ttl); err != nil {
 				if ctx.Err() == nil {
 					s.log.Error("renewing the lease of a recovery operation; this server stops driving it", "operation", id, "err", err)
+					unrenewed = true
 				}
 				cancel()
 				return
 			}
 		}
 	}()
-	s.drive(ctx, id)
+	lost := s.drive(ctx, id)
 	cancel()
 	<-renewed
 	s.mu.Lock()
 	delete(s.leases, id)
 	s.mu.Unlock()
+	if lost || unrenewed {
+		// Whoever drives it next restores into a tree of its own.
+		s.stoppedDriving(id)
+	}
 	rctx, rcancel := context.WithTimeout(context.Background(), txTimeout)
 	defer rcancel()
 	if err := s.store.db.ReleaseLease(rctx, name, owner, epoch); err != nil {

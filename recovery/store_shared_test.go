@@ -17,6 +17,27 @@ import (
 // PostgreSQL database (testStoreURL).
 func onPostgres(t *testing.T, fn func(t *testing.T)) { t.Run("postgres", fn) }
 
+// freezeAt approves bot1's recovery from checkpoint on e and returns once
+// its driver reached point, frozen there (as by SIGSTOP) until wake is
+// called (at the latest when the test ends).
+func (e *renv) freezeAt(point, checkpoint string) (op Operation, wake func()) {
+	e.t.Helper()
+	reached, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	wake = func() { once.Do(func() { close(resume) }) }
+	e.t.Cleanup(wake)
+	e.svc.hooks.step = func(_ Operation, at string) error {
+		if at == point {
+			close(reached)
+			<-resume
+		}
+		return nil
+	}
+	op = e.approve(checkpoint, "k")
+	<-reached
+	return op, wake
+}
+
 // second is another server on e's database, repository, provider and
 // (unless clock is given) clock, with its own state directory.
 func (e *renv) second(clock *fakeClock) *renv {
@@ -234,21 +255,8 @@ func TestSharedOperationTakeover(t *testing.T) {
 		a := newREnv(t, botFiles)
 		cp := a.capture()
 		a.lose()
-		reached, resume := make(chan struct{}), make(chan struct{})
-		var wake sync.Once
-		t.Cleanup(func() { wake.Do(func() { close(resume) }) })
-		a.svc.hooks.step = func(_ Operation, at string) error {
-			if at == "before:creating" {
-				close(reached)
-				<-resume // frozen: a's clock stands still, so it renews nothing
-			}
-			return nil
-		}
-		op, err := a.svc.Approve(a.ctx, "bot1", cp.Snapshot, "k")
-		if err != nil {
-			t.Fatal(err)
-		}
-		<-reached
+		// Frozen: a's clock stands still, so it renews nothing.
+		op, wake := a.freezeAt("before:creating", cp.Snapshot)
 		b := a.second(newFakeClock()) // its own clock: time passes for b only
 		b.svc.resume(false)
 		if got := b.wait(op.ID); got.State.Terminal() || got.State != OpCreating {
@@ -260,7 +268,7 @@ func TestSharedOperationTakeover(t *testing.T) {
 		if done.State != OpRecovered {
 			t.Fatalf("after the takeover: %+v", done)
 		}
-		wake.Do(func() { close(resume) }) // a wakes up and writes: refused
+		wake() // a wakes up and writes: refused
 		if got := a.wait(op.ID); got.State != OpRecovered || got.Replacement != done.Replacement {
 			t.Fatalf("a's stale driver changed the operation: %+v", got)
 		}
