@@ -209,6 +209,13 @@ func setDefault(d *time.Duration, def time.Duration) {
 	}
 }
 
+// Stop cancels every capture in flight, also one that requests joined
+// with contexts of their own (an API request's outlives its client), and
+// every capture asked for later: each ends cancelled. It does not wait
+// for them; Close does. A server calls it as its shutdown begins, before
+// it waits for the requests in progress (which wait for their captures).
+func (l *Lifecycle) Stop() { l.stop() }
+
 // Close cancels what is in flight and waits for it (writers are resumed).
 func (l *Lifecycle) Close() {
 	l.stop()

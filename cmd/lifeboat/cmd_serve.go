@@ -157,6 +157,10 @@ func (g *globalOptions) listenAndServe(ctx context.Context, c *config.Config, o 
 		return fmt.Errorf("serving on %s: %w", addr, err)
 	case <-ctx.Done():
 	}
+	// Captures in flight end cancelled now, also those an API request
+	// joined: its handler, which the shutdown below waits for, waits for
+	// its capture.
+	s.life.Stop()
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err = hs.Shutdown(sctx)
