@@ -42,8 +42,6 @@ func newPolicyCommand(g *globalOptions) *cobra.Command {
 		Short: "Store, show and remove per-workspace retention policies",
 		Long: "A workspace's retention policy is stored in the repository, so `lifeboat forget` without --keep-* flags (and the " +
 			"server) can apply it. The last good root is kept whatever the policy says.",
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	var pf policyFlags
 	var ws string

@@ -46,6 +46,9 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			g.out.json = g.json
+			if isGroup(cmd) {
+				return nil // it only shows its help
+			}
 			if err := g.applyConfig(cmd); err != nil {
 				return err
 			}
@@ -77,8 +80,50 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 		newCaptureCommand(g), newWorkspaceCommand(g), newParkCommand(g), newRestoreCommand(g), newDemoCommand(g),
 		newForgetCommand(g), newPolicyCommand(g), newPruneCommand(g), newUnlockCommand(g), newServeCommand(g),
 		newConfigCommand(g), newRestartCommand(g), newRecoveryCommand(g), newProcessCommand(g), newProviderCommand(g))
+	refuseUnknownSubcommands(root)
 	g.root = root
 	return root
+}
+
+// refuseUnknownSubcommands makes every command below root that only
+// groups subcommands (key, repair, policy, ...) show its help when given
+// no arguments and refuse any other word as an unknown command (exit 2).
+// Cobra itself shows the help of such a command and exits 0 whatever
+// follows it, so a misspelled subcommand would look like success. Cobra's
+// own completion group is added here, not when the command runs, so that
+// it is one of them.
+func refuseUnknownSubcommands(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			if sub.HasSubCommands() && sub.Run == nil && sub.RunE == nil {
+				sub.Args = unknownSubcommand
+				sub.SuggestionsMinimumDistance = 2
+				sub.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+			}
+			walk(sub)
+		}
+	}
+	walk(root)
+}
+
+// isGroup says whether cmd is a command below root that only groups
+// subcommands (refuseUnknownSubcommands).
+func isGroup(cmd *cobra.Command) bool { return cmd.HasParent() && cmd.HasSubCommands() }
+
+// unknownSubcommand refuses the arguments of a group command: its first
+// argument was not one of its subcommands. The message starts as cobra's
+// own ("unknown command"), which exitCode maps to exit 2.
+func unknownSubcommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += fmt.Sprintf(" (did you mean %q?)", s[0])
+	}
+	return usageError{msg + "; run `" + cmd.CommandPath() + " --help` for its subcommands"}
 }
 
 func envOr(name, def string) string {
