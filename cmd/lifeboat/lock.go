@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"lifeboat/repo"
 )
@@ -12,11 +15,36 @@ import (
 // (--lock-wait, LIFEBOAT_LOCK_WAIT) before it fails with exit code 12.
 const lockWaitDefault = 5 * time.Minute
 
-func envDuration(name string, def time.Duration) time.Duration {
-	if d, err := time.ParseDuration(os.Getenv(name)); err == nil {
-		return d
+// lockWaitEnv is the environment variable --lock-wait defaults to.
+const lockWaitEnv = "LIFEBOAT_LOCK_WAIT"
+
+// lockWaitFromEnv sets the lock wait from LIFEBOAT_LOCK_WAIT when
+// --lock-wait was not given, refusing a value that is not a duration or is
+// negative: a typo must not quietly become the default wait.
+func (g *globalOptions) lockWaitFromEnv(flags *pflag.FlagSet) error {
+	v := os.Getenv(lockWaitEnv)
+	if v == "" || flags.Changed("lock-wait") {
+		return nil
 	}
-	return def
+	d, err := envDuration(lockWaitEnv, v)
+	if err != nil {
+		return err
+	}
+	g.lockWait = d
+	return nil
+}
+
+// envDuration parses the value v of the environment variable name as a
+// duration of zero or more, or says what is wrong with it (a usage error).
+func envDuration(name, v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, usageError{fmt.Sprintf("%s=%q is not a duration: want a number with a unit, such as 30s, 5m or 1h (0: do not wait)", name, v)}
+	}
+	if d < 0 {
+		return 0, usageError{fmt.Sprintf("%s=%q is negative: want 0 or more, such as 30s or 5m", name, v)}
+	}
+	return d, nil
 }
 
 // lockOptions are the options every command locks with.

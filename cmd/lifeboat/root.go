@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -49,6 +50,12 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 			if isGroup(cmd) {
 				return nil // it only shows its help
 			}
+			if err := refuseNegativeFlags(cmd.Flags()); err != nil {
+				return err
+			}
+			if err := g.lockWaitFromEnv(cmd.Flags()); err != nil {
+				return err
+			}
 			if err := g.applyConfig(cmd); err != nil {
 				return err
 			}
@@ -71,7 +78,7 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 	f.StringVar(&g.serverURL, "server", os.Getenv("LIFEBOAT_SERVER"), "talk to a running `lifeboat serve` at this URL for workspace, capture, park, restart, recovery and process commands (env LIFEBOAT_SERVER; default with --config: the server it names)")
 	f.StringVar(&g.tokenFile, "token-file", os.Getenv("LIFEBOAT_TOKEN_FILE"), "file holding the bearer token sent to --server (env LIFEBOAT_TOKEN_FILE; default with --config: [server] token_file)")
 	f.BoolVar(&g.json, "json", false, "print JSON lines, each with a message_type")
-	f.DurationVar(&g.lockWait, "lock-wait", envDuration("LIFEBOAT_LOCK_WAIT", lockWaitDefault), "wait this long for another process's repository lock, then fail with exit code 12 (env LIFEBOAT_LOCK_WAIT; 0: do not wait)")
+	f.DurationVar(&g.lockWait, "lock-wait", lockWaitDefault, "wait this long for another process's repository lock, then fail with exit code 12 (env LIFEBOAT_LOCK_WAIT; 0: do not wait)")
 	f.StringVar(&g.prof.cpuPath, "cpuprofile", "", "write a CPU profile to this file")
 	f.StringVar(&g.prof.memPath, "memprofile", "", "write an allocation profile to this file")
 	f.StringVar(&g.prof.tracePath, "trace", "", "write a Go execution trace to this file (go tool trace)")
@@ -124,6 +131,30 @@ func unknownSubcommand(cmd *cobra.Command, args []string) error {
 		msg += fmt.Sprintf(" (did you mean %q?)", s[0])
 	}
 	return usageError{msg + "; run `" + cmd.CommandPath() + " --help` for its subcommands"}
+}
+
+// nonNegativeFlags are the count and duration flags, of any command, for
+// which a negative value means nothing; refuseNegativeFlags refuses one.
+var nonNegativeFlags = []string{"lock-wait", "readers", "workers"}
+
+// refuseNegativeFlags refuses a negative value given to one of
+// nonNegativeFlags (a usage error naming the flag).
+func refuseNegativeFlags(flags *pflag.FlagSet) error {
+	for _, name := range nonNegativeFlags {
+		f := flags.Lookup(name)
+		if f == nil || !f.Changed || !strings.HasPrefix(f.Value.String(), "-") {
+			continue
+		}
+		return usageError{fmt.Sprintf("--%s %s: want 0 or more (0: %s)", name, f.Value, zeroMeaning(name))}
+	}
+	return nil
+}
+
+func zeroMeaning(flag string) string {
+	if flag == "lock-wait" {
+		return "do not wait"
+	}
+	return "the default, twice the CPUs"
 }
 
 func envOr(name, def string) string {
