@@ -21,6 +21,7 @@ type testRepo struct {
 	dir, cache string // dir: the store's location
 	be         backend.Backend
 	store      storetest.Store
+	warnings   *bytes.Buffer // set by captureWarnings: where openCounting's warnings go
 }
 
 // newTestRepo initialises a repository in a temp dir with 1 MiB packs.

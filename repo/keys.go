@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"os"
 	"os/user"
 	"sort"
@@ -113,8 +112,8 @@ func (u unusableKey) Unwrap() error { return u.err }
 // derives anything it decodes them all and sets aside those it will not
 // try: unreadable ones, and those whose argon2id cost is beyond the bounds
 // (unless the hint names that key file alone: a key an older lifeboat
-// made). Each one set aside is logged as a warning that names it and what
-// to do. It then tries the rest cheapest first, newest first among equal
+// made). Each one set aside is passed as a warning (WithWarn) that names
+// it and what to do. It then tries the rest cheapest first, newest first among equal
 // costs, so a forged key file dearer than the user's is never derived
 // before it, and each costs at most one derivation within the bounds.
 func unlock(ctx context.Context, be backend.Backend, repoID blob.ID, password []byte, hint string) (*crypt.MasterKeys, blob.ID, error) {
@@ -156,7 +155,7 @@ func unlock(ctx context.Context, be backend.Backend, repoID blob.ID, password []
 		return nil, blob.ID{}, fmt.Errorf("%w: %w", ErrNoUsableKey, errors.Join(unusable...))
 	}
 	for _, u := range unusable {
-		slog.Warn("key file not tried", "problem", u.Error())
+		warnf(ctx, "%s", u.Error())
 	}
 	sort.Slice(cands, func(i, j int) bool {
 		a, b := cands[i], cands[j]

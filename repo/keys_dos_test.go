@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -23,16 +22,13 @@ import (
 // Key-file denial of service: anyone who can write to keys/
 // (knowing no password) adds key files with huge argon2id parameters,
 // named to sort first and dated newest. None of these tests is parallel:
-// they count derivations and capture the default logger.
+// they count derivations.
 
-// captureWarnings sends the default logger to a buffer for the test.
-func captureWarnings(t *testing.T) *bytes.Buffer {
-	t.Helper()
-	var buf bytes.Buffer
-	old := slog.Default()
-	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	t.Cleanup(func() { slog.SetDefault(old) })
-	return &buf
+// captureWarnings collects the warnings of tr's openCounting (WithWarn)
+// in a buffer, one a line.
+func captureWarnings(tr *testRepo) *bytes.Buffer {
+	tr.warnings = new(bytes.Buffer)
+	return tr.warnings
 }
 
 // keyFileIDs lists the names in keys/.
@@ -81,7 +77,12 @@ func forgeKeyFile(t *testing.T, be backend.Backend, real blob.ID, timeCost, memo
 func openCounting(t *testing.T, tr *testRepo, pw []byte, hint string) (*Repository, uint64, error) {
 	t.Helper()
 	before := crypt.KeyDerivations()
-	r, err := Open(context.Background(), tr.be, pw, Options{CacheDir: tr.cache, KeyHint: hint, NoIndexDB: true})
+	ctx := WithWarn(context.Background(), func(msg string) {
+		if tr.warnings != nil {
+			tr.warnings.WriteString(msg + "\n")
+		}
+	})
+	r, err := Open(ctx, tr.be, pw, Options{CacheDir: tr.cache, KeyHint: hint, NoIndexDB: true})
 	n := crypt.KeyDerivations() - before
 	if r != nil {
 		t.Cleanup(func() { _ = r.Close(context.Background()) })
@@ -103,7 +104,7 @@ func TestForgedKeyFilesBeyondBoundsNeverDerived(t *testing.T) {
 		forged = append(forged, forgeKeyFile(t, tr.be, real, 16, 1024*1024, append(forged, real)))
 	}
 	forged = append(forged, forgeKeyFile(t, tr.be, real, 64, 4<<20, append(forged, real)))
-	logs := captureWarnings(t)
+	logs := captureWarnings(tr)
 
 	r, n, err := openCounting(t, tr, testPassword, "")
 	must(t, err)
@@ -165,7 +166,7 @@ func TestForgedKeyFilesAtBoundTriedLast(t *testing.T) {
 	for range 3 {
 		forged = append(forged, forgeKeyFile(t, tr.be, real, crypt.MaxKDFTime, crypt.MaxKDFMemoryKiB, append(forged, real)))
 	}
-	logs := captureWarnings(t)
+	logs := captureWarnings(tr)
 	r, n, err := openCounting(t, tr, testPassword, "")
 	must(t, err)
 	if n != 1 || r.KeyID() != real {
@@ -243,7 +244,7 @@ func TestOlderKeyBeyondBoundsOpensByHint(t *testing.T) {
 	data := olderKeyFile(t, r, pw)
 	old := blob.ID(blake3.Sum256(data))
 	must(t, tr.be.Save(ctx, backend.Handle{Type: backend.Key, Name: old.String()}, data))
-	logs := captureWarnings(t)
+	logs := captureWarnings(tr)
 
 	_, n, err := openCounting(t, tr, pw, "")
 	if !errors.Is(err, crypt.ErrWrongPassword) || n != 1 || !strings.Contains(logs.String(), "--key-hint "+old.String()) {

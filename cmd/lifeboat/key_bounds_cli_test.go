@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -133,10 +131,6 @@ func TestForgedKeyFilesCLI(t *testing.T) {
 	e := newEnv(t)
 	e.init()
 	forged := e.forgeKeyFiles(3)
-	var logs bytes.Buffer
-	old := slog.Default()
-	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	t.Cleanup(func() { slog.SetDefault(old) })
 
 	before := crypt.KeyDerivations()
 	r := e.ok("key", "list")
@@ -145,8 +139,8 @@ func TestForgedKeyFilesCLI(t *testing.T) {
 	}
 	for _, id := range forged {
 		short := id[:8]
-		if !strings.Contains(logs.String(), "key file "+short+" refused before deriving") || !strings.Contains(logs.String(), "lifeboat key remove "+short) {
-			t.Fatalf("no warning naming %s and what to do:\n%s", short, logs.String())
+		if !strings.Contains(r.stderr, "warning: key file "+short+" refused before deriving") || !strings.Contains(r.stderr, "lifeboat key remove "+short) {
+			t.Fatalf("no warning naming %s and what to do:\n%s", short, r.stderr)
 		}
 		if !strings.Contains(r.stdout, "!  "+short+"  workspace, sensitive") || !strings.Contains(r.stdout, "! "+short+" not tried: argon2id cost beyond the bounds") {
 			t.Fatalf("key list does not mark %s:\n%s", short, r.stdout)
@@ -170,9 +164,36 @@ func TestForgedKeyFilesCLI(t *testing.T) {
 	for _, id := range forged {
 		e.ok("key", "remove", id[:8])
 	}
-	logs.Reset()
-	r = e.ok("key", "list", "--json")
-	if logs.Len() != 0 || len(jsonLines(t, r.stdout)) != 1 {
-		t.Fatalf("after removing the forged key files: warnings %q, keys %s", logs.String(), r.stdout)
+	r = e.ok("key", "list")
+	if strings.Contains(r.stderr, "warning") || len(jsonLines(t, e.ok("key", "list", "--json").stdout)) != 1 {
+		t.Fatalf("after removing the forged key files: warnings %q, keys %s", r.stderr, r.stdout)
+	}
+}
+
+// A junk file in keys/ is set aside with a warning in the CLI's own form
+// (`warning: ...` on stderr, naming it and what to do), and under --json
+// nothing but JSON is printed: stderr stays empty, also for key remove.
+func TestUnusableKeyFileWarning(t *testing.T) {
+	e := newEnv(t)
+	e.init()
+	junk := []byte("not a key file")
+	id := blob.ID(blake3.Sum256(junk)).String()
+	if err := os.WriteFile(filepath.Join(e.repo, "keys", id), junk, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := e.ok("snapshots")
+	if !strings.HasPrefix(r.stderr, "warning: key file "+id[:8]+" is not usable") || !strings.Contains(r.stderr, "lifeboat key remove "+id[:8]) ||
+		strings.Contains(r.stderr, "WARN") {
+		t.Fatalf("snapshots with a junk key file: stderr %q", r.stderr)
+	}
+	if r := e.ok("--json", "snapshots"); r.stderr != "" {
+		t.Fatalf("--json snapshots with a junk key file printed on stderr: %q", r.stderr)
+	}
+	r = e.ok("--json", "key", "remove", id[:8])
+	if r.stderr != "" || len(jsonLines(t, r.stdout)) != 1 {
+		t.Fatalf("--json key remove of the junk key file: stdout %q, stderr %q", r.stdout, r.stderr)
+	}
+	if r := e.ok("snapshots"); r.stderr != "" {
+		t.Fatalf("after removing the junk key file: stderr %q", r.stderr)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"lifeboat/cmd/lifeboat/internal/gcfloor"
 	"lifeboat/internal/jsonlines"
+	"lifeboat/repo"
 )
 
 // Garbage collector settings unless GOGC and GOMEMLIMIT say otherwise.
@@ -46,6 +47,10 @@ func main() {
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	g := &globalOptions{stdin: stdin, out: &printer{w: stdout, errw: stderr, json: jsonlines.Requested(args)}}
 	root := newRootCommand(g)
+	// Warnings of the repository package (a key file set aside when it is
+	// opened) are printed like the command's own: text on stderr, nothing
+	// under --json.
+	ctx = repo.WithWarn(ctx, func(msg string) { g.out.note("warning: %s", msg) })
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
