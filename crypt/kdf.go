@@ -95,7 +95,7 @@ func (p KDFParams) validate(maxTime, maxMemoryKiB uint32) error {
 	case p.Threads < 1:
 		return fmt.Errorf("kdf threads must be at least 1")
 	case uint64(p.MemoryKiB) < 8*uint64(p.Threads):
-		return fmt.Errorf("kdf memory %d KiB is below 8 KiB per thread", p.MemoryKiB)
+		return fmt.Errorf("kdf memory %d KiB is below %d KiB, the minimum with %d lanes (8 KiB per lane)", p.MemoryKiB, 8*uint64(p.Threads), p.Threads)
 	case len(p.Salt) != saltSize:
 		return fmt.Errorf("kdf salt is %d bytes, want %d", len(p.Salt), saltSize)
 	case p.Time > maxTime || p.MemoryKiB > maxMemoryKiB:

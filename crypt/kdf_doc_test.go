@@ -23,6 +23,7 @@ func TestKDFDocumented(t *testing.T) {
 		},
 		"../docs/keys.md": {
 			fmt.Sprintf("at most %d passes over %d MiB", MaxKDFTime, MaxKDFMemoryKiB>>10),
+			fmt.Sprintf("%d to %d KiB (%d MiB) with the default %d lanes", 8*DefaultKDFThreads, MaxKDFMemoryKiB, MaxKDFMemoryKiB>>10, DefaultKDFThreads),
 			fmt.Sprintf("up to %d passes over %d GiB", legacyMaxKDFTime, legacyMaxKDFMemoryKiB>>20),
 		},
 	} {

@@ -16,8 +16,7 @@ import (
 )
 
 // The key-file denial of service (see repo/keys_dos_test.go), through
-// the command line. Not parallel: they count key derivations and
-// capture the default logger.
+// the command line. Not parallel: they count key derivations.
 
 func (e *env) keyFileNames() []string {
 	e.t.Helper()
@@ -80,6 +79,11 @@ func TestInitRefusesKDFBeyondBounds(t *testing.T) {
 		if r.code != exitUsage || !strings.Contains(r.stderr, "argon2id cost beyond the bounds") || !strings.Contains(r.stderr, "at most 8 passes and 262144 KiB") {
 			t.Fatalf("%v: exit %d, %s; want exit %d naming the bounds", args, r.code, r.stderr, exitUsage)
 		}
+	}
+	// Below the minimum memory, the message names the minimum for the
+	// lanes used: 8 KiB per lane, 32 KiB with the default 4.
+	if r := e.run("init", "--kdf-time", "1", "--kdf-memory-kib", "31"); r.code != exitUsage || !strings.Contains(r.stderr, "below 32 KiB, the minimum with 4 lanes") {
+		t.Fatalf("init with 31 KiB: exit %d, %s; want exit %d naming 32 KiB", r.code, r.stderr, exitUsage)
 	}
 	if d := crypt.KeyDerivations() - before; d != 0 {
 		t.Fatalf("refused inits derived %d keys", d)
