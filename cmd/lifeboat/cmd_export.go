@@ -71,7 +71,7 @@ func runExport(ctx context.Context, g *globalOptions, src *repo.Repository, refs
 	if err != nil {
 		return fmt.Errorf("export target: %w", err)
 	}
-	pw, err := readPasswordFile(o.toPasswordFile)
+	pw, err := readPasswordFile("target's password file (--to-password-file)", o.toPasswordFile)
 	if err != nil {
 		_ = be.Close()
 		return err

@@ -95,38 +95,43 @@ func (g *globalOptions) password(prompt string, confirm bool) ([]byte, error) {
 		return p, nil
 	}
 	if g.passwordFile != "" {
-		return readPasswordFile(g.passwordFile)
+		return readPasswordFile("password file", g.passwordFile)
 	}
 	if p := os.Getenv("LIFEBOAT_PASSWORD"); p != "" {
 		return []byte(p), nil
 	}
-	return g.prompt(prompt, confirm)
+	return g.prompt(prompt, confirm, "no password given: set LIFEBOAT_PASSWORD or LIFEBOAT_PASSWORD_FILE, or pass --password-file")
 }
 
-// newPassword returns a new password from file, or from a prompt asked twice.
+// newPassword returns a new password (key add, key passwd) from file
+// (--new-password-file), or from a prompt asked twice.
 func (g *globalOptions) newPassword(file string) ([]byte, error) {
 	if file != "" {
-		return readPasswordFile(file)
+		return readPasswordFile("new-password file (--new-password-file)", file)
 	}
-	return g.prompt("new password: ", true)
+	return g.prompt("new password: ", true, "no new password given: pass --new-password-file FILE")
 }
 
-func readPasswordFile(path string) ([]byte, error) {
+// readPasswordFile reads a password from the file at path; what names the
+// file in errors ("password file", ...).
+func readPasswordFile(what, path string) ([]byte, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, usageError{fmt.Sprintf("reading password file: %v", err)}
+		return nil, usageError{fmt.Sprintf("reading %s: %v", what, err)}
 	}
 	b = bytes.TrimSuffix(bytes.TrimSuffix(b, []byte("\n")), []byte("\r"))
 	if len(b) == 0 {
-		return nil, usageError{fmt.Sprintf("password file %s is empty", path)}
+		return nil, usageError{fmt.Sprintf("%s is empty: %s", what, path)}
 	}
 	return b, nil
 }
 
-func (g *globalOptions) prompt(prompt string, confirm bool) ([]byte, error) {
+// prompt asks for a password on the terminal, or fails with missing (a
+// usage error saying how to give it) when there is none.
+func (g *globalOptions) prompt(prompt string, confirm bool, missing string) ([]byte, error) {
 	f, ok := g.stdin.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) {
-		return nil, usageError{"no password given: set LIFEBOAT_PASSWORD or LIFEBOAT_PASSWORD_FILE, or pass --password-file (there is no terminal to ask on)"}
+		return nil, usageError{missing + " (there is no terminal to ask on)"}
 	}
 	fmt.Fprint(g.out.errw, prompt)
 	p, err := term.ReadPassword(int(f.Fd()))
