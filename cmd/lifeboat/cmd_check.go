@@ -38,8 +38,8 @@ func newCheckCommand(g *globalOptions) *cobra.Command {
 			opts := repo.CheckOptions{ReadData: o.readData}
 			if o.subset != "" {
 				pct, err := strconv.ParseFloat(strings.TrimSuffix(o.subset, "%"), 64)
-				if err != nil || pct <= 0 || pct > 100 {
-					return usageError{fmt.Sprintf("--read-data-subset %q: want a percentage such as 10%%", o.subset)}
+				if err != nil || !(pct > 0 && pct <= 100) { // NaN too
+					return usageError{fmt.Sprintf("--read-data-subset %q: want a percentage above 0%% and at most 100%%, such as 10%% or 0.5%%", o.subset)}
 				}
 				opts.ReadDataSubset = pct
 			}

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -58,16 +60,26 @@ func runInit(cmd *cobra.Command, g *globalOptions, o initOptions) error {
 	defer clear(pw)
 	be, err := g.openBackend(cmd.Context(), true)
 	if err != nil {
-		return err
+		return initError(err)
 	}
 	defer be.Close()
 	res, err := repo.Init(cmd.Context(), be, pw, repo.InitOptions{PackSize: o.packSizeMiB << 20, Compression: c, KDF: kdf})
 	if err != nil {
-		return err
+		return initError(err)
 	}
 	g.out.emit(initMessage{"initialized", be.Location(), res.ID.String(), res.KeyID.String()}, func(w io.Writer) {
 		fmt.Fprintf(w, "created repository %s at %s\nkey %s unlocks the workspace and sensitive tiers\nKeep the password safe: without it the data cannot be read.\n",
 			res.ID.Short(), be.Location(), res.KeyID.Short())
 	})
 	return nil
+}
+
+// initError adds the next step to init's refusal of a location that holds
+// a repository, unless the message already gives one (a repository whose
+// config is missing: put it back, or choose another location).
+func initError(err error) error {
+	if errors.Is(err, repo.ErrRepoExists) && !strings.Contains(err.Error(), "another location") {
+		return fmt.Errorf("%w; to make a new repository, choose another location with --repo (or LIFEBOAT_REPO)", err)
+	}
+	return err
 }

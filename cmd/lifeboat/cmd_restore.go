@@ -86,6 +86,9 @@ func newRestoreCommand(g *globalOptions) *cobra.Command {
 				if errors.Is(err, restore.ErrTargetOverlaps) {
 					return usageError{err.Error()}
 				}
+				if errors.Is(err, restore.ErrTargetExists) {
+					return fmt.Errorf("%w; to replace it, run the restore again with --replace", err)
+				}
 				if err != nil {
 					return err
 				}

@@ -34,3 +34,28 @@ func TestNewPasswordMessages(t *testing.T) {
 		t.Errorf("--password-file nope: exit %d: %s", r.code, r.stderr)
 	}
 }
+
+// Refusals say what to do next: restore onto an existing directory names
+// --replace, init over a repository names --repo, and check
+// --read-data-subset outside (0%, 100%] gives the range.
+func TestRefusalsNameTheNextStep(t *testing.T) {
+	e := newEnv(t)
+	e.init()
+	e.captureTree("w", "src", 1)
+	target := filepath.Join(e.dir, "target")
+	must(t, os.Mkdir(target, 0o700))
+	if r := e.run("restore", "--workspace", "w", "--target", target, "latest"); r.code != exitFailure || !strings.Contains(r.stderr, "already exists: "+target) ||
+		!strings.Contains(r.stderr, "run the restore again with --replace") {
+		t.Errorf("restore onto an existing directory: exit %d: %s", r.code, r.stderr)
+	}
+	e.ok("restore", "--workspace", "w", "--target", target, "--replace", "latest")
+	if r := e.run("init", "--kdf-memory-kib", "64", "--kdf-time", "1"); r.code != exitRefused || !strings.Contains(r.stderr, "choose another location with --repo") {
+		t.Errorf("init over a repository: exit %d: %s", r.code, r.stderr)
+	}
+	for _, v := range []string{"0%", "-5%", "101%", "NaN%", "ten"} {
+		if r := e.run("check", "--read-data-subset", v); r.code != exitUsage || !strings.Contains(r.stderr, "above 0% and at most 100%") {
+			t.Errorf("check --read-data-subset %s: exit %d: %s", v, r.code, r.stderr)
+		}
+	}
+	e.ok("check", "--read-data-subset", "100%")
+}

@@ -215,7 +215,7 @@ func (s *stage) checkTarget(replace bool) error {
 	case err != nil:
 		return fmt.Errorf("restore target %s: %w", s.target, err)
 	case !replace:
-		return fmt.Errorf("%w: %s (restore into a new directory, or replace it)", ErrTargetExists, s.target)
+		return fmt.Errorf("%w: %s (restore into a new directory, or ask for it to be replaced)", ErrTargetExists, s.target)
 	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
 		return fmt.Errorf("restore target %s exists and is not a directory (a symlink or file); only a directory can be replaced", s.target)
 	}
