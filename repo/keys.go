@@ -197,9 +197,17 @@ func unlock(ctx context.Context, be backend.Backend, repoID blob.ID, password []
 		return nil, blob.ID{}, fmt.Errorf("%w: %w", ErrNoUsableKey, errors.Join(unusable...))
 	}
 	if len(unusable) > 0 {
-		return nil, blob.ID{}, fmt.Errorf("%w (tried %d key files; %d not tried or not usable, see the warnings)", crypt.ErrWrongPassword, tried, len(unusable))
+		return nil, blob.ID{}, fmt.Errorf("%w (tried %s; %d not tried or not usable, see the warnings)", crypt.ErrWrongPassword, keyFiles(tried), len(unusable))
 	}
-	return nil, blob.ID{}, fmt.Errorf("%w (tried %d key files)", crypt.ErrWrongPassword, tried)
+	return nil, blob.ID{}, fmt.Errorf("%w (tried %s)", crypt.ErrWrongPassword, keyFiles(tried))
+}
+
+// keyFiles is "1 key file" or "N key files".
+func keyFiles(n int) string {
+	if n == 1 {
+		return "1 key file"
+	}
+	return fmt.Sprintf("%d key files", n)
 }
 
 // Keys lists the repository's key files.

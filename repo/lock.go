@@ -152,7 +152,7 @@ type LockedError struct {
 }
 
 func (e *LockedError) Error() string {
-	return fmt.Sprintf("%v: waited %s for a %s lock, but %s; if that process is gone, its lock goes stale %s after its last refresh (or at once when its PID is dead on this host) and `lifeboat unlock` removes it",
+	return fmt.Sprintf("%v: waited %s to take its %s lock, but %s; if that process is gone, its lock goes stale %s after its last refresh (or at once when its PID is dead on this host) and `lifeboat unlock` removes it",
 		ErrLocked, e.Waited.Round(time.Millisecond), e.Want, e.Holder, DefaultLockStale)
 }
 

@@ -535,3 +535,14 @@ func TestLockWaitingFieldCompatible(t *testing.T) {
 		}
 	})
 }
+
+// The message of a lock not taken reads right for every mode ("its
+// exclusive lock", never "a exclusive lock").
+func TestLockedErrorMessage(t *testing.T) {
+	for _, m := range []LockMode{LockShared, LockPrune, LockExclusive} {
+		msg := (&LockedError{Want: m, Waited: time.Second}).Error()
+		if !strings.Contains(msg, "waited 1s to take its "+string(m)+" lock, but ") || !errors.Is(&LockedError{}, ErrLocked) {
+			t.Errorf("%s: %s", m, msg)
+		}
+	}
+}

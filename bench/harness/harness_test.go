@@ -517,7 +517,7 @@ func TestRunPruneHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(forget), "kept 1 snapshots, removed 4;") {
+	if !strings.Contains(string(forget), "kept 1 snapshot, removed 4;") {
 		t.Fatalf("forget before prune:\n%s", forget)
 	}
 	if m, ok := rep.Median("lifeboat", ScenarioPrune); !ok || m.Bytes <= 0 {

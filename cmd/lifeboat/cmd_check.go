@@ -72,13 +72,13 @@ func runCheck(cmd *cobra.Command, g *globalOptions, r *repo.Repository, opts rep
 	}
 	res.Problems = append(res.Problems, probs...)
 	g.out.emit(checkMessage{"check", n, res}, func(w io.Writer) {
-		fmt.Fprintf(w, "checked %d snapshots, %d packs holding %d blobs", n, res.Packs, res.Blobs)
+		fmt.Fprintf(w, "checked %s, %s holding %s", count(n, "snapshot"), count(res.Packs, "pack"), count(res.Blobs, "blob"))
 		if res.ReadBytes > 0 {
 			fmt.Fprintf(w, "; read and verified %d MiB", res.ReadBytes>>20)
 		}
 		fmt.Fprintln(w)
 		if res.LockedPacks > 0 {
-			fmt.Fprintf(w, "%d packs belong to a tier this key cannot open and were not checked\n", res.LockedPacks)
+			fmt.Fprintf(w, "not checked: %s of a tier this key cannot open\n", count(res.LockedPacks, "pack"))
 		}
 		for _, p := range append(res.Notices, res.Problems...) {
 			fmt.Fprintf(w, "%s %s: %s\n", p.Kind, p.Object, p.Detail)

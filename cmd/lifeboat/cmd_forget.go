@@ -70,7 +70,7 @@ func newForgetCommand(g *globalOptions) *cobra.Command {
 					g.out.note("snapshot %s does not load and is left alone: %v", id.Short(), e)
 				}
 				for _, w := range res.Unmanaged {
-					g.out.note("workspace %q has no stored policy; its %d snapshots are left alone", w, res.Left[w])
+					g.out.note("workspace %q has no stored policy; its snapshots (%d) are left alone", w, res.Left[w])
 				}
 				for _, warn := range res.Warnings {
 					g.out.note("warning: %s", warn)
@@ -95,7 +95,7 @@ func newForgetCommand(g *globalOptions) *cobra.Command {
 					if dryRun {
 						verb = "would remove"
 					}
-					fmt.Fprintf(w, "kept %d snapshots, %s %d; run `lifeboat prune` to free their data\n", sum.Kept, verb, sum.Removed)
+					fmt.Fprintf(w, "kept %s, %s %d; run `lifeboat prune` to free their data\n", count(sum.Kept, "snapshot"), verb, sum.Removed)
 				})
 				return nil
 			})

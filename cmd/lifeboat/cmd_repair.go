@@ -35,9 +35,9 @@ func newRepairIndexCommand(g *globalOptions) *cobra.Command {
 					return err
 				}
 				g.out.emit(repairIndexMessage{"repair_index", st}, func(w io.Writer) {
-					fmt.Fprintf(w, "indexed %d blobs in %d packs; wrote %d index objects, removed %d\n", st.Blobs, st.Packs, st.ObjectsWritten, st.ObjectsRemoved)
+					fmt.Fprintf(w, "indexed %s in %s; wrote %s, removed %d\n", count(st.Blobs, "blob"), count(st.Packs, "pack"), count(st.ObjectsWritten, "index object"), st.ObjectsRemoved)
 					if st.LockedPacks > 0 {
-						fmt.Fprintf(w, "%d packs belong to a tier this key cannot open; their index was left as it was\n", st.LockedPacks)
+						fmt.Fprintf(w, "index left as it was: %s of a tier this key cannot open\n", count(st.LockedPacks, "pack"))
 					}
 					for _, d := range st.Damaged {
 						fmt.Fprintf(w, "damaged pack %s left out of the index: %s\n", d.Pack, d.Error)

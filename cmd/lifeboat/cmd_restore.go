@@ -104,7 +104,7 @@ func newRestoreCommand(g *globalOptions) *cobra.Command {
 					msg.Skipped = []string{}
 				}
 				g.out.emit(msg, func(w io.Writer) {
-					fmt.Fprintf(w, "restored snapshot %s into %s: %d files, %d dirs, %s in %.2fs\n", m.ID.Short(), o.target, res.Files, res.Dirs,
+					fmt.Fprintf(w, "restored snapshot %s into %s: %s, %s, %s in %.2fs\n", m.ID.Short(), o.target, count(res.Files, "file"), count(res.Dirs, "dir"),
 						snapshot.HumanBytes(res.Bytes), msg.Seconds)
 					for _, s := range res.Skipped {
 						fmt.Fprintf(w, "skipped %s (sockets and devices are not restored)\n", quoteName(s))

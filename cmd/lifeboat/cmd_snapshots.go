@@ -70,7 +70,7 @@ func newSnapshotsCommand(g *globalOptions) *cobra.Command {
 						}
 						state := "complete"
 						if !m.Complete {
-							state = fmt.Sprintf("partial (%d errors)", len(m.Errors))
+							state = fmt.Sprintf("partial (%s)", count(len(m.Errors), "error"))
 						}
 						if m.Sensitive != nil {
 							state += ", +profiles"

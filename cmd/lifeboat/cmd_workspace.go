@@ -179,7 +179,7 @@ func printWorkspace(out io.Writer, w recovery.Workspace, pending []recovery.Pend
 	fmt.Fprintf(out, "checkpoints %d recorded\n", checkpoints)
 	printCaptureState(out, w.Native, w.InFlight, w.Failures, w.Recovery)
 	for _, p := range pending {
-		fmt.Fprintf(out, "pending     delete native checkpoint %s (%d attempts; last error: %s)\n", p.Checkpoint, p.Attempts, p.LastError)
+		fmt.Fprintf(out, "pending     delete native checkpoint %s (%s; last error: %s)\n", p.Checkpoint, count(p.Attempts, "attempt"), p.LastError)
 	}
 }
 
@@ -288,7 +288,7 @@ func newWorkspaceRemoveCommand(g *globalOptions) *cobra.Command {
 			g.out.emit(removedMessage{"workspace_removed", res}, func(out io.Writer) {
 				fmt.Fprintf(out, "workspace %s removed; kept: %s\n", res.Workspace, res.Kept)
 				if res.Forgotten > 0 || len(res.NativeDeleted) > 0 {
-					fmt.Fprintf(out, "forgot %d snapshots (the next prune frees their data), deleted native checkpoints %v\n", res.Forgotten, res.NativeDeleted)
+					fmt.Fprintf(out, "forgot %s (the next prune frees their data), deleted native checkpoints %v\n", count(res.Forgotten, "snapshot"), res.NativeDeleted)
 				}
 			})
 			return nil

@@ -59,3 +59,34 @@ func TestRefusalsNameTheNextStep(t *testing.T) {
 	}
 	e.ok("check", "--read-data-subset", "100%")
 }
+
+// Counts in text output agree with their nouns: "1 snapshot", "tried 1
+// key file", "1 file, 1 dir" (JSON output is unchanged).
+func TestTextCountsAgree(t *testing.T) {
+	e := newEnv(t)
+	e.init()
+	src := filepath.Join(e.dir, "src")
+	must(t, os.Mkdir(src, 0o700))
+	must(t, os.WriteFile(filepath.Join(src, "a"), []byte("a"), 0o600))
+	e.capture("w", src)
+	if r := e.ok("forget", "--workspace", "w", "--keep-last", "1"); !strings.Contains(r.stdout, "kept 1 snapshot, removed 0;") {
+		t.Errorf("forget: %s", r.stdout)
+	}
+	if r := e.ok("check"); !strings.Contains(r.stdout, "checked 1 snapshot, ") {
+		t.Errorf("check: %s", r.stdout)
+	}
+	if r := e.ok("restore", "--workspace", "w", "--target", filepath.Join(e.dir, "out"), "latest"); !strings.Contains(r.stdout, ": 1 file, 1 dir, ") {
+		t.Errorf("restore: %s", r.stdout)
+	}
+	bad := filepath.Join(e.dir, "bad")
+	must(t, os.WriteFile(bad, []byte("wrong"), 0o600))
+	e.passwdFile = bad
+	if r := e.run("snapshots"); r.code != exitWrongPass || !strings.Contains(r.stderr, "(tried 1 key file)") {
+		t.Errorf("wrong password: exit %d: %s", r.code, r.stderr)
+	}
+	for n, want := range map[int]string{0: "0 errors", 1: "1 error", 2: "2 errors"} {
+		if got := count(n, "error"); got != want {
+			t.Errorf("count(%d, error) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -48,6 +48,15 @@ func messageType(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
+// count is n and noun, the noun in the plural unless n is 1 ("1 pack",
+// "3 packs"); for text output only, never for JSON.
+func count[N ~int | ~int64 | ~uint64](n N, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
 // note prints an informational line to stderr in text mode only.
 func (p *printer) note(format string, args ...any) {
 	if !p.json {
