@@ -133,7 +133,7 @@ func (l *Lifecycle) captureQuiesced(ctx context.Context, w Workspace, p provider
 		}
 		return false
 	}
-	procRecs, procs := l.procs.snapshot(w.ID, l.cfg.Redact)
+	procRecs, procs := l.procs.snapshot(w, l.cfg.Redact)
 	var res Result
 	// No repository lock: a capture is a session (repo.BeginSession) that
 	// a two-phase prune beside it respects; see docs/guarantees.md.

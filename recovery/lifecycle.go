@@ -254,13 +254,14 @@ func (l *Lifecycle) writers(ws string) []Writer {
 // record is kept with every checkpoint taken while it runs, and with the
 // first one after it exited.
 func (l *Lifecycle) StartProcess(ws string, argv []string, dir string) (*Process, error) {
-	if _, err := l.store.Workspace(ws); err != nil {
+	w, err := l.store.Workspace(ws)
+	if err != nil {
 		return nil, err
 	}
 	if len(argv) == 0 || argv[0] == "" {
 		return nil, fmt.Errorf("register a process in %s: the command is empty", ws)
 	}
-	p := &Process{id: "proc-" + randomHex(6), rec: ProcessRecord{Command: append([]string(nil), argv...), Dir: dir, Started: l.clock.Now()}, max: l.cfg.TailBytes}
+	p := &Process{id: "proc-" + randomHex(6), gen: w.Generation, rec: ProcessRecord{Command: append([]string(nil), argv...), Dir: dir, Started: l.clock.Now()}, max: l.cfg.TailBytes}
 	l.procs.add(ws, p)
 	return p, nil
 }

@@ -44,6 +44,7 @@ func RedactPatterns(patterns ...*regexp.Regexp) Redactor {
 // (it is an io.Writer) and call Exit when it ends. Safe for concurrent use.
 type Process struct {
 	id        string
+	gen       uint64 // the workspace generation (instance) it was registered on
 	mu        sync.Mutex
 	rec       ProcessRecord
 	tail      []byte // ring: the newest max bytes
@@ -119,12 +120,23 @@ func (ps *processes) add(ws string, p *Process) {
 	ps.byWS[ws] = append(ps.byWS[ws], p)
 }
 
-// snapshot returns the records of ws and the processes that had exited
-// when they were taken.
-func (ps *processes) snapshot(ws string, redact Redactor) (recs []ProcessRecord, exited []*Process) {
+// current returns the registered processes of workspace w. A recovery
+// ends the registrations of the instance it replaced: those processes
+// are its lost ones (w.Lost), not running on the replacement, and are
+// dropped here.
+func (ps *processes) current(w Workspace) []*Process {
 	ps.mu.Lock()
-	list := append([]*Process(nil), ps.byWS[ws]...)
-	ps.mu.Unlock()
+	defer ps.mu.Unlock()
+	if w.Lost != nil && len(ps.byWS[w.ID]) > 0 {
+		ps.byWS[w.ID] = slices.DeleteFunc(ps.byWS[w.ID], func(p *Process) bool { return p.gen < w.Lost.Generation })
+	}
+	return append([]*Process(nil), ps.byWS[w.ID]...)
+}
+
+// snapshot returns the records of w's processes and the processes that
+// had exited when they were taken.
+func (ps *processes) snapshot(w Workspace, redact Redactor) (recs []ProcessRecord, exited []*Process) {
+	list := ps.current(w)
 	recs = make([]ProcessRecord, 0, len(list))
 	for _, p := range list {
 		r := p.record(redact)
@@ -141,18 +153,6 @@ func (ps *processes) drop(ws string) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	delete(ps.byWS, ws)
-}
-
-// get returns the registered process id of ws.
-func (ps *processes) get(ws, id string) *Process {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	for _, p := range ps.byWS[ws] {
-		if p.id == id {
-			return p
-		}
-	}
-	return nil
 }
 
 // forget drops processes recorded as exited with a checkpoint. Running
@@ -182,12 +182,11 @@ type RegisteredProcess struct {
 // next checkpoint will record: running ones, and exited ones until a
 // checkpoint recorded them.
 func (l *Lifecycle) Processes(ws string) ([]RegisteredProcess, error) {
-	if _, err := l.store.Workspace(ws); err != nil {
+	w, err := l.store.Workspace(ws)
+	if err != nil {
 		return nil, err
 	}
-	l.procs.mu.Lock()
-	list := append([]*Process(nil), l.procs.byWS[ws]...)
-	l.procs.mu.Unlock()
+	list := l.procs.current(w)
 	out := make([]RegisteredProcess, 0, len(list))
 	for _, p := range list {
 		r := p.record(l.cfg.Redact)
@@ -199,13 +198,16 @@ func (l *Lifecycle) Processes(ws string) ([]RegisteredProcess, error) {
 // Process returns registered process id of workspace ws, to append its
 // output or record its exit.
 func (l *Lifecycle) Process(ws, id string) (*Process, error) {
-	if p := l.procs.get(ws, id); p != nil {
-		return p, nil
-	}
-	if _, err := l.store.Workspace(ws); err != nil {
+	w, err := l.store.Workspace(ws)
+	if err != nil {
 		return nil, err
 	}
-	return nil, fmt.Errorf("%w %q in workspace %s (a process is forgotten once a checkpoint recorded its exit, and when the server restarts)", ErrUnknownProcess, id, ws)
+	for _, p := range l.procs.current(w) {
+		if p.id == id {
+			return p, nil
+		}
+	}
+	return nil, fmt.Errorf("%w %q in workspace %s (a process is forgotten once a checkpoint recorded its exit, when a recovery replaced the instance it ran on, and when the server restarts)", ErrUnknownProcess, id, ws)
 }
 
 // Record returns the process as the next checkpoint will record it.

@@ -2,6 +2,7 @@ package recovery
 
 import (
 	"context"
+	"errors"
 	"regexp"
 	"strings"
 	"testing"
@@ -80,5 +81,43 @@ func TestProcessTailCutsWholeCharacters(t *testing.T) {
 	_, _ = q.Write([]byte("i"))
 	if r := q.record(nil); r.Tail != "bcdefghi" || !r.Truncated {
 		t.Fatalf("one over: %+v", r)
+	}
+}
+
+// TestRecoveryEndsRegistrationsOfTheLostInstance: a process registered on
+// the lost instance is reported lost by the recovery and is no longer
+// registered: the replacement's checkpoints do not record it, and only a
+// process registered after the recovery is.
+func TestRecoveryEndsRegistrationsOfTheLostInstance(t *testing.T) {
+	e := newREnv(t, botFiles)
+	old, err := e.lc.StartProcess("bot1", []string{"sleep-loop", "--token=abc"}, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := e.capture()
+	e.lose()
+	op := e.wait(e.approve(cp.Snapshot, "approve-1").ID)
+	if op.State != OpRecovered {
+		t.Fatalf("operation: %+v", op)
+	}
+	if lost, err := e.svc.LostProcesses("bot1"); err != nil || len(lost) != 1 || lost[0].Command[0] != "sleep-loop" {
+		t.Fatalf("lost processes: %+v %v", lost, err)
+	}
+	if reg, err := e.lc.Processes("bot1"); err != nil || len(reg) != 0 {
+		t.Fatalf("registered after the recovery: %+v %v", reg, err)
+	}
+	if _, err := e.lc.Process("bot1", old.ID()); !errors.Is(err, ErrUnknownProcess) || !strings.Contains(err.Error(), "recovery") {
+		t.Fatalf("the lost instance's process is still known: %v", err)
+	}
+	if _, err := e.lc.StartProcess("bot1", []string{"serve"}, "."); err != nil {
+		t.Fatal(err)
+	}
+	e.capture()
+	w, err := e.store.Workspace("bot1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps := w.LastGood.Processes; len(ps) != 1 || ps[0].Command[0] != "serve" {
+		t.Fatalf("the replacement's checkpoint records %+v", ps)
 	}
 }
