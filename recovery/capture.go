@@ -69,6 +69,10 @@ func (l *Lifecycle) run(ctx context.Context, ws string, rec *Receipt) {
 		l.failed(ws, rec, Failed, err)
 		return
 	}
+	if err := l.checkProfiles(ctx, w, p); err != nil {
+		rec.fail(Refused, err) // nothing was tried: the workspace is as it was
+		return
+	}
 	if err := l.markInFlight(ws, rec); err != nil {
 		rec.fail(Failed, err)
 		return

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -28,21 +27,18 @@ type RepoCapturer struct {
 	// those Profiles names.
 	NoProfileDiscovery bool
 	// Profiles names, by workspace id, browser profile directories
-	// relative to the workspace's root, captured as profiles whether or
-	// not discovery finds them.
+	// relative to the workspace's root (or absolute paths inside it),
+	// captured as profiles whether or not discovery finds them; the
+	// lifecycle checks them before it does anything for a capture.
 	Profiles map[string][]string
 	Progress snapshot.Progress
 }
 
 // Capture saves req.Dir as a snapshot of the workspace and verifies it.
 func (c *RepoCapturer) Capture(ctx context.Context, req CaptureRequest) (Result, error) {
-	var named []string
-	for _, rel := range c.Profiles[req.Workspace.ID] {
-		named = append(named, filepath.Join(req.Dir, filepath.FromSlash(rel)))
-	}
-	ps, err := checkpoint.ResolveProfiles(req.Dir, named)
+	ps, err := c.profiles(req.Workspace.ID, req.Dir)
 	if err != nil {
-		return Result{}, fmt.Errorf("workspace %s: %w", req.Workspace.ID, err)
+		return Result{}, err
 	}
 	// The last good checkpoint is the parent (none before the first):
 	// loaded alone, where finding the newest snapshot would list them all

@@ -109,3 +109,33 @@ func TestCaptureLeavesOutRepositoryAndCache(t *testing.T) {
 		t.Fatalf("the refused capture wrote a snapshot: %d listed, were %d", after, before)
 	}
 }
+
+// capture --workspace ID checks its --profile directories before the
+// lifecycle does anything: a bad one exits 2 with no native checkpoint,
+// no failure recorded and the workspace unchanged. An absolute --profile
+// inside the workspace's root is taken as that directory; a relative one
+// is said to be relative to the root.
+func TestLifecycleCaptureBadProfileChangesNothing(t *testing.T) {
+	e, flags := lifecycleEnv(t)
+	inst := filepath.Join(e.dir, "root", "pbot")
+	writeTree(t, filepath.Join(inst, "work"), 3)
+	e.ok(append(flags, "workspace", "add", "pbot")...)
+	for _, prof := range []string{"work/prof/Default", filepath.Join(inst, "work", "prof")} {
+		r := e.run(append(flags, "capture", "--workspace", "pbot", "--profile", prof)...)
+		out := r.stdout + r.stderr
+		if r.code != exitUsage || strings.Contains(out, "native checkpoint") || strings.Contains(out, inst+inst) ||
+			!strings.Contains(out, filepath.Join(inst, "work", "prof")) {
+			t.Fatalf("--profile %s: exit %d\n%s", prof, r.code, out)
+		}
+		if !filepath.IsAbs(prof) && !strings.Contains(out, "relative to the workspace's root") {
+			t.Fatalf("--profile %s: the message does not say what it is relative to:\n%s", prof, out)
+		}
+		if w := e.showWorkspace(flags, "pbot"); w.Failures != 0 || len(w.Recovery) != 0 || w.Native != nil || w.LastGood != nil || w.InFlight != nil {
+			t.Fatalf("--profile %s changed the workspace: %+v", prof, w)
+		}
+	}
+	if r := e.run(append(flags, "capture", "--workspace", "pbot", "--profile", e.dir)...); r.code != exitUsage || !strings.Contains(r.stderr, "not below the workspace") {
+		t.Fatalf("--profile outside the root: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	e.ok(append(flags, "capture", "--workspace", "pbot")...)
+}
