@@ -257,13 +257,16 @@ func (l *Lifecycle) parkThrottled(ws string) (Receipt, bool) {
 		r.fail(Failed, err)
 		return r, true
 	}
+	if w.LastGood != nil {
+		r.LastGood = w.LastGood.Snapshot
+	}
 	if err := captureFence(w); err != nil {
 		r.fail(Refused, err)
 		return r, true
 	}
 	park, _ := l.settings(w)
 	if w.LastGood != nil && now.Sub(w.LastGood.Time) < park {
-		r.Outcome, r.LastGood = Throttled, w.LastGood.Snapshot
+		r.Outcome = Throttled
 		return r, true
 	}
 	return r, false

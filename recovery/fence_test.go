@@ -36,6 +36,18 @@ func TestCaptureOfLostInstanceFenced(t *testing.T) {
 	})
 }
 
+// TestRefusedReceiptsNameTheLastGood: a park and a capture of a lost
+// workspace are refused, and their receipts name the last good checkpoint
+// the recovery offers.
+func TestRefusedReceiptsNameTheLastGood(t *testing.T) {
+	e, cp := newLostREnv(t)
+	for _, r := range []Receipt{e.lc.Park(e.ctx, "bot1"), e.lc.Capture(e.ctx, "bot1", ReasonManual)} {
+		if r.Outcome != Refused || !errors.Is(r.Err, ErrLost) || r.LastGood != cp.Snapshot {
+			t.Fatalf("%s of the lost workspace: %+v", r.Reason, r)
+		}
+	}
+}
+
 // TestRestartInterruptedNotRerun: a restart whose lifeboat died while the
 // command ran is reported interrupted after the restart, and the same key
 // never runs the command again.
