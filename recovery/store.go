@@ -117,10 +117,28 @@ func (s *Store) AddWorkspace(w Workspace) error {
 	}
 	return s.updateTx(func(tx stateTx) error {
 		if v, err := tx.Get(statedb.Workspaces, w.ID); err != nil || v != nil {
-			return cmpErr(err, fmt.Errorf("%w: %s", ErrWorkspaceExists, w.ID))
+			return cmpErr(err, errWorkspaceExists(w.ID))
 		}
 		return putWS(tx, &w)
 	})
+}
+
+// CheckNewID returns ErrWorkspaceExists when workspace id is registered:
+// an add checks the id before it asks a provider about the instance
+// (AddWorkspace checks it again in its transaction).
+func (s *Store) CheckNewID(id string) error {
+	_, err := s.Workspace(id)
+	switch {
+	case err == nil:
+		return errWorkspaceExists(id)
+	case errors.Is(err, ErrUnknownWorkspace):
+		return nil
+	}
+	return err
+}
+
+func errWorkspaceExists(id string) error {
+	return fmt.Errorf("%w: %s (see it with `lifeboat workspace show %s`)", ErrWorkspaceExists, id, id)
 }
 
 // Workspace returns one workspace.

@@ -28,9 +28,10 @@ type NewWorkspace struct {
 	Settings Settings
 }
 
-// AddWorkspace registers a workspace while the lifecycle runs. Its
-// provider instance must be configured and must report the instance as
-// existing (running or stopped): nothing is created.
+// AddWorkspace registers a workspace while the lifecycle runs. Its id
+// must be new (checked first), its provider instance must be configured
+// and must report the instance as existing (running or stopped): nothing
+// is created.
 func (l *Lifecycle) AddWorkspace(ctx context.Context, nw NewWorkspace) (Workspace, error) {
 	if err := ValidWorkspaceID(nw.ID); err != nil {
 		return Workspace{}, err
@@ -40,6 +41,9 @@ func (l *Lifecycle) AddWorkspace(ctx context.Context, nw NewWorkspace) (Workspac
 	}
 	if err := validSettings(nw.Settings); err != nil {
 		return Workspace{}, fmt.Errorf("%w: workspace %s: %w", ErrInvalidChange, nw.ID, err)
+	}
+	if err := l.store.CheckNewID(nw.ID); err != nil {
+		return Workspace{}, err
 	}
 	w := Workspace{ID: nw.ID, Provider: nw.Provider, Instance: nw.Instance, Created: l.clock.Now().UTC(), Settings: nw.Settings}
 	if err := l.needInstance(ctx, w); err != nil {

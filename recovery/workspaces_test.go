@@ -36,6 +36,11 @@ func TestWorkspaceManagement(t *testing.T) {
 		if _, err := e.l.AddWorkspace(ctx, NewWorkspace{ID: "ws2", Provider: "fake", Instance: "i2"}); !errors.Is(err, ErrWorkspaceExists) {
 			t.Fatalf("second add: %v", err)
 		}
+		// The id is checked before the instance: one taken is refused as
+		// such whatever the instance named (here one that does not exist).
+		if _, err := e.l.AddWorkspace(ctx, NewWorkspace{ID: "ws2", Provider: "fake", Instance: "absent"}); !errors.Is(err, ErrWorkspaceExists) {
+			t.Fatalf("second add naming a missing instance: %v", err)
+		}
 
 		// Its own park interval (1 min) applies, not the default (10 min).
 		e.want(e.l.Park(ctx, "ws2"), Captured)

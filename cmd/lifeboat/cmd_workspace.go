@@ -66,14 +66,17 @@ func newWorkspaceAddCommand(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st, err := p.Inspect(cmd.Context(), providers.InstanceID(instance))
-			if err != nil {
-				return err
-			}
-			if st.State == providers.Missing {
-				return usageError{fmt.Sprintf("instance %q of provider %s does not exist (%s)", instance, provider, st.Detail)}
-			}
 			return g.withState(func(s *recovery.Store) error {
+				if err := s.CheckNewID(args[0]); err != nil {
+					return err
+				}
+				st, err := p.Inspect(cmd.Context(), providers.InstanceID(instance))
+				if err != nil {
+					return err
+				}
+				if st.State == providers.Missing {
+					return usageError{fmt.Sprintf("instance %q of provider %s does not exist (%s)", instance, provider, st.Detail)}
+				}
 				w := recovery.Workspace{ID: args[0], Provider: provider, Instance: providers.InstanceID(instance), Created: time.Now().UTC()}
 				if err := s.AddWorkspace(w); err != nil {
 					return err

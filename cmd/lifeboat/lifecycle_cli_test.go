@@ -51,6 +51,11 @@ func TestLifecycleCommands(t *testing.T) {
 	if r := e.run(append(flags, "workspace", "add", "bot1")...); r.code != exitRefused {
 		t.Fatalf("second add: %d %s", r.code, r.stderr)
 	}
+	// The id is checked first: an existing one is refused as such, also
+	// when the instance named is gone.
+	if r := e.run(append(flags, "workspace", "add", "bot1", "--instance", "gone")...); r.code != exitRefused || !strings.Contains(r.stderr, "already exists") {
+		t.Fatalf("second add naming a missing instance: %d %s", r.code, r.stderr)
+	}
 	if r := e.run(append(flags, "workspace", "add", "../x")...); r.code != exitUsage {
 		t.Fatalf("bad id: %d %s", r.code, r.stderr)
 	}

@@ -77,6 +77,9 @@ workspaces = ["bot2"]
 	if r := s.cli("workspace", "set", "bot2", "--park-interval", "0s"); r.code != exitUsage || !strings.Contains(r.stderr, "bad_request") {
 		t.Fatalf("a park interval of 0 through the server: %d %s", r.code, r.stderr)
 	}
+	if r := s.cli("workspace", "add", "bot2", "--provider", "local", "--instance", "gone"); r.code != exitRefused || !strings.Contains(r.stderr, "workspace_exists") {
+		t.Fatalf("add of a registered id naming a missing instance: %d %s", r.code, r.stderr)
+	}
 	if r := s.cli("restart", "bot2"); r.code != exitRefused || !strings.Contains(r.stderr, "no native checkpoint") {
 		t.Fatalf("restart without a native checkpoint: %d %s", r.code, r.stderr)
 	}
