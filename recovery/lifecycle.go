@@ -236,8 +236,13 @@ func (l *Lifecycle) Store() *Store { return l.store }
 
 // RegisterWriter adds a writer to pause around captures of workspace ws
 // ("" for every workspace). Writers are paused in registration order
-// (every-workspace ones first) and resumed in reverse.
+// (every-workspace ones first) and resumed in reverse. An ExecWriter
+// without its own Redact gets the lifecycle's (Config.Redact).
 func (l *Lifecycle) RegisterWriter(ws string, w Writer) {
+	if e, ok := w.(ExecWriter); ok && e.Redact == nil {
+		e.Redact = l.cfg.Redact
+		w = e
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.writer[ws] = append(l.writer[ws], w)

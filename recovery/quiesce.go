@@ -1,9 +1,11 @@
 package recovery
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"lifeboat/profile"
@@ -32,7 +34,15 @@ type ExecWriter struct {
 	// Timeout bounds each command (0: only the lifecycle's quiesce and
 	// resume timeouts apply).
 	Timeout time.Duration
+	// Redact rewrites the end of a failed command's output before an
+	// error shows it; RegisterWriter sets the lifecycle's (Config.Redact)
+	// when it is nil.
+	Redact Redactor
 }
+
+// hookOutputBytes bounds the end of a failed command's output an error
+// shows.
+const hookOutputBytes = 512
 
 // Name is the writer's label.
 func (e ExecWriter) Name() string { return e.Label }
@@ -51,19 +61,38 @@ func (e ExecWriter) run(ctx context.Context, w Workspace, p providers.Provider, 
 	if len(argv) == 0 {
 		return nil
 	}
+	cctx := ctx
 	if e.Timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, e.Timeout)
+		cctx, cancel = context.WithTimeout(ctx, e.Timeout)
 		defer cancel()
 	}
-	res, err := p.Exec(ctx, w.Instance, argv, nil)
+	res, err := p.Exec(cctx, w.Instance, argv, nil)
+	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%q did not finish within the hook's own timeout of %s; raise the hook's timeout or fix the hook: %w", argv[0], e.Timeout, err)
+	}
 	if err != nil {
 		return err
 	}
 	if res.ExitCode != 0 {
-		return fmt.Errorf("%s: %q exited with %d", e.Label, argv[0], res.ExitCode)
+		if out := e.outputEnd(res); out != "" {
+			return fmt.Errorf("%q exited with %d; its output ends: %s", argv[0], res.ExitCode, out)
+		}
+		return fmt.Errorf("%q exited with %d", argv[0], res.ExitCode)
 	}
 	return nil
+}
+
+// outputEnd is the end of a failed command's stderr (its stdout when
+// stderr is empty), at most hookOutputBytes on one line, redacted.
+func (e ExecWriter) outputEnd(res providers.ExecResult) string {
+	out := bytes.TrimSpace(res.Stderr)
+	if len(out) == 0 {
+		out = bytes.TrimSpace(res.Stdout)
+	}
+	p := &Process{max: hookOutputBytes}
+	_, _ = p.Write(out)
+	return strings.Join(strings.Fields(p.record(e.Redact).Tail), " ")
 }
 
 // instancePause pauses the whole instance through its provider (a

@@ -430,7 +430,11 @@ func offerable(w *Workspace) error {
 		return fmt.Errorf("%w: operation %s is running for %s", ErrRecovering, w.Operation, w.ID)
 	case w.Health == nil || w.Health.State != HealthLost:
 		state := "never inspected"
-		if w.Health != nil {
+		switch {
+		case w.Health == nil:
+		case w.Health.State == HealthOK: // the API's recovery_state word
+			state = "healthy"
+		default:
 			state = string(w.Health.State)
 		}
 		return fmt.Errorf("%w: %s is %s; recovery is offered only once the provider confirms the instance %s missing", ErrNotLost, w.ID, state, w.Instance)

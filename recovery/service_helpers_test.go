@@ -99,6 +99,7 @@ type renv struct {
 	svc      *Service
 	restorer Restorer
 	capturer Capturer // default a RepoCapturer over r
+	redact   Redactor // the lifecycle's redaction rules
 	hooks    serviceHooks
 }
 
@@ -138,7 +139,7 @@ func (e *renv) open() {
 		e.t.Fatal(err)
 	}
 	e.lc, err = New(Config{Store: e.store, Capturer: e.capturer, Providers: []providers.Provider{e.p}, Clock: e.clock,
-		Holds: &RepoHolds{Repo: e.r, Now: e.clock.Now}})
+		Holds: &RepoHolds{Repo: e.r, Now: e.clock.Now}, Redact: e.redact})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -155,7 +155,7 @@ func TestApprovalRules(t *testing.T) {
 		if _, err := e.svc.Check(e.ctx, "bot1"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.svc.Approve(e.ctx, "bot1", cp.Snapshot, "k"); !errors.Is(err, ErrNotLost) {
+		if _, err := e.svc.Approve(e.ctx, "bot1", cp.Snapshot, "k"); !errors.Is(err, ErrNotLost) || !strings.Contains(err.Error(), "bot1 is healthy;") {
 			t.Fatalf("approval of a running workspace: %v", err)
 		}
 		e.lose()

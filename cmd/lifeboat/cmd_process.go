@@ -177,7 +177,11 @@ func newProcessRestartCommand(g *globalOptions) *cobra.Command {
 				return err
 			}
 			g.out.emit(processRestartMessage{"process_restart", r}, func(w io.Writer) {
-				fmt.Fprintf(w, "process %s of %s: %s %s\n", r.Process, r.Workspace, r.State, r.Error)
+				fmt.Fprintf(w, "process %s of %s: %s", r.Process, r.Workspace, r.State)
+				if r.Error != "" {
+					fmt.Fprintf(w, ": %s", r.Error)
+				}
+				fmt.Fprintln(w)
 			})
 			return nil
 		},

@@ -112,6 +112,12 @@ func (g *globalOptions) emitReceipt(r recovery.Receipt) error {
 			fmt.Fprintf(w, "warning: retention failed: %s\n", r.RetentionError)
 		}
 	})
+	return receiptExitError(r)
+}
+
+// receiptExitError is the error that gives receipt r's exit code: none
+// for captured, throttled and unchanged.
+func receiptExitError(r recovery.Receipt) error {
 	switch r.Outcome {
 	case recovery.Captured, recovery.Throttled, recovery.Unchanged:
 		return nil
@@ -125,22 +131,41 @@ func (g *globalOptions) emitReceipt(r recovery.Receipt) error {
 	// gives the exit code.
 	switch r.Outcome {
 	case recovery.QuiesceTimeout:
-		return fmt.Errorf("%w: %s", recovery.ErrQuiesceTimeout, r.Error)
+		return receiptError(recovery.ErrQuiesceTimeout, r.Error)
 	case recovery.Refused:
 		// Refused for a lost or recovering workspace (21), or, on a
 		// provider without file access, the portable capture after the
 		// native checkpoint (1, as without a server).
 		switch {
 		case strings.Contains(r.Error, recovery.ErrLost.Error()):
-			return fmt.Errorf("%w (%s)", recovery.ErrLost, r.Error)
+			return receiptError(recovery.ErrLost, r.Error)
 		case strings.Contains(r.Error, recovery.ErrRecovering.Error()):
-			return fmt.Errorf("%w (%s)", recovery.ErrRecovering, r.Error)
+			return receiptError(recovery.ErrRecovering, r.Error)
 		}
 	case recovery.Cancelled:
-		return fmt.Errorf("%w: %s", context.Canceled, r.Error)
+		return receiptError(context.Canceled, r.Error)
 	}
 	return errors.New(r.Error)
 }
+
+// receiptError is a server receipt's error text as an error that is
+// sentinel (for the exit code): the text alone when it already says what
+// sentinel says, else sentinel's words before it.
+func receiptError(sentinel error, text string) error {
+	if strings.Contains(text, sentinel.Error()) {
+		return textError{text, sentinel}
+	}
+	return fmt.Errorf("%w: %s", sentinel, text)
+}
+
+// textError reads as text and unwraps to err.
+type textError struct {
+	text string
+	err  error
+}
+
+func (e textError) Error() string { return e.text }
+func (e textError) Unwrap() error { return e.err }
 
 func short(id string) string {
 	if len(id) > 16 {

@@ -163,11 +163,18 @@ workspaces = ["bot2"]
 	if out := lost["last_output"].(string); lost["id"] != "0" || !strings.Contains(out, "listening on :3000 with [REDACTED]") || strings.Contains(out, "4711") || lost["state"] != "lost" {
 		t.Fatalf("lost process: %v", lost)
 	}
+	// The recovery ended its registration: it no longer runs anywhere.
+	if reg := s.cliOK("process", "list", "bot1").stdout; reg != "" {
+		t.Fatalf("registered after the recovery:\n%s", reg)
+	}
 	for range 2 {
 		pr := s.cliJSON("process", "restart", "bot1", "0", "--idempotency-key", "restart-1")
 		if pr["state"] != "restarted" {
 			t.Fatalf("process restart: %v", pr)
 		}
+	}
+	if out := s.cliOK("process", "restart", "bot1", "0", "--idempotency-key", "restart-1").stdout; out != "process 0 of bot1: restarted\n" {
+		t.Fatalf("process restart prints %q", out)
 	}
 	b, err := os.ReadFile(filepath.Join(s.root, repl, "restarted.txt"))
 	if err != nil || string(b) != "restarted\n" {
