@@ -14,6 +14,7 @@ import (
 	"lifeboat/internal/keylock"
 	"lifeboat/providers"
 	"lifeboat/recovery/dirwatch"
+	"lifeboat/repo"
 )
 
 // Capturer takes the portable checkpoint: it saves dir as a snapshot of
@@ -195,7 +196,9 @@ func New(cfg Config) (*Lifecycle, error) {
 	if rh, ok := cfg.Holds.(*RepoHolds); ok && rh.Owner == "" {
 		rh.Owner = cfg.Store.ID() // the holds this store's lifecycle writes
 	}
-	l.base, l.stop = context.WithCancel(context.Background())
+	// What the repository and the capture have to say while they go on
+	// (a key file set aside, a file cache that failed) goes to the log.
+	l.base, l.stop = context.WithCancel(repo.WithWarn(context.Background(), func(msg string) { l.log.Warn(msg) }))
 	if err := l.interruptStale(l.base); err != nil {
 		l.fps.close()
 		return nil, err

@@ -16,6 +16,7 @@ import (
 	"lifeboat/internal/keylock"
 	"lifeboat/recovery/dirlock"
 	"lifeboat/recovery/statedb"
+	"lifeboat/repo"
 )
 
 // ServiceConfig sets up a recovery Service. Lifecycle, Restorer and
@@ -109,7 +110,7 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 	if cfg.TestStep != nil {
 		s.hooks.step = func(_ Operation, point string) error { cfg.TestStep(point); return nil }
 	}
-	s.base, s.stop = context.WithCancel(context.Background())
+	s.base, s.stop = context.WithCancel(repo.WithWarn(context.Background(), func(msg string) { s.log.Warn(msg) }))
 	if err := s.markInterruptedRestarts(); err != nil {
 		s.stop()
 		return nil, err

@@ -155,7 +155,7 @@ func unlock(ctx context.Context, be backend.Backend, repoID blob.ID, password []
 		return nil, blob.ID{}, fmt.Errorf("%w: %w", ErrNoUsableKey, errors.Join(unusable...))
 	}
 	for _, u := range unusable {
-		warnf(ctx, "%s", u.Error())
+		Warnf(ctx, "%s", u.Error())
 	}
 	sort.Slice(cands, func(i, j int) bool {
 		a, b := cands[i], cands[j]

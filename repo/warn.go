@@ -16,8 +16,10 @@ func WithWarn(ctx context.Context, warn func(msg string)) context.Context {
 	return context.WithValue(ctx, warnKey{}, warn)
 }
 
-// warnf passes a warning to the function WithWarn put in ctx, if any.
-func warnf(ctx context.Context, format string, args ...any) {
+// Warnf passes a warning to the function WithWarn put in ctx, if any:
+// what the packages above the repository (capture) have to say while they
+// go on reaches the user the same way.
+func Warnf(ctx context.Context, format string, args ...any) {
 	if w, ok := ctx.Value(warnKey{}).(func(string)); ok && w != nil {
 		w(fmt.Sprintf(format, args...))
 	}

@@ -135,8 +135,8 @@ func runCapture(cmd *cobra.Command, g *globalOptions, r *repo.Repository, root s
 		msg.Profiles = append(msg.Profiles, profileRef{p.Rel, string(p.Kind)})
 	}
 	g.out.emit(msg, func(w io.Writer) {
-		fmt.Fprintf(w, "snapshot %s of workspace %s: %d files, %d dirs, %s (%s new) in %.2fs\n", m.ID.Short(), m.Workspace,
-			m.Totals.Files, m.Totals.Dirs, snapshot.HumanBytes(m.Totals.Bytes), snapshot.HumanBytes(m.Totals.NewBytes), msg.Seconds)
+		fmt.Fprintf(w, "snapshot %s of workspace %s: %s, %s, %s (%s new) in %.2fs\n", m.ID.Short(), m.Workspace,
+			count(m.Totals.Files, "file"), count(m.Totals.Dirs, "dir"), snapshot.HumanBytes(m.Totals.Bytes), snapshot.HumanBytes(m.Totals.NewBytes), msg.Seconds)
 		for _, p := range msg.Profiles {
 			fmt.Fprintf(w, "browser profile %s (%s) captured into the sensitive tier\n", quoteName(p.Path), p.Kind)
 		}
@@ -154,7 +154,7 @@ func runCapture(cmd *cobra.Command, g *globalOptions, r *repo.Repository, root s
 			fmt.Fprintln(w, "verified: the manifest and every tree load, and every chunk is indexed")
 		}
 		if !m.Complete {
-			fmt.Fprintf(w, "partial: %d paths could not be captured (see the warnings above)\n", len(m.Errors))
+			fmt.Fprintf(w, "partial: %s could not be captured (see the warnings above)\n", count(len(m.Errors), "path"))
 		}
 	})
 	if !m.Complete {
@@ -170,5 +170,5 @@ func (e partialError) Error() string {
 	if e.n == 0 {
 		return "the snapshot is partial: a browser profile could not be captured fully (see the warnings above)"
 	}
-	return fmt.Sprintf("the snapshot is partial: %d paths could not be captured", e.n)
+	return fmt.Sprintf("the snapshot is partial: %s could not be captured", count(e.n, "path"))
 }

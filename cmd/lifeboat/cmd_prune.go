@@ -116,7 +116,7 @@ func runPrune(ctx context.Context, g *globalOptions, r *repo.Repository, l *repo
 		fmt.Fprintf(w, "deleted %d packs (%s), wrote %d packs (%d blobs copied), replaced %d index objects with %d",
 			st.PacksDeleted, snapshot.HumanBytes(st.BytesDeleted), st.PacksWritten, st.BlobsCopied, st.IndexRemoved, st.IndexWritten)
 		if o.DeleteAfter > 0 {
-			fmt.Fprintf(w, "; condemned %d packs (deleted by a prune %s from now or later)", st.PacksCondemned, o.DeleteAfter)
+			fmt.Fprintf(w, "; condemned %s (deleted by a prune %s from now or later)", count(st.PacksCondemned, "pack"), o.DeleteAfter)
 		}
 		if st.Rescued > 0 {
 			fmt.Fprintf(w, "; kept %d packs that %d snapshots made while prune ran need", st.Rescued, st.NewSnapshots)
@@ -139,8 +139,8 @@ func printPlan(w io.Writer, p *prune.Plan) {
 		fmt.Fprintf(w, "damaged snapshot %s: %s\n", d.ID, d.Error)
 	}
 	if p.TwoPhase {
-		fmt.Fprintf(w, "two-phase: condemn %d packs now, delete %d condemned long enough ago (%s), %d still wait, %d rescued\n",
-			len(p.Condemn), len(p.DeleteNow), snapshot.HumanBytes(sum(p.DeleteNow)), p.Waiting, p.Rescue)
+		fmt.Fprintf(w, "two-phase: condemn %s now, delete %d condemned long enough ago (%s), %d still wait, %d rescued\n",
+			count(len(p.Condemn), "pack"), len(p.DeleteNow), snapshot.HumanBytes(sum(p.DeleteNow)), p.Waiting, p.Rescue)
 	}
 	fmt.Fprintf(w, "delete  %d packs with nothing live (%s)\n", len(p.Delete), snapshot.HumanBytes(sum(p.Delete)))
 	fmt.Fprintf(w, "repack  %d packs (%s), copying %s of live blobs\n", len(p.Repack), snapshot.HumanBytes(sum(p.Repack)), snapshot.HumanBytes(p.BytesRewritten))

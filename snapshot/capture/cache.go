@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"log/slog"
 	"slices"
 
 	"golang.org/x/sys/unix"
@@ -205,7 +204,7 @@ func (c *capturer) cacheLookup(d *capDir, p int, names []string, sts []unix.Stat
 		}
 	})
 	if err != nil {
-		slog.Warn("capture: the file cache failed; files are read instead", "err", err)
+		repo.Warnf(c.ctx, "capture: the file cache failed; files are read instead: %v", err)
 		return capOld{}
 	}
 	if plain == nil || openErr != nil {
@@ -243,7 +242,7 @@ func (c *capturer) cacheLookup(d *capDir, p int, names []string, sts []unix.Stat
 	}
 	if len(stale) > 0 {
 		if err := c.o.Cache.FileCacheIndexed(c.o.tier(), stale); err != nil {
-			slog.Warn("capture: the file cache failed; files are read instead", "err", err)
+			repo.Warnf(c.ctx, "capture: the file cache failed; files are read instead: %v", err)
 		}
 		for k, q := range stale {
 			if !q.Indexed {
@@ -447,7 +446,7 @@ func (c *capturer) updateCache() {
 			recs = append(recs, repo.FileCacheRecord{Key: p.key[:], Value: p.rec})
 		}
 		if err := c.o.Cache.FileCachePut(c.wsKey, recs); err != nil {
-			slog.Warn("capture: updating the file cache failed; the next capture reads more", "err", err)
+			repo.Warnf(c.ctx, "capture: updating the file cache failed; the next capture reads more: %v", err)
 			return
 		}
 		order = order[n:]
@@ -471,6 +470,6 @@ func (c *capturer) updateCache() {
 		return found
 	})
 	if err != nil {
-		slog.Warn("capture: pruning the file cache failed", "err", err)
+		repo.Warnf(c.ctx, "capture: pruning the file cache failed: %v", err)
 	}
 }

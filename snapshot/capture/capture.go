@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"path/filepath"
 	"runtime"
@@ -266,7 +265,7 @@ func newCapturer(ctx context.Context, r *repo.Repository, root string, o Options
 		// Read before any chunk is looked up or saved: the entries this
 		// capture writes are stamped with it.
 		if c.cacheGen, err = o.Cache.FileCacheGen(); err != nil {
-			slog.Warn("capture: the file cache failed; every file is read", "err", err)
+			repo.Warnf(ctx, "capture: the file cache failed; every file is read: %v", err)
 			c.o.Cache = nil
 		}
 	}
