@@ -112,7 +112,7 @@ func (g *globalOptions) listenAndServe(ctx context.Context, c *config.Config, o 
 	// exempt from the write deadline (server.Timeouts).
 	hs := s.srv.HTTPServer()
 	hs.RegisterOnShutdown(s.srv.Close)
-	addr := ln.Addr().String()
+	addr := servingAddr(c.Server.Listen, ln.Addr().String())
 	scheme := "http"
 	if c.Server.TLS() {
 		scheme = "https"
@@ -174,4 +174,16 @@ func (g *globalOptions) listenAndServe(ctx context.Context, c *config.Config, o 
 	}
 	g.out.note("lifeboat serve: stopped")
 	return nil
+}
+
+// servingAddr is the address serve says it listens on: the host as
+// configured with the port the listener got (Go reports a listener on
+// 0.0.0.0 as [::]), or the listener's own address when no host was given.
+func servingAddr(listen, actual string) string {
+	host, _, err := net.SplitHostPort(listen)
+	_, port, aerr := net.SplitHostPort(actual)
+	if err != nil || aerr != nil || host == "" {
+		return actual
+	}
+	return net.JoinHostPort(host, port)
 }

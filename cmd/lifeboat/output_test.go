@@ -34,3 +34,18 @@ func TestEmitUnencodableFailsNotPanics(t *testing.T) {
 		t.Fatalf("exit code %d, want %d", code, exitFailure)
 	}
 }
+
+// serve names the host it was told to listen on, with the port it got.
+func TestServingAddr(t *testing.T) {
+	for _, c := range []struct{ listen, actual, want string }{
+		{"0.0.0.0:8080", "[::]:8080", "0.0.0.0:8080"},
+		{"127.0.0.1:0", "127.0.0.1:41234", "127.0.0.1:41234"},
+		{":0", "[::]:41234", "[::]:41234"},
+		{"localhost:0", "127.0.0.1:41234", "localhost:41234"},
+		{"[::1]:0", "[::1]:41234", "[::1]:41234"},
+	} {
+		if got := servingAddr(c.listen, c.actual); got != c.want {
+			t.Errorf("servingAddr(%q, %q) = %q, want %q", c.listen, c.actual, got, c.want)
+		}
+	}
+}
