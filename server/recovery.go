@@ -169,6 +169,8 @@ type LostProcess struct {
 	LastOutput string     `json:"last_output"`
 	Truncated  bool       `json:"truncated"`
 	State      string     `json:"state"` // lost, restarting, restarted, restart_failed
+	// Restart is its latest restart, once one was asked for.
+	Restart *ProcessRestart `json:"restart,omitempty"`
 }
 
 // ProcessRestart is the answer to one restart request.
@@ -178,6 +180,7 @@ type ProcessRestart struct {
 	IdempotencyKey string    `json:"idempotency_key"`
 	State          string    `json:"state"`
 	ExitCode       *int      `json:"exit_code,omitempty"` // the restarted command's, once it returned
+	Output         string    `json:"output,omitempty"`    // its last output, bounded and redacted, once it returned
 	Requested      time.Time `json:"requested"`
 	Error          string    `json:"error,omitempty"`
 }

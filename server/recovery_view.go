@@ -163,11 +163,12 @@ func (a recoveryView) LostProcesses(_ context.Context, ws string) ([]LostProcess
 	}
 	out := make([]LostProcess, 0, len(ps))
 	for _, p := range ps {
-		state := "lost"
+		lp := lostProcess(p.Index, p.ProcessRecord, "lost")
 		if n := len(p.Restarts); n > 0 {
-			state = restartStates[p.Restarts[n-1].State]
+			r := restartView(p.Restarts[n-1])
+			lp.State, lp.Restart = r.State, &r
 		}
-		out = append(out, lostProcess(p.Index, p.ProcessRecord, state))
+		out = append(out, lp)
 	}
 	return out, nil
 }
@@ -186,13 +187,18 @@ func (a recoveryView) RestartProcess(ctx context.Context, ws, proc, key string) 
 	if err != nil {
 		return ProcessRestart{}, err
 	}
+	return restartView(r), nil
+}
+
+// restartView is the API's view of one restart of a lost process.
+func restartView(r recovery.ProcessRestart) ProcessRestart {
 	out := ProcessRestart{Workspace: r.Workspace, Process: strconv.Itoa(r.Index), IdempotencyKey: r.Key,
 		State: restartStates[r.State], Requested: r.Started, Error: r.Error}
 	if r.State == "done" {
 		code := r.ExitCode
-		out.ExitCode = &code
+		out.ExitCode, out.Output = &code, r.Output
 	}
-	return out, nil
+	return out
 }
 
 // RepairHolds returns the unresolved repair holds.

@@ -148,6 +148,10 @@ func newProcessListCommand(g *globalOptions) *cobra.Command {
 					if p.LastOutput != "" {
 						fmt.Fprintf(w, "    last output: %s\n", strings.ReplaceAll(strings.TrimSpace(p.LastOutput), "\n", "\n    "))
 					}
+					if r := p.Restart; r != nil {
+						fmt.Fprint(w, "    restart: ")
+						printRestart(w, *r)
+					}
 				})
 			}
 			return err
@@ -177,15 +181,28 @@ func newProcessRestartCommand(g *globalOptions) *cobra.Command {
 				return err
 			}
 			g.out.emit(processRestartMessage{"process_restart", r}, func(w io.Writer) {
-				fmt.Fprintf(w, "process %s of %s: %s", r.Process, r.Workspace, r.State)
-				if r.Error != "" {
-					fmt.Fprintf(w, ": %s", r.Error)
-				}
-				fmt.Fprintln(w)
+				fmt.Fprintf(w, "process %s of %s: ", r.Process, r.Workspace)
+				printRestart(w, r)
 			})
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&key, "idempotency-key", "", "the restart's idempotency key (default: a new one, printed)")
 	return cmd
+}
+
+// printRestart prints a restart's state, exit code and error on one line,
+// then its output.
+func printRestart(w io.Writer, r server.ProcessRestart) {
+	fmt.Fprint(w, r.State)
+	if r.ExitCode != nil {
+		fmt.Fprintf(w, " (exit code %d)", *r.ExitCode)
+	}
+	if r.Error != "" {
+		fmt.Fprintf(w, ": %s", r.Error)
+	}
+	fmt.Fprintln(w)
+	if out := strings.TrimSpace(r.Output); out != "" {
+		fmt.Fprintf(w, "    output: %s\n", strings.ReplaceAll(out, "\n", "\n    "))
+	}
 }

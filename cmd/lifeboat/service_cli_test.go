@@ -99,7 +99,7 @@ workspaces = ["bot2"]
 	}
 
 	// A registered process: its output tail goes with the next checkpoint.
-	p := s.cliJSON("process", "register", "bot1", "--dir", "app", "--", "sh", "-c", "echo restarted >> restarted.txt")
+	p := s.cliJSON("process", "register", "bot1", "--dir", "app", "--", "sh", "-c", "echo restarted >> restarted.txt; echo up and running")
 	pid := p["id"].(string)
 	s.stdinRun(strings.NewReader("npm warn: listening on :3000 with secret-4711\n"), "process", "output", "bot1", pid)
 
@@ -173,8 +173,13 @@ workspaces = ["bot2"]
 			t.Fatalf("process restart: %v", pr)
 		}
 	}
-	if out := s.cliOK("process", "restart", "bot1", "0", "--idempotency-key", "restart-1").stdout; out != "process 0 of bot1: restarted\n" {
+	if out := s.cliOK("process", "restart", "bot1", "0", "--idempotency-key", "restart-1").stdout; out != "process 0 of bot1: restarted (exit code 0)\n    output: up and running\n" {
 		t.Fatalf("process restart prints %q", out)
+	}
+	// The lost process's listing keeps its restart: state, exit code, output.
+	lost = s.cliJSON("process", "list", "bot1", "--lost")
+	if r, ok := lost["restart"].(map[string]any); lost["state"] != "restarted" || !ok || r["exit_code"] != 0.0 || r["output"] != "up and running\n" || r["idempotency_key"] != "restart-1" {
+		t.Fatalf("lost process after its restart: %v", lost)
 	}
 	b, err := os.ReadFile(filepath.Join(s.root, repl, "restarted.txt"))
 	if err != nil || string(b) != "restarted\n" {
