@@ -94,7 +94,7 @@ var (
 	ErrUnknownOperation = errors.New("unknown recovery operation")
 	// ErrStaleGeneration: an operation issued for an older generation or
 	// instance of the workspace.
-	ErrStaleGeneration = errors.New("operation issued for an older instance of the workspace")
+	ErrStaleGeneration = errors.New("issued for another instance or generation of the workspace")
 )
 
 func getJSON[T any](tx stateTx, kind statedb.Kind, key string, what string) (*T, error) {

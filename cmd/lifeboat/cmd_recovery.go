@@ -257,6 +257,9 @@ func newRecoveryHoldsCommand(g *globalOptions) *cobra.Command {
 			for _, h := range hs {
 				g.emitHold(h, nil)
 			}
+			if err == nil && len(hs) == 0 {
+				g.out.note("%s", strings.Replace("no "+state+" repair holds", "no all ", "no ", 1))
+			}
 			return err
 		},
 	}

@@ -196,6 +196,9 @@ workspaces = ["bot2"]
 		t.Fatalf("captures: %v", got)
 	}
 
+	if r := s.cliOK("recovery", "holds"); r.stdout != "" || !strings.Contains(r.stderr, "no open repair holds") {
+		t.Fatalf("recovery holds without any: %q %q", r.stdout, r.stderr)
+	}
 	rm := s.cliJSON("workspace", "remove", "bot2")
 	if rm["workspace"] != "bot2" || rm["forgotten"].(float64) != 0 {
 		t.Fatalf("remove: %v", rm)
