@@ -51,7 +51,7 @@ func ParseLocation(s string) (Location, error) {
 	rest := strings.TrimPrefix(s, Scheme)
 	if hasUserinfo(rest) {
 		// Not echoed: what is before the @ may be a secret.
-		return Location{}, configErrorf("repository location: credentials do not belong in the location (it is printed); give them in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or the config file")
+		return Location{}, configErrorf("repository location: credentials do not belong in the location (it is printed; an @ anywhere in it is refused); give them in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or the config file")
 	}
 	shown := masked(s)
 	u, err := url.Parse(rest)
@@ -97,15 +97,12 @@ func ParseLocation(s string) (Location, error) {
 	return l, nil
 }
 
-// hasUserinfo reports whether rest (a location after "s3:") has an @ in
-// its authority: the text after "://" (or, without one, after the start)
-// up to the first "/".
+// hasUserinfo reports whether rest (a location after "s3:") may hold
+// credentials: an @ anywhere. Not only in the authority: secret keys
+// often hold a "/", which would end the authority early and leave part of
+// the secret in the host or the path. A prefix with an @ is refused too.
 func hasUserinfo(rest string) bool {
-	if _, after, ok := strings.Cut(rest, "://"); ok {
-		rest = after
-	}
-	authority, _, _ := strings.Cut(rest, "/")
-	return strings.Contains(authority, "@")
+	return strings.Contains(rest, "@")
 }
 
 // Redact gives s for messages: a location that parses in its canonical
