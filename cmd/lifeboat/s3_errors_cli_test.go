@@ -53,7 +53,7 @@ func TestS3LocationMistakes(t *testing.T) {
 	}{
 		{"credentials", "s3:https://AKIAEXAMPLE:verysecret@127.0.0.1:39900/lifeboat/fleet", []string{"AKIAEXAMPLE", "verysecret"}, "credentials do not belong in the location"},
 		{"credentials without //", "s3:AKIAEXAMPLE:verysecret@127.0.0.1:39900/lifeboat/fleet", []string{"AKIAEXAMPLE", "verysecret"}, "credentials do not belong in the location"},
-		{"secret with a slash", "s3:https://AKIAEXAMPLE:very/secret@127.0.0.1:39900/lifeboat/fleet", []string{"AKIAEXAMPLE", "very/secret", "secret@"}, "want s3:https://HOST"},
+		{"secret with a slash", "s3:https://AKIAEXAMPLE:very/secret@127.0.0.1:39900/lifeboat/fleet", []string{"AKIAEXAMPLE", "very", "secret@"}, "credentials do not belong in the location"},
 		{"bad scheme", "s3:ftp://127.0.0.1:39900/lifeboat/fleet", nil, `scheme "ftp"`},
 		{"no credentials", "s3:http://127.0.0.1:39900/lifeboat/fleet", nil, "no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"},
 	} {
