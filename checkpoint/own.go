@@ -31,7 +31,11 @@ func ownInside(root string, own []snapshot.OwnDir) ([]snapshot.OwnDir, error) {
 		if d.Path == "" {
 			continue
 		}
-		p, err := filepath.EvalSymlinks(d.Path)
+		abs, err := filepath.Abs(d.Path) // a relative --cache-dir or --state-dir
+		if err != nil {
+			continue
+		}
+		p, err := filepath.EvalSymlinks(abs)
 		if err != nil {
 			continue
 		}

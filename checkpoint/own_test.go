@@ -28,7 +28,9 @@ func TestCaptureLeavesOutOwnDirs(t *testing.T) {
 	writeFiles(t, stateDir, map[string]string{"state.db": "records"})
 	be, _ := repotest.Init(t, repotest.Options{Store: storetest.Store{Kind: "local", Location: repoDir}})
 	r := repotest.Open(t, be, repotest.Options{Open: repo.Options{CacheDir: cacheDir}})
-	own := []snapshot.OwnDir{{Path: stateDir, What: "the state directory"}}
+	// Named relative to the working directory, as --state-dir may be.
+	t.Chdir(filepath.Dir(home))
+	own := []snapshot.OwnDir{{Path: filepath.Join(filepath.Base(home), "state"), What: "the state directory"}}
 
 	// Through a symlink to the home directory: compared resolved.
 	link := filepath.Join(t.TempDir(), "home")
