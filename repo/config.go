@@ -83,8 +83,7 @@ func loadConfig(ctx context.Context, be backend.Backend) (*Config, error) {
 		return nil, fmt.Errorf("%w at %s: %w; run lifeboat as a user that may read the repository (its owner), or give this user read access to its files", ErrAccessDenied, be.Location(), err)
 	case errors.Is(err, backend.ErrNotFound):
 		if t, lerr := firstStored(ctx, be); lerr == nil && t != "" {
-			return nil, fmt.Errorf("%w at %s: its config is missing but %s/ holds its files; put the config back from a backup or another copy of the repository (`lifeboat init` here would refuse: a new config would leave them unreadable): %w",
-				ErrNoRepository, be.Location(), t, err)
+			return nil, fmt.Errorf("%w at %s: %s: %w", ErrNoRepository, be.Location(), withoutConfig(ctx, be, t), err)
 		}
 		return nil, fmt.Errorf("%w at %s (run `lifeboat init` to create one): %w", ErrNoRepository, be.Location(), err)
 	}
@@ -95,8 +94,26 @@ func loadConfig(ctx context.Context, be backend.Backend) (*Config, error) {
 // which be holds a file, or "" when it holds none: what a location
 // without a config must not hold for init to write a new one.
 func firstStored(ctx context.Context, be backend.Backend) (backend.FileType, error) {
+	return firstOf(ctx, be, backend.Key, backend.Snapshot, backend.Index, backend.Pack)
+}
+
+// withoutConfig says what to do about a location whose config is missing
+// and whose first stored type is t: put the config back, or, when key
+// files alone are there (what an init that did not finish leaves), remove
+// them and run init again.
+func withoutConfig(ctx context.Context, be backend.Backend, t backend.FileType) string {
+	if t == backend.Key {
+		if more, err := firstOf(ctx, be, backend.Snapshot, backend.Index, backend.Pack); err == nil && more == "" {
+			return fmt.Sprintf("its config is missing and keys/ alone holds files, as an init that did not finish leaves them: if no repository was made at %s, remove keys/ there and run init again; else put the config back from a backup or another copy of the repository", be.Location())
+		}
+	}
+	return fmt.Sprintf("its config is missing but %s/ holds its files; put the config back from a backup or another copy of the repository (a new config would leave them unreadable)", t)
+}
+
+// firstOf returns the first of types of which be holds a file, or "".
+func firstOf(ctx context.Context, be backend.Backend, types ...backend.FileType) (backend.FileType, error) {
 	errFound := errors.New("found")
-	for _, t := range []backend.FileType{backend.Key, backend.Snapshot, backend.Index, backend.Pack} {
+	for _, t := range types {
 		err := be.List(ctx, t, func(backend.FileInfo) error { return errFound })
 		if errors.Is(err, errFound) {
 			return t, nil

@@ -154,8 +154,7 @@ func Init(ctx context.Context, be backend.Backend, password []byte, o InitOption
 	if t, err := firstStored(ctx, be); err != nil {
 		return InitResult{}, err
 	} else if t != "" {
-		return InitResult{}, fmt.Errorf("%w at %s: its config is missing but %s/ holds its files; a new config would leave them unreadable: put the config back from a backup or another copy of the repository, or choose another location",
-			ErrRepoExists, be.Location(), t)
+		return InitResult{}, fmt.Errorf("%w at %s: %s; or choose another location", ErrRepoExists, be.Location(), withoutConfig(ctx, be, t))
 	}
 	p := Params{Version: FormatVersion, Created: time.Now().UTC().Truncate(time.Second), PackSize: o.PackSize,
 		Compression: o.Compression, Chunker: o.Chunker}
@@ -191,8 +190,10 @@ func Init(ctx context.Context, be backend.Backend, password []byte, o InitOption
 		return InitResult{}, err
 	}
 	if err := be.Save(ctx, backend.Handle{Type: backend.Config, Name: "config"}, data); err != nil {
+		// The key file unlocks nothing without this config: it goes, so
+		// that init can run here again (best effort, also when ctx ended).
+		_ = be.Remove(context.WithoutCancel(ctx), backend.Handle{Type: backend.Key, Name: keyID.String()})
 		if errors.Is(err, backend.ErrExists) { // another process initialised it meanwhile
-			_ = be.Remove(ctx, backend.Handle{Type: backend.Key, Name: keyID.String()})
 			return InitResult{}, fmt.Errorf("%w at %s (created by another process while this init ran): %w", ErrRepoExists, be.Location(), err)
 		}
 		return InitResult{}, fmt.Errorf("saving config: %w", err)

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"lifeboat/backend"
+	"lifeboat/backend/fault"
 	"lifeboat/backend/local"
 	"lifeboat/blob"
 	"lifeboat/crypt"
@@ -349,4 +350,38 @@ func listNames(t *testing.T, be backend.Backend, typ backend.FileType) []string 
 	}))
 	slices.Sort(names)
 	return names
+}
+
+// An init whose config cannot be saved takes its key file back, so init
+// can run there again; key files alone (an init that could not take its
+// key back) are named as what an unfinished init leaves.
+func TestInitFailureLeavesNoKey(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.Local(t)
+	fb := fault.Wrap(s.Create(t))
+	fb.Add(fault.OnSave).Match(backend.Config).Fail(backend.ErrUnavailable)
+	if _, err := Init(ctx, fb, testPassword, InitOptions{KDF: testKDF()}); !errors.Is(err, backend.ErrUnavailable) {
+		t.Fatalf("init with the config save failing: %v", err)
+	}
+	if keys := listNames(t, fb, backend.Key); len(keys) != 0 {
+		t.Fatalf("the failed init left key files %v", keys)
+	}
+	if _, err := Init(ctx, fb, testPassword, InitOptions{KDF: testKDF()}); err != nil {
+		t.Fatalf("init again after the failure: %v", err)
+	}
+
+	// Key files alone, no config.
+	lone := storetest.Local(t)
+	be := lone.Create(t)
+	if _, err := Init(ctx, be, testPassword, InitOptions{KDF: testKDF()}); err != nil {
+		t.Fatal(err)
+	}
+	must(t, be.Remove(ctx, backend.Handle{Type: backend.Config, Name: "config"}))
+	_, err := Init(ctx, be, testPassword, InitOptions{KDF: testKDF()})
+	if !errors.Is(err, ErrRepoExists) || !strings.Contains(err.Error(), "keys/ alone holds files, as an init that did not finish leaves them") {
+		t.Fatalf("init over key files alone: %v", err)
+	}
+	if _, err := Open(ctx, be, testPassword, Options{CacheDir: t.TempDir()}); !errors.Is(err, ErrNoRepository) || !strings.Contains(err.Error(), "remove keys/ there and run init again") {
+		t.Fatalf("open of key files alone: %v", err)
+	}
 }
