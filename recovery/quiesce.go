@@ -84,15 +84,20 @@ func (e ExecWriter) run(ctx context.Context, w Workspace, p providers.Provider, 
 }
 
 // outputEnd is the end of a failed command's stderr (its stdout when
-// stderr is empty), at most hookOutputBytes on one line, redacted.
+// stderr is empty), at most hookOutputBytes on one line, redacted. The
+// whole output is redacted before it is cut, so a secret the cut would
+// split is still found.
 func (e ExecWriter) outputEnd(res providers.ExecResult) string {
 	out := bytes.TrimSpace(res.Stderr)
 	if len(out) == 0 {
 		out = bytes.TrimSpace(res.Stdout)
 	}
+	if e.Redact != nil {
+		out = []byte(e.Redact(strings.ToValidUTF8(string(out), "\uFFFD")))
+	}
 	p := &Process{max: hookOutputBytes}
 	_, _ = p.Write(out)
-	return strings.Join(strings.Fields(p.record(e.Redact).Tail), " ")
+	return strings.Join(strings.Fields(p.record(nil).Tail), " ")
 }
 
 // instancePause pauses the whole instance through its provider (a

@@ -22,6 +22,14 @@ func TestExecWriterErrors(t *testing.T) {
 	if want := `"sh" exited with 7; its output ends: cannot reach agent: token [REDACTED]`; err == nil || err.Error() != want {
 		t.Fatalf("failing hook: %v, want %s", err, want)
 	}
+	// A secret that the cut to the output's end splits is still redacted:
+	// its last digits begin the kept end.
+	keep := strings.Repeat("y", hookOutputBytes-4)
+	split := ExecWriter{Label: "split", PauseCommand: []string{"sh", "-c", "printf 'token secret-98765432%s' " + keep + " >&2; exit 7"},
+		Redact: RedactPatterns(regexp.MustCompile(`secret-[0-9]+`))}
+	if err := split.Pause(e.ctx, w, e.p); err == nil || strings.Contains(err.Error(), "5432") || !strings.Contains(err.Error(), keep[:100]) {
+		t.Fatalf("a secret split by the cut: %v", err)
+	}
 	hang := ExecWriter{Label: "hang", PauseCommand: []string{"sleep", "60"}, Timeout: 20 * time.Millisecond}
 	err = hang.Pause(e.ctx, w, e.p)
 	if err == nil || !strings.Contains(err.Error(), `"sleep" did not finish within the hook's own timeout of 20ms; raise the hook's timeout or fix the hook`) {
