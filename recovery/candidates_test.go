@@ -253,9 +253,9 @@ func TestOfferLeavesOutRemovedCheckpoints(t *testing.T) {
 			t.Fatalf("approval of %s: %v", ref, err)
 		}
 	}
-	op, err := e.svc.Approve(e.ctx, "bot1", first.Snapshot[:16], "k1")
+	op, err := e.svc.Approve(e.ctx, "bot1", strings.ToUpper(first.Snapshot[:16]), "k1")
 	if err != nil || op.Checkpoint != first.Snapshot {
-		t.Fatalf("approval by a 16-digit prefix: %+v %v", op, err)
+		t.Fatalf("approval by a 16-digit prefix in upper case: %+v %v", op, err)
 	}
 	if again, err := e.svc.Approve(e.ctx, "bot1", first.Snapshot, "k1"); err != nil || again.ID != op.ID {
 		t.Fatalf("the same approval by the whole id: %+v %v", again, err)

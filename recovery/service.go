@@ -291,6 +291,7 @@ func (s *Service) resolveCheckpoint(ws, ref string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	ref = strings.ToLower(ref) // ids are lower-case hex
 	match := ""
 	for _, cp := range append(hist, *w.LastGood) {
 		switch {

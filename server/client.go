@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -357,9 +358,16 @@ func (c *Client) Metrics(ctx context.Context) (string, error) {
 // unreachableHint says what to check when a request got no answer: the
 // server's certificate when TLS refused it, else whether it runs.
 func unreachableHint(err error) string {
+	var unknown x509.UnknownAuthorityError
+	var host x509.HostnameError
 	var cv *tls.CertificateVerificationError
-	if errors.As(err, &cv) {
+	switch {
+	case errors.As(err, &unknown):
 		return "the server's TLS certificate is not trusted on this host: add the CA that signed it to the system's trusted roots, or name its file in SSL_CERT_FILE"
+	case errors.As(err, &host):
+		return "the server's TLS certificate is not for this host name: reach the server by a name the certificate holds ([server] url or --server)"
+	case errors.As(err, &cv):
+		return "the server's TLS certificate was refused (expired, not yet valid, or not for serving): renew it on the server"
 	}
 	return "is `lifeboat serve` running there?"
 }

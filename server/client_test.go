@@ -27,4 +27,10 @@ func TestClientSaysWhyNoAnswer(t *testing.T) {
 			t.Errorf("%s: %v, want it to say %q", c.url, err, c.want)
 		}
 	}
+	// Trusted, but reached by a name the certificate does not hold.
+	byName := strings.Replace(tlsSrv.URL, "127.0.0.1", "localhost", 1)
+	_, err = (&Client{BaseURL: byName, Token: "t", HTTP: tlsSrv.Client()}).Workspaces(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "not for this host name") {
+		t.Errorf("%s: %v, want it to say the name is not the certificate's", byName, err)
+	}
 }

@@ -65,16 +65,17 @@ func newPruneCommand(g *globalOptions) *cobra.Command {
 				return err
 			}
 			// --config's [prune] keys stand where the flags are not given.
+			afterFrom := "--delete-after"
 			if c := g.cfg; c != nil {
 				if !cmd.Flags().Changed("max-unused") {
 					mu = c.Prune.MaxUnused
 				}
 				if !cmd.Flags().Changed("delete-after") {
-					deleteAfter = c.Prune.DeleteAfter
+					deleteAfter, afterFrom = c.Prune.DeleteAfter, "[prune] delete_after"
 				}
 			}
 			if !instant && deleteAfter < prune.MinDeleteAfter {
-				return usageError{fmt.Sprintf("--delete-after %s: want at least %s (a capture's session limit, the condemn slack and an hour of clock difference), or --instant-delete when nothing captures", deleteAfter, prune.MinDeleteAfter)}
+				return usageError{fmt.Sprintf("%s %s: want at least %s (a capture's session limit, the condemn slack and an hour of clock difference), or --instant-delete when nothing captures", afterFrom, deleteAfter, prune.MinDeleteAfter)}
 			}
 			if instant {
 				deleteAfter = 0

@@ -602,4 +602,10 @@ func TestPruneTakesConfigKeys(t *testing.T) {
 	if out := e.ok("--config", cfg, "prune", "--delete-after", "20h").stdout; !strings.Contains(out, "20h0m0s from now") {
 		t.Fatalf("--delete-after did not win over the config:\n%s", out)
 	}
+	// Too short in the file: the message names the key, not the flag.
+	short := filepath.Join(e.dir, "short.toml")
+	must(t, os.WriteFile(short, []byte(head+"\n[prune]\ndelete_after = \"1h\"\n"), 0o600))
+	if r := e.run("--config", short, "prune"); r.code != exitUsage || !strings.Contains(r.stderr, "[prune] delete_after 1h0m0s: want at least") {
+		t.Fatalf("a delete_after below the minimum in the config: exit %d: %s", r.code, r.stderr)
+	}
 }
