@@ -112,6 +112,8 @@ type RecoveryState struct {
 	Workspace  string     `json:"workspace"`
 	State      string     `json:"state"`
 	Action     string     `json:"action,omitempty"` // what to do, for people
+	Detail     string     `json:"detail,omitempty"` // the last inspection's finding: the provider's words or error
+	CheckedAt  *time.Time `json:"checked_at,omitempty"`
 	NextCheck  *time.Time `json:"next_check,omitempty"`
 	Instance   string     `json:"instance"`
 	Generation uint64     `json:"generation"`

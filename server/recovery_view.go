@@ -65,6 +65,11 @@ func (a recoveryView) state(ctx context.Context, ws string, check bool) (Recover
 		return out, nil
 	}
 	out.State, out.Action, out.Updated = healthStates[h.State], h.Action, h.Since
+	out.Detail = h.Detail
+	if !h.CheckedAt.IsZero() {
+		checked := h.CheckedAt
+		out.CheckedAt = &checked
+	}
 	if h.State == recovery.HealthCheckFailed {
 		out.Action = "checking the instance failed (" + h.Detail + "): " + h.Action
 	}

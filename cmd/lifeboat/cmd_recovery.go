@@ -48,6 +48,9 @@ func newRecoveryCommand(g *globalOptions) *cobra.Command {
 func (g *globalOptions) emitRecoveryState(st server.RecoveryState) {
 	g.out.emit(recoveryStateMessage{"recovery_state", st}, func(w io.Writer) {
 		fmt.Fprintf(w, "workspace %s: %s (instance %s, generation %d)\n", st.Workspace, st.State, st.Instance, st.Generation)
+		if st.Detail != "" && st.State != server.StateHealthy {
+			fmt.Fprintf(w, "  found: %s\n", st.Detail)
+		}
 		if st.Action != "" {
 			fmt.Fprintf(w, "  %s\n", st.Action)
 		}

@@ -133,8 +133,11 @@ workspaces = ["bot2"]
 	want := filepath.Join(s.dir, "want-bot1")
 	must(t, os.Rename(filepath.Join(s.root, inst), want))
 	st := s.cliJSON("workspace", "check", "bot1")
-	if st["state"] != "lost" {
+	if st["state"] != "lost" || st["detail"] == nil || st["detail"] == "" || st["checked_at"] == nil {
 		t.Fatalf("check now: %v", st)
+	}
+	if out := s.cliOK("workspace", "check", "bot1").stdout; !strings.Contains(out, "  found: "+st["detail"].(string)) {
+		t.Fatalf("check now in text does not say what it found:\n%s", out)
 	}
 	o := s.cliJSON("recovery", "offer", "bot1")
 	if o["checkpoint"] != good || len(o["candidates"].([]any)) != 1 {
