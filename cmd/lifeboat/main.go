@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -61,7 +62,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			err = ctx.Err()
+			err = fmt.Errorf("interrupted by a signal (SIGINT or SIGTERM) before it finished; run the command again (%w)", ctx.Err())
 		}
 		code := exitCode(err)
 		g.out.exitError(err, code)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -46,6 +47,22 @@ func TestServingAddr(t *testing.T) {
 	} {
 		if got := servingAddr(c.listen, c.actual); got != c.want {
 			t.Errorf("servingAddr(%q, %q) = %q, want %q", c.listen, c.actual, got, c.want)
+		}
+	}
+}
+
+// A command whose context a signal ended exits 130 and says it was
+// interrupted, in text and JSON, not just "context canceled".
+func TestInterruptedSaysSo(t *testing.T) {
+	e := newEnv(t)
+	e.init()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, args := range [][]string{{"snapshots"}, {"--json", "snapshots"}} {
+		var out, errb bytes.Buffer
+		code := run(ctx, append([]string{"--repo", e.repo, "--cache-dir", e.cache, "--password-file", e.passwdFile}, args...), strings.NewReader(""), &out, &errb)
+		if code != exitInterrupted || !strings.Contains(errb.String(), "interrupted by a signal (SIGINT or SIGTERM)") {
+			t.Fatalf("lifeboat %v under a cancelled context: exit %d: %s", args, code, errb.String())
 		}
 	}
 }
