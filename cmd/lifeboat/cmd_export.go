@@ -51,7 +51,7 @@ func newExportCommand(g *globalOptions) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&o.to, "to", "", "the target repository `LOCATION` (required)")
 	f.StringVar(&o.toPasswordFile, "to-password-file", "", "read the target repository's password from `FILE` (required)")
-	f.StringVar(&o.workspace, "workspace", "", "workspace whose latest snapshot `latest` means")
+	f.StringVar(&o.workspace, "workspace", "", "the `WORKSPACE` whose newest complete snapshot latest means")
 	f.BoolVar(&o.includeSensitive, "include-sensitive", false, "also copy browser profiles (needs the sensitive tier in both repositories)")
 	addSkipDamaged(f, &o.skipDamaged)
 	return cmd

@@ -92,7 +92,7 @@ func newLsCommand(g *globalOptions) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&ws, "workspace", "", "workspace whose latest snapshot `latest` means")
+	cmd.Flags().StringVar(&ws, "workspace", "", "the `WORKSPACE` whose newest complete snapshot latest means")
 	addSkipDamaged(cmd.Flags(), &skipDamaged)
 	return cmd
 }

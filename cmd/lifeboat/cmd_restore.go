@@ -126,7 +126,7 @@ func newRestoreCommand(g *globalOptions) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.target, "target", "", "directory to restore into (required)")
-	f.StringVar(&o.workspace, "workspace", "", "workspace whose latest snapshot `latest` means")
+	f.StringVar(&o.workspace, "workspace", "", "the `WORKSPACE` whose newest complete snapshot latest means")
 	f.StringArrayVar(&o.includes, "include", nil, "restore only this `PATH` of the snapshot (repeatable)")
 	f.BoolVar(&o.replace, "replace", false, "replace an existing target, atomically")
 	f.IntVar(&o.workers, "workers", 0, "files written in parallel (default: twice the CPUs)")

@@ -75,7 +75,7 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 	f.StringVar(&g.localRoot, "local-root", os.Getenv("LIFEBOAT_LOCAL_ROOT"), "directory whose subdirectories are the local provider's workspace instances (env LIFEBOAT_LOCAL_ROOT)")
 	f.StringVar(&g.configPath, "config", os.Getenv("LIFEBOAT_CONFIG"), "the service's config file (TOML; env LIFEBOAT_CONFIG; see docs/configuration.md): flags and environment variables override it; lifecycle commands then talk to the server it names")
 	f.StringArrayVar(&g.sets, "set", nil, "override one config key (`KEY=VALUE`, e.g. server.listen=127.0.0.1:9000 or providers.box1.port=2222; repeatable)")
-	f.StringVar(&g.serverURL, "server", os.Getenv("LIFEBOAT_SERVER"), "talk to a running `lifeboat serve` at this URL for workspace, capture, park, restart, recovery and process commands (env LIFEBOAT_SERVER; default with --config: the server it names)")
+	f.StringVar(&g.serverURL, "server", os.Getenv("LIFEBOAT_SERVER"), "talk to a running lifeboat serve at `URL` for workspace, capture, park, restart, recovery and process commands (env LIFEBOAT_SERVER; default with --config: the server it names)")
 	f.StringVar(&g.tokenFile, "token-file", os.Getenv("LIFEBOAT_TOKEN_FILE"), "file holding the bearer token sent to --server (env LIFEBOAT_TOKEN_FILE; default with --config: [server] token_file)")
 	f.BoolVar(&g.json, "json", false, "print JSON lines, each with a message_type")
 	f.DurationVar(&g.lockWait, "lock-wait", lockWaitDefault, "wait this long for another process's repository lock, then fail with exit code 12 (env LIFEBOAT_LOCK_WAIT; 0: do not wait)")

@@ -26,7 +26,7 @@ type skippedSnapshotMessage struct {
 
 // addSkipDamaged adds --skip-damaged to a command that resolves `latest`.
 func addSkipDamaged(f *pflag.FlagSet, p *bool) {
-	f.BoolVar(p, "skip-damaged", false, "let `latest` fall back to the newest complete snapshot that can be read, past damaged ones (each is named)")
+	f.BoolVar(p, "skip-damaged", false, "let latest fall back to the newest complete snapshot that can be read, past damaged ones (each is named)")
 }
 
 // resolveSnapshot resolves ref (`latest` or an id prefix) strictly, as
