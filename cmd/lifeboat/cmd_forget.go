@@ -85,6 +85,9 @@ func newForgetCommand(g *globalOptions) *cobra.Command {
 				for _, d := range res.Decisions {
 					g.printDecision(d)
 				}
+				if ws != "" && res.Kept+res.Removed == 0 && len(res.Unreadable) == 0 {
+					g.out.note("workspace %q has no snapshots in this repository (`lifeboat snapshots` lists them all)", ws)
+				}
 				sum := forgetMessage{MessageType: "forget", DryRun: dryRun, Kept: res.Kept, Removed: res.Removed, Warnings: res.Warnings, Gone: []string{}}
 				for _, id := range res.Gone {
 					sum.Gone = append(sum.Gone, id.String())

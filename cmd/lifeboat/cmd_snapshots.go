@@ -87,6 +87,13 @@ func newSnapshotsCommand(g *globalOptions) *cobra.Command {
 				if tw != nil {
 					_ = tw.Flush()
 				}
+				if len(snaps) == 0 && len(bad) == 0 {
+					if ws != "" {
+						g.out.note("no snapshots of workspace %q in this repository", ws)
+					} else {
+						g.out.note("no snapshots in this repository")
+					}
+				}
 				ids := slices.SortedFunc(maps.Keys(bad), func(a, b blob.ID) int { return bytes.Compare(a[:], b[:]) })
 				for _, id := range ids {
 					g.out.note("snapshot %s does not load: %v", id.Short(), bad[id])

@@ -164,3 +164,20 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// A workspace with no snapshot (a typo) is said to have none by
+// snapshots and forget, in text; under --json nothing more is printed.
+func TestNoSnapshotsOfWorkspaceSaid(t *testing.T) {
+	e := newEnv(t)
+	e.init()
+	e.captureTree("w1", "src", 1)
+	if r := e.ok("snapshots", "--workspace", "w2"); r.stdout != "" || !strings.Contains(r.stderr, `no snapshots of workspace "w2" in this repository`) {
+		t.Fatalf("snapshots of a workspace without any: %q %q", r.stdout, r.stderr)
+	}
+	if r := e.ok("snapshots", "--workspace", "w2", "--json"); r.stdout != "" || r.stderr != "" {
+		t.Fatalf("snapshots --json of a workspace without any: %q %q", r.stdout, r.stderr)
+	}
+	if r := e.ok("forget", "--workspace", "w2", "--keep-last", "1"); !strings.Contains(r.stderr, `workspace "w2" has no snapshots in this repository`) {
+		t.Fatalf("forget of a workspace without any: %q %q", r.stdout, r.stderr)
+	}
+}
