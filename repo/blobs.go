@@ -36,8 +36,9 @@ type pendingBlob struct {
 // SaveBlob stores data as a blob of type typ in tier t, unless a blob with
 // the same id is already stored or pending. It returns the blob's id and
 // whether it was already known. When it returns, the blob is in an open
-// pack or stored; it is durable once a later Flush returns nil. After a
-// pack upload fails, every call fails until the repository is reopened.
+// pack or stored; it is durable once a later Flush returns nil (and, for
+// a capture, once its session commits: a pack lost meanwhile is reported
+// there; see ErrPackLost).
 // SaveBlob keeps no reference to data: the caller may reuse it at once.
 func (r *Repository) SaveBlob(ctx context.Context, t blob.Tier, typ blob.Type, data []byte) (blob.ID, bool, error) {
 	k, err := r.keys.Tier(t)
@@ -114,17 +115,14 @@ func (r *Repository) saveNew(ctx context.Context, k *crypt.TierKeys, typ blob.Ty
 
 var errNoIndex = errors.New("repository was opened without its index (Options.NoIndexDB): blobs cannot be saved or loaded")
 
-// usable reports a closed repository, one opened without its index, or an
-// earlier upload failure. r.mu held.
+// usable reports a closed repository or one opened without its index. A
+// lost pack does not make it unusable (ErrPackLost). r.mu held.
 func (r *Repository) usable() error {
 	if r.closing {
 		return ErrClosed
 	}
 	if r.idx == nil {
 		return errNoIndex
-	}
-	if r.err != nil {
-		return fmt.Errorf("an earlier pack upload failed: %w", r.err)
 	}
 	return nil
 }

@@ -15,7 +15,10 @@ import (
 
 // Flush uploads every open pack, waits for all uploads, then writes index
 // objects for them and records them in the local index. When it returns
-// nil, every blob saved before the call is durable and indexed.
+// nil, every blob saved before the call is durable and indexed. A pack
+// that could not be stored since the last Flush makes it fail with
+// ErrPackLost (its blobs are saved again by a later save); so may one
+// holding another caller's blobs, as packs are shared.
 func (r *Repository) Flush(ctx context.Context) error {
 	r.mu.Lock()
 	if r.closing {
@@ -43,7 +46,7 @@ func (r *Repository) flush(ctx context.Context) error {
 	}
 	errs = append(errs, r.applyIndex())
 	r.mu.Lock()
-	errs = append([]error{r.err}, errs...)
+	errs = append([]error{r.unreportedLoss()}, errs...)
 	r.mu.Unlock()
 	return errors.Join(errs...)
 }

@@ -41,6 +41,11 @@ type packerSet struct {
 type openPack struct {
 	*pack.Writer
 	temp backend.TempFile // nil for a pack in memory
+	typ  blob.Type        // of its blobs, in a packer's pack
+	// ids are the blobs added to it, in a packer's pack, appended under
+	// mu: if the pack is lost they are dropped from the pending set
+	// (lose), so a later save stores them again.
+	ids []blob.ID
 
 	bytes, count int            // sealed bytes and blobs promised to it; the pack set's lock held
 	adding       sync.WaitGroup // writes promised and not yet done; added to under the pack set's lock
@@ -124,6 +129,7 @@ func (r *Repository) pack(k *crypt.TierKeys, typ blob.Type, id blob.ID, data []b
 			}
 			return fmt.Errorf("starting a pack: %w", err)
 		}
+		ps.packs[i].typ = typ
 	}
 	p := ps.packs[i]
 	p.bytes += len(sb.Data)
@@ -134,6 +140,9 @@ func (r *Repository) pack(k *crypt.TierKeys, typ blob.Type, id blob.ID, data []b
 		p.mu.Lock()
 	}
 	err = p.Add(sb)
+	if err == nil {
+		p.ids = append(p.ids, id)
+	}
 	p.mu.Unlock()
 	p.adding.Done()
 	if full != nil {
@@ -150,24 +159,15 @@ func (r *Repository) pack(k *crypt.TierKeys, typ blob.Type, id blob.ID, data []b
 			ps.packs[i] = nil
 		}
 		ps.mu.Unlock()
+		err = fmt.Errorf("writing a pack: %w", err)
 		if lost {
 			p.adding.Wait()
 			r.discard(p)
+			r.lose(k.Tier, p, err)
 		}
-		r.setErr(fmt.Errorf("writing a pack: %w", err))
-		return fmt.Errorf("writing a pack: %w", err)
+		return err
 	}
 	return nil
-}
-
-// setErr records a failure that lost saved blobs; it is sticky and
-// surfaces from every later SaveBlob and Flush.
-func (r *Repository) setErr(err error) {
-	r.mu.Lock()
-	if r.err == nil {
-		r.err = err
-	}
-	r.mu.Unlock()
 }
 
 func (r *Repository) packerSet(k *crypt.TierKeys, typ blob.Type) *packerSet {
@@ -199,7 +199,8 @@ func (r *Repository) handOff() uint64 {
 // most Options.Uploads at a time; it blocks while that many are in flight.
 // Uploads run under the repository's own context, not a caller's, so a
 // caller that gives up cannot drop a pack holding other callers' blobs.
-// Failures are sticky and surface from the next SaveBlob or Flush.
+// A failed upload loses the pack (lose): the next Flush reports it, and
+// so does the Commit of every session that ran while it failed.
 func (r *Repository) upload(t blob.Tier, p *openPack, seq uint64) {
 	r.uploadSlot(t, p, seq, true)
 }
@@ -217,26 +218,26 @@ func (r *Repository) uploadSlot(t blob.Tier, p *openPack, seq uint64, slot bool)
 	}
 	start := r.startNow() // before the pack can be stored: see flush.go
 	go func() {
-		err := r.savePack(r.bg, t, p, start)
+		r.savePack(r.bg, t, p, start)
 		if slot {
 			<-r.uploads
 		}
 		r.mu.Lock()
-		if err != nil && r.err == nil {
-			r.err = err
-		}
 		delete(r.inflight, seq)
 		r.cond.Broadcast()
 		r.mu.Unlock()
 	}()
 }
 
-// savePack writes one pack and records its blobs as uploaded. Once enough
-// packs wait for an index object, it writes one.
-func (r *Repository) savePack(ctx context.Context, t blob.Tier, p *openPack, start startTime) error {
+// savePack writes one pack and records its blobs as uploaded, or, if it
+// cannot be stored, as lost. Once enough packs wait for an index object,
+// it writes one; if that fails, the packs stay queued for the next
+// (Flush writes them or reports why not).
+func (r *Repository) savePack(ctx context.Context, t blob.Tier, p *openPack, start startTime) {
 	size, id, entries, err := r.storePack(ctx, p)
 	if err != nil {
-		return err
+		r.lose(t, p, err)
+		return
 	}
 	info := &index.PackInfo{ID: id, Size: uint32(size), Entries: entries}
 	r.mu.Lock()
@@ -254,9 +255,8 @@ func (r *Repository) savePack(ctx context.Context, t blob.Tier, p *openPack, sta
 	due := n >= indexEveryEntries || len(r.unindexed[t]) >= indexEveryPacks
 	r.mu.Unlock()
 	if due {
-		return r.writeIndex(ctx, t)
+		_ = r.writeIndex(ctx, t)
 	}
-	return nil
 }
 
 // storePack finishes p and stores it: its temp file through SaveTemp, or

@@ -90,10 +90,13 @@ type Repository struct {
 	pending   map[pendingKey]*pendingBlob // saved this session, not yet in the local index
 	unindexed map[blob.Tier][]index.PackInfo
 	packers   map[packerKey]*packerSet
-	err       error           // first upload failure; sticky
 	busy      int             // SaveBlob calls packing a new blob, and Flush calls under way
 	uploadSeq uint64          // number of the last pack handed off for upload (handOff)
 	inflight  map[uint64]bool // uploads not yet finished, by number, from hand-off on
+	// lostSeq counts the packs that could not be stored (lost.go); lost
+	// keeps the last few; reported is the count the last Flush reported.
+	lostSeq, reported uint64
+	lost              []lostPack
 
 	testBeforeUpload func()            // called by upload before it waits for a slot
 	testFlushWaits   func()            // called, r.mu held, when waitUploads waits

@@ -24,11 +24,17 @@ const DefaultSessionLimit = 12 * time.Hour
 // than the limit (Commit), so a prune that condemned a pack after the
 // session began deletes it only after that snapshot is stored, and sees
 // it. Captures take no repository lock.
+//
+// A session is also the unit a lost pack fails: Commit refuses the
+// snapshot if a pack could not be stored after the session began
+// (ErrPackLost), since blobs the session saved or reused may have been in
+// it; later sessions save those blobs again.
 type Session struct {
 	r     *Repository
 	wall  time.Time // r.now() at the start (an injected clock in tests)
 	mono  time.Time // time.Now() at the start: its monotonic reading goes on while the process is stopped
 	limit time.Duration
+	lost  uint64 // packs lost before the session began (Repository.lostSeq)
 }
 
 // BeginSession starts a capture session: it records the start, loads the
@@ -38,7 +44,7 @@ type Session struct {
 // start of the last such refresh shares it: its start is that one's.
 func (r *Repository) BeginSession(ctx context.Context) (*Session, error) {
 	r.mu.Lock()
-	err := r.usable()
+	err, lost := r.usable(), r.lostSeq
 	r.mu.Unlock()
 	if err != nil {
 		return nil, err
@@ -46,7 +52,7 @@ func (r *Repository) BeginSession(ctx context.Context) (*Session, error) {
 	r.gcMu.Lock()
 	defer r.gcMu.Unlock()
 	if share := r.opts.SessionShare; share > 0 && !r.refreshed.wall.IsZero() && r.since(r.refreshed) < share {
-		return r.session(r.refreshed), nil
+		return r.session(r.refreshed, lost), nil
 	}
 	start := r.startNow()
 	r.refreshed = startTime{}
@@ -54,11 +60,11 @@ func (r *Repository) BeginSession(ctx context.Context) (*Session, error) {
 		return nil, err
 	}
 	r.refreshed = start
-	return r.session(start), nil
+	return r.session(start, lost), nil
 }
 
-func (r *Repository) session(start startTime) *Session {
-	return &Session{r: r, wall: start.wall, mono: start.mono, limit: r.opts.SessionLimit}
+func (r *Repository) session(start startTime, lost uint64) *Session {
+	return &Session{r: r, wall: start.wall, mono: start.mono, limit: r.opts.SessionLimit, lost: lost}
 }
 
 // RefreshCondemned is BeginSession's refresh alone: prune calls it before
@@ -80,10 +86,18 @@ func (s *Session) Elapsed() time.Duration {
 // a process stopped between the first check and the store might have
 // stored it after a prune deleted what it references, so then undo
 // removes it again. Either way the error wraps ErrSessionExpired. The
-// caller flushes everything the snapshot references before.
+// caller flushes everything the snapshot references before. A pack lost
+// since the session began refuses the snapshot too, before it is stored
+// (ErrPackLost).
 func (s *Session) Commit(ctx context.Context, save func(context.Context) error, undo func(context.Context) error) error {
 	if el := s.Elapsed(); el > s.limit {
 		return s.expired(el)
+	}
+	s.r.mu.Lock()
+	lost := s.r.lostSince(s.lost)
+	s.r.mu.Unlock()
+	if lost != nil {
+		return fmt.Errorf("the snapshot is not stored: blobs this capture saved or reused may have been in a pack that could not be stored; run the capture again (it saves them again): %w", lost)
 	}
 	if err := save(ctx); err != nil {
 		return err
