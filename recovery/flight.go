@@ -98,6 +98,7 @@ func (l *Lifecycle) fly(ctx context.Context, f *flight, ws string, reason Reason
 }
 
 func (l *Lifecycle) emit(r Receipt) {
+	l.logReceipt(r)
 	if l.cfg.OnReceipt != nil {
 		l.cfg.OnReceipt(r)
 	}

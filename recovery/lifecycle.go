@@ -101,7 +101,7 @@ type Config struct {
 	// checked again; default 1 s. ResumeTimeout bounds resuming; default 30 s.
 	QuiesceTimeout, QuiescePoll, ResumeTimeout time.Duration
 	Retention                                  Retention // optional
-	Redact                                     Redactor  // applied to process records; optional
+	Redact                                     Redactor  // applied to process records and to the errors of failed captures it logs; optional
 	// TailBytes bounds each process record's output tail; default 8 KiB.
 	TailBytes int
 	// OnReceipt, when set, is called with the receipt of every finished
