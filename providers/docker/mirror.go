@@ -201,7 +201,10 @@ func (s *syncer) entry(tr *tar.Reader, h *tar.Header, rel string) error {
 	case tar.TypeSymlink:
 		if same && cur.Mode()&fs.ModeSymlink != 0 {
 			if t, err := s.dst.Readlink(rel); err == nil && t == h.Linkname {
-				return nil
+				if cur.ModTime().Equal(h.ModTime) {
+					return nil
+				}
+				return tartree.LutimesIn(s.dst, rel, h.ModTime)
 			}
 		}
 		return s.replace(rel, cur, func(tmp string) error {
@@ -209,9 +212,11 @@ func (s *syncer) entry(tr *tar.Reader, h *tar.Header, rel string) error {
 				return err
 			}
 			if s.chown {
-				return s.dst.Lchown(tmp, h.Uid, h.Gid)
+				if err := s.dst.Lchown(tmp, h.Uid, h.Gid); err != nil {
+					return err
+				}
 			}
-			return nil
+			return tartree.LutimesIn(s.dst, tmp, h.ModTime)
 		})
 	case tar.TypeFifo:
 		if same && cur.Mode()&fs.ModeNamedPipe != 0 && cur.Mode().Perm() == mode.Perm() && cur.ModTime().Equal(h.ModTime) {

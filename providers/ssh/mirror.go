@@ -271,7 +271,7 @@ func (m *mirror) syncEntry(rel string, rfi fs.FileInfo) error {
 				if err := m.owner(rel, rfi); err != nil || lfi.ModTime().Equal(mt) {
 					return err
 				}
-				return lutimesIn(m.local, rel, mt)
+				return tartree.LutimesIn(m.local, rel, mt)
 			}
 		}
 		if lfi != nil {
@@ -285,7 +285,7 @@ func (m *mirror) syncEntry(rel string, rfi fs.FileInfo) error {
 		if err := m.owner(rel, rfi); err != nil {
 			return err
 		}
-		return lutimesIn(m.local, rel, mt)
+		return tartree.LutimesIn(m.local, rel, mt)
 	case mode&fs.ModeNamedPipe != 0:
 		if lfi != nil && lfi.Mode()&fs.ModeNamedPipe == 0 {
 			if err := fsmeta.RemoveTree(m.local, rel); err != nil {

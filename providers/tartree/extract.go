@@ -25,7 +25,8 @@ type ExtractOptions struct {
 
 // Extract writes the tar stream r into dst, an empty directory: regular
 // files, directories, symlinks, hard links (to an earlier entry) and
-// fifos, each with its permission bits and mtime (directories' after all
+// fifos, each with its permission bits and mtime (a symlink's own, not
+// its target's; directories' after all
 // their children), and with o.Owners its owner. Xattrs are not applied. A device, a socket
 // a sparse entry (its holes would be written out, unbounded by the
 // stream) or an entry whose name or link target leaves dst is refused: the error
@@ -76,6 +77,9 @@ func Extract(ctx context.Context, r io.Reader, dst *os.Root, o ExtractOptions) e
 				return fail(rel, err)
 			}
 			if err := dst.Symlink(h.Linkname, rel); err != nil {
+				return fail(rel, err)
+			}
+			if err := LutimesIn(dst, rel, h.ModTime); err != nil {
 				return fail(rel, err)
 			}
 		case tar.TypeLink:
