@@ -262,7 +262,7 @@ func (f *Files) sync(ctx context.Context, op string, id providers.InstanceID, di
 			return f.local(op, id, fmt.Errorf("the local mirror %s: removing %s: %w", dir, rel, err))
 		}
 	}
-	err = tartree.Extract(ctx, af, root, tartree.ExtractOptions{Where: "the local mirror of instance " + string(id), Owners: os.Geteuid() == 0})
+	err = tartree.Extract(ctx, af, root, tartree.ExtractOptions{Where: "the local mirror of instance " + string(id), Owners: os.Geteuid() == 0, Provider: f.Provider})
 	if err != nil {
 		return f.local(op, id, err)
 	}

@@ -26,8 +26,10 @@ import (
 // to date in place after (see syncer and racyWindow): directories,
 // regular files, symlinks, hard links, fifos, permission bits with
 // setuid, setgid and sticky, whole-second mtimes (all the daemon's tar
-// carries), and owners when Lifeboat runs as root. Devices and sockets
-// are not mirrored; the daemon's tar carries no user.* xattrs. The whole
+// carries), and owners when Lifeboat runs as root. A device is mirrored
+// as a node with device number 0 (capture records it, never stores it),
+// which needs root: otherwise ReadFiles is KindUnsupported naming it.
+// The daemon's tar carries no sockets and no user.* xattrs. The whole
 // tree is transferred each time (the archive endpoint has no notion of
 // changes); only what changed is written into the mirror. The mirror
 // stays locked against other ReadFiles of the same instance until
@@ -103,7 +105,7 @@ func (p *Provider) pull(ctx context.Context, op string, id providers.InstanceID)
 		return "", local(err)
 	}
 	defer dst.Close()
-	if err := tartree.Extract(ctx, res.Content, dst, tartree.ExtractOptions{Where: where, Owners: os.Geteuid() == 0}); err != nil {
+	if err := tartree.Extract(ctx, res.Content, dst, tartree.ExtractOptions{Where: where, Owners: os.Geteuid() == 0, Provider: Name}); err != nil {
 		return "", wrap(op, id, ctxErr(ctx, err))
 	}
 	newRacy, err := racyEntries(dst, start)

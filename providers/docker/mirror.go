@@ -87,7 +87,7 @@ func racyEntries(root *os.Root, start time.Time) ([]string, error) {
 }
 
 // syncer brings an existing mirror up to date from the daemon's tar
-// stream in place: an entry whose type, size, mtime, mode and (as root)
+// stream in place (a device as tartree.MakeNode makes it): an entry whose type, size, mtime, mode and (as root)
 // owner match, that is not racy and (for a file) has one link, is left as
 // it is, inode and ctime included, so capture's file cache skips it;
 // anything else is written anew (a file through a temporary name and a
@@ -127,6 +127,10 @@ func (s *syncer) run(ctx context.Context, r io.Reader) error {
 			s.newRacy = append(s.newRacy, filepath.ToSlash(rel))
 		}
 		if err := s.entry(tr, h, rel); err != nil {
+			var cc *fsmeta.CannotCreate
+			if errors.As(err, &cc) {
+				return err
+			}
 			return &fsmeta.EntryError{Verb: "create", Rel: rel, Where: s.where, Dest: true, Err: err}
 		}
 	}
@@ -235,6 +239,27 @@ func (s *syncer) entry(tr *tar.Reader, h *tar.Header, rel string) error {
 				return err
 			}
 			return s.dst.Chtimes(tmp, h.ModTime, h.ModTime)
+		})
+	case tar.TypeChar, tar.TypeBlock:
+		typ := tartree.NodeType(h)
+		if same && cur.Mode().Type() == typ && cur.Mode().Perm() == mode.Perm() && cur.ModTime().Equal(h.ModTime) {
+			return nil
+		}
+		return s.replace(rel, cur, func(tmp string) error {
+			if err := tartree.MakeNode(s.dst, tmp, typ, mode, h.ModTime, Name, s.where); err != nil {
+				var cc *fsmeta.CannotCreate
+				if errors.As(err, &cc) {
+					cc.Rel = rel
+				}
+				return err
+			}
+			if s.chown {
+				if err := s.dst.Lchown(tmp, h.Uid, h.Gid); err != nil {
+					return err
+				}
+				return s.dst.Chmod(tmp, mode)
+			}
+			return nil
 		})
 	case tar.TypeXHeader, tar.TypeXGlobalHeader, tar.TypeGNULongName, tar.TypeGNULongLink:
 		return nil

@@ -54,7 +54,8 @@ const racyWindow = 2 * time.Second
 // Without GNU find every name is a separate file and mtimes are whole
 // seconds; without getfattr no xattr is mirrored (FileSupport says so for
 // links and xattrs; it has no field for mtimes). Devices and sockets are
-// not mirrored. An access refusal on the host is KindPermission naming
+// mirrored as nodes (tartree.MakeNode), so capture records them; a device
+// needs root, else ReadFiles is KindUnsupported naming it. An access refusal on the host is KindPermission naming
 // the path. The mirror stays locked against other ReadFiles of the same
 // instance until Files.Close.
 func (p *Provider) ReadFiles(ctx context.Context, id providers.InstanceID) (providers.Files, error) {
@@ -306,11 +307,23 @@ func (m *mirror) syncEntry(rel string, rfi fs.FileInfo) error {
 		}
 		mt := m.mtime(rel, rfi)
 		return m.local.Chtimes(rel, mt, mt)
-	default: // device, socket: not mirrored
-		if lfi != nil {
-			return fsmeta.RemoveTree(m.local, rel)
+	default: // device, socket: a node (tartree.MakeNode) capture records and never stores
+		typ, mt := mode.Type(), m.mtime(rel, rfi)
+		if lfi != nil && lfi.Mode().Type() == typ && permBits(lfi.Mode()) == permBits(mode) && lfi.ModTime().Equal(mt) && m.sameOwner(lfi, rfi) {
+			return nil
 		}
-		return nil
+		if lfi != nil {
+			if err := fsmeta.RemoveTree(m.local, rel); err != nil {
+				return err
+			}
+		}
+		if err := tartree.MakeNode(m.local, rel, typ, permBits(mode), mt, Name, "the local mirror of "+m.where); err != nil {
+			return err
+		}
+		if err := m.owner(rel, rfi); err != nil {
+			return err
+		}
+		return m.local.Chmod(rel, permBits(mode)) // a chown clears setuid and setgid
 	}
 }
 

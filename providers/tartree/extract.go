@@ -21,13 +21,17 @@ type ExtractOptions struct {
 	Where string // the tree being written ("the local mirror of sb1")
 	// Owners applies each entry's uid and gid (Lchown; needs root).
 	Owners bool
+	// Provider names the adapter in a *fsmeta.CannotCreate.
+	Provider string
 }
 
 // Extract writes the tar stream r into dst, an empty directory: regular
 // files, directories, symlinks, hard links (to an earlier entry) and
 // fifos, each with its permission bits and mtime (a symlink's own, not
 // its target's; directories' after all
-// their children), and with o.Owners its owner. Xattrs are not applied. A device, a socket
+// their children), and with o.Owners its owner. A device is made as a
+// node with device number 0 (MakeNode; without root it is a
+// *fsmeta.CannotCreate). Xattrs are not applied. Any other special entry,
 // a sparse entry (its holes would be written out, unbounded by the
 // stream) or an entry whose name or link target leaves dst is refused: the error
 // is a *fsmeta.EntryError naming the entry. Extract stops at the first
@@ -104,6 +108,17 @@ func Extract(ctx context.Context, r io.Reader, dst *os.Root, o ExtractOptions) e
 				return fail(rel, err)
 			}
 			if err := dst.Chtimes(rel, h.ModTime, h.ModTime); err != nil {
+				return fail(rel, err)
+			}
+		case tar.TypeChar, tar.TypeBlock:
+			if err := parent(dst, rel); err != nil {
+				return fail(rel, err)
+			}
+			if err := MakeNode(dst, rel, NodeType(h), mode, h.ModTime, o.Provider, o.Where); err != nil {
+				var cc *fsmeta.CannotCreate
+				if errors.As(err, &cc) {
+					return err
+				}
 				return fail(rel, err)
 			}
 		case tar.TypeXHeader, tar.TypeXGlobalHeader, tar.TypeGNULongName, tar.TypeGNULongLink:

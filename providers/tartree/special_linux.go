@@ -9,6 +9,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// mknodat is unix.Mknodat; tests replace it to act without CAP_MKNOD.
+var mknodat = unix.Mknodat
+
 // LutimesIn sets the atime and mtime of rel under r to t without
 // following it (rel may be a symlink), through its parent directory
 // opened in r.
@@ -49,7 +52,7 @@ func MknodIn(r *os.Root, rel string, typ fs.FileMode) error {
 		return err
 	}
 	defer d.Close()
-	if err := unix.Mknodat(int(d.Fd()), filepath.Base(rel), kind|0o600, 0); err != nil {
+	if err := mknodat(int(d.Fd()), filepath.Base(rel), kind|0o600, 0); err != nil {
 		return &os.PathError{Op: "mknod", Path: rel, Err: err}
 	}
 	return nil

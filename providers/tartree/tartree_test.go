@@ -41,8 +41,8 @@ func TestRoundTrip(t *testing.T) {
 	providertest.CompareTrees(t, src, dst, providers.FileSupport{HardLinks: true, Fifos: true}, ft)
 }
 
-// TestExtractRefusesEscapes: names and link targets that leave the tree,
-// and devices, are refused by name; nothing lands outside.
+// TestExtractRefusesEscapes: names and link targets that leave the tree
+// are refused by name; nothing lands outside.
 func TestExtractRefusesEscapes(t *testing.T) {
 	cases := []struct {
 		name string
@@ -53,8 +53,7 @@ func TestExtractRefusesEscapes(t *testing.T) {
 		{"absolute", []tar.Header{{Name: "/tmp/evil", Typeflag: tar.TypeReg, Mode: 0o644}}, "/tmp/evil"},
 		{"hard link out", []tar.Header{{Name: "l", Typeflag: tar.TypeLink, Linkname: "../../etc/passwd"}}, "l"},
 		{"through a symlink", []tar.Header{{Name: "up", Typeflag: tar.TypeSymlink, Linkname: ".."}, {Name: "up/evil", Typeflag: tar.TypeReg, Mode: 0o644}}, "up/evil"},
-		{"device", []tar.Header{{Name: "null", Typeflag: tar.TypeChar, Devmajor: 1, Devminor: 3, Mode: 0o666}}, "null"},
-		{"block device", []tar.Header{{Name: "sda", Typeflag: tar.TypeBlock, Devmajor: 8, Mode: 0o666}}, "sda"},
+		{"device through a symlink", []tar.Header{{Name: "up", Typeflag: tar.TypeSymlink, Linkname: ".."}, {Name: "up/evil", Typeflag: tar.TypeChar, Devmajor: 1, Devminor: 3, Mode: 0o666}}, "up/evil"},
 		{"absolute symlink then a file through it", []tar.Header{{Name: "up", Typeflag: tar.TypeSymlink, Linkname: "/tmp"}, {Name: "up/evil", Typeflag: tar.TypeReg, Mode: 0o644}}, "up/evil"},
 		{"hard link through a symlink", []tar.Header{{Name: "up", Typeflag: tar.TypeSymlink, Linkname: ".."}, {Name: "l", Typeflag: tar.TypeLink, Linkname: "up/evil-target"}}, "l"},
 		{"directory through a symlink", []tar.Header{{Name: "up", Typeflag: tar.TypeSymlink, Linkname: ".."}, {Name: "up/evil/", Typeflag: tar.TypeDir, Mode: 0o755}}, "up/evil"},
