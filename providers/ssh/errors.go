@@ -17,7 +17,7 @@ import (
 
 // errHostKey marks a host-key refusal found by the callback.
 type hostKeyError struct {
-	code string // "host-key-mismatch" or "host-key-unknown"
+	code string // "host-key-mismatch", "host-key-unknown" or "known-hosts" (the file unreadable)
 	err  error
 }
 
@@ -28,6 +28,7 @@ func (e *hostKeyError) Unwrap() error { return e.err }
 // to provider kinds (documented in docs/providers.md):
 //
 //	host key mismatch / unknown host       unauthorized (host-key-mismatch / host-key-unknown)
+//	known_hosts unreadable or malformed    unauthorized (known-hosts)
 //	"ssh: unable to authenticate"          unauthorized (auth)
 //	SFTP permission denied                 permission (SSH_FX_PERMISSION_DENIED)
 //	EACCES/EPERM at an entry of a tree     permission (the entry is named)

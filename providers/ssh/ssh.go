@@ -93,24 +93,30 @@ func New(cfg Config) (*Provider, error) {
 	}
 	p := &Provider{cfg: cfg, now: time.Now}
 	if cfg.KnownHosts != "" {
-		cb, err := knownhosts.New(cfg.KnownHosts)
-		if err != nil {
+		if _, err := knownhosts.New(cfg.KnownHosts); err != nil {
 			return nil, fmt.Errorf("ssh provider: known_hosts %s: %w", cfg.KnownHosts, err)
 		}
-		p.hostKeys = knownHostsCallback(cfg.KnownHosts, cb)
+		p.hostKeys = knownHostsCallback(cfg.KnownHosts)
 	} else {
 		p.hostKeys = pinnedCallback(cfg.HostKey)
 	}
 	return p, nil
 }
 
-func knownHostsCallback(file string, cb ssh.HostKeyCallback) ssh.HostKeyCallback {
+// knownHostsCallback checks a host key against the known_hosts file,
+// read again at every connection (it is small), so a fixed file is used
+// from the next connection on, without restarting serve.
+func knownHostsCallback(file string) ssh.HostKeyCallback {
 	return func(host string, remote net.Addr, key ssh.PublicKey) error {
-		err := cb(host, remote, key)
+		cb, err := knownhosts.New(file)
+		if err != nil {
+			return &hostKeyError{"known-hosts", fmt.Errorf("cannot check the host key of %s: known_hosts %s: %w: refusing to connect (fix the file; it is read again at every connection)", host, file, err)}
+		}
+		err = cb(host, remote, key)
 		var ke *knownhosts.KeyError
 		if errors.As(err, &ke) {
 			if len(ke.Want) > 0 {
-				return &hostKeyError{"host-key-mismatch", fmt.Errorf("host key of %s (%s %s) does not match %s: refusing to connect (the host was reinstalled or someone is in the middle; check the key, then update known_hosts)",
+				return &hostKeyError{"host-key-mismatch", fmt.Errorf("host key of %s (%s %s) does not match %s: refusing to connect (the host was reinstalled or someone is in the middle; check the key, then update known_hosts: it is read again at every connection)",
 					host, key.Type(), ssh.FingerprintSHA256(key), file)}
 			}
 			return &hostKeyError{"host-key-unknown", fmt.Errorf("host %s (%s %s) is not in %s: refusing to connect (add its key after checking it)",

@@ -224,6 +224,43 @@ func TestWrongClientKeyIsUnauthorized(t *testing.T) {
 	}
 }
 
+// TestKnownHostsIsReadAtEveryConnection: a known_hosts file fixed after a
+// host-key mismatch is used from the next connection on, by the same
+// provider (serve need not restart); a file made unreadable is refused
+// by name.
+func TestKnownHostsIsReadAtEveryConnection(t *testing.T) {
+	client, _ := newKey(t)
+	s := startSSHD(t, "", client)
+	cfg := s.config(t, t.TempDir()) // known_hosts holds this sshd's key
+	s.stop()
+	s2 := startSSHD(t, s.addr, client) // same address, a new host key
+	p := mustNew(t, cfg)
+	ctx := context.Background()
+	_, err := p.Inspect(ctx, "ws")
+	providertest.WantKind(t, "Inspect after the host key changed", err, providers.KindUnauthorized)
+	if !strings.Contains(err.Error(), "host-key-mismatch") {
+		t.Fatalf("error does not name the host key problem: %v", err)
+	}
+	fixed, err := os.ReadFile(s2.knownHosts(t, s2.hostKey.PublicKey()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg.KnownHosts, fixed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := p.Inspect(ctx, "ws"); err != nil || st.State != providers.Missing {
+		t.Fatalf("Inspect after known_hosts was fixed = %+v, %v", st, err)
+	}
+	if err := os.WriteFile(cfg.KnownHosts, []byte("not a known_hosts line\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Inspect(ctx, "ws")
+	providertest.WantKind(t, "Inspect with a malformed known_hosts", err, providers.KindUnauthorized)
+	if !strings.Contains(err.Error(), cfg.KnownHosts) || !strings.Contains(err.Error(), "(known-hosts)") {
+		t.Fatalf("error does not name known_hosts: %v", err)
+	}
+}
+
 func TestRemovedDirectoryIsMissing(t *testing.T) {
 	_, cfg := setup(t)
 	p := mustNew(t, cfg)
