@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,6 +40,10 @@ type Config struct {
 	User string
 	// Signers are the client keys tried for public-key authentication.
 	Signers []ssh.Signer
+	// KeyFile, when set, is the file the Signers came from (the
+	// configuration's key_file), named with them when the host refuses
+	// them.
+	KeyFile string
 	// KnownHosts is an OpenSSH known_hosts file holding the host's key, or
 	// HostKey pins it directly; exactly one must be set. A host whose key
 	// does not match is refused (KindUnauthorized, code host-key-mismatch).
@@ -187,6 +192,9 @@ func (p *Provider) dial(ctx context.Context, op string, id providers.InstanceID)
 		nc.Close()
 		if !stopped && ctx.Err() != nil {
 			err = ctx.Err()
+		}
+		if strings.Contains(err.Error(), "ssh: unable to authenticate") {
+			err = p.refusedKeys(err)
 		}
 		return nil, wrap(op, id, fmt.Errorf("ssh to %s@%s: %w", p.cfg.User, p.cfg.Addr, err))
 	}
@@ -396,4 +404,21 @@ func randHex(n int) string {
 // mirrorDir is the local mirror of an instance.
 func (p *Provider) mirrorDir(id providers.InstanceID) string {
 	return filepath.Join(p.cfg.CacheDir, string(id))
+}
+
+// refusedKeys says which client keys the host refused, for which user,
+// and what to do; err (the handshake's "ssh: unable to authenticate ...")
+// stays in the message, which classify reads.
+func (p *Provider) refusedKeys(err error) error {
+	fps := make([]string, len(p.cfg.Signers))
+	for i, s := range p.cfg.Signers {
+		fps[i] = s.PublicKey().Type() + " " + ssh.FingerprintSHA256(s.PublicKey())
+	}
+	key := "client key " + strings.Join(fps, ", ")
+	if p.cfg.KeyFile != "" {
+		key = "key_file " + p.cfg.KeyFile + " (" + strings.Join(fps, ", ") + ")"
+	}
+	host, _, _ := net.SplitHostPort(p.cfg.Addr)
+	return fmt.Errorf("the host refused %s for user %s: add its public key to %s's ~/.ssh/authorized_keys on %s, or set key_file and user to a key and user the host accepts (%w)",
+		key, p.cfg.User, p.cfg.User, host, err)
 }

@@ -217,10 +217,18 @@ func TestWrongClientKeyIsUnauthorized(t *testing.T) {
 	_, cfg := setup(t)
 	other, _ := newKey(t)
 	cfg.Signers = []ssh.Signer{other}
+	cfg.KeyFile = "/etc/lifeboat/other.key"
 	_, err := mustNew(t, cfg).Inspect(context.Background(), "ws")
 	providertest.WantKind(t, "Inspect with a wrong client key", err, providers.KindUnauthorized)
 	if !strings.Contains(err.Error(), "(auth)") {
 		t.Fatalf("error does not say authentication failed: %v", err)
+	}
+	// The message names the key offered, the user and host, and what to do.
+	for _, want := range []string{"key_file /etc/lifeboat/other.key", ssh.FingerprintSHA256(other.PublicKey()), "for user " + cfg.User,
+		cfg.User + "@" + cfg.Addr, "authorized_keys", "set key_file and user"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not say %q: %v", want, err)
+		}
 	}
 }
 
