@@ -77,7 +77,7 @@ func (p *Provider) pull(ctx context.Context, op string, id providers.InstanceID)
 	res, err := p.cli.CopyFromContainer(ctx, string(id), client.CopyFromContainerOptions{SourcePath: p.cfg.Workdir + "/."})
 	if err != nil {
 		if isNotFound(err) && !noSuchContainer(err) {
-			return "", newErr(op, id, providers.KindConflict, "the workspace directory %s does not exist in container %s", p.cfg.Workdir, id)
+			return "", newErr(op, id, providers.KindConflict, "the workspace directory %s does not exist in container %s: create it in the image or the container (mkdir -p %s), or set the provider's workdir to the directory that holds the workspace", p.cfg.Workdir, id, p.cfg.Workdir)
 		}
 		return "", wrap(op, id, ctxErr(ctx, err))
 	}
