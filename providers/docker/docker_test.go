@@ -29,6 +29,28 @@ func mustNew(t *testing.T, cfg Config) *Provider {
 	return p
 }
 
+// newContainer starts a daemon and a provider on it, and creates one
+// container (destroyed at the end of the test).
+func newContainer(t *testing.T, key string) (*Provider, providers.InstanceID) {
+	t.Helper()
+	p := mustNew(t, testConfig(t, dockertest.Start(t)))
+	ctx := context.Background()
+	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Destroy(ctx, id) })
+	return p, id
+}
+
+// shell runs script in the container; it must succeed.
+func shell(t *testing.T, p *Provider, id providers.InstanceID, script string) {
+	t.Helper()
+	if res, err := p.Exec(context.Background(), id, []string{"sh", "-c", script}, nil); err != nil || res.ExitCode != 0 {
+		t.Fatalf("%s: %v %s", script, err, res.Stderr)
+	}
+}
+
 func harness(t *testing.T, d *dockertest.Daemon, cfg Config) providertest.Harness {
 	cli := d.Client(t)
 	return providertest.Harness{

@@ -8,9 +8,6 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
-
-	"lifeboat/providers"
-	"lifeboat/providers/docker/dockertest"
 )
 
 // TestMirrorHoldsDevices: a device node in a container's workspace is in
@@ -21,18 +18,10 @@ func TestMirrorHoldsDevices(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the mirror holds device nodes only as root")
 	}
-	d := dockertest.Start(t)
-	p := mustNew(t, testConfig(t, d))
+	p, id := newContainer(t, "devices")
 	ctx := context.Background()
-	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "devices"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Destroy(ctx, id) })
 	// An old mtime: a node made within 2 s of a read is racy, made again by the next.
-	if res, err := p.Exec(ctx, id, []string{"sh", "-c", "mknod nulldev c 1 3 && chmod 640 nulldev && touch -d '2024-01-02 03:04:05' nulldev"}, nil); err != nil || res.ExitCode != 0 {
-		t.Fatalf("mknod: %v %s", err, res.Stderr)
-	}
+	shell(t, p, id, "mknod nulldev c 1 3 && chmod 640 nulldev && touch -d '2024-01-02 03:04:05' nulldev")
 	var inodes []uint64
 	for _, read := range []string{"first read (extraction)", "second read (sync)"} {
 		f, err := p.ReadFiles(ctx, id)

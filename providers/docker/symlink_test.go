@@ -10,9 +10,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"lifeboat/providers"
-	"lifeboat/providers/docker/dockertest"
 )
 
 // TestSymlinkTimes: a symlink keeps its own mtime both ways: written into
@@ -20,14 +17,8 @@ import (
 // first time (a whole extraction) and again (an in-place sync), so an
 // unchanged container's mirror does not change between two reads.
 func TestSymlinkTimes(t *testing.T) {
-	d := dockertest.Start(t)
-	p := mustNew(t, testConfig(t, d))
+	p, id := newContainer(t, "symlink-times")
 	ctx := context.Background()
-	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "symlink-times"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Destroy(ctx, id) })
 	src := t.TempDir()
 	if err := os.WriteFile(filepath.Join(src, "f"), []byte("f"), 0o644); err != nil {
 		t.Fatal(err)
@@ -62,9 +53,7 @@ func TestSymlinkTimes(t *testing.T) {
 	if got := inContainer("l"); !got.Equal(old) {
 		t.Fatalf("the symlink written into the container has mtime %v, want %v", got, old)
 	}
-	if res, err := p.Exec(ctx, id, []string{"sh", "-c", "ln -s f new"}, nil); err != nil || res.ExitCode != 0 {
-		t.Fatalf("ln: %v %s", err, res.Stderr)
-	}
+	shell(t, p, id, "ln -s f new")
 	mirrored := func() (l, n unix.Stat_t) {
 		t.Helper()
 		f, err := p.ReadFiles(ctx, id)
