@@ -81,7 +81,7 @@ func providerInstance(c *config.Config, p config.Provider) (providers.Provider, 
 		if err != nil {
 			return nil, usageError{fmt.Sprintf("provider %s: key_file %s is not a usable private key (an unencrypted OpenSSH or PEM key is needed): %v", p.Name, p.KeyFile, err)}
 		}
-		sp, err := ssh.New(ssh.Config{Addr: p.Addr(), User: p.User, Signers: []xssh.Signer{signer}, KnownHosts: p.KnownHosts,
+		sp, err := ssh.New(ssh.Config{Addr: p.Addr(), User: p.User, Signers: []xssh.Signer{signer}, KnownHosts: p.KnownHosts, KeyFile: p.KeyFile,
 			Root: p.Root, CacheDir: p.CacheDir})
 		if err != nil {
 			return nil, usageError{fmt.Sprintf("provider %s: %v", p.Name, err)}
