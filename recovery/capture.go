@@ -209,7 +209,7 @@ func (l *Lifecycle) failed(ws string, rec *Receipt, o Outcome, err error) {
 		w.InFlight = nil
 		w.Failures++
 		rec.Attempt = w.Failures
-		w.addRecord(RecoveryRecord{Time: l.clock.Now(), Reason: rec.Reason, Attempt: w.Failures, Outcome: o, Error: err.Error()})
+		w.addRecord(RecoveryRecord{Time: l.clock.Now(), Reason: rec.Reason, Attempt: w.Failures, Outcome: o, Error: l.redact(err.Error())})
 		return nil
 	})
 	if uerr != nil {
@@ -241,7 +241,7 @@ func (l *Lifecycle) Park(ctx context.Context, ws string) Receipt {
 		if r.Outcome == Throttled {
 			l.nativeOnly(ctx, ws, &r)
 		}
-		l.emit(r)
+		l.emit(&r)
 		return r
 	}
 	return l.join(ctx, ws, ReasonPark, l.parkThrottled)

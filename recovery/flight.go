@@ -32,7 +32,7 @@ func (l *Lifecycle) join(ctx context.Context, ws string, reason Reason, answer f
 		if answer != nil {
 			if r, ok := answer(ws); ok {
 				l.mu.Unlock()
-				l.emit(r)
+				l.emit(&r)
 				return r
 			}
 		}
@@ -85,6 +85,7 @@ func (l *Lifecycle) fly(ctx context.Context, f *flight, ws string, reason Reason
 			}
 		}
 		rec.Finished = l.clock.Now()
+		l.redactReceipt(&rec)
 		l.mu.Lock()
 		if l.flight[ws] == f {
 			delete(l.flight, ws)
@@ -92,12 +93,20 @@ func (l *Lifecycle) fly(ctx context.Context, f *flight, ws string, reason Reason
 		f.rec = rec
 		l.mu.Unlock()
 		close(f.done)
-		l.emit(rec)
+		l.announce(rec)
 	}()
 	l.run(ctx, ws, &rec)
 }
 
-func (l *Lifecycle) emit(r Receipt) {
+// emit redacts r's errors (Config.Redact), then logs and hands it on;
+// the caller returns it as it is now.
+func (l *Lifecycle) emit(r *Receipt) {
+	l.redactReceipt(r)
+	l.announce(*r)
+}
+
+// announce logs a redacted receipt and hands it to Config.OnReceipt.
+func (l *Lifecycle) announce(r Receipt) {
 	l.logReceipt(r)
 	if l.cfg.OnReceipt != nil {
 		l.cfg.OnReceipt(r)

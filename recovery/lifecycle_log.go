@@ -8,8 +8,7 @@ import (
 // logReceipt logs a capture or park that left no current checkpoint: at
 // warn when it may succeed if simply tried again (Receipt.Retryable), else
 // at error; one cancelled or refused (nothing was tried, or the server
-// stopped it) at info. The error goes through Config.Redact, as process
-// records do.
+// stopped it) at info. The receipt was redacted before (emit).
 func (l *Lifecycle) logReceipt(r Receipt) {
 	if r.OK() || r.Error == "" {
 		return
@@ -23,10 +22,6 @@ func (l *Lifecycle) logReceipt(r Receipt) {
 	case r.Retryable:
 		level = slog.LevelWarn
 	}
-	text := r.Error
-	if l.cfg.Redact != nil {
-		text = l.cfg.Redact(text)
-	}
 	attrs := []any{"workspace", r.Workspace, "reason", r.Reason, "outcome", r.Outcome, "retryable", r.Retryable}
 	if r.Attempt > 0 {
 		attrs = append(attrs, "attempt", r.Attempt)
@@ -34,5 +29,20 @@ func (l *Lifecycle) logReceipt(r Receipt) {
 	if r.Snapshot != "" { // a partial snapshot, not promoted
 		attrs = append(attrs, "snapshot", r.Snapshot)
 	}
-	l.log.Log(context.Background(), level, msg, append(attrs, "err", text)...)
+	l.log.Log(context.Background(), level, msg, append(attrs, "err", r.Error)...)
+}
+
+// redact applies Config.Redact, if any, to an error text that leaves the
+// lifecycle: in a receipt, a recovery record or a log line.
+func (l *Lifecycle) redact(text string) string {
+	if l.cfg.Redact == nil {
+		return text
+	}
+	return l.cfg.Redact(text)
+}
+
+// redactReceipt redacts the error texts of r (Err, for the caller's
+// errors.Is, stays as it is and is never serialised).
+func (l *Lifecycle) redactReceipt(r *Receipt) {
+	r.Error, r.NativeError, r.RetentionError = l.redact(r.Error), l.redact(r.NativeError), l.redact(r.RetentionError)
 }

@@ -31,7 +31,8 @@ func attrs(r slog.Record) map[string]string {
 }
 
 // A failed capture is logged, with its workspace, reason, outcome and
-// error, the error redacted: at warn when it is retryable (a storage
+// error, the error redacted in the log line, the receipt and the
+// workspace's recovery record alike: at warn when it is retryable (a storage
 // outage), at error when it is not. A successful one is not logged.
 func TestFailedCaptureLogged(t *testing.T) {
 	logs := recordHandler{make(chan slog.Record, 16)}
@@ -57,6 +58,16 @@ func TestFailedCaptureLogged(t *testing.T) {
 		}
 		r := e.l.Capture(ctx, "ws1", ReasonManual)
 		e.want(r, Failed)
+		if r.Error != want.err {
+			t.Fatalf("failure %d: receipt error %q, want %q", i+1, r.Error, want.err)
+		}
+		w, err := e.l.store.Workspace("ws1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last := w.Recovery[len(w.Recovery)-1]; last.Error != want.err {
+			t.Fatalf("failure %d: recovery record error %q, want %q", i+1, last.Error, want.err)
+		}
 		rec := <-logs.ch
 		a := attrs(rec)
 		if rec.Level != want.level || rec.Message != "capture failed" || a["workspace"] != "ws1" || a["reason"] != "manual" ||

@@ -67,7 +67,7 @@ func (l *Lifecycle) takeNative(ctx context.Context, w Workspace, p providers.Pro
 // it does not count as a failed capture.
 func (l *Lifecycle) recordNative(ws string, rec *Receipt, err error) {
 	uerr := l.store.update(ws, func(_ stateTx, w *Workspace) error {
-		w.addRecord(RecoveryRecord{Time: l.clock.Now(), Reason: rec.Reason, Outcome: NativeFailed, Error: err.Error()})
+		w.addRecord(RecoveryRecord{Time: l.clock.Now(), Reason: rec.Reason, Outcome: NativeFailed, Error: l.redact(err.Error())})
 		return nil
 	})
 	if uerr != nil {

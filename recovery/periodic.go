@@ -138,7 +138,7 @@ func (l *Lifecycle) periodic(ctx context.Context, w Workspace, checked func()) R
 		return l.join(ctx, w.ID, ReasonPeriodic, nil)
 	}
 	r.Finished = l.clock.Now()
-	l.emit(r)
+	l.emit(&r)
 	return r
 }
 
