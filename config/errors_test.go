@@ -39,15 +39,19 @@ known_hosts = "{{dir}}/known_hosts"
 root = "/home/lifeboat/workspaces"
 `
 
+// errorCase is a config that must not load: tmpl with top, repo, server
+// and more filled in, env and sets on top, and the errors it must give.
+type errorCase struct {
+	name                    string
+	top, repo, server, more string
+	env                     map[string]string
+	sets                    []string
+	want                    []wantErr
+}
+
 func TestErrors(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name                    string
-		top, repo, server, more string
-		env                     map[string]string
-		sets                    []string
-		want                    []wantErr
-	}{
+	checkErrorCases(t, []errorCase{
 		{name: "unknown top-level key", top: `bogus = 1`,
 			want: []wantErr{{at: "bogus", key: "bogus", msg: `unknown table or key "bogus" at the top level`}}},
 		{name: "unknown table", more: "[serve]\nlisten = \"x\"",
@@ -218,7 +222,14 @@ func TestErrors(t *testing.T) {
 				{at: `type = "vm"`, key: "providers.zz.type", msg: `unknown provider type "vm"`},
 				{src: "environment LIFEBOAT_LOG_FORMAT", key: "log.format", msg: `want one of text, json, got "xml"`},
 			}},
-	} {
+	})
+}
+
+// checkErrorCases loads each case in a subtest and checks its errors
+// (checkErrors); no error may repeat an inline secret's value.
+func checkErrorCases(t *testing.T, cases []errorCase) {
+	t.Helper()
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t)

@@ -8,7 +8,8 @@ import (
 )
 
 // fixture is a directory with the files a config names: the password
-// file, the token file, an SSH key, known_hosts and a TLS pair.
+// file, the token file, an SSH key, known_hosts, a TLS pair and a
+// platform's API key.
 type fixture struct {
 	t   *testing.T
 	dir string
@@ -27,6 +28,7 @@ func newFixture(t *testing.T) *fixture {
 		"tls.crt":     "CERT\n",
 		"tls.key":     "TLS PRIVATE KEY\n",
 		"client.tok":  "client-token\n",
+		"vercel.tok":  "tok-content\n",
 	} {
 		if err := os.WriteFile(filepath.Join(f.dir, name), []byte(content), 0o600); err != nil {
 			t.Fatal(err)

@@ -2,7 +2,6 @@ package config
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,10 +20,7 @@ sandbox_timeout = "45m"
 // providers' mistakes.
 func TestPlatformErrors(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name, more string
-		want       []wantErr
-	}{
+	checkErrorCases(t, []errorCase{
 		{name: "no credential", more: "[providers.d]\ntype = \"daytona\"",
 			want: []wantErr{{at: "[providers.d]", key: "providers.d", msg: "no api_key: set api_key_file (a file holding it) or api_key_env (the name of an environment variable holding it)"}}},
 		{name: "both credentials", more: vercelBox + "api_key_env = \"VERCEL_TOKEN\"",
@@ -43,19 +39,7 @@ func TestPlatformErrors(t *testing.T) {
 			want: []wantErr{{at: "hunter2", key: "providers.vc.api_key", msg: "api_key_file, or api_key_env naming an environment variable"}}},
 		{name: "key of another platform", more: vercelBox + "organization_id = \"org\"",
 			want: []wantErr{{at: "organization_id", key: "providers.vc.organization_id", msg: `unknown key "organization_id" in a vercel provider`}}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			f := newFixture(t)
-			if err := os.WriteFile(filepath.Join(f.dir, "vercel.tok"), []byte("tok-content\n"), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			text := f.expand(strings.NewReplacer("{{top}}", "", "{{repo}}", "", "{{server}}", "", "{{more}}", tc.more).Replace(tmpl))
-			path := f.write("lifeboat.toml", text)
-			_, err := f.load(path, nil)
-			checkErrors(t, err, path, text, tc.want)
-		})
-	}
+	})
 }
 
 // TestPlatformCredential: the credential comes from the file or the
@@ -65,9 +49,6 @@ func TestPlatformErrors(t *testing.T) {
 func TestPlatformCredential(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	if err := os.WriteFile(filepath.Join(f.dir, "vercel.tok"), []byte("tok-content\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	path := f.write("lifeboat.toml", minimal+"\n"+vercelBox+"\n[providers.dt]\ntype = \"daytona\"\napi_key_env = \"DAYTONA_API_KEY\"\n")
 	c := f.mustLoad(path, map[string]string{"DAYTONA_API_KEY": "dtn-content"})
 	var vc, dt PlatformProvider

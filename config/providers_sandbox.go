@@ -122,13 +122,7 @@ func (d *decoder) secret(c *Config, r *reader, key string) Secret {
 	case !r.given(fk) && !r.given(ek):
 		d.fail(d.tableSource(r.path), r.path, "no %s: set %s (a file holding it) or %s (the name of an environment variable holding it)", key, fk, ek)
 	}
-	if s.Env != "" {
-		state := "is not set"
-		if v, ok := c.lookup(s.Env); ok && v != "" {
-			state = "is set"
-		}
-		r.line(ek).note += "; " + s.Env + " " + state + " (its value is never shown)"
-	}
+	r.noteEnv(c, ek, s.Env)
 	return s
 }
 

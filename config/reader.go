@@ -162,6 +162,20 @@ func (r *reader) line(name string) *showLine {
 	panic("config: " + name + " not read yet")
 }
 
+// noteEnv adds to the Show line of key, which names the environment
+// variable name, whether that variable is set; never its value. An empty
+// name adds nothing.
+func (r *reader) noteEnv(c *Config, key, name string) {
+	if name == "" {
+		return
+	}
+	state := "is not set"
+	if v, ok := c.lookup(name); ok && v != "" {
+		state = "is set"
+	}
+	r.line(key).note += "; " + name + " " + state + " (its value is never shown)"
+}
+
 // given reports whether any layer gives key name a value (empty strings
 // do not count), whether or not it parses.
 func (r *reader) given(name string) bool {

@@ -32,13 +32,7 @@ func (d *decoder) repository(c *Config) {
 			`or password_env (the name of an environment variable holding it, such as "LIFEBOAT_PASSWORD")`)
 	}
 	d.repositoryS3(r, c)
-	if name := c.Repository.PasswordEnv; name != "" {
-		state := "is not set"
-		if v, ok := c.lookup(name); ok && v != "" {
-			state = "is set"
-		}
-		r.line("password_env").note += "; " + name + " " + state + " (its value is never shown)"
-	}
+	r.noteEnv(c, "password_env", c.Repository.PasswordEnv)
 }
 
 // repositoryS3 reads the s3_* keys and checks an s3: location.
@@ -58,12 +52,8 @@ func (d *decoder) repositoryS3(r *reader, c *Config) {
 		}
 		c.Repository.S3.SecretEnv = ""
 		r.line("s3_secret_access_key_env").note = "not used: s3_secret_access_key_file is set"
-	} else if name := c.Repository.S3.SecretEnv; name != "" {
-		state := "is not set"
-		if v, ok := c.lookup(name); ok && v != "" {
-			state = "is set"
-		}
-		r.line("s3_secret_access_key_env").note += "; " + name + " " + state + " (its value is never shown)"
+	} else {
+		r.noteEnv(c, "s3_secret_access_key_env", c.Repository.S3.SecretEnv)
 	}
 	loc := c.Repository.Location
 	if !s3.IsLocation(loc) {
@@ -98,13 +88,7 @@ func (d *decoder) state(c *Config) {
 	case r.given("password_file") && r.given("password_env"):
 		d.fail(r.src("password_env"), []string{"state", "password_env"}, "password_file (%s) and password_env are both set: give at most one", r.src("password_file"))
 	}
-	if name := c.State.PasswordEnv; name != "" {
-		state := "is not set"
-		if v, ok := c.lookup(name); ok && v != "" {
-			state = "is set"
-		}
-		r.line("password_env").note += "; " + name + " " + state + " (its value is never shown)"
-	}
+	r.noteEnv(c, "password_env", c.State.PasswordEnv)
 }
 
 // hasPassword reports whether a database URL carries a password.
