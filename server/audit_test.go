@@ -3,11 +3,8 @@ package server
 import (
 	"encoding/json"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"lifeboat/recovery"
 )
@@ -38,10 +35,7 @@ func (e *env) auditLines() []map[string]any {
 // token or its hash.
 func TestAuditLog(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	must(t, os.MkdirAll(filepath.Join(e.root, "inst-a"), 0o755))
-	e.workspace("w1", map[string]string{"a": "a"})
-	e.rec.set(lost("w1", 1, "cp-good", time.Now()))
+	e := newLostEnv(t)
 	e.rec.mu.Lock()
 	e.rec.holds["h1"] = recovery.Hold{ID: "h1", Workspace: "w1"}
 	e.rec.mu.Unlock()

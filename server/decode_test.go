@@ -5,11 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // doRaw sends body as it is.
@@ -27,10 +24,7 @@ func (e *env) doRaw(method, path, tok, body string, header ...string) (int, apiE
 // body over 64 KiB is refused whatever it holds after the object.
 func TestTrailingJSONRefused(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	must(t, os.MkdirAll(filepath.Join(e.root, "inst-a"), 0o755))
-	e.workspace("w1", map[string]string{"a": "a"})
-	e.rec.set(lost("w1", 1, "cp-good", time.Now()))
+	e := newLostEnv(t)
 	reg := `{"id": "a", "provider": "local", "instance": "inst-a"}`
 	for _, body := range []string{
 		reg + " x",

@@ -107,6 +107,17 @@ func newEnvConfig(t *testing.T, rec func(e *env) RecoveryService, set func(*Conf
 	return e
 }
 
+// newLostEnv is newEnv with workspace w1 lost and checkpoint cp-good on
+// offer, and an empty local instance inst-a to register a workspace on.
+func newLostEnv(t *testing.T) *env {
+	t.Helper()
+	e := newEnv(t)
+	must(t, os.MkdirAll(filepath.Join(e.root, "inst-a"), 0o755))
+	e.workspace("w1", map[string]string{"a": "a"})
+	e.rec.set(lost("w1", 1, "cp-good", time.Now()))
+	return e
+}
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
