@@ -29,8 +29,7 @@ func TestPruneBesideServeCaptures(t *testing.T) {
 keep_last = 1
 `)
 	s.start()
-	work := s.sandbox("bot1", 1)
-	s.cliOK("workspace", "add", "bot1", "--provider", "local")
+	work := s.addLocalWorkspace("bot1", 1)
 	for i := range 3 {
 		writeTree(t, work, uint64(40+i))
 		if rc := s.cliJSON("capture", "--workspace", "bot1"); rc["outcome"] != "captured" {

@@ -19,8 +19,7 @@ keep_last = 1
 every = "1s"
 `)
 	s.start()
-	work := s.sandbox("bot1", 1)
-	s.cliOK("workspace", "add", "bot1", "--provider", "local")
+	work := s.addLocalWorkspace("bot1", 1)
 	ev := s.events(t)
 	var good string
 	for i := range 3 {

@@ -21,8 +21,7 @@ func TestServeCaptureAfterLostPack(t *testing.T) {
 	}
 	s := newSvcEnv(t, "")
 	s.start()
-	work := s.sandbox("bot1", 1)
-	s.cliOK("workspace", "add", "bot1", "--provider", "local")
+	work := s.addLocalWorkspace("bot1", 1)
 	if rc := s.cliJSON("capture", "--workspace", "bot1"); rc["outcome"] != "captured" {
 		t.Fatalf("first capture: %v", rc)
 	}

@@ -249,8 +249,7 @@ every = "1s"
 max_unused = "0%"
 `)
 	s.start()
-	work := s.sandbox("bot1", 1)
-	s.cliOK("workspace", "add", "bot1", "--provider", "local")
+	work := s.addLocalWorkspace("bot1", 1)
 	var good string
 	for i := range 3 {
 		writeTree(t, work, uint64(10+i))
@@ -453,8 +452,7 @@ func TestServeJSONAuditLog(t *testing.T) {
 	}
 	s := newSvcEnv(t, "\n[log]\nformat = \"json\"\n")
 	s.start()
-	s.sandbox("bot1", 1)
-	s.cliOK("workspace", "add", "bot1", "--provider", "local")
+	s.addLocalWorkspace("bot1", 1)
 	s.stop()
 	var found bool
 	for _, line := range strings.Split(strings.TrimSpace(s.stderr.String()), "\n") {
@@ -490,8 +488,7 @@ func TestServePeriodicRoundsFindEveryChange(t *testing.T) {
 	}
 	s := newSvcEnv(t, "")
 	s.start("LIFEBOAT_LIFECYCLE_PERIODIC_INTERVAL=24h", "LIFEBOAT_LIFECYCLE_NATIVE_INTERVAL=24h")
-	work := s.sandbox("bot1", 1)
-	s.cliOK("workspace", "add", "bot1", "--provider", "local")
+	work := s.addLocalWorkspace("bot1", 1)
 	ev := s.events(t)
 	s.cliOK("workspace", "set", "bot1", "--periodic-interval", "1s")
 	// round returns the next periodic receipt of bot1 that started at or

@@ -201,6 +201,16 @@ func (s *svcEnv) sandbox(id string, seed uint64) string {
 	return dir
 }
 
+// addLocalWorkspace makes a local instance id holding the tree of seed
+// and registers it as workspace id through the running server; it
+// returns the instance directory.
+func (s *svcEnv) addLocalWorkspace(id string, seed uint64) string {
+	s.t.Helper()
+	dir := s.sandbox(id, seed)
+	s.cliOK("workspace", "add", id, "--provider", "local")
+	return dir
+}
+
 // client is a Go client of the server with the operator token.
 func (s *svcEnv) client() *server.Client {
 	return &server.Client{BaseURL: s.url, Token: s.opTok}
