@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -48,6 +49,28 @@ func TestGroupCommandsRefuseUnknownSubcommands(t *testing.T) {
 	for _, c := range [][]string{{"key", "lst", "list"}, {"repair", "idx", "index"}, {"cat", "conifg", "config"}} {
 		if r := e.run(c[0], c[1]); r.code != exitUsage || !strings.Contains(r.stderr, `did you mean "`+c[2]+`"`) {
 			t.Errorf("%s %s: exit %d: %s", c[0], c[1], r.code, r.stderr)
+		}
+	}
+}
+
+// `lifeboat help COMMAND...` shows that command's help; a word that is
+// not a command is refused with exit 2, not answered with the usage and
+// exit 0.
+func TestHelpRefusesUnknownTopics(t *testing.T) {
+	e := newEnv(t)
+	for _, args := range [][]string{{"help"}, {"help", "capture"}, {"help", "key", "list"}} {
+		if r := e.run(args...); r.code != exitOK || !strings.Contains(r.stdout, "Usage:") || r.stderr != "" {
+			t.Errorf("%v: exit %d\nstdout: %s\nstderr: %s", args, r.code, r.stdout, r.stderr)
+		}
+	}
+	if r := e.run("help", "key", "list"); !strings.Contains(r.stdout, "lifeboat key list") {
+		t.Errorf("help key list shows another command's help:\n%s", r.stdout)
+	}
+	for _, args := range [][]string{{"help", "bogus"}, {"help", "key", "bogus"}} {
+		r := e.run(args...)
+		want := fmt.Sprintf("unknown help topic %q", strings.Join(args[1:], " "))
+		if r.code != exitUsage || r.stdout != "" || !strings.Contains(r.stderr, want) {
+			t.Errorf("%v: exit %d, want %d and %s\nstdout: %s\nstderr: %s", args, r.code, exitUsage, want, r.stdout, r.stderr)
 		}
 	}
 }

@@ -113,6 +113,27 @@ func refuseUnknownSubcommands(root *cobra.Command) {
 		}
 	}
 	walk(root)
+	refuseUnknownHelpTopics(root)
+}
+
+// refuseUnknownHelpTopics makes `lifeboat help WORD...` refuse a WORD that
+// is not a command (exit 2): cobra's own help command prints "Unknown help
+// topic" and the usage, and exits 0.
+func refuseUnknownHelpTopics(root *cobra.Command) {
+	root.InitDefaultHelpCmd()
+	help, _, err := root.Find([]string{"help"})
+	if err != nil || help.Run == nil {
+		return
+	}
+	show := help.Run
+	help.Run = nil
+	help.RunE = func(cmd *cobra.Command, args []string) error {
+		if target, rest, err := root.Find(args); err != nil || target == nil || len(rest) > 0 {
+			return usageError{fmt.Sprintf("unknown help topic %q: run `%s help` for the commands", strings.Join(args, " "), root.Name())}
+		}
+		show(cmd, args)
+		return nil
+	}
 }
 
 // isGroup says whether cmd is a command below root that only groups
