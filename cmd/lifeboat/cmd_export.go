@@ -82,6 +82,10 @@ func runExport(ctx context.Context, g *globalOptions, src *repo.Repository, refs
 		_ = be.Close()
 		return fmt.Errorf("export target %s: %w", o.to, err)
 	}
+	if id := src.Config().ID; dst.Config().ID == id {
+		return errors.Join(usageError{fmt.Sprintf("export target %s is the source repository (repository id %s): "+
+			"export copies snapshots into another repository; nothing was written", o.to, id.Short())}, dst.Close(ctx), be.Close())
+	}
 	err = func() error {
 		// A shared lock on the target, so that an exclusive one (prune
 		// --instant-delete, repair) waits; each Export is also a capture

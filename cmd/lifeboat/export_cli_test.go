@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"lifeboat/backend"
@@ -59,6 +60,18 @@ func TestExport(t *testing.T) {
 	dstPW := filepath.Join(e.dir, "pw-dst")
 	must(t, os.WriteFile(dstPW, []byte("target repository password"), 0o600))
 	e.lbOK(dstPW, "--repo", dst, "init", "--kdf-memory-kib", "64", "--kdf-time", "1")
+
+	// Into the source repository itself: refused with exit 2, nothing written.
+	srcBefore := e.lbOK(e.fullPW, "snapshots").stdout
+	for _, to := range []string{e.repo, e.repo + "/"} {
+		res := e.lb(e.fullPW, "export", "--to", to, "--to-password-file", e.fullPW, snap)
+		if res.code != exitUsage || !strings.Contains(res.stderr, "is the source repository") || !strings.Contains(res.stderr, to) {
+			t.Fatalf("export into the source repository (%s): exit %d: %s", to, res.code, res.stderr)
+		}
+	}
+	if after := e.lbOK(e.fullPW, "snapshots").stdout; after != srcBefore {
+		t.Fatalf("a refused export into the source wrote a snapshot:\n%s\nthen\n%s", srcBefore, after)
+	}
 
 	// Without --include-sensitive: the workspace only, no sensitive object.
 	msg := last(jsonLines(t, e.lbOK(e.fullPW, "export", "--json", "--to", dst, "--to-password-file", dstPW, snap).stdout))
