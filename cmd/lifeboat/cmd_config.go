@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"lifeboat/config"
+	"lifeboat/server"
 )
 
 type configShowMessage struct {
@@ -33,18 +34,23 @@ func newConfigCommand(g *globalOptions) *cobra.Command {
 		Use:   "check FILE",
 		Short: "Check a config file: every problem is named with its file, line and key (exit code 2)",
 		Long: "Check FILE as `lifeboat serve --config FILE` would read it, with the environment and --set overrides: unknown keys, " +
-			"wrong types, bad durations, missing secret files, unknown provider types. Every problem is printed with its file, line " +
-			"and key; any problem exits with code 2.",
+			"wrong types, bad durations, missing secret files, unknown provider types; then, when the file has no such problem, " +
+			"what serve reads at start: the token file's lines and each ssh provider's key_file. Every problem is printed with its " +
+			"file, line and key; any problem exits with code 2.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			err := config.Check(args[0], os.LookupEnv, g.configSets(cmd, nil))
-			msg := configCheckMessage{MessageType: "config_check", File: args[0], OK: err == nil, Errors: []*config.Error{}}
+			c, err := config.Load(config.Options{Path: args[0], LookupEnv: os.LookupEnv, Sets: g.configSets(cmd, nil)})
+			msg := configCheckMessage{MessageType: "config_check", File: args[0], Errors: []*config.Error{}}
 			var errs config.Errors
-			if errors.As(err, &errs) {
+			switch {
+			case errors.As(err, &errs):
 				msg.Errors = errs
-			} else if err != nil {
+			case err != nil:
 				return usageError{err.Error()}
+			default:
+				msg.Errors = secretFileProblems(c, args[0])
 			}
+			msg.OK = len(msg.Errors) == 0
 			g.out.emit(msg, func(w io.Writer) {
 				if msg.OK {
 					fmt.Fprintf(w, "%s: ok\n", args[0])
@@ -76,4 +82,23 @@ func newConfigCommand(g *globalOptions) *cobra.Command {
 		},
 	})
 	return cmd
+}
+
+// secretFileProblems reads what serve reads at start and the config
+// package never does (it only checks that secret files can be opened): the
+// token file, which must parse, and each ssh provider's key_file, which
+// must be a usable private key. No secret is shown.
+func secretFileProblems(c *config.Config, file string) []*config.Error {
+	var out []*config.Error
+	if _, err := server.LoadTokens(c.Server.TokensFile); err != nil {
+		out = append(out, &config.Error{File: file, Key: "server.tokens_file", Msg: err.Error()})
+	}
+	for _, p := range c.Providers {
+		if p, ok := p.(config.SSHProvider); ok {
+			if _, err := sshKey(p); err != nil {
+				out = append(out, &config.Error{File: file, Key: "providers." + p.Name + ".key_file", Msg: err.Error()})
+			}
+		}
+	}
+	return out
 }

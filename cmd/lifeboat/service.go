@@ -66,20 +66,29 @@ func providerInstances(c *config.Config) (map[string]providers.Provider, error) 
 	return out, nil
 }
 
+// sshKey reads and parses an ssh provider's key_file.
+func sshKey(p config.SSHProvider) (xssh.Signer, error) {
+	b, err := os.ReadFile(p.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("reading key_file: %v", err)
+	}
+	defer clear(b)
+	signer, err := xssh.ParsePrivateKey(b)
+	if err != nil {
+		return nil, fmt.Errorf("key_file %s is not a usable private key (an unencrypted OpenSSH or PEM key is needed): %v", p.KeyFile, err)
+	}
+	return signer, nil
+}
+
 // providerInstance builds one configured provider instance.
 func providerInstance(c *config.Config, p config.Provider) (providers.Provider, error) {
 	switch p := p.(type) {
 	case config.LocalProvider:
 		return local.New(p.Root), nil
 	case config.SSHProvider:
-		b, err := os.ReadFile(p.KeyFile)
+		signer, err := sshKey(p)
 		if err != nil {
-			return nil, usageError{fmt.Sprintf("provider %s: reading key_file: %v", p.Name, err)}
-		}
-		signer, err := xssh.ParsePrivateKey(b)
-		clear(b)
-		if err != nil {
-			return nil, usageError{fmt.Sprintf("provider %s: key_file %s is not a usable private key (an unencrypted OpenSSH or PEM key is needed): %v", p.Name, p.KeyFile, err)}
+			return nil, usageError{fmt.Sprintf("provider %s: %v", p.Name, err)}
 		}
 		sp, err := ssh.New(ssh.Config{Addr: p.Addr(), User: p.User, Signers: []xssh.Signer{signer}, KnownHosts: p.KnownHosts, KeyFile: p.KeyFile,
 			Root: p.Root, CacheDir: p.CacheDir})

@@ -444,6 +444,67 @@ type = "ftp"
 	}
 }
 
+// TestConfigCheckReadsSecretFiles: `lifeboat config check` also reads
+// what serve reads at start: a token file with a bad line and an ssh
+// key_file that is not a private key are problems named with their keys
+// (exit 2), and their contents are never shown.
+func TestConfigCheckReadsSecretFiles(t *testing.T) {
+	e := newEnv(t)
+	tokens := filepath.Join(e.dir, "tokens")
+	must(t, os.WriteFile(tokens, []byte("operator sha256:"+strings.Repeat("ab", 32)+" ops\nadmin hunter2-token\n"), 0o600))
+	key := filepath.Join(e.dir, "id_box1")
+	must(t, os.WriteFile(key, []byte("not a key: sekrit-key-bytes\n"), 0o600))
+	knownHosts := filepath.Join(e.dir, "known_hosts")
+	must(t, os.WriteFile(knownHosts, nil, 0o600))
+	pw := filepath.Join(e.dir, "pw")
+	must(t, os.WriteFile(pw, []byte(testPW), 0o600))
+	cfg := filepath.Join(e.dir, "lifeboat.toml")
+	must(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`[repository]
+location = %q
+password_file = %q
+
+[state]
+dir = %q
+
+[server]
+tokens_file = %q
+
+[providers.box1]
+type = "ssh"
+host = "127.0.0.1"
+user = "bot"
+key_file = %q
+known_hosts = %q
+root = "/home/bot/work"
+`, filepath.Join(e.dir, "repo"), pw, filepath.Join(e.dir, "state"), tokens, key, knownHosts)), 0o600))
+	r := e.run("config", "check", cfg, "--json")
+	if r.code != exitUsage {
+		t.Fatalf("config check: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	got := map[string]string{}
+	for _, m := range jsonLines(t, r.stdout)[0]["errors"].([]any) {
+		m := m.(map[string]any)
+		got[m["key"].(string)] = m["message"].(string)
+	}
+	if msg := got["server.tokens_file"]; !strings.Contains(msg, tokens+" line 2") {
+		t.Errorf("server.tokens_file: %q, want the file and line 2", msg)
+	}
+	if msg := got["providers.box1.key_file"]; !strings.Contains(msg, key) || !strings.Contains(msg, "not a usable private key") {
+		t.Errorf("providers.box1.key_file: %q", msg)
+	}
+	if len(got) != 2 {
+		t.Errorf("problems %v, want the two secret files'", got)
+	}
+	for _, secret := range []string{"hunter2", "sekrit"} {
+		if strings.Contains(r.stdout+r.stderr, secret) {
+			t.Fatalf("config check shows a secret file's content %q:\n%s%s", secret, r.stdout, r.stderr)
+		}
+	}
+	if r := e.run("config", "check", cfg); r.code != exitUsage || !strings.Contains(r.stdout, cfg+": providers.box1.key_file: ") {
+		t.Fatalf("text form: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
 // TestServeJSONAuditLog: with [log] format json, serve logs JSON lines,
 // one per request with method, path, status, role and who, never a token.
 func TestServeJSONAuditLog(t *testing.T) {
