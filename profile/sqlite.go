@@ -6,13 +6,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"strings"
 
 	"golang.org/x/sys/unix"
 	"modernc.org/sqlite" // pure-Go SQLite: checkpoints and integrity checks without cgo
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"lifeboat/internal/sqlitedsn"
 )
 
 // sqliteMagic starts every SQLite 3 database file.
@@ -30,22 +31,6 @@ func isSQLite(p string) bool {
 	return n == 16 && bytes.Equal(b[:], sqliteMagic)
 }
 
-// sqliteDSN opens p through the driver; ro opens it immutable (no side
-// files are created or read). Temporary tables and indices stay in memory,
-// so no content of p is written to a temporary file outside its folder.
-func sqliteDSN(p string, ro bool) string {
-	u := url.URL{Scheme: "file", Path: p}
-	q := url.Values{}
-	if ro {
-		q.Set("mode", "ro")
-		q.Set("immutable", "1")
-	}
-	q.Add("_pragma", "busy_timeout(0)")
-	q.Add("_pragma", "temp_store(memory)")
-	u.RawQuery = q.Encode()
-	return u.String()
-}
-
 // errBusy: another connection holds the database, so the checkpoint could
 // not finish: a writer is still at work.
 var errBusy = errors.New("the database is busy")
@@ -56,7 +41,7 @@ var errBusy = errors.New("the database is busy")
 // while one is paused: it may hold the locks). It returns an error
 // wrapping errBusy when another connection holds the database.
 func checkpoint(ctx context.Context, p string) error {
-	db, err := sql.Open("sqlite", sqliteDSN(p, false))
+	db, err := sql.Open("sqlite", sqlitedsn.File(p, false))
 	if err != nil {
 		return err
 	}
@@ -121,7 +106,7 @@ func sqliteHeld(p string) error {
 // immutable. It returns "" when the database is sound, else the first
 // problems SQLite lists.
 func integrity(ctx context.Context, p string) (string, error) {
-	db, err := sql.Open("sqlite", sqliteDSN(p, true))
+	db, err := sql.Open("sqlite", sqlitedsn.File(p, true))
 	if err != nil {
 		return "", err
 	}

@@ -47,9 +47,9 @@ var allowed = map[string][]string{
 	"snapshot/internal/race":       {},
 	"prune":                        {"backend", "blob", "crypt", "index", "repo"},
 	"prune/internal/rsscheck":      {"backend/local", "blob", "crypt", "internal/memsample", "prune", "repo"},
-	"profile":                      {},
+	"profile":                      {"internal/sqlitedsn"},
 	"profile/profiletest":          {},
-	"profile/fixture":              {},
+	"profile/fixture":              {"internal/sqlitedsn"},
 	"profile/fixture/localstorage": {"profile/fixture"},
 
 	// Where workspaces live: the provider interface, its helpers and adapters.
@@ -114,6 +114,7 @@ var allowed = map[string][]string{
 	"internal/treetest":     {},
 	"internal/busywriter":   {},
 	"internal/jsonlines":    {},
+	"internal/sqlitedsn":    {},
 	"internal/nstest":       {"internal/proctest"},
 	"internal/proctest":     {},
 	"internal/ssetest":      {},
