@@ -168,7 +168,7 @@ func sameStat(a, b *unix.Stat_t) bool {
 
 // fpMode is the fs.FileMode os.Lstat gives for a stat mode.
 func fpMode(m uint32) fs.FileMode {
-	mode := fs.FileMode(m & 0o777)
+	mode := osutil.FileMode(m)
 	switch m & unix.S_IFMT {
 	case unix.S_IFBLK:
 		mode |= fs.ModeDevice
@@ -182,15 +182,6 @@ func fpMode(m uint32) fs.FileMode {
 		mode |= fs.ModeSymlink
 	case unix.S_IFSOCK:
 		mode |= fs.ModeSocket
-	}
-	if m&unix.S_ISGID != 0 {
-		mode |= fs.ModeSetgid
-	}
-	if m&unix.S_ISUID != 0 {
-		mode |= fs.ModeSetuid
-	}
-	if m&unix.S_ISVTX != 0 {
-		mode |= fs.ModeSticky
 	}
 	return mode
 }

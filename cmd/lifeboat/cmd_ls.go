@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"lifeboat/internal/osutil"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
 )
@@ -106,16 +107,7 @@ func owner(name string, id uint32) string {
 
 // modeString renders a node's type and permission bits like ls -l.
 func modeString(n *snapshot.Node) string {
-	m := fs.FileMode(n.Mode & 0o777)
-	if n.Mode&0o4000 != 0 {
-		m |= fs.ModeSetuid
-	}
-	if n.Mode&0o2000 != 0 {
-		m |= fs.ModeSetgid
-	}
-	if n.Mode&0o1000 != 0 {
-		m |= fs.ModeSticky
-	}
+	m := osutil.FileMode(n.Mode)
 	switch n.Type {
 	case snapshot.TypeDir:
 		m |= fs.ModeDir
