@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"lifeboat/bench/harness"
-	"lifeboat/internal/jsonlines"
+	"lifeboat/internal/jsonlines/jsonlinestest"
 	"lifeboat/internal/proctest"
 )
 
@@ -33,15 +33,8 @@ func runBenchCommand(args ...string) result {
 	return result{code, out.String(), errb.String()}
 }
 
-// jsonLines decodes --json output (jsonlines.Parse).
-func jsonLines(t *testing.T, s string) []map[string]any {
-	t.Helper()
-	out, err := jsonlines.Parse(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
+// jsonLines decodes --json output.
+var jsonLines = jsonlinestest.Parse
 
 // lifeboat-bench end to end at the small scale: one round against
 // restic and borg (each skipped with its reason when not installed),

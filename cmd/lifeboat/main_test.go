@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"lifeboat/bench"
-	"lifeboat/internal/jsonlines"
+	"lifeboat/internal/jsonlines/jsonlinestest"
 	"lifeboat/internal/proctest"
 )
 
@@ -69,15 +69,8 @@ func (e *env) init() {
 	e.ok("init", "--kdf-memory-kib", "64", "--kdf-time", "1")
 }
 
-// jsonLines decodes --json output (jsonlines.Parse).
-func jsonLines(t *testing.T, s string) []map[string]any {
-	t.Helper()
-	out, err := jsonlines.Parse(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
+// jsonLines decodes --json output.
+var jsonLines = jsonlinestest.Parse
 
 // lifeboatBinary builds the command for tests that need real processes,
 // with the test hooks of crash.go compiled in.
