@@ -24,7 +24,7 @@ type Totals struct {
 	Files    uint64 `json:"files"`
 	Dirs     uint64 `json:"dirs"`
 	Bytes    uint64 `json:"bytes"`     // file content bytes in the snapshot
-	NewBytes uint64 `json:"new_bytes"` // content bytes that were not stored before
+	NewBytes uint64 `json:"new_bytes"` // content bytes this capture stored that were not stored before (every read of a file read twice counts)
 }
 
 // CaptureError is a path the capture could not record fully.
