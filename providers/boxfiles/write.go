@@ -33,12 +33,8 @@ func (f *Files) WriteFiles(ctx context.Context, id providers.InstanceID, src str
 		return "", f.local(op, id, fmt.Errorf("%s: %w", where, err))
 	}
 	defer root.Close()
-	rel, typ, err := fsmeta.Find(ctx, root.FS(), fsmeta.Uncreatable)
-	if err != nil {
-		return "", f.local(op, id, &fsmeta.EntryError{Verb: "read", Rel: tartree.PathOf(err, "."), Where: where, Err: err})
-	}
-	if rel != "" {
-		return "", f.local(op, id, &fsmeta.CannotCreate{Provider: f.Provider, Rel: rel, Type: typ, Where: where})
+	if err := fsmeta.ScanSource(ctx, root.FS(), f.Provider, where, fsmeta.Uncreatable); err != nil {
+		return "", f.local(op, id, err)
 	}
 	if err := os.MkdirAll(f.CacheDir, 0o700); err != nil {
 		return "", f.err(op, id, providers.KindUnavailable, "local directory %s: %w", f.CacheDir, err)

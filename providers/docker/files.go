@@ -150,12 +150,8 @@ func (p *Provider) WriteFiles(ctx context.Context, id providers.InstanceID, src 
 		return "", wrap(op, id, &fsmeta.EntryError{Verb: "read", Rel: ".", Where: srcName, Err: err})
 	}
 	defer root.Close()
-	rel, typ, err := fsmeta.Find(ctx, root.FS(), fsmeta.Uncreatable)
-	if err != nil {
-		return "", wrap(op, id, ctxErr(ctx, &fsmeta.EntryError{Verb: "read", Rel: tartree.PathOf(err, "."), Where: srcName, Err: err}))
-	}
-	if rel != "" {
-		return "", wrap(op, id, &fsmeta.CannotCreate{Provider: Name, Rel: rel, Type: typ, Where: srcName})
+	if err := fsmeta.ScanSource(ctx, root.FS(), Name, srcName, fsmeta.Uncreatable); err != nil {
+		return "", wrap(op, id, ctxErr(ctx, err))
 	}
 	ctx, cancel := p.bound(ctx)
 	defer cancel()

@@ -8,14 +8,15 @@ import (
 
 var errFound = errors.New("found")
 
-// Find walks fsys in lexical order by its directory entries alone (no stat
-// where the filesystem reports entry types) and returns the first entry
-// whose type bad accepts: how an adapter refuses a tree holding something
-// it cannot create before it writes anything. rel is "" when there is
-// none. A walk error (a directory that cannot be read) is returned as the
-// walk gave it, a *fs.PathError naming the entry.
-func Find(ctx context.Context, fsys fs.FS, bad func(fs.FileMode) bool) (rel string, typ fs.FileMode, err error) {
-	err = fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+// ScanSource refuses a source tree holding something an adapter cannot
+// create, before it writes anything: it walks fsys in lexical order by
+// its directory entries alone (no stat where the filesystem reports entry
+// types), and the first entry whose type bad accepts is a *CannotCreate
+// of provider in where (the tree, for messages). An entry that cannot be
+// listed is an *EntryError "read" naming it; nil when all is well.
+func ScanSource(ctx context.Context, fsys fs.FS, provider, where string, bad func(fs.FileMode) bool) error {
+	var found *CannotCreate
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -23,15 +24,18 @@ func Find(ctx context.Context, fsys fs.FS, bad func(fs.FileMode) bool) (rel stri
 			return err
 		}
 		if bad(d.Type()) {
-			rel, typ = p, d.Type()
+			found = &CannotCreate{Provider: provider, Rel: p, Type: d.Type(), Where: where}
 			return errFound
 		}
 		return nil
 	})
-	if errors.Is(err, errFound) {
-		return rel, typ, nil
+	switch {
+	case errors.Is(err, errFound):
+		return found
+	case err != nil:
+		return &EntryError{Verb: "read", Rel: pathOf(err, "."), Where: where, Err: err}
 	}
-	return "", 0, err
+	return nil
 }
 
 // Uncreatable accepts sockets and devices, which no adapter creates.

@@ -54,14 +54,7 @@ func scanRel(ctx context.Context, r *os.Root, rel string, names trees) error {
 // written: nothing can create them, and finding one half-way would leave
 // work to undo. It reads directory entries only.
 func scanTree(ctx context.Context, src *os.Root, names trees) error {
-	rel, typ, err := fsmeta.Find(ctx, src.FS(), fsmeta.Uncreatable)
-	if err != nil {
-		return srcErr(names, "read", pathOf(err, "."), err)
-	}
-	if rel != "" {
-		return &unsupportedEntry{Provider: Name, Rel: rel, Type: typ, Where: names.src}
-	}
-	return nil
+	return fsmeta.ScanSource(ctx, src.FS(), Name, names.src, fsmeta.Uncreatable)
 }
 
 type dirMeta struct {
@@ -94,17 +87,7 @@ type inode struct{ dev, ino uint64 }
 func copyTree(ctx context.Context, src, dst *os.Root, names trees, clone bool) error {
 	c := &copier{src: src, dst: dst, names: names, clone: clone, links: map[inode]string{}}
 	var dirs []dirMeta
-	err := fs.WalkDir(src.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return srcErr(names, "read", pathOf(err, rel), err)
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return srcErr(names, "read", rel, err)
-		}
+	err := fsmeta.WalkSource(ctx, src.FS(), names.src, func(rel string, info fs.FileInfo) error {
 		if info.IsDir() {
 			if rel != "." {
 				if err := dst.Mkdir(rel, 0o700); err != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os/exec"
-	"path/filepath"
 	"syscall"
 
 	"lifeboat/providers"
@@ -116,13 +115,4 @@ func srcErr(names trees, verb, rel string, err error) error {
 
 func dstErr(names trees, verb, rel string, err error) error {
 	return &entryError{Verb: verb, Rel: rel, Where: names.dst, Dest: true, Err: err}
-}
-
-// pathOf is the path a walk error names, relative to the walked tree.
-func pathOf(err error, rel string) string {
-	var pe *fs.PathError
-	if errors.As(err, &pe) && pe.Path != "" && !filepath.IsAbs(pe.Path) {
-		return pe.Path
-	}
-	return rel
 }

@@ -65,22 +65,22 @@ func (p *Provider) WriteFiles(ctx context.Context, id providers.InstanceID, src 
 	}
 	keep := hs.support()
 	srcName := "the source tree " + src
-	rel, typ, err := fsmeta.Find(ctx, sr.FS(), func(t fs.FileMode) bool {
+	err = fsmeta.ScanSource(ctx, sr.FS(), Name, srcName, func(t fs.FileMode) bool {
 		return fsmeta.Uncreatable(t) || (!keep.Fifos && t&fs.ModeNamedPipe != 0)
 	})
-	if err != nil {
-		return "", wrap(op, id, ctxErr(ctx, &fsmeta.EntryError{Verb: "read", Rel: pathOf(err, "."), Where: srcName, Err: err}))
-	}
-	if rel != "" {
-		cc := &fsmeta.CannotCreate{Provider: Name, Rel: rel, Type: typ, Where: srcName}
+	var cc *fsmeta.CannotCreate
+	if errors.As(err, &cc) {
 		switch {
-		case typ&fs.ModeNamedPipe == 0:
+		case cc.Type&fs.ModeNamedPipe == 0:
 		case hs.tar:
 			cc.Why = "the filesystem under " + p.cfg.Root + " on " + p.cfg.Addr + " refused a fifo"
 		default:
 			cc.Why = p.cfg.Addr + " has no GNU tar, and SFTP cannot make fifos"
 		}
 		return "", wrap(op, id, cc)
+	}
+	if err != nil {
+		return "", wrap(op, id, ctxErr(ctx, err))
 	}
 	parent := path.Join(p.cfg.Root, stagingDir)
 	staging := path.Join(parent, string(id)+".write."+randHex(8))
@@ -168,17 +168,7 @@ func upload(ctx context.Context, src *os.Root, c *sftp.Client, dst string, hardL
 	dstErr := func(verb, rel string, err error) error {
 		return &fsmeta.EntryError{Verb: verb, Rel: rel, Where: dstName, Dest: true, Err: err}
 	}
-	err := fs.WalkDir(src.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return srcErr(pathOf(err, rel), err)
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return srcErr(rel, err)
-		}
+	err := fsmeta.WalkSource(ctx, src.FS(), srcName, func(rel string, info fs.FileInfo) error {
 		remote := path.Join(dst, filepath.ToSlash(rel))
 		m := info.Mode()
 		if st, ok := info.Sys().(*syscall.Stat_t); ok && hardLinks && st.Nlink > 1 && m.IsRegular() {

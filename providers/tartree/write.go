@@ -70,17 +70,7 @@ func Write(ctx context.Context, src *os.Root, w io.Writer, o WriteOptions) error
 		}
 		return path.Join(o.Prefix, rel)
 	}
-	err := fs.WalkDir(src.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return srcErr(PathOf(err, rel), err)
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return srcErr(rel, err)
-		}
+	err := fsmeta.WalkSource(ctx, src.FS(), o.Where, func(rel string, info fs.FileInfo) error {
 		m := info.Mode()
 		h := &tar.Header{Name: name(rel), Mode: int64(osutil.UnixMode(m)), ModTime: info.ModTime(), Format: tar.FormatPAX}
 		st, _ := info.Sys().(*syscall.Stat_t)
@@ -113,10 +103,11 @@ func Write(ctx context.Context, src *os.Root, w io.Writer, o WriteOptions) error
 		case m.IsRegular():
 			return tarFile(src, tw, rel, h, o.Xattrs, srcErr)
 		case m&fs.ModeSymlink != 0:
-			h.Typeflag = tar.TypeSymlink
-			if h.Linkname, err = src.Readlink(rel); err != nil {
+			target, err := src.Readlink(rel)
+			if err != nil {
 				return srcErr(rel, err)
 			}
+			h.Typeflag, h.Linkname = tar.TypeSymlink, target
 			return tw.WriteHeader(h)
 		case m&fs.ModeNamedPipe != 0:
 			h.Typeflag = tar.TypeFifo
@@ -183,13 +174,4 @@ func addXattrsFd(f *os.File, h *tar.Header) error {
 		h.PAXRecords["SCHILY.xattr."+x.Name] = string(x.Value)
 	}
 	return nil
-}
-
-// PathOf is the path a walk error names, relative to the walked tree.
-func PathOf(err error, rel string) string {
-	var pe *fs.PathError
-	if errors.As(err, &pe) && pe.Path != "" && pe.Path[0] != '/' {
-		return pe.Path
-	}
-	return rel
 }
