@@ -84,11 +84,8 @@ const detailLost = "state lost: the sandbox's container restarted without its di
 // Inspect implements providers.Provider.
 func (p *Provider) Inspect(ctx context.Context, id providers.InstanceID) (providers.Status, error) {
 	const op = "inspect"
-	if id == "" {
-		return providers.Status{}, &providers.Error{Provider: Name, Op: op, Kind: providers.KindInvalid, Err: errors.New("empty sandbox id")}
-	}
 	var sb sandbox
-	status, err := p.c.Do(ctx, op, id, http.MethodGet, sandboxPath(id), nil, &sb, http.StatusNotFound)
+	status, err := p.c.GetInstance(ctx, id, sandboxPath(id), &sb, http.StatusNotFound)
 	if err != nil {
 		return providers.Status{}, err
 	}

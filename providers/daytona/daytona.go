@@ -106,11 +106,8 @@ type sandbox struct {
 // Inspect implements providers.Provider.
 func (p *Provider) Inspect(ctx context.Context, id providers.InstanceID) (providers.Status, error) {
 	const op = "inspect"
-	if id == "" {
-		return providers.Status{}, &providers.Error{Provider: Name, Op: op, Kind: providers.KindInvalid, Err: errors.New("empty sandbox id")}
-	}
 	var sb sandbox
-	status, err := p.c.Do(ctx, op, id, http.MethodGet, sandboxPath(id), nil, &sb, http.StatusNotFound, http.StatusGone)
+	status, err := p.c.GetInstance(ctx, id, sandboxPath(id), &sb, http.StatusNotFound, http.StatusGone)
 	if err != nil {
 		return providers.Status{}, err
 	}

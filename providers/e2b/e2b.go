@@ -174,11 +174,8 @@ func sandboxPath(id providers.InstanceID) string { return "/sandboxes/" + url.Pa
 // conflict naming it.
 func (p *Provider) Inspect(ctx context.Context, id providers.InstanceID) (providers.Status, error) {
 	const op = "inspect"
-	if id == "" {
-		return providers.Status{}, &providers.Error{Provider: Name, Op: op, Kind: providers.KindInvalid, Err: errEmptyID}
-	}
 	var sb sandbox
-	status, err := p.c.Do(ctx, op, id, http.MethodGet, sandboxPath(id), nil, &sb, http.StatusNotFound)
+	status, err := p.c.GetInstance(ctx, id, sandboxPath(id), &sb, http.StatusNotFound)
 	if err != nil {
 		return providers.Status{}, err
 	}

@@ -108,11 +108,8 @@ type sandboxResponse struct {
 // Inspect implements providers.Provider.
 func (p *Provider) Inspect(ctx context.Context, id providers.InstanceID) (providers.Status, error) {
 	const op = "inspect"
-	if id == "" {
-		return providers.Status{}, &providers.Error{Provider: Name, Op: op, Kind: providers.KindInvalid, Err: errors.New("empty sandbox id")}
-	}
 	var sb sandboxResponse
-	status, err := p.c.Do(ctx, op, id, http.MethodGet, p.q(sandboxPath(id)), nil, &sb, http.StatusNotFound)
+	status, err := p.c.GetInstance(ctx, id, p.q(sandboxPath(id)), &sb, http.StatusNotFound)
 	if err != nil {
 		return providers.Status{}, err
 	}
