@@ -23,18 +23,11 @@ func (p *Provider) Exec(ctx context.Context, id providers.InstanceID, argv []str
 	if len(argv) == 0 {
 		return providers.ExecResult{}, invalid(op, id, "empty command")
 	}
-	r, err := p.openRoot(ctx, op, id)
+	r, err := p.openExisting(ctx, op, id)
 	if err != nil {
 		return providers.ExecResult{}, err
 	}
-	fi, err := statInstance(r, op, id)
 	r.Close()
-	if err != nil {
-		return providers.ExecResult{}, err
-	}
-	if fi == nil {
-		return providers.ExecResult{}, notThere(op, id)
-	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = filepath.Join(p.root, string(id))
 	cmd.Stdin = stdin
