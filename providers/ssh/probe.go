@@ -142,27 +142,16 @@ func (p *Provider) probe(ctx context.Context, c *conn, op string, id providers.I
 		return hostSupport{}, newErr(op, id, providers.KindUnavailable, "probing %s failed (exit %d): %s", p.cfg.Addr, exit, firstLine(stderr))
 	}
 	var hs hostSupport
+	// flags: the probe script's "name=1" lines.
+	flags := map[string]*bool{"tar": &hs.tar, "fifo": &hs.fifos, "link": &hs.links, "find": &hs.find,
+		"getfattr": &hs.getfattr, "xattr": &hs.xattrs, "syncf": &hs.syncF}
 	sc := bufio.NewScanner(&out)
 	for sc.Scan() {
 		k, v, _ := strings.Cut(sc.Text(), "=")
-		on := v == "1"
-		switch k {
-		case "uid":
+		if k == "uid" {
 			hs.root = v == "0"
-		case "tar":
-			hs.tar = on
-		case "fifo":
-			hs.fifos = on
-		case "link":
-			hs.links = on
-		case "find":
-			hs.find = on
-		case "getfattr":
-			hs.getfattr = on
-		case "xattr":
-			hs.xattrs = on
-		case "syncf":
-			hs.syncF = on
+		} else if f, ok := flags[k]; ok {
+			*f = v == "1"
 		}
 	}
 	_, hs.sftpLinks = c.sftp.HasExtension("hardlink@openssh.com")
