@@ -33,7 +33,13 @@ func mustNew(t *testing.T, cfg Config) *Provider {
 // container (destroyed at the end of the test).
 func newContainer(t *testing.T, key string) (*Provider, providers.InstanceID) {
 	t.Helper()
-	p := mustNew(t, testConfig(t, dockertest.Start(t)))
+	return newContainerOn(t, dockertest.Start(t), key)
+}
+
+// newContainerOn is newContainer on the daemon d.
+func newContainerOn(t *testing.T, d *dockertest.Daemon, key string) (*Provider, providers.InstanceID) {
+	t.Helper()
+	p := mustNew(t, testConfig(t, d))
 	ctx := context.Background()
 	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: key})
 	if err != nil {
@@ -151,14 +157,9 @@ func TestConformance(t *testing.T) {
 // leaves a Stopped container whose files are still readable.
 func TestPauseStopAndCheckpoints(t *testing.T) {
 	d := dockertest.Start(t)
-	p := mustNew(t, testConfig(t, d))
+	p, id := newContainerOn(t, d, "pause")
 	cli := d.Client(t)
 	ctx := context.Background()
-	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "pause"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Destroy(ctx, id) })
 	if _, err := p.Exec(ctx, id, []string{"sh", "-c", "echo one > f"}, nil); err != nil {
 		t.Fatal(err)
 	}

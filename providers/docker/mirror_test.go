@@ -10,7 +10,6 @@ import (
 
 	"github.com/moby/moby/client"
 
-	"lifeboat/providers"
 	"lifeboat/providers/docker/dockertest"
 	"lifeboat/providers/providertest"
 	"lifeboat/providers/tartree"
@@ -24,14 +23,9 @@ import (
 // whole-second mtime) is still seen (racy files are copied again).
 func TestMirrorKeepsUnchangedFiles(t *testing.T) {
 	d := dockertest.Start(t)
-	p := mustNew(t, testConfig(t, d))
+	p, id := newContainerOn(t, d, "mirror")
 	cli := d.Client(t)
 	ctx := context.Background()
-	id, err := p.Create(ctx, providers.CreateSpec{IdempotencyKey: "mirror"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Destroy(ctx, id) })
 	src := t.TempDir()
 	providertest.Tree(t, src, "m")
 	must := func(err error) {
@@ -49,9 +43,7 @@ func TestMirrorKeepsUnchangedFiles(t *testing.T) {
 		}
 		return err
 	}))
-	st, err := p.WriteFiles(ctx, id, src)
-	must(err)
-	must(p.Switch(ctx, id, st))
+	providertest.PutTree(t, p, id, src)
 
 	check := func(what string) string {
 		t.Helper()
