@@ -8,6 +8,7 @@ import (
 
 	"lifeboat/providers"
 	"lifeboat/providers/platformtest"
+	"lifeboat/providers/providertest"
 )
 
 // TestAwkwardNames: names GNU tar and find could misread (leading dashes
@@ -36,13 +37,7 @@ func TestAwkwardNames(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	staging, err := p.WriteFiles(ctx, id, src)
-	if err == nil {
-		err = p.Switch(ctx, id, staging)
-	}
-	if err != nil {
-		t.Fatalf("writing awkward names: %v", err)
-	}
+	providertest.PutTree(t, p, id, src)
 	platformtest.WantTree(t, p, id, src, "the first ReadFiles")
 
 	// A change in the sandbox, then an incremental read.

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"lifeboat/providers/providertest"
 )
 
 // TestSymlinkTimes: a symlink keeps its own mtime both ways: written into
@@ -31,13 +33,7 @@ func TestSymlinkTimes(t *testing.T) {
 	if err := unix.UtimesNanoAt(unix.AT_FDCWD, filepath.Join(src, "l"), []unix.Timespec{ts, ts}, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		t.Fatal(err)
 	}
-	st, err := p.WriteFiles(ctx, id, src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Switch(ctx, id, st); err != nil {
-		t.Fatal(err)
-	}
+	providertest.PutTree(t, p, id, src)
 	inContainer := func(name string) time.Time {
 		t.Helper()
 		res, err := p.Exec(ctx, id, []string{"stat", "-c", "%Y", name}, nil)

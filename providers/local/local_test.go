@@ -175,13 +175,7 @@ func TestSymlinkEscapes(t *testing.T) {
 	if err := os.Symlink(filepath.Join(outside, "secret"), filepath.Join(src, "secret-link")); err != nil {
 		t.Fatal(err)
 	}
-	staging, err := p.WriteFiles(ctx, id, src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Switch(ctx, id, staging); err != nil {
-		t.Fatal(err)
-	}
+	providertest.PutTree(t, p, id, src)
 	cp, err := p.Checkpoint(ctx, id)
 	if err != nil {
 		t.Fatal(err)

@@ -148,17 +148,10 @@ func (s *Sandboxes) peek(t *testing.T) string {
 // the source tree.
 func NewWithTree(t *testing.T, p providers.Provider, key, tag string) (providers.InstanceID, string) {
 	t.Helper()
-	ctx := context.Background()
 	id := providertest.MustCreate(t, p, key)
 	src := t.TempDir()
 	providertest.Tree(t, src, tag)
-	staging, err := p.WriteFiles(ctx, id, src)
-	if err == nil {
-		err = p.Switch(ctx, id, staging)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	providertest.PutTree(t, p, id, src)
 	return id, src
 }
 

@@ -289,13 +289,7 @@ func testFidelity(t *testing.T, h Harness) {
 	if !ft.Xattrs {
 		t.Log("the filesystem under the test's temporary directory takes no user xattrs: that part is not checked")
 	}
-	staging, err := p.WriteFiles(ctx, id, src)
-	if err != nil {
-		t.Fatalf("WriteFiles: %v", err)
-	}
-	if err := p.Switch(ctx, id, staging); err != nil {
-		t.Fatalf("Switch: %v", err)
-	}
+	PutTree(t, p, id, src)
 	f, err := p.ReadFiles(ctx, id)
 	if err != nil {
 		t.Fatalf("ReadFiles: %v", err)

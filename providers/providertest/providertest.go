@@ -268,12 +268,10 @@ func Listing(t testing.TB, dir string) string {
 	return strings.Join(lines, "\n")
 }
 
-// put writes a tree tagged tag into the instance through WriteFiles and
-// Switch and returns the listing it should now have.
-func put(t *testing.T, p providers.Provider, id providers.InstanceID, tag string) string {
+// PutTree writes the tree src into instance id of p through WriteFiles
+// and Switch, and fails t if either fails.
+func PutTree(t testing.TB, p providers.Provider, id providers.InstanceID, src string) {
 	t.Helper()
-	src := t.TempDir()
-	Tree(t, src, tag)
 	staging, err := p.WriteFiles(context.Background(), id, src)
 	if err != nil {
 		t.Fatalf("WriteFiles: %v", err)
@@ -281,6 +279,15 @@ func put(t *testing.T, p providers.Provider, id providers.InstanceID, tag string
 	if err := p.Switch(context.Background(), id, staging); err != nil {
 		t.Fatalf("Switch: %v", err)
 	}
+}
+
+// put writes a tree tagged tag into the instance through WriteFiles and
+// Switch and returns the listing it should now have.
+func put(t *testing.T, p providers.Provider, id providers.InstanceID, tag string) string {
+	t.Helper()
+	src := t.TempDir()
+	Tree(t, src, tag)
+	PutTree(t, p, id, src)
 	return Listing(t, src)
 }
 
