@@ -19,8 +19,7 @@ import (
 // marked applied with only its last entries, for good.
 func TestApplyAllDuringSync(t *testing.T) {
 	r := seedtest.Rand(t)
-	d := mustOpenDB(t, t.TempDir(), testRepo)
-	defer d.Close()
+	d := tempDB(t)
 	src := newFakeSource()
 	src.objs[randID(r)] = randObject(r, blob.Workspace, 3, 20)
 	mustSync(t, d, src, index.SyncStats{Applied: 1})

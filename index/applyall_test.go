@@ -68,15 +68,13 @@ func packStats(t *testing.T, d *index.DB) map[blob.ID]index.PackStats {
 func TestApplyAllSameAsApplyInTurn(t *testing.T) {
 	t.Parallel()
 	objs := objectsWithRepeats(t, 9)
-	inTurn := mustOpenDB(t, t.TempDir(), testRepo)
-	defer inTurn.Close()
+	inTurn := tempDB(t)
 	for _, no := range objs {
 		if err := inTurn.Apply(no.ID, no.Object); err != nil {
 			t.Fatal(err)
 		}
 	}
-	merged := mustOpenDB(t, t.TempDir(), testRepo)
-	defer merged.Close()
+	merged := tempDB(t)
 	if err := merged.ApplyAll(objs); err != nil {
 		t.Fatal(err)
 	}
@@ -137,8 +135,7 @@ func TestApplyAllKeysSharingTheirHead(t *testing.T) {
 		}
 		objs = append(objs, index.Named{ID: blob.ID{byte(i + 1)}, Object: o})
 	}
-	d := mustOpenDB(t, t.TempDir(), testRepo)
-	defer d.Close()
+	d := tempDB(t)
 	if err := d.ApplyAll(objs); err != nil {
 		t.Fatal(err)
 	}
@@ -154,8 +151,7 @@ func TestInterruptedApplyAll(t *testing.T) {
 		t.Run(fmt.Sprintf("gone=%v", gone), func(t *testing.T) {
 			t.Parallel()
 			r := seedtest.Rand(t)
-			d := mustOpenDB(t, t.TempDir(), testRepo)
-			defer d.Close()
+			d := tempDB(t)
 			src := newFakeSource()
 			old := randObject(r, blob.Workspace, 2, 10)
 			src.objs[randID(r)] = old
@@ -207,8 +203,7 @@ func TestInterruptedApplyAll(t *testing.T) {
 func TestSyncAppliesInGroups(t *testing.T) {
 	defer index.SetSyncGroupEntries(50)()
 	r := seedtest.Rand(t)
-	d := mustOpenDB(t, t.TempDir(), testRepo)
-	defer d.Close()
+	d := tempDB(t)
 	src := newFakeSource()
 	for range 12 { // 20 entries each: a group is applied after every third
 		src.objs[randID(r)] = &index.Object{Tier: blob.Workspace, Packs: []index.PackInfo{randPack(r, 20)}}

@@ -97,8 +97,7 @@ func TestSyncStalePlaceNeverWins(t *testing.T) {
 	}
 	for _, order := range []string{"stale applied later", "rebuild, stale first", "rebuild, stale last"} {
 		t.Run(order, func(t *testing.T) {
-			d := mustOpenDB(t, t.TempDir(), testRepo)
-			defer d.Close()
+			d := tempDB(t)
 			src := newPackSource()
 			src.packs[live.ID] = true
 			lo, so := liveObj, staleObj
@@ -129,8 +128,7 @@ func TestSyncStalePlaceNeverWins(t *testing.T) {
 func TestApplyKeepsEveryPlace(t *testing.T) {
 	t.Parallel()
 	r := seedtest.Rand(t)
-	d := mustOpenDB(t, t.TempDir(), testRepo)
-	defer d.Close()
+	d := tempDB(t)
 	a := randDataPack(r, 40)
 	b := copyOf(a, randID(r))
 	oa := &index.Object{Tier: blob.Workspace, Packs: []index.PackInfo{a}}
@@ -162,8 +160,7 @@ func TestApplyKeepsEveryPlace(t *testing.T) {
 // many are new.
 func TestSyncAsksWhichPacksAreStored(t *testing.T) {
 	r := seedtest.Rand(t)
-	d := mustOpenDB(t, t.TempDir(), testRepo)
-	defer d.Close()
+	d := tempDB(t)
 	src := newPackSource()
 	src.addObject(r, 3)
 	mustSync(t, d, src, index.SyncStats{Applied: 1})
@@ -186,8 +183,7 @@ func TestSyncAsksWhichPacksAreStored(t *testing.T) {
 func TestDropPromotesCopy(t *testing.T) {
 	t.Parallel()
 	r := seedtest.Rand(t)
-	d := mustOpenDB(t, t.TempDir(), testRepo)
-	defer d.Close()
+	d := tempDB(t)
 	a := randDataPack(r, 30)
 	b, c := copyOf(a, randID(r)), copyOf(a, randID(r))
 	for _, p := range []index.PackInfo{a, b, c} {
@@ -214,8 +210,7 @@ func TestDropPromotesCopy(t *testing.T) {
 func TestPreferStored(t *testing.T) {
 	t.Parallel()
 	r := seedtest.Rand(t)
-	d := mustOpenDB(t, t.TempDir(), testRepo)
-	defer d.Close()
+	d := tempDB(t)
 	a := randDataPack(r, 20)
 	b := copyOf(a, randID(r))
 	solo := randDataPack(r, 5)
@@ -312,8 +307,7 @@ func TestVerifyRebuildsFromStoredObjects(t *testing.T) {
 func TestCopiesKeptWithFilter(t *testing.T) {
 	t.Parallel()
 	r := seedtest.Rand(t)
-	d := mustOpenDB(t, t.TempDir(), testRepo)
-	defer d.Close()
+	d := tempDB(t)
 	for range index.FilterAfterMisses {
 		if _, ok, err := d.Lookup(blob.Workspace, blob.Data, randID(r)); ok || err != nil {
 			t.Fatal(ok, err)

@@ -44,8 +44,7 @@ func TestOpenDBFresh(t *testing.T) {
 func TestApplyLookup(t *testing.T) {
 	t.Parallel()
 	r := seedtest.Rand(t)
-	d := mustOpenDB(t, t.TempDir(), testRepo)
-	defer d.Close()
+	d := tempDB(t)
 	ws := randObject(r, blob.Workspace, 20, 30)
 	sens := randObject(r, blob.Sensitive, 10, 30)
 	mustApply(t, r, d, ws, sens)
@@ -112,14 +111,14 @@ func TestApplyLookup(t *testing.T) {
 		t.Fatal(err)
 	}
 	d = mustOpenDB(t, filepath.Dir(d.Path()), testRepo)
+	defer d.Close()
 	checkDB(t, d, want)
 }
 
 func TestForEachBlobByTier(t *testing.T) {
 	t.Parallel()
 	r := seedtest.Rand(t)
-	d := mustOpenDB(t, t.TempDir(), testRepo)
-	defer d.Close()
+	d := tempDB(t)
 	objs := map[blob.Tier]*index.Object{}
 	for _, tier := range blob.Tiers {
 		objs[tier] = randObject(r, tier, 5, 20)
@@ -163,8 +162,7 @@ func TestForEachBlobByTier(t *testing.T) {
 func TestApplyOverwrites(t *testing.T) {
 	t.Parallel()
 	r := seedtest.Rand(t)
-	d := mustOpenDB(t, t.TempDir(), testRepo)
-	defer d.Close()
+	d := tempDB(t)
 	a := randObject(r, blob.Workspace, 2, 10)
 	// b repacks a's first pack: same blobs, new pack.
 	moved := randPack(r, 0)
@@ -299,8 +297,7 @@ func TestOpenDBBusyConcurrent(t *testing.T) {
 func TestConcurrentLookupAndApply(t *testing.T) {
 	t.Parallel()
 	r := seedtest.Rand(t)
-	d := mustOpenDB(t, t.TempDir(), testRepo)
-	defer d.Close()
+	d := tempDB(t)
 	objs := make([]*index.Object, 8)
 	ids := make([]blob.ID, len(objs))
 	for i := range objs {

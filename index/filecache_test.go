@@ -96,8 +96,7 @@ func TestFileCache(t *testing.T) {
 
 func TestFileCacheRefusesBadInput(t *testing.T) {
 	t.Parallel()
-	d := mustOpenDB(t, t.TempDir(), testRepo)
-	defer d.Close()
+	d := tempDB(t)
 	if err := d.FileCachePut("", []index.FileCacheRecord{{Key: []byte("p"), Value: []byte("v")}}); err == nil {
 		t.Error("empty workspace key accepted")
 	}
@@ -161,8 +160,7 @@ func TestFileCacheDropsVersion1(t *testing.T) {
 func TestFileCacheIndexed(t *testing.T) {
 	t.Parallel()
 	r := seedtest.Rand(t)
-	d := mustOpenDB(t, t.TempDir(), testRepo)
-	defer d.Close()
+	d := tempDB(t)
 	p := randPack(r, 8)
 	var data []pack.Entry
 	for _, e := range p.Entries {
@@ -209,8 +207,7 @@ func TestFileCacheIndexed(t *testing.T) {
 func TestFileCacheGenMoves(t *testing.T) {
 	t.Parallel()
 	r := seedtest.Rand(t)
-	d := mustOpenDB(t, t.TempDir(), testRepo)
-	defer d.Close()
+	d := tempDB(t)
 	gen := func() uint64 {
 		t.Helper()
 		g, err := d.FileCacheGen()

@@ -18,8 +18,7 @@ import (
 func TestFilterBuildBesideRemap(t *testing.T) {
 	t.Parallel()
 	r := seedtest.Rand(t)
-	d := mustOpenDB(t, t.TempDir(), testRepo)
-	defer d.Close()
+	d := tempDB(t)
 	mustApply(t, r, d, randObject(r, blob.Workspace, 4, 50))
 	misses := make([]blob.ID, index.FilterAfterMisses)
 	for i := range misses {

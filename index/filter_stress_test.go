@@ -18,8 +18,7 @@ import (
 func TestFilterStress(t *testing.T) {
 	defer index.SetFilterMinRoom(1000)()
 	seedR := seedtest.Rand(t)
-	d := mustOpenDB(t, t.TempDir(), testRepo)
-	defer d.Close()
+	d := tempDB(t)
 
 	var mu sync.Mutex
 	var applied []blobKey // every key of every object whose Apply returned

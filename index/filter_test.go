@@ -16,8 +16,7 @@ import (
 func TestLookupFilter(t *testing.T) {
 	defer index.SetFilterMinRoom(5000)()
 	r := seedtest.Rand(t)
-	d := mustOpenDB(t, t.TempDir(), testRepo)
-	defer d.Close()
+	d := tempDB(t)
 	var objs []*index.Object
 	apply := func(o *index.Object) {
 		t.Helper()
@@ -90,8 +89,7 @@ func TestLookupFilter(t *testing.T) {
 func TestLookupFilterWaitsOnLargeIndex(t *testing.T) {
 	defer index.SetFilterEntriesPerMiss(1)()
 	r := seedtest.Rand(t)
-	d := mustOpenDB(t, t.TempDir(), testRepo)
-	defer d.Close()
+	d := tempDB(t)
 	var objs []*index.Object
 	entries := 0
 	for entries < 2*index.FilterAfterMisses {

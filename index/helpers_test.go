@@ -104,6 +104,14 @@ func mustOpenDB(t testing.TB, dir string, repo blob.ID) *index.DB {
 	return d
 }
 
+// tempDB opens a DB of testRepo in a new temp dir, closed when the test ends.
+func tempDB(t testing.TB) *index.DB {
+	t.Helper()
+	d := mustOpenDB(t, t.TempDir(), testRepo)
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
 // mustApply applies each object to d under a new random object id, and
 // fails the test at the first error.
 func mustApply(t testing.TB, r *rand.Rand, d *index.DB, objs ...*index.Object) {

@@ -16,8 +16,7 @@ import (
 func TestLookupManyAgreesWithLookup(t *testing.T) {
 	t.Parallel()
 	r := seedtest.Rand(t)
-	d := mustOpenDB(t, t.TempDir(), testRepo)
-	defer d.Close()
+	d := tempDB(t)
 	ws := randObject(r, blob.Workspace, 40, 100)
 	sens := randObject(r, blob.Sensitive, 10, 50)
 	mustApply(t, r, d, ws, sens)

@@ -107,8 +107,7 @@ func mustSync(t *testing.T, d *index.DB, src index.Source, want index.SyncStats)
 func TestSyncAppliesNewObjects(t *testing.T) {
 	t.Parallel()
 	r := seedtest.Rand(t)
-	d := mustOpenDB(t, t.TempDir(), testRepo)
-	defer d.Close()
+	d := tempDB(t)
 	src := newFakeSource()
 	for i := range 5 {
 		src.objs[randID(r)] = randObject(r, blob.Tiers[i%2], 4, 15)
@@ -140,6 +139,7 @@ func TestSyncAppliesNewObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	d = mustOpenDB(t, filepath.Dir(d.Path()), testRepo)
+	defer d.Close()
 	mustSync(t, d, src, index.SyncStats{})
 	checkDB(t, d, locations(src.all()...))
 }
@@ -150,8 +150,7 @@ func TestSyncAppliesNewObjects(t *testing.T) {
 func TestSyncDropsRemovedObjects(t *testing.T) {
 	t.Parallel()
 	r := seedtest.Rand(t)
-	d := mustOpenDB(t, t.TempDir(), testRepo)
-	defer d.Close()
+	d := tempDB(t)
 	src := newFakeSource()
 	var ids []blob.ID
 	for i := range 6 {
@@ -210,8 +209,7 @@ func TestSyncDropsRemovedObjects(t *testing.T) {
 func TestSyncLockedTier(t *testing.T) {
 	t.Parallel()
 	r := seedtest.Rand(t)
-	d := mustOpenDB(t, t.TempDir(), testRepo)
-	defer d.Close()
+	d := tempDB(t)
 	src := newFakeSource()
 	ws := randObject(r, blob.Workspace, 3, 10)
 	sens := randObject(r, blob.Sensitive, 3, 10)
@@ -255,8 +253,7 @@ func TestSyncLockedTier(t *testing.T) {
 func TestSyncLoadError(t *testing.T) {
 	t.Parallel()
 	r := seedtest.Rand(t)
-	d := mustOpenDB(t, t.TempDir(), testRepo)
-	defer d.Close()
+	d := tempDB(t)
 	boom := errors.New("backend unreachable")
 	src, badID := sourceWithFailing(r, func(blob.ID) error { return fmt.Errorf("load: %w", boom) })
 	_, err := d.Sync(context.Background(), src)
@@ -288,8 +285,7 @@ func TestSyncLoadError(t *testing.T) {
 func TestSyncCancelled(t *testing.T) {
 	t.Parallel()
 	r := seedtest.Rand(t)
-	d := mustOpenDB(t, t.TempDir(), testRepo)
-	defer d.Close()
+	d := tempDB(t)
 	src := newFakeSource()
 	for range 3 {
 		src.objs[randID(r)] = randObject(r, blob.Workspace, 2, 10)
@@ -342,8 +338,7 @@ func TestSyncWithSealedObjects(t *testing.T) {
 		sealed[randID(r)] = b
 		objs = append(objs, o)
 	}
-	d := mustOpenDB(t, t.TempDir(), testRepo)
-	defer d.Close()
+	d := tempDB(t)
 	mustSync(t, d, &sealedSource{wsOnly, sealed}, index.SyncStats{Applied: 2, Locked: 2})
 	checkDB(t, d, locations(objs[0], objs[2]))
 	mustSync(t, d, &sealedSource{m, sealed}, index.SyncStats{Applied: 2})
@@ -355,8 +350,7 @@ func TestSyncWithSealedObjects(t *testing.T) {
 func TestSyncObjectRemovedWhileSyncing(t *testing.T) {
 	t.Parallel()
 	r := seedtest.Rand(t)
-	d := mustOpenDB(t, t.TempDir(), testRepo)
-	defer d.Close()
+	d := tempDB(t)
 	src, goneID := sourceWithFailing(r, func(id blob.ID) error {
 		return fmt.Errorf("load index/%s: %w", id.Short(), backend.ErrNotFound)
 	})
