@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -54,9 +53,7 @@ func BenchmarkCaptureSmallFiles(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		r := capTestOpenRepo(b)
-		var read atomic.Int64
-		o := capTestOptions(&read)
-		o.Cache = r.FileCache()
+		o, read := capTestCacheOptions(r)
 		start := time.Now()
 		m1, err := Run(context.Background(), r, root, o)
 		if err != nil {
@@ -87,9 +84,7 @@ func BenchmarkCaptureSmallFiles(b *testing.B) {
 func BenchmarkCaptureUnchanged(b *testing.B) {
 	root, n, _ := capBenchTree(b, 20_000)
 	r := capTestOpenRepo(b)
-	var read atomic.Int64
-	o := capTestOptions(&read)
-	o.Cache = r.FileCache()
+	o, read := capTestCacheOptions(r)
 	if _, err := Run(context.Background(), r, root, o); err != nil {
 		b.Fatal(err)
 	}

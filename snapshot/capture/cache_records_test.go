@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync/atomic"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -25,9 +24,7 @@ func TestLeftOutEntryKeepsRecordNames(t *testing.T) {
 	files := map[string]string{"d/a": "aaaa", "d/b": "bbbb", "d/c": "cccccc", "d/e": "eeeeeeee", "d/f": "ffffffffff"}
 	capTestWrite(t, root, files)
 	r := capTestOpenRepo(t)
-	var read atomic.Int64
-	o := capTestOptions(&read)
-	o.Cache = r.FileCache()
+	o, read := capTestCacheOptions(r)
 	o.hooks.beforeOpen = func(path string) {
 		if path == "d/b" {
 			if err := os.Remove(filepath.Join(root, "d", "b")); err != nil {
@@ -84,9 +81,7 @@ func TestMergeJoinMixedListing(t *testing.T) {
 		}
 	}
 	r := capTestOpenRepo(t)
-	var read atomic.Int64
-	o := capTestOptions(&read)
-	o.Cache = r.FileCache()
+	o, read := capTestCacheOptions(r)
 	capture := func(step string, want int64) {
 		t.Helper()
 		read.Store(0)

@@ -3,7 +3,6 @@ package capture
 import (
 	"fmt"
 	"slices"
-	"sync/atomic"
 	"testing"
 
 	"lifeboat/blob"
@@ -43,9 +42,7 @@ func TestCacheEntriesTrustedAfterRestamp(t *testing.T) {
 	capTestAge(t, root)
 	tr := newCapTestRepo(t)
 	r := tr.open(t)
-	var read atomic.Int64
-	o := capTestOptions(&read)
-	o.Cache = r.FileCache()
+	o, read := capTestCacheOptions(r)
 	k, err := r.TierKeys(blob.Workspace)
 	if err != nil {
 		t.Fatal(err)

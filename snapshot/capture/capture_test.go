@@ -209,9 +209,7 @@ func TestCaptureIncremental(t *testing.T) {
 	tr := newCapTestRepo(t)
 	r := tr.open(t)
 
-	var read atomic.Int64
-	o := capTestOptions(&read)
-	o.Cache = r.FileCache()
+	o, read := capTestCacheOptions(r)
 	m1 := capTestCapture(t, r, root, o)
 	if read.Load() != total {
 		t.Fatalf("first capture read %d bytes, want %d", read.Load(), total)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 
 	"lifeboat/backend"
@@ -43,9 +42,7 @@ func TestFailedCaptureWritesNoFileCache(t *testing.T) {
 			}
 			fb := fault.Wrap(inner)
 			r := capTestOpenBackend(t, fb, repotest.Password, tr.cache)
-			var read atomic.Int64
-			o := capTestOptions(&read)
-			o.Cache = r.FileCache()
+			o, read := capTestCacheOptions(r)
 			fb.Add(fault.OnSave).Match(failing)
 			if _, err := Run(context.Background(), r, root, o); !errors.Is(err, fault.ErrInjected) {
 				t.Fatalf("capture with a failing %s save: %v", failing, err)

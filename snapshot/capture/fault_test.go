@@ -85,9 +85,7 @@ func TestCaptureChangedWhileRead(t *testing.T) {
 			root := t.TempDir()
 			capTestWrite(t, root, map[string]string{"log": "line 0\n", "quiet": "q"})
 			r := capTestOpenRepo(t)
-			var read atomic.Int64
-			o := capTestOptions(&read)
-			o.Cache = r.FileCache()
+			o, _ := capTestCacheOptions(r)
 			attempts := 0
 			o.hooks.afterRead = func(p string, attempt int) {
 				if p != "log" {
@@ -308,9 +306,7 @@ func TestCaptureCacheNotTrustedBlindly(t *testing.T) {
 	capTestWrite(t, root, map[string]string{"a": "aaaa", "b/c": "cccc"})
 	capTestAge(t, root)
 	r := capTestOpenRepo(t)
-	var read atomic.Int64
-	o := capTestOptions(&read)
-	o.Cache = r.FileCache()
+	o, read := capTestCacheOptions(r)
 	capTestCapture(t, r, root, o)
 	k, err := r.TierKeys(blob.Workspace)
 	if err != nil {
@@ -404,9 +400,7 @@ func TestCaptureRacyWindow(t *testing.T) {
 		cached bool
 	}{{50 * time.Millisecond, false}, {150 * time.Millisecond, fine}, {3 * time.Second, true}} {
 		r := capTestOpenRepo(t)
-		var read atomic.Int64
-		o := capTestOptions(&read)
-		o.Cache = r.FileCache()
+		o, read := capTestCacheOptions(r)
 		o.hooks.settled = false
 		o.hooks.start = changed.Add(c.after)
 		capTestCapture(t, r, root, o)

@@ -66,6 +66,15 @@ func capTestOptions(counter *atomic.Int64) Options {
 		hooks: &captureHooks{bytesRead: counter, settled: true}}
 }
 
+// capTestCacheOptions are capTestOptions counting into a new counter, with
+// r's file cache.
+func capTestCacheOptions(r *repo.Repository) (Options, *atomic.Int64) {
+	read := new(atomic.Int64)
+	o := capTestOptions(read)
+	o.Cache = r.FileCache()
+	return o, read
+}
+
 // capTestRecorder is a Progress that keeps the errors it is told.
 type capTestRecorder struct {
 	snapshot.NoProgress
