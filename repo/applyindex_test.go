@@ -84,8 +84,7 @@ func lookAll(t *testing.T, r *Repository, ids []blob.ID) {
 // is reported by Flush.
 func TestIndexObjectsAppliedTogether(t *testing.T) {
 	ctx := context.Background()
-	tr := newTestRepo(t)
-	r := tr.open(t, nil, testPassword)
+	_, r := openNewTestRepo(t)
 
 	// 30 blobs: an index object saved, its application failed.
 	first := saveOnly(t, r, randomBlobs(t, 1, 30, 4<<10))

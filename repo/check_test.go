@@ -16,8 +16,7 @@ import (
 )
 
 func TestCheckFindsDamage(t *testing.T) {
-	tr := newTestRepo(t)
-	r := tr.open(t, nil, testPassword)
+	tr, r := openNewTestRepo(t)
 	saveAll(t, r, blob.Workspace, randomBlobs(t, 30, 20, 100<<10))
 	saveAll(t, r, blob.Sensitive, randomBlobs(t, 31, 5, 100<<10))
 	checkRepo(t, r)
@@ -49,8 +48,7 @@ func TestCheckFindsDamage(t *testing.T) {
 // well-formed index object) is caught by check --read-data.
 func TestCheckFindsWrongIndexEntry(t *testing.T) {
 	ctx := context.Background()
-	tr := newTestRepo(t)
-	r := tr.open(t, nil, testPassword)
+	_, r := openNewTestRepo(t)
 	ids := saveAll(t, r, blob.Workspace, randomBlobs(t, 5, 4, 10000))
 	loc1, _, err := r.LookupBlob(blob.Workspace, blob.Data, ids[1])
 	must(t, err)
@@ -89,8 +87,7 @@ func TestCheckFindsWrongIndexEntry(t *testing.T) {
 // reports it and repair index replaces it.
 func TestDamagedIndexObject(t *testing.T) {
 	ctx := context.Background()
-	tr := newTestRepo(t)
-	r := tr.open(t, nil, testPassword)
+	tr, r := openNewTestRepo(t)
 	blobs := randomBlobs(t, 6, 6, 50000)
 	ids := saveAll(t, r, blob.Workspace, blobs)
 	must(t, r.Close(ctx))
@@ -125,8 +122,7 @@ func TestDamagedIndexObject(t *testing.T) {
 // put back intact, Check is clean again.
 func TestCheckReadsStoredIndexObjects(t *testing.T) {
 	ctx := context.Background()
-	tr := newTestRepo(t)
-	r := tr.open(t, nil, testPassword)
+	tr, r := openNewTestRepo(t)
 	blobs := randomBlobs(t, 311, 12, 60<<10)
 	ids := saveAll(t, r, blob.Workspace, blobs)
 	checkRepo(t, r)
@@ -192,8 +188,7 @@ func copyPack(t *testing.T, r *Repository, p blob.ID) blob.ID {
 // damage), and the lookups move to the stored copy.
 func TestBlobCopiesFallBack(t *testing.T) {
 	ctx := context.Background()
-	tr := newTestRepo(t)
-	r := tr.open(t, nil, testPassword)
+	tr, r := openNewTestRepo(t)
 	blobs := randomBlobs(t, 316, 6, 30<<10)
 	ids := saveAll(t, r, blob.Workspace, blobs)
 	first, _, err := r.LookupBlob(blob.Workspace, blob.Data, ids[0])

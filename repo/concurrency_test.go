@@ -18,8 +18,7 @@ import (
 // retried Flush every saved blob loads.
 func TestFlushCancelKeepsBlobs(t *testing.T) {
 	for trial := range 20 {
-		tr := newTestRepo(t)
-		r := tr.open(t, nil, testPassword)
+		_, r := openNewTestRepo(t)
 		blobs := randomBlobs(t, uint64(trial), 5, 1000)
 		ids := make([]blob.ID, len(blobs))
 		for i, b := range blobs {
@@ -38,8 +37,7 @@ func TestFlushCancelKeepsBlobs(t *testing.T) {
 // A second SaveBlob of a blob another goroutine is still sealing reports it
 // known only once it sits in a pack, so a Flush right after stores it.
 func TestKnownOnlyOncePacked(t *testing.T) {
-	tr := newTestRepo(t)
-	r := tr.open(t, nil, testPassword)
+	_, r := openNewTestRepo(t)
 	data := make([]byte, 32<<20) // big, so sealing takes a while
 	for i := range data {
 		data[i] = byte(i * 7 % 251)
@@ -77,8 +75,7 @@ func TestKnownOnlyOncePacked(t *testing.T) {
 // A caller's context that ends after SaveBlob returned does not break the
 // repository for others.
 func TestCallerContextDoesNotPoisonUploads(t *testing.T) {
-	tr := newTestRepo(t)
-	r := tr.open(t, nil, testPassword)
+	_, r := openNewTestRepo(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	for _, b := range randomBlobs(t, 7, 200, 20000) {
 		if _, _, err := r.SaveBlob(ctx, blob.Workspace, blob.Data, b); err != nil {
@@ -97,8 +94,7 @@ func TestCallerContextDoesNotPoisonUploads(t *testing.T) {
 // lose a blob whose SaveBlob returned.
 func TestConcurrentFlushAndClose(t *testing.T) {
 	for trial := range 50 {
-		tr := newTestRepo(t)
-		r := tr.open(t, nil, testPassword)
+		tr, r := openNewTestRepo(t)
 		blobs := randomBlobs(t, uint64(100+trial), 20, 64<<10)
 		var mu sync.Mutex
 		saved := map[int]blob.ID{}
@@ -143,8 +139,7 @@ func TestConcurrentFlushAndClose(t *testing.T) {
 // right place, by LookupBlob and loaded by LoadBlob; one still in an open
 // pack is reported as such.
 func TestLookupUploadedBeforeIndexed(t *testing.T) {
-	tr := newTestRepo(t)
-	r := tr.open(t, nil, testPassword) // 256 KiB packs
+	_, r := openNewTestRepo(t) // 256 KiB packs
 	ctx := context.Background()
 	blobs := randomBlobs(t, 41, 200, 16<<10)
 	var ids []blob.ID

@@ -46,8 +46,7 @@ func TestDamagedPacks(t *testing.T) {
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			tr := newTestRepo(t)
-			r := tr.open(t, nil, testPassword)
+			tr, r := openNewTestRepo(t)
 			id, _, path := onePack(t, tr, r)
 			c.damage(t, path)
 			_, err := r.LoadBlob(context.Background(), blob.Workspace, blob.Data, id, nil)
@@ -69,8 +68,7 @@ func must(t *testing.T, err error) {
 // A pack whose bytes were swapped for another pack's fails: the blob's
 // additional data binds its id.
 func TestSwappedPackContent(t *testing.T) {
-	tr := newTestRepo(t)
-	r := tr.open(t, nil, testPassword)
+	tr, r := openNewTestRepo(t)
 	id1, _, p1 := onePack(t, tr, r)
 	data2 := randomBlobs(t, 10, 1, 100<<10)[0]
 	id2 := saveAll(t, r, blob.Workspace, [][]byte{data2})[0]
@@ -86,8 +84,7 @@ func TestSwappedPackContent(t *testing.T) {
 // An index object that names a pack that does not exist: loads fail with a
 // clear error, and repair index drops the entry.
 func TestIndexNamesMissingPack(t *testing.T) {
-	tr := newTestRepo(t)
-	r := tr.open(t, nil, testPassword)
+	_, r := openNewTestRepo(t)
 	ctx := context.Background()
 	k, _ := r.TierKeys(blob.Workspace)
 	ghost := k.BlobID([]byte("ghost"))

@@ -30,6 +30,14 @@ func newTestRepo(t *testing.T) *testRepo {
 	return newTestRepoIn(t, storetest.Local(t))
 }
 
+// openNewTestRepo makes a test repository (newTestRepo) and opens it with
+// testPassword.
+func openNewTestRepo(t *testing.T) (*testRepo, *Repository) {
+	t.Helper()
+	tr := newTestRepo(t)
+	return tr, tr.open(t, nil, testPassword)
+}
+
 // newTestRepoIn initialises a repository in s with 1 MiB packs.
 func newTestRepoIn(t *testing.T, s storetest.Store) *testRepo {
 	t.Helper()

@@ -74,6 +74,16 @@ func forgeKeyFile(t *testing.T, be backend.Backend, real blob.ID, timeCost, memo
 	return blob.ID{}
 }
 
+// forgeKeyFiles appends to forged n forged key files (see forgeKeyFile),
+// each sorting before real and every key file forged before it.
+func forgeKeyFiles(t *testing.T, be backend.Backend, real blob.ID, n int, timeCost, memoryKiB uint32, forged []blob.ID) []blob.ID {
+	t.Helper()
+	for range n {
+		forged = append(forged, forgeKeyFile(t, be, real, timeCost, memoryKiB, append(forged, real)))
+	}
+	return forged
+}
+
 func openCounting(t *testing.T, tr *testRepo, pw []byte, hint string) (*Repository, uint64, error) {
 	t.Helper()
 	before := crypt.KeyDerivations()
@@ -99,11 +109,8 @@ func TestForgedKeyFilesBeyondBoundsNeverDerived(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRepo(t)
 	real := keyFileIDs(t, tr.be)[0]
-	var forged []blob.ID
-	for range 4 {
-		forged = append(forged, forgeKeyFile(t, tr.be, real, 16, 1024*1024, append(forged, real)))
-	}
-	forged = append(forged, forgeKeyFile(t, tr.be, real, 64, 4<<20, append(forged, real)))
+	forged := forgeKeyFiles(t, tr.be, real, 4, 16, 1024*1024, nil)
+	forged = forgeKeyFiles(t, tr.be, real, 1, 64, 4<<20, forged)
 	logs := captureWarnings(tr)
 
 	r, n, err := openCounting(t, tr, testPassword, "")
@@ -162,10 +169,7 @@ func TestForgedKeyFilesAtBoundTriedLast(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRepo(t)
 	real := keyFileIDs(t, tr.be)[0]
-	var forged []blob.ID
-	for range 3 {
-		forged = append(forged, forgeKeyFile(t, tr.be, real, crypt.MaxKDFTime, crypt.MaxKDFMemoryKiB, append(forged, real)))
-	}
+	forgeKeyFiles(t, tr.be, real, 3, crypt.MaxKDFTime, crypt.MaxKDFMemoryKiB, nil)
 	logs := captureWarnings(tr)
 	r, n, err := openCounting(t, tr, testPassword, "")
 	must(t, err)
@@ -238,8 +242,7 @@ func olderKeyFile(t *testing.T, r *Repository, password []byte) []byte {
 // within the bounds.
 func TestOlderKeyBeyondBoundsOpensByHint(t *testing.T) {
 	ctx := context.Background()
-	tr := newTestRepo(t)
-	r := tr.open(t, nil, testPassword)
+	tr, r := openNewTestRepo(t)
 	pw := []byte("old password")
 	data := olderKeyFile(t, r, pw)
 	old := blob.ID(blake3.Sum256(data))

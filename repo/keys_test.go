@@ -15,8 +15,7 @@ import (
 
 func TestKeyLifecycle(t *testing.T) {
 	ctx := context.Background()
-	tr := newTestRepo(t)
-	r := tr.open(t, nil, testPassword)
+	tr, r := openNewTestRepo(t)
 	first := r.KeyID()
 	if err := r.RemoveKey(ctx, first); !errors.Is(err, ErrLastKey) {
 		t.Fatalf("removing the only key: %v", err)
@@ -69,8 +68,7 @@ func TestKeyLifecycle(t *testing.T) {
 
 func TestLastSensitiveKeyKept(t *testing.T) {
 	ctx := context.Background()
-	tr := newTestRepo(t)
-	r := tr.open(t, nil, testPassword)
+	tr, r := openNewTestRepo(t)
 	_, err := r.AddKey(ctx, []byte("ws"), []blob.Tier{blob.Workspace}, testKDF())
 	must(t, err)
 	ws := tr.open(t, nil, []byte("ws"))
@@ -83,8 +81,7 @@ func TestLastSensitiveKeyKept(t *testing.T) {
 // and leaves the sensitive index alone when it repairs the index.
 func TestWorkspaceOnlyKey(t *testing.T) {
 	ctx := context.Background()
-	tr := newTestRepo(t)
-	full := tr.open(t, nil, testPassword)
+	tr, full := openNewTestRepo(t)
 	wsBlobs, sBlobs := randomBlobs(t, 20, 8, 40<<10), randomBlobs(t, 21, 8, 40<<10)
 	wsIDs := saveAll(t, full, blob.Workspace, wsBlobs)
 	sIDs := saveAll(t, full, blob.Sensitive, sBlobs)
@@ -132,8 +129,7 @@ func TestWorkspaceOnlyKey(t *testing.T) {
 // not count as a key for the last-key guard.
 func TestJunkKeyFileListedAndRemovable(t *testing.T) {
 	ctx := context.Background()
-	tr := newTestRepo(t)
-	r := tr.open(t, nil, testPassword)
+	tr, r := openNewTestRepo(t)
 	junk := []byte("{}")
 	id := blob.ID(blake3.Sum256(junk))
 	must(t, tr.be.Save(ctx, backend.Handle{Type: backend.Key, Name: id.String()}, junk))

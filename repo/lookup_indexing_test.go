@@ -15,8 +15,7 @@ import (
 // one round shows it; a round shows it about half the time without the
 // second look, and the test runs up to six.)
 func TestLookupBlobsWhileIndexing(t *testing.T) {
-	tr := newTestRepo(t)
-	r := tr.open(t, nil, testPassword) // 256 KiB packs
+	_, r := openNewTestRepo(t) // 256 KiB packs
 	ctx := context.Background()
 	for round := range 6 {
 		var uploaded []blob.ID

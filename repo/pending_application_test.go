@@ -74,8 +74,7 @@ func lookupsUntil(t *testing.T, r *Repository, ids []blob.ID, done <-chan error,
 // and LookupBlob, and known to SaveBlob (which must not store it again):
 // a blob leaves the pending set only once its whole group is committed.
 func TestLookupsWhileMergedApplication(t *testing.T) {
-	tr := newTestRepo(t)
-	r := tr.open(t, nil, testPassword)
+	_, r := openNewTestRepo(t)
 	ctx := context.Background()
 	data, ids := queueObjects(t, r, 1500, 3, 3000) // 9,000 entries: two transactions
 	before := indexObjects(t, r)
@@ -110,8 +109,7 @@ func TestLookupsWhileMergedApplication(t *testing.T) {
 // nothing: the objects are in the repository, and the next Open's Sync
 // applies them.
 func TestKilledBeforeApplication(t *testing.T) {
-	tr := newTestRepo(t)
-	r := tr.open(t, nil, testPassword)
+	tr, r := openNewTestRepo(t)
 	_, ids := queueObjects(t, r, 1600, 2, 200)
 
 	// Another process (its own cache, as when the shared one is held)
@@ -139,8 +137,7 @@ func TestKilledBeforeApplication(t *testing.T) {
 // recorded by the application; the next Sync finds it gone and drops its
 // blobs from the local index, and a later save stores them again.
 func TestQueuedObjectRemovedBeforeApplication(t *testing.T) {
-	tr := newTestRepo(t)
-	r := tr.open(t, nil, testPassword)
+	_, r := openNewTestRepo(t)
 	ctx := context.Background()
 	kept, _ := queueObjects(t, r, 1700, 1, 50)
 	must(t, r.Flush(ctx))

@@ -85,8 +85,7 @@ func uniq(ids []blob.ID) map[blob.ID]bool {
 }
 
 func TestTiersGiveUnrelatedIDs(t *testing.T) {
-	tr := newTestRepo(t)
-	r := tr.open(t, nil, testPassword)
+	_, r := openNewTestRepo(t)
 	data := []byte("the same bytes in two tiers")
 	w, _, err := r.SaveBlob(context.Background(), blob.Workspace, blob.Data, data)
 	if err != nil {
@@ -217,8 +216,7 @@ func editConfig(t *testing.T, dir string, edit func(map[string]any)) {
 
 // No stored file contains a plaintext blob or its unkeyed hash.
 func TestNoPlaintextInRepository(t *testing.T) {
-	tr := newTestRepo(t)
-	r := tr.open(t, nil, testPassword)
+	tr, r := openNewTestRepo(t)
 	secret := bytes.Repeat([]byte("TOP-SECRET-cookie-value;"), 100)
 	saveAll(t, r, blob.Sensitive, [][]byte{secret})
 	saveAll(t, r, blob.Workspace, [][]byte{secret[:200]})
@@ -241,8 +239,7 @@ func TestNoPlaintextInRepository(t *testing.T) {
 }
 
 func TestCorruptLocalCacheRebuilt(t *testing.T) {
-	tr := newTestRepo(t)
-	r := tr.open(t, nil, testPassword)
+	tr, r := openNewTestRepo(t)
 	blobs := randomBlobs(t, 5, 10, 50<<10)
 	ids := saveAll(t, r, blob.Workspace, blobs)
 	path := r.Index().Path()
@@ -257,8 +254,7 @@ func TestCorruptLocalCacheRebuilt(t *testing.T) {
 }
 
 func TestObjectsRoundTrip(t *testing.T) {
-	tr := newTestRepo(t)
-	r := tr.open(t, nil, testPassword)
+	tr, r := openNewTestRepo(t)
 	ctx := context.Background()
 	id, err := r.SaveObject(ctx, crypt.KindSnapshot, blob.Workspace, []byte(`{"hello":1}`))
 	if err != nil {

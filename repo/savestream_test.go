@@ -154,8 +154,7 @@ func TestSaveStreamProcs(t *testing.T) {
 		for _, busy := range []bool{false, true} {
 			t.Run(fmt.Sprintf("GOMAXPROCS=%d/busy=%v", procs, busy), func(t *testing.T) {
 				runtime.GOMAXPROCS(procs)
-				tr := newTestRepo(t)
-				r := tr.open(t, nil, testPassword)
+				_, r := openNewTestRepo(t)
 				data, sizes := seededStream(t, r, uint64(procs))
 				seals, done := countSeals(r, procs, busy)
 				ids, st, err := r.SaveStream(context.Background(), blob.Workspace, bytes.NewReader(data))
@@ -201,8 +200,7 @@ func (b *firstReadBarrier) Read(p []byte) (int, error) {
 func TestSaveStreamsAtOnce(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	const streams = 4
-	tr := newTestRepo(t)
-	r := tr.open(t, nil, testPassword)
+	_, r := openNewTestRepo(t)
 	seals, _ := countSeals(r, 2, false)
 	var group sync.WaitGroup
 	group.Add(streams)

@@ -17,8 +17,7 @@ import (
 // A large stream is chunked and sealed in parallel; the ids come back in
 // order, so the stream reads back identical.
 func TestSaveLoadStream(t *testing.T) {
-	tr := newTestRepo(t)
-	r := tr.open(t, nil, testPassword)
+	_, r := openNewTestRepo(t)
 	// Random bytes, not randomBlobs: half of those repeat a short pattern,
 	// where content-defined chunking may find no cut at all (depending on
 	// the repository's random polynomial), so the chunk count was left to
@@ -69,8 +68,7 @@ func (f *failingReader) Read(p []byte) (int, error) {
 }
 
 func TestSaveStreamReadError(t *testing.T) {
-	tr := newTestRepo(t)
-	r := tr.open(t, nil, testPassword)
+	_, r := openNewTestRepo(t)
 	for _, n := range []int{0, 100, 3 << 20} { // in the head SaveStream reads itself, and past it
 		if _, _, err := r.SaveStream(context.Background(), blob.Workspace, &failingReader{n: n}); err == nil || err.Error() != "disk read error" {
 			t.Fatalf("read error after %d bytes: %v", n, err)
@@ -81,8 +79,7 @@ func TestSaveStreamReadError(t *testing.T) {
 // Streams of no chunk and of one (sealed in the caller's goroutine), and
 // a stream whose context is cancelled.
 func TestSaveStreamShort(t *testing.T) {
-	tr := newTestRepo(t)
-	r := tr.open(t, nil, testPassword)
+	_, r := openNewTestRepo(t)
 	ctx := context.Background()
 	ids, st, err := r.SaveStream(ctx, blob.Workspace, bytes.NewReader(nil))
 	must(t, err)
@@ -107,8 +104,7 @@ func TestSaveStreamShort(t *testing.T) {
 // as one chunk: the ids must be the chunker's, for streams just below, at
 // and just above the minimum, however the reader hands out its bytes.
 func TestSaveStreamHeadMatchesChunker(t *testing.T) {
-	tr := newTestRepo(t)
-	r := tr.open(t, nil, testPassword)
+	_, r := openNewTestRepo(t)
 	c, err := r.chunker(blob.Workspace)
 	must(t, err)
 	k, err := r.TierKeys(blob.Workspace)
