@@ -1,7 +1,6 @@
 package checkpoint
 
 import (
-	"context"
 	"testing"
 
 	"lifeboat/backend"
@@ -11,7 +10,7 @@ import (
 	"lifeboat/internal/repotest"
 	"lifeboat/internal/treetest"
 	"lifeboat/repo"
-	"lifeboat/snapshot"
+	"lifeboat/snapshot/snapshottest"
 )
 
 // testRepo is a repository in a temporary directory, with the fault
@@ -64,13 +63,10 @@ func (tr *testRepo) goneAt(t *testing.T, op fault.Op, id blob.ID) {
 	tr.fault.Add(op).Match(backend.Snapshot).Name(id.String()).Fail(backend.ErrNotFound)
 	t.Cleanup(func() { tr.fault.VerifyAllFired(t) })
 }
+
+// countSnapshots counts the snapshots of ws in r.
 func countSnapshots(t *testing.T, r *repo.Repository, ws string) int {
-	t.Helper()
-	snaps, bad, err := snapshot.List(context.Background(), r, ws)
-	if err != nil || len(bad) > 0 {
-		t.Fatalf("listing snapshots: %v %v", err, bad)
-	}
-	return len(snaps)
+	return snapshottest.Count(t, r, ws)
 }
 
 func writeFiles(t *testing.T, dir string, files map[string]string) { treetest.Write(t, dir, files) }

@@ -20,7 +20,7 @@ import (
 	"lifeboat/internal/treetest"
 	"lifeboat/providers"
 	"lifeboat/repo"
-	"lifeboat/snapshot"
+	"lifeboat/snapshot/snapshottest"
 )
 
 // fakeClock is the shared fake clock (the lifecycle takes a Clock, and
@@ -213,13 +213,9 @@ func newTestRepoDir(t *testing.T) (*repo.Repository, string) {
 	return repotest.New(t, repotest.Options{Store: s}), s.Location
 }
 
+// countSnapshots counts the snapshots of ws in r.
 func countSnapshots(t *testing.T, r *repo.Repository, ws string) int {
-	t.Helper()
-	snaps, bad, err := snapshot.List(context.Background(), r, ws)
-	if err != nil || len(bad) > 0 {
-		t.Fatalf("listing snapshots: %v %v", err, bad)
-	}
-	return len(snaps)
+	return snapshottest.Count(t, r, ws)
 }
 
 // scripted wraps a Capturer: it can fail or panic on chosen calls, and

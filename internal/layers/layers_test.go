@@ -45,6 +45,7 @@ var allowed = map[string][]string{
 	"snapshot/restore":             {"blob", "crypt", "repo", "snapshot"},
 	"snapshot/internal/snaptest":   {"blob", "internal/repotest", "internal/storetest", "repo", "snapshot"},
 	"snapshot/internal/race":       {},
+	"snapshot/snapshottest":        {"snapshot"},
 	"prune":                        {"backend", "blob", "crypt", "index", "repo"},
 	"prune/internal/rsscheck":      {"backend/local", "blob", "crypt", "internal/memsample", "prune", "repo"},
 	"profile":                      {"internal/sqlitedsn"},
