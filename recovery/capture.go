@@ -14,6 +14,12 @@ import (
 // the old one ran; the capture is not promoted.
 var ErrFenced = errors.New("workspace generation changed during the capture")
 
+// ErrMarkLost: a capture's in-flight mark is no longer its own, so it is
+// not promoted. On a shared store its lock in the state store ended with
+// its database session (a dropped connection) while it ran, and another
+// server recorded it interrupted, and may have captured since.
+var ErrMarkLost = errors.New("the capture's in-flight mark is gone: its lock in the state store was lost while it ran (the database session ended), and another server recorded it as interrupted")
+
 // run is one capture of ws under its lease: quiesce, capture, verify,
 // promote, native checkpoint, resume, retention.
 func (l *Lifecycle) run(ctx context.Context, ws string, rec *Receipt) {
@@ -132,7 +138,7 @@ func (l *Lifecycle) captureQuiesced(ctx context.Context, w Workspace, p provider
 		// one was asked for: the record's fingerprint, read after the
 		// wait, matches the files.
 		rec.Outcome = Unchanged
-		if err := l.store.update(w.ID, func(_ stateTx, w *Workspace) error { w.InFlight = nil; return nil }); err != nil {
+		if err := l.store.update(w.ID, func(_ stateTx, w *Workspace) error { rec.clearMark(w); return nil }); err != nil {
 			l.log.Error("clearing an in-flight capture", "workspace", w.ID, "err", err)
 		}
 		return false
@@ -163,6 +169,9 @@ func (l *Lifecycle) captureQuiesced(ctx context.Context, w Workspace, p provider
 		if cur.Generation != w.Generation || cur.Instance != w.Instance {
 			return fmt.Errorf("%w (instance %s generation %d -> instance %s generation %d); the capture of the old instance is not promoted",
 				ErrFenced, w.Instance, w.Generation, cur.Instance, cur.Generation)
+		}
+		if !rec.ownsMark(&cur) {
+			return ErrMarkLost
 		}
 		return captureFence(cur)
 	}
@@ -206,7 +215,7 @@ func outcomeOf(err error) Outcome {
 func (l *Lifecycle) failed(ws string, rec *Receipt, o Outcome, err error) {
 	rec.fail(o, err)
 	uerr := l.store.update(ws, func(_ stateTx, w *Workspace) error {
-		w.InFlight = nil
+		rec.clearMark(w)
 		w.Failures++
 		rec.Attempt = w.Failures
 		w.addRecord(RecoveryRecord{Time: l.clock.Now(), Reason: rec.Reason, Attempt: w.Failures, Outcome: o, Error: l.redact(err.Error())})
@@ -224,7 +233,7 @@ func (l *Lifecycle) failed(ws string, rec *Receipt, o Outcome, err error) {
 func (l *Lifecycle) nativeOnlyProvider(w Workspace, p providers.Provider, rec *Receipt) {
 	rec.fail(Refused, fmt.Errorf("workspace %s: provider %s has no file access, so only its native checkpoint is taken (%s); "+
 		"no portable checkpoint is kept, and a lost instance cannot be recovered into a replacement", w.ID, w.Provider, p.Name()))
-	if err := l.store.update(w.ID, func(_ stateTx, w *Workspace) error { w.InFlight = nil; return nil }); err != nil {
+	if err := l.store.update(w.ID, func(_ stateTx, w *Workspace) error { rec.clearMark(w); return nil }); err != nil {
 		l.log.Error("clearing an in-flight capture", "workspace", w.ID, "err", err)
 	}
 }

@@ -27,12 +27,16 @@ var pid = os.Getpid()
 // interrupted first.
 func (l *Lifecycle) markInFlight(ws string, rec *Receipt) error {
 	var dead *InFlight
+	id := randomHex(8)
 	err := l.store.update(ws, func(_ stateTx, w *Workspace) error {
 		dead = l.interrupted(w)
-		w.InFlight = &InFlight{Started: rec.Started, Reason: rec.Reason, PID: pid}
+		w.InFlight = &InFlight{Started: rec.Started, Reason: rec.Reason, PID: pid, ID: id}
 		return nil
 	})
 	l.logInterrupted(ws, dead, err)
+	if err == nil {
+		rec.mark = id
+	}
 	return err
 }
 

@@ -1,9 +1,13 @@
 package recovery
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
+
+	"lifeboat/recovery/statedb/pgtest"
 )
 
 // markHeld is a capture of bot1 in flight in e: it holds bot1's lease
@@ -98,6 +102,46 @@ func TestCheckDueLeavesRunningCapture(t *testing.T) {
 		}
 		if w, _ := e.store.Workspace("bot1"); w.InFlight != nil || len(w.Recovery) != 0 {
 			t.Fatalf("after the capture: %+v", w)
+		}
+	})
+}
+
+// A capture whose lock in the state store ends while it runs (its
+// database session ends, as when the connection drops) is not promoted:
+// another server records it as interrupted and captures the workspace,
+// and the older capture then neither replaces that newer checkpoint nor
+// clears a mark that is not its own.
+func TestSharedCaptureLockLost(t *testing.T) {
+	onPostgres(t, func(t *testing.T) {
+		a := newREnv(t, botFiles)
+		b := a.second(nil)
+		sc := &scripted{inner: a.capturer, started: make(chan int, 1), gate: make(chan struct{})}
+		a.capturer = sc
+		a.reopen()
+		got := make(chan Receipt, 1)
+		go func() { got <- a.lc.Capture(a.ctx, "bot1", ReasonManual) }()
+		<-sc.started
+		if n := pgtest.EndLockSessions(t, testStoreURL(t)); n != 1 {
+			t.Fatalf("%d sessions held advisory locks, want the one of a's capture", n)
+		}
+		b.svc.CheckDue(b.ctx)
+		wantInterrupted(b, 1, os.Getpid())
+		newer := b.capture()
+
+		close(sc.gate)
+		r := <-got
+		if r.Outcome != Failed || !errors.Is(r.Err, ErrMarkLost) || r.Snapshot == "" {
+			t.Fatalf("the capture that lost its lock: %+v", r)
+		}
+		w, err := b.store.Workspace("bot1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.LastGood == nil || w.LastGood.Snapshot != newer.Snapshot || w.InFlight != nil {
+			t.Fatalf("after the capture that lost its lock: last good %+v (want %s), in flight %+v", w.LastGood, newer.Snapshot, w.InFlight)
+		}
+		if last := w.Recovery[len(w.Recovery)-1]; last.Outcome != Failed || !strings.Contains(last.Error, ErrMarkLost.Error()) {
+			t.Fatalf("last record: %+v", last)
 		}
 	})
 }

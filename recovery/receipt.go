@@ -67,6 +67,22 @@ type Receipt struct {
 	Retryable      bool   `json:"retryable"`
 	Error          string `json:"error,omitempty"`
 	Err            error  `json:"-"`
+
+	mark string // the ID of this capture's in-flight mark, once set
+}
+
+// ownsMark reports whether w's in-flight mark is r's capture's.
+func (r *Receipt) ownsMark(w *Workspace) bool {
+	return r.mark != "" && w.InFlight != nil && w.InFlight.ID == r.mark
+}
+
+// clearMark clears w's in-flight mark if it is r's capture's: a mark
+// another server recorded as interrupted, or replaced with its own
+// capture's after this one's lock in the state store was lost, stays.
+func (r *Receipt) clearMark(w *Workspace) {
+	if r.ownsMark(w) {
+		w.InFlight = nil
+	}
 }
 
 // OK reports whether the request left a good checkpoint that is current:

@@ -94,11 +94,14 @@ type RecoveryRecord struct {
 	Error   string    `json:"error"`
 }
 
-// InFlight marks a capture in progress.
+// InFlight marks a capture in progress. ID is the capture's own (random):
+// it promotes its checkpoint, and clears the mark, only while the mark
+// is still its own.
 type InFlight struct {
 	Started time.Time `json:"started"`
 	Reason  Reason    `json:"reason"`
 	PID     int       `json:"pid"`
+	ID      string    `json:"id,omitempty"`
 }
 
 // RestartRecord is the last Restart of a workspace.

@@ -176,3 +176,25 @@ func freePort() (int, error) {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
+
+// EndLockSessions ends, as a dropped connection would, every other
+// session of the database at url that holds an advisory lock (a
+// workspace's lock, for one), and returns how many it ended. It returns
+// once they are gone and their locks free.
+func EndLockSessions(t testing.TB, url string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatalf("connecting to the test PostgreSQL: %v", err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 10000)) FROM (
+		SELECT DISTINCT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()
+		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())) s`).Scan(&n); err != nil {
+		t.Fatalf("ending the sessions that hold advisory locks: %v", err)
+	}
+	return n
+}
