@@ -88,6 +88,15 @@ func Errorf(name, op string, id InstanceID, k Kind, format string, args ...any) 
 	return &Error{Provider: name, Op: op, Instance: id, Kind: k, Err: fmt.Errorf(format, args...)}
 }
 
+// CheckCommand refuses an empty argv given to Exec (KindInvalid), in
+// the same words for every provider.
+func CheckCommand(name, op string, id InstanceID, argv []string) error {
+	if len(argv) == 0 {
+		return Errorf(name, op, id, KindInvalid, "empty command: give the program to run and its arguments")
+	}
+	return nil
+}
+
 // Is lets errors.Is(err, ErrUnavailable) and friends match by Kind.
 func (e *Error) Is(target error) bool {
 	k, ok := target.(kindError)

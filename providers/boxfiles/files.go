@@ -85,8 +85,8 @@ func mirrorName(id providers.InstanceID) string {
 // most 64 MiB) and redirected.
 func (f *Files) Exec(ctx context.Context, id providers.InstanceID, argv []string, stdin io.Reader) (providers.ExecResult, error) {
 	const op = "exec"
-	if len(argv) == 0 {
-		return providers.ExecResult{}, f.err(op, id, providers.KindInvalid, "empty command")
+	if err := providers.CheckCommand(f.Provider, op, id, argv); err != nil {
+		return providers.ExecResult{}, err
 	}
 	if stdin == nil {
 		return f.Box.Run(ctx, id, f.Layout.Workspace, argv)

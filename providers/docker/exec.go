@@ -20,8 +20,8 @@ func (p *Provider) Exec(ctx context.Context, id providers.InstanceID, argv []str
 	if err := checkID(op, id); err != nil {
 		return providers.ExecResult{}, err
 	}
-	if len(argv) == 0 {
-		return providers.ExecResult{}, newErr(op, id, providers.KindInvalid, "no command")
+	if err := providers.CheckCommand(Name, op, id, argv); err != nil {
+		return providers.ExecResult{}, err
 	}
 	if err := p.needRunning(ctx, op, id); err != nil {
 		return providers.ExecResult{}, err

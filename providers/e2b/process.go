@@ -80,8 +80,8 @@ var connectKinds = map[string]providers.Kind{
 // absolute working directory cwd through process.Process/Start and waits
 // for its end event.
 func (e *envd) run(ctx context.Context, op string, cwd string, argv []string) (providers.ExecResult, error) {
-	if len(argv) == 0 {
-		return providers.ExecResult{}, e.fail(op, providers.KindInvalid, "empty command")
+	if err := providers.CheckCommand(Name, op, e.id, argv); err != nil {
+		return providers.ExecResult{}, err
 	}
 	req := startRequest{Process: processConfig{Cmd: argv[0], Args: argv[1:], Cwd: cwd}}
 	msg, err := json.Marshal(req)

@@ -20,8 +20,8 @@ func (p *Provider) Exec(ctx context.Context, id providers.InstanceID, argv []str
 	if err := checkID(op, id); err != nil {
 		return providers.ExecResult{}, err
 	}
-	if len(argv) == 0 {
-		return providers.ExecResult{}, invalid(op, id, "empty command")
+	if err := providers.CheckCommand(Name, op, id, argv); err != nil {
+		return providers.ExecResult{}, err
 	}
 	r, err := p.openExisting(ctx, op, id)
 	if err != nil {

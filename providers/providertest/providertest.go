@@ -349,6 +349,12 @@ func testExec(t *testing.T, h Harness) {
 		return
 	}
 	id := create(t, p, uniqueKey(t))
+	// No command: refused, in the same words by every provider.
+	_, err := p.Exec(context.Background(), id, nil, nil)
+	WantKind(t, "Exec of no command", err, providers.KindInvalid)
+	if !strings.Contains(err.Error(), "empty command: give the program to run and its arguments") {
+		t.Fatalf("Exec of no command: %v", err)
+	}
 	res, err := p.Exec(context.Background(), id, []string{"sh", "-c", "cat > from-stdin; echo out; echo err >&2; exit 3"}, strings.NewReader("piped"))
 	if err != nil {
 		t.Fatalf("Exec: %v", err)
