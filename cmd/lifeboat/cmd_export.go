@@ -83,8 +83,9 @@ func runExport(ctx context.Context, g *globalOptions, src *repo.Repository, refs
 		return fmt.Errorf("export target %s: %w", o.to, err)
 	}
 	if id := src.Config().ID; dst.Config().ID == id {
-		return errors.Join(usageError{fmt.Sprintf("export target %s is the source repository (repository id %s): "+
-			"export copies snapshots into another repository; nothing was written", o.to, id.Short())}, dst.Close(ctx), be.Close())
+		return errors.Join(usageError{fmt.Sprintf("export target %s is the source repository or a copy of it (repository id %s, "+
+			"whose keys and local index cache the two would share): export copies snapshots into another repository; "+
+			"to bring a copy up to date, copy the repository's files (rsync, aws s3 sync); nothing was written", o.to, id.Short())}, dst.Close(ctx), be.Close())
 	}
 	err = func() error {
 		// A shared lock on the target, so that an exclusive one (prune

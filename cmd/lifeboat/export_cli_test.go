@@ -65,7 +65,7 @@ func TestExport(t *testing.T) {
 	srcBefore := e.lbOK(e.fullPW, "snapshots").stdout
 	for _, to := range []string{e.repo, e.repo + "/"} {
 		res := e.lb(e.fullPW, "export", "--to", to, "--to-password-file", e.fullPW, snap)
-		if res.code != exitUsage || !strings.Contains(res.stderr, "is the source repository") || !strings.Contains(res.stderr, to) {
+		if res.code != exitUsage || !strings.Contains(res.stderr, "is the source repository or a copy of it") || !strings.Contains(res.stderr, to) {
 			t.Fatalf("export into the source repository (%s): exit %d: %s", to, res.code, res.stderr)
 		}
 	}
