@@ -41,7 +41,7 @@ func (l *Lifecycle) run(ctx context.Context, ws string, rec *Receipt) {
 	}
 	// Among servers, after the semaphore: a capture waiting for its turn
 	// holds no database connection.
-	shared, err := l.sharedLease(ctx, ws)
+	shared, lost, err := l.sharedLease(ctx, ws)
 	if err != nil {
 		o := Failed
 		if ctx.Err() != nil {
@@ -51,6 +51,8 @@ func (l *Lifecycle) run(ctx context.Context, ws string, rec *Receipt) {
 		return
 	}
 	defer shared()
+	ctx, stop := stopOnLost(ctx, ws, lost)
+	defer stop()
 	w, err := l.store.Workspace(ws)
 	if err != nil {
 		rec.fail(Failed, err)
@@ -72,11 +74,19 @@ func (l *Lifecycle) run(ctx context.Context, ws string, rec *Receipt) {
 	}
 	p, err := l.provider(w)
 	if err != nil {
-		l.failed(ws, rec, Failed, err)
+		l.failed(ctx, ws, rec, Failed, err)
 		return
 	}
 	if err := l.checkProfiles(ctx, w, p); err != nil {
 		rec.fail(Refused, err) // nothing was tried: the workspace is as it was
+		return
+	}
+	if err := context.Cause(ctx); ctx.Err() != nil { // the lock lost, or the server stopping, before the capture began
+		o := Cancelled
+		if errors.Is(err, ErrLockLost) {
+			o = Failed
+		}
+		rec.fail(o, err)
 		return
 	}
 	if err := l.markInFlight(ws, rec); err != nil {
@@ -89,7 +99,7 @@ func (l *Lifecycle) run(ctx context.Context, ws string, rec *Receipt) {
 	if l.cfg.Retention != nil {
 		if err := l.repoWork(ctx, func() error { return l.cfg.Retention.Apply(ctx, ws, rec.LastGood) }); err != nil {
 			rec.RetentionError = err.Error()
-			l.log.Error("retention after capture failed", "workspace", ws, "err", err)
+			l.log.Error("retention after capture failed", "workspace", ws, "err", l.redact(err.Error()))
 		}
 	}
 }
@@ -104,7 +114,7 @@ func (l *Lifecycle) captureQuiesced(ctx context.Context, w Workspace, p provider
 	called, err := pause(qctx, writers, w, p)
 	defer l.resume(ctx, called, w, p)
 	if err != nil {
-		l.failed(w.ID, rec, outcomeOf(err), err)
+		l.failed(ctx, w.ID, rec, outcomeOf(err), err)
 		return false
 	}
 	rec.Paused = paused
@@ -117,18 +127,18 @@ func (l *Lifecycle) captureQuiesced(ctx context.Context, w Workspace, p provider
 	}
 	files, err := p.ReadFiles(ctx, w.Instance)
 	if err != nil {
-		l.failed(w.ID, rec, outcomeOf(err), err)
+		l.failed(ctx, w.ID, rec, outcomeOf(err), err)
 		return false
 	}
 	defer files.Close()
 	if err := l.waitBrowsers(qctx, files.Dir()); err != nil {
-		l.failed(w.ID, rec, outcomeOf(err), err)
+		l.failed(ctx, w.ID, rec, outcomeOf(err), err)
 		return false
 	}
 	qcancel()
 	fp, _, err := l.fps.of(w.ID, files.Dir(), l.store.db.Salt(), l.clock.Now())
 	if err != nil {
-		l.failed(w.ID, rec, Failed, fmt.Errorf("listing %s: %w", files.Dir(), err))
+		l.failed(ctx, w.ID, rec, Failed, fmt.Errorf("listing %s: %w", files.Dir(), err))
 		return false
 	}
 	if l.store.Shared() && rec.Reason == ReasonPeriodic && w.LastGood != nil && bytes.Equal(fp, w.Fingerprint) {
@@ -152,13 +162,13 @@ func (l *Lifecycle) captureQuiesced(ctx context.Context, w Workspace, p provider
 		err = ctx.Err() // cancelled after the snapshot was written: not promoted
 	}
 	if err != nil {
-		l.failed(w.ID, rec, outcomeOf(err), err)
+		l.failed(ctx, w.ID, rec, outcomeOf(err), err)
 		return false
 	}
 	rec.Snapshot, rec.Files, rec.Bytes, rec.NewBytes, rec.Problems = res.Snapshot, res.Files, res.Bytes, res.NewBytes, res.Problems
 	rec.Prefixes = res.Prefixes
 	if !res.Complete {
-		l.failed(w.ID, rec, Partial, fmt.Errorf("snapshot %s is partial: %d paths could not be read; the last good checkpoint stays", res.Snapshot, res.Problems))
+		l.failed(ctx, w.ID, rec, Partial, fmt.Errorf("snapshot %s is partial: %d paths could not be read; the last good checkpoint stays", res.Snapshot, res.Problems))
 		return false
 	}
 	cp := &Checkpoint{Snapshot: res.Snapshot, Time: rec.Started, Reason: rec.Reason, Instance: w.Instance,
@@ -176,7 +186,7 @@ func (l *Lifecycle) captureQuiesced(ctx context.Context, w Workspace, p provider
 		return captureFence(cur)
 	}
 	if cur, err := l.store.Workspace(w.ID); err != nil || promote(cur) != nil {
-		l.failed(w.ID, rec, Failed, fmt.Errorf("promoting snapshot %s: %w", res.Snapshot, cmp.Or(err, promote(cur))))
+		l.failed(ctx, w.ID, rec, Failed, fmt.Errorf("promoting snapshot %s: %w", res.Snapshot, cmp.Or(err, promote(cur))))
 		return false
 	}
 	// The repository holds the new checkpoint before the store names it:
@@ -192,7 +202,7 @@ func (l *Lifecycle) captureQuiesced(ctx context.Context, w Workspace, p provider
 		})
 	})
 	if err != nil {
-		l.failed(w.ID, rec, Failed, fmt.Errorf("promoting snapshot %s: %w", res.Snapshot, err))
+		l.failed(ctx, w.ID, rec, Failed, fmt.Errorf("promoting snapshot %s: %w", res.Snapshot, err))
 		return false
 	}
 	l.procs.forget(w.ID, procs)
@@ -211,18 +221,26 @@ func outcomeOf(err error) Outcome {
 }
 
 // failed records a failed attempt on the workspace's recovery record and
-// clears its in-flight mark.
-func (l *Lifecycle) failed(ws string, rec *Receipt, o Outcome, err error) {
+// clears its in-flight mark. An attempt cancelled because the workspace's
+// lock was lost (ctx's cause) fails, saying so. An attempt whose mark
+// another server already recorded as interrupted (and so counted) adds
+// its record without counting again.
+func (l *Lifecycle) failed(ctx context.Context, ws string, rec *Receipt, o Outcome, err error) {
+	if cause := context.Cause(ctx); o == Cancelled && errors.Is(cause, ErrLockLost) {
+		o, err = Failed, fmt.Errorf("%w (%w)", cause, err)
+	}
 	rec.fail(o, err)
 	uerr := l.store.update(ws, func(_ stateTx, w *Workspace) error {
+		if rec.mark == "" || rec.ownsMark(w) {
+			w.Failures++
+		}
 		rec.clearMark(w)
-		w.Failures++
 		rec.Attempt = w.Failures
 		w.addRecord(RecoveryRecord{Time: l.clock.Now(), Reason: rec.Reason, Attempt: w.Failures, Outcome: o, Error: l.redact(err.Error())})
 		return nil
 	})
 	if uerr != nil {
-		l.log.Error("recording a failed capture", "workspace", ws, "err", uerr, "capture_err", err)
+		l.log.Error("recording a failed capture", "workspace", ws, "err", uerr, "capture_err", l.redact(err.Error()))
 	}
 }
 

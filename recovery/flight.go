@@ -2,6 +2,7 @@ package recovery
 
 import (
 	"context"
+	"fmt"
 	"runtime/debug"
 )
 
@@ -77,11 +78,11 @@ func (l *Lifecycle) fly(ctx context.Context, f *flight, ws string, reason Reason
 	rec := Receipt{Workspace: ws, Reason: reason, Started: l.clock.Now()}
 	defer func() {
 		if v := recover(); v != nil {
-			l.log.Error("capture panicked", "workspace", ws, "panic", v, "stack", string(debug.Stack()))
+			l.log.Error("capture panicked", "workspace", ws, "panic", l.redact(fmt.Sprint(v)), "stack", string(debug.Stack()))
 			if rec.Outcome == Captured { // promoted; the panic came after (retention)
 				rec.RetentionError = (&PanicError{Value: v}).Error()
 			} else {
-				l.failed(ws, &rec, Failed, &PanicError{Value: v})
+				l.failed(ctx, ws, &rec, Failed, &PanicError{Value: v})
 			}
 		}
 		rec.Finished = l.clock.Now()

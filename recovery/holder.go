@@ -102,7 +102,7 @@ func (l *Lifecycle) lockHold(ctx context.Context, ws string, wait bool) (unlock 
 	}
 	wctx, cancel := context.WithTimeout(ctx, holdLockWait)
 	defer cancel()
-	shared, err := l.store.db.Lock(wctx, holdLockName(ws), wait)
+	shared, _, err := l.store.db.Lock(wctx, holdLockName(ws), wait)
 	if err != nil {
 		local()
 		return nil, fmt.Errorf("workspace %s: taking its hold lock in the state store: %w", ws, err)

@@ -82,7 +82,7 @@ func (l *Lifecycle) tryLease(ctx context.Context, ws string) (release func(), er
 	default:
 		return nil, statedb.ErrLocked
 	}
-	unlock, err := l.store.db.Lock(ctx, workspaceLockName(ws), false)
+	unlock, _, err := l.store.db.Lock(ctx, workspaceLockName(ws), false)
 	if err != nil {
 		<-local
 		return nil, err

@@ -3,7 +3,6 @@ package recovery
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
@@ -106,42 +105,79 @@ func TestCheckDueLeavesRunningCapture(t *testing.T) {
 	})
 }
 
-// A capture whose lock in the state store ends while it runs (its
-// database session ends, as when the connection drops) is not promoted:
-// another server records it as interrupted and captures the workspace,
-// and the older capture then neither replaces that newer checkpoint nor
-// clears a mark that is not its own.
-func TestSharedCaptureLockLost(t *testing.T) {
-	onPostgres(t, func(t *testing.T) {
-		a := newREnv(t, botFiles)
-		b := a.second(nil)
-		sc := &scripted{inner: a.capturer, started: make(chan int, 1), gate: make(chan struct{})}
-		a.capturer = sc
-		a.reopen()
+// A capture promotes only while its in-flight mark is its own: when the
+// mark was replaced while it ran (as another server does once this one's
+// lock in the state store was lost: it records the mark as interrupted,
+// then captures with its own), the capture fails with ErrMarkLost, the
+// last good checkpoint stays, and the other capture's mark is left.
+func TestCaptureNotPromotedWithoutItsMark(t *testing.T) {
+	eachStore(t, func(t *testing.T) {
+		e := newREnv(t, botFiles)
+		good := e.capture()
+		sc := &scripted{inner: e.capturer, started: make(chan int, 1), gate: make(chan struct{})}
+		e.capturer = sc
+		e.reopen()
 		got := make(chan Receipt, 1)
-		go func() { got <- a.lc.Capture(a.ctx, "bot1", ReasonManual) }()
+		go func() { got <- e.lc.Capture(e.ctx, "bot1", ReasonManual) }()
 		<-sc.started
-		if n := pgtest.EndLockSessions(t, testStoreURL(t)); n != 1 {
-			t.Fatalf("%d sessions held advisory locks, want the one of a's capture", n)
+		other := &InFlight{Started: e.clock.Now(), Reason: ReasonPeriodic, PID: 4242, ID: "another-servers"}
+		if err := e.store.update("bot1", func(_ stateTx, w *Workspace) error {
+			e.lc.interrupted(w)
+			w.InFlight = other
+			return nil
+		}); err != nil {
+			t.Fatal(err)
 		}
-		b.svc.CheckDue(b.ctx)
-		wantInterrupted(b, 1, os.Getpid())
-		newer := b.capture()
-
 		close(sc.gate)
 		r := <-got
-		if r.Outcome != Failed || !errors.Is(r.Err, ErrMarkLost) || r.Snapshot == "" {
-			t.Fatalf("the capture that lost its lock: %+v", r)
+		if r.Outcome != Failed || !errors.Is(r.Err, ErrMarkLost) || r.Snapshot == "" || !r.Retryable {
+			t.Fatalf("the capture whose mark was replaced: %+v", r)
 		}
-		w, err := b.store.Workspace("bot1")
+		w, err := e.store.Workspace("bot1")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if w.LastGood == nil || w.LastGood.Snapshot != newer.Snapshot || w.InFlight != nil {
-			t.Fatalf("after the capture that lost its lock: last good %+v (want %s), in flight %+v", w.LastGood, newer.Snapshot, w.InFlight)
+		if w.LastGood == nil || w.LastGood.Snapshot != good.Snapshot || w.InFlight == nil || *w.InFlight != *other {
+			t.Fatalf("last good %+v (want %s), in flight %+v (want the other capture's)", w.LastGood, good.Snapshot, w.InFlight)
 		}
-		if last := w.Recovery[len(w.Recovery)-1]; last.Outcome != Failed || !strings.Contains(last.Error, ErrMarkLost.Error()) {
-			t.Fatalf("last record: %+v", last)
+		if w.Failures != 1 { // counted once, when the mark was recorded as interrupted
+			t.Fatalf("failures %d, want 1", w.Failures)
 		}
+		if n := len(w.Recovery); n != 2 || w.Recovery[0].Outcome != Interrupted || w.Recovery[1].Outcome != Failed ||
+			!strings.Contains(w.Recovery[1].Error, ErrMarkLost.Error()) {
+			t.Fatalf("records: %+v", w.Recovery)
+		}
+	})
+}
+
+// A capture whose lock in the state store ends while it runs (its
+// database session ends, as when the connection drops) stops within a
+// few seconds, fails saying so (retryable), clears its mark and promotes
+// nothing; the next capture takes the lock again and succeeds.
+func TestSharedCaptureStopsWhenLockLost(t *testing.T) {
+	onPostgres(t, func(t *testing.T) {
+		e := newREnv(t, botFiles)
+		sc := &scripted{inner: e.capturer, started: make(chan int, 1), gate: make(chan struct{})}
+		e.capturer = sc
+		e.reopen()
+		got := make(chan Receipt, 1)
+		go func() { got <- e.lc.Capture(e.ctx, "bot1", ReasonManual) }()
+		<-sc.started
+		if n := pgtest.EndLockSessions(t, testStoreURL(t)); n != 1 {
+			t.Fatalf("%d sessions held advisory locks, want the one of the capture", n)
+		}
+		r := <-got // the gate stays shut: the capture stops by itself
+		if r.Outcome != Failed || !errors.Is(r.Err, ErrLockLost) || !r.Retryable || !strings.Contains(r.Error, "bot1") {
+			t.Fatalf("the capture that lost its lock: %+v", r)
+		}
+		w, err := e.store.Workspace("bot1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.LastGood != nil || w.InFlight != nil || w.Failures != 1 || len(w.Recovery) != 1 || !strings.Contains(w.Recovery[0].Error, ErrLockLost.Error()) {
+			t.Fatalf("after the capture that lost its lock: %+v", w)
+		}
+		close(sc.gate)
+		e.capture()
 	})
 }

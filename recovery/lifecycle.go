@@ -101,7 +101,7 @@ type Config struct {
 	// checked again; default 1 s. ResumeTimeout bounds resuming; default 30 s.
 	QuiesceTimeout, QuiescePoll, ResumeTimeout time.Duration
 	Retention                                  Retention // optional
-	Redact                                     Redactor  // applied to process records and to the errors of failed captures it logs; optional
+	Redact                                     Redactor  // applied to process records, and to the errors of receipts, recovery records and the lines it logs; optional
 	// TailBytes bounds each process record's output tail; default 8 KiB.
 	TailBytes int
 	// OnReceipt, when set, is called with the receipt of every finished
@@ -331,7 +331,7 @@ func (l *Lifecycle) lease(ctx context.Context, ws string) (release func(), err e
 	if err != nil {
 		return nil, err
 	}
-	shared, err := l.sharedLease(ctx, ws)
+	shared, _, err := l.sharedLease(ctx, ws)
 	if err != nil {
 		local()
 		return nil, err
@@ -353,12 +353,37 @@ func (l *Lifecycle) localLease(ctx context.Context, ws string) (release func(), 
 // sharedLease is the lease among the servers of a shared store: the
 // workspace's lock in the database, held on a connection of its own and
 // gone with a server that dies (always granted on an embedded store).
-func (l *Lifecycle) sharedLease(ctx context.Context, ws string) (release func(), err error) {
-	unlock, err := l.store.db.Lock(ctx, workspaceLockName(ws), true)
+// lost closes if the lock goes with its session before release.
+func (l *Lifecycle) sharedLease(ctx context.Context, ws string) (release func(), lost <-chan struct{}, err error) {
+	unlock, lost, err := l.store.db.Lock(ctx, workspaceLockName(ws), true)
 	if err != nil {
-		return nil, fmt.Errorf("workspace %s: taking its lock in the state store: %w", ws, err)
+		return nil, nil, fmt.Errorf("workspace %s: taking its lock in the state store: %w", ws, err)
 	}
-	return unlock, nil
+	return unlock, lost, nil
+}
+
+// ErrLockLost: the workspace's lock in the state store went with its
+// database session (a dropped connection, a restarted database) while a
+// capture held it. The capture stops and is not promoted; another server
+// may take the workspace.
+var ErrLockLost = errors.New("the workspace's lock in the state store was lost with its database session; the capture stopped")
+
+// stopOnLost returns ctx, cancelled with cause ErrLockLost when lost
+// closes, and the function that stops watching lost.
+func stopOnLost(ctx context.Context, ws string, lost <-chan struct{}) (context.Context, func()) {
+	if lost == nil {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-lost:
+			cancel(fmt.Errorf("workspace %s: %w", ws, ErrLockLost))
+		case <-done:
+		}
+	}()
+	return ctx, func() { close(done); cancel(nil) }
 }
 
 // localLock is the channel of ws's lease in this process (a send takes it).

@@ -99,7 +99,7 @@ func (s *Service) RestartProcess(ctx context.Context, ws string, index int, key 
 	defer unlock()
 	// Among servers sharing the store, the lock is held while the command
 	// runs: a record left running without it belongs to a process that died.
-	unlockShared, err := s.store.db.Lock(ctx, restartLockName(key), true)
+	unlockShared, _, err := s.store.db.Lock(ctx, restartLockName(key), true)
 	if err != nil {
 		return ProcessRestart{}, fmt.Errorf("restart process %d of %s: %w", index, ws, err)
 	}
@@ -204,7 +204,7 @@ func (s *Service) restartRunning(key string) bool {
 	}
 	ctx, cancel := context.WithTimeout(s.base, txTimeout)
 	defer cancel()
-	unlock, err := s.store.db.Lock(ctx, restartLockName(key), false)
+	unlock, _, err := s.store.db.Lock(ctx, restartLockName(key), false)
 	if err != nil {
 		return true
 	}

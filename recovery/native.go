@@ -89,7 +89,7 @@ func (l *Lifecycle) deleteNative(ctx context.Context, p providers.Provider, pd P
 		}
 	}
 	if err != nil {
-		l.log.Warn("deleting an old native checkpoint failed; retried on a later park", "workspace", pd.Workspace, "checkpoint", pd.Checkpoint, "err", err)
+		l.log.Warn("deleting an old native checkpoint failed; retried on a later park", "workspace", pd.Workspace, "checkpoint", pd.Checkpoint, "err", l.redact(err.Error()))
 	}
 }
 

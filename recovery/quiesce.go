@@ -195,7 +195,7 @@ func (l *Lifecycle) resume(ctx context.Context, called []Writer, w Workspace, p 
 	defer cancel()
 	for i := len(called) - 1; i >= 0; i-- {
 		if err := called[i].Resume(rctx, w, p); err != nil {
-			l.log.Error("resuming a writer failed", "workspace", w.ID, "writer", called[i].Name(), "err", err)
+			l.log.Error("resuming a writer failed", "workspace", w.ID, "writer", called[i].Name(), "err", l.redact(err.Error()))
 		}
 	}
 }

@@ -107,7 +107,7 @@ func Retryable(err error) bool {
 	case errors.Is(err, ErrQuiesceTimeout), errors.Is(err, profile.ErrBrowserRunning),
 		errors.Is(err, providers.ErrUnavailable), errors.Is(err, providers.ErrRateLimited), errors.Is(err, backend.ErrUnavailable),
 		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
-		errors.Is(err, ErrInterrupted):
+		errors.Is(err, ErrInterrupted), errors.Is(err, ErrLockLost), errors.Is(err, ErrMarkLost):
 		return true
 	}
 	return false

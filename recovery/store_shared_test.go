@@ -165,7 +165,7 @@ func TestSharedCaptureLease(t *testing.T) {
 		a := newREnv(t, botFiles)
 		release := a.markHeld(1)
 		b := a.second(nil) // its lifecycle opens while a holds the lease
-		if _, err := b.store.db.Lock(a.ctx, workspaceLockName("bot1"), false); !errors.Is(err, statedb.ErrLocked) {
+		if _, _, err := b.store.db.Lock(a.ctx, workspaceLockName("bot1"), false); !errors.Is(err, statedb.ErrLocked) {
 			t.Fatalf("second server took the workspace lock while the first held it: %v", err)
 		}
 		if w, _ := b.store.Workspace("bot1"); w.InFlight == nil || w.Failures != 0 {
@@ -419,7 +419,7 @@ func TestSharedHoldWaitsForPromotion(t *testing.T) {
 				return
 			}
 			once.Do(func() {
-				if unlock, err := b.store.db.Lock(b.ctx, holdLockName("bot1"), false); !errors.Is(err, statedb.ErrLocked) {
+				if unlock, _, err := b.store.db.Lock(b.ctx, holdLockName("bot1"), false); !errors.Is(err, statedb.ErrLocked) {
 					t.Errorf("between a's promotion hold and its commit, b took the workspace's hold lock: %v", err)
 					if err == nil {
 						unlock()

@@ -230,12 +230,22 @@ func lockKey(name string) int64 {
 	return int64(binary.BigEndian.Uint64(h[:8]))
 }
 
+// lockCheck is how often a held lock's session is asked whether it is
+// still there, and lockCheckTimeout how long the answer may take.
+const (
+	lockCheck        = 2 * time.Second
+	lockCheckTimeout = 10 * time.Second
+)
+
 // Lock takes a session advisory lock on a connection of its own, held
-// until unlock (or until the connection dies with this process).
-func (d *DB) Lock(ctx context.Context, name string, wait bool) (func(), error) {
+// until unlock (or until the connection dies with this process). The
+// connection is pinged every lockCheck while the lock is held: when a
+// ping fails, the session, and the lock with it, is taken for gone, and
+// lost is closed.
+func (d *DB) Lock(ctx context.Context, name string, wait bool) (func(), <-chan struct{}, error) {
 	conn, err := d.pool.Acquire(ctx)
 	if err != nil {
-		return nil, d.wrap(err)
+		return nil, nil, d.wrap(err)
 	}
 	key := lockKey(name)
 	got := true
@@ -250,13 +260,35 @@ func (d *DB) Lock(ctx context.Context, name string, wait bool) (func(), error) {
 		}
 		conn.Release()
 		if err != nil {
-			return nil, d.wrap(err)
+			return nil, nil, d.wrap(err)
 		}
-		return nil, fmt.Errorf("%s: %w", name, statedb.ErrLocked)
+		return nil, nil, fmt.Errorf("%s: %w", name, statedb.ErrLocked)
 	}
+	lost, stop, stopped := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(lockCheck)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), lockCheckTimeout)
+			err := conn.Ping(ctx)
+			cancel()
+			if err != nil {
+				close(lost)
+				return
+			}
+		}
+	}()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
+			close(stop)
+			<-stopped // the connection is the unlock's alone
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, key); err != nil {
@@ -264,7 +296,7 @@ func (d *DB) Lock(ctx context.Context, name string, wait bool) (func(), error) {
 			}
 			conn.Release()
 		})
-	}, nil
+	}, lost, nil
 }
 
 func (d *DB) ClaimLease(ctx context.Context, name, owner string, now time.Time, ttl time.Duration) (uint64, error) {

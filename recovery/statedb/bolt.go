@@ -143,7 +143,9 @@ func (s *Bolt) Update(_ context.Context, fn func(Tx) error) error {
 
 // Lock is always granted: one process holds the file, and it locks
 // in-process.
-func (s *Bolt) Lock(context.Context, string, bool) (func(), error) { return func() {}, nil }
+func (s *Bolt) Lock(context.Context, string, bool) (func(), <-chan struct{}, error) {
+	return func() {}, nil, nil
+}
 
 // ClaimLease is always granted (epoch 1): one process holds the file.
 func (s *Bolt) ClaimLease(context.Context, string, string, time.Time, time.Duration) (uint64, error) {

@@ -90,9 +90,13 @@ type DB interface {
 	Shared() bool
 	// Lock takes the named lock among every process of the store; with
 	// wait false it fails with ErrLocked at once when another holds it.
-	// The lock goes when unlock is called or the process dies. On a store
-	// one process holds, it is always granted (callers lock in-process).
-	Lock(ctx context.Context, name string, wait bool) (unlock func(), err error)
+	// The lock goes when unlock is called or the process dies. On a shared
+	// store it also goes when the session holding it ends (a dropped
+	// connection, a restarted database): lost is closed once that is
+	// seen, within a few seconds; on a store one process holds, it is
+	// never closed, and the lock is always granted (callers lock
+	// in-process).
+	Lock(ctx context.Context, name string, wait bool) (unlock func(), lost <-chan struct{}, err error)
 	// ClaimLease gives lease name to owner until now+ttl, if it is free,
 	// expired (before now) or already owner's; it returns the new epoch,
 	// or ErrLeaseHeld.
