@@ -28,6 +28,21 @@ func (e *renv) markHeld(pid int) (release func()) {
 	return release
 }
 
+// gatedCapture starts a manual capture of bot1 in e whose capturer waits,
+// once started, until gate closes (or its context ends), and returns when
+// it has started; got gives its receipt. e's later captures go through
+// the same capturer.
+func (e *renv) gatedCapture() (gate chan struct{}, got <-chan Receipt) {
+	e.t.Helper()
+	sc := &scripted{inner: e.capturer, started: make(chan int, 1), gate: make(chan struct{})}
+	e.capturer = sc
+	e.reopen()
+	ch := make(chan Receipt, 1)
+	go func() { ch <- e.lc.Capture(e.ctx, "bot1", ReasonManual) }()
+	<-sc.started
+	return sc.gate, ch
+}
+
 // wantInterrupted checks bot1's recovery records: n in all, the last one
 // the interrupted capture of process pid, and no mark left.
 func wantInterrupted(e *renv, n, pid int) Workspace {
@@ -85,17 +100,12 @@ func TestSharedInterruptedByRunningServer(t *testing.T) {
 func TestCheckDueLeavesRunningCapture(t *testing.T) {
 	eachStore(t, func(t *testing.T) {
 		e := newREnv(t, botFiles)
-		sc := &scripted{inner: e.capturer, started: make(chan int, 1), gate: make(chan struct{})}
-		e.capturer = sc
-		e.reopen()
-		got := make(chan Receipt, 1)
-		go func() { got <- e.lc.Capture(e.ctx, "bot1", ReasonManual) }()
-		<-sc.started
+		gate, got := e.gatedCapture()
 		e.svc.CheckDue(e.ctx)
 		if w, _ := e.store.Workspace("bot1"); w.InFlight == nil || len(w.Recovery) != 0 {
 			t.Fatalf("the running capture's mark was taken for a dead one: %+v", w)
 		}
-		close(sc.gate)
+		close(gate)
 		if r := <-got; r.Outcome != Captured {
 			t.Fatalf("capture: %+v", r)
 		}
@@ -114,12 +124,7 @@ func TestCaptureNotPromotedWithoutItsMark(t *testing.T) {
 	eachStore(t, func(t *testing.T) {
 		e := newREnv(t, botFiles)
 		good := e.capture()
-		sc := &scripted{inner: e.capturer, started: make(chan int, 1), gate: make(chan struct{})}
-		e.capturer = sc
-		e.reopen()
-		got := make(chan Receipt, 1)
-		go func() { got <- e.lc.Capture(e.ctx, "bot1", ReasonManual) }()
-		<-sc.started
+		gate, got := e.gatedCapture()
 		other := &InFlight{Started: e.clock.Now(), Reason: ReasonPeriodic, PID: 4242, ID: "another-servers"}
 		if err := e.store.update("bot1", func(_ stateTx, w *Workspace) error {
 			e.lc.interrupted(w)
@@ -128,7 +133,7 @@ func TestCaptureNotPromotedWithoutItsMark(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		close(sc.gate)
+		close(gate)
 		r := <-got
 		if r.Outcome != Failed || !errors.Is(r.Err, ErrMarkLost) || r.Snapshot == "" || !r.Retryable {
 			t.Fatalf("the capture whose mark was replaced: %+v", r)
@@ -157,12 +162,7 @@ func TestCaptureNotPromotedWithoutItsMark(t *testing.T) {
 func TestSharedCaptureStopsWhenLockLost(t *testing.T) {
 	onPostgres(t, func(t *testing.T) {
 		e := newREnv(t, botFiles)
-		sc := &scripted{inner: e.capturer, started: make(chan int, 1), gate: make(chan struct{})}
-		e.capturer = sc
-		e.reopen()
-		got := make(chan Receipt, 1)
-		go func() { got <- e.lc.Capture(e.ctx, "bot1", ReasonManual) }()
-		<-sc.started
+		gate, got := e.gatedCapture()
 		if n := pgtest.EndLockSessions(t, testStoreURL(t)); n != 1 {
 			t.Fatalf("%d sessions held advisory locks, want the one of the capture", n)
 		}
@@ -177,7 +177,7 @@ func TestSharedCaptureStopsWhenLockLost(t *testing.T) {
 		if w.LastGood != nil || w.InFlight != nil || w.Failures != 1 || len(w.Recovery) != 1 || !strings.Contains(w.Recovery[0].Error, ErrLockLost.Error()) {
 			t.Fatalf("after the capture that lost its lock: %+v", w)
 		}
-		close(sc.gate)
+		close(gate)
 		e.capture()
 	})
 }
