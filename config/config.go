@@ -195,14 +195,6 @@ func Load(opts Options) (*Config, error) {
 	return c, nil
 }
 
-// Check loads the file at path with the environment and the overrides,
-// and returns every problem (Errors), or nil. `lifeboat config check`
-// exits with code 2 when it fails.
-func Check(path string, env func(string) (string, bool), sets []string) error {
-	_, err := Load(Options{Path: path, LookupEnv: env, Sets: sets})
-	return err
-}
-
 // ServerURL is how CLI clients reach the server: [server] url, or
 // http:// (https:// with TLS) and the listen address, where an
 // unspecified host (0.0.0.0, ::, empty) becomes the loopback address. It

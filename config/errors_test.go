@@ -329,13 +329,13 @@ func TestSyntaxError(t *testing.T) {
 func TestMissingConfigFile(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	err := Check(f.dir+"/nope.toml", nil, nil)
+	_, err := Load(Options{Path: f.dir + "/nope.toml"})
 	var errs Errors
 	if !errors.As(err, &errs) || len(errs) != 1 || !strings.Contains(err.Error(), "nope.toml: no such file or directory") {
-		t.Fatalf("Check: %v", err)
+		t.Fatalf("Load: %v", err)
 	}
-	if err := Check(f.write("ok.toml", minimal), lookup(nil), nil); err != nil {
-		t.Fatalf("Check of a valid file: %v", err)
+	if _, err := Load(Options{Path: f.write("ok.toml", minimal), LookupEnv: lookup(nil)}); err != nil {
+		t.Fatalf("Load of a valid file: %v", err)
 	}
 }
 
