@@ -78,6 +78,9 @@ type Server struct {
 	// and then its body; WriteTimeout writing an answer (the event stream:
 	// each event); IdleTimeout a keep-alive connection between requests.
 	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// ShutdownGrace is how long a shutdown lets the requests and captures
+	// in progress finish before it cancels them; 0 cancels them at once.
+	ShutdownGrace time.Duration
 }
 
 // TLS reports whether the server serves HTTPS.

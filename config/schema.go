@@ -95,6 +95,7 @@ var fixedSections = []section{
 		{name: "read_timeout", kind: kDuration, def: "30s"},
 		{name: "write_timeout", kind: kDuration, def: "30s"},
 		{name: "idle_timeout", kind: kDuration, def: "1m"},
+		{name: "shutdown_grace", kind: kDurationOff, def: "off"},
 	}},
 	{"log", []spec{
 		{name: "format", kind: kEnum, def: "text", enum: []string{"text", "json"}},

@@ -126,6 +126,8 @@ func (d *decoder) server(c *Config) {
 		ReadTimeout:  r.dur("read_timeout"),
 		WriteTimeout: r.dur("write_timeout"),
 		IdleTimeout:  r.dur("idle_timeout"),
+
+		ShutdownGrace: r.dur("shutdown_grace"),
 	}
 	if cert, key := r.given("tls_cert"), r.given("tls_key"); cert != key {
 		set, unset := "tls_cert", "tls_key"

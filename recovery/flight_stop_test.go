@@ -40,3 +40,34 @@ func TestStopCancelsJoinedCapture(t *testing.T) {
 		}
 	})
 }
+
+// Drain waits for the captures in flight to end (a shutdown's grace): with
+// a context already done it returns at once, the capture still running;
+// then it returns once the capture ended, promoted.
+func TestDrainWaitsForCaptures(t *testing.T) {
+	e := newEnv(t, false, false, nil)
+	e.cap.started, e.cap.gate = make(chan int, 1), make(chan struct{})
+	got := make(chan Receipt, 1)
+	go func() { got <- e.l.Capture(context.Background(), "ws1", ReasonPeriodic) }()
+	<-e.cap.started
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := e.l.Drain(done); err != context.Canceled {
+		t.Fatalf("Drain with a done context: %v", err)
+	}
+	drained := make(chan error, 1)
+	go func() { drained <- e.l.Drain(context.Background()) }()
+	select {
+	case err := <-drained:
+		t.Fatalf("Drain returned while the capture ran: %v", err)
+	default:
+	}
+	close(e.cap.gate)
+	if err := <-drained; err != nil {
+		t.Fatal(err)
+	}
+	e.want(<-got, Captured)
+	if err := e.l.Drain(context.Background()); err != nil {
+		t.Fatalf("Drain with nothing in flight: %v", err)
+	}
+}

@@ -219,6 +219,29 @@ func setDefault(d *time.Duration, def time.Duration) {
 // it waits for the requests in progress (which wait for their captures).
 func (l *Lifecycle) Stop() { l.stop() }
 
+// Drain waits until no capture is in flight (those that start meanwhile
+// included), or ctx is done: what a shutdown lets finish before Stop.
+func (l *Lifecycle) Drain(ctx context.Context) error {
+	for {
+		l.mu.Lock()
+		var running []chan struct{}
+		for _, f := range l.flight {
+			running = append(running, f.done)
+		}
+		l.mu.Unlock()
+		if len(running) == 0 {
+			return nil
+		}
+		for _, done := range running {
+			select {
+			case <-done:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+}
+
 // Close cancels what is in flight and waits for it (writers are resumed).
 func (l *Lifecycle) Close() {
 	l.stop()

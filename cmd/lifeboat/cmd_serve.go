@@ -169,6 +169,15 @@ func (g *globalOptions) listenAndServe(ctx context.Context, c *config.Config, o 
 		return fmt.Errorf("serving on %s: %w", addr, err)
 	case <-ctx.Done():
 	}
+	if c.Server.ShutdownGrace > 0 {
+		// No new request is taken from now on; those in progress, and
+		// the captures in flight, get the grace to finish.
+		gctx, gcancel := context.WithTimeout(context.Background(), c.Server.ShutdownGrace)
+		if err := errors.Join(hs.Shutdown(gctx), s.life.Drain(gctx)); err != nil {
+			s.log.Warn("the shutdown grace ended; cancelling what is still in progress", "grace", c.Server.ShutdownGrace)
+		}
+		gcancel()
+	}
 	// Captures in flight end cancelled now, also those an API request
 	// joined: its handler, which the shutdown below waits for, waits for
 	// its capture.
