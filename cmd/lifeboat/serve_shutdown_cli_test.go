@@ -52,7 +52,8 @@ timeout = "5m"
 	}
 	must(t, s.cmd.Process.Signal(syscall.SIGTERM))
 	go func() { _ = os.WriteFile(release, []byte("go\n"), 0o600) }() // blocks until the hook reads it
-	t.Cleanup(func() { // a hook that was cancelled never reads: let the writer go
+	// A hook that was cancelled never reads: let the writer go.
+	t.Cleanup(func() {
 		if f, err := os.OpenFile(release, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
 			f.Close()
 		}
