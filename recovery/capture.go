@@ -81,12 +81,8 @@ func (l *Lifecycle) run(ctx context.Context, ws string, rec *Receipt) {
 		rec.fail(Refused, err) // nothing was tried: the workspace is as it was
 		return
 	}
-	if err := context.Cause(ctx); ctx.Err() != nil { // the lock lost, or the server stopping, before the capture began
-		o := Cancelled
-		if errors.Is(err, ErrLockLost) {
-			o = Failed
-		}
-		rec.fail(o, err)
+	if ctx.Err() != nil { // the lock lost, or the server stopping, before the capture began
+		rec.fail(stopped(ctx, Cancelled, ctx.Err()))
 		return
 	}
 	if err := l.markInFlight(ws, rec); err != nil {
@@ -220,15 +216,21 @@ func outcomeOf(err error) Outcome {
 	return Failed
 }
 
-// failed records a failed attempt on the workspace's recovery record and
-// clears its in-flight mark. An attempt cancelled because the workspace's
-// lock was lost (ctx's cause) fails, saying so. An attempt whose mark
-// another server already recorded as interrupted (and so counted) adds
-// its record without counting again.
-func (l *Lifecycle) failed(ctx context.Context, ws string, rec *Receipt, o Outcome, err error) {
+// stopped is the outcome and error of an attempt: one cancelled because
+// the workspace's lock was lost (ctx's cause) fails, saying so.
+func stopped(ctx context.Context, o Outcome, err error) (Outcome, error) {
 	if cause := context.Cause(ctx); o == Cancelled && errors.Is(cause, ErrLockLost) {
-		o, err = Failed, fmt.Errorf("%w (%w)", cause, err)
+		return Failed, fmt.Errorf("%w (%w)", cause, err)
 	}
+	return o, err
+}
+
+// failed records a failed attempt on the workspace's recovery record and
+// clears its in-flight mark (the outcome as stopped says). An attempt
+// whose mark another server already recorded as interrupted (and so
+// counted) adds its record without counting again.
+func (l *Lifecycle) failed(ctx context.Context, ws string, rec *Receipt, o Outcome, err error) {
+	o, err = stopped(ctx, o, err)
 	rec.fail(o, err)
 	uerr := l.store.update(ws, func(_ stateTx, w *Workspace) error {
 		if rec.mark == "" || rec.ownsMark(w) {

@@ -92,10 +92,10 @@ type DB interface {
 	// wait false it fails with ErrLocked at once when another holds it.
 	// The lock goes when unlock is called or the process dies. On a shared
 	// store it also goes when the session holding it ends (a dropped
-	// connection, a restarted database): lost is closed once that is
-	// seen, within a few seconds; on a store one process holds, it is
-	// never closed, and the lock is always granted (callers lock
-	// in-process).
+	// connection, a restarted database): lost is closed once a check of
+	// the session fails (PostgreSQL: a ping every 2 s, each allowed
+	// 10 s); on a store one process holds, lost is nil, and the lock is
+	// always granted (callers lock in-process).
 	Lock(ctx context.Context, name string, wait bool) (unlock func(), lost <-chan struct{}, err error)
 	// ClaimLease gives lease name to owner until now+ttl, if it is free,
 	// expired (before now) or already owner's; it returns the new epoch,
