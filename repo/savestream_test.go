@@ -54,44 +54,82 @@ func (f failSizeFile) Write(p []byte) (int, error) {
 	return f.TempFile.Write(p)
 }
 
-// seededStream returns seeded random bytes that c cuts into at least
-// four chunks, the last at least 300 KiB (so its sealed bytes are written
-// to a pack file in one write), of distinct sizes; and those sizes.
+// seededStream returns seeded random bytes that r's workspace chunker
+// cuts into at least four chunks, the last at least 300 KiB (so its
+// sealed bytes are written to a pack file in one write), of distinct
+// sizes; and those sizes. A stream that falls short grows by 100 KiB a
+// few times (the last chunk grows), then another stream is drawn (an
+// early pair of equal sizes stays). Each chunk must hold its bytes of the
+// stream until the end: a pooled buffer handed out twice would show.
 func seededStream(t *testing.T, r *Repository, seed uint64) ([]byte, []int) {
 	t.Helper()
 	t.Logf("stream: seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 9))
-	more := func(data []byte, n int) []byte {
-		for range n {
-			data = append(data, byte(rng.Uint32()))
-		}
-		return data
-	}
-	data := more(nil, 3<<20)
-	for range 200 {
-		c, err := r.chunker(blob.Workspace)
-		must(t, err)
-		c.Reset(bytes.NewReader(data))
-		var sizes []int
-		seen := map[int]bool{}
-		unique := true
-		for {
-			ch, err := c.Next(nil)
-			if errors.Is(err, io.EOF) {
-				break
+	var sizes []int
+	for draw := range uint64(20) {
+		rng := rand.New(rand.NewPCG(seed, 9+draw))
+		more := func(data []byte, n int) []byte {
+			for range n {
+				data = append(data, byte(rng.Uint32()))
 			}
-			must(t, err)
-			unique = unique && !seen[len(ch)]
-			seen[len(ch)] = true
-			sizes = append(sizes, len(ch))
+			return data
 		}
-		if len(sizes) >= 4 && sizes[len(sizes)-1] >= 300<<10 && unique {
-			return data, sizes
+		data := more(nil, 3<<20)
+		for range 10 {
+			var chunks [][]byte
+			sizes = chunkSizes(t, r, data, &chunks)
+			if len(sizes) >= 4 && sizes[len(sizes)-1] >= 300<<10 && distinct(sizes) {
+				if got := bytes.Join(chunks, nil); !bytes.Equal(got, data) {
+					t.Fatal("the chunks of the stream changed after they were cut: a pooled buffer is in use twice")
+				}
+				return data, sizes
+			}
+			data = more(data, 100<<10)
 		}
-		data = more(data, 100<<10)
 	}
-	t.Fatal("no stream of the wanted shape")
+	t.Fatalf("no stream of the wanted shape; the last one cut into %v", sizes)
 	return nil, nil
+}
+
+// chunkSizes cuts data with r's workspace chunker, checking that each
+// chunk is data's next bytes, and returns the sizes; the chunks go to
+// *chunks.
+func chunkSizes(t *testing.T, r *Repository, data []byte, chunks *[][]byte) []int {
+	t.Helper()
+	c, err := r.chunker(blob.Workspace)
+	must(t, err)
+	defer r.putChunker(blob.Workspace, c)
+	c.Reset(bytes.NewReader(data))
+	var sizes []int
+	off := 0
+	for {
+		ch, err := c.Next(nil)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		must(t, err)
+		if !bytes.Equal(ch, data[off:off+len(ch)]) {
+			t.Fatalf("chunk %d (%d bytes at offset %d) is not the stream's bytes", len(sizes), len(ch), off)
+		}
+		off += len(ch)
+		*chunks = append(*chunks, ch)
+		sizes = append(sizes, len(ch))
+	}
+	if off != len(data) {
+		t.Fatalf("the chunks hold %d of the stream's %d bytes", off, len(data))
+	}
+	return sizes
+}
+
+// distinct reports whether no two of sizes are equal.
+func distinct(sizes []int) bool {
+	seen := make(map[int]bool, len(sizes))
+	for _, n := range sizes {
+		if seen[n] {
+			return false
+		}
+		seen[n] = true
+	}
+	return true
 }
 
 // scribblePool fills pooled buffers of the chunk sizes with garbage
