@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"lifeboat/bench"
+	"lifeboat/recovery"
 	"lifeboat/recovery/statedb/pgtest"
 )
 
@@ -174,5 +176,56 @@ func TestServeStateDatabaseUnreachable(t *testing.T) {
 	}
 	if r := s.run("--config", s.cfgPath, "config", "show"); r.code != 0 || strings.Contains(r.stdout, "db-pw-4711") || !strings.Contains(r.stdout, addr) {
 		t.Fatalf("config show: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestServeCaptureStopsWhenLockLost: on a PostgreSQL state store a
+// capture holds its workspace's lock in a database session. That session
+// ends (pg_terminate_backend here; a cut connection or a restarted
+// database in production) while the capture is held in its quiesce hook:
+// the capture stops by itself, its receipt failed, retryable and naming
+// the lost lock; the workspace keeps no checkpoint and no in-flight mark
+// from it; and the next capture, on a new session, succeeds.
+func TestServeCaptureStopsWhenLockLost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the lifeboat binary")
+	}
+	url := pgtest.URL(t)
+	h := newHeldHook(t)
+	s := newSvcEnv(t, h.config)
+	s.start("LIFEBOAT_STATE_URL="+url, "LIFEBOAT_LIFECYCLE_QUIESCE_TIMEOUT=5m")
+	s.addLocalWorkspace("bot1", 1)
+	type answer struct {
+		r   recovery.Receipt
+		err error
+	}
+	capture := func() <-chan answer {
+		got := make(chan answer, 1)
+		go func() {
+			r, err := s.client().Capture(context.Background(), "bot1")
+			got <- answer{r, err}
+		}()
+		return got
+	}
+
+	got := capture()
+	h.waitPaused(t)
+	if n := pgtest.EndLockSessions(t, url); n < 1 {
+		t.Fatal("no database session held an advisory lock while the capture was held")
+	}
+	a := <-got // the hook is never released: the capture stops by itself
+	if a.err != nil || a.r.Outcome != recovery.Failed || !a.r.Retryable || !strings.Contains(a.r.Error, recovery.ErrLockLost.Error()) {
+		t.Fatalf("the capture that lost its lock: %+v %v\n%s", a.r, a.err, s.stderr)
+	}
+	w := s.cliJSON("workspace", "show", "bot1")
+	if w["last_good"] != nil || w["in_flight"] != nil || w["failures"] != 1.0 {
+		t.Fatalf("after the capture that lost its lock: %v", w)
+	}
+
+	got = capture()
+	h.waitPaused(t)
+	h.release(t)
+	if a := <-got; a.err != nil || a.r.Outcome != recovery.Captured {
+		t.Fatalf("the next capture: %+v %v\n%s", a.r, a.err, s.stderr)
 	}
 }

@@ -22,17 +22,8 @@ func TestServeShutdownGrace(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the lifeboat binary")
 	}
-	fifos := t.TempDir()
-	started, release := filepath.Join(fifos, "started"), filepath.Join(fifos, "release")
-	must(t, unix.Mkfifo(started, 0o600))
-	must(t, unix.Mkfifo(release, 0o600))
-	s := newSvcEnv(t, fmt.Sprintf(`
-[[quiesce.hook]]
-name = "held"
-pause = ["sh", "-c", "echo paused > %s; read x < %s"]
-resume = ["true"]
-timeout = "5m"
-`, started, release))
+	h := newHeldHook(t)
+	s := newSvcEnv(t, h.config)
 	s.start("LIFEBOAT_SERVER_SHUTDOWN_GRACE=5m", "LIFEBOAT_LIFECYCLE_QUIESCE_TIMEOUT=5m")
 	s.addLocalWorkspace("bot1", 1)
 
@@ -45,19 +36,9 @@ timeout = "5m"
 		r, err := s.client().Park(context.Background(), "bot1")
 		got <- answer{r, err}
 	}()
-	b, err := os.ReadFile(started) // returns once the hook is holding the park
-	must(t, err)
-	if strings.TrimSpace(string(b)) != "paused" {
-		t.Fatalf("hook wrote %q", b)
-	}
+	h.waitPaused(t)
 	must(t, s.cmd.Process.Signal(syscall.SIGTERM))
-	go func() { _ = os.WriteFile(release, []byte("go\n"), 0o600) }() // blocks until the hook reads it
-	// A hook that was cancelled never reads: let the writer go.
-	t.Cleanup(func() {
-		if f, err := os.OpenFile(release, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
-			f.Close()
-		}
-	})
+	h.release(t)
 	a := <-got
 	if a.err != nil || a.r.Outcome != recovery.Captured {
 		t.Fatalf("park across the shutdown: %+v %v\n%s", a.r, a.err, s.stderr)
@@ -69,4 +50,48 @@ timeout = "5m"
 	if w := s.showWorkspace([]string{"--state-dir", s.state}, "bot1"); w.LastGood == nil || w.LastGood.Snapshot != a.r.Snapshot {
 		t.Fatalf("last good after the shutdown: %+v, want %s", w.LastGood, a.r.Snapshot)
 	}
+}
+
+// heldHook is a [[quiesce.hook]] (config) whose pause writes "paused" to
+// the FIFO started and then waits for a line on the FIFO released: a
+// capture holds in it until the test releases it, or the capture is
+// cancelled and the hook killed.
+type heldHook struct{ config, started, released string }
+
+func newHeldHook(t *testing.T) heldHook {
+	t.Helper()
+	dir := t.TempDir()
+	h := heldHook{started: filepath.Join(dir, "started"), released: filepath.Join(dir, "release")}
+	must(t, unix.Mkfifo(h.started, 0o600))
+	must(t, unix.Mkfifo(h.released, 0o600))
+	h.config = fmt.Sprintf(`
+[[quiesce.hook]]
+name = "held"
+pause = ["sh", "-c", "echo paused > %s; read x < %s"]
+resume = ["true"]
+timeout = "5m"
+`, h.started, h.released)
+	return h
+}
+
+// waitPaused returns once the hook holds a capture.
+func (h heldHook) waitPaused(t *testing.T) {
+	t.Helper()
+	b, err := os.ReadFile(h.started)
+	must(t, err)
+	if strings.TrimSpace(string(b)) != "paused" {
+		t.Fatalf("hook wrote %q", b)
+	}
+}
+
+// release lets the holding hook go on. The write blocks until the hook
+// reads; a hook cancelled in the meantime never does, so the test's
+// cleanup lets the writer go.
+func (h heldHook) release(t *testing.T) {
+	go func() { _ = os.WriteFile(h.released, []byte("go\n"), 0o600) }()
+	t.Cleanup(func() {
+		if f, err := os.OpenFile(h.released, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+	})
 }
