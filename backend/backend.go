@@ -24,10 +24,13 @@ const (
 	// Condemned holds condemnation objects: packs a prune will delete
 	// after a safety margin.
 	Condemned FileType = "condemned"
+	// Reserve holds blocks of random bytes that only take disk space,
+	// released when the disk is full (repo.Repository.SetReserve).
+	Reserve FileType = "reserve"
 )
 
 // FileTypes lists every file type in a fixed order.
-var FileTypes = []FileType{Config, Key, Pack, Index, Snapshot, Lock, Policy, Pin, Condemned}
+var FileTypes = []FileType{Config, Key, Pack, Index, Snapshot, Lock, Policy, Pin, Condemned, Reserve}
 
 // Handle names one file.
 type Handle struct {
@@ -196,7 +199,7 @@ func (h Handle) Valid() error {
 			return fmt.Errorf("invalid config handle name %q", h.Name)
 		}
 		return nil
-	case Key, Pack, Index, Snapshot, Lock, Policy, Pin, Condemned:
+	case Key, Pack, Index, Snapshot, Lock, Policy, Pin, Condemned, Reserve:
 	default:
 		return fmt.Errorf("invalid file type %q", h.Type)
 	}

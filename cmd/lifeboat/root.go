@@ -85,7 +85,7 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 	root.AddCommand(newInitCommand(g), newExportCommand(g), newKeyCommand(g), newRepairCommand(g), newCatCommand(g), newCheckCommand(g),
 		newSnapshotsCommand(g), newLsCommand(g), newDiffCommand(g),
 		newCaptureCommand(g), newWorkspaceCommand(g), newParkCommand(g), newRestoreCommand(g), newDemoCommand(g),
-		newForgetCommand(g), newPolicyCommand(g), newPruneCommand(g), newUnlockCommand(g), newServeCommand(g),
+		newForgetCommand(g), newPolicyCommand(g), newPruneCommand(g), newUnlockCommand(g), newReserveCommand(g), newServeCommand(g),
 		newConfigCommand(g), newRestartCommand(g), newRecoveryCommand(g), newProcessCommand(g), newProviderCommand(g))
 	refuseUnknownSubcommands(root)
 	g.root = root
