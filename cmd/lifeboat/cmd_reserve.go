@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 
@@ -21,7 +22,7 @@ func newReserveCommand(g *globalOptions) *cobra.Command {
 		Use:   "reserve [--mib N | --free]",
 		Short: "Hold disk space in reserve for when the repository's disk is full",
 		Long: fmt.Sprintf("Show, set or release the repository's reserve: blocks of %d MiB of random bytes that only take space. "+
-			"Every command writes a lock first, so when the repository's disk is full none runs, not even forget or prune. "+
+			"Every command that changes the repository writes a lock first, so when the repository's disk is full none of them runs, not even forget or prune. "+
 			"Set a reserve while there is room (--mib N: the fewest whole blocks holding N MiB); when the disk is full, "+
 			"--free releases it (it writes nothing and takes no lock), then forget and prune free more, and --mib sets it again. "+
 			"Without a flag, shows the reserve.", repo.ReserveBlockSize>>20),
@@ -31,8 +32,8 @@ func newReserveCommand(g *globalOptions) *cobra.Command {
 			switch {
 			case set && free:
 				return usageError{"--mib and --free: give one of them"}
-			case set && mib < 0:
-				return usageError{fmt.Sprintf("--mib %d: want 0 or more", mib)}
+			case set && (mib < 0 || mib > repo.MaxReserve>>20):
+				return usageError{fmt.Sprintf("--mib %d: want 0 to %d", mib, int64(repo.MaxReserve>>20))}
 			}
 			return g.withRepo(cmd.Context(), false, func(r *repo.Repository) error {
 				var res repo.Reserved
@@ -43,10 +44,13 @@ func newReserveCommand(g *globalOptions) *cobra.Command {
 				case set:
 					res, err = r.SetReserve(cmd.Context(), mib<<20)
 				default:
-					res, err = r.Reserve(cmd.Context())
+					res, err = r.Reserved(cmd.Context())
 				}
 				if err != nil && (free || set) {
-					return fmt.Errorf("%w; the reserve now holds %s, %d MiB", err, count(res.Blocks, "block"), res.Bytes>>20)
+					// Say what the blocks saved or removed before the failure left.
+					if now, lerr := r.Reserved(context.WithoutCancel(cmd.Context())); lerr == nil {
+						err = fmt.Errorf("%w; the reserve now holds %s, %d MiB", err, count(now.Blocks, "block"), now.Bytes>>20)
+					}
 				}
 				if err != nil {
 					return err

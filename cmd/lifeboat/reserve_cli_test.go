@@ -2,9 +2,12 @@ package main
 
 import (
 	"errors"
+	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -44,8 +47,18 @@ func TestReserveFreesAFullDisk(t *testing.T) {
 	if r := e.run("forget", "--keep-last", "1"); r.code != exitNoSpace || !strings.Contains(r.stderr, "no space left") {
 		t.Fatalf("forget on the full disk: exit %d, %s", r.code, r.stderr)
 	}
+	before := filesUnder(t, disk)
 	if got := e.reserve("--free"); got.Blocks != 0 || got.Bytes != 0 {
 		t.Fatalf("reserve after --free: %+v", got)
+	}
+	for p := range filesUnder(t, disk) {
+		if !before[p] {
+			t.Fatalf("--free on the full disk wrote %s", p)
+		}
+		delete(before, p)
+	}
+	if len(before) != 1 || !strings.HasPrefix(slices.Collect(maps.Keys(before))[0], "repo/reserve/") {
+		t.Fatalf("--free removed %v; want the reserve's one block and nothing else", before)
 	}
 	e.ok("forget", "--keep-last", "1")
 	e.ok("prune", "--instant-delete")
@@ -63,16 +76,19 @@ func TestReserveFreesAFullDisk(t *testing.T) {
 	if got := e.reserve(); got.Blocks < 1 || got.Blocks >= 64 {
 		t.Fatalf("reserve after growing past the disk: %+v", got)
 	}
+	if tmp, err := os.ReadDir(filepath.Join(e.repo, "tmp")); err != nil || len(tmp) != 0 {
+		t.Fatalf("temp files left by the reserve that did not fit: %v %v", tmp, err)
+	}
 	e.ok("check")
 }
 
-// TestReserveRefusesBadFlags: --mib below 0, and --mib with --free, are
-// usage errors that change nothing.
+// TestReserveRefusesBadFlags: --mib below 0 or above 1 PiB, and --mib
+// with --free, are usage errors that change nothing.
 func TestReserveRefusesBadFlags(t *testing.T) {
 	e := newEnv(t)
 	e.init()
 	e.reserve("--mib=1")
-	for _, args := range [][]string{{"reserve", "--mib=-1"}, {"reserve", "--mib=1", "--free"}} {
+	for _, args := range [][]string{{"reserve", "--mib=-1"}, {"reserve", "--mib=1", "--free"}, {"reserve", "--mib=17592186044416"}} {
 		if r := e.run(args...); r.code != exitUsage || !strings.Contains(r.stderr, "--mib") {
 			t.Errorf("lifeboat %v: exit %d, %s", args, r.code, r.stderr)
 		}
@@ -90,6 +106,21 @@ func (e *env) reserve(args ...string) repo.Reserved {
 		e.t.Fatalf("reserve %v printed %v", args, lines)
 	}
 	return repo.Reserved{Blocks: int(lines[0]["blocks"].(float64)), Bytes: int64(lines[0]["bytes"].(float64))}
+}
+
+// filesUnder returns the paths of the regular files under dir, relative
+// to it.
+func filesUnder(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	files := map[string]bool{}
+	must(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			rel, _ := filepath.Rel(dir, p)
+			files[filepath.ToSlash(rel)] = true
+		}
+		return err
+	}))
+	return files
 }
 
 // fillUntilFull writes the file at path until its disk has no byte left.
