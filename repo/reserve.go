@@ -23,9 +23,9 @@ type Reserved struct {
 }
 
 // Reserved reports the repository's reserve: blocks of random bytes that
-// hold disk space for the day the repository's disk is full. Every
-// command that changes the repository writes a lock first, so on a full
-// disk none can run, not even forget or prune; releasing the reserve
+// hold disk space for the day the repository's disk is full. Commands
+// write a lock first, so on a full disk forget and prune cannot run;
+// releasing the reserve
 // (SetReserve(0), which writes nothing) gives them room to free more.
 // Nothing reads the blocks.
 func (r *Repository) Reserved(ctx context.Context) (Reserved, error) {

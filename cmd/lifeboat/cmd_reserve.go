@@ -22,7 +22,7 @@ func newReserveCommand(g *globalOptions) *cobra.Command {
 		Use:   "reserve [--mib N | --free]",
 		Short: "Hold disk space in reserve for when the repository's disk is full",
 		Long: fmt.Sprintf("Show, set or release the repository's reserve: blocks of %d MiB of random bytes that only take space. "+
-			"Every command that changes the repository writes a lock first, so when the repository's disk is full none of them runs, not even forget or prune. "+
+			"Commands write a lock first (check too), so when the repository's disk is full forget and prune cannot run. "+
 			"Set a reserve while there is room (--mib N: the fewest whole blocks holding N MiB); when the disk is full, "+
 			"--free releases it (it writes nothing and takes no lock), then forget and prune free more, and --mib sets it again. "+
 			"Without a flag, shows the reserve.", repo.ReserveBlockSize>>20),
