@@ -25,9 +25,8 @@ type Reserved struct {
 // Reserved reports the repository's reserve: blocks of random bytes that
 // hold disk space for the day the repository's disk is full. Commands
 // write a lock first, so on a full disk forget and prune cannot run;
-// releasing the reserve
-// (SetReserve(0), which writes nothing) gives them room to free more.
-// Nothing reads the blocks.
+// releasing the reserve (SetReserve(0), which writes nothing) gives them
+// room to free more. Nothing reads the blocks.
 func (r *Repository) Reserved(ctx context.Context) (Reserved, error) {
 	var res Reserved
 	err := r.be.List(ctx, backend.Reserve, func(fi backend.FileInfo) error {
