@@ -89,7 +89,7 @@ func newConfigCommand(g *globalOptions) *cobra.Command {
 // token file, which must parse, and each ssh provider's key_file, which
 // must be a usable private key. No secret is shown.
 func secretFileProblems(c *config.Config, file string) []*config.Error {
-	var out []*config.Error
+	out := []*config.Error{} // [] in JSON when none
 	if _, err := server.LoadTokens(c.Server.TokensFile); err != nil {
 		out = append(out, &config.Error{File: file, Key: "server.tokens_file", Msg: err.Error()})
 	}

@@ -48,7 +48,7 @@ resume = ["sh", "-c", "echo resumed >> hook.log"]
 timeout = "10s"
 workspaces = ["bot2"]
 `)
-	if r := s.run("config", "check", s.cfgPath); r.code != 0 || !strings.Contains(r.stdout, "ok") {
+	if r := s.run("config", "check", s.cfgPath, "--json"); r.code != 0 || !strings.Contains(r.stdout, `"ok":true,"errors":[]`) {
 		t.Fatalf("config check: %d %s %s", r.code, r.stdout, r.stderr)
 	}
 	s.start()
