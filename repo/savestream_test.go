@@ -75,8 +75,11 @@ func seededStream(t *testing.T, r *Repository, seed uint64) ([]byte, []int) {
 		}
 		data := more(nil, 3<<20)
 		for range 10 {
-			var chunks [][]byte
-			sizes = chunkSizes(t, r, data, &chunks)
+			chunks := cutStream(t, r, data)
+			sizes = sizes[:0]
+			for _, ch := range chunks {
+				sizes = append(sizes, len(ch))
+			}
 			if len(sizes) >= 4 && sizes[len(sizes)-1] >= 300<<10 && distinct(sizes) {
 				if got := bytes.Join(chunks, nil); !bytes.Equal(got, data) {
 					t.Fatal("the chunks of the stream changed after they were cut: a pooled buffer is in use twice")
@@ -90,16 +93,15 @@ func seededStream(t *testing.T, r *Repository, seed uint64) ([]byte, []int) {
 	return nil, nil
 }
 
-// chunkSizes cuts data with r's workspace chunker, checking that each
-// chunk is data's next bytes, and returns the sizes; the chunks go to
-// *chunks.
-func chunkSizes(t *testing.T, r *Repository, data []byte, chunks *[][]byte) []int {
+// cutStream cuts data with r's workspace chunker, checking that each
+// chunk is data's next bytes as it is cut, and returns the chunks.
+func cutStream(t *testing.T, r *Repository, data []byte) [][]byte {
 	t.Helper()
 	c, err := r.chunker(blob.Workspace)
 	must(t, err)
 	defer r.putChunker(blob.Workspace, c)
 	c.Reset(bytes.NewReader(data))
-	var sizes []int
+	var chunks [][]byte
 	off := 0
 	for {
 		ch, err := c.Next(nil)
@@ -108,16 +110,15 @@ func chunkSizes(t *testing.T, r *Repository, data []byte, chunks *[][]byte) []in
 		}
 		must(t, err)
 		if !bytes.Equal(ch, data[off:off+len(ch)]) {
-			t.Fatalf("chunk %d (%d bytes at offset %d) is not the stream's bytes", len(sizes), len(ch), off)
+			t.Fatalf("chunk %d (%d bytes at offset %d) is not the stream's bytes", len(chunks), len(ch), off)
 		}
 		off += len(ch)
-		*chunks = append(*chunks, ch)
-		sizes = append(sizes, len(ch))
+		chunks = append(chunks, ch)
 	}
 	if off != len(data) {
 		t.Fatalf("the chunks hold %d of the stream's %d bytes", off, len(data))
 	}
-	return sizes
+	return chunks
 }
 
 // distinct reports whether no two of sizes are equal.
