@@ -2,14 +2,8 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
-
-	"golang.org/x/sys/unix"
 
 	"lifeboat/recovery"
 )
@@ -50,48 +44,4 @@ func TestServeShutdownGrace(t *testing.T) {
 	if w := s.showWorkspace([]string{"--state-dir", s.state}, "bot1"); w.LastGood == nil || w.LastGood.Snapshot != a.r.Snapshot {
 		t.Fatalf("last good after the shutdown: %+v, want %s", w.LastGood, a.r.Snapshot)
 	}
-}
-
-// heldHook is a [[quiesce.hook]] (config) whose pause writes "paused" to
-// the FIFO started and then waits for a line on the FIFO released: a
-// capture holds in it until the test releases it, or the capture is
-// cancelled and the hook killed.
-type heldHook struct{ config, started, released string }
-
-func newHeldHook(t *testing.T) heldHook {
-	t.Helper()
-	dir := t.TempDir()
-	h := heldHook{started: filepath.Join(dir, "started"), released: filepath.Join(dir, "release")}
-	must(t, unix.Mkfifo(h.started, 0o600))
-	must(t, unix.Mkfifo(h.released, 0o600))
-	h.config = fmt.Sprintf(`
-[[quiesce.hook]]
-name = "held"
-pause = ["sh", "-c", "echo paused > %s; read x < %s"]
-resume = ["true"]
-timeout = "5m"
-`, h.started, h.released)
-	return h
-}
-
-// waitPaused returns once the hook holds a capture.
-func (h heldHook) waitPaused(t *testing.T) {
-	t.Helper()
-	b, err := os.ReadFile(h.started)
-	must(t, err)
-	if strings.TrimSpace(string(b)) != "paused" {
-		t.Fatalf("hook wrote %q", b)
-	}
-}
-
-// release lets the holding hook go on. The write blocks until the hook
-// reads; a hook cancelled in the meantime never does, so the test's
-// cleanup lets the writer go.
-func (h heldHook) release(t *testing.T) {
-	go func() { _ = os.WriteFile(h.released, []byte("go\n"), 0o600) }()
-	t.Cleanup(func() {
-		if f, err := os.OpenFile(h.released, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
-			f.Close()
-		}
-	})
 }
