@@ -99,9 +99,10 @@ func TestServeTwoServersOneDatabase(t *testing.T) {
 // TestServeSharedStateTakeover: two `lifeboat serve` processes share one
 // PostgreSQL state store with a short operation lease ([state] lease).
 // Server A drives an approved recovery until its replacement is created,
-// and is killed with SIGKILL there; server B claims the operation at its
-// next check once A's lease lapsed, finds the replacement A created (by
-// its create key, not a second one) and finishes the recovery.
+// and is killed with SIGKILL there; server B, started then, claims the
+// operation at its next check once A's lease lapsed, finds the
+// replacement A created (by its create key, not a second one) and
+// finishes the recovery.
 func TestServeSharedStateTakeover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the lifeboat binary")
@@ -110,9 +111,6 @@ func TestServeSharedStateTakeover(t *testing.T) {
 	a := newSvcEnv(t, "")
 	a.watch = "at after:creating"
 	a.start(append(env, recoveryStopEnv+"=after:creating")...)
-	b := a.sharing(t)
-	b.watch = ""
-	b.start(env...)
 
 	work := a.sandbox("bot1", 1)
 	a.cliJSON("workspace", "add", "bot1", "--provider", "local", "--instance", "bot1")
@@ -130,6 +128,11 @@ func TestServeSharedStateTakeover(t *testing.T) {
 	}
 	must(t, a.cmd.Process.Signal(syscall.SIGKILL))
 	_ = a.cmd.Wait()
+	// B starts only now: running beside A, it could claim the operation
+	// itself whenever A, slowed down, renewed its short lease late.
+	b := a.sharing(t)
+	b.watch = ""
+	b.start(env...)
 
 	done := b.cliJSON("recovery", "approve", "bot1", "--checkpoint", good, "--idempotency-key", "k-1", "--wait")
 	if done["step"] != "recovered" || done["id"] != op["id"] {
