@@ -68,7 +68,7 @@ func BenchmarkOpen(b *testing.B) {
 // argon2id parameters (48 MiB, 4 passes, 4 lanes).
 func BenchmarkKDFDefault(b *testing.B) {
 	m := crypt.NewMasterKeys()
-	data, err := crypt.NewKeyFile(m, blob.Tiers, []byte("pw"), crypt.NewKDFParams(0, 0, 0), blob.ID{}, crypt.KeyFileMeta{})
+	data, err := crypt.NewKeyFile(m, blob.Tiers, []byte("pw"), crypt.NewKDFParams(0, 0, 0), blob.ID{}, crypt.KeyFileMeta{}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

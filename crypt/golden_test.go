@@ -73,7 +73,7 @@ func readGolden(t *testing.T, name string) []byte {
 func writeGolden(t *testing.T) {
 	t.Helper()
 	m := crypt.NewMasterKeys()
-	kf, err := crypt.NewKeyFile(m, blob.Tiers, []byte(goldenPassword), crypt.NewKDFParams(1, 64, 1), goldenRepoID, crypt.KeyFileMeta{Hostname: "golden"})
+	kf, err := crypt.NewKeyFile(m, blob.Tiers, []byte(goldenPassword), crypt.NewKDFParams(1, 64, 1), goldenRepoID, crypt.KeyFileMeta{Hostname: "golden"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

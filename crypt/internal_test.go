@@ -67,7 +67,7 @@ func TestWorkspaceOnlyKeyFileHoldsNoSensitiveBytes(t *testing.T) {
 	m := NewMasterKeys()
 	var repo blob.ID
 	kdf := NewKDFParams(1, 64, 1)
-	data, err := NewKeyFile(m, []blob.Tier{blob.Workspace}, []byte("pw"), kdf, repo, KeyFileMeta{})
+	data, err := NewKeyFile(m, []blob.Tier{blob.Workspace}, []byte("pw"), kdf, repo, KeyFileMeta{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,7 +66,8 @@ func keyAAD(repoID blob.ID, tiers []blob.Tier, meta KeyFileMeta) []byte {
 
 // NewKeyFile wraps the tiers of m named in tiers under password. The
 // workspace tier is required: it encrypts the repository's metadata.
-func NewKeyFile(m *MasterKeys, tiers []blob.Tier, password []byte, kdf KDFParams, repoID blob.ID, meta KeyFileMeta) ([]byte, error) {
+// cache, unless nil, keeps the key-encryption key derived for it.
+func NewKeyFile(m *MasterKeys, tiers []blob.Tier, password []byte, kdf KDFParams, repoID blob.ID, meta KeyFileMeta, cache KEKCache) ([]byte, error) {
 	tiers = normalizeTiers(tiers)
 	if !slices.Contains(tiers, blob.Workspace) {
 		return nil, fmt.Errorf("a key must unlock the workspace tier")
@@ -80,12 +81,12 @@ func NewKeyFile(m *MasterKeys, tiers []blob.Tier, password []byte, kdf KDFParams
 	if len(meta.Hostname) > 255 || len(meta.Username) > 255 {
 		return nil, fmt.Errorf("host or user name longer than 255 bytes")
 	}
-	return sealKeyFile(m, tiers, password, kdf, repoID, meta)
+	return sealKeyFile(m, tiers, password, kdf, repoID, meta, cache)
 }
 
 // sealKeyFile derives the key-encryption key and writes the key file,
 // without NewKeyFile's checks (tests make key files of older Lifeboats).
-func sealKeyFile(m *MasterKeys, tiers []blob.Tier, password []byte, kdf KDFParams, repoID blob.ID, meta KeyFileMeta) ([]byte, error) {
+func sealKeyFile(m *MasterKeys, tiers []blob.Tier, password []byte, kdf KDFParams, repoID blob.ID, meta KeyFileMeta, cache KEKCache) ([]byte, error) {
 	mat := keyMaterial{Tiers: map[blob.Tier]tierMaterial{}}
 	for _, t := range tiers {
 		k, err := m.Tier(t)
@@ -101,6 +102,7 @@ func sealKeyFile(m *MasterKeys, tiers []blob.Tier, password []byte, kdf KDFParam
 	defer clear(plain)
 	kek := kdf.derive(password)
 	defer clear(kek[:])
+	keepKEK(cache, kdf, password, kek)
 	kf := KeyFile{
 		Version: KeyFileVersion, Created: meta.Created.UTC(), Hostname: meta.Hostname, Username: meta.Username,
 		Tiers: tiers, KDF: kdf,
@@ -152,10 +154,16 @@ func (kf *KeyFile) Meta() KeyFileMeta {
 // from another repository) yields ErrWrongPassword. Parameters beyond the
 // bounds yield ErrKDFCost before anything is derived.
 func (kf *KeyFile) Open(password []byte, repoID blob.ID) (*MasterKeys, error) {
+	return kf.OpenCached(password, repoID, nil)
+}
+
+// OpenCached is Open that first looks in cache for the key-encryption key
+// of password and this key file, and keeps it there once derived.
+func (kf *KeyFile) OpenCached(password []byte, repoID blob.ID, cache KEKCache) (*MasterKeys, error) {
 	if err := kf.KDF.Validate(); err != nil {
 		return nil, err
 	}
-	return kf.open(password, repoID)
+	return kf.open(password, repoID, cache)
 }
 
 // OpenAboveBounds is Open for a key file the user named (--key-hint): it
@@ -167,17 +175,39 @@ func (kf *KeyFile) OpenAboveBounds(password []byte, repoID blob.ID) (*MasterKeys
 	if err := kf.KDF.validateLegacy(); err != nil {
 		return nil, err
 	}
-	return kf.open(password, repoID)
+	return kf.open(password, repoID, nil)
 }
 
-func (kf *KeyFile) open(password []byte, repoID blob.ID) (*MasterKeys, error) {
+// open unwraps the key file with the key-encryption key cache holds for
+// password (nil: no cache), else with one derived from it, which the
+// cache then keeps. An entry that does not open the key file is passed
+// over: the derivation decides.
+func (kf *KeyFile) open(password []byte, repoID blob.ID, cache KEKCache) (*MasterKeys, error) {
+	aad := keyAAD(repoID, kf.Tiers, kf.Meta())
+	if kek, ok := cachedKEK(cache, kf.KDF, password); ok {
+		plain, err := NewSealer(kek).Open(nil, kf.Data, aad)
+		clear(kek[:])
+		if err == nil {
+			defer clear(plain)
+			return kf.material(plain)
+		}
+	}
 	kek := kf.KDF.derive(password)
 	defer clear(kek[:])
-	plain, err := NewSealer(kek).Open(nil, kf.Data, keyAAD(repoID, kf.Tiers, kf.Meta()))
+	plain, err := NewSealer(kek).Open(nil, kf.Data, aad)
 	if err != nil {
 		return nil, ErrWrongPassword
 	}
 	defer clear(plain)
+	m, err := kf.material(plain)
+	if err == nil {
+		keepKEK(cache, kf.KDF, password, kek)
+	}
+	return m, err
+}
+
+// material decodes the unsealed key material of the tiers kf declares.
+func (kf *KeyFile) material(plain []byte) (*MasterKeys, error) {
 	var mat keyMaterial
 	if err := json.Unmarshal(plain, &mat); err != nil {
 		return nil, fmt.Errorf("%w: sealed key material does not decode: %v", ErrNotKeyFile, err)

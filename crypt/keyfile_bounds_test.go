@@ -30,7 +30,7 @@ func withKDF(t *testing.T, data []byte, timeCost, memoryKiB uint32) []byte {
 
 func smallKeyFile(t *testing.T, m *MasterKeys, kdf KDFParams) []byte {
 	t.Helper()
-	data, err := sealKeyFile(m, blob.Tiers, []byte("pw"), kdf, boundsRepoID, KeyFileMeta{Created: time.Unix(1e9, 0)})
+	data, err := sealKeyFile(m, blob.Tiers, []byte("pw"), kdf, boundsRepoID, KeyFileMeta{Created: time.Unix(1e9, 0)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestNewKeyFileRefusesBeyondBounds(t *testing.T) {
 	m := NewMasterKeys()
 	before := KeyDerivations()
 	for _, p := range []KDFParams{NewKDFParams(MaxKDFTime+1, 64, 1), NewKDFParams(1, MaxKDFMemoryKiB+1, 1), NewKDFParams(16, 1024*1024, 4)} {
-		if _, err := NewKeyFile(m, blob.Tiers, []byte("pw"), p, boundsRepoID, KeyFileMeta{}); !errors.Is(err, ErrKDFCost) {
+		if _, err := NewKeyFile(m, blob.Tiers, []byte("pw"), p, boundsRepoID, KeyFileMeta{}, nil); !errors.Is(err, ErrKDFCost) {
 			t.Fatalf("NewKeyFile(time %d, memory %d KiB) = %v, want ErrKDFCost", p.Time, p.MemoryKiB, err)
 		}
 	}

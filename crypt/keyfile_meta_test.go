@@ -15,7 +15,7 @@ func TestKeyFileMetadataBound(t *testing.T) {
 	m := NewMasterKeys()
 	var repo blob.ID
 	meta := KeyFileMeta{Created: time.Now(), Hostname: "host", Username: "user"}
-	data, err := NewKeyFile(m, blob.Tiers, []byte("pw"), NewKDFParams(1, 64, 1), repo, meta)
+	data, err := NewKeyFile(m, blob.Tiers, []byte("pw"), NewKDFParams(1, 64, 1), repo, meta, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

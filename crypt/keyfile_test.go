@@ -23,7 +23,7 @@ var (
 func newKeyFile(t testing.TB, m *crypt.MasterKeys, tiers []blob.Tier) []byte {
 	t.Helper()
 	meta := crypt.KeyFileMeta{Created: time.Date(2025, 1, 2, 3, 4, 5, 0, time.FixedZone("x", 3600)), Hostname: "host", Username: "user"}
-	data, err := crypt.NewKeyFile(m, tiers, testPassword, testKDF(), testRepoID, meta)
+	data, err := crypt.NewKeyFile(m, tiers, testPassword, testKDF(), testRepoID, meta, nil)
 	if err != nil {
 		t.Fatalf("NewKeyFile: %v", err)
 	}
@@ -97,7 +97,7 @@ func TestKeyFileWorkspaceOnly(t *testing.T) {
 		t.Fatalf("Tier(sensitive) = %v, %v; want nil, ErrTierLocked", k, err)
 	}
 	// A workspace-only key hands on only what it has.
-	if _, err := crypt.NewKeyFile(got, blob.Tiers, testPassword, testKDF(), testRepoID, crypt.KeyFileMeta{}); !errors.Is(err, crypt.ErrTierLocked) {
+	if _, err := crypt.NewKeyFile(got, blob.Tiers, testPassword, testKDF(), testRepoID, crypt.KeyFileMeta{}, nil); !errors.Is(err, crypt.ErrTierLocked) {
 		t.Fatalf("re-wrapping both tiers from a workspace-only key: got %v, want ErrTierLocked", err)
 	}
 }
@@ -120,7 +120,7 @@ func TestNewKeyFileRefuses(t *testing.T) {
 		{"bad kdf", blob.Tiers, testPassword, bad},
 	}
 	for _, c := range cases {
-		if data, err := crypt.NewKeyFile(m, c.tiers, c.pw, c.kdf, testRepoID, crypt.KeyFileMeta{}); err == nil {
+		if data, err := crypt.NewKeyFile(m, c.tiers, c.pw, c.kdf, testRepoID, crypt.KeyFileMeta{}, nil); err == nil {
 			t.Errorf("%s: NewKeyFile succeeded: %s", c.name, data)
 		}
 	}

@@ -40,9 +40,10 @@ func keyMeta(now time.Time) crypt.KeyFileMeta {
 	return m
 }
 
-// saveKeyFile wraps keys for tiers under password and stores the key file.
-func saveKeyFile(ctx context.Context, be backend.Backend, keys *crypt.MasterKeys, tiers []blob.Tier, password []byte, kdf crypt.KDFParams, repoID blob.ID, now time.Time) (blob.ID, error) {
-	data, err := crypt.NewKeyFile(keys, tiers, password, kdf, repoID, keyMeta(now))
+// saveKeyFile wraps keys for tiers under password and stores the key
+// file; cache, unless nil, keeps its key-encryption key.
+func saveKeyFile(ctx context.Context, be backend.Backend, keys *crypt.MasterKeys, tiers []blob.Tier, password []byte, kdf crypt.KDFParams, repoID blob.ID, now time.Time, cache crypt.KEKCache) (blob.ID, error) {
+	data, err := crypt.NewKeyFile(keys, tiers, password, kdf, repoID, keyMeta(now), cache)
 	if err != nil {
 		return blob.ID{}, err
 	}
@@ -116,7 +117,7 @@ func (u unusableKey) Unwrap() error { return u.err }
 // it and what to do. It then tries the rest cheapest first, newest first among equal
 // costs, so a forged key file dearer than the user's is never derived
 // before it, and each costs at most one derivation within the bounds.
-func unlock(ctx context.Context, be backend.Backend, repoID blob.ID, password []byte, hint string) (*crypt.MasterKeys, blob.ID, error) {
+func unlock(ctx context.Context, be backend.Backend, repoID blob.ID, password []byte, hint string, cache crypt.KEKCache) (*crypt.MasterKeys, blob.ID, error) {
 	var names []string
 	err := be.List(ctx, backend.Key, func(fi backend.FileInfo) error {
 		if strings.HasPrefix(fi.Name, hint) {
@@ -181,7 +182,7 @@ func unlock(ctx context.Context, be backend.Backend, repoID blob.ID, password []
 		if named {
 			keys, err = kf.OpenAboveBounds(password, repoID)
 		} else {
-			keys, err = kf.Open(password, repoID)
+			keys, err = kf.OpenCached(password, repoID, cache)
 		}
 		if errors.Is(err, crypt.ErrWrongPassword) {
 			tried++
@@ -248,7 +249,7 @@ func (r *Repository) AddKey(ctx context.Context, password []byte, tiers []blob.T
 			return blob.ID{}, fmt.Errorf("the key in use does not unlock the %s tier, so it cannot make a key that does: %w", t, crypt.ErrTierLocked)
 		}
 	}
-	return saveKeyFile(ctx, r.be, r.keys, tiers, password, kdf, r.cfg.ID, r.now())
+	return saveKeyFile(ctx, r.be, r.keys, tiers, password, kdf, r.cfg.ID, r.now(), nil)
 }
 
 // FindKey resolves a key id or unique prefix of at least 4 hex characters.
@@ -311,7 +312,7 @@ func (r *Repository) RemoveKey(ctx context.Context, id blob.ID) error {
 // tiers under a new password: the new file is stored before the old one is
 // removed, so a crash leaves at least one working key.
 func (r *Repository) ChangePassword(ctx context.Context, password []byte, kdf crypt.KDFParams) (blob.ID, error) {
-	id, err := saveKeyFile(ctx, r.be, r.keys, r.keys.Tiers(), password, kdf, r.cfg.ID, r.now())
+	id, err := saveKeyFile(ctx, r.be, r.keys, r.keys.Tiers(), password, kdf, r.cfg.ID, r.now(), nil)
 	if err != nil {
 		return blob.ID{}, err
 	}

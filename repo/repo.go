@@ -25,6 +25,7 @@ import (
 type Options struct {
 	CacheDir  string           // local index cache root; default: the user's cache dir + "/lifeboat"
 	KeyHint   string           // try key files whose id starts with this first (and only)
+	KeyCache  crypt.KEKCache   // look for the password's key-encryption key here first, keep it here once derived; nil: none
 	Packers   int              // open packs per tier and blob type that blobs are spread over at random; default 2
 	Uploads   int              // pack uploads in flight as packs fill; default 2 (a Flush uploads the open packs all at once)
 	PackSize  int              // overrides the config's target pack size (tests)
@@ -56,6 +57,7 @@ type InitOptions struct {
 	Compression pack.Compression
 	Chunker     chunk.Params
 	KDF         crypt.KDFParams // default argon2id 4 passes, 48 MiB (crypt.DefaultKDF*)
+	KeyCache    crypt.KEKCache  // keeps the first key's key-encryption key; nil: none
 }
 
 // Compression chooses the zstd level of new blobs (pack.Compression).
@@ -188,7 +190,7 @@ func Init(ctx context.Context, be backend.Backend, password []byte, o InitOption
 	if _, err := decodeConfig(data, be.Location()); err != nil {
 		return InitResult{}, fmt.Errorf("invalid init options: %w", err)
 	}
-	keyID, err := saveKeyFile(ctx, be, keys, blob.Tiers, password, o.KDF, p.ID, p.Created)
+	keyID, err := saveKeyFile(ctx, be, keys, blob.Tiers, password, o.KDF, p.ID, p.Created, o.KeyCache)
 	if err != nil {
 		return InitResult{}, err
 	}
@@ -211,7 +213,7 @@ func Open(ctx context.Context, be backend.Backend, password []byte, o Options) (
 	if err != nil {
 		return nil, err
 	}
-	keys, keyID, err := unlock(ctx, be, cfg.ID, password, o.KeyHint)
+	keys, keyID, err := unlock(ctx, be, cfg.ID, password, o.KeyHint, o.KeyCache)
 	if err != nil {
 		return nil, err
 	}

@@ -289,7 +289,7 @@ lifeboat_key_derivations_total %d
 	if err := testutil.GatherAndCompare(m.reg, want(before), "lifeboat_key_derivations_total"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := crypt.NewKeyFile(crypt.NewMasterKeys(), blob.Tiers, []byte("pw"), crypt.NewKDFParams(1, 64, 1), blob.ID{1}, crypt.KeyFileMeta{}); err != nil {
+	if _, err := crypt.NewKeyFile(crypt.NewMasterKeys(), blob.Tiers, []byte("pw"), crypt.NewKDFParams(1, 64, 1), blob.ID{1}, crypt.KeyFileMeta{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := testutil.GatherAndCompare(m.reg, want(before+1), "lifeboat_key_derivations_total"); err != nil {

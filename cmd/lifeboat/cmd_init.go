@@ -63,7 +63,7 @@ func runInit(cmd *cobra.Command, g *globalOptions, o initOptions) error {
 		return initError(err)
 	}
 	defer be.Close()
-	res, err := repo.Init(cmd.Context(), be, pw, repo.InitOptions{PackSize: o.packSizeMiB << 20, Compression: c, KDF: kdf})
+	res, err := repo.Init(cmd.Context(), be, pw, repo.InitOptions{PackSize: o.packSizeMiB << 20, Compression: c, KDF: kdf, KeyCache: g.kekCache()})
 	if err != nil {
 		return initError(err)
 	}

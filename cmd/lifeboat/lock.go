@@ -22,29 +22,26 @@ const lockWaitEnv = "LIFEBOAT_LOCK_WAIT"
 // --lock-wait was not given, refusing a value that is not a duration or is
 // negative: a typo must not quietly become the default wait.
 func (g *globalOptions) lockWaitFromEnv(flags *pflag.FlagSet) error {
-	v := os.Getenv(lockWaitEnv)
-	if v == "" || flags.Changed("lock-wait") {
-		return nil
-	}
-	d, err := envDuration(lockWaitEnv, v)
-	if err != nil {
-		return err
-	}
-	g.lockWait = d
-	return nil
+	return durationFromEnv(flags, "lock-wait", lockWaitEnv, &g.lockWait)
 }
 
-// envDuration parses the value v of the environment variable name as a
-// duration of zero or more, or says what is wrong with it (a usage error).
-func envDuration(name, v string) (time.Duration, error) {
-	d, err := time.ParseDuration(v)
+// durationFromEnv sets *d from the environment variable env when the
+// duration flag was not given, refusing a value that is not a duration
+// or is negative (a usage error naming env).
+func durationFromEnv(flags *pflag.FlagSet, flag, env string, d *time.Duration) error {
+	v := os.Getenv(env)
+	if v == "" || flags.Changed(flag) {
+		return nil
+	}
+	got, err := time.ParseDuration(v)
 	if err != nil {
-		return 0, usageError{fmt.Sprintf("%s=%q is not a duration: want a number with a unit, such as 30s, 5m or 1h (0: do not wait)", name, v)}
+		return usageError{fmt.Sprintf("%s=%q is not a duration: want a number with a unit, such as 30s, 5m or 1h (0: %s)", env, v, zeroMeaning(flag))}
 	}
-	if d < 0 {
-		return 0, usageError{fmt.Sprintf("%s=%q is negative: want 0 or more, such as 30s or 5m", name, v)}
+	if got < 0 {
+		return usageError{fmt.Sprintf("%s=%q is negative: want 0 or more, such as 30s or 5m", env, v)}
 	}
-	return d, nil
+	*d = got
+	return nil
 }
 
 // lockOptions are the options every command locks with.

@@ -100,6 +100,7 @@ func (g *globalOptions) password(prompt string, confirm bool) ([]byte, error) {
 	if p := os.Getenv("LIFEBOAT_PASSWORD"); p != "" {
 		return []byte(p), nil
 	}
+	g.prompted = true
 	return g.prompt(prompt, confirm, "no password given: set LIFEBOAT_PASSWORD or LIFEBOAT_PASSWORD_FILE, or pass --password-file")
 }
 
@@ -166,7 +167,7 @@ const serveSessionShare = time.Minute
 // the snapshot and pin objects it loaded (its retention reads them all at
 // every capture) and shares capture sessions.
 func (g *globalOptions) repoOptions(withIndex bool) repo.Options {
-	o := repo.Options{CacheDir: g.cacheDir, KeyHint: g.keyHint, NoIndexDB: !withIndex}
+	o := repo.Options{CacheDir: g.cacheDir, KeyHint: g.keyHint, KeyCache: g.kekCache(), NoIndexDB: !withIndex}
 	if g.serving {
 		o.KeepObjects, o.SessionShare = true, serveSessionShare
 	}

@@ -29,6 +29,8 @@ type globalOptions struct {
 	tokenFile    string   // --token-file: the bearer token sent to it
 	json         bool
 	lockWait     time.Duration
+	keyCacheTTL  time.Duration // --key-cache: how long the kernel keyring keeps a derived key (0: not at all)
+	prompted     bool          // the password came from the terminal: no key is cached for it
 	prof         profiler
 	serving      bool // set by serve: the repository stays open for many captures (repoOptions)
 
@@ -56,6 +58,9 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 			if err := g.lockWaitFromEnv(cmd.Flags()); err != nil {
 				return err
 			}
+			if err := durationFromEnv(cmd.Flags(), "key-cache", keyCacheEnv, &g.keyCacheTTL); err != nil {
+				return err
+			}
 			if err := g.applyConfig(cmd); err != nil {
 				return err
 			}
@@ -79,6 +84,7 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 	f.StringVar(&g.tokenFile, "token-file", os.Getenv("LIFEBOAT_TOKEN_FILE"), "file holding the bearer token sent to --server (env LIFEBOAT_TOKEN_FILE; default with --config: [server] token_file)")
 	f.BoolVar(&g.json, "json", false, "print JSON lines, each with a message_type")
 	f.DurationVar(&g.lockWait, "lock-wait", lockWaitDefault, "wait this long for another process's repository lock, then fail with exit code 12 (env LIFEBOAT_LOCK_WAIT; 0: do not wait)")
+	f.DurationVar(&g.keyCacheTTL, "key-cache", keyCacheDefault, "keep the key derived from a password file or LIFEBOAT_PASSWORD this long in the user's kernel keyring, sealed under the password, so that the next commands skip the derivation (env LIFEBOAT_KEY_CACHE; 0: keep none; see docs/keys.md)")
 	f.StringVar(&g.prof.cpuPath, "cpuprofile", "", "write a CPU profile to this file")
 	f.StringVar(&g.prof.memPath, "memprofile", "", "write an allocation profile to this file")
 	f.StringVar(&g.prof.tracePath, "trace", "", "write a Go execution trace to this file (go tool trace)")
@@ -156,7 +162,7 @@ func unknownSubcommand(cmd *cobra.Command, args []string) error {
 
 // nonNegativeFlags are the count and duration flags, of any command, for
 // which a negative value means nothing; refuseNegativeFlags refuses one.
-var nonNegativeFlags = []string{"lock-wait", "readers", "workers"}
+var nonNegativeFlags = []string{"lock-wait", "key-cache", "readers", "workers"}
 
 // refuseNegativeFlags refuses a negative value given to one of
 // nonNegativeFlags (a usage error naming the flag).
@@ -172,8 +178,11 @@ func refuseNegativeFlags(flags *pflag.FlagSet) error {
 }
 
 func zeroMeaning(flag string) string {
-	if flag == "lock-wait" {
+	switch flag {
+	case "lock-wait":
 		return "do not wait"
+	case "key-cache":
+		return "keep no key"
 	}
 	return "the default, twice the CPUs"
 }
