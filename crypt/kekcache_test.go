@@ -15,7 +15,7 @@ import (
 // internal/keyring).
 type mapKEKCache map[string][]byte
 
-func (c mapKEKCache) Get(name string) []byte        { return c[name] }
+func (c mapKEKCache) Get(name string) []byte         { return c[name] }
 func (c mapKEKCache) Put(name string, sealed []byte) { c[name] = slices.Clone(sealed) }
 
 // A key file made or opened with a cache keeps its key-encryption key
