@@ -11,12 +11,18 @@ import (
 	"lifeboat/crypt"
 )
 
-// mapKEKCache is a KEKCache in a map (the kernel keyring's own test is in
-// internal/keyring).
+// mapKEKCache is a KEKCache in a map, with the secret "pepper" (the
+// kernel keyring's own test is in internal/keyring).
 type mapKEKCache map[string][]byte
 
 func (c mapKEKCache) Get(name string) []byte         { return c[name] }
 func (c mapKEKCache) Put(name string, sealed []byte) { c[name] = slices.Clone(sealed) }
+func (c mapKEKCache) Secret() []byte                 { return []byte("pepper") }
+
+// otherSecretCache holds the same entries under another secret.
+type otherSecretCache struct{ mapKEKCache }
+
+func (otherSecretCache) Secret() []byte { return []byte("salt") }
 
 // A key file made or opened with a cache keeps its key-encryption key
 // there, sealed; the next open with the same password derives nothing, a
@@ -70,6 +76,20 @@ func TestKEKCache(t *testing.T) {
 	if _, err := kf.OpenCached(testPassword, blob.ID{9}, cache); !errors.Is(err, crypt.ErrWrongPassword) {
 		t.Fatalf("the key file of another repository opened with the cached key: %v", err)
 	}
+
+	// The same entries with another secret: derived again.
+	if _, ok := kf.OpenFromCache(testPassword, testRepoID, otherSecretCache{cache}); ok {
+		t.Fatal("an entry opened with another cache secret")
+	}
+	// Entries too short, too long or empty open nothing.
+	good := slices.Clone(cache[name])
+	for _, v := range [][]byte{nil, good[:len(good)-1], append(slices.Clone(good), 0)} {
+		cache[name] = v
+		if _, ok := kf.OpenFromCache(testPassword, testRepoID, cache); ok {
+			t.Fatalf("an entry of %d bytes opened the key file", len(v))
+		}
+	}
+	cache[name] = good
 
 	// A damaged entry: derived again, and the entry mended.
 	cache[name][len(cache[name])-1] ^= 1

@@ -183,15 +183,10 @@ func (kf *KeyFile) OpenAboveBounds(password []byte, repoID blob.ID) (*MasterKeys
 // cache then keeps. An entry that does not open the key file is passed
 // over: the derivation decides.
 func (kf *KeyFile) open(password []byte, repoID blob.ID, cache KEKCache) (*MasterKeys, error) {
-	aad := keyAAD(repoID, kf.Tiers, kf.Meta())
-	if kek, ok := cachedKEK(cache, kf.KDF, password); ok {
-		plain, err := NewSealer(kek).Open(nil, kf.Data, aad)
-		clear(kek[:])
-		if err == nil {
-			defer clear(plain)
-			return kf.material(plain)
-		}
+	if m, ok := kf.OpenFromCache(password, repoID, cache); ok {
+		return m, nil
 	}
+	aad := keyAAD(repoID, kf.Tiers, kf.Meta())
 	kek := kf.KDF.derive(password)
 	defer clear(kek[:])
 	plain, err := NewSealer(kek).Open(nil, kf.Data, aad)
@@ -204,6 +199,24 @@ func (kf *KeyFile) open(password []byte, repoID blob.ID, cache KEKCache) (*Maste
 		keepKEK(cache, kf.KDF, password, kek)
 	}
 	return m, err
+}
+
+// OpenFromCache unwraps the key file with the key-encryption key cache
+// holds for password, deriving nothing; false when it holds none, or one
+// that does not open this key file.
+func (kf *KeyFile) OpenFromCache(password []byte, repoID blob.ID, cache KEKCache) (*MasterKeys, bool) {
+	kek, ok := cachedKEK(cache, kf.KDF, password)
+	if !ok {
+		return nil, false
+	}
+	plain, err := NewSealer(kek).Open(nil, kf.Data, keyAAD(repoID, kf.Tiers, kf.Meta()))
+	clear(kek[:])
+	if err != nil {
+		return nil, false
+	}
+	defer clear(plain)
+	m, err := kf.material(plain)
+	return m, err == nil
 }
 
 // material decodes the unsealed key material of the tiers kf declares.

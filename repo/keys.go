@@ -82,6 +82,8 @@ type keyCandidate struct {
 	name    string
 	cost    uint64 // argon2id passes × KiB
 	created time.Time
+	kf      *crypt.KeyFile
+	id      blob.ID
 }
 
 // unusableKey is a key file unlock did not try, and why.
@@ -142,7 +144,7 @@ func unlock(ctx context.Context, be backend.Backend, repoID blob.ID, password []
 		if err := ctx.Err(); err != nil {
 			return nil, blob.ID{}, err
 		}
-		kf, _, err := loadKeyFile(ctx, be, name)
+		kf, id, err := loadKeyFile(ctx, be, name)
 		if err == nil && !named {
 			err = kf.KDF.Validate()
 		}
@@ -150,7 +152,7 @@ func unlock(ctx context.Context, be backend.Backend, repoID blob.ID, password []
 			unusable = append(unusable, unusableKey{name, err})
 			continue
 		}
-		cands = append(cands, keyCandidate{name, kf.KDF.Cost(), kf.Created})
+		cands = append(cands, keyCandidate{name, kf.KDF.Cost(), kf.Created, kf, id})
 	}
 	if len(cands) == 0 {
 		return nil, blob.ID{}, fmt.Errorf("%w: %w", ErrNoUsableKey, errors.Join(unusable...))
@@ -168,6 +170,16 @@ func unlock(ctx context.Context, be backend.Backend, repoID blob.ID, password []
 		}
 		return a.name < b.name
 	})
+	// A key the cache holds for this password opens its key file without
+	// a derivation, wherever that key file sorts.
+	for _, c := range cands {
+		if c.kf.KDF.Validate() != nil {
+			continue // beyond the bounds: derived only as named, never cached
+		}
+		if keys, ok := c.kf.OpenFromCache(password, repoID, cache); ok {
+			return keys, c.id, nil
+		}
+	}
 	tried := 0
 	for _, c := range cands {
 		if err := ctx.Err(); err != nil {
@@ -179,7 +191,7 @@ func unlock(ctx context.Context, be backend.Backend, repoID blob.ID, password []
 			continue
 		}
 		var keys *crypt.MasterKeys
-		if named {
+		if named && kf.KDF.Validate() != nil {
 			keys, err = kf.OpenAboveBounds(password, repoID)
 		} else {
 			keys, err = kf.OpenCached(password, repoID, cache)

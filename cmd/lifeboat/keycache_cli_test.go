@@ -16,13 +16,10 @@ import (
 )
 
 // kekEntry returns the /proc/keys fields of the key cache entry of the
-// repository's only key file (nil: none), and its name.
+// repository's first key file (nil: none), and its name.
 func (e *env) kekEntry() ([]string, string) {
 	e.t.Helper()
 	names := e.keyFileNames()
-	if len(names) != 1 {
-		e.t.Fatalf("key files: %v, want 1", names)
-	}
 	data, err := os.ReadFile(filepath.Join(e.repo, "keys", names[0]))
 	if err != nil {
 		e.t.Fatal(err)
@@ -103,11 +100,33 @@ func TestKeyCacheSkipsDerivation(t *testing.T) {
 	if derived() != 4 {
 		t.Fatalf("the wrong password: %d derivations in all, want 4 (tried, not taken from the cache)", derived())
 	}
+	e.ok("--key-cache", "2m", "snapshots")
+	if derived() != 4 {
+		t.Fatal("the entry did not survive a wrong password")
+	}
+
+	// A second key file, newer and of the same cost, sorts first: the
+	// first password still finds its entry without deriving for it, as
+	// it does when --key-hint names its key file.
+	second := filepath.Join(e.dir, "pw2")
+	if err := os.WriteFile(second, []byte("second password"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	firstKey := e.keyFileNames()[0]
+	e.ok("--key-cache", "2m", "key", "add", "--new-password-file", second, "--kdf-memory-kib", "64", "--kdf-time", "1")
+	before = crypt.KeyDerivations()
+	e.ok("--key-cache", "2m", "snapshots")
+	e.ok("--key-cache", "2m", "--key-hint", firstKey[:8], "snapshots")
+	if derived() != 0 {
+		t.Fatalf("with two key files: %d derivations, want none", derived())
+	}
 
 	for _, c := range []struct{ env, flag, want string }{
 		{"soon", "", "LIFEBOAT_KEY_CACHE=\"soon\" is not a duration"},
 		{"-1m", "", "LIFEBOAT_KEY_CACHE=\"-1m\" is negative"},
 		{"", "-1m", "--key-cache -1m0s: want 0 or more (0: keep no key)"},
+		{"", "25h", "--key-cache 25h0m0s (or LIFEBOAT_KEY_CACHE) is too long: at most 24h0m0s"},
+		{"25h", "", "--key-cache 25h0m0s (or LIFEBOAT_KEY_CACHE) is too long"},
 	} {
 		t.Setenv(keyCacheEnv, c.env)
 		args := []string{"snapshots"}
@@ -118,13 +137,14 @@ func TestKeyCacheSkipsDerivation(t *testing.T) {
 			t.Fatalf("LIFEBOAT_KEY_CACHE=%q %v: exit %d, %s; want exit %d saying %q", c.env, args, r.code, r.stderr, exitUsage, c.want)
 		}
 	}
-	if derived() != 4 {
+	if derived() != 0 {
 		t.Fatal("a refused key-cache value derived a key")
 	}
 }
 
-// A password typed at the prompt is never cached: init asked on a
-// terminal keeps no entry, while the same password from a file does.
+// A password typed at the prompt or read from a FIFO is never cached:
+// init and snapshots asked on a terminal, and snapshots reading a FIFO,
+// keep no entry, while the same password from a file does.
 func TestKeyCacheSkipsTypedPassword(t *testing.T) {
 	if !keyring.Available() {
 		t.Skip("the kernel keyring is not available to this process (no keyrings, or a seccomp filter refuses them)")
@@ -145,6 +165,34 @@ func TestKeyCacheSkipsTypedPassword(t *testing.T) {
 	if entry != nil {
 		t.Fatalf("init kept entry %s for a typed password", name)
 	}
+	if _, err := tty.master.WriteString(testPW + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	code = run(context.Background(), []string{"--repo", e.repo, "--cache-dir", e.cache, "--key-cache", "2m", "snapshots"}, tty.slave, &out, &errb)
+	if code != 0 {
+		t.Fatalf("snapshots with a typed password: exit %d, %s", code, errb.String())
+	}
+	if entry, _ := e.kekEntry(); entry != nil {
+		t.Fatalf("snapshots kept entry %s for a typed password", name)
+	}
+
+	// From a FIFO: stored nowhere either.
+	fifo := filepath.Join(e.dir, "pw-fifo")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	written := make(chan error, 1)
+	go func() { written <- os.WriteFile(fifo, []byte(testPW), 0o600) }()
+	if r := e.run("--key-cache", "2m", "--password-file", fifo, "snapshots"); r.code != 0 {
+		t.Fatalf("snapshots with the password from a FIFO: exit %d, %s", r.code, r.stderr)
+	}
+	if err := <-written; err != nil {
+		t.Fatal(err)
+	}
+	if entry, _ := e.kekEntry(); entry != nil {
+		t.Fatalf("snapshots kept entry %s for a password read from a FIFO", name)
+	}
+
 	e.ok("--key-cache", "2m", "snapshots")
 	if entry, _ := e.kekEntry(); entry == nil {
 		t.Fatalf("the same password from a file kept no entry %s", name)

@@ -61,6 +61,9 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 			if err := durationFromEnv(cmd.Flags(), "key-cache", keyCacheEnv, &g.keyCacheTTL); err != nil {
 				return err
 			}
+			if err := g.checkKeyCache(); err != nil {
+				return err
+			}
 			if err := g.applyConfig(cmd); err != nil {
 				return err
 			}
@@ -84,7 +87,7 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 	f.StringVar(&g.tokenFile, "token-file", os.Getenv("LIFEBOAT_TOKEN_FILE"), "file holding the bearer token sent to --server (env LIFEBOAT_TOKEN_FILE; default with --config: [server] token_file)")
 	f.BoolVar(&g.json, "json", false, "print JSON lines, each with a message_type")
 	f.DurationVar(&g.lockWait, "lock-wait", lockWaitDefault, "wait this long for another process's repository lock, then fail with exit code 12 (env LIFEBOAT_LOCK_WAIT; 0: do not wait)")
-	f.DurationVar(&g.keyCacheTTL, "key-cache", keyCacheDefault, "keep the key derived from a password file or LIFEBOAT_PASSWORD this long in the user's kernel keyring, sealed under the password, so that the next commands skip the derivation (env LIFEBOAT_KEY_CACHE; 0: keep none; see docs/keys.md)")
+	f.DurationVar(&g.keyCacheTTL, "key-cache", keyCacheDefault, "keep the key derived from a password file or LIFEBOAT_PASSWORD this long (at most 24h) in the user's kernel keyring, sealed under the password, so that the next commands skip the derivation (env LIFEBOAT_KEY_CACHE; 0: keep none; see docs/keys.md)")
 	f.StringVar(&g.prof.cpuPath, "cpuprofile", "", "write a CPU profile to this file")
 	f.StringVar(&g.prof.memPath, "memprofile", "", "write an allocation profile to this file")
 	f.StringVar(&g.prof.tracePath, "trace", "", "write a Go execution trace to this file (go tool trace)")
