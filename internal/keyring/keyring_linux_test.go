@@ -219,7 +219,7 @@ func TestRoomFor(t *testing.T) {
 	if _, err := os.Stat("/proc/key-users"); err != nil {
 		t.Skipf("no /proc/key-users: %v", err)
 	}
-	if !roomFor(45 + 72) && os.Geteuid() == 0 {
+	if !roomFor(45+72) && os.Geteuid() == 0 {
 		t.Fatal("root's quota (a million keys by default) has no room for one entry")
 	}
 	if roomFor(1 << 40) {
