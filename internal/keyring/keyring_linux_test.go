@@ -7,15 +7,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"lifeboat/internal/proctest"
 )
 
 // testName is a fresh entry name, so that parallel runs never meet.
@@ -143,31 +143,16 @@ func TestOpen(t *testing.T) {
 	}
 }
 
+// lookEnv passes TestKeyringLookAsChild its directory, whose file "look"
+// says the entry's name and id and what the child must find.
+const lookEnv = "LIFEBOAT_KEYRING_LOOK"
+
 // A process of another user can neither find the entry through its own
-// keyrings nor read it by its id. The test binary runs itself as nobody
-// (needs root) to look.
+// keyrings nor read it by its id (the test binary runs itself as nobody,
+// which needs root), while the same user's next process finds and reads
+// it.
 func TestOtherUserCannotRead(t *testing.T) {
-	if v := os.Getenv("LIFEBOAT_KEYRING_LOOK"); v != "" {
-		name, idText, _ := strings.Cut(v, " ")
-		c := &Cache{}
-		var b strings.Builder
-		if got := c.Get(name); got != nil {
-			b.WriteString("found " + string(got) + ";")
-		}
-		id, _ := strconv.Atoi(idText)
-		buf := make([]byte, 64)
-		if n, err := unix.KeyctlBuffer(unix.KEYCTL_READ, id, buf, 0); err == nil {
-			b.WriteString("read " + string(buf[:n]) + ";")
-		} else if !errors.Is(err, unix.EACCES) {
-			b.WriteString("read by id: " + err.Error() + ";")
-		}
-		os.Stdout.WriteString(b.String() + "done")
-		return
-	}
 	requireKeyring(t)
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to run a process as another user")
-	}
 	c := openCache(t, time.Minute)
 	name := testName()
 	c.Put(name, []byte("secret"))
@@ -176,41 +161,48 @@ func TestOtherUserCannotRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A copy of the test binary that nobody may run: go test's own
-	// directory is its user's alone.
-	dir, err := os.MkdirTemp("", "keyring-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	self, err := os.ReadFile(os.Args[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "keyring.test")
-	if err := os.WriteFile(bin, self, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	look := func(cred *syscall.Credential) string {
-		cmd := exec.Command(bin, "-test.run=^TestOtherUserCannotRead$")
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "LIFEBOAT_KEYRING_LOOK="+name+" "+strconv.Itoa(id))
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("running as %v: %v", cred, err)
+	dir := proctest.SharedTempDir(t, 0o755)
+	look := func(want string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, "look"), []byte(name+" "+strconv.Itoa(id)+" "+want), 0o644); err != nil {
+			t.Fatal(err)
 		}
-		got, _, _ := strings.Cut(string(out), "done")
-		return got
 	}
-	if got := look(&syscall.Credential{Uid: 65534, Gid: 65534}); got != "" {
-		t.Fatalf("another user's process: %q, want neither found nor read", got)
+	look("secret")
+	proctest.RunTest(t, os.Args[0], "TestKeyringLookAsChild", []string{lookEnv + "=" + dir}, nil)
+	look("nothing")
+	proctest.RunTestAsNobody(t, dir, "TestKeyringLookAsChild", lookEnv)
+}
+
+// TestKeyringLookAsChild is TestOtherUserCannotRead's child: it looks for
+// the entry through its own keyrings and reads it by its id.
+func TestKeyringLookAsChild(t *testing.T) {
+	dir := proctest.ChildEnv(t, lookEnv, "TestOtherUserCannotRead")
+	b, err := os.ReadFile(filepath.Join(dir, "look"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := look(nil); got != "found secret;read secret;" {
-		t.Fatalf("the same user's process: %q, want the entry found and read", got)
+	f := strings.Fields(string(b))
+	if len(f) != 3 {
+		t.Fatalf("look file %q", b)
+	}
+	name, want := f[0], f[2]
+	id, err := strconv.Atoi(f[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := (&Cache{}).Get(name)
+	buf := make([]byte, 64)
+	n, rerr := unix.KeyctlBuffer(unix.KEYCTL_READ, id, buf, 0)
+	switch want {
+	case "secret":
+		if string(got) != "secret" || rerr != nil || string(buf[:n]) != "secret" {
+			t.Fatalf("the same user: Get %q, read by id %q, %v; want the entry", got, buf[:max(n, 0)], rerr)
+		}
+	default:
+		if got != nil || !errors.Is(rerr, unix.EACCES) {
+			t.Fatalf("uid %d: Get %q, read by id: %v; want nothing, and EACCES", os.Geteuid(), got, rerr)
+		}
 	}
 }
 

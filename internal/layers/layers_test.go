@@ -96,7 +96,7 @@ var allowed = map[string][]string{
 	"bench/harness": {"bench", "blob", "chunk", "crypt", "internal/memsample", "pack", "profile/fixture", "profile/fixture/localstorage"},
 
 	// The binaries.
-	"cmd/lifeboat": {"backend", "backend/location", "backend/s3", "blob", "checkpoint", "cmd/lifeboat/internal/gcfloor", "config", "crypt", "demo", "internal/jsonlines", "livetest", "profile", "providers",
+	"cmd/lifeboat": {"backend", "backend/location", "backend/s3", "blob", "checkpoint", "cmd/lifeboat/internal/gcfloor", "config", "crypt", "demo", "internal/jsonlines", "internal/keyring", "livetest", "profile", "providers",
 		"providers/cloudflare", "providers/daytona", "providers/docker", "providers/e2b", "providers/local", "providers/managedagents", "providers/ssh", "providers/vercel",
 		"prune", "recovery", "repo", "server", "snapshot", "snapshot/capture", "snapshot/restore"},
 	"cmd/lifeboat/internal/gcfloor": {},
@@ -106,6 +106,7 @@ var allowed = map[string][]string{
 	"internal/osutil":                  {},
 	"internal/keylock":                 {},
 	"internal/memsample":               {},
+	"internal/keyring":                 {},
 	"internal/chromiumtest":            {},
 	"internal/s3test":                  {},
 	"internal/storetest":               {"backend", "backend/location", "internal/s3test"},
