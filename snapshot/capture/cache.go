@@ -200,7 +200,7 @@ func (c *capturer) cacheLookup(d *capDir, p int, names []string, sts []unix.Stat
 	var openErr error
 	err := c.o.Cache.FileCacheGet(c.wsKey, key[:], func(v []byte) {
 		if v != nil {
-			plain, openErr = c.keys.Open(nil, v, capRecordAAD(c.wsKey, key[:]))
+			plain, openErr = c.keys.Open(repo.GetBuffer(len(v)), v, capRecordAAD(c.wsKey, key[:]))
 		}
 	})
 	if err != nil {
@@ -210,6 +210,9 @@ func (c *capturer) cacheLookup(d *capDir, p int, names []string, sts []unix.Stat
 	if plain == nil || openErr != nil {
 		return capOld{} // none, or not ours: its entries are not used, and it is replaced
 	}
+	// The record's names alias plain, and are not used past this lookup;
+	// its entries are decoded out of it.
+	defer repo.PutBuffer(plain)
 	gen, rec, err := decodeRecord(plain)
 	if err != nil {
 		return capOld{}
@@ -274,25 +277,31 @@ func (c *capturer) cachePart(p *capPart) {
 	if p.cache == nil {
 		return
 	}
-	var names [][]byte
-	var entries []*capEntry
+	kept := 0 // entries of files in the snapshot
 	for i, e := range p.cache {
 		if e != nil && p.nodes[i].Type != "" {
-			names = append(names, p.nodes[i].Name)
-			entries = append(entries, e)
+			kept++
 		}
 	}
-	p.cache = nil
-	if len(entries) == 0 {
+	if kept == 0 {
+		p.cache = nil
 		return
 	}
 	key := capPartKey(p.dir.key, p.idx)
 	var rec []byte
-	if p.fresh.Load() || !p.old.found || p.old.n != len(entries) {
+	if p.fresh.Load() || !p.old.found || p.old.n != kept {
+		names, entries := make([][]byte, 0, kept), make([]*capEntry, 0, kept)
+		for i, e := range p.cache {
+			if e != nil && p.nodes[i].Type != "" {
+				names = append(names, p.nodes[i].Name)
+				entries = append(entries, e)
+			}
+		}
 		plain := appendRecord(getCapBuf(), c.cacheGen, names, entries)
 		rec = c.keys.Seal(nil, plain, capRecordAAD(c.wsKey, key[:]))
 		putCapBuf(plain)
 	}
+	p.cache = nil
 	c.cacheMu.Lock()
 	defer c.cacheMu.Unlock()
 	c.cacheSeen.add(key)
