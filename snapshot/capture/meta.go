@@ -1,11 +1,15 @@
 package capture
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"os/user"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -81,8 +85,8 @@ func capOpenat(dirfd int, name string, flags int) (int, error) {
 var capDirentBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
 
 // capReadNames lists every entry of the directory open as fd, but "." and
-// "..". The names are raw bytes in strings. With limit > 0 it stops at
-// limit+1 names, the listing then incomplete.
+// "..". The names are raw bytes in strings (capParseNames). With limit > 0
+// it stops at limit+1 names, the listing then incomplete.
 func capReadNames(fd, limit int) ([]string, error) {
 	bp := capDirentBufs.Get().(*[]byte)
 	defer capDirentBufs.Put(bp)
@@ -100,11 +104,72 @@ func capReadNames(fd, limit int) ([]string, error) {
 		if limit > 0 {
 			most = limit + 1 - len(names)
 		}
-		_, _, names = unix.ParseDirent(buf[:n], most, names)
+		names = capParseNames(buf[:n], most, names)
 		if limit > 0 && len(names) > limit {
 			return names, nil
 		}
 	}
+}
+
+// The fields of a linux_dirent64 record as getdents writes it.
+var (
+	capDirentReclen = int(unsafe.Offsetof(unix.Dirent{}.Reclen))
+	capDirentName   = int(unsafe.Offsetof(unix.Dirent{}.Name))
+)
+
+// capParseNames appends to names those of the dirent records in b, as
+// unix.ParseDirent does on Linux (at most most of them, -1: all; "." and
+// ".." left out), but copies them into one block shared by
+// the strings: one allocation per getdents call rather than one per name,
+// which a capture of an unchanged tree, doing little else per entry,
+// feels.
+func capParseNames(b []byte, most int, names []string) []string {
+	size, count := 0, 0 // every name with its NUL padding: more than the names need
+	for r := b; len(r) > capDirentName; count++ {
+		reclen := int(binary.NativeEndian.Uint16(r[capDirentReclen:]))
+		if reclen <= capDirentName || reclen > len(r) {
+			break
+		}
+		size += reclen - capDirentName
+		r = r[reclen:]
+	}
+	if most >= 0 {
+		count = min(count, most)
+	}
+	names = slices.Grow(names, count)
+	block := make([]byte, 0, size) // never grown: the strings stay put
+	for most != 0 && len(b) > capDirentName {
+		reclen := int(binary.NativeEndian.Uint16(b[capDirentReclen:]))
+		if reclen <= capDirentName || reclen > len(b) {
+			break // not a record the kernel writes
+		}
+		name := b[capDirentName:reclen]
+		if i := bytes.IndexByte(name, 0); i >= 0 {
+			name = name[:i]
+		}
+		b = b[reclen:]
+		if string(name) == "." || string(name) == ".." {
+			continue
+		}
+		most--
+		if len(name) == 0 {
+			names = append(names, "")
+			continue
+		}
+		start := len(block)
+		block = append(block, name...)
+		names = append(names, unsafe.String(&block[start], len(name)))
+	}
+	return names
+}
+
+// capNameBytes returns name, a string of capParseNames, as the bytes of
+// a node's name without copying them: nothing writes to a node's name.
+func capNameBytes(name string) []byte {
+	if name == "" {
+		return []byte{} // as []byte(name) gives
+	}
+	return unsafe.Slice(unsafe.StringData(name), len(name))
 }
 
 // capReadlink returns the target of symlink name in dirfd.

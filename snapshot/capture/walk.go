@@ -135,7 +135,7 @@ func (c *capturer) walkPart(d *capDir, p int, names []string, prep capPrep, ahea
 	}
 	part.pending.Store(1)
 	for i, name := range names {
-		part.nodes[i].Name = []byte(name)
+		part.nodes[i].Name = capNameBytes(name)
 		if prep.errs[i] != nil {
 			c.omit(d, name, &part.nodes[i], capVanished(prep.errs[i]))
 		}
@@ -181,9 +181,10 @@ func (c *capturer) prepare(d *capDir, p int, names []string) capPrep {
 		return prep
 	}
 	fd := d.h.fd
+	var cname []byte // capFstatat's buffer
 	for i, name := range names {
 		st := &prep.sts[i]
-		if err := osutil.IgnoringEINTR(func() error { return unix.Fstatat(fd, name, st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
+		if err := osutil.IgnoringEINTR(func() (err error) { cname, err = capFstatat(fd, name, st, cname); return err }); err != nil {
 			*st = unix.Stat_t{}
 			prep.errs[i] = err
 		}
