@@ -2,7 +2,10 @@ package capture
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
+
+	"golang.org/x/sys/unix"
 
 	"lifeboat/blob"
 
@@ -84,8 +87,45 @@ func (c *capturer) savePart(p *capPart) {
 			p.dir.ids[p.idx] = ids[0]
 		}
 	}
+	capNodes.put(p.nodes)
 	p.nodes = nil
 	c.dirDone(p.dir)
+}
+
+// capNodes and capStats recycle the arrays of a part's nodes and stats:
+// an unchanged re-capture, which reads no file, otherwise spends much of
+// what it allocates, and of its collections, on them.
+var (
+	capNodes capArrayPool[snapshot.Node]
+	capStats capArrayPool[unix.Stat_t]
+)
+
+// capPoolLen is the length of the recycled arrays: a larger part's array
+// is allocated, and left to the collector.
+const capPoolLen = 256
+
+// capArrayPool recycles arrays of capPoolLen entries, all zero.
+type capArrayPool[T any] struct{ pool sync.Pool }
+
+// get returns n zero entries.
+func (q *capArrayPool[T]) get(n int) []T {
+	if n > capPoolLen {
+		return make([]T, n)
+	}
+	if s, ok := q.pool.Get().(*[]T); ok {
+		return (*s)[:n]
+	}
+	return make([]T, n, capPoolLen)
+}
+
+// put recycles s, from get, whose entries it clears; the caller must not
+// use it afterwards.
+func (q *capArrayPool[T]) put(s []T) {
+	if cap(s) != capPoolLen {
+		return
+	}
+	clear(s)
+	q.pool.Put(&s)
 }
 
 // dirDone counts one outstanding part of d (or the walker) as done; when

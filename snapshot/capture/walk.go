@@ -129,7 +129,7 @@ func (c *capturer) walk(d *capDir, l capListing) error {
 // walkPart captures names, part p of d, stat'ed in prep, queuing its
 // subdirectories to list ahead (ahead: those queued so far).
 func (c *capturer) walkPart(d *capDir, p int, names []string, prep capPrep, ahead *capAheadPart) error {
-	part := &capPart{dir: d, idx: p, nodes: make([]snapshot.Node, len(names))}
+	part := &capPart{dir: d, idx: p, nodes: capNodes.get(len(names))}
 	if c.o.Cache != nil {
 		part.cache, part.old = prep.hits, prep.old // a hit stays the entry of its file
 	}
@@ -166,6 +166,7 @@ func (c *capturer) walkPart(d *capDir, p int, names []string, prep capPrep, ahea
 		}
 		names[i] = "" // let the name go
 	}
+	capStats.put(prep.sts) // the part's entries are all past the walker
 	return c.walkerPartDone(part)
 }
 
@@ -173,7 +174,7 @@ func (c *capturer) walkPart(d *capDir, p int, names []string, prep capPrep, ahea
 // cache entries that can stand in for reading them in the part's record.
 // It records nothing, so it is safe off the walker's goroutine.
 func (c *capturer) prepare(d *capDir, p int, names []string) capPrep {
-	prep := capPrep{sts: make([]unix.Stat_t, len(names)), errs: make([]error, len(names))}
+	prep := capPrep{sts: capStats.get(len(names)), errs: make([]error, len(names))}
 	if c.o.Cache != nil {
 		prep.hits = make([]*capEntry, len(names))
 	}
