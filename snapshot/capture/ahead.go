@@ -3,6 +3,7 @@ package capture
 import (
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -89,7 +90,10 @@ type capAhead struct {
 
 func newCapAhead(d *capDir, name string, c *capturer) *capAhead {
 	a := &capAhead{done: make(chan struct{}), h: d.h,
-		child: &capDir{parent: d, name: name, depth: d.depth + 1, fineTimes: d.fineTimes}}
+		// A copy of name: it shares its block with the whole listing
+		// (capParseNames), which a directory a hard link names, and its
+		// children, would keep to the end of the capture.
+		child: &capDir{parent: d, name: strings.Clone(name), depth: d.depth + 1, fineTimes: d.fineTimes}}
 	d.h.acquire()
 	if c.o.Cache != nil {
 		a.child.key = capChildKey(c.keys, d.key, name)

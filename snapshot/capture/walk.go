@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -394,7 +395,9 @@ func (c *capturer) file(d *capDir, part *capPart, i int, name string, f capFile)
 			c.hardlink(d, part, i, first)
 			return nil
 		}
-		link = &capLink{dir: d, name: name}
+		// A copy: name shares its block with the whole listing
+		// (capParseNames), which c.links would keep to the end.
+		link = &capLink{dir: d, name: strings.Clone(name)}
 		c.links[ino] = link
 	}
 	c.files.Add(1)
