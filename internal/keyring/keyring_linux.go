@@ -35,10 +35,13 @@ func Open(ttl time.Duration, dir string) (*Cache, error) {
 // loadSecret reads the cache's secret from dir, making it first if there
 // is none.
 func loadSecret(dir string) ([]byte, error) {
+	path := filepath.Join(dir, secretFile)
+	if b, err := readSecret(path); !errors.Is(err, fs.ErrNotExist) {
+		return b, err
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("key cache: %w", err)
 	}
-	path := filepath.Join(dir, secretFile)
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
 		return nil, err
@@ -142,9 +145,10 @@ func (c *Cache) Put(name string, value []byte) {
 }
 
 // roomFor says whether the user's key quota has room for an entry of
-// size bytes (name and value) with half of it to spare: other programs (Kerberos, fscrypt, the NFS id
-// mapper) keep keys there too, and the quota of a user other than root is
-// small (200 keys, 20,000 bytes by default).
+// size bytes (name and value) with half of it to spare: other programs
+// (Kerberos, fscrypt, the NFS id mapper) keep keys there too, and the
+// quota of a user other than root is small (200 keys, 20,000 bytes by
+// default).
 func roomFor(size int) bool {
 	f, err := os.Open("/proc/key-users")
 	if err != nil {
@@ -172,11 +176,4 @@ func fraction(s string) (int64, int64, bool) {
 	x, err1 := strconv.ParseInt(a, 10, 64)
 	y, err2 := strconv.ParseInt(b, 10, 64)
 	return x, y, ok && err1 == nil && err2 == nil
-}
-
-// Available says whether this process can keep and read entries: the
-// kernel has keyrings and lets this process use them.
-func Available() bool {
-	_, err := unix.KeyctlGetKeyringID(unix.KEY_SPEC_USER_KEYRING, true)
-	return err == nil
 }

@@ -1,7 +1,6 @@
 package keyring
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
@@ -15,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"lifeboat/internal/keyring/keyringtest"
 	"lifeboat/internal/proctest"
 )
 
@@ -23,31 +23,6 @@ func testName() string {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	return "lifeboat:test:" + hex.EncodeToString(b)
-}
-
-// procKey is the /proc/keys line of the user key named name, if any.
-func procKey(t *testing.T, name string) []string {
-	t.Helper()
-	f, err := os.Open("/proc/keys")
-	if err != nil {
-		t.Skipf("no /proc/keys: %v", err)
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		fields := strings.Fields(s.Text())
-		if len(fields) >= 9 && fields[7] == "user" && strings.TrimSuffix(fields[8], ":") == name {
-			return fields
-		}
-	}
-	return nil
-}
-
-func requireKeyring(t *testing.T) {
-	t.Helper()
-	if !Available() {
-		t.Skip("the kernel keyring is not available to this process (no keyrings, or a seccomp filter refuses them)")
-	}
 }
 
 func openCache(t *testing.T, ttl time.Duration) *Cache {
@@ -63,14 +38,14 @@ func openCache(t *testing.T, ttl time.Duration) *Cache {
 // cache's timeout and permissions for its possessor only; a name never
 // kept reads as nil, and nothing is left in the process keyring.
 func TestPutGet(t *testing.T) {
-	requireKeyring(t)
+	keyringtest.Require(t)
 	c := openCache(t, 3*time.Minute)
 	name := testName()
 	if got := c.Get(name); got != nil {
 		t.Fatalf("Get of a name never kept = %q, want nil", got)
 	}
 	c.Put(name, []byte("first"))
-	t.Cleanup(func() { clearEntry(name) })
+	t.Cleanup(func() { keyringtest.Remove(name) })
 	if got := c.Get(name); string(got) != "first" {
 		t.Fatalf("Get = %q, want %q", got, "first")
 	}
@@ -78,7 +53,7 @@ func TestPutGet(t *testing.T) {
 	if got := c.Get(name); string(got) != "second" {
 		t.Fatalf("Get after a second Put = %q, want %q", got, "second")
 	}
-	line := procKey(t, name)
+	line := keyringtest.Entry(t, name)
 	if line == nil {
 		t.Fatalf("%s is not in /proc/keys", name)
 	}
@@ -152,11 +127,11 @@ const lookEnv = "LIFEBOAT_KEYRING_LOOK"
 // which needs root), while the same user's next process finds and reads
 // it.
 func TestOtherUserCannotRead(t *testing.T) {
-	requireKeyring(t)
+	keyringtest.Require(t)
 	c := openCache(t, time.Minute)
 	name := testName()
 	c.Put(name, []byte("secret"))
-	t.Cleanup(func() { clearEntry(name) })
+	t.Cleanup(func() { keyringtest.Remove(name) })
 	id, err := unix.KeyctlSearch(unix.KEY_SPEC_USER_KEYRING, "user", name, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -216,12 +191,5 @@ func TestRoomFor(t *testing.T) {
 	}
 	if roomFor(1 << 40) {
 		t.Fatal("room for a terabyte entry")
-	}
-}
-
-// clearEntry drops the entry named name.
-func clearEntry(name string) {
-	if id, err := unix.KeyctlSearch(unix.KEY_SPEC_USER_KEYRING, "user", name, 0); err == nil {
-		_, _ = unix.KeyctlInt(unix.KEYCTL_INVALIDATE, id, 0, 0, 0)
 	}
 }

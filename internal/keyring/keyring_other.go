@@ -17,6 +17,3 @@ func (c *Cache) Get(string) []byte { return nil }
 
 // Put keeps nothing: only Linux has the kernel keyring.
 func (c *Cache) Put(string, []byte) {}
-
-// Available is false: only Linux has the kernel keyring.
-func Available() bool { return false }

@@ -107,6 +107,7 @@ var allowed = map[string][]string{
 	"internal/keylock":                 {},
 	"internal/memsample":               {},
 	"internal/keyring":                 {},
+	"internal/keyring/keyringtest":     {},
 	"internal/chromiumtest":            {},
 	"internal/s3test":                  {},
 	"internal/storetest":               {"backend", "backend/location", "internal/s3test"},

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -12,15 +11,14 @@ import (
 	"golang.org/x/sys/unix"
 
 	"lifeboat/crypt"
-	"lifeboat/internal/keyring"
+	"lifeboat/internal/keyring/keyringtest"
 )
 
 // kekEntry returns the /proc/keys fields of the key cache entry of the
 // repository's first key file (nil: none), and its name.
 func (e *env) kekEntry() ([]string, string) {
 	e.t.Helper()
-	names := e.keyFileNames()
-	data, err := os.ReadFile(filepath.Join(e.repo, "keys", names[0]))
+	data, err := os.ReadFile(filepath.Join(e.repo, "keys", e.keyFileNames()[0]))
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -29,19 +27,7 @@ func (e *env) kekEntry() ([]string, string) {
 		e.t.Fatal(err)
 	}
 	name := crypt.KEKCacheName(kf.KDF)
-	f, err := os.Open("/proc/keys")
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		// ID flags usage timeout perm uid gid type description: size
-		if fields := strings.Fields(s.Text()); len(fields) >= 10 && fields[7] == "user" && fields[8] == name+":" {
-			return fields, name
-		}
-	}
-	return nil, name
+	return keyringtest.Entry(e.t, name), name
 }
 
 // --key-cache keeps the key init derived in the user's kernel keyring,
@@ -49,9 +35,7 @@ func (e *env) kekEntry() ([]string, string) {
 // after it derive nothing, unless --key-cache or LIFEBOAT_KEY_CACHE is 0.
 // A wrong password is still refused, and a bad value is a usage error.
 func TestKeyCacheSkipsDerivation(t *testing.T) {
-	if !keyring.Available() {
-		t.Skip("the kernel keyring is not available to this process (no keyrings, or a seccomp filter refuses them)")
-	}
+	keyringtest.Require(t)
 	e := newEnv(t)
 	src := filepath.Join(e.dir, "src")
 	writeTree(t, src, 1)
@@ -59,7 +43,7 @@ func TestKeyCacheSkipsDerivation(t *testing.T) {
 	derived := func() uint64 { return crypt.KeyDerivations() - before }
 	e.ok("--key-cache", "2m", "init", "--kdf-memory-kib", "64", "--kdf-time", "1")
 	entry, name := e.kekEntry()
-	t.Cleanup(func() { invalidateKey(name) })
+	t.Cleanup(func() { keyringtest.Remove(name) })
 	if entry == nil {
 		t.Fatalf("init with --key-cache 2m kept no entry %s in the user keyring", name)
 	}
@@ -146,9 +130,7 @@ func TestKeyCacheSkipsDerivation(t *testing.T) {
 // init and snapshots asked on a terminal, and snapshots reading a FIFO,
 // keep no entry, while the same password from a file does.
 func TestKeyCacheSkipsTypedPassword(t *testing.T) {
-	if !keyring.Available() {
-		t.Skip("the kernel keyring is not available to this process (no keyrings, or a seccomp filter refuses them)")
-	}
+	keyringtest.Require(t)
 	e := newEnv(t)
 	tty := openPTY(t)
 	if _, err := tty.master.WriteString(testPW + "\n" + testPW + "\n"); err != nil {
@@ -161,7 +143,7 @@ func TestKeyCacheSkipsTypedPassword(t *testing.T) {
 		t.Fatalf("init with a typed password: exit %d, %s", code, errb.String())
 	}
 	entry, name := e.kekEntry()
-	t.Cleanup(func() { invalidateKey(name) })
+	t.Cleanup(func() { keyringtest.Remove(name) })
 	if entry != nil {
 		t.Fatalf("init kept entry %s for a typed password", name)
 	}
@@ -223,11 +205,4 @@ func openPTY(t *testing.T) pty {
 	}
 	t.Cleanup(func() { slave.Close() })
 	return pty{master, slave}
-}
-
-// invalidateKey drops the user keyring entry named name, if there is one.
-func invalidateKey(name string) {
-	if id, err := unix.KeyctlSearch(unix.KEY_SPEC_USER_KEYRING, "user", name, 0); err == nil {
-		_, _ = unix.KeyctlInt(unix.KEYCTL_INVALIDATE, id, 0, 0, 0)
-	}
 }
