@@ -185,16 +185,12 @@ func unlock(ctx context.Context, be backend.Backend, repoID blob.ID, password []
 		if err := ctx.Err(); err != nil {
 			return nil, blob.ID{}, err
 		}
-		kf, id, err := loadKeyFile(ctx, be, c.name) // the same bytes: they hash to the name
-		if err != nil {
-			unusable = append(unusable, unusableKey{c.name, err})
-			continue
-		}
 		var keys *crypt.MasterKeys
-		if named && kf.KDF.Validate() != nil {
-			keys, err = kf.OpenAboveBounds(password, repoID)
+		var err error
+		if named && c.kf.KDF.Validate() != nil {
+			keys, err = c.kf.OpenAboveBounds(password, repoID)
 		} else {
-			keys, err = kf.OpenCached(password, repoID, cache)
+			keys, err = c.kf.OpenCached(password, repoID, cache)
 		}
 		if errors.Is(err, crypt.ErrWrongPassword) {
 			tried++
@@ -204,7 +200,7 @@ func unlock(ctx context.Context, be backend.Backend, repoID blob.ID, password []
 			unusable = append(unusable, unusableKey{c.name, err})
 			continue
 		}
-		return keys, id, nil
+		return keys, c.id, nil
 	}
 	if tried == 0 {
 		return nil, blob.ID{}, fmt.Errorf("%w: %w", ErrNoUsableKey, errors.Join(unusable...))
