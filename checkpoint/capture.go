@@ -34,6 +34,10 @@ type Options struct {
 	// Verify checks the snapshot after it is written (Verify): a snapshot
 	// that fails is reported as an error, though it stays stored.
 	Verify bool
+	// Verified, when set, remembers the directories that passed Verify
+	// across captures (VerifiedTrees.Verify): those of later snapshots
+	// are not checked again while the index has lost no blob.
+	Verified *VerifiedTrees
 	// Progress is told of the capture; when the workspace has a parent
 	// snapshot its totals are announced first, as the best estimate.
 	Progress snapshot.Progress
@@ -164,7 +168,7 @@ func Capture(ctx context.Context, r *repo.Repository, dir string, o Options) (re
 	}
 	res.Manifest = m
 	if o.Verify {
-		if err := Verify(ctx, r, m.ID); err != nil {
+		if err := verify(ctx, r, m.ID, o.Verified); err != nil {
 			return res, err
 		}
 		res.Verified = true

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"lifeboat/blob"
 	"lifeboat/repo"
@@ -22,15 +23,87 @@ import (
 // distinct tree blob once (a directory level's trees pack by pack, close
 // ones in one request).
 func Verify(ctx context.Context, r *repo.Repository, id blob.ID) error {
+	return verify(ctx, r, id, nil)
+}
+
+// Verify checks snapshot id as the function Verify does, except that
+// directories whose whole subtree passed an
+// earlier Verify through vt are not checked again while the local index
+// has lost no blob since (its removal generation, which moves on when any
+// blob entry leaves it, has not moved): then every tree blob below was
+// loaded and decoded, and every chunk found, and all still are in the
+// index. A directory is its tier and tree blob ids, and a tree blob's id
+// is a keyed digest of its content, so the same directory in a later
+// snapshot is the same content. A `lifeboat serve` re-capturing an
+// unchanged workspace checks only the directories that changed.
+func (vt *VerifiedTrees) Verify(ctx context.Context, r *repo.Repository, id blob.ID) error {
+	return verify(ctx, r, id, vt)
+}
+
+// VerifiedTrees remembers the directories whose subtrees passed Verify in
+// this process, for one repository (and key): the zero value is ready,
+// and it is safe for concurrent use. It holds at most verifiedTreesMax
+// directories (about 10 MiB), and forgets them all when more pass.
+type VerifiedTrees struct {
+	mu   sync.Mutex
+	gen  uint64              // the removal generation they passed at
+	dirs map[string]struct{} // keys as verifier.seen's
+}
+
+const verifiedTreesMax = 1 << 17
+
+// has reports whether directory key passed at removal generation gen.
+func (vt *VerifiedTrees) has(gen uint64, key string) bool {
+	vt.mu.Lock()
+	defer vt.mu.Unlock()
+	_, ok := vt.dirs[key]
+	return ok && vt.gen == gen
+}
+
+// add records that dirs passed at removal generation gen.
+func (vt *VerifiedTrees) add(gen uint64, dirs map[string]bool) {
+	vt.mu.Lock()
+	defer vt.mu.Unlock()
+	if vt.gen != gen || len(vt.dirs)+len(dirs) > verifiedTreesMax {
+		vt.gen, vt.dirs = gen, nil
+	}
+	if len(dirs) > verifiedTreesMax {
+		return
+	}
+	if vt.dirs == nil {
+		vt.dirs = make(map[string]struct{}, len(dirs))
+	}
+	for k := range dirs {
+		vt.dirs[k] = struct{}{}
+	}
+}
+
+func verify(ctx context.Context, r *repo.Repository, id blob.ID, vt *VerifiedTrees) error {
+	// The removal generation is read before anything is looked up: a
+	// blob that leaves the index after it moves it on for the next one.
+	var gen uint64
+	if fc := r.FileCache(); vt != nil && fc != nil {
+		g, err := fc.FileCacheGen()
+		if err != nil {
+			return err
+		}
+		gen = g
+	}
 	m, err := snapshot.LoadManifest(ctx, r, id)
 	if err != nil {
 		return err
 	}
 	v := verifier{ctx: ctx, r: r, seen: map[string]bool{}}
+	if gen != 0 { // 0: the index keeps no count, so it vouches for nothing
+		v.passed, v.gen = vt, gen
+	}
 	if err := v.dir(blob.Workspace, m.Root.Subtree, ""); err != nil {
 		return fmt.Errorf("verifying snapshot %s: %w", id.Short(), err)
 	}
 	if m.Sensitive == nil || !hasTier(r, blob.Sensitive) {
+		if gen != 0 {
+			vt.add(gen, v.seen)
+		}
 		return nil
 	}
 	part, err := snapshot.LoadSensitivePart(ctx, r, m)
@@ -42,6 +115,9 @@ func Verify(ctx context.Context, r *repo.Repository, id blob.ID) error {
 			return fmt.Errorf("verifying snapshot %s: %w", id.Short(), err)
 		}
 	}
+	if gen != 0 {
+		vt.add(gen, v.seen)
+	}
 	return nil
 }
 
@@ -49,6 +125,10 @@ type verifier struct {
 	ctx  context.Context
 	r    *repo.Repository
 	seen map[string]bool // directories checked, by tier and tree blob ids
+	// passed holds directories whose subtrees passed an earlier Verify
+	// at removal generation gen, not checked again (nil: none).
+	passed *VerifiedTrees
+	gen    uint64
 
 	// The chunks of the files loaded so far, looked up in batches of
 	// verifyBatch, each batch in one read transaction of the index
@@ -110,6 +190,9 @@ func (v *verifier) add(level *[]vdir, tier blob.Tier, subtree []blob.ID, path st
 		return
 	}
 	v.seen[string(key)] = true
+	if v.passed != nil && v.passed.has(v.gen, string(key)) {
+		return
+	}
 	*level = append(*level, vdir{subtree, path})
 }
 

@@ -32,6 +32,10 @@ type RepoCapturer struct {
 	// lifecycle checks them before it does anything for a capture.
 	Profiles map[string][]string
 	Progress snapshot.Progress
+
+	// verified spares each capture's verification the directories that
+	// passed an earlier one and have not changed since.
+	verified checkpoint.VerifiedTrees
 }
 
 // Capture saves req.Dir as a snapshot of the workspace and verifies it.
@@ -49,7 +53,7 @@ func (c *RepoCapturer) Capture(ctx context.Context, req CaptureRequest) (Result,
 	}
 	cr, err := checkpoint.Capture(ctx, c.Repo, req.Dir, checkpoint.Options{Workspace: req.Workspace.ID, Parent: parent, NoParentSearch: true,
 		Instance: string(req.Workspace.Instance), Tags: []string{"reason:" + string(req.Reason)}, Excludes: c.Excludes,
-		Readers: c.Readers, NoCache: c.NoCache, Profiles: ps, NoDiscovery: c.NoProfileDiscovery, Verify: true, Progress: c.Progress})
+		Readers: c.Readers, NoCache: c.NoCache, Profiles: ps, NoDiscovery: c.NoProfileDiscovery, Verify: true, Verified: &c.verified, Progress: c.Progress})
 	if err != nil {
 		return Result{}, err
 	}
