@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"lifeboat/profile"
 	"lifeboat/providers"
 )
 
@@ -127,14 +128,29 @@ func (l *Lifecycle) captureQuiesced(ctx context.Context, w Workspace, p provider
 		return false
 	}
 	defer files.Close()
-	if err := l.waitBrowsers(qctx, files.Dir()); err != nil {
-		l.failed(ctx, w.ID, rec, outcomeOf(err), err)
-		return false
+	// A capturer that checks every profile it finds for a running
+	// browser before it reads it is trusted to: the lifecycle waits only
+	// when it reports one, rather than search the workspace for profiles
+	// before every capture.
+	bc, checks := l.cfg.Capturer.(browserChecker)
+	checks = checks && bc.checksBrowsers(w.ID)
+	if !checks {
+		if err := l.waitBrowsers(qctx, files.Dir()); err != nil {
+			l.failed(ctx, w.ID, rec, outcomeOf(err), err)
+			return false
+		}
 	}
 	qcancel()
-	fp, _, err := l.fps.of(w.ID, files.Dir(), l.store.db.Salt(), l.clock.Now())
-	if err != nil {
-		l.failed(ctx, w.ID, rec, Failed, fmt.Errorf("listing %s: %w", files.Dir(), err))
+	fingerprint := func() ([]byte, bool) {
+		fp, _, err := l.fps.of(w.ID, files.Dir(), l.store.db.Salt(), l.clock.Now())
+		if err != nil {
+			l.failed(ctx, w.ID, rec, Failed, fmt.Errorf("listing %s: %w", files.Dir(), err))
+			return nil, false
+		}
+		return fp, true
+	}
+	fp, ok := fingerprint()
+	if !ok {
 		return false
 	}
 	if l.store.Shared() && rec.Reason == ReasonPeriodic && w.LastGood != nil && bytes.Equal(fp, w.Fingerprint) {
@@ -153,7 +169,24 @@ func (l *Lifecycle) captureQuiesced(ctx context.Context, w Workspace, p provider
 	var res Result
 	// No repository lock: a capture is a session (repo.BeginSession) that
 	// a two-phase prune beside it respects; see docs/guarantees.md.
-	res, err = l.cfg.Capturer.Capture(ctx, CaptureRequest{Workspace: w, Dir: files.Dir(), Reason: rec.Reason, Time: rec.Started})
+	req := CaptureRequest{Workspace: w, Dir: files.Dir(), Reason: rec.Reason, Time: rec.Started}
+	res, err = l.cfg.Capturer.Capture(ctx, req)
+	if checks && errors.Is(err, profile.ErrBrowserRunning) && ctx.Err() == nil {
+		// The capture found a browser running before it read its
+		// profile: wait for the browsers as a quiesce step does, with a
+		// deadline of its own, then capture again.
+		wctx, wcancel := l.clockDeadline(ctx, l.cfg.QuiesceTimeout)
+		err = l.waitBrowsers(wctx, files.Dir())
+		wcancel()
+		if err != nil {
+			l.failed(ctx, w.ID, rec, outcomeOf(err), err)
+			return false
+		}
+		if fp, ok = fingerprint(); !ok {
+			return false
+		}
+		res, err = l.cfg.Capturer.Capture(ctx, req)
+	}
 	if err == nil && ctx.Err() != nil {
 		err = ctx.Err() // cancelled after the snapshot was written: not promoted
 	}

@@ -20,6 +20,19 @@ type profileNamer interface {
 	profiles(ws, root string) ([]profile.Profile, error)
 }
 
+// browserChecker is a Capturer that checks each browser profile it
+// captures for a running browser before it reads any of it, failing with
+// profile.ErrBrowserRunning: for the workspaces it says it does so for,
+// the lifecycle waits for browsers only after such a failure.
+type browserChecker interface {
+	// checksBrowsers reports whether every profile of workspace ws is
+	// checked (found by the capture's own walk).
+	checksBrowsers(ws string) bool
+}
+
+// checksBrowsers: the walk finds every profile, unless discovery is off.
+func (c *RepoCapturer) checksBrowsers(string) bool { return !c.NoProfileDiscovery }
+
 func (c *RepoCapturer) namesProfiles(ws string) bool { return len(c.Profiles[ws]) > 0 }
 
 // profiles resolves the profiles c names for workspace ws in root: each

@@ -263,6 +263,12 @@ func (s *scripted) Capture(ctx context.Context, req CaptureRequest) (Result, err
 	return res, err
 }
 
+// checksBrowsers is the inner Capturer's answer (a RepoCapturer checks).
+func (s *scripted) checksBrowsers(ws string) bool {
+	bc, ok := s.inner.(browserChecker)
+	return ok && bc.checksBrowsers(ws)
+}
+
 func (s *scripted) count() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()

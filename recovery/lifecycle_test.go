@@ -14,6 +14,7 @@ import (
 	"lifeboat/blob"
 	"lifeboat/checkpoint"
 	"lifeboat/providers"
+	"lifeboat/snapshot"
 )
 
 func TestParkThrottle(t *testing.T) {
@@ -399,6 +400,45 @@ func TestQuiesceWaitsForBrowser(t *testing.T) {
 			t.Fatalf("receipt: %+v", r)
 		}
 	})
+}
+
+// A capturer that checks the profiles it finds (RepoCapturer) runs first:
+// the lifecycle waits for the browser only once the capture reports it
+// running, then captures again; one that never stops ends the capture
+// at the quiesce deadline, as when the lifecycle searched first.
+func TestCaptureFindsRunningBrowserThenWaits(t *testing.T) {
+	e := newEnv(t, false, true, func(c *Config) { c.QuiesceTimeout = 10 * time.Second; c.QuiescePoll = time.Second })
+	prof := filepath.Join(e.prov.dir("i1"), "chrome")
+	chromiumProfile(t, prof, os.Getpid()) // a live process holds the lock
+	done := make(chan Receipt)
+	go func() { done <- e.l.Capture(context.Background(), "ws1", ReasonManual) }()
+	e.clock.WaitFor(t, time.Second) // the capture found it running: polling
+	if n := e.cap.count(); n != 1 {
+		t.Fatalf("%d captures before the wait, want the one that found the browser", n)
+	}
+	if err := os.Remove(filepath.Join(prof, "SingletonLock")); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(time.Second)
+	r := <-done
+	e.want(r, Captured)
+	if n := e.cap.count(); n != 2 {
+		t.Fatalf("%d captures, want the one that found the browser and the one after the wait", n)
+	}
+	m, err := snapshot.LoadManifest(context.Background(), e.r, mustID(t, r.Snapshot))
+	if err != nil || m.Sensitive == nil {
+		t.Fatalf("the profile is not in the sensitive part: %v", err)
+	}
+
+	chromiumProfile(t, prof, os.Getpid())
+	go func() { done <- e.l.Capture(context.Background(), "ws1", ReasonManual) }()
+	e.clock.WaitFor(t, time.Second)
+	e.clock.Advance(10 * time.Second)
+	r = <-done
+	e.want(r, QuiesceTimeout)
+	if !r.Retryable || !strings.Contains(r.Error, "browser running") || e.ws("ws1").LastGood.Snapshot == "" {
+		t.Fatalf("receipt: %+v", r)
+	}
 }
 
 func TestInterruptedCaptureRecordedAtOpen(t *testing.T) {
