@@ -80,7 +80,7 @@ func newCaptureCommand(g *globalOptions) *cobra.Command {
 				}
 				// Named profiles are relative to the workspace's root, which
 				// the provider knows; the lifecycle always verifies.
-				c := recovery.RepoCapturer{NoProfileDiscovery: o.noDiscover}
+				c := &recovery.RepoCapturer{NoProfileDiscovery: o.noDiscover}
 				if len(o.profiles) > 0 {
 					c.Profiles = map[string][]string{o.workspace: o.profiles}
 				}

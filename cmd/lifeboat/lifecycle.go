@@ -61,17 +61,17 @@ func (g *globalOptions) provider(name string) (providers.Provider, error) {
 // withLifecycle opens the state store, then the repository under a shared
 // lock, and runs fn with a Lifecycle over them.
 func (g *globalOptions) withLifecycle(ctx context.Context, command string, fn func(l *recovery.Lifecycle) error) error {
-	return g.withCapturingLifecycle(ctx, command, recovery.RepoCapturer{}, fn)
+	return g.withCapturingLifecycle(ctx, command, &recovery.RepoCapturer{}, fn)
 }
 
 // withCapturingLifecycle is withLifecycle whose captures are c's (its
 // named profiles, its discovery) into the repository opened.
-func (g *globalOptions) withCapturingLifecycle(ctx context.Context, command string, c recovery.RepoCapturer, fn func(l *recovery.Lifecycle) error) error {
+func (g *globalOptions) withCapturingLifecycle(ctx context.Context, command string, c *recovery.RepoCapturer, fn func(l *recovery.Lifecycle) error) error {
 	return g.withState(func(st *recovery.Store) error {
 		return g.withLockedRepo(ctx, repo.LockShared, command, func(r *repo.Repository, _ *repo.Lock) error {
 			c.Repo = r
 			log := slog.New(slog.NewTextHandler(g.out.errw, &slog.HandlerOptions{Level: slog.LevelWarn}))
-			l, err := recovery.New(recovery.Config{Store: st, Capturer: &c, Providers: g.providers(),
+			l, err := recovery.New(recovery.Config{Store: st, Capturer: c, Providers: g.providers(),
 				Retention: recovery.RepoRetention{Repo: r, Logger: log}, Holds: &recovery.RepoHolds{Repo: r}, Logger: log})
 			if err != nil {
 				return err
