@@ -8,6 +8,7 @@ import (
 	"lifeboat/backend"
 	"lifeboat/backend/fault"
 	"lifeboat/blob"
+	"lifeboat/repo"
 	"lifeboat/snapshot"
 )
 
@@ -34,27 +35,7 @@ func TestVerifiedTreesSkipOnlyWhatPassed(t *testing.T) {
 
 	// The packs of a/b/f1's chunks leave the index, as a prune drops
 	// them: the snapshot no longer verifies, though it passed before.
-	var f1 *snapshot.Node
-	m, err := snapshot.LoadManifest(ctx, r, first)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = snapshot.Walk(ctx, r, m.Root.Subtree, "", func(p string, n *snapshot.Node) error {
-		if p == "a/b/f1" {
-			f1 = n
-		}
-		return nil
-	})
-	if err != nil || f1 == nil || len(f1.Content) == 0 {
-		t.Fatalf("no a/b/f1 in the snapshot: %v", err)
-	}
-	loc, ok, err := r.Index().Lookup(blob.Workspace, blob.Data, f1.Content[0])
-	if err != nil || !ok {
-		t.Fatalf("a/b/f1's chunk is not indexed: %v", err)
-	}
-	if err := r.Index().Drop(nil, map[blob.ID]bool{loc.Pack: true}); err != nil {
-		t.Fatal(err)
-	}
+	dropPackOf(t, r, first, "a/b/f1")
 	if err := vt.Verify(ctx, r, first); err == nil || !strings.Contains(err.Error(), "is not in the index") {
 		t.Fatalf("verify of a snapshot whose chunks left the index after it passed: %v", err)
 	}
@@ -105,5 +86,54 @@ func TestVerifiedTreesKeepNothingFromAFailure(t *testing.T) {
 	}
 	if unreadable.Fired() == 0 {
 		t.Fatal("the verify after a failed one read no pack")
+	}
+}
+
+// A blob that leaves the index while a verify skips directories on the
+// removal generation's word has the snapshot verified again in full.
+func TestVerifiedTreesCheckAgainWhenBlobsLeaveMeanwhile(t *testing.T) {
+	tr := newTestRepo(t)
+	ctx := t.Context()
+	r := tr.Repository
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{"d/f": "a file"})
+	var vt VerifiedTrees
+	res, err := Capture(ctx, r, root, Options{Workspace: "w", Verify: true, Verified: &vt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.Manifest.ID
+	verifyGenRead = func() { dropPackOf(t, r, id, "d/f") }
+	defer func() { verifyGenRead = nil }()
+	if err := vt.Verify(ctx, r, id); err == nil || !strings.Contains(err.Error(), "is not in the index") {
+		t.Fatalf("verify during which the snapshot's chunks left the index: %v", err)
+	}
+}
+
+// dropPackOf drops from r's index the pack of the first chunk of the file
+// at slash path rel in snapshot id, as a prune does.
+func dropPackOf(t *testing.T, r *repo.Repository, id blob.ID, rel string) {
+	t.Helper()
+	ctx := t.Context()
+	m, err := snapshot.LoadManifest(ctx, r, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file *snapshot.Node
+	err = snapshot.Walk(ctx, r, m.Root.Subtree, "", func(p string, n *snapshot.Node) error {
+		if p == rel {
+			file = n
+		}
+		return nil
+	})
+	if err != nil || file == nil || len(file.Content) == 0 {
+		t.Fatalf("no %s in snapshot %s: %v", rel, id.Short(), err)
+	}
+	loc, ok, err := r.Index().Lookup(blob.Workspace, blob.Data, file.Content[0])
+	if err != nil || !ok {
+		t.Fatalf("%s's chunk is not indexed: %v", rel, err)
+	}
+	if err := r.Index().Drop(nil, map[blob.ID]bool{loc.Pack: true}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -101,10 +101,7 @@ func verify(ctx context.Context, r *repo.Repository, id blob.ID, vt *VerifiedTre
 		return fmt.Errorf("verifying snapshot %s: %w", id.Short(), err)
 	}
 	if m.Sensitive == nil || !hasTier(r, blob.Sensitive) {
-		if gen != 0 {
-			vt.add(gen, v.seen)
-		}
-		return nil
+		return v.finish(id)
 	}
 	part, err := snapshot.LoadSensitivePart(ctx, r, m)
 	if err != nil {
@@ -115,11 +112,37 @@ func verify(ctx context.Context, r *repo.Repository, id blob.ID, vt *VerifiedTre
 			return fmt.Errorf("verifying snapshot %s: %w", id.Short(), err)
 		}
 	}
-	if gen != 0 {
-		vt.add(gen, v.seen)
+	return v.finish(id)
+}
+
+// finish ends a verify of snapshot id that passed. With VerifiedTrees, it
+// reads the removal generation again: when it has not moved, the
+// directories seen passed and are recorded; when it has, a blob left the
+// index while this verify skipped directories on the generation's word,
+// so the snapshot is verified again in full.
+func (v *verifier) finish(id blob.ID) error {
+	if v.passed == nil {
+		return nil
+	}
+	if verifyGenRead != nil {
+		verifyGenRead()
+	}
+	now, err := v.r.FileCache().FileCacheGen()
+	if err != nil {
+		return err
+	}
+	switch {
+	case now == v.gen:
+		v.passed.add(v.gen, v.seen)
+	case v.skipped:
+		return verify(v.ctx, v.r, id, nil)
 	}
 	return nil
 }
+
+// verifyGenRead, when set (tests), is called right before a verify
+// through VerifiedTrees reads the removal generation again.
+var verifyGenRead func()
 
 type verifier struct {
 	ctx  context.Context
@@ -127,8 +150,9 @@ type verifier struct {
 	seen map[string]bool // directories checked, by tier and tree blob ids
 	// passed holds directories whose subtrees passed an earlier Verify
 	// at removal generation gen, not checked again (nil: none).
-	passed *VerifiedTrees
-	gen    uint64
+	passed  *VerifiedTrees
+	gen     uint64
+	skipped bool // some directory was not checked: it passed before
 
 	// The chunks of the files loaded so far, looked up in batches of
 	// verifyBatch, each batch in one read transaction of the index
@@ -191,6 +215,7 @@ func (v *verifier) add(level *[]vdir, tier blob.Tier, subtree []blob.ID, path st
 	}
 	v.seen[string(key)] = true
 	if v.passed != nil && v.passed.has(v.gen, string(key)) {
+		v.skipped = true
 		return
 	}
 	*level = append(*level, vdir{subtree, path})
