@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"lifeboat/blob"
@@ -194,20 +196,44 @@ func listPrefix(ctx context.Context, s ObjectStore, prefix, ws string) (snaps []
 	if err != nil {
 		return nil, nil, err
 	}
+	// Loaded manifestLoaders at a time: from object storage each is a
+	// request, and a repository holds thousands. Only ws's are kept.
+	type loaded struct {
+		m   *Manifest // nil: another workspace's, or err
+		err error
+	}
+	all := make([]loaded, len(ids))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(len(ids), manifestLoaders) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(ids) && ctx.Err() == nil; i = int(next.Add(1) - 1) {
+				m, err := LoadManifest(ctx, s, ids[i])
+				if err == nil && ws != "" && m.Workspace != ws {
+					m = nil
+				}
+				all[i] = loaded{m, err}
+			}
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
 	bad = map[blob.ID]error{}
-	for _, id := range ids {
-		m, err := LoadManifest(ctx, s, id)
+	for i, l := range all {
 		switch {
-		case ctx.Err() != nil:
-			return nil, nil, ctx.Err()
-		case err != nil:
-			bad[id] = err
-		case ws == "" || m.Workspace == ws:
-			snaps = append(snaps, m)
+		case l.err != nil:
+			bad[ids[i]] = l.err
+		case l.m != nil:
+			snaps = append(snaps, l.m)
 		}
 	}
 	return snaps, bad, nil
 }
+
+// manifestLoaders is how many snapshot manifests listPrefix loads at once.
+const manifestLoaders = 16
 
 // ErrNoSnapshot: no snapshot matches.
 var ErrNoSnapshot = errors.New("no matching snapshot")

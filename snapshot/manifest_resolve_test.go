@@ -6,7 +6,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -148,11 +151,11 @@ func TestResolveLatestDamagedAttributed(t *testing.T) {
 // loadCounter counts the objects loaded through it.
 type loadCounter struct {
 	snapshot.ObjectStore
-	loads int
+	loads atomic.Int64
 }
 
 func (c *loadCounter) LoadObject(ctx context.Context, kind crypt.ObjectKind, id blob.ID) (blob.Tier, []byte, error) {
-	c.loads++
+	c.loads.Add(1)
 	return c.ObjectStore.LoadObject(ctx, kind, id)
 }
 
@@ -175,8 +178,8 @@ func TestResolveIDLoadsOnlyItsSnapshot(t *testing.T) {
 	if err != nil || m.ID != all[2].ID {
 		t.Fatalf("resolving %s: %v %v", all[2].ID.Short(), m, err)
 	}
-	if c.loads != 1 {
-		t.Fatalf("resolving one id loaded %d snapshots, want 1", c.loads)
+	if n := c.loads.Load(); n != 1 {
+		t.Fatalf("resolving one id loaded %d snapshots, want 1", n)
 	}
 	if _, _, err := snapshot.Resolve(ctx, c, other.ID.String(), "w", snapshot.ResolveOptions{}); !errors.Is(err, snapshot.ErrNoSnapshot) {
 		t.Fatalf("another workspace's snapshot resolved for w: %v", err)
@@ -184,5 +187,64 @@ func TestResolveIDLoadsOnlyItsSnapshot(t *testing.T) {
 	rsFlipSnapshot(r, t, all[4].ID)
 	if _, _, err := snapshot.Resolve(ctx, c, all[4].ID.String()[:12], "", snapshot.ResolveOptions{}); !errors.Is(err, repo.ErrCorrupt) || !strings.Contains(err.Error(), "cannot be read") {
 		t.Fatalf("a damaged snapshot by its id: %v", err)
+	}
+}
+
+// pairedLoads holds each load until another one is in flight beside it,
+// or until give is closed.
+type pairedLoads struct {
+	snapshot.ObjectStore
+	inFlight, paired atomic.Int64
+	both             chan struct{} // closed once two loads were in flight together
+	once             sync.Once
+	give             <-chan struct{}
+}
+
+func (p *pairedLoads) LoadObject(ctx context.Context, kind crypt.ObjectKind, id blob.ID) (blob.Tier, []byte, error) {
+	if p.inFlight.Add(1) >= 2 {
+		p.paired.Add(1)
+		p.once.Do(func() { close(p.both) })
+	}
+	defer p.inFlight.Add(-1)
+	select {
+	case <-p.both:
+	case <-p.give:
+	}
+	return p.ObjectStore.LoadObject(ctx, kind, id)
+}
+
+// Listing loads the snapshots' manifests several at a time (from object
+// storage each is a request), and answers as one at a time would: every
+// snapshot of the workspace, in time order, and the damaged one named.
+func TestListLoadsManifestsTogether(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	r := snaptest.NewRepo(t)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var want []blob.ID
+	for i := range 40 {
+		want = append(want, r.SnapAt(t, "w", t0.Add(time.Duration(i)*time.Minute)).ID)
+		r.SnapAt(t, "x", t0.Add(time.Duration(i)*time.Minute))
+	}
+	give := make(chan struct{})
+	p := &pairedLoads{ObjectStore: r, both: make(chan struct{}), give: give}
+	// Loaded one at a time, the first load would wait for a second one
+	// forever: the listing gives up waiting once ctx ends.
+	lctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	go func() { <-lctx.Done(); close(give) }()
+	snaps, bad, err := snapshot.List(lctx, p, "w")
+	if err != nil || len(bad) != 0 {
+		t.Fatalf("list: %v, damaged %v", err, bad)
+	}
+	if p.paired.Load() == 0 {
+		t.Fatal("no two manifests were loaded together")
+	}
+	var got []blob.ID
+	for _, m := range snaps {
+		got = append(got, m.ID)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("listed %d snapshots of w, want the %d in time order", len(got), len(want))
 	}
 }
