@@ -35,8 +35,8 @@ type Options struct {
 	// that fails is reported as an error, though it stays stored.
 	Verify bool
 	// Verified, when set, remembers the directories that passed Verify
-	// across captures (VerifiedTrees.Verify): those of later snapshots
-	// are not checked again while the index has lost no blob.
+	// across captures (VerifiedTrees): those of later snapshots are not
+	// checked again while the index has lost no blob.
 	Verified *VerifiedTrees
 	// Progress is told of the capture; when the workspace has a parent
 	// snapshot its totals are announced first, as the best estimate.

@@ -36,7 +36,7 @@ func TestVerifiedTreesSkipOnlyWhatPassed(t *testing.T) {
 	// The packs of a/b/f1's chunks leave the index, as a prune drops
 	// them: the snapshot no longer verifies, though it passed before.
 	dropPackOf(t, r, first, "a/b/f1")
-	if err := vt.Verify(ctx, r, first); err == nil || !strings.Contains(err.Error(), "is not in the index") {
+	if err := verify(ctx, r, first, &vt); err == nil || !strings.Contains(err.Error(), "is not in the index") {
 		t.Fatalf("verify of a snapshot whose chunks left the index after it passed: %v", err)
 	}
 
@@ -47,7 +47,7 @@ func TestVerifiedTreesSkipOnlyWhatPassed(t *testing.T) {
 	writeFiles(t, root, map[string]string{"a/c/f2": "second file, changed"})
 	changed := capture(false)
 	unreadable := tr.fault.Add(fault.OnLoad).Match(backend.Pack).Always().Fail(nil)
-	if err := vt.Verify(ctx, r, second); err != nil {
+	if err := verify(ctx, r, second, &vt); err != nil {
 		t.Fatalf("verify of a snapshot that passed, through its VerifiedTrees: %v", err)
 	}
 	if n := unreadable.Fired(); n != 0 {
@@ -57,7 +57,7 @@ func TestVerifiedTreesSkipOnlyWhatPassed(t *testing.T) {
 		t.Fatalf("verify without VerifiedTrees, with no pack readable: %v", err)
 	}
 	// Its changed directories are read, and fail.
-	if err := vt.Verify(ctx, r, changed); !errors.Is(err, fault.ErrInjected) || !strings.Contains(err.Error(), "tree ") {
+	if err := verify(ctx, r, changed, &vt); !errors.Is(err, fault.ErrInjected) || !strings.Contains(err.Error(), "tree ") {
 		t.Fatalf("verify of a changed snapshot through VerifiedTrees, with no pack readable: %v", err)
 	}
 }
@@ -77,11 +77,11 @@ func TestVerifiedTreesKeepNothingFromAFailure(t *testing.T) {
 	id := res.Manifest.ID
 	var vt VerifiedTrees
 	tr.fault.Add(fault.OnLoad).Match(backend.Pack).Times(2).Fail(nil) // the root tree's pack, read in a run, then alone
-	if err := vt.Verify(ctx, r, id); !errors.Is(err, fault.ErrInjected) {
+	if err := verify(ctx, r, id, &vt); !errors.Is(err, fault.ErrInjected) {
 		t.Fatalf("verify with the root tree unreadable: %v", err)
 	}
 	unreadable := tr.fault.Add(fault.OnLoad).Match(backend.Pack).Always().Fail(nil)
-	if err := vt.Verify(ctx, r, id); !errors.Is(err, fault.ErrInjected) {
+	if err := verify(ctx, r, id, &vt); !errors.Is(err, fault.ErrInjected) {
 		t.Fatalf("verify after a failed one, with no pack readable: %v", err)
 	}
 	if unreadable.Fired() == 0 {
@@ -105,7 +105,7 @@ func TestVerifiedTreesCheckAgainWhenBlobsLeaveMeanwhile(t *testing.T) {
 	id := res.Manifest.ID
 	verifyGenRead = func() { dropPackOf(t, r, id, "d/f") }
 	defer func() { verifyGenRead = nil }()
-	if err := vt.Verify(ctx, r, id); err == nil || !strings.Contains(err.Error(), "is not in the index") {
+	if err := verify(ctx, r, id, &vt); err == nil || !strings.Contains(err.Error(), "is not in the index") {
 		t.Fatalf("verify during which the snapshot's chunks left the index: %v", err)
 	}
 }

@@ -26,24 +26,19 @@ func Verify(ctx context.Context, r *repo.Repository, id blob.ID) error {
 	return verify(ctx, r, id, nil)
 }
 
-// Verify checks snapshot id as the function Verify does, except that
-// directories whose whole subtree passed an
-// earlier Verify through vt are not checked again while the local index
-// has lost no blob since (its removal generation, which moves on when any
-// blob entry leaves it, has not moved): then every tree blob below was
-// loaded and decoded, and every chunk found, and all still are in the
-// index. A directory is its tier and tree blob ids, and a tree blob's id
-// is a keyed digest of its content, so the same directory in a later
-// snapshot is the same content. A `lifeboat serve` re-capturing an
-// unchanged workspace checks only the directories that changed.
-func (vt *VerifiedTrees) Verify(ctx context.Context, r *repo.Repository, id blob.ID) error {
-	return verify(ctx, r, id, vt)
-}
-
 // VerifiedTrees remembers the directories whose subtrees passed Verify in
-// this process, for one repository (and key): the zero value is ready,
-// and it is safe for concurrent use. It holds at most verifiedTreesMax
-// directories (about 10 MiB), and forgets them all when more pass.
+// this process, for one repository (and key), so that a later Verify
+// through it (Options.Verified) does not check them again while the local
+// index has lost no blob since (its removal generation, which moves on
+// when any blob entry leaves it, has not moved): every tree blob below
+// was loaded and decoded, and every chunk found, and all still are in
+// the index. A directory is its tier and tree blob ids, and a tree blob's
+// id is a keyed digest of its content, so the same directory in a later
+// snapshot is the same content: a `lifeboat serve` re-capturing an
+// unchanged workspace checks only the directories that changed. The zero
+// value is ready, and it is safe for concurrent use. It holds at most
+// verifiedTreesMax directories (about 10 MiB), and forgets them all when
+// more pass.
 type VerifiedTrees struct {
 	mu   sync.Mutex
 	gen  uint64              // the removal generation they passed at
