@@ -38,6 +38,9 @@ type liveSet struct {
 	added   int
 }
 
+// liveRunPattern names the live set's run files in the scratch directory.
+const liveRunPattern = "live-*.run"
+
 // defaultRunKeys keys (34 bytes each, about 8.5 MiB) are sorted in memory at a time.
 const defaultRunKeys = 256 << 10
 
@@ -60,7 +63,7 @@ func (s *liveSet) flush() error {
 	}
 	slices.SortFunc(s.buf, func(a, b key) int { return bytes.Compare(a[:], b[:]) })
 	s.buf = slices.Compact(s.buf)
-	f, err := os.CreateTemp(s.dir, "live-*.run")
+	f, err := os.CreateTemp(s.dir, liveRunPattern)
 	if err != nil {
 		return fmt.Errorf("live set: %w", err)
 	}

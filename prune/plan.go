@@ -40,7 +40,9 @@ type Options struct {
 	MaxUnused float64
 	// ForgetDamaged forgets damaged snapshots instead of refusing.
 	ForgetDamaged bool
-	// TempDir holds the live set and tree set; default os.TempDir().
+	// TempDir holds the live set and tree set, in a directory
+	// lifeboat-prune-* that Close removes (or, if the prune is killed,
+	// the next prune with the same TempDir); default os.TempDir().
 	TempDir string
 	// RunKeys is how many live-set keys are sorted in memory at a time (tests).
 	RunKeys int
@@ -115,7 +117,8 @@ type Plan struct {
 
 	oldObjects map[blob.ID]blob.Tier // applied index objects the plan saw
 	marked     map[blob.ID]bool      // snapshots the live set covers
-	dir        string                // temp dir of live and tree sets
+	dir        string                // scratch dir of live and tree sets (scratch.go)
+	lock       *os.File              // flock on dir's lock file while the plan lives
 	live       *liveSet
 	trees      *treeSet
 	condemned  map[blob.ID]bool // packs to delete or repack
@@ -147,6 +150,9 @@ func (p *Plan) Close() {
 	}
 	if p.dir != "" {
 		_ = os.RemoveAll(p.dir)
+	}
+	if p.lock != nil {
+		_ = p.lock.Close()
 	}
 }
 
@@ -199,12 +205,12 @@ func PlanPrune(ctx context.Context, r *repo.Repository, src Source, o Options) (
 	if d := r.DamagedIndex(); len(d) > 0 {
 		return nil, fmt.Errorf("%w: index object %s (and %d more) is damaged; run `lifeboat repair index` before prune", repo.ErrCorrupt, d[0], len(d)-1)
 	}
-	dir, err := os.MkdirTemp(o.TempDir, "lifeboat-prune-")
+	dir, lock, err := makeScratch(o.TempDir)
 	if err != nil {
 		return nil, err
 	}
 	p := &Plan{Damaged: []DamagedSnapshot{}, Delete: []PackInfo{}, Repack: []PackInfo{}, Unindexed: []PackInfo{},
-		oldObjects: map[blob.ID]blob.Tier{}, marked: map[blob.ID]bool{}, dir: dir,
+		oldObjects: map[blob.ID]blob.Tier{}, marked: map[blob.ID]bool{}, dir: dir, lock: lock,
 		condemned: map[blob.ID]bool{}, repack: map[blob.ID]*PackInfo{}, runKeys: cmp.Or(o.RunKeys, defaultRunKeys)}
 	p.live = newLiveSet(dir, p.runKeys)
 	if p.trees, err = newTreeSet(dir); err != nil {

@@ -24,8 +24,11 @@ var bucketTrees = []byte("trees")
 
 const treeBatch = 4096
 
+// treeSetFile is the tree set's file in the scratch directory.
+const treeSetFile = "trees.db"
+
 func newTreeSet(dir string) (*treeSet, error) {
-	db, err := bolt.Open(filepath.Join(dir, "trees.db"), 0o600, &bolt.Options{NoSync: true, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
+	db, err := bolt.Open(filepath.Join(dir, treeSetFile), 0o600, &bolt.Options{NoSync: true, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
 	if err != nil {
 		return nil, fmt.Errorf("temporary tree set: %w", err)
 	}
