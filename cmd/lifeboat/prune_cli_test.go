@@ -338,11 +338,14 @@ func TestLockExitCodes(t *testing.T) {
 // after its Nth remove, for every N, each time from the same starting
 // repository. After every crash the repository checks clean, every kept
 // snapshot restores, and running prune again finishes the job (nothing left
-// to delete, no leftovers). The killed process's locks are stale (its PID is
-// dead) and keep no one out.
+// to delete, no leftovers: not the killed prune's scratch directory in
+// TMPDIR either). The killed process's locks are stale (its PID is dead)
+// and keep no one out.
 func TestKillPrune(t *testing.T) {
 	bin := lifeboatBinary(t)
 	e := newEnv(t)
+	tmp := pruneTempDir(t)
+	leftover := 0
 	e.ok("init", "--kdf-memory-kib", "64", "--kdf-time", "1", "--pack-size", "1")
 	_, versions, ids := e.history("w", 4)
 	e.ok("forget", "--keep-last", "2")
@@ -359,10 +362,14 @@ func TestKillPrune(t *testing.T) {
 				break // finished before the Nth operation: every point was crashed
 			}
 			crashes++
+			leftover += len(pruneScratch(t, tmp))
 			e.ok("check", "--read-data")
 			e.restoreID(ids[2], versions[2])
 			e.restoreID(ids[3], versions[3])
 			e.ok("prune", "--instant-delete", "--max-unused", "0%")
+			if left := pruneScratch(t, tmp); len(left) != 0 {
+				t.Fatalf("%s=%d: after the finishing run, prune scratch directories left: %v", env, n, left)
+			}
 			plan := jsonLines(t, e.ok("prune", "--instant-delete", "--dry-run", "--json", "--max-unused", "0%").stdout)[0]
 			if len(plan["delete"].([]any))+len(plan["repack"].([]any))+len(plan["unindexed"].([]any)) != 0 {
 				t.Fatalf("%s=%d: after the finishing run, plan not empty: %v", env, n, plan)
@@ -384,6 +391,29 @@ func TestKillPrune(t *testing.T) {
 		}
 		t.Logf("%s: crashed at %d points", env, crashes)
 	}
+	if leftover == 0 {
+		t.Fatal("no killed prune left its scratch directory: nothing showed that the next prune removes it")
+	}
+}
+
+// pruneTempDir makes TMPDIR, for this test and the processes it starts,
+// a new directory of the test, and returns it: the scratch directories
+// of killed prunes stay there, not in the system's.
+func pruneTempDir(t *testing.T) string {
+	t.Helper()
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	return tmp
+}
+
+// pruneScratch lists the scratch directories of prunes in tmp.
+func pruneScratch(t *testing.T, tmp string) []string {
+	t.Helper()
+	dirs, err := filepath.Glob(filepath.Join(tmp, "lifeboat-prune-*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dirs
 }
 
 // copyRepo makes dst (removed first) a copy of the repository directory src.

@@ -111,14 +111,15 @@ keep_last = 1
 // margin) after its Nth save, and after its Nth remove, for every N, each
 // time from the same starting repository. After every crash the
 // repository checks clean and every kept snapshot restores; running prune
-// again twice (a margin later) leaves nothing ripe to delete and nothing
-// unused that is not condemned.
+// again twice (a margin later) leaves nothing ripe to delete, nothing
+// unused that is not condemned, and no scratch directory in TMPDIR.
 func TestKillTwoPhasePrune(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the lifeboat binary")
 	}
 	bin := lifeboatBinary(t)
 	e := newEnv(t)
+	tmp := pruneTempDir(t)
 	e.ok("init", "--kdf-memory-kib", "64", "--kdf-time", "1", "--pack-size", "1")
 	_, versions, ids := e.history("w", 4)
 	e.ok("forget", "--keep-last", "2")
@@ -152,6 +153,9 @@ func TestKillTwoPhasePrune(t *testing.T) {
 				if out, err := lifeboat([]string{later}, "prune", "--max-unused", "0%"); err != nil {
 					t.Fatalf("%s=%d: finishing prune: %v\n%s", env, n, err, out)
 				}
+			}
+			if left := pruneScratch(t, tmp); len(left) != 0 {
+				t.Fatalf("%s=%d: after the finishing runs, prune scratch directories left: %v", env, n, left)
 			}
 			out, err = lifeboat([]string{later}, "prune", "--dry-run", "--json", "--max-unused", "0%")
 			if err != nil {
