@@ -40,7 +40,10 @@ const rsKillEnv = "LIFEBOAT_TEST_RESTORE_KILL_CHILD"
 func rsKilledRestore(t *testing.T, r *snaptest.Repo, m *snapshot.Manifest, target, records, point string) (staging string, kill func()) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestRestoreKilledChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), rsKillEnv+"="+strings.Join([]string{r.Path, m.ID.String(), target, records, point}, "\n"))
+	// The child's repository cache belongs to this test: the child is
+	// killed, so a t.TempDir of its own would stay for good.
+	cache := t.TempDir()
+	cmd.Env = append(os.Environ(), rsKillEnv+"="+strings.Join([]string{r.Path, m.ID.String(), target, records, point, cache}, "\n"))
 	out := proctest.StartChild(t, cmd)
 	killed := false
 	kill = func() {
@@ -74,13 +77,13 @@ func rsKilledRestore(t *testing.T, r *snaptest.Repo, m *snapshot.Manifest, targe
 func TestRestoreKilledChild(t *testing.T) {
 	t.Parallel()
 	args := strings.Split(proctest.ChildEnv(t, rsKillEnv, "a killed-restore test"), "\n")
-	repoDir, id, target, records, point := args[0], args[1], args[2], args[3], args[4]
+	repoDir, id, target, records, point, cache := args[0], args[1], args[2], args[3], args[4], args[5]
 	ctx := context.Background()
 	be, err := local.Open(repoDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := repo.Open(ctx, be, snaptest.Password, repo.Options{CacheDir: t.TempDir()})
+	r, err := repo.Open(ctx, be, snaptest.Password, repo.Options{CacheDir: cache})
 	if err != nil {
 		t.Fatal(err)
 	}
