@@ -217,9 +217,6 @@ func Open(ctx context.Context, be backend.Backend, password []byte, o Options) (
 	if err != nil {
 		return nil, err
 	}
-	// argon2id just used 48 MiB (by default); collect it now, or the heap goal stays
-	// twice that for the rest of the command.
-	runtime.GC()
 	pols, err := cfg.openSections(keys)
 	if err != nil {
 		return nil, err
