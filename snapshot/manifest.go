@@ -9,8 +9,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"lifeboat/blob"
@@ -144,7 +142,8 @@ func LoadManifest(ctx context.Context, s ObjectStore, id blob.ID) (*Manifest, er
 // object does not open (damaged, tampered with, or the storage failed) or
 // its content does not decode or validate. Workspace and Time are set when
 // the object opened (it is authenticated: a key holder wrote it) and they
-// decode although the whole does not; they are empty otherwise.
+// decode although the whole does not, or when the snapshot catalog holds
+// them from an earlier read; they are empty otherwise.
 type ManifestError struct {
 	ID        blob.ID
 	Workspace string
@@ -184,55 +183,95 @@ func List(ctx context.Context, s ObjectStore, ws string) (snaps []*Manifest, bad
 // listPrefix loads the snapshots whose ids start with prefix (all with
 // ""), of workspace ws or of all, in no order: it lists the ids first and
 // loads only those, so that naming one snapshot costs one load, not one
-// per snapshot in the repository.
+// per snapshot in the repository. With ws given, it loads only the
+// snapshots the catalog does not place in another workspace.
 func listPrefix(ctx context.Context, s ObjectStore, prefix, ws string) (snaps []*Manifest, bad map[blob.ID]error, err error) {
-	var ids []blob.ID
-	err = s.ListObjects(ctx, crypt.KindSnapshot, func(id blob.ID) error {
-		if strings.HasPrefix(id.String(), prefix) {
-			ids = append(ids, id)
-		}
-		return nil
-	})
+	l, err := listSnapshots(ctx, s, prefix)
 	if err != nil {
 		return nil, nil, err
 	}
-	// Loaded manifestLoaders at a time: from object storage each is a
-	// request, and a repository holds thousands. Only ws's are kept.
-	type loaded struct {
-		m   *Manifest // nil: another workspace's, or err
-		err error
-	}
-	all := make([]loaded, len(ids))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(len(ids), manifestLoaders) {
-		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < len(ids) && ctx.Err() == nil; i = int(next.Add(1) - 1) {
-				m, err := LoadManifest(ctx, s, ids[i])
-				if err == nil && ws != "" && m.Workspace != ws {
-					m = nil
-				}
-				all[i] = loaded{m, err}
-			}
-		})
-	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
+	err = l.load(ctx, s, func(e *listedSnapshot) bool { return ws == "" || e.rec == nil || e.rec.workspace == ws })
+	if err != nil {
 		return nil, nil, err
 	}
+	l.remember()
 	bad = map[blob.ID]error{}
-	for i, l := range all {
+	for _, e := range l.all {
 		switch {
-		case l.err != nil:
-			bad[ids[i]] = l.err
-		case l.m != nil:
-			snaps = append(snaps, l.m)
+		case e.err != nil:
+			bad[e.id] = e.err
+		case e.m != nil && (ws == "" || e.m.Workspace == ws):
+			snaps = append(snaps, e.m)
 		}
 	}
 	return snaps, bad, nil
 }
 
-// manifestLoaders is how many snapshot manifests listPrefix loads at once.
+// listedBefore reports whether the snapshot (at, id) comes before (mt, mid)
+// in List's order: by time, then by id.
+func listedBefore(at time.Time, id blob.ID, mt time.Time, mid blob.ID) bool {
+	return at.Before(mt) || at.Equal(mt) && bytes.Compare(id[:], mid[:]) < 0
+}
+
+// findLatest finds the newest complete snapshot of ws that loads, or nil,
+// and returns with it the snapshots that did not load. It loads the
+// snapshots the catalog does not know, then those of ws, newest first,
+// until one is complete and loads.
+func findLatest(ctx context.Context, s ObjectStore, ws string) (m *Manifest, bad map[blob.ID]error, err error) {
+	l, err := listSnapshots(ctx, s, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := l.load(ctx, s, func(e *listedSnapshot) bool { return e.rec == nil }); err != nil {
+		return nil, nil, err
+	}
+	var cands []*listedSnapshot
+	for i := range l.all {
+		if e := &l.all[i]; e.err == nil && e.workspace() == ws {
+			cands = append(cands, e)
+		}
+	}
+	// The order of List: by time, then by id.
+	slices.SortFunc(cands, func(a, b *listedSnapshot) int {
+		if c := a.at().Compare(b.at()); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.id[:], b.id[:])
+	})
+	for i := len(cands) - 1; i >= 0 && m == nil; i-- {
+		e := cands[i]
+		if !e.complete() {
+			continue
+		}
+		if e.m == nil {
+			if err := ctx.Err(); err != nil {
+				return nil, nil, err
+			}
+			e.m, e.err = LoadManifest(ctx, s, e.id)
+			var me *ManifestError
+			if errors.As(e.err, &me) && me.Workspace == "" {
+				// Its catalog record says what its manifest said.
+				me.Workspace, me.Time = e.rec.workspace, e.rec.time
+			}
+		}
+		if e.m != nil && e.m.Workspace == ws && e.m.Complete {
+			m = e.m
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err // the last load may have failed for it
+	}
+	l.remember()
+	bad = map[blob.ID]error{}
+	for _, e := range l.all {
+		if e.err != nil {
+			bad[e.id] = e.err
+		}
+	}
+	return m, bad, nil
+}
+
+// manifestLoaders is how many snapshot manifests a listing loads at once.
 const manifestLoaders = 16
 
 // ErrNoSnapshot: no snapshot matches.
@@ -261,9 +300,15 @@ type ResolveOptions struct {
 // an id prefix that names one gets its *ManifestError (repo.ErrCorrupt for
 // a damaged one: exit code 13). `latest` fails with a *LatestError when a
 // snapshot that cannot be read may be the newest of ws (its workspace and
-// time are unknown, or say it is of ws and newer than the newest readable
-// complete one); with o.SkipDamaged it returns the newest readable complete
-// snapshot and, in skipped, those it passed over, in id order.
+// time are unknown, or say it is of ws and comes after the newest readable
+// complete one in List's order: by time, then id); with o.SkipDamaged it
+// returns the newest readable complete snapshot and, in skipped, those it
+// passed over, in id order. A snapshot's workspace, time and completeness
+// may come from the snapshot catalog (catalog.go), which holds what its
+// manifest said when it was read: `latest` reads only the snapshots the
+// catalog does not know and those of ws from the newest down to the
+// answer, so damage to another workspace's snapshot, or to an older one,
+// that the catalog knows is not seen here (`lifeboat check` sees it).
 func Resolve(ctx context.Context, s ObjectStore, ref, ws string, o ResolveOptions) (m *Manifest, skipped []*ManifestError, err error) {
 	if ref == "latest" && ws == "" {
 		return nil, nil, fmt.Errorf("`latest` needs --workspace")
@@ -274,7 +319,7 @@ func Resolve(ctx context.Context, s ObjectStore, ref, ws string, o ResolveOption
 	var snaps []*Manifest
 	var bad map[blob.ID]error
 	if ref == "latest" {
-		snaps, bad, err = List(ctx, s, ws)
+		m, bad, err = findLatest(ctx, s, ws)
 	} else {
 		snaps, bad, err = listPrefix(ctx, s, strings.ToLower(ref), ws)
 	}
@@ -291,14 +336,9 @@ func Resolve(ctx context.Context, s ObjectStore, ref, ws string, o ResolveOption
 	}
 	slices.SortFunc(damaged, func(a, b *ManifestError) int { return bytes.Compare(a.ID[:], b.ID[:]) })
 	if ref == "latest" {
-		for i := len(snaps) - 1; i >= 0 && m == nil; i-- {
-			if snaps[i].Complete {
-				m = snaps[i]
-			}
-		}
 		for _, d := range damaged {
-			if d.Workspace != "" && d.Workspace != ws || m != nil && !d.Time.IsZero() && !d.Time.After(m.Time) {
-				continue // another workspace's, or older than the newest readable one
+			if d.Workspace != "" && d.Workspace != ws || m != nil && !d.Time.IsZero() && listedBefore(d.Time, d.ID, m.Time, m.ID) {
+				continue // another workspace's, or before the newest readable one in List's order
 			}
 			skipped = append(skipped, d)
 		}
