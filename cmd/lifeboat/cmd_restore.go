@@ -68,6 +68,9 @@ func newRestoreCommand(g *globalOptions) *cobra.Command {
 				return usageError{"--profiles restores whole browser profiles and cannot be combined with --include"}
 			}
 			return g.withLockedRepo(cmd.Context(), repo.LockShared, "restore", func(r *repo.Repository, _ *repo.Lock) error {
+				if err := restore.CheckTarget(r, o.target, g.ownDirs()); err != nil {
+					return usageError{err.Error()}
+				}
 				m, skippedRefs, err := g.resolveSnapshot(cmd.Context(), r, args[0], o.workspace, o.skipDamaged, "restoring")
 				if err != nil {
 					return err

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"lifeboat/repo"
 	"lifeboat/snapshot"
 )
 
@@ -26,6 +27,16 @@ type ProtectedDir = snapshot.OwnDir
 
 // dirID is a directory's identity.
 type dirID struct{ dev, ino uint64 }
+
+// CheckTarget refuses, as Run does before it writes anything, a target
+// that is, is inside, or contains the repository's own directories (its
+// location, its index cache) or one of protect (ErrTargetOverlaps). A
+// command calls it before it looks for the snapshot, which can write to
+// the local index (its snapshot catalog), so that a refused restore
+// changes nothing.
+func CheckTarget(r *repo.Repository, target string, protect []ProtectedDir) error {
+	return refuseOverlap(target, snapshot.OwnDirs(r, protect))
+}
 
 // refuseOverlap refuses a target that is, is inside, or contains one of
 // own (ErrTargetOverlaps, naming both). Directories are compared by
