@@ -11,6 +11,7 @@ import (
 
 	"lifeboat/blob"
 	"lifeboat/crypt"
+	"lifeboat/repo"
 	"lifeboat/snapshot"
 	"lifeboat/snapshot/internal/snaptest"
 )
@@ -259,5 +260,25 @@ func TestCatalogEmptiedWithRepository(t *testing.T) {
 	}
 	if _, total := catalogRecords(t, r, nil); total != 0 {
 		t.Fatalf("the catalog holds %d records of an empty repository, want 0", total)
+	}
+}
+
+// An id given with a workspace names its snapshot, whatever workspace the
+// catalog places it in: a damaged one fails with its damage, not "no
+// matching snapshot".
+func TestCatalogIDOfAnotherWorkspaceDamaged(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	r := snaptest.NewRepo(t)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r.SnapAt(t, "w", t0)
+	x := r.SnapAt(t, "x", t0.Add(time.Hour))
+	if _, _, err := snapshot.List(ctx, r, ""); err != nil { // the catalog learns both
+		t.Fatal(err)
+	}
+	rsFlipSnapshot(r, t, x.ID)
+	_, _, err := snapshot.Resolve(ctx, r, x.ID.String()[:8], "w", snapshot.ResolveOptions{})
+	if !errors.Is(err, repo.ErrCorrupt) || errors.Is(err, snapshot.ErrNoSnapshot) {
+		t.Fatalf("x's damaged snapshot by id, with workspace w: %v, want its damage", err)
 	}
 }

@@ -183,14 +183,16 @@ func List(ctx context.Context, s ObjectStore, ws string) (snaps []*Manifest, bad
 // listPrefix loads the snapshots whose ids start with prefix (all with
 // ""), of workspace ws or of all, in no order: it lists the ids first and
 // loads only those, so that naming one snapshot costs one load, not one
-// per snapshot in the repository. With ws given, it loads only the
-// snapshots the catalog does not place in another workspace.
+// per snapshot in the repository. With ws given and no prefix, it loads
+// only the snapshots the catalog does not place in another workspace.
 func listPrefix(ctx context.Context, s ObjectStore, prefix, ws string) (snaps []*Manifest, bad map[blob.ID]error, err error) {
 	l, err := listSnapshots(ctx, s, prefix)
 	if err != nil {
 		return nil, nil, err
 	}
-	err = l.load(ctx, s, func(e *listedSnapshot) bool { return ws == "" || e.rec == nil || e.rec.workspace == ws })
+	// An id prefix names one snapshot or a few: those are all read, so
+	// that a damaged one is named whatever workspace the catalog gives it.
+	err = l.load(ctx, s, func(e *listedSnapshot) bool { return ws == "" || prefix != "" || e.rec == nil || e.rec.workspace == ws })
 	if err != nil {
 		return nil, nil, err
 	}
@@ -306,9 +308,10 @@ type ResolveOptions struct {
 // passed over, in id order. A snapshot's workspace, time and completeness
 // may come from the snapshot catalog (catalog.go), which holds what its
 // manifest said when it was read: `latest` reads only the snapshots the
-// catalog does not know and those of ws from the newest down to the
-// answer, so damage to another workspace's snapshot, or to an older one,
-// that the catalog knows is not seen here (`lifeboat check` sees it).
+// catalog does not know and the complete ones of ws from the newest down
+// to the answer, so damage to a snapshot the catalog knows to be another
+// workspace's, partial, or before the answer is not seen here (`lifeboat
+// check` sees it).
 func Resolve(ctx context.Context, s ObjectStore, ref, ws string, o ResolveOptions) (m *Manifest, skipped []*ManifestError, err error) {
 	if ref == "latest" && ws == "" {
 		return nil, nil, fmt.Errorf("`latest` needs --workspace")
