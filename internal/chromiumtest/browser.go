@@ -62,6 +62,9 @@ func Start(t testing.TB, bin string) *Browser {
 		args = append(args, "--no-sandbox") // Chromium refuses to run as root with its sandbox
 	}
 	cmd := exec.Command(bin, args...)
+	// Killed at the end, it cannot remove its singleton socket's
+	// directory: that goes in the test's temp dir, not /tmp.
+	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
 	cmd.ExtraFiles = []*os.File{toR, fromW}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
