@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,23 +14,6 @@ import (
 	"lifeboat/snapshot"
 	"lifeboat/snapshot/internal/snaptest"
 )
-
-// loadCountingRepo is a test repository, catalog included, that counts
-// the snapshot manifests loaded from it.
-type loadCountingRepo struct {
-	*snaptest.Repo
-	loads atomic.Int64
-}
-
-func (c *loadCountingRepo) LoadObject(ctx context.Context, kind crypt.ObjectKind, id blob.ID) (blob.Tier, []byte, error) {
-	if kind == crypt.KindSnapshot {
-		c.loads.Add(1)
-	}
-	return c.Repo.LoadObject(ctx, kind, id)
-}
-
-// took returns the loads counted since the last call.
-func (c *loadCountingRepo) took() int64 { return c.loads.Swap(0) }
 
 // catalogRecords returns the catalog's raw (sealed) records by snapshot
 // id, and how many it holds.
@@ -53,7 +35,7 @@ func catalogRecords(t *testing.T, r *snaptest.Repo, ids []blob.ID) (map[blob.ID]
 func TestCatalogLoadsOnlyWhatIsAsked(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	r := &loadCountingRepo{Repo: snaptest.NewRepo(t)}
+	r := &loadCounter{Repo: snaptest.NewRepo(t)}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Minute) }
 	byWs := map[string][]*snapshot.Manifest{}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -171,12 +170,7 @@ func manifestDamaged(id blob.ID, b []byte, err error) *ManifestError {
 // oldest first. Snapshots that do not load are returned in bad.
 func List(ctx context.Context, s ObjectStore, ws string) (snaps []*Manifest, bad map[blob.ID]error, err error) {
 	snaps, bad, err = listPrefix(ctx, s, "", ws)
-	sort.Slice(snaps, func(i, j int) bool {
-		if !snaps[i].Time.Equal(snaps[j].Time) {
-			return snaps[i].Time.Before(snaps[j].Time)
-		}
-		return bytes.Compare(snaps[i].ID[:], snaps[j].ID[:]) < 0
-	})
+	slices.SortFunc(snaps, func(a, b *Manifest) int { return listOrder(a.Time, a.ID, b.Time, b.ID) })
 	return snaps, bad, err
 }
 
@@ -209,10 +203,13 @@ func listPrefix(ctx context.Context, s ObjectStore, prefix, ws string) (snaps []
 	return snaps, bad, nil
 }
 
-// listedBefore reports whether the snapshot (at, id) comes before (mt, mid)
-// in List's order: by time, then by id.
-func listedBefore(at time.Time, id blob.ID, mt time.Time, mid blob.ID) bool {
-	return at.Before(mt) || at.Equal(mt) && bytes.Compare(id[:], mid[:]) < 0
+// listOrder compares the snapshots (at, id) and (bt, bid) in List's
+// order: by time, then by id.
+func listOrder(at time.Time, id blob.ID, bt time.Time, bid blob.ID) int {
+	if c := at.Compare(bt); c != 0 {
+		return c
+	}
+	return bytes.Compare(id[:], bid[:])
 }
 
 // findLatest finds the newest complete snapshot of ws that loads, or nil,
@@ -233,13 +230,7 @@ func findLatest(ctx context.Context, s ObjectStore, ws string) (m *Manifest, bad
 			cands = append(cands, e)
 		}
 	}
-	// The order of List: by time, then by id.
-	slices.SortFunc(cands, func(a, b *listedSnapshot) int {
-		if c := a.at().Compare(b.at()); c != 0 {
-			return c
-		}
-		return bytes.Compare(a.id[:], b.id[:])
-	})
+	slices.SortFunc(cands, func(a, b *listedSnapshot) int { return listOrder(a.at(), a.id, b.at(), b.id) })
 	for i := len(cands) - 1; i >= 0 && m == nil; i-- {
 		e := cands[i]
 		if !e.complete() {
@@ -340,7 +331,7 @@ func Resolve(ctx context.Context, s ObjectStore, ref, ws string, o ResolveOption
 	slices.SortFunc(damaged, func(a, b *ManifestError) int { return bytes.Compare(a.ID[:], b.ID[:]) })
 	if ref == "latest" {
 		for _, d := range damaged {
-			if d.Workspace != "" && d.Workspace != ws || m != nil && !d.Time.IsZero() && listedBefore(d.Time, d.ID, m.Time, m.ID) {
+			if d.Workspace != "" && d.Workspace != ws || m != nil && !d.Time.IsZero() && listOrder(d.Time, d.ID, m.Time, m.ID) < 0 {
 				continue // another workspace's, or before the newest readable one in List's order
 			}
 			skipped = append(skipped, d)

@@ -148,16 +148,22 @@ func TestResolveLatestDamagedAttributed(t *testing.T) {
 	}
 }
 
-// loadCounter counts the objects loaded through it.
+// loadCounter is a test repository, snapshot catalog included, that
+// counts the snapshot manifests loaded from it.
 type loadCounter struct {
-	snapshot.ObjectStore
+	*snaptest.Repo
 	loads atomic.Int64
 }
 
 func (c *loadCounter) LoadObject(ctx context.Context, kind crypt.ObjectKind, id blob.ID) (blob.Tier, []byte, error) {
-	c.loads.Add(1)
-	return c.ObjectStore.LoadObject(ctx, kind, id)
+	if kind == crypt.KindSnapshot {
+		c.loads.Add(1)
+	}
+	return c.Repo.LoadObject(ctx, kind, id)
 }
+
+// took returns the loads counted since the last call.
+func (c *loadCounter) took() int64 { return c.loads.Swap(0) }
 
 // An id names one snapshot: resolving it loads that snapshot alone, not
 // every snapshot of the repository, and still answers as a full listing
@@ -173,7 +179,7 @@ func TestResolveIDLoadsOnlyItsSnapshot(t *testing.T) {
 		all = append(all, r.SnapAt(t, "w", t0.Add(time.Duration(i)*time.Minute)))
 	}
 	other := r.SnapAt(t, "x", t0)
-	c := &loadCounter{ObjectStore: r}
+	c := &loadCounter{Repo: r}
 	m, _, err := snapshot.Resolve(ctx, c, all[2].ID.String(), "w", snapshot.ResolveOptions{})
 	if err != nil || m.ID != all[2].ID {
 		t.Fatalf("resolving %s: %v %v", all[2].ID.Short(), m, err)

@@ -96,7 +96,7 @@ func Run(ctx context.Context, r *repo.Repository, m *snapshot.Manifest, o Option
 	if err != nil {
 		return res, err
 	}
-	if err := refuseOverlap(o.Target, snapshot.OwnDirs(r, o.Protect)); err != nil {
+	if err := CheckTarget(r, o.Target, o.Protect); err != nil {
 		return res, err
 	}
 	plan, err := rsPlanTree(ctx, r, o.Tier, m, o.Includes)
