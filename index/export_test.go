@@ -1,5 +1,7 @@
 package index
 
+import bolt "go.etcd.io/bbolt"
+
 // Hooks for the external tests. The Set functions change package
 // variables every DB reads: a test that calls one must not run in
 // parallel.
@@ -58,4 +60,12 @@ func SetFilterEntriesPerMiss(n int64) func() {
 	old := filterEntriesPerMiss
 	filterEntriesPerMiss = n
 	return func() { filterEntriesPerMiss = old }
+}
+
+// CommittedTx is the id of d's last committed write transaction: it moves
+// on with every commit.
+func CommittedTx(d *DB) int {
+	var id int
+	_ = d.db.View(func(tx *bolt.Tx) error { id = tx.ID(); return nil })
+	return id
 }

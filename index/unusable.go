@@ -152,35 +152,46 @@ func (d *DB) MarkGone(stored func(pack blob.ID) bool) error {
 // SetCondemned marks packs condemned (UnusableCondemned); with exact, it
 // also clears the mark of every other pack, so that the condemned packs
 // are exactly packs: the ones the repository's condemnation objects name.
-// It returns how many were newly condemned.
+// It returns how many were newly condemned. When the marks are already
+// so (every capture's session start asks, and they rarely change), it
+// writes nothing: a write transaction costs two syncs of the DB file.
 func (d *DB) SetCondemned(packs map[blob.ID]bool, exact bool) (added int, err error) {
+	var clear, set []blob.ID
+	err = d.view(func(tx *bolt.Tx) error {
+		clear, set = condemnedChanges(tx, packs, exact)
+		return nil
+	})
+	if err != nil || len(clear) == 0 && len(set) == 0 {
+		return 0, err
+	}
 	err = d.update(func(tx *bolt.Tx) error {
-		added = 0
-		u := tx.Bucket(bucketUnusable)
-		var clear, set []blob.ID
-		if exact {
-			err := u.ForEach(func(k, v []byte) error {
-				if len(k) == blob.IDSize && len(v) == 1 && v[0]&UnusableCondemned != 0 && !packs[blob.ID(k)] {
-					clear = append(clear, blob.ID(k))
-				}
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-		}
-		for id := range packs {
-			if v := u.Get(id[:]); len(v) != 1 || v[0]&UnusableCondemned == 0 {
-				set = append(set, id)
-			}
-		}
-		added = len(set)
+		clear, set = condemnedChanges(tx, packs, exact)
 		if err := setUnusable(tx, clear, UnusableCondemned, false); err != nil {
 			return err
 		}
 		return setUnusable(tx, set, UnusableCondemned, true)
 	})
-	return added, err
+	return len(set), err
+}
+
+// condemnedChanges returns the packs whose condemned mark SetCondemned
+// clears and those it sets.
+func condemnedChanges(tx *bolt.Tx, packs map[blob.ID]bool, exact bool) (clear, set []blob.ID) {
+	u := tx.Bucket(bucketUnusable)
+	if exact {
+		_ = u.ForEach(func(k, v []byte) error { // (the function never fails)
+			if len(k) == blob.IDSize && len(v) == 1 && v[0]&UnusableCondemned != 0 && !packs[blob.ID(k)] {
+				clear = append(clear, blob.ID(k))
+			}
+			return nil
+		})
+	}
+	for id := range packs {
+		if v := u.Get(id[:]); len(v) != 1 || v[0]&UnusableCondemned == 0 {
+			set = append(set, id)
+		}
+	}
+	return clear, set
 }
 
 // Unusable returns the reasons pack id is unusable (0: it is not).
