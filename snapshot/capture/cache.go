@@ -74,19 +74,23 @@ type capEntry struct {
 // capOld is what a part's lookup found of its record.
 type capOld struct {
 	found bool
-	n     int    // entries in the record
-	gen   uint64 // the removal generation it was stamped with
+	n     int     // entries in the record
+	gen   uint64  // the removal generation it was stamped with
+	tree  blob.ID // the part's tree when the record was written; zero when not recorded
 }
 
-// A record (the plaintext under the seal) is: a version byte (1), the
-// removal generation (u64 LE), the number of entries (uvarint), then per
-// entry in strictly increasing name order: the name's length (uvarint)
-// and bytes, device, inode, size, mtime ns, ctime ns (u64 LE each), a
-// flags byte (1: has xattrs), the number of chunks (uvarint, at least 1)
-// and their 32-byte ids.
+// A record (the plaintext under the seal) is: a version byte (2), the
+// removal generation (u64 LE), the part's tree id (32 bytes, zero when
+// none), the number of entries (uvarint), then per entry in strictly
+// increasing name order: the name's length (uvarint) and bytes, device,
+// inode, size, mtime ns, ctime ns (u64 LE each), a flags byte (1: has
+// xattrs), the number of chunks (uvarint, at least 1) and their 32-byte
+// ids. Version 1, written before, has no tree id; it is read as a record
+// without one, and written again as version 2.
 const (
-	capRecordVersion = 1
-	capEntryXattrs   = 1
+	capRecordVersion   = 2
+	capRecordVersionV1 = 1
+	capEntryXattrs     = 1
 )
 
 // capNamed is an entry of a decoded record.
@@ -95,11 +99,12 @@ type capNamed struct {
 	e    capEntry
 }
 
-// appendRecord appends the record of entries (in name order) stamped with
-// gen to b.
-func appendRecord(b []byte, gen uint64, names [][]byte, entries []*capEntry) []byte {
+// appendRecord appends the record of entries (in name order) of a part
+// whose tree is tree, stamped with gen, to b.
+func appendRecord(b []byte, gen uint64, tree blob.ID, names [][]byte, entries []*capEntry) []byte {
 	b = append(b, capRecordVersion)
 	b = binary.LittleEndian.AppendUint64(b, gen)
+	b = append(b, tree[:]...)
 	b = binary.AppendUvarint(b, uint64(len(entries)))
 	for i, e := range entries {
 		b = binary.AppendUvarint(b, uint64(len(names[i])))
@@ -132,16 +137,21 @@ func capUvarint(b []byte) (uint64, int) {
 	return v, k
 }
 
-// decodeRecord decodes a record. Names alias rec.
-func decodeRecord(rec []byte) (gen uint64, out []capNamed, err error) {
-	if len(rec) < 9 || rec[0] != capRecordVersion {
-		return 0, nil, errCapRecord
+// decodeRecord decodes a record, of either version. Names alias rec.
+func decodeRecord(rec []byte) (gen uint64, tree blob.ID, out []capNamed, err error) {
+	head := 9
+	if len(rec) > 0 && rec[0] == capRecordVersion {
+		head += blob.IDSize
+	}
+	if len(rec) < head || rec[0] != capRecordVersion && rec[0] != capRecordVersionV1 {
+		return 0, tree, nil, errCapRecord
 	}
 	gen = binary.LittleEndian.Uint64(rec[1:])
-	b := rec[9:]
+	copy(tree[:], rec[9:head])
+	b := rec[head:]
 	n, k := capUvarint(b)
 	if k <= 0 || n > uint64(len(b)) { // every entry takes more than a byte
-		return 0, nil, errCapRecord
+		return 0, blob.ID{}, nil, errCapRecord
 	}
 	b = b[k:]
 	out = make([]capNamed, n)
@@ -149,15 +159,15 @@ func decodeRecord(rec []byte) (gen uint64, out []capNamed, err error) {
 	for i := range out {
 		l, k := capUvarint(b)
 		if k <= 0 || l == 0 || l > uint64(len(b)-k) {
-			return 0, nil, errCapRecord
+			return 0, blob.ID{}, nil, errCapRecord
 		}
 		name := b[k : k+int(l)]
 		if i > 0 && bytes.Compare(out[i-1].name, name) >= 0 {
-			return 0, nil, errCapRecord
+			return 0, blob.ID{}, nil, errCapRecord
 		}
 		b = b[k+int(l):]
 		if len(b) < 5*8+1 || b[40]&^capEntryXattrs != 0 {
-			return 0, nil, errCapRecord
+			return 0, blob.ID{}, nil, errCapRecord
 		}
 		e := capEntry{Dev: binary.LittleEndian.Uint64(b), Inode: binary.LittleEndian.Uint64(b[8:]),
 			Size: binary.LittleEndian.Uint64(b[16:]), MtimeNs: int64(binary.LittleEndian.Uint64(b[24:])),
@@ -165,7 +175,7 @@ func decodeRecord(rec []byte) (gen uint64, out []capNamed, err error) {
 		b = b[41:]
 		nids, k := capUvarint(b)
 		if k <= 0 || nids == 0 || nids > uint64(len(b)-k)/blob.IDSize {
-			return 0, nil, errCapRecord
+			return 0, blob.ID{}, nil, errCapRecord
 		}
 		b = b[k:]
 		start := len(ids)
@@ -177,9 +187,9 @@ func decodeRecord(rec []byte) (gen uint64, out []capNamed, err error) {
 		out[i] = capNamed{name: name, e: e}
 	}
 	if len(b) != 0 {
-		return 0, nil, errCapRecord
+		return 0, blob.ID{}, nil, errCapRecord
 	}
-	return gen, out, nil
+	return gen, tree, out, nil
 }
 
 // cacheLookup sets, for the entries names of part p of d that sts says
@@ -213,11 +223,11 @@ func (c *capturer) cacheLookup(d *capDir, p int, names []string, sts []unix.Stat
 	// The record's names alias plain, and are not used past this lookup;
 	// its entries are decoded out of it.
 	defer repo.PutBuffer(plain)
-	gen, rec, err := decodeRecord(plain)
+	gen, tree, rec, err := decodeRecord(plain)
 	if err != nil {
 		return capOld{}
 	}
-	old := capOld{found: true, n: len(rec), gen: gen}
+	old := capOld{found: true, n: len(rec), gen: gen, tree: tree}
 	var stale []repo.FileChunks // entries to check chunk by chunk
 	var staleAt []int
 	j := 0
@@ -270,12 +280,19 @@ func (c *capturer) cacheNote(p *capPart, i int, e *capEntry, fresh bool) {
 	}
 }
 
-// cachePart writes p's record (once the manifest is saved) unless its
-// entries are all those of its record unchanged, and keeps its key from
-// the prune. A part without entries keeps no record.
-func (c *capturer) cachePart(p *capPart) {
+// capCached is a part's entries for its record: those of files in the
+// snapshot with a cache entry, in name order.
+type capCached struct {
+	names   [][]byte
+	entries []*capEntry
+}
+
+// cachedEntries takes p's cache entries for its record, pairing p.cache[i]
+// with p.nodes[i], before the nodes are packed for the tree. A part
+// without entries keeps no record: it returns nil.
+func (c *capturer) cachedEntries(p *capPart) *capCached {
 	if p.cache == nil {
-		return
+		return nil
 	}
 	kept := 0 // entries of files in the snapshot
 	for i, e := range p.cache {
@@ -283,25 +300,40 @@ func (c *capturer) cachePart(p *capPart) {
 			kept++
 		}
 	}
-	if kept == 0 {
-		p.cache = nil
-		return
-	}
-	key := capPartKey(p.dir.key, p.idx)
-	var rec []byte
-	if p.fresh.Load() || !p.old.found || p.old.n != kept {
-		names, entries := make([][]byte, 0, kept), make([]*capEntry, 0, kept)
+	var k *capCached
+	if kept > 0 {
+		k = &capCached{names: make([][]byte, 0, kept), entries: make([]*capEntry, 0, kept)}
 		for i, e := range p.cache {
 			if e != nil && p.nodes[i].Type != "" {
-				names = append(names, p.nodes[i].Name)
-				entries = append(entries, e)
+				k.names = append(k.names, p.nodes[i].Name)
+				k.entries = append(k.entries, e)
 			}
 		}
-		plain := appendRecord(getCapBuf(), c.cacheGen, names, entries)
+	}
+	p.cache = nil
+	return k
+}
+
+// knownTree reports whether p's record names a tree that is indexed and
+// may be reused: one stamped with the current removal generation, after
+// the capture that saved that tree (records are written once the
+// manifest is saved), and no blob has left the index since.
+func (c *capturer) knownTree(p *capPart) bool {
+	return p.old.found && !p.old.tree.IsNull() && c.genCurrent(p.old.gen)
+}
+
+// cachePart writes the record of p, whose tree is tree, with its entries
+// k (once the manifest is saved) unless its record is the same: the same
+// entries, each from the record unchanged and of the current generation,
+// and the same tree. It keeps the record's key from the prune.
+func (c *capturer) cachePart(p *capPart, k *capCached, tree blob.ID) {
+	key := capPartKey(p.dir.key, p.idx)
+	var rec []byte
+	if p.fresh.Load() || !p.old.found || p.old.n != len(k.entries) || p.old.tree != tree {
+		plain := appendRecord(getCapBuf(), c.cacheGen, tree, k.names, k.entries)
 		rec = c.keys.Seal(nil, plain, capRecordAAD(c.wsKey, key[:]))
 		putCapBuf(plain)
 	}
-	p.cache = nil
 	c.cacheMu.Lock()
 	defer c.cacheMu.Unlock()
 	c.cacheSeen.add(key)

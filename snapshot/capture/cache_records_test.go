@@ -10,7 +10,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"lifeboat/blob"
 	"lifeboat/snapshot"
+	"lifeboat/snapshot/internal/snaptest"
 )
 
 // An entry left out of a part (here a file that vanished before a reader
@@ -182,4 +184,82 @@ func TestCacheRecordsPruneAndFailedCapture(t *testing.T) {
 	if n := read.Load(); n != 0 || records() != 2 {
 		t.Errorf("unchanged: read %d bytes, %d records; want 0, 2", n, records())
 	}
+}
+
+// A part's record names the tree the part was saved as: an unchanged
+// re-capture finds each such tree by its record, without a lookup in the
+// local index; a part whose tree changed (here a subdirectory's mode) is
+// saved as usual and its record names the new tree; and once a blob has
+// left the index (the generation moved: here the very pack holding the
+// trees), a tree a record names is looked up again and saved anew.
+func TestRecordsNameTheirTrees(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	files := map[string]string{"top": "t", "a/f": "af", "a/b/f": "abf", "a/b/c/f": "abcf", "d/f": "df"}
+	capTestWrite(t, root, files)
+	capTestAge(t, root)
+	r, o, read, cache := capTestCountingSetup(t)
+	// capture captures the tree, which it must read none of, and returns
+	// its root, the index lookups it made and the records it wrote.
+	capture := func(step string) (blob.ID, int64, int64) {
+		t.Helper()
+		read.Store(0)
+		cache.puts.Store(0)
+		before := r.Index().Lookups()
+		m := capTestCapture(t, r, root, o)
+		lookups := r.Index().Lookups() - before // (capTestCompare looks up what it loads)
+		if read.Load() != 0 {
+			t.Errorf("%s: read %d bytes, want 0", step, read.Load())
+		}
+		capTestCompare(t, r, root, m)
+		return m.Root.Subtree[0], lookups, cache.puts.Load()
+	}
+	first := capTestCapture(t, r, root, o).Root.Subtree[0]
+	// The root, a, a/b, a/b/c and d: one record each, each naming its tree.
+	if tree, lookups, puts := capture("unchanged"); tree != first || lookups != 0 || puts != 0 {
+		t.Errorf("unchanged: root %s (was %s), %d index lookups, %d records written; want the same root, 0, 0",
+			tree.Short(), first.Short(), lookups, puts)
+	}
+
+	// a/b/c's mode is in a/b's tree: a/b, a and the root change, a/b/c
+	// and d do not.
+	if err := os.Chmod(filepath.Join(root, "a/b/c"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	changed, lookups, puts := capture("a/b/c's mode changed")
+	if changed == first || lookups != 3 || puts != 3 {
+		t.Errorf("a/b/c's mode changed: root %s (was %s), %d index lookups, %d records written; want a new root, 3, 3",
+			changed.Short(), first.Short(), lookups, puts)
+	}
+	if tree, lookups, puts := capture("unchanged again"); tree != changed || lookups != 0 || puts != 0 {
+		t.Errorf("unchanged again: root %s (was %s), %d index lookups, %d records written; want the same root, 0, 0",
+			tree.Short(), changed.Short(), lookups, puts)
+	}
+
+	// The pack holding the trees leaves the index, as after a prune that
+	// deleted it: every tree is looked up, found gone, and saved again.
+	loc, ok, err := r.Index().Lookup(blob.Workspace, blob.Tree, changed)
+	if err != nil || !ok {
+		t.Fatalf("the root tree %s is not indexed: %v", changed.Short(), err)
+	}
+	if err := r.Index().Drop(nil, map[blob.ID]bool{loc.Pack: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := r.Index().Lookup(blob.Workspace, blob.Tree, changed); err != nil || ok {
+		t.Fatalf("the root tree %s is still indexed after its pack was dropped (%v)", changed.Short(), err)
+	}
+	read.Store(0)
+	m := capTestCapture(t, r, root, o)
+	if m.Root.Subtree[0] != changed {
+		t.Errorf("after the drop: root %s, want %s", m.Root.Subtree[0].Short(), changed.Short())
+	}
+	capTestCompare(t, r, root, m)
+	for _, n := range capTestFlatten(t, r, m.Root.Subtree) {
+		for _, id := range n.Subtree {
+			if _, ok, err := r.Index().Lookup(blob.Workspace, blob.Tree, id); err != nil || !ok {
+				t.Errorf("after the drop: tree %s of %s is not indexed (%v)", id.Short(), n.Name, err)
+			}
+		}
+	}
+	snaptest.Check(t, r)
 }

@@ -40,37 +40,48 @@ func TestCapRecord(t *testing.T) {
 		names = append(names, []byte(fmt.Sprintf("name %03d \xff", i)))
 		entries = append(entries, e)
 	}
-	rec := appendRecord(nil, 77, names, entries)
-	gen, got, err := decodeRecord(rec)
-	if err != nil || gen != 77 || len(got) != len(entries) {
-		t.Fatalf("decode: gen %d, %d entries, %v", gen, len(got), err)
-	}
-	for i := range got {
-		if !bytes.Equal(got[i].name, names[i]) || !reflect.DeepEqual(got[i].e, *entries[i]) {
-			t.Fatalf("entry %d: %q %+v, want %q %+v", i, got[i].name, got[i].e, names[i], *entries[i])
+	tree := blob.ID{9, 8, 7}
+	rec := appendRecord(nil, 77, tree, names, entries)
+	check := func(what string, rec []byte, wantTree blob.ID) {
+		t.Helper()
+		gen, gotTree, got, err := decodeRecord(rec)
+		if err != nil || gen != 77 || gotTree != wantTree || len(got) != len(entries) {
+			t.Fatalf("%s: decode: gen %d, tree %s, %d entries, %v", what, gen, gotTree.Short(), len(got), err)
+		}
+		for i := range got {
+			if !bytes.Equal(got[i].name, names[i]) || !reflect.DeepEqual(got[i].e, *entries[i]) {
+				t.Fatalf("%s: entry %d: %q %+v, want %q %+v", what, i, got[i].name, got[i].e, names[i], *entries[i])
+			}
 		}
 	}
-	if _, got, err := decodeRecord(appendRecord(nil, 1, nil, nil)); err != nil || len(got) != 0 {
+	check("version 2", rec, tree)
+	// Version 1, written before the tree id: the same without it.
+	v1 := append([]byte{capRecordVersionV1}, rec[1:9]...)
+	v1 = append(v1, rec[9+blob.IDSize:]...)
+	check("version 1", v1, blob.ID{})
+	if _, _, got, err := decodeRecord(appendRecord(nil, 1, blob.ID{}, nil, nil)); err != nil || len(got) != 0 {
 		t.Errorf("empty record: %d entries, %v", len(got), err)
 	}
-	for n := range len(rec) {
-		if _, _, err := decodeRecord(rec[:n]); err == nil {
-			t.Fatalf("record cut to %d of %d bytes decodes", n, len(rec))
+	for _, r := range [][]byte{rec, v1} {
+		for n := range len(r) {
+			if _, _, _, err := decodeRecord(r[:n]); err == nil {
+				t.Fatalf("version %d record cut to %d of %d bytes decodes", r[0], n, len(r))
+			}
 		}
 	}
 	bad := map[string][]byte{
-		"version":    append([]byte{2}, rec[1:]...),
+		"version":    append([]byte{3}, rec[1:]...),
 		"trailing":   append(slices.Clone(rec), 0),
-		"order":      appendRecord(nil, 1, [][]byte{names[1], names[0]}, entries[:2]),
-		"repeated":   appendRecord(nil, 1, [][]byte{names[0], names[0]}, entries[:2]),
-		"no chunk":   appendRecord(nil, 1, names[:1], []*capEntry{{Size: 1}}),
-		"empty name": appendRecord(nil, 1, [][]byte{{}}, entries[:1]),
+		"order":      appendRecord(nil, 1, tree, [][]byte{names[1], names[0]}, entries[:2]),
+		"repeated":   appendRecord(nil, 1, tree, [][]byte{names[0], names[0]}, entries[:2]),
+		"no chunk":   appendRecord(nil, 1, tree, names[:1], []*capEntry{{Size: 1}}),
+		"empty name": appendRecord(nil, 1, tree, [][]byte{{}}, entries[:1]),
 	}
-	flags := appendRecord(nil, 1, [][]byte{{'a'}}, entries[1:2]) // not Xattrs
+	flags := appendRecord(nil, 1, tree, [][]byte{{'a'}}, entries[1:2]) // not Xattrs
 	flags[len(flags)-blob.IDSize*len(entries[1].Content)-2] = 4
 	bad["flags"] = flags
 	for name, b := range bad {
-		if _, _, err := decodeRecord(b); err == nil {
+		if _, _, _, err := decodeRecord(b); err == nil {
 			t.Errorf("%s: decodes", name)
 		}
 	}
@@ -78,15 +89,24 @@ func TestCapRecord(t *testing.T) {
 
 // Arbitrary bytes never make decodeRecord panic, a record it accepts has
 // no entry without a name or chunks, and it encodes back to the same
-// bytes.
+// bytes (a version 1 record to the same bytes after its header, which
+// version 2 extends with the tree id).
 func FuzzDecodeRecord(f *testing.F) {
-	f.Add(appendRecord(nil, 5, [][]byte{[]byte("a"), []byte("b")}, []*capEntry{
-		{Size: 3, Content: []blob.ID{{1}}}, {Xattrs: true, Content: []blob.ID{{2}, {3}}}}))
-	f.Add(appendRecord(nil, 0, nil, nil))
+	v2 := appendRecord(nil, 5, blob.ID{4}, [][]byte{[]byte("a"), []byte("b")}, []*capEntry{
+		{Size: 3, Content: []blob.ID{{1}}}, {Xattrs: true, Content: []blob.ID{{2}, {3}}}})
+	f.Add(v2)
+	f.Add(append(append([]byte{capRecordVersionV1}, v2[1:9]...), v2[9+blob.IDSize:]...))
+	f.Add(appendRecord(nil, 0, blob.ID{}, nil, nil))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		gen, rec, err := decodeRecord(b)
+		gen, tree, rec, err := decodeRecord(b)
 		if err != nil {
 			return
+		}
+		if b[0] == capRecordVersionV1 {
+			if !tree.IsNull() {
+				t.Fatalf("version 1 record with tree %s", tree.Short())
+			}
+			b = append(append(append([]byte{capRecordVersion}, b[1:9]...), tree[:]...), b[9:]...)
 		}
 		var names [][]byte
 		var entries []*capEntry
@@ -96,7 +116,7 @@ func FuzzDecodeRecord(f *testing.F) {
 			}
 			names, entries = append(names, rec[i].name), append(entries, &rec[i].e)
 		}
-		if again := appendRecord(nil, gen, names, entries); !bytes.Equal(again, b) {
+		if again := appendRecord(nil, gen, tree, names, entries); !bytes.Equal(again, b) {
 			t.Fatalf("re-encoded record differs:\n%x\n%x", again, b)
 		}
 	})
@@ -167,7 +187,7 @@ func capTestCacheEntry(t testing.TB, r *repo.Repository, ws, rel string) (e capE
 		if err != nil {
 			t.Fatalf("%s: record %d does not open: %v", rel, part, err)
 		}
-		gen, rec, err := decodeRecord(plain)
+		gen, _, rec, err := decodeRecord(plain)
 		if err != nil {
 			t.Fatalf("%s: record %d: %v", rel, part, err)
 		}

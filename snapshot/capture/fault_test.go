@@ -321,7 +321,7 @@ func TestCaptureCacheNotTrustedBlindly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		gen, rec, err := decodeRecord(plain)
+		gen, tree, rec, err := decodeRecord(plain)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -331,7 +331,7 @@ func TestCaptureCacheNotTrustedBlindly(t *testing.T) {
 			edit(&gen, &rec[i])
 			names, entries = append(names, rec[i].name), append(entries, &rec[i].e)
 		}
-		return with.Seal(nil, appendRecord(nil, gen, names, entries), capRecordAAD(ws, key))
+		return with.Seal(nil, appendRecord(nil, gen, tree, names, entries), capRecordAAD(ws, key))
 	}
 	var first []byte // the first record found (the root's), handed for b's
 	for name, tamper := range map[string]func(key, v []byte) []byte{

@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -8,6 +9,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"lifeboat/blob"
+	"lifeboat/crypt"
+	"lifeboat/repo"
 
 	"lifeboat/snapshot"
 )
@@ -67,8 +70,9 @@ func (c *capturer) walkerPartDone(p *capPart) error {
 
 // savePart saves p, all of whose entries are done, as a tree blob.
 func (c *capturer) savePart(p *capPart) {
+	var cached *capCached
 	if c.ctx.Err() == nil && p.dir.node.Type == snapshot.TypeDir {
-		c.cachePart(p) // first: it pairs p.cache[i] with p.nodes[i], which the packing below moves
+		cached = c.cachedEntries(p) // first: it pairs p.cache[i] with p.nodes[i], which the packing below moves
 	}
 	nodes := p.nodes[:0]
 	for i := range p.nodes {
@@ -77,7 +81,11 @@ func (c *capturer) savePart(p *capPart) {
 		}
 	}
 	if len(nodes) > 0 && c.ctx.Err() == nil && p.dir.node.Type == snapshot.TypeDir {
-		ids, err := snapshot.SaveDir(c.ctx, c.r, c.o.tier(), nodes)
+		var saver snapshot.BlobSaver = c.r
+		if c.knownTree(p) {
+			saver = capKnownTree{r: c.r, keys: c.keys, tree: p.old.tree}
+		}
+		ids, err := snapshot.SaveDir(c.ctx, saver, c.o.tier(), nodes)
 		switch {
 		case err != nil:
 			c.fail(fmt.Errorf("capture: saving the tree of %s: %w", p.dir.errPath(""), err))
@@ -85,11 +93,31 @@ func (c *capturer) savePart(p *capPart) {
 			c.fail(fmt.Errorf("capture: internal error: %d tree blobs for one part", len(ids)))
 		default:
 			p.dir.ids[p.idx] = ids[0]
+			if cached != nil {
+				c.cachePart(p, cached, ids[0])
+			}
 		}
 	}
 	capNodes.put(p.nodes)
 	p.nodes = nil
 	c.dirDone(p.dir)
+}
+
+// capKnownTree saves a part's tree through r, except the tree its record
+// names (capturer.knownTree): that one is indexed and may be reused, so it
+// needs no lookup in the local index, one read transaction per directory
+// of an unchanged tree.
+type capKnownTree struct {
+	r    *repo.Repository
+	keys *crypt.TierKeys // the tier's, which the tree is saved in
+	tree blob.ID
+}
+
+func (s capKnownTree) SaveBlob(ctx context.Context, t blob.Tier, typ blob.Type, data []byte) (blob.ID, bool, error) {
+	if t == s.keys.Tier && typ == blob.Tree && s.keys.BlobID(data) == s.tree {
+		return s.tree, true, nil
+	}
+	return s.r.SaveBlob(ctx, t, typ, data)
 }
 
 // capNodes and capStats recycle the arrays of a part's nodes and stats:
