@@ -26,8 +26,11 @@ import (
 // its key: the names inside are encrypted, and a record the capture did
 // not write, or one damaged on disk, does not open and is not used. One
 // lookup per part, and a merge of its sorted names with the record's,
-// serves all its files; a part whose entries all come from its record
-// unchanged is not written again.
+// serves all its files. The record also names the part's tree as saved:
+// while no blob has left the index since, a part that encodes to that
+// tree again takes it as stored, without a lookup of its own. A part
+// whose entries all come from its record unchanged, with the same tree,
+// is not written again.
 
 // capCacheKeys returns the workspace key and the root directory's key.
 func capCacheKeys(k *crypt.TierKeys, ws string) (string, blob.ID) {

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
 	"lifeboat/blob"
+	"lifeboat/index"
 	"lifeboat/snapshot"
 	"lifeboat/snapshot/internal/snaptest"
 )
@@ -262,4 +264,59 @@ func TestRecordsNameTheirTrees(t *testing.T) {
 		}
 	}
 	snaptest.Check(t, r)
+}
+
+// Records of version 1, which name no tree, as an older lifeboat left
+// them: the next capture trusts their files (reads nothing), looks each
+// part's tree up, and writes every record again as version 2, after which
+// an unchanged capture looks up nothing and writes nothing.
+func TestVersion1RecordsUpgraded(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	files := map[string]string{"top": "t", "a/f": "af", "a/b/f": "abf", "d/f": "df"}
+	capTestWrite(t, root, files)
+	capTestAge(t, root)
+	r, o, read, cache := capTestCountingSetup(t)
+	capTestCapture(t, r, root, o)
+
+	k, err := r.TierKeys(blob.Workspace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wsKey, rootKey := capCacheKeys(k, o.Workspace)
+	dirs := map[string]blob.ID{"": rootKey}
+	dirs["a"] = capChildKey(k, rootKey, "a")
+	dirs["a/b"] = capChildKey(k, dirs["a"], "b")
+	dirs["d"] = capChildKey(k, rootKey, "d")
+	for dir, dk := range dirs {
+		key := capPartKey(dk, 0)
+		var sealed []byte
+		if err := r.Index().FileCacheGet(wsKey, key[:], func(v []byte) { sealed = slices.Clone(v) }); err != nil || sealed == nil {
+			t.Fatalf("%q: no record (%v)", dir, err)
+		}
+		plain, err := k.Open(nil, sealed, capRecordAAD(wsKey, key[:]))
+		if err != nil || len(plain) < 9+blob.IDSize || plain[0] != capRecordVersion {
+			t.Fatalf("%q: record %x does not open as version %d: %v", dir, plain, capRecordVersion, err)
+		}
+		v1 := append(append([]byte{capRecordVersionV1}, plain[1:9]...), plain[9+blob.IDSize:]...)
+		rec := index.FileCacheRecord{Key: key[:], Value: k.Seal(nil, v1, capRecordAAD(wsKey, key[:]))}
+		if err := r.Index().FileCachePut(wsKey, []index.FileCacheRecord{rec}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	for _, step := range []struct {
+		name                  string
+		wantLookups, wantPuts int64
+	}{{"over version 1 records", int64(len(dirs)), int64(len(dirs))}, {"unchanged", 0, 0}} {
+		read.Store(0)
+		cache.puts.Store(0)
+		before := r.Index().Lookups()
+		m := capTestCapture(t, r, root, o)
+		if lookups := r.Index().Lookups() - before; read.Load() != 0 || lookups != step.wantLookups || cache.puts.Load() != step.wantPuts {
+			t.Errorf("%s: read %d bytes, %d index lookups, %d records written; want 0, %d, %d", step.name,
+				read.Load(), lookups, cache.puts.Load(), step.wantLookups, step.wantPuts)
+		}
+		capTestCompare(t, r, root, m)
+	}
 }
