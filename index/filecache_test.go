@@ -208,14 +208,7 @@ func TestFileCacheGenMoves(t *testing.T) {
 	t.Parallel()
 	r := seedtest.Rand(t)
 	d := tempDB(t)
-	gen := func() uint64 {
-		t.Helper()
-		g, err := d.FileCacheGen()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return g
-	}
+	gen := func() uint64 { t.Helper(); return mustGen(t, d) }
 	g0 := gen()
 	src := newFakeSource()
 	var ids []blob.ID

@@ -225,3 +225,13 @@ func untilClosed(done <-chan struct{}, fn func(i int) bool) {
 		}
 	}
 }
+
+// mustGen returns d's removal generation.
+func mustGen(t testing.TB, d *index.DB) uint64 {
+	t.Helper()
+	g, err := d.FileCacheGen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}

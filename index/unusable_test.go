@@ -40,20 +40,12 @@ func TestSetCondemnedWritesOnlyChanges(t *testing.T) {
 			}
 		}
 	}
-	gen := func() uint64 {
-		t.Helper()
-		g, err := d.FileCacheGen()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return g
-	}
 
 	set("none, on an empty DB", nil, true, 0, false)
-	g0 := gen()
+	g0 := mustGen(t, d)
 	set("p1", map[blob.ID]bool{p1: true}, true, 1, true)
 	reasons("p1", index.UnusableCondemned, 0)
-	g1 := gen()
+	g1 := mustGen(t, d)
 	if g1 == g0 {
 		t.Errorf("condemning p1 left the removal generation at %d", g0)
 	}
