@@ -110,10 +110,8 @@ type snapshotListing struct {
 // with what the catalog says of each. A catalog that fails is not used.
 func listSnapshots(ctx context.Context, s ObjectStore, prefix string) (*snapshotListing, error) {
 	l := &snapshotListing{whole: prefix == ""}
-	var ids []blob.ID
 	err := s.ListObjects(ctx, crypt.KindSnapshot, func(id blob.ID) error {
 		if strings.HasPrefix(id.String(), prefix) {
-			ids = append(ids, id)
 			l.all = append(l.all, listedSnapshot{id: id})
 		}
 		return nil
@@ -129,7 +127,7 @@ func listSnapshots(ctx context.Context, s ObjectStore, prefix string) (*snapshot
 	}
 	// Counted only for a listing of all, the one that drops records of
 	// snapshots gone (remember), also when none is left.
-	recs, total, err := l.cat.Get(ids, l.whole)
+	recs, total, err := l.cat.Get(l.ids(), l.whole)
 	if err != nil {
 		l.cat = nil
 		return l, nil
@@ -141,6 +139,15 @@ func listSnapshots(ctx context.Context, s ObjectStore, prefix string) (*snapshot
 		}
 	}
 	return l, nil
+}
+
+// ids returns the listed snapshots' ids, in listing order.
+func (l *snapshotListing) ids() []blob.ID {
+	ids := make([]blob.ID, len(l.all))
+	for i, e := range l.all {
+		ids[i] = e.id
+	}
+	return ids
 }
 
 // load loads, manifestLoaders at a time, the manifests of the listed
@@ -187,10 +194,7 @@ func (l *snapshotListing) remember() {
 	}
 	_ = l.cat.Put(ids, recs)
 	if l.whole && l.records > known {
-		listed := make([]blob.ID, len(l.all))
-		for i, e := range l.all {
-			listed[i] = e.id
-		}
+		listed := l.ids()
 		slices.SortFunc(listed, func(a, b blob.ID) int { return bytes.Compare(a[:], b[:]) })
 		_, _ = l.cat.Retain(listed)
 	}

@@ -147,7 +147,7 @@ func decodeRecord(rec []byte) (gen uint64, tree blob.ID, out []capNamed, err err
 		head += blob.IDSize
 	}
 	if len(rec) < head || rec[0] != capRecordVersion && rec[0] != capRecordVersionV1 {
-		return 0, tree, nil, errCapRecord
+		return 0, blob.ID{}, nil, errCapRecord
 	}
 	gen = binary.LittleEndian.Uint64(rec[1:])
 	copy(tree[:], rec[9:head])
