@@ -160,6 +160,11 @@ func (w *rsWriter) finishFile(fd int, f *rsFile, e *rsEntry) error {
 			return &Error{Paths: []string{e.path}, Err: fmt.Errorf("setting size %d: %w", f.size, err)}
 		}
 	}
+	if f.size >= rsWriteBackMin {
+		if err := rsWriteBack(fd); err != nil {
+			return &Error{Paths: []string{e.path}, Err: fmt.Errorf("writing back: %w", err)}
+		}
+	}
 	if err := w.metaFile(fd, e, f.size); err != nil {
 		return err
 	}

@@ -4,6 +4,8 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
+
+	"lifeboat/internal/osutil"
 )
 
 // rsFlusher starts the staging tree's writeback while files are still
@@ -71,4 +73,37 @@ func (f *rsFlusher) stop() error {
 	close(f.kick)
 	<-f.done
 	return f.err
+}
+
+// rsWriteBackMin is the size from which a restored file is written back
+// on its own and dropped from the page cache as soon as it is complete
+// (rsWriteBack).
+const rsWriteBackMin = 1 << 20
+
+// rsSyncFileRange is unix.SyncFileRange; tests make it fail.
+var rsSyncFileRange = unix.SyncFileRange
+
+// rsWriteBack writes a complete file's pages to the disk, waits for them
+// and drops them from the page cache, so that the files written next
+// reuse those pages rather than take new ones. On a VM that hands freed
+// memory back to its host (virtio-balloon free page reporting, as on the
+// project's VMs), a page the guest has not touched lately costs a trip to
+// the hypervisor, and a restore that fills the cache with hundreds of
+// megabytes of new pages pays it for each one: restoring the bench's
+// binaries corpus (554 MB, 74% of it in files of 1 MiB or more) took
+// 1.66-2.25 s with this against 2.12-2.48 s without, in five interleaved
+// pairs, with 0.4-0.6 s less system time each. The capture's temp files
+// do the same (backend/local's write-behind). Smaller files are left to
+// the flusher's syncfs: written back one by one they make many small
+// writes. A writeback error is the file's, returned with its path; the
+// final syncfs still makes the tree, metadata included, durable.
+func rsWriteBack(fd int) error {
+	const all = unix.SYNC_FILE_RANGE_WAIT_BEFORE | unix.SYNC_FILE_RANGE_WRITE | unix.SYNC_FILE_RANGE_WAIT_AFTER
+	if err := osutil.IgnoringEINTR(func() error { return rsSyncFileRange(fd, 0, 0, all) }); err != nil {
+		return err
+	}
+	// Advice only: a file system that keeps the pages (tmpfs) loses
+	// nothing but the reuse.
+	_ = unix.Fadvise(fd, 0, 0, unix.FADV_DONTNEED)
+	return nil
 }
