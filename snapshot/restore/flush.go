@@ -1,6 +1,7 @@
 package restore
 
 import (
+	"errors"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -99,7 +100,11 @@ var rsSyncFileRange = unix.SyncFileRange
 // final syncfs still makes the tree, metadata included, durable.
 func rsWriteBack(fd int) error {
 	const all = unix.SYNC_FILE_RANGE_WAIT_BEFORE | unix.SYNC_FILE_RANGE_WRITE | unix.SYNC_FILE_RANGE_WAIT_AFTER
-	if err := osutil.IgnoringEINTR(func() error { return rsSyncFileRange(fd, 0, 0, all) }); err != nil {
+	err := osutil.IgnoringEINTR(func() error { return rsSyncFileRange(fd, 0, 0, all) })
+	switch {
+	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ESPIPE), errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EOPNOTSUPP):
+		return nil // not for this file system: the final syncfs writes it
+	case err != nil:
 		return err
 	}
 	// Advice only: a file system that keeps the pages (tmpfs) loses

@@ -157,3 +157,26 @@ func TestRestoreWriteBackError(t *testing.T) {
 	checkTarget()
 	rsNoLeftovers(t, parent)
 }
+
+// A file system without sync_file_range (EINVAL, ENOSYS, ...) restores as
+// before: the final syncfs writes the files.
+func TestRestoreWriteBackUnsupported(t *testing.T) {
+	r, m, want := rsMixedRepo(t, 3, rsWriteBackMin)
+	saved := rsSyncFileRange
+	t.Cleanup(func() { rsSyncFileRange = saved })
+	for _, errno := range []syscall.Errno{syscall.EINVAL, syscall.ESPIPE, syscall.ENOSYS, syscall.EOPNOTSUPP} {
+		var calls atomic.Int32
+		rsSyncFileRange = func(fd int, off, n int64, flags int) error {
+			calls.Add(1)
+			return errno
+		}
+		target := filepath.Join(t.TempDir(), "target")
+		if _, err := Run(t.Context(), r.Repository, m, Options{Target: target, Workers: 2}); err != nil {
+			t.Fatalf("restore where sync_file_range fails with %v: %v", errno, err)
+		}
+		if calls.Load() != 3 {
+			t.Errorf("%v: %d files written back, want 3", errno, calls.Load())
+		}
+		rsCheckFiles(t, target, want)
+	}
+}
