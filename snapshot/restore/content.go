@@ -136,9 +136,9 @@ func (w *rsWriter) release(f *rsFile, e *rsEntry, n int64, holes bool, werr erro
 	})
 }
 
-// finishFile checks that a written file holds all its bytes and applies
-// its metadata. The whole staging tree is made durable at once, by one
-// syncfs, before the switch.
+// finishFile checks that a written file holds all its bytes, writes a
+// large one back (rsWriteBacks) and applies its metadata. The whole
+// staging tree is made durable by one syncfs before the switch.
 //
 // The file is not read back. Every chunk was checked against its id in
 // memory, in the buffer that was then written (writeRun), and the checks
@@ -150,7 +150,7 @@ func (w *rsWriter) release(f *rsFile, e *rsEntry, n int64, holes bool, werr erro
 // a block wrongly left as a hole (a block is skipped only when it compares
 // equal to zeros, in a file created empty). A read-back never saw the
 // disk itself: the bytes came from the page cache, and writeback errors
-// are what the final syncfs reports.
+// are what a large file's writeback or the final syncfs reports.
 func (w *rsWriter) finishFile(fd int, f *rsFile, e *rsEntry) error {
 	if f.placed != f.size {
 		return &Error{Paths: []string{e.path}, Err: fmt.Errorf("%w: %d bytes written of %d", ErrContentMismatch, f.placed, f.size)}
@@ -160,8 +160,8 @@ func (w *rsWriter) finishFile(fd int, f *rsFile, e *rsEntry) error {
 			return &Error{Paths: []string{e.path}, Err: fmt.Errorf("setting size %d: %w", f.size, err)}
 		}
 	}
-	if f.size >= rsWriteBackMin {
-		if err := rsWriteBack(fd); err != nil {
+	if f.size >= rsWriteBackMin && w.fin.failed() == nil {
+		if err := w.writeBacks.file(fd); err != nil {
 			return &Error{Paths: []string{e.path}, Err: fmt.Errorf("writing back: %w", err)}
 		}
 	}
@@ -172,8 +172,8 @@ func (w *rsWriter) finishFile(fd int, f *rsFile, e *rsEntry) error {
 	return nil
 }
 
-// rsFinishers runs file finishing (size check, metadata) beside the pack
-// readers. At most cap(sem) run at once; run blocks when all are busy,
+// rsFinishers runs file finishing (size check, a large file's writeback,
+// metadata) beside the pack readers. At most cap(sem) run at once; run blocks when all are busy,
 // which bounds open files.
 type rsFinishers struct {
 	sem chan struct{}

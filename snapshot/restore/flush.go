@@ -15,9 +15,10 @@ import (
 // most machines, so the final syncfs wrote everything at the end, one
 // disk at a time, while the CPUs waited. Each rsFlushEvery bytes written,
 // one goroutine calls syncfs, which writes back what is dirty by then in
-// large batches across files (per-file sync_file_range, tried before, made
-// many small writes and cost more system time than it saved). The final
-// syncfs in Run still makes the tree durable.
+// large batches across files (per-file sync_file_range for every file,
+// tried before, made many small writes and cost more system time than it
+// saved; only large files are written back one by one, by rsWriteBacks).
+// The final syncfs in Run still makes the tree durable.
 //
 // An error from an early syncfs is kept and reported: syncfs reports a
 // writeback error once per descriptor, so the final call would not see it.
@@ -78,37 +79,58 @@ func (f *rsFlusher) stop() error {
 
 // rsWriteBackMin is the size from which a restored file is written back
 // on its own and dropped from the page cache as soon as it is complete
-// (rsWriteBack).
+// (rsWriteBacks).
 const rsWriteBackMin = 1 << 20
 
-// rsSyncFileRange is unix.SyncFileRange; tests make it fail.
+// rsSyncFileRange is unix.SyncFileRange; tests replace it (a test that
+// does must not run in parallel).
 var rsSyncFileRange = unix.SyncFileRange
 
-// rsWriteBack writes a complete file's pages to the disk, waits for them
-// and drops them from the page cache, so that the files written next
-// reuse those pages rather than take new ones. On a VM that hands freed
-// memory back to its host (virtio-balloon free page reporting, as on the
-// project's VMs), a page the guest has not touched lately costs a trip to
-// the hypervisor, and a restore that fills the cache with hundreds of
-// megabytes of new pages pays it for each one: restoring the bench's
-// binaries corpus (554 MB, 74% of it in files of 1 MiB or more) took
-// 1.66-2.25 s with this against 2.12-2.48 s without, in five interleaved
-// pairs, with 0.4-0.6 s less system time each. The capture's temp files
-// do the same (backend/local's write-behind). Smaller files are left to
-// the flusher's syncfs: written back one by one they make many small
-// writes. A writeback error is the file's, returned with its path; the
-// final syncfs still makes the tree, metadata included, durable.
-func rsWriteBack(fd int) error {
+// rsWriteBacks writes each complete large file of a restore to the disk,
+// waits for it and drops its pages from the page cache, so that the files
+// written next reuse those pages rather than take new ones. On a VM that
+// hands freed memory back to its host (virtio-balloon free page
+// reporting, as on the project's VMs), a page the guest has not touched
+// lately costs a trip to the hypervisor, and a restore that fills the
+// cache with hundreds of megabytes of new pages pays it for each one:
+// restoring the bench's binaries corpus (554 MB, 74% of it in files of
+// 1 MiB or more) took 1.66-2.25 s with this against 2.12-2.48 s without,
+// in five interleaved pairs, with 0.4-0.6 s less system time each.
+//
+// Smaller files are left to the flusher's syncfs: written back one by one
+// they make many small writes. The files of grafts (browser profiles) are
+// left too: their databases are read back by the validation right after.
+// The wait runs on a finisher, beside the pack readers; on a slow disk
+// the readers wait for a free finisher, where the final syncfs would
+// have made them wait at the end. On overlayfs sync_file_range writes
+// nothing and the pages stay: nothing is gained, nothing lost.
+//
+// A writeback error (EIO, ENOSPC, EDQUOT, EROFS) is the file's, returned
+// with its path; any other error (a file system or a seccomp filter that
+// refuses the call) turns the writeback off for the rest of the restore.
+// Either way the final syncfs still makes the tree durable and reports
+// the file system's writeback errors. A nil *rsWriteBacks writes nothing
+// back.
+type rsWriteBacks struct {
+	off atomic.Bool
+}
+
+// file writes back the complete file fd, if the writeback is on.
+func (b *rsWriteBacks) file(fd int) error {
+	if b == nil || b.off.Load() {
+		return nil
+	}
 	const all = unix.SYNC_FILE_RANGE_WAIT_BEFORE | unix.SYNC_FILE_RANGE_WRITE | unix.SYNC_FILE_RANGE_WAIT_AFTER
 	err := osutil.IgnoringEINTR(func() error { return rsSyncFileRange(fd, 0, 0, all) })
 	switch {
-	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ESPIPE), errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EOPNOTSUPP):
-		return nil // not for this file system: the final syncfs writes it
-	case err != nil:
+	case errors.Is(err, unix.EIO), errors.Is(err, unix.ENOSPC), errors.Is(err, unix.EDQUOT), errors.Is(err, unix.EROFS):
 		return err
+	case err != nil:
+		b.off.Store(true)
+		return nil
 	}
-	// Advice only: a file system that keeps the pages (tmpfs) loses
-	// nothing but the reuse.
+	// Advice only: a file system that keeps the pages loses nothing but
+	// the reuse.
 	_ = unix.Fadvise(fd, 0, 0, unix.FADV_DONTNEED)
 	return nil
 }

@@ -124,7 +124,7 @@ func Run(ctx context.Context, r *repo.Repository, m *snapshot.Manifest, o Option
 		chown: os.Geteuid() == 0, umask: rsUmask()}
 	w.dirs = newSafeDirs(st.fd, func(d int32) (int32, string) { return entries[d].parent, entries[d].name }, 256)
 	o.Progress.Start(uint64(len(plan.files)), plan.bytes)
-	w.flusher = newRsFlusher(st.fd)
+	w.flusher, w.writeBacks = newRsFlusher(st.fd), &rsWriteBacks{}
 	err = w.build(ctx)
 	writeback := w.flusher.stop() // an early writeback's error: the final syncfs would not report it again
 	w.closeFiles()

@@ -26,9 +26,10 @@ type rsWriter struct {
 	chown    bool // running as root: restore owners
 	umask    int  // the process's, or -1 (createMode)
 
-	fin     *rsFinishers
-	flusher *rsFlusher   // writeback of what is written so far
-	open    atomic.Int64 // restored files open between writes
+	fin        *rsFinishers
+	flusher    *rsFlusher    // writeback of what is written so far
+	writeBacks *rsWriteBacks // large files' writeback; nil for a graft's writer
+	open       atomic.Int64  // restored files open between writes
 }
 
 // build runs the phases in order: directories, empty files and FIFOs,
