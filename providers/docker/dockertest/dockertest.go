@@ -130,6 +130,10 @@ func (d *Daemon) Restart(t testing.TB) {
 		"--data-root", filepath.Join(d.Dir, "root"), "--exec-root", filepath.Join(d.Dir, "exec"),
 		"--pidfile", filepath.Join(d.Dir, "pid"), "--shutdown-timeout", "2")
 	cmd.Args = append(cmd.Args, d.extra...)
+	// What the daemon and its containerd leave in the temp directory (a
+	// stack dump, containerd.PID.stacks.log, on some signals) goes into
+	// the daemon's directory, which the test removes.
+	cmd.Env = append(os.Environ(), "TMPDIR="+d.Dir)
 	cmd.Stdout, cmd.Stderr = log, log
 	// A test binary killed before its cleanups (a timeout) takes the
 	// daemon with it.
