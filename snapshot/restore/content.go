@@ -160,8 +160,8 @@ func (w *rsWriter) finishFile(fd int, f *rsFile, e *rsEntry) error {
 			return &Error{Paths: []string{e.path}, Err: fmt.Errorf("setting size %d: %w", f.size, err)}
 		}
 	}
-	if f.size >= rsWriteBackMin && w.fin.failed() == nil {
-		if err := w.writeBacks.file(fd); err != nil {
+	if w.fin.failed() == nil {
+		if err := w.writeBacks.file(fd, f.size); err != nil {
 			return &Error{Paths: []string{e.path}, Err: fmt.Errorf("writing back: %w", err)}
 		}
 	}
@@ -173,8 +173,8 @@ func (w *rsWriter) finishFile(fd int, f *rsFile, e *rsEntry) error {
 }
 
 // rsFinishers runs file finishing (size check, a large file's writeback,
-// metadata) beside the pack readers. At most cap(sem) run at once; run blocks when all are busy,
-// which bounds open files.
+// metadata) beside the pack readers. At most cap(sem) run at once; run
+// blocks when all are busy, which bounds open files.
 type rsFinishers struct {
 	sem chan struct{}
 	wg  sync.WaitGroup

@@ -115,9 +115,10 @@ type rsWriteBacks struct {
 	off atomic.Bool
 }
 
-// file writes back the complete file fd, if the writeback is on.
-func (b *rsWriteBacks) file(fd int) error {
-	if b == nil || b.off.Load() {
+// file writes back the complete file fd of size bytes, if it is large
+// enough and the writeback is on.
+func (b *rsWriteBacks) file(fd int, size int64) error {
+	if b == nil || size < rsWriteBackMin || b.off.Load() {
 		return nil
 	}
 	const all = unix.SYNC_FILE_RANGE_WAIT_BEFORE | unix.SYNC_FILE_RANGE_WRITE | unix.SYNC_FILE_RANGE_WAIT_AFTER

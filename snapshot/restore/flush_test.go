@@ -142,7 +142,7 @@ func rsDropsWrittenBack(t *testing.T, dir string) bool {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if err := (&rsWriteBacks{}).file(int(f.Fd())); err != nil {
+	if err := (&rsWriteBacks{}).file(int(f.Fd()), rsWriteBackMin); err != nil {
 		t.Fatal(err)
 	}
 	resident, pages := rsResident(t, p)
@@ -224,7 +224,7 @@ func TestRestoreWriteBackRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 		for range 2 {
-			if err := b.file(fd); err != nil {
+			if err := b.file(fd, rsWriteBackMin); err != nil {
 				t.Errorf("%v: writeback: %v, want none", errno, err)
 			}
 		}
