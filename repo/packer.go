@@ -85,8 +85,8 @@ func (r *Repository) discard(p *openPack) {
 	}
 }
 
-// pack seals one blob and adds it to a random open pack of its tier and
-// type, uploading the pack when it reaches the target size.
+// pack seals one blob and adds it to an open pack of its tier and type,
+// uploading the pack when it reaches the target size.
 func (r *Repository) pack(k *crypt.TierKeys, typ blob.Type, id blob.ID, data []byte) error {
 	// Sealing is CPU work that takes three blob-sized buffers (compressed,
 	// sealed, verified): more at once than there are CPUs only adds memory.
@@ -99,17 +99,32 @@ func (r *Repository) pack(k *crypt.TierKeys, typ blob.Type, id blob.ID, data []b
 	defer sb.Release()
 	ps := r.packerSet(k, typ)
 	ps.mu.Lock()
-	// The slot is the first, from a random one, whose pack no other blob
-	// is being written into: a pack whose file writes wait for the disk
-	// then holds up only the blobs already promised to it.
+	// The slot is the first, from a random one, whose open pack no other
+	// blob is being written into; else an empty slot, for a new pack;
+	// else the random one, to wait for its pack. A pack whose file writes
+	// wait for the disk then holds up only the blobs already promised to
+	// it, and open packs fill before new ones start: a capture ends with
+	// as many packs partly filled as it had blobs written at once, not one
+	// per slot (a browser profile's few blobs went to a pack each for both
+	// slots of the data and the tree type, four tiny packs per capture).
 	start := rand.IntN(len(ps.packs))
-	i, locked := start, false
+	i, locked, empty := start, false, -1
 	for j := range len(ps.packs) {
 		n := (start + j) % len(ps.packs)
-		if p := ps.packs[n]; p == nil || p.mu.TryLock() {
-			i, locked = n, p != nil
+		p := ps.packs[n]
+		if p == nil {
+			if empty < 0 {
+				empty = n
+			}
+			continue
+		}
+		if p.mu.TryLock() {
+			i, locked = n, true
 			break
 		}
+	}
+	if !locked && empty >= 0 {
+		i = empty
 	}
 	var full *openPack
 	var seq uint64
