@@ -167,6 +167,19 @@ func PlanForget(ctx context.Context, r *repo.Repository, o ForgetOptions) (Forge
 	if now.IsZero() {
 		now = time.Now()
 	}
+	// The policies first: with none, the snapshots are not read (a
+	// server's retention runs after every capture, and without a policy
+	// nothing bounds their number).
+	stored := map[string]prune.StoredPolicy{}
+	if o.Policy == nil {
+		var err error
+		if stored, err = prune.Policies(ctx, r); err != nil {
+			return res, err
+		}
+		if len(stored) == 0 && o.Default == nil {
+			return res, ErrNoPolicy
+		}
+	}
 	snaps, bad, err := snapshot.List(ctx, r, o.Workspace)
 	if err != nil {
 		return res, err
@@ -177,15 +190,6 @@ func PlanForget(ctx context.Context, r *repo.Repository, o ForgetOptions) (Forge
 			res.addGone(id) // listed, then removed before it was read
 		} else {
 			res.Unreadable[id] = e
-		}
-	}
-	stored := map[string]prune.StoredPolicy{}
-	if o.Policy == nil {
-		if stored, err = prune.Policies(ctx, r); err != nil {
-			return res, err
-		}
-		if len(stored) == 0 && o.Default == nil {
-			return res, ErrNoPolicy
 		}
 	}
 	in := make([]prune.Snapshot, len(snaps))

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"lifeboat/backend"
 	"lifeboat/backend/fault"
 	"lifeboat/blob"
 	"lifeboat/prune"
@@ -57,5 +58,24 @@ func TestRetainToleratesSnapshotAlreadyGone(t *testing.T) {
 				t.Fatalf("gone %v, unreadable %v; want %s gone", res.Gone, res.Unreadable, old.Short())
 			}
 		})
+	}
+}
+
+// Retention with no policy stored or given reads no snapshot: a server
+// applies it after every capture, and nothing bounds the snapshots of a
+// workspace without a policy.
+func TestRetainWithoutPolicyReadsNoSnapshot(t *testing.T) {
+	tr := newTestRepo(t)
+	ctx := t.Context()
+	dir := t.TempDir()
+	snap(t, tr.Repository, "w", dir, map[string]string{"f": "one"})
+	last := snap(t, tr.Repository, "w", dir, map[string]string{"f": "two"})
+	loads := tr.fault.Add(fault.OnLoad).Match(backend.Snapshot).Always()
+	res, err := Retain(ctx, tr.Repository, RetainOptions{Workspace: "w", LastGood: last})
+	if err != nil || !slices.Equal(res.Unmanaged, []string{"w"}) || res.Removed != 0 {
+		t.Fatalf("retention without a policy: %+v, %v", res, err)
+	}
+	if n := loads.Fired(); n != 0 {
+		t.Errorf("retention without a policy loaded snapshots %d times", n)
 	}
 }
