@@ -1,13 +1,15 @@
 package restore
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"runtime"
 	"slices"
 	"sync"
 
 	"lifeboat/blob"
-
+	"lifeboat/repo"
 	"lifeboat/snapshot"
 )
 
@@ -20,18 +22,21 @@ import (
 //
 // Each tree loaded (by a loader or by the walk) has its subdirectories'
 // trees queued, on a stack, so that they are loaded in about the order the
-// depth-first walk takes them. They are queued before the walk can reach
-// them, so every tree loaded ahead is taken. Loaders stop while
-// rsTreesAhead trees, trees holding rsNodesAhead entries, or rsBytesAhead
-// bytes of tree blobs are loaded and not yet taken, so what waits for the
-// walk stays bounded however large the snapshot (or a forged one: a tree
-// of one entry can carry megabytes of extended attributes); the queue
-// holds an id per subdirectory of the trees loaded, whose entries the plan
-// keeps anyway. The bounds are checked before a load, so each loader
-// running may pass them by one tree. A tree the walk wants that no loader
-// has started is loaded by the walk itself, and a tree listed twice
-// (identical directories share a blob) may be loaded again for its second
-// use, as the walk alone would.
+// depth-first walk takes them. From a repository they are taken a batch
+// at a time, looked up together and read pack by pack (fetch). They are
+// queued before the walk can reach them, so every tree loaded ahead is
+// taken. Loaders stop while rsTreesAhead trees, trees holding rsNodesAhead
+// entries, or rsBytesAhead bytes of tree blobs are loaded and not yet
+// taken, so what waits for the walk stays bounded however large the
+// snapshot (or a forged one: a tree of one entry can carry megabytes of
+// extended attributes); the queue holds an id per subdirectory of the
+// trees loaded, whose entries the plan keeps anyway. The bounds are
+// checked before a load, so each loader running may pass them by one tree
+// (a batch keeps to the bytes bound, counting the trees being loaded). A
+// tree the walk wants that no loader has started is loaded by the walk
+// itself, with a batch, and a tree listed twice (identical directories
+// share a blob) may be loaded again for its second use, as the walk alone
+// would.
 //
 // Known limit: the stack is last in, first out, so while the walk loads a
 // tree itself, the loaders may fill the bounds with the subtrees of a
@@ -50,12 +55,14 @@ type rsTrees struct {
 	loaded  int                     // trees loaded and not taken
 	nodes   int                     // their entries
 	bytes   int                     // their blobs' sizes
+	flying  int                     // the blobs' sizes of the trees being loaded in batches
 	workers int                     // loaders running
 	wg      sync.WaitGroup
 }
 
 // rsTreeLoad is one tree loaded ahead.
 type rsTreeLoad struct {
+	id     blob.ID
 	done   chan struct{} // closed once t and err are set
 	t      *snapshot.Tree
 	size   int // the blob's size
@@ -93,20 +100,30 @@ func (s *rsTrees) load(ctx context.Context, id blob.ID) (*snapshot.Tree, error) 
 	s.mu.Lock()
 	tl := s.loads[id]
 	delete(s.loads, id)
-	if tl != nil && tl.queued { // not started: the walk loads it itself
-		tl.queued = false
-		tl = nil
+	if tl == nil || tl.queued {
+		// Not started: the walk loads it itself, from a source that
+		// reads many trees at once with a batch of the trees queued last
+		// if there is room for them.
+		own := &rsTreeLoad{id: id}
+		if tl != nil {
+			tl.queued = false
+		}
+		batch := []*rsTreeLoad{own}
+		if _, ok := s.l.(rsTreeSource); ok && s.room() {
+			batch = append(batch, s.take()...)
+		}
+		s.mu.Unlock()
+		batch, sized := s.fetch(batch)
+		s.mu.Lock()
+		s.flying -= sized
+		s.deliver(batch[1:])
+		if own.err == nil {
+			s.queue(own.t)
+		}
+		s.mu.Unlock()
+		return own.t, own.err
 	}
 	s.mu.Unlock()
-	if tl == nil {
-		t, _, err := rsLoadTree(ctx, s.l, s.tier, id)
-		if err == nil {
-			s.mu.Lock()
-			s.queue(t)
-			s.mu.Unlock()
-		}
-		return t, err
-	}
 	select {
 	case <-tl.done:
 	case <-ctx.Done():
@@ -133,7 +150,7 @@ func (s *rsTrees) queue(t *snapshot.Tree) {
 		}
 		for _, id := range t.Nodes[i].Subtree {
 			if s.loads[id] == nil {
-				s.loads[id] = &rsTreeLoad{done: make(chan struct{}), queued: true}
+				s.loads[id] = &rsTreeLoad{id: id, done: make(chan struct{}), queued: true}
 				s.stack = append(s.stack, id)
 			}
 		}
@@ -145,7 +162,7 @@ func (s *rsTrees) queue(t *snapshot.Tree) {
 // room reports whether the bounds allow loading another tree. s.mu is
 // held.
 func (s *rsTrees) room() bool {
-	return s.loaded < rsTreesAhead && s.nodes < rsNodesAhead && s.bytes < rsBytesAhead && s.ctx.Err() == nil
+	return s.loaded < rsTreesAhead && s.nodes < rsNodesAhead && s.bytes+s.flying < rsBytesAhead && s.ctx.Err() == nil
 }
 
 // start starts loaders while there is work and room for it, no more than
@@ -158,22 +175,32 @@ func (s *rsTrees) start() {
 	}
 }
 
-// work loads queued trees while there are some and room for them.
+// work loads queued trees while there are some and room for them, a batch
+// at a time (take).
 func (s *rsTrees) work() {
 	defer s.wg.Done()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for len(s.stack) > 0 && s.room() {
-		id := s.stack[len(s.stack)-1]
-		s.stack = s.stack[:len(s.stack)-1]
-		tl := s.loads[id]
-		if tl == nil || !tl.queued { // taken by the walk, or queued twice
+		batch := s.take()
+		if len(batch) == 0 {
 			continue
 		}
-		tl.queued = false
 		s.mu.Unlock()
-		tl.t, tl.size, tl.err = rsLoadTree(s.ctx, s.l, s.tier, id)
+		batch, sized := s.fetch(batch)
 		s.mu.Lock()
+		s.flying -= sized
+		s.deliver(batch)
+	}
+	s.workers--
+}
+
+// deliver hands the trees of batch, loaded ahead, to the walk: it counts
+// them against the bounds, queues their subdirectories (the first tree's
+// on top) and wakes whoever waits for them. s.mu is held.
+func (s *rsTrees) deliver(batch []*rsTreeLoad) {
+	for i := len(batch) - 1; i >= 0; i-- {
+		tl := batch[i]
 		if tl.err == nil {
 			s.loaded++
 			s.nodes += len(tl.t.Nodes)
@@ -182,7 +209,149 @@ func (s *rsTrees) work() {
 		}
 		close(tl.done)
 	}
-	s.workers--
+}
+
+// rsTreeSource reads many tree blobs at once: their places in one index
+// lookup, then each pack's blobs in as few reads as the gaps between them
+// allow. A repository is one.
+type rsTreeSource interface {
+	rsLocator
+	StreamPack(ctx context.Context, t blob.Tier, id blob.ID, es []repo.PackEntry, o repo.StreamOptions, fn func(i int, sealed, plain []byte) error) error
+}
+
+// Batches of trees loaded ahead from an rsTreeSource. A directory's
+// subdirectories are queued together and their trees lie near each other
+// in the pack the capture wrote them into, so a batch of the trees queued
+// last costs a read or two where a read each took a request each: on S3
+// (versitygw on the same host) planning the restore of the bench's
+// binaries corpus (2,655 directories) took 3.5-4.5 s of the restore's
+// 5.8-7.2 s, and takes 0.29-0.37 s of 2.2-2.4 s so. Unwanted bytes up to
+// rsTreesGap between two wanted trees are read through; one read holds at
+// most rsTreesMaxRead bytes.
+var ( // variables for tests
+	rsTreesBatch   = 256
+	rsTreesGap     = 256 << 10
+	rsTreesMaxRead = 4 << 20
+)
+
+// take takes the trees queued last, a batch of them from a source that
+// reads many at once (at most rsTreesBatch, the queue's share of each
+// loader, and room for each under the trees bound), else one. s.mu is
+// held.
+func (s *rsTrees) take() []*rsTreeLoad {
+	n := 1
+	if _, ok := s.l.(rsTreeSource); ok {
+		n = min(rsTreesBatch, max(min(len(s.stack), 16), len(s.stack)/max(1, s.workers)), max(1, rsTreesAhead-s.loaded))
+	}
+	var batch []*rsTreeLoad
+	for len(batch) < n && len(s.stack) > 0 {
+		id := s.stack[len(s.stack)-1]
+		s.stack = s.stack[:len(s.stack)-1]
+		tl := s.loads[id]
+		if tl == nil || !tl.queued { // taken by the walk, or queued twice
+			continue
+		}
+		tl.queued = false
+		batch = append(batch, tl)
+	}
+	return batch
+}
+
+// fetch loads the trees of batch, taken by a loader, and returns those it
+// loaded (set t and size, or err) and the bytes it counted in s.flying
+// for them, for the caller to take back. With an rsTreeSource it looks
+// them up first and keeps, in order, those whose blobs fit the bytes
+// bound with the trees loaded and being loaded (the first always, as a
+// single load passes the bound by a tree; and any the walk waits for),
+// queueing the others again; it then reads each pack's trees together.
+// A tree that does not come that way (not indexed, or in a read that
+// failed or a blob that did not verify) is loaded alone, as the walk
+// would, for the same error.
+func (s *rsTrees) fetch(batch []*rsTreeLoad) ([]*rsTreeLoad, int) {
+	src, ok := s.l.(rsTreeSource)
+	if !ok || len(batch) == 1 {
+		for _, tl := range batch {
+			tl.t, tl.size, tl.err = rsLoadTree(s.ctx, s.l, s.tier, tl.id)
+		}
+		return batch, 0
+	}
+	ids := make([]blob.ID, len(batch))
+	for i, tl := range batch {
+		ids[i] = tl.id
+	}
+	locs := make([]repo.Location, len(batch))
+	found := make([]bool, len(batch))
+	if err := src.LookupBlobs(s.tier, blob.Tree, ids, func(i int, loc repo.Location, ok bool) error {
+		locs[i], found[i] = loc, ok && loc.ID == ids[i] && loc.Type == blob.Tree
+		return nil
+	}); err != nil {
+		clear(found) // each is loaded alone, which reports the error
+	}
+	batch, locs, found, sized := s.fit(batch, locs, found)
+	byPack := map[blob.ID][]int{}
+	for i := range batch {
+		if found[i] {
+			byPack[locs[i].Pack] = append(byPack[locs[i].Pack], i)
+		}
+	}
+	loaded := make([]bool, len(batch))
+	for pk, in := range byPack {
+		slices.SortFunc(in, func(a, b int) int { return cmp.Compare(locs[a].Offset, locs[b].Offset) })
+		es := make([]repo.PackEntry, len(in))
+		for j, i := range in {
+			es[j] = locs[i].Entry
+		}
+		_ = src.StreamPack(s.ctx, s.tier, pk, es, repo.StreamOptions{Gap: rsTreesGap, MaxRead: rsTreesMaxRead}, func(j int, _, plain []byte) error {
+			tl := batch[in[j]]
+			// A decoded tree may share its input's bytes, and the
+			// stream's buffer is recycled.
+			t, err := snapshot.DecodeTree(bytes.Clone(plain))
+			if err != nil {
+				tl.err = &rsBadTree{err}
+			} else {
+				tl.t, tl.size = t, len(plain)
+			}
+			loaded[in[j]] = true
+			return nil
+		})
+	}
+	for i, tl := range batch {
+		if !loaded[i] {
+			tl.t, tl.size, tl.err = rsLoadTree(s.ctx, s.l, s.tier, tl.id)
+		}
+	}
+	return batch, sized
+}
+
+// fit keeps the trees of batch, in order, whose blobs (their plaintext
+// lengths, where found) fit the bytes bound with the trees loaded and
+// being loaded, and counts them as being loaded; it queues the others
+// again, on top, except those the walk already waits for. It returns the
+// kept trees with their places and the bytes it counted.
+func (s *rsTrees) fit(batch []*rsTreeLoad, locs []repo.Location, found []bool) ([]*rsTreeLoad, []repo.Location, []bool, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	budget, sized, kept := rsBytesAhead-s.bytes-s.flying, 0, 0
+	var back []*rsTreeLoad
+	for i, tl := range batch {
+		n := 0
+		if found[i] {
+			n = int(locs[i].PlainLen)
+		}
+		if kept > 0 && sized+n > budget && s.loads[tl.id] == tl {
+			back = append(back, tl)
+			continue
+		}
+		batch[kept], locs[kept], found[kept] = tl, locs[i], found[i]
+		kept++
+		sized += n
+	}
+	for i := len(back) - 1; i >= 0; i-- {
+		back[i].queued = true
+		s.stack = append(s.stack, back[i].id)
+	}
+	s.flying += sized
+	return batch[:kept], locs[:kept], found[:kept], sized
 }
 
 // rsLoadTree loads and decodes one tree blob, and returns the blob's size

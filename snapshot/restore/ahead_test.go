@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -19,6 +21,7 @@ import (
 	"lifeboat/internal/seedtest"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
+	"lifeboat/snapshot/internal/snaptest"
 )
 
 // rsCountingLoader counts the loads of each blob and how many are in
@@ -287,51 +290,198 @@ func TestRestoreTreesAheadBytes(t *testing.T) {
 	}(rsTreesAhead, rsNodesAhead, rsBytesAhead)
 	rsTreesAhead, rsNodesAhead, rsBytesAhead = 4096, 1<<16, 256<<10
 
-	l := rsFakeLoader{}
-	var rootNodes []snapshot.Node
-	var ids []blob.ID
-	treeSize := 0
-	for i := range 200 {
-		var id blob.ID
-		id[0], id[1] = 1, byte(i)
-		l[id] = rsMustEncode(t, []snapshot.Node{{Name: []byte("f"), Type: snapshot.TypeFile, Mode: 0o644,
-			Xattrs: []snapshot.Xattr{{Name: "user.big", Value: bytes.Repeat([]byte{byte(i)}, 32<<10)}}}})
-		treeSize = max(treeSize, len(l[id]))
-		ids = append(ids, id)
-		rootNodes = append(rootNodes, snapshot.Node{Name: fmt.Appendf(nil, "d%03d", i), Type: snapshot.TypeDir, Mode: 0o755, Subtree: []blob.ID{id}})
+	// One tree at a time from a loader, a batch at a time from a
+	// repository.
+	fake := rsFakeLoader{}
+	r := snaptest.NewRepo(t)
+	for _, tc := range []struct {
+		name string
+		l    snapshot.BlobLoader
+		save func(i int, b []byte) blob.ID
+	}{
+		{"loader", fake, func(i int, b []byte) blob.ID {
+			var id blob.ID
+			id[0], id[1] = 1, byte(i)
+			fake[id] = b
+			return id
+		}},
+		{"repository", r.Repository, func(_ int, b []byte) blob.ID {
+			id, _, err := r.SaveBlob(t.Context(), blob.Workspace, blob.Tree, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return id
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var rootNodes []snapshot.Node
+			var ids []blob.ID
+			treeSize := 0
+			for i := range 200 {
+				b := rsMustEncode(t, []snapshot.Node{{Name: []byte("f"), Type: snapshot.TypeFile, Mode: 0o644,
+					Xattrs: []snapshot.Xattr{{Name: "user.big", Value: bytes.Repeat([]byte{byte(i)}, 32<<10)}}}})
+				treeSize = max(treeSize, len(b))
+				id := tc.save(i, b)
+				ids = append(ids, id)
+				rootNodes = append(rootNodes, snapshot.Node{Name: fmt.Appendf(nil, "d%03d", i), Type: snapshot.TypeDir, Mode: 0o755, Subtree: []blob.ID{id}})
+			}
+			if err := r.Flush(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			root, err := snapshot.DecodeTree(rsMustEncode(t, rootNodes))
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			s := newRsTrees(t.Context(), tc.l, blob.Workspace)
+			defer s.stop()
+			s.mu.Lock()
+			s.queue(root)
+			s.mu.Unlock()
+			s.wg.Wait() // the loaders stop when the bound is reached: nothing takes
+			s.mu.Lock()
+			held, loaded := s.bytes, s.loaded
+			s.mu.Unlock()
+			limit := rsBytesAhead + runtime.GOMAXPROCS(0)*treeSize
+			if held < rsBytesAhead || held > limit || loaded >= len(ids) {
+				t.Fatalf("loaders stopped with %d bytes in %d trees held ahead; want %d..%d bytes and fewer than %d trees",
+					held, loaded, rsBytesAhead, limit, len(ids))
+			}
+			t.Logf("held ahead: %d bytes in %d trees (bound %d bytes, trees of %d bytes)", held, loaded, rsBytesAhead, treeSize)
+
+			for i, id := range ids {
+				tr, err := s.load(t.Context(), id)
+				if err != nil {
+					t.Fatalf("tree %d: %v", i, err)
+				}
+				if len(tr.Nodes) != 1 || len(tr.Nodes[0].Xattrs) != 1 || tr.Nodes[0].Xattrs[0].Value[0] != byte(i) {
+					t.Fatalf("tree %d: got %+v", i, tr.Nodes)
+				}
+			}
+			s.stop()
+			if s.bytes != 0 || s.loaded != 0 || s.nodes != 0 || s.flying != 0 || len(s.loads) != 0 {
+				t.Errorf("after every tree was taken: %d bytes, %d trees, %d nodes, %d bytes in flight, %d loads still counted",
+					s.bytes, s.loaded, s.nodes, s.flying, len(s.loads))
+			}
+		})
 	}
-	root, err := snapshot.DecodeTree(rsMustEncode(t, rootNodes))
+}
+
+// rsWideTree saves, in r, a tree of 6 directories of 6 directories of 6
+// directories, each deepest one holding an empty file named after its
+// path (d5/d5/d5 holds f-5-5-5), and returns its root (a directory named
+// "root") and the number of its directories.
+func rsWideTree(t *testing.T, r *snaptest.Repo) (snapshot.Node, int) {
+	dirs := 1
+	var level func(depth int, name, path string) snapshot.Node
+	level = func(depth int, name, path string) snapshot.Node {
+		dirs++
+		if depth == 3 { // a file of its own: no two directories share a tree
+			return r.Dir(t, name, snapshot.Node{Name: []byte("f" + path), Type: snapshot.TypeFile, Mode: 0o644, MtimeNs: snaptest.Mtime})
+		}
+		var nodes []snapshot.Node
+		for i := range 6 {
+			nodes = append(nodes, level(depth+1, fmt.Sprintf("d%d", i), fmt.Sprintf("%s-%d", path, i)))
+		}
+		return r.Dir(t, name, nodes...)
+	}
+	root := level(0, "root", "")
+	return root, dirs - 1
+}
+
+// TestRestorePlanReadsTreesTogether: the trees a restore plans are read a
+// batch at a time, each pack's in as few reads as the gaps between them
+// allow, not one read each (a request each on S3); the tree restored is
+// the one saved.
+func TestRestorePlanReadsTreesTogether(t *testing.T) {
+	t.Parallel()
+	r := snaptest.NewRepo(t)
+	root, dirs := rsWideTree(t, r)
+	m := r.Manifest(t, root, true)
+	cb := &rsCountingBackend{Backend: r.Backend(), loads: map[string][][2]int64{}}
+	r2, err := repo.Open(t.Context(), cb, snaptest.Password, repo.Options{CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-
-	s := newRsTrees(t.Context(), l, blob.Workspace)
-	defer s.stop()
-	s.mu.Lock()
-	s.queue(root)
-	s.mu.Unlock()
-	s.wg.Wait() // the loaders stop when the bound is reached: nothing takes
-	s.mu.Lock()
-	held, loaded := s.bytes, s.loaded
-	s.mu.Unlock()
-	limit := rsBytesAhead + runtime.GOMAXPROCS(0)*treeSize
-	if held < rsBytesAhead || held > limit || loaded >= len(ids) {
-		t.Fatalf("loaders stopped with %d bytes in %d trees held ahead; want %d..%d bytes and fewer than %d trees",
-			held, loaded, rsBytesAhead, limit, len(ids))
+	defer r2.Close(context.Background())
+	target := filepath.Join(t.TempDir(), "t")
+	res, err := Run(t.Context(), r2, m, Options{Target: target})
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("held ahead: %d bytes in %d trees (bound %d bytes, trees of %d bytes)", held, loaded, rsBytesAhead, treeSize)
+	if res.Dirs != uint64(dirs) || res.Files != 6*6*6 {
+		t.Errorf("restored %d directories and %d files, want %d and %d", res.Dirs, res.Files, dirs, 6*6*6)
+	}
+	if _, err := os.Stat(filepath.Join(target, "d5", "d5", "d5", "f-5-5-5")); err != nil {
+		t.Error(err)
+	}
+	loads := 0
+	for _, rs := range cb.loads {
+		loads += len(rs)
+	}
+	// The empty files have no content: every read is of trees.
+	if loads*8 > dirs {
+		t.Errorf("%d reads for %d tree blobs, want at most one for 8", loads, dirs)
+	}
+	t.Logf("%d tree blobs in %d packs, %d reads", dirs, len(cb.loads), loads)
+}
 
-	for i, id := range ids {
-		tr, err := s.load(t.Context(), id)
+// TestRestorePlanDamagedTreeInBatch: a tree blob that does not verify,
+// read in a batch with its siblings, fails the plan naming its directory,
+// as one read alone does; its siblings before it in the pack were
+// delivered, and nothing is written.
+func TestRestorePlanDamagedTreeInBatch(t *testing.T) {
+	t.Parallel()
+	r := snaptest.NewRepo(t)
+	root, _ := rsWideTree(t, r)
+	m := r.Manifest(t, root, true)
+	// root/d3/d2's tree, among the 6 x 6 listed in root's subtrees.
+	var victim snapshot.Node
+	for _, l := range []struct {
+		node snapshot.Node
+		name string
+	}{{root, "d3"}, {snapshot.Node{}, "d2"}} {
+		n := l.node
+		if n.Subtree == nil {
+			n = victim
+		}
+		b, err := r.LoadBlob(t.Context(), blob.Workspace, blob.Tree, n.Subtree[0], nil)
 		if err != nil {
-			t.Fatalf("tree %d: %v", i, err)
+			t.Fatal(err)
 		}
-		if len(tr.Nodes) != 1 || len(tr.Nodes[0].Xattrs) != 1 || tr.Nodes[0].Xattrs[0].Value[0] != byte(i) {
-			t.Fatalf("tree %d: got %+v", i, tr.Nodes)
+		tr, err := snapshot.DecodeTree(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range tr.Nodes {
+			if string(c.Name) == l.name {
+				victim = c
+			}
 		}
 	}
-	s.stop()
-	if s.bytes != 0 || s.loaded != 0 || s.nodes != 0 || len(s.loads) != 0 {
-		t.Errorf("after every tree was taken: %d bytes, %d trees, %d nodes, %d loads still counted", s.bytes, s.loaded, s.nodes, len(s.loads))
+	loc, ok, err := r.LookupBlob(blob.Workspace, blob.Tree, victim.Subtree[0])
+	if err != nil || !ok {
+		t.Fatalf("the victim's tree: %v %v", ok, err)
+	}
+	name := loc.Pack.String()
+	p := filepath.Join(r.Path, "data", name[:2], name)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[loc.Offset+30] ^= 0x04
+	if err := os.Chmod(p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	parent := t.TempDir()
+	_, err = Run(t.Context(), r.Repository, m, Options{Target: filepath.Join(parent, "t")})
+	if !errors.Is(err, repo.ErrCorrupt) || !strings.Contains(err.Error(), `"d3/d2"`) {
+		t.Errorf("got %v, want %v naming d3/d2", err, repo.ErrCorrupt)
+	}
+	if ents, err := os.ReadDir(parent); err != nil || len(ents) != 0 {
+		t.Errorf("left in the target's parent: %v %v", ents, err)
 	}
 }
