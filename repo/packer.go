@@ -104,8 +104,9 @@ func (r *Repository) pack(k *crypt.TierKeys, typ blob.Type, id blob.ID, data []b
 	// else the random one, to wait for its pack. A pack whose file writes
 	// wait for the disk then holds up only the blobs already promised to
 	// it, and open packs fill before new ones start: a capture ends with
-	// as many partly filled packs as it had blobs written at once, not
-	// one per slot (a browser profile's few blobs made four tiny packs).
+	// as many packs partly filled as it had blobs written at once, not one
+	// per slot (a browser profile's few blobs went to a pack each for both
+	// slots of the data and the tree type, four tiny packs per capture).
 	start := rand.IntN(len(ps.packs))
 	i, locked, empty := start, false, -1
 	for j := range len(ps.packs) {
