@@ -85,8 +85,8 @@ func (r *Repository) discard(p *openPack) {
 	}
 }
 
-// pack seals one blob and adds it to an open pack of its tier and type,
-// uploading the pack when it reaches the target size.
+// pack seals one blob and adds it to a random open pack of its tier and
+// type, uploading the pack when it reaches the target size.
 func (r *Repository) pack(k *crypt.TierKeys, typ blob.Type, id blob.ID, data []byte) error {
 	// Sealing is CPU work that takes three blob-sized buffers (compressed,
 	// sealed, verified): more at once than there are CPUs only adds memory.
@@ -99,32 +99,22 @@ func (r *Repository) pack(k *crypt.TierKeys, typ blob.Type, id blob.ID, data []b
 	defer sb.Release()
 	ps := r.packerSet(k, typ)
 	ps.mu.Lock()
-	// The slot is the first, from a random one, whose open pack no other
-	// blob is being written into; else an empty slot, for a new pack;
-	// else the random one, to wait for its pack. A pack whose file writes
-	// wait for the disk then holds up only the blobs already promised to
-	// it, and open packs fill before new ones start: a capture ends with
-	// as many packs partly filled as it had blobs written at once, not one
-	// per slot (a browser profile's few blobs went to a pack each for both
-	// slots of the data and the tree type, four tiny packs per capture).
+	// The slot is the first, from a random one, whose pack no other blob
+	// is being written into: a pack whose file writes wait for the disk
+	// then holds up only the blobs already promised to it. An empty slot
+	// is taken like a full one: a file's consecutive chunks scatter over
+	// the slots' packs even from a single writer, so that pack sizes do
+	// not reveal where the chunker cut (docs/format.md, random pack
+	// assignment). Filling one pack before starting another would undo
+	// that.
 	start := rand.IntN(len(ps.packs))
-	i, locked, empty := start, false, -1
+	i, locked := start, false
 	for j := range len(ps.packs) {
 		n := (start + j) % len(ps.packs)
-		p := ps.packs[n]
-		if p == nil {
-			if empty < 0 {
-				empty = n
-			}
-			continue
-		}
-		if p.mu.TryLock() {
-			i, locked = n, true
+		if p := ps.packs[n]; p == nil || p.mu.TryLock() {
+			i, locked = n, p != nil
 			break
 		}
-	}
-	if !locked && empty >= 0 {
-		i = empty
 	}
 	var full *openPack
 	var seq uint64

@@ -103,33 +103,3 @@ func TestStalledPackDoesNotHoldUpTheOthers(t *testing.T) {
 	}
 	checkRepo(t, r)
 }
-
-// Blobs saved one after another fill one pack, whatever slot each save
-// starts its search from: a pack opens beside another only while that one
-// is being written into. With the slot picked at random, a capture's few
-// blobs of a type (a browser profile's) went to a tiny pack per slot.
-func TestSequentialSavesFillOnePack(t *testing.T) {
-	tr := newTestRepo(t)
-	r, err := Open(context.Background(), tr.be, testPassword, Options{CacheDir: tr.cache, PackSize: 8 << 20, Packers: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Close(context.Background()) })
-	for i := range 40 {
-		b := bytes.Repeat([]byte{byte(i)}, 1000+i)
-		if _, _, err := r.SaveBlob(context.Background(), blob.Workspace, blob.Data, b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := r.Flush(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	packs := 0
-	if err := tr.be.List(context.Background(), backend.Pack, func(backend.FileInfo) error { packs++; return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if packs != 1 {
-		t.Errorf("40 blobs saved one at a time went to %d packs, want 1", packs)
-	}
-	checkRepo(t, r)
-}

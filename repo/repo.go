@@ -26,7 +26,7 @@ type Options struct {
 	CacheDir  string           // local index cache root; default: the user's cache dir + "/lifeboat"
 	KeyHint   string           // try key files whose id starts with this first (and only)
 	KeyCache  crypt.KEKCache   // look for the password's key-encryption key here first, keep it here once derived; nil: none
-	Packers   int              // open packs per tier and blob type at most, a new one started only while the others are being written into; default 2
+	Packers   int              // open packs per tier and blob type that blobs are spread over at random; default 2
 	Uploads   int              // pack uploads in flight as packs fill; default 2 (a Flush uploads the open packs all at once)
 	PackSize  int              // overrides the config's target pack size (tests)
 	Compress  pack.Compression // overrides the config's compression
