@@ -103,3 +103,34 @@ func TestStalledPackDoesNotHoldUpTheOthers(t *testing.T) {
 	}
 	checkRepo(t, r)
 }
+
+// Blobs saved one after another by one writer scatter over the set's
+// packs rather than fill one pack after another: a file's consecutive
+// chunks do not end a pack at a cut point the pack's size would reveal
+// (docs/format.md, random pack assignment). Each save starts its search
+// from a random slot, so the second pack stays unopened through the 39
+// saves after the first with probability 2^-39.
+func TestSequentialSavesScatterOverPacks(t *testing.T) {
+	tr := newTestRepo(t)
+	r, err := Open(context.Background(), tr.be, testPassword, Options{CacheDir: tr.cache, PackSize: 8 << 20, Packers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
+	for i := range 40 {
+		b := bytes.Repeat([]byte{byte(i)}, 1000+i)
+		if _, _, err := r.SaveBlob(context.Background(), blob.Workspace, blob.Data, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	packs := 0
+	if err := tr.be.List(context.Background(), backend.Pack, func(backend.FileInfo) error { packs++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if packs != 2 {
+		t.Errorf("40 blobs saved one at a time went to %d packs, want both of the set's 2", packs)
+	}
+}
