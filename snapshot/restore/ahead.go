@@ -1,9 +1,9 @@
 package restore
 
 import (
-	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"runtime"
 	"slices"
 	"sync"
@@ -55,7 +55,7 @@ type rsTrees struct {
 	loaded  int                     // trees loaded and not taken
 	nodes   int                     // their entries
 	bytes   int                     // their blobs' sizes
-	flying  int                     // the blobs' sizes of the trees being loaded in batches
+	flying  rsFlight                // trees being loaded in batches
 	workers int                     // loaders running
 	wg      sync.WaitGroup
 }
@@ -113,9 +113,10 @@ func (s *rsTrees) load(ctx context.Context, id blob.ID) (*snapshot.Tree, error) 
 			batch = append(batch, s.take()...)
 		}
 		s.mu.Unlock()
-		batch, sized := s.fetch(batch)
+		batch, flight := s.fetch(batch, true)
 		s.mu.Lock()
-		s.flying -= sized
+		s.flying.trees -= flight.trees
+		s.flying.bytes -= flight.bytes
 		s.deliver(batch[1:])
 		if own.err == nil {
 			s.queue(own.t)
@@ -162,7 +163,7 @@ func (s *rsTrees) queue(t *snapshot.Tree) {
 // room reports whether the bounds allow loading another tree. s.mu is
 // held.
 func (s *rsTrees) room() bool {
-	return s.loaded < rsTreesAhead && s.nodes < rsNodesAhead && s.bytes+s.flying < rsBytesAhead && s.ctx.Err() == nil
+	return s.loaded+s.flying.trees < rsTreesAhead && s.nodes < rsNodesAhead && s.bytes+s.flying.bytes < rsBytesAhead && s.ctx.Err() == nil
 }
 
 // start starts loaders while there is work and room for it, no more than
@@ -187,9 +188,10 @@ func (s *rsTrees) work() {
 			continue
 		}
 		s.mu.Unlock()
-		batch, sized := s.fetch(batch)
+		batch, flight := s.fetch(batch, false)
 		s.mu.Lock()
-		s.flying -= sized
+		s.flying.trees -= flight.trees
+		s.flying.bytes -= flight.bytes
 		s.deliver(batch)
 	}
 	s.workers--
@@ -235,13 +237,14 @@ var ( // variables for tests
 )
 
 // take takes the trees queued last, a batch of them from a source that
-// reads many at once (at most rsTreesBatch, the queue's share of each
-// loader, and room for each under the trees bound), else one. s.mu is
-// held.
+// reads many at once (at most rsTreesBatch, and at most room for them
+// under the trees bound with those being loaded; the queue's share of each
+// loader, or up to 16 of a short queue), else one. s.mu is held.
 func (s *rsTrees) take() []*rsTreeLoad {
 	n := 1
 	if _, ok := s.l.(rsTreeSource); ok {
-		n = min(rsTreesBatch, max(min(len(s.stack), 16), len(s.stack)/max(1, s.workers)), max(1, rsTreesAhead-s.loaded))
+		share := max(min(len(s.stack), 16), len(s.stack)/max(1, s.workers))
+		n = min(rsTreesBatch, share, max(1, rsTreesAhead-s.loaded-s.flying.trees))
 	}
 	var batch []*rsTreeLoad
 	for len(batch) < n && len(s.stack) > 0 {
@@ -257,23 +260,30 @@ func (s *rsTrees) take() []*rsTreeLoad {
 	return batch
 }
 
-// fetch loads the trees of batch, taken by a loader, and returns those it
-// loaded (set t and size, or err) and the bytes it counted in s.flying
-// for them, for the caller to take back. With an rsTreeSource it looks
-// them up first and keeps, in order, those whose blobs fit the bytes
-// bound with the trees loaded and being loaded (the first always, as a
-// single load passes the bound by a tree; and any the walk waits for),
-// queueing the others again; it then reads each pack's trees together.
-// A tree that does not come that way (not indexed, or in a read that
-// failed or a blob that did not verify) is loaded alone, as the walk
-// would, for the same error.
-func (s *rsTrees) fetch(batch []*rsTreeLoad) ([]*rsTreeLoad, int) {
+// rsFlight counts the trees being loaded in batches and their blobs'
+// plaintext bytes.
+type rsFlight struct{ trees, bytes int }
+
+// fetch loads the trees of batch, taken by a loader or by the walk (its
+// own tree first), and returns those it loaded (set t and size, or err)
+// and what it counted in s.flying for them, for the caller to take back.
+// It uses s.ctx: the plan's context, which stop also cancels.
+//
+// With an rsTreeSource it looks them up first and keeps, in order, the
+// first tree, any tree the walk waits for, and those found whose blobs fit
+// the bytes bound with the trees loaded and being loaded; for the walk,
+// only those in its own tree's pack, so that it waits for one read. It
+// queues the others again, and reads each pack's trees together. A tree
+// that does not come that way (not indexed, or in a read that failed or
+// a blob that did not verify) is loaded alone, as the walk would, for the
+// same error.
+func (s *rsTrees) fetch(batch []*rsTreeLoad, walk bool) ([]*rsTreeLoad, rsFlight) {
 	src, ok := s.l.(rsTreeSource)
 	if !ok || len(batch) == 1 {
 		for _, tl := range batch {
 			tl.t, tl.size, tl.err = rsLoadTree(s.ctx, s.l, s.tier, tl.id)
 		}
-		return batch, 0
+		return batch, rsFlight{}
 	}
 	ids := make([]blob.ID, len(batch))
 	for i, tl := range batch {
@@ -287,7 +297,7 @@ func (s *rsTrees) fetch(batch []*rsTreeLoad) ([]*rsTreeLoad, int) {
 	}); err != nil {
 		clear(found) // each is loaded alone, which reports the error
 	}
-	batch, locs, found, sized := s.fit(batch, locs, found)
+	batch, locs, found, flight := s.fit(batch, locs, found, walk)
 	byPack := map[blob.ID][]int{}
 	for i := range batch {
 		if found[i] {
@@ -301,57 +311,71 @@ func (s *rsTrees) fetch(batch []*rsTreeLoad) ([]*rsTreeLoad, int) {
 		for j, i := range in {
 			es[j] = locs[i].Entry
 		}
-		_ = src.StreamPack(s.ctx, s.tier, pk, es, repo.StreamOptions{Gap: rsTreesGap, MaxRead: rsTreesMaxRead}, func(j int, _, plain []byte) error {
-			tl := batch[in[j]]
-			// A decoded tree may share its input's bytes, and the
-			// stream's buffer is recycled.
-			t, err := snapshot.DecodeTree(bytes.Clone(plain))
-			if err != nil {
-				tl.err = &rsBadTree{err}
-			} else {
-				tl.t, tl.size = t, len(plain)
+		// A failed read, or a blob that does not verify, leaves its
+		// trees to be loaded alone; the stream goes on after them.
+		for from := 0; from < len(es) && s.ctx.Err() == nil; {
+			err := src.StreamPack(s.ctx, s.tier, pk, es[from:], repo.StreamOptions{Gap: rsTreesGap, MaxRead: rsTreesMaxRead}, func(j int, _, plain []byte) error {
+				// The tree never shares the plaintext's bytes
+				// (DecodeTree), which the stream recycles.
+				tl := batch[in[from+j]]
+				if t, err := snapshot.DecodeTree(plain); err != nil {
+					tl.err = &rsBadTree{err}
+				} else {
+					tl.t, tl.size = t, len(plain)
+				}
+				loaded[in[from+j]] = true
+				return nil
+			})
+			se := (*repo.StreamError)(nil)
+			if !errors.As(err, &se) {
+				break
 			}
-			loaded[in[j]] = true
-			return nil
-		})
+			from += se.Index + se.Count
+		}
 	}
 	for i, tl := range batch {
-		if !loaded[i] {
+		switch {
+		case loaded[i]:
+		case s.ctx.Err() != nil:
+			tl.err = s.ctx.Err()
+		default:
 			tl.t, tl.size, tl.err = rsLoadTree(s.ctx, s.l, s.tier, tl.id)
 		}
 	}
-	return batch, sized
+	return batch, flight
 }
 
-// fit keeps the trees of batch, in order, whose blobs (their plaintext
-// lengths, where found) fit the bytes bound with the trees loaded and
-// being loaded, and counts them as being loaded; it queues the others
-// again, on top, except those the walk already waits for. It returns the
-// kept trees with their places and the bytes it counted.
-func (s *rsTrees) fit(batch []*rsTreeLoad, locs []repo.Location, found []bool) ([]*rsTreeLoad, []repo.Location, []bool, int) {
+// fit keeps the trees of batch fetch keeps (see there), in order, and
+// counts them as being loaded; it queues the others again, on top. It
+// returns the kept trees with their places and what it counted.
+func (s *rsTrees) fit(batch []*rsTreeLoad, locs []repo.Location, found []bool, walk bool) ([]*rsTreeLoad, []repo.Location, []bool, rsFlight) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	budget, sized, kept := rsBytesAhead-s.bytes-s.flying, 0, 0
+	budget, kept := rsBytesAhead-s.bytes-s.flying.bytes, 0
+	var flight rsFlight
 	var back []*rsTreeLoad
 	for i, tl := range batch {
-		n := 0
-		if found[i] {
-			n = int(locs[i].PlainLen)
-		}
-		if kept > 0 && sized+n > budget && s.loads[tl.id] == tl {
+		n := int(locs[i].PlainLen)
+		fits := found[i] && flight.bytes+n <= budget && (!walk || found[0] && locs[i].Pack == locs[0].Pack)
+		if i > 0 && !fits && s.loads[tl.id] == tl { // no one waits for it
 			back = append(back, tl)
 			continue
 		}
+		if !found[i] {
+			n = 0
+		}
 		batch[kept], locs[kept], found[kept] = tl, locs[i], found[i]
 		kept++
-		sized += n
+		flight.trees++
+		flight.bytes += n
 	}
 	for i := len(back) - 1; i >= 0; i-- {
 		back[i].queued = true
 		s.stack = append(s.stack, back[i].id)
 	}
-	s.flying += sized
-	return batch[:kept], locs[:kept], found[:kept], sized
+	s.flying.trees += flight.trees
+	s.flying.bytes += flight.bytes
+	return batch[:kept], locs[:kept], found[:kept], flight
 }
 
 // rsLoadTree loads and decodes one tree blob, and returns the blob's size

@@ -359,8 +359,8 @@ func TestRestoreTreesAheadBytes(t *testing.T) {
 				}
 			}
 			s.stop()
-			if s.bytes != 0 || s.loaded != 0 || s.nodes != 0 || s.flying != 0 || len(s.loads) != 0 {
-				t.Errorf("after every tree was taken: %d bytes, %d trees, %d nodes, %d bytes in flight, %d loads still counted",
+			if s.bytes != 0 || s.loaded != 0 || s.nodes != 0 || s.flying != (rsFlight{}) || len(s.loads) != 0 {
+				t.Errorf("after every tree was taken: %d bytes, %d trees, %d nodes, %+v in flight, %d loads still counted",
 					s.bytes, s.loaded, s.nodes, s.flying, len(s.loads))
 			}
 		})
@@ -420,51 +420,87 @@ func TestRestorePlanReadsTreesTogether(t *testing.T) {
 		loads += len(rs)
 	}
 	// The empty files have no content: every read is of trees.
-	if loads*8 > dirs {
-		t.Errorf("%d reads for %d tree blobs, want at most one for 8", loads, dirs)
+	if loads*4 > dirs {
+		t.Errorf("%d reads for %d tree blobs, want at most one for 4", loads, dirs)
 	}
 	t.Logf("%d tree blobs in %d packs, %d reads", dirs, len(cb.loads), loads)
 }
 
-// TestRestorePlanDamagedTreeInBatch: a tree blob that does not verify,
-// read in a batch with its siblings, fails the plan naming its directory,
-// as one read alone does; its siblings before it in the pack were
-// delivered, and nothing is written.
-func TestRestorePlanDamagedTreeInBatch(t *testing.T) {
+// TestRestorePlanDamagedTreesInBatch: a tree read in a batch with its
+// siblings that does not verify, whose pack is gone, that is not indexed
+// or that does not decode fails the plan naming its directory, as a tree
+// read alone does; nothing is written.
+func TestRestorePlanDamagedTreesInBatch(t *testing.T) {
 	t.Parallel()
-	r := snaptest.NewRepo(t)
-	root, _ := rsWideTree(t, r)
-	m := r.Manifest(t, root, true)
-	// root/d3/d2's tree, among the 6 x 6 listed in root's subtrees.
-	var victim snapshot.Node
-	for _, l := range []struct {
-		node snapshot.Node
-		name string
-	}{{root, "d3"}, {snapshot.Node{}, "d2"}} {
-		n := l.node
-		if n.Subtree == nil {
-			n = victim
-		}
-		b, err := r.LoadBlob(t.Context(), blob.Workspace, blob.Tree, n.Subtree[0], nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr, err := snapshot.DecodeTree(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range tr.Nodes {
-			if string(c.Name) == l.name {
-				victim = c
+	var ghost blob.ID
+	ghost[0] = 0xee
+	cases := []struct {
+		name   string
+		victim func(t *testing.T, r *snaptest.Repo) (snapshot.Node, func())
+		is     error
+	}{
+		{"does not verify", func(t *testing.T, r *snaptest.Repo) (snapshot.Node, func()) {
+			n := r.Dir(t, "v", r.File(t, "f", []byte("victim")))
+			return n, func() { rsDamageBlob(t, r, n.Subtree[0], false) }
+		}, repo.ErrCorrupt},
+		{"pack gone", func(t *testing.T, r *snaptest.Repo) (snapshot.Node, func()) {
+			n := r.Dir(t, "v", r.File(t, "f", []byte("victim")))
+			if err := r.Flush(t.Context()); err != nil { // a pack of its own
+				t.Fatal(err)
 			}
-		}
+			return n, func() { rsDamageBlob(t, r, n.Subtree[0], true) }
+		}, repo.ErrPackMissing},
+		{"not indexed", func(t *testing.T, r *snaptest.Repo) (snapshot.Node, func()) {
+			return snapshot.Node{Name: []byte("v"), Type: snapshot.TypeDir, Mode: 0o755, Subtree: []blob.ID{ghost}}, func() {}
+		}, repo.ErrBlobNotFound},
+		{"does not decode", func(t *testing.T, r *snaptest.Repo) (snapshot.Node, func()) {
+			id, _, err := r.SaveBlob(t.Context(), blob.Workspace, blob.Tree, []byte("{not a tree"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return snapshot.Node{Name: []byte("v"), Type: snapshot.TypeDir, Mode: 0o755, Subtree: []blob.ID{id}}, func() {}
+		}, snapshot.ErrUnsafeEntry},
 	}
-	loc, ok, err := r.LookupBlob(blob.Workspace, blob.Tree, victim.Subtree[0])
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := snaptest.NewRepo(t)
+			victim, damage := tc.victim(t, r)
+			nodes := []snapshot.Node{victim}
+			for i := range 12 {
+				name := fmt.Sprintf("s%02d", i)
+				nodes = append(nodes, r.Dir(t, name, r.Dir(t, "sub", r.File(t, "f"+name, []byte(name)))))
+			}
+			m := r.Manifest(t, r.Dir(t, "root", nodes...), true)
+			damage()
+			parent := t.TempDir()
+			_, err := Run(t.Context(), r.Repository, m, Options{Target: filepath.Join(parent, "t")})
+			if !errors.Is(err, tc.is) || !strings.Contains(err.Error(), `"v"`) {
+				t.Errorf("got %v, want %v naming v", err, tc.is)
+			}
+			if ents, err := os.ReadDir(parent); err != nil || len(ents) != 0 {
+				t.Errorf("left in the target's parent: %v %v", ents, err)
+			}
+		})
+	}
+}
+
+// rsDamageBlob flips a bit of blob id's sealed bytes in its pack, or
+// removes the pack when gone is set.
+func rsDamageBlob(t *testing.T, r *snaptest.Repo, id blob.ID, gone bool) {
+	t.Helper()
+	loc, ok, err := r.LookupBlob(blob.Workspace, blob.Tree, id)
 	if err != nil || !ok {
-		t.Fatalf("the victim's tree: %v %v", ok, err)
+		t.Fatalf("tree %s: %v %v", id.Short(), ok, err)
 	}
 	name := loc.Pack.String()
 	p := filepath.Join(r.Path, "data", name[:2], name)
+	if gone {
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
 	b, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
@@ -476,12 +512,36 @@ func TestRestorePlanDamagedTreeInBatch(t *testing.T) {
 	if err := os.WriteFile(p, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	parent := t.TempDir()
-	_, err = Run(t.Context(), r.Repository, m, Options{Target: filepath.Join(parent, "t")})
-	if !errors.Is(err, repo.ErrCorrupt) || !strings.Contains(err.Error(), `"d3/d2"`) {
-		t.Errorf("got %v, want %v naming d3/d2", err, repo.ErrCorrupt)
-	}
-	if ents, err := os.ReadDir(parent); err != nil || len(ents) != 0 {
-		t.Errorf("left in the target's parent: %v %v", ents, err)
+}
+
+// TestRestorePlanTreesAheadBounded: with bounds a few trees wide, batches
+// taken from a repository are cut to the bounds and their trees queued
+// again, and the walk still plans every entry in order.
+func TestRestorePlanTreesAheadBounded(t *testing.T) {
+	defer func(trees, nodes, size int) {
+		rsTreesAhead, rsNodesAhead, rsBytesAhead = trees, nodes, size
+	}(rsTreesAhead, rsNodesAhead, rsBytesAhead)
+	r := snaptest.NewRepo(t)
+	root, dirs := rsWideTree(t, r)
+	m := r.Manifest(t, root, true)
+	var want []string
+	for _, bounds := range [][3]int{{4096, 1 << 16, 64 << 20}, {3, 1 << 16, 64 << 20}, {4096, 1 << 16, 600}, {2, 20, 300}} {
+		rsTreesAhead, rsNodesAhead, rsBytesAhead = bounds[0], bounds[1], bounds[2]
+		plan, err := rsPlanTree(t.Context(), r.Repository, blob.Workspace, m, nil)
+		if err != nil {
+			t.Fatalf("bounds %v: %v", bounds, err)
+		}
+		var got []string
+		for _, e := range plan.entries[1:] {
+			got = append(got, e.path)
+		}
+		if want == nil {
+			want = got
+			if plan.dirs != uint64(dirs) {
+				t.Fatalf("planned %d directories, want %d", plan.dirs, dirs)
+			}
+		} else if !slices.Equal(got, want) {
+			t.Errorf("bounds %v: planned %d entries, differently from unbounded", bounds, len(got))
+		}
 	}
 }
