@@ -226,8 +226,8 @@ type rsTreeSource interface {
 // in the pack the capture wrote them into, so a batch of the trees queued
 // last costs a read or two where a read each took a request each: on S3
 // (versitygw on the same host) planning the restore of the bench's
-// binaries corpus (2,655 directories) took 3.5-4.5 s of the restore's
-// 5.8-7.2 s, and takes 0.29-0.37 s of 2.2-2.4 s so. Unwanted bytes up to
+// binaries corpus (2,655 directories) took 3.2-3.9 s of the restore's
+// 5.1-9.3 s, and takes 0.16-0.23 s of 2.1-3.6 s so. Unwanted bytes up to
 // rsTreesGap between two wanted trees are read through; one read holds at
 // most rsTreesMaxRead bytes.
 var ( // variables for tests
