@@ -115,9 +115,7 @@ func (s *rsTrees) load(ctx context.Context, id blob.ID) (*snapshot.Tree, error) 
 		s.mu.Unlock()
 		batch, flight := s.fetch(batch, true)
 		s.mu.Lock()
-		s.flying.trees -= flight.trees
-		s.flying.bytes -= flight.bytes
-		s.deliver(batch[1:])
+		s.deliver(batch[1:], flight)
 		if own.err == nil {
 			s.queue(own.t)
 		}
@@ -190,17 +188,18 @@ func (s *rsTrees) work() {
 		s.mu.Unlock()
 		batch, flight := s.fetch(batch, false)
 		s.mu.Lock()
-		s.flying.trees -= flight.trees
-		s.flying.bytes -= flight.bytes
-		s.deliver(batch)
+		s.deliver(batch, flight)
 	}
 	s.workers--
 }
 
-// deliver hands the trees of batch, loaded ahead, to the walk: it counts
-// them against the bounds, queues their subdirectories (the first tree's
-// on top) and wakes whoever waits for them. s.mu is held.
-func (s *rsTrees) deliver(batch []*rsTreeLoad) {
+// deliver hands the trees of batch, loaded ahead, to the walk: it takes
+// back what fetch counted as being loaded (flight), counts them against
+// the bounds, queues their subdirectories (the first tree's on top) and
+// wakes whoever waits for them. s.mu is held.
+func (s *rsTrees) deliver(batch []*rsTreeLoad, flight rsFlight) {
+	s.flying.trees -= flight.trees
+	s.flying.bytes -= flight.bytes
 	for i := len(batch) - 1; i >= 0; i-- {
 		tl := batch[i]
 		if tl.err == nil {
@@ -230,7 +229,7 @@ type rsTreeSource interface {
 // 5.1-9.3 s, and takes 0.16-0.23 s of 2.1-3.6 s so. Unwanted bytes up to
 // rsTreesGap between two wanted trees are read through; one read holds at
 // most rsTreesMaxRead bytes.
-var ( // variables for tests
+const (
 	rsTreesBatch   = 256
 	rsTreesGap     = 256 << 10
 	rsTreesMaxRead = 4 << 20
