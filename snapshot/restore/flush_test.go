@@ -230,7 +230,7 @@ func TestRestoreWriteBackRefused(t *testing.T) {
 		}
 		unix.Close(fd)
 		if n := len(sizes()) - before; n != 1 {
-			t.Errorf("%v: sync_file_range called %d times for two files, want once", errno, n)
+			t.Errorf("%v: sync_file_range called %d times for two writebacks, want once", errno, n)
 		}
 	}
 }
@@ -242,14 +242,7 @@ func TestRestoreGraftNotWrittenBack(t *testing.T) {
 	r := snaptest.NewRepo(t)
 	data := make([]byte, rsWriteBackMin+10)
 	rsRandom(data, 7)
-	id, _, err := r.SaveBlob(ctx, blob.Sensitive, blob.Data, data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	prof, err := snapshot.SaveDir(ctx, r, blob.Sensitive, []snapshot.Node{{Name: []byte("History"), Type: snapshot.TypeFile, Mode: 0o600, MtimeNs: snaptest.Mtime, Size: uint64(len(data)), Content: []blob.ID{id}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	prof := rsProfileDir(t, r, "History", data)
 	if err := r.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}

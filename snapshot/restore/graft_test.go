@@ -66,14 +66,7 @@ func TestGraftReadOnlyParent(t *testing.T) {
 	base := rsTempDirForReadOnly(t)
 	r := snaptest.NewRepo(t)
 	cookie := []byte("secret-cookie-value")
-	id, _, err := r.SaveBlob(ctx, blob.Sensitive, blob.Data, cookie)
-	if err != nil {
-		t.Fatal(err)
-	}
-	prof, err := snapshot.SaveDir(ctx, r, blob.Sensitive, []snapshot.Node{{Name: []byte("Cookies"), Type: snapshot.TypeFile, Mode: 0o600, MtimeNs: snaptest.Mtime, Size: uint64(len(cookie)), Content: []blob.ID{id}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	prof := rsProfileDir(t, r, "Cookies", cookie)
 	cfg := r.Dir(t, ".cfg", r.File(t, "other.txt", []byte("not sensitive")))
 	cfg.Mode = 0o555
 	m := r.Manifest(t, r.Dir(t, "", r.File(t, "readme.txt", []byte("workspace")), r.Dir(t, "home", cfg)), true)

@@ -8,6 +8,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"lifeboat/blob"
+	"lifeboat/snapshot"
 	"lifeboat/snapshot/internal/snaptest"
 )
 
@@ -151,4 +153,20 @@ func rsRestoreExact(t *testing.T, src, target string) string {
 		t.Fatalf("restored tree differs\nsource:\n%s\nrestored:\n%s", want, got)
 	}
 	return target
+}
+
+// rsProfileDir saves, in the sensitive tier of r, a browser profile
+// directory holding one file, name, with data, and returns its subtree.
+func rsProfileDir(t *testing.T, r *snaptest.Repo, name string, data []byte) []blob.ID {
+	t.Helper()
+	id, _, err := r.SaveBlob(t.Context(), blob.Sensitive, blob.Data, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof, err := snapshot.SaveDir(t.Context(), r, blob.Sensitive, []snapshot.Node{{Name: []byte(name), Type: snapshot.TypeFile, Mode: 0o600,
+		MtimeNs: snaptest.Mtime, Size: uint64(len(data)), Content: []blob.ID{id}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prof
 }
