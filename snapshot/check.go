@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 
 	"lifeboat/blob"
 	"lifeboat/repo"
@@ -19,6 +20,7 @@ type dirProblem struct{ kind, rel, detail string }
 // affects, for every snapshot that reaches it. Each directory is read once
 // (keyed by its tree blob ids); what was found under it is remembered and
 // reported again, with the right path, for every snapshot that shares it.
+// The trees of directories not read yet are loaded ahead (TreesAhead).
 func CheckSnapshots(ctx context.Context, r *repo.Repository, damaged map[blob.ID]bool) (snapshots int, problems []repo.Problem, err error) {
 	snaps, bad, err := List(ctx, r, "")
 	if err != nil {
@@ -33,23 +35,32 @@ func CheckSnapshots(ctx context.Context, r *repo.Repository, damaged map[blob.ID
 	for id, e := range bad {
 		problems = append(problems, repo.Problem{Kind: "snapshot_damaged", Object: "snapshots/" + id.String(), Detail: e.Error()})
 	}
+	// memo is read by the loaders ahead too (want), so it is locked.
+	var memoMu sync.Mutex
 	memo := map[string][]dirProblem{}
-	var checkDir func(tier blob.Tier, subtree []blob.ID) ([]dirProblem, error)
-	checkDir = func(tier blob.Tier, subtree []blob.ID) ([]dirProblem, error) {
+	memoKey := func(tier blob.Tier, subtree []blob.ID) string {
 		key := make([]byte, 1, 1+len(subtree)*blob.IDSize)
 		key[0] = byte(tier)
 		for _, id := range subtree {
 			key = append(key, id[:]...)
 		}
-		if found, ok := memo[string(key)]; ok {
+		return string(key)
+	}
+	var checkDir func(ahead *TreesAhead, tier blob.Tier, subtree []blob.ID) ([]dirProblem, error)
+	checkDir = func(ahead *TreesAhead, tier blob.Tier, subtree []blob.ID) ([]dirProblem, error) {
+		key := memoKey(tier, subtree)
+		memoMu.Lock()
+		found, ok := memo[key]
+		memoMu.Unlock()
+		if ok {
+			ahead.Forget(subtree)
 			return found, nil
 		}
-		var found []dirProblem
-		err := LoadDir(ctx, r, tier, subtree, func(n *Node) error {
+		err := ahead.LoadDir(ctx, subtree, func(n *Node) error {
 			name := string(n.Name)
 			switch n.Type {
 			case TypeDir:
-				sub, err := checkDir(tier, n.Subtree)
+				sub, err := checkDir(ahead, tier, n.Subtree)
 				for _, p := range sub {
 					found = append(found, dirProblem{p.kind, name + "/" + p.rel, p.detail})
 				}
@@ -77,18 +88,41 @@ func CheckSnapshots(ctx context.Context, r *repo.Repository, damaged map[blob.ID
 			}
 			found = append(found, dirProblem{"tree_damaged", "", err.Error()})
 		}
-		memo[string(key)] = found
+		memoMu.Lock()
+		memo[key] = found
+		memoMu.Unlock()
 		return found, nil
+	}
+	// check checks the directories of tier whose tree blobs are roots, one
+	// at a time, with a TreesAhead that leaves out the directories of one
+	// blob already read.
+	check := func(tier blob.Tier, roots [][]blob.ID, report func(i int, found []dirProblem)) error {
+		ahead := NewTreesAhead(ctx, r, tier, DefaultAheadBounds, func(id blob.ID) bool {
+			memoMu.Lock()
+			defer memoMu.Unlock()
+			_, read := memo[memoKey(tier, []blob.ID{id})]
+			return !read
+		})
+		defer ahead.Stop()
+		for i, subtree := range roots {
+			found, err := checkDir(ahead, tier, subtree)
+			if err != nil {
+				return err
+			}
+			report(i, found)
+		}
+		return nil
 	}
 	sensitive := slices.Contains(r.Tiers(), blob.Sensitive)
 	for _, m := range snaps {
 		snapshots++
-		found, err := checkDir(blob.Workspace, m.Root.Subtree)
+		err := check(blob.Workspace, [][]blob.ID{m.Root.Subtree}, func(_ int, found []dirProblem) {
+			for _, p := range found {
+				problems = append(problems, repo.Problem{Kind: p.kind, Object: "snapshot " + m.ID.Short() + ":/" + p.rel, Detail: p.detail})
+			}
+		})
 		if err != nil {
 			return snapshots, problems, err
-		}
-		for _, p := range found {
-			problems = append(problems, repo.Problem{Kind: p.kind, Object: "snapshot " + m.ID.Short() + ":/" + p.rel, Detail: p.detail})
 		}
 		if m.Sensitive == nil || !sensitive {
 			continue // a key without the sensitive tier checks what it can read
@@ -101,14 +135,17 @@ func CheckSnapshots(ctx context.Context, r *repo.Repository, damaged map[blob.ID
 			problems = append(problems, repo.Problem{Kind: "sensitive_damaged", Object: "snapshot " + m.ID.Short(), Detail: err.Error()})
 			continue
 		}
-		for _, t := range part.Trees {
-			found, err := checkDir(blob.Sensitive, t.Root.Subtree)
-			if err != nil {
-				return snapshots, problems, err
-			}
+		roots := make([][]blob.ID, len(part.Trees))
+		for i, t := range part.Trees {
+			roots[i] = t.Root.Subtree
+		}
+		err = check(blob.Sensitive, roots, func(i int, found []dirProblem) {
 			for _, p := range found {
-				problems = append(problems, repo.Problem{Kind: p.kind, Object: "snapshot " + m.ID.Short() + ":/" + JoinPath(t.Path, p.rel), Detail: p.detail})
+				problems = append(problems, repo.Problem{Kind: p.kind, Object: "snapshot " + m.ID.Short() + ":/" + JoinPath(part.Trees[i].Path, p.rel), Detail: p.detail})
 			}
+		})
+		if err != nil {
+			return snapshots, problems, err
 		}
 	}
 	return snapshots, problems, nil

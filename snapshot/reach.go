@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"lifeboat/backend"
 	"lifeboat/blob"
@@ -32,9 +33,11 @@ func (s PruneSource) Reach(ctx context.Context, id blob.ID, m repo.Marker) error
 
 // Reach loads snapshot id and reports to m every blob it reaches: its tree
 // blobs and their file chunks, both levels, each tree read at most once
-// across calls that share m. It holds one decoded tree blob per directory
-// level. A snapshot that is gone (forgotten since the caller listed it)
-// reaches nothing and is not an error. A manifest or tree that is missing or damaged fails with an error
+// across calls that share m. Trees are loaded ahead of the walk, a batch
+// at a time (TreesAhead), but for those m has seen; what waits for the
+// walk stays within DefaultAheadBounds. A snapshot that is gone (forgotten
+// since the caller listed it) reaches nothing and is not an error. A
+// manifest or tree that is missing or damaged fails with an error
 // wrapping repo.ErrDamaged that names the snapshot.
 func Reach(ctx context.Context, r *repo.Repository, id blob.ID, m repo.Marker) error {
 	man, err := LoadManifest(ctx, r, id)
@@ -47,9 +50,10 @@ func Reach(ctx context.Context, r *repo.Repository, id blob.ID, m repo.Marker) e
 		}
 		return fmt.Errorf("%w: %w", repo.ErrDamaged, err)
 	}
-	err = reachDir(ctx, r, blob.Workspace, man.Root.Subtree, m)
+	sm := &syncMarker{m: m}
+	err = reachTier(ctx, r, blob.Workspace, [][]blob.ID{man.Root.Subtree}, sm)
 	if err == nil {
-		err = reachSensitive(ctx, r, man, m)
+		err = reachSensitive(ctx, r, man, sm)
 	}
 	if err != nil {
 		if ctx.Err() != nil || !damage(err) {
@@ -60,11 +64,30 @@ func Reach(ctx context.Context, r *repo.Repository, id blob.ID, m repo.Marker) e
 	return nil
 }
 
+// syncMarker is a Marker safe for concurrent use: the loaders ahead of
+// Reach's walk ask it which trees were seen.
+type syncMarker struct {
+	mu sync.Mutex
+	m  repo.Marker
+}
+
+func (s *syncMarker) Seen(t blob.Tier, id blob.ID) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m.Seen(t, id)
+}
+
+func (s *syncMarker) Add(t blob.Tier, typ blob.Type, id blob.ID) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m.Add(t, typ, id)
+}
+
 // reachSensitive marks a snapshot's sensitive part and its profile trees,
 // when the key in use has the sensitive tier. Without it nothing is
 // marked: the caller must then leave sensitive packs alone (prune only
 // touches the tiers it was told every snapshot reports).
-func reachSensitive(ctx context.Context, r *repo.Repository, man *Manifest, m repo.Marker) error {
+func reachSensitive(ctx context.Context, r *repo.Repository, man *Manifest, m *syncMarker) error {
 	if man.Sensitive == nil || !slices.Contains(r.Tiers(), blob.Sensitive) {
 		return nil
 	}
@@ -78,15 +101,11 @@ func reachSensitive(ctx context.Context, r *repo.Repository, man *Manifest, m re
 	if err := m.Add(blob.Sensitive, blob.Tree, *man.Sensitive); err != nil {
 		return err
 	}
-	var damaged error
-	for _, tr := range part.Trees {
-		err := reachDir(ctx, r, blob.Sensitive, tr.Root.Subtree, m)
-		if err != nil && (ctx.Err() != nil || !damage(err)) {
-			return err
-		}
-		damaged = cmp.Or(damaged, err)
+	roots := make([][]blob.ID, len(part.Trees))
+	for i, tr := range part.Trees {
+		roots[i] = tr.Root.Subtree
 	}
-	return damaged
+	return reachTier(ctx, r, blob.Sensitive, roots, m)
 }
 
 // damage reports errors that mean a tree is missing or bad, as opposed to
@@ -101,10 +120,29 @@ type treeError struct{ err error }
 func (e treeError) Error() string { return e.err.Error() }
 func (e treeError) Unwrap() error { return e.err }
 
+// reachTier walks the directories of tier whose tree blobs are roots, with
+// the trees m has not seen loaded ahead, on past damage; it returns the
+// first damage found.
+func reachTier(ctx context.Context, r *repo.Repository, t blob.Tier, roots [][]blob.ID, m *syncMarker) error {
+	ahead := NewTreesAhead(ctx, r, t, DefaultAheadBounds, func(id blob.ID) bool {
+		seen, err := m.Seen(t, id)
+		return err != nil || !seen // an error is the walk's to report
+	})
+	defer ahead.Stop()
+	var damaged error
+	for _, subtree := range roots {
+		err := reachDir(ctx, ahead, t, subtree, m)
+		if err != nil && (ctx.Err() != nil || !damage(err)) {
+			return err
+		}
+		damaged = cmp.Or(damaged, err)
+	}
+	return damaged
+}
+
 // reachDir walks on past damage, so everything still readable is marked
 // even when the snapshot is damaged, and returns the first damage found.
-func reachDir(ctx context.Context, r *repo.Repository, tier blob.Tier, subtree []blob.ID, m repo.Marker) error {
-	var buf []byte
+func reachDir(ctx context.Context, ahead *TreesAhead, tier blob.Tier, subtree []blob.ID, m *syncMarker) error {
 	var damaged error
 	for _, tid := range subtree {
 		seen, err := m.Seen(tier, tid)
@@ -112,23 +150,21 @@ func reachDir(ctx context.Context, r *repo.Repository, tier blob.Tier, subtree [
 			return err
 		}
 		if seen {
+			ahead.Forget([]blob.ID{tid})
 			continue
 		}
-		b, err := r.LoadBlob(ctx, tier, blob.Tree, tid, buf)
+		t, err := ahead.Load(ctx, tid)
 		if err != nil {
 			err = fmt.Errorf("tree %s: %w", tid.Short(), err)
+			if bad := (*BadTreeError)(nil); errors.As(err, &bad) {
+				err = treeError{err}
+			}
 			if ctx.Err() != nil || !damage(err) {
 				return err
 			}
 			damaged = cmp.Or(damaged, err)
 			continue
 		}
-		t, err := DecodeTree(b)
-		if err != nil {
-			damaged = cmp.Or[error](damaged, treeError{fmt.Errorf("tree %s: %w", tid.Short(), err)})
-			continue
-		}
-		buf = b[:0]
 		if err := m.Add(tier, blob.Tree, tid); err != nil {
 			return err
 		}
@@ -140,7 +176,7 @@ func reachDir(ctx context.Context, r *repo.Repository, tier blob.Tier, subtree [
 				}
 			}
 			if n.Type == TypeDir {
-				err := reachDir(ctx, r, tier, n.Subtree, m)
+				err := reachDir(ctx, ahead, tier, n.Subtree, m)
 				if err != nil && (ctx.Err() != nil || !damage(err)) {
 					return err
 				}

@@ -21,22 +21,32 @@ var SkipDir error = skipDir{}
 
 // Walk visits every entry under the directory whose tree blobs are subtree,
 // depth first in name order, with paths joined under prefix ("" for the
-// root). It holds one decoded tree blob per directory level, so neither a
-// huge directory nor a deep tree needs much memory. Names come from
-// DecodeTree, which has validated them.
+// root). Names come from DecodeTree, which has validated them. Trees are
+// loaded ahead of the walk (TreesAhead): a batch at a time from a
+// repository, so a walk over S3 costs a request per batch, not one per
+// directory; what waits for the walk stays within DefaultAheadBounds.
 func Walk(ctx context.Context, l BlobLoader, subtree []blob.ID, prefix string, fn WalkFunc) error {
-	return LoadDir(ctx, l, blob.Workspace, subtree, func(n *Node) error {
+	ahead := NewTreesAhead(ctx, l, blob.Workspace, DefaultAheadBounds, nil)
+	defer ahead.Stop()
+	return walk(ctx, ahead, subtree, prefix, fn)
+}
+
+func walk(ctx context.Context, ahead *TreesAhead, subtree []blob.ID, prefix string, fn WalkFunc) error {
+	return ahead.LoadDir(ctx, subtree, func(n *Node) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		p := path.Join(prefix, string(n.Name))
 		err := fn(p, n)
 		if err == SkipDir {
+			if n.Type == TypeDir {
+				ahead.Forget(n.Subtree)
+			}
 			return nil
 		}
 		if err != nil || n.Type != TypeDir {
 			return err
 		}
-		return Walk(ctx, l, n.Subtree, p, fn)
+		return walk(ctx, ahead, n.Subtree, p, fn)
 	})
 }

@@ -1,7 +1,6 @@
 package restore
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -144,15 +143,15 @@ func rsCountRefs(l rsFakeLoader, sub []blob.ID, refs map[blob.ID]int) {
 // variables every restore reads.
 func TestRestorePlanTreesAhead(t *testing.T) {
 	rng := seedtest.Rand(t)
-	defer func(trees, nodes int) { rsTreesAhead, rsNodesAhead = trees, nodes }(rsTreesAhead, rsNodesAhead)
+	defer func(b snapshot.AheadBounds) { rsAhead = b }(rsAhead)
 	for round := range 12 {
 		g := &rsGenDirs{rng: rng, l: rsFakeLoader{}, paths: map[string][]string{}}
 		sub, want := g.dir(0)
 		refs := map[blob.ID]int{}
 		rsCountRefs(g.l, sub, refs)
-		rsTreesAhead, rsNodesAhead = 1+rng.IntN(6), 1+rng.IntN(40)
+		rsAhead.Trees, rsAhead.Nodes = 1+rng.IntN(6), 1+rng.IntN(40)
 		if round%4 == 3 {
-			rsTreesAhead, rsNodesAhead = 4096, 1<<16
+			rsAhead = snapshot.DefaultAheadBounds
 		}
 		cl := &rsCountingLoader{l: g.l, loads: map[blob.ID]int{}}
 		m := &snapshot.Manifest{Root: snapshot.Node{Type: snapshot.TypeDir, Mode: 0o755, Subtree: sub}}
@@ -165,7 +164,7 @@ func TestRestorePlanTreesAhead(t *testing.T) {
 			got = append(got, e.path)
 		}
 		if !slices.Equal(got, want) {
-			t.Fatalf("round %d (bounds %d trees, %d nodes): planned\n%q\nwant\n%q", round, rsTreesAhead, rsNodesAhead, got, want)
+			t.Fatalf("round %d (bounds %d trees, %d nodes): planned\n%q\nwant\n%q", round, rsAhead.Trees, rsAhead.Nodes, got, want)
 		}
 		if n := cl.inFlight.Load(); n != 0 {
 			t.Errorf("round %d: %d loads still running after the plan", round, n)
@@ -173,11 +172,11 @@ func TestRestorePlanTreesAhead(t *testing.T) {
 		cl.mu.Lock()
 		for id, n := range refs {
 			if cl.loads[id] != n {
-				t.Errorf("round %d (bounds %d, %d): tree %x loaded %d times, listed %d times", round, rsTreesAhead, rsNodesAhead, id[:4], cl.loads[id], n)
+				t.Errorf("round %d (bounds %d, %d): tree %x loaded %d times, listed %d times", round, rsAhead.Trees, rsAhead.Nodes, id[:4], cl.loads[id], n)
 			}
 		}
 		cl.mu.Unlock()
-		t.Logf("round %d: %d entries, %d tree blobs, bounds %d trees %d nodes", round, len(want), len(refs), rsTreesAhead, rsNodesAhead)
+		t.Logf("round %d: %d entries, %d tree blobs, bounds %d trees %d nodes", round, len(want), len(refs), rsAhead.Trees, rsAhead.Nodes)
 	}
 }
 
@@ -278,117 +277,6 @@ func (h rsHookLoader) LoadBlob(ctx context.Context, t blob.Tier, typ blob.Type, 
 	return h.l.LoadBlob(ctx, t, typ, id, buf)
 }
 
-// TestRestoreTreesAheadBytes: trees of one entry each carrying a large
-// extended attribute (as a forged snapshot could) stop the loaders at the
-// byte bound, not at the tree or entry bounds: once the loaders have
-// stopped, what waits for the walk is at least the bound and at most one
-// tree per loader past it. Taking the trees in order then gives each back
-// and releases every counter.
-func TestRestoreTreesAheadBytes(t *testing.T) {
-	defer func(trees, nodes, size int) {
-		rsTreesAhead, rsNodesAhead, rsBytesAhead = trees, nodes, size
-	}(rsTreesAhead, rsNodesAhead, rsBytesAhead)
-	rsTreesAhead, rsNodesAhead, rsBytesAhead = 4096, 1<<16, 256<<10
-
-	// One tree at a time from a loader, a batch at a time from a
-	// repository.
-	fake := rsFakeLoader{}
-	r := snaptest.NewRepo(t)
-	for _, tc := range []struct {
-		name string
-		l    snapshot.BlobLoader
-		save func(i int, b []byte) blob.ID
-	}{
-		{"loader", fake, func(i int, b []byte) blob.ID {
-			var id blob.ID
-			id[0], id[1] = 1, byte(i)
-			fake[id] = b
-			return id
-		}},
-		{"repository", r.Repository, func(_ int, b []byte) blob.ID {
-			id, _, err := r.SaveBlob(t.Context(), blob.Workspace, blob.Tree, b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return id
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var rootNodes []snapshot.Node
-			var ids []blob.ID
-			treeSize := 0
-			for i := range 200 {
-				b := rsMustEncode(t, []snapshot.Node{{Name: []byte("f"), Type: snapshot.TypeFile, Mode: 0o644,
-					Xattrs: []snapshot.Xattr{{Name: "user.big", Value: bytes.Repeat([]byte{byte(i)}, 32<<10)}}}})
-				treeSize = max(treeSize, len(b))
-				id := tc.save(i, b)
-				ids = append(ids, id)
-				rootNodes = append(rootNodes, snapshot.Node{Name: fmt.Appendf(nil, "d%03d", i), Type: snapshot.TypeDir, Mode: 0o755, Subtree: []blob.ID{id}})
-			}
-			if err := r.Flush(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			root, err := snapshot.DecodeTree(rsMustEncode(t, rootNodes))
-			if err != nil {
-				t.Fatal(err)
-			}
-
-			s := newRsTrees(t.Context(), tc.l, blob.Workspace)
-			defer s.stop()
-			s.mu.Lock()
-			s.queue(root)
-			s.mu.Unlock()
-			s.wg.Wait() // the loaders stop when the bound is reached: nothing takes
-			s.mu.Lock()
-			held, loaded := s.bytes, s.loaded
-			s.mu.Unlock()
-			limit := rsBytesAhead + runtime.GOMAXPROCS(0)*treeSize
-			if held < rsBytesAhead || held > limit || loaded >= len(ids) {
-				t.Fatalf("loaders stopped with %d bytes in %d trees held ahead; want %d..%d bytes and fewer than %d trees",
-					held, loaded, rsBytesAhead, limit, len(ids))
-			}
-			t.Logf("held ahead: %d bytes in %d trees (bound %d bytes, trees of %d bytes)", held, loaded, rsBytesAhead, treeSize)
-
-			for i, id := range ids {
-				tr, err := s.load(t.Context(), id)
-				if err != nil {
-					t.Fatalf("tree %d: %v", i, err)
-				}
-				if len(tr.Nodes) != 1 || len(tr.Nodes[0].Xattrs) != 1 || tr.Nodes[0].Xattrs[0].Value[0] != byte(i) {
-					t.Fatalf("tree %d: got %+v", i, tr.Nodes)
-				}
-			}
-			s.stop()
-			if s.bytes != 0 || s.loaded != 0 || s.nodes != 0 || s.flying != (rsFlight{}) || len(s.loads) != 0 {
-				t.Errorf("after every tree was taken: %d bytes, %d trees, %d nodes, %+v in flight, %d loads still counted",
-					s.bytes, s.loaded, s.nodes, s.flying, len(s.loads))
-			}
-		})
-	}
-}
-
-// rsWideTree saves, in r, a tree of 6 directories of 6 directories of 6
-// directories, each deepest one holding an empty file named after its
-// path (d5/d5/d5 holds f-5-5-5), and returns its root (a directory named
-// "root") and the number of its directories.
-func rsWideTree(t *testing.T, r *snaptest.Repo) (snapshot.Node, int) {
-	dirs := 1
-	var level func(depth int, name, path string) snapshot.Node
-	level = func(depth int, name, path string) snapshot.Node {
-		dirs++
-		if depth == 3 { // a file of its own: no two directories share a tree
-			return r.Dir(t, name, snapshot.Node{Name: []byte("f" + path), Type: snapshot.TypeFile, Mode: 0o644, MtimeNs: snaptest.Mtime})
-		}
-		var nodes []snapshot.Node
-		for i := range 6 {
-			nodes = append(nodes, level(depth+1, fmt.Sprintf("d%d", i), fmt.Sprintf("%s-%d", path, i)))
-		}
-		return r.Dir(t, name, nodes...)
-	}
-	root := level(0, "root", "")
-	return root, dirs - 1
-}
-
 // TestRestorePlanReadsTreesTogether: the trees a restore plans are read a
 // batch at a time, each pack's in as few reads as the gaps between them
 // allow, not one read each (a request each on S3); the tree restored is
@@ -396,14 +284,9 @@ func rsWideTree(t *testing.T, r *snaptest.Repo) (snapshot.Node, int) {
 func TestRestorePlanReadsTreesTogether(t *testing.T) {
 	t.Parallel()
 	r := snaptest.NewRepo(t)
-	root, dirs := rsWideTree(t, r)
+	root, dirs := r.WideTree(t)
 	m := r.Manifest(t, root, true)
-	cb := &rsCountingBackend{Backend: r.Backend(), loads: map[string][][2]int64{}}
-	r2, err := repo.Open(t.Context(), cb, snaptest.Password, repo.Options{CacheDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r2.Close(context.Background())
+	r2, reads := r.Reopen(t)
 	target := filepath.Join(t.TempDir(), "t")
 	res, err := Run(t.Context(), r2, m, Options{Target: target})
 	if err != nil {
@@ -415,15 +298,12 @@ func TestRestorePlanReadsTreesTogether(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(target, "d5", "d5", "d5", "f-5-5-5")); err != nil {
 		t.Error(err)
 	}
-	loads := 0
-	for _, rs := range cb.loads {
-		loads += len(rs)
-	}
+	loads := reads.Count()
 	// The empty files have no content: every read is of trees.
 	if loads*4 > dirs {
 		t.Errorf("%d reads for %d tree blobs, want at most one for 4", loads, dirs)
 	}
-	t.Logf("%d tree blobs in %d packs, %d reads", dirs, len(cb.loads), loads)
+	t.Logf("%d tree blobs in %d packs, %d reads", dirs, len(reads.Ranges()), loads)
 }
 
 // TestRestorePlanDamagedTreesInBatch: a tree read in a batch with its
@@ -518,15 +398,13 @@ func rsDamageBlob(t *testing.T, r *snaptest.Repo, id blob.ID, gone bool) {
 // taken from a repository are cut to the bounds and their trees queued
 // again, and the walk still plans every entry in order.
 func TestRestorePlanTreesAheadBounded(t *testing.T) {
-	defer func(trees, nodes, size int) {
-		rsTreesAhead, rsNodesAhead, rsBytesAhead = trees, nodes, size
-	}(rsTreesAhead, rsNodesAhead, rsBytesAhead)
+	defer func(b snapshot.AheadBounds) { rsAhead = b }(rsAhead)
 	r := snaptest.NewRepo(t)
-	root, dirs := rsWideTree(t, r)
+	root, dirs := r.WideTree(t)
 	m := r.Manifest(t, root, true)
 	var want []string
-	for _, bounds := range [][3]int{{4096, 1 << 16, 64 << 20}, {3, 1 << 16, 64 << 20}, {4096, 1 << 16, 600}, {2, 20, 300}} {
-		rsTreesAhead, rsNodesAhead, rsBytesAhead = bounds[0], bounds[1], bounds[2]
+	for _, bounds := range []snapshot.AheadBounds{snapshot.DefaultAheadBounds, {Trees: 3, Nodes: 1 << 16, Bytes: 64 << 20}, {Trees: 4096, Nodes: 1 << 16, Bytes: 600}, {Trees: 2, Nodes: 20, Bytes: 300}} {
+		rsAhead = bounds
 		plan, err := rsPlanTree(t.Context(), r.Repository, blob.Workspace, m, nil)
 		if err != nil {
 			t.Fatalf("bounds %v: %v", bounds, err)

@@ -8,13 +8,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
-	"lifeboat/backend"
 	"lifeboat/blob"
 	"lifeboat/internal/nstest"
 	"lifeboat/repo"
@@ -341,22 +339,6 @@ func TestRestoreDiskFull(t *testing.T) {
 	}
 }
 
-// rsCountingBackend records every Load of a pack.
-type rsCountingBackend struct {
-	backend.Backend
-	mu    sync.Mutex
-	loads map[string][][2]int64 // pack -> [offset, end)
-}
-
-func (b *rsCountingBackend) Load(ctx context.Context, h backend.Handle, off int64, n int) ([]byte, error) {
-	if h.Type == backend.Pack {
-		b.mu.Lock()
-		b.loads[h.Name] = append(b.loads[h.Name], [2]int64{off, off + int64(n)})
-		b.mu.Unlock()
-	}
-	return b.Backend.Load(ctx, h, off, n)
-}
-
 // TestRestoreReadsEachRangeOnce: files that share chunks, spread over
 // several packs, are restored with one Load per pack run; no byte of a
 // pack is read twice.
@@ -375,17 +357,13 @@ func TestRestoreReadsEachRangeOnce(t *testing.T) {
 		nodes = append(nodes, n)
 	}
 	m := r.Manifest(t, r.Dir(t, "root", nodes...), true)
-	cb := &rsCountingBackend{Backend: r.Backend(), loads: map[string][][2]int64{}}
-	r2, err := repo.Open(t.Context(), cb, snaptest.Password, repo.Options{CacheDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r2.Close(context.Background())
+	r2, reads := r.Reopen(t)
 	if _, err := Run(t.Context(), r2, m, Options{Target: filepath.Join(t.TempDir(), "t")}); err != nil {
 		t.Fatal(err)
 	}
 	loads := 0
-	for pk, rs := range cb.loads {
+	ranges := reads.Ranges()
+	for pk, rs := range ranges {
 		slices.SortFunc(rs, func(a, b [2]int64) int { return int(a[0] - b[0]) })
 		for i := 1; i < len(rs); i++ {
 			if rs[i][0] < rs[i-1][1] {
@@ -395,8 +373,8 @@ func TestRestoreReadsEachRangeOnce(t *testing.T) {
 		loads += len(rs)
 	}
 	// 40 x 50 KiB + 200 KiB in 1 MiB packs: a handful of packs, one run each.
-	if len(cb.loads) == 0 || loads != len(cb.loads) {
-		t.Errorf("%d loads from %d packs, want one per pack", loads, len(cb.loads))
+	if len(ranges) == 0 || loads != len(ranges) {
+		t.Errorf("%d loads from %d packs, want one per pack", loads, len(ranges))
 	}
-	t.Logf("%d packs, %d loads", len(cb.loads), loads)
+	t.Logf("%d packs, %d loads", len(ranges), loads)
 }

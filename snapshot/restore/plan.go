@@ -76,14 +76,18 @@ type rsPlanner struct {
 	load   rsTreeLoader     // the walk's: loadNow or an rsTrees's
 }
 
-// rsTreeLoader returns tree id decoded; a decoding error is an *rsBadTree.
+// rsTreeLoader returns tree id decoded; a decoding error is a
+// *snapshot.BadTreeError.
 type rsTreeLoader func(ctx context.Context, id blob.ID) (*snapshot.Tree, error)
 
 // loadNow loads tree id on the calling goroutine.
 func (p *rsPlanner) loadNow(ctx context.Context, id blob.ID) (*snapshot.Tree, error) {
-	t, _, err := rsLoadTree(ctx, p.l, p.tier, id)
-	return t, err
+	return snapshot.LoadTree(ctx, p.l, p.tier, id)
 }
+
+// rsAhead bounds the trees loaded ahead of the plan's walk (a variable for
+// tests).
+var rsAhead = snapshot.DefaultAheadBounds
 
 // rsPlanTree builds the plan of a restore of m, limited to includes.
 func rsPlanTree(ctx context.Context, l snapshot.BlobLoader, tier blob.Tier, m *snapshot.Manifest, includes []string) (*rsPlan, error) {
@@ -121,9 +125,9 @@ func rsPlanTree(ctx context.Context, l snapshot.BlobLoader, tier blob.Tier, m *s
 	p.inced = make([]bool, len(p.incs))
 	p.load = p.loadNow
 	if all { // with includes, most trees loaded ahead might not be wanted
-		trees := newRsTrees(ctx, l, tier)
-		defer trees.stop()
-		p.load = trees.load
+		trees := snapshot.NewTreesAhead(ctx, l, tier, rsAhead, nil)
+		defer trees.Stop()
+		p.load = trees.Load
 	}
 	p.plan.entries = append(p.plan.entries, rsEntry{node: &m.Root, parent: -1, link: -1, file: -1})
 	p.plan.dirs++
@@ -301,8 +305,8 @@ func rsLoadDir(ctx context.Context, load rsTreeLoader, dirPath string, subtree [
 			return err
 		}
 		t, err := load(ctx, id)
-		if bad := (*rsBadTree)(nil); errors.As(err, &bad) {
-			return &Error{Paths: []string{dirPath}, Err: fmt.Errorf("%w: directory listing (tree %s): %v", snapshot.ErrUnsafeEntry, id.Short(), bad.err)}
+		if bad := (*snapshot.BadTreeError)(nil); errors.As(err, &bad) {
+			return &Error{Paths: []string{dirPath}, Err: fmt.Errorf("%w: directory listing (tree %s): %v", snapshot.ErrUnsafeEntry, id.Short(), bad.Err)}
 		}
 		if err != nil {
 			return &Error{Paths: []string{dirPath}, Err: fmt.Errorf("directory listing (tree %s): %w", id.Short(), err)}

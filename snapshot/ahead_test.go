@@ -1,0 +1,351 @@
+package snapshot_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"lifeboat/blob"
+	"lifeboat/repo"
+	"lifeboat/snapshot"
+	"lifeboat/snapshot/internal/snaptest"
+)
+
+// mapLoader serves tree blobs from memory, one at a time (it is not a
+// TreeSource).
+type mapLoader map[blob.ID][]byte
+
+func (l mapLoader) LoadBlob(_ context.Context, _ blob.Tier, _ blob.Type, id blob.ID, _ []byte) ([]byte, error) {
+	b, ok := l[id]
+	if !ok {
+		return nil, repo.ErrBlobNotFound
+	}
+	return b, nil
+}
+
+// oneAtATime hides that a repository reads many blobs at once.
+type oneAtATime struct{ l snapshot.BlobLoader }
+
+func (o oneAtATime) LoadBlob(ctx context.Context, t blob.Tier, typ blob.Type, id blob.ID, buf []byte) ([]byte, error) {
+	return o.l.LoadBlob(ctx, t, typ, id, buf)
+}
+
+func mustEncode(t *testing.T, nodes []snapshot.Node) []byte {
+	t.Helper()
+	b, err := snapshot.EncodeTree(nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func mustDecode(t *testing.T, b []byte) *snapshot.Tree {
+	t.Helper()
+	tr, err := snapshot.DecodeTree(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// TestTreesAheadBytes: trees of one entry each carrying a large extended
+// attribute (as a forged snapshot could) stop the loaders at the byte
+// bound, not at the tree or entry bounds: once the loaders have stopped,
+// what waits for the walk is at least the bound and at most one tree per
+// loader past it. Taking the trees in order then gives each back and
+// releases every counter.
+func TestTreesAheadBytes(t *testing.T) {
+	bounds := snapshot.AheadBounds{Trees: 4096, Nodes: 1 << 16, Bytes: 256 << 10}
+	// One tree at a time from a loader, a batch at a time from a
+	// repository.
+	fake := mapLoader{}
+	r := snaptest.NewRepo(t)
+	for _, tc := range []struct {
+		name string
+		l    snapshot.BlobLoader
+		save func(i int, b []byte) blob.ID
+	}{
+		{"loader", fake, func(i int, b []byte) blob.ID {
+			var id blob.ID
+			id[0], id[1] = 1, byte(i)
+			fake[id] = b
+			return id
+		}},
+		{"repository", r.Repository, func(_ int, b []byte) blob.ID {
+			id, _, err := r.SaveBlob(t.Context(), blob.Workspace, blob.Tree, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return id
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var rootNodes []snapshot.Node
+			var ids []blob.ID
+			treeSize := 0
+			for i := range 200 {
+				b := mustEncode(t, []snapshot.Node{{Name: []byte("f"), Type: snapshot.TypeFile, Mode: 0o644,
+					Xattrs: []snapshot.Xattr{{Name: "user.big", Value: bytes.Repeat([]byte{byte(i)}, 32<<10)}}}})
+				treeSize = max(treeSize, len(b))
+				id := tc.save(i, b)
+				ids = append(ids, id)
+				rootNodes = append(rootNodes, snapshot.Node{Name: fmt.Appendf(nil, "d%03d", i), Type: snapshot.TypeDir, Mode: 0o755, Subtree: []blob.ID{id}})
+			}
+			if err := r.Flush(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			root := mustDecode(t, mustEncode(t, rootNodes))
+
+			s := snapshot.NewTreesAhead(t.Context(), tc.l, blob.Workspace, bounds, nil)
+			defer s.Stop()
+			s.QueueForTest(root)
+			s.WaitLoadersForTest() // the loaders stop when the bound is reached: nothing takes
+			h := s.HeldForTest()
+			limit := bounds.Bytes + runtime.GOMAXPROCS(0)*treeSize
+			if h.Bytes < bounds.Bytes || h.Bytes > limit || h.Loaded >= len(ids) {
+				t.Fatalf("loaders stopped with %d bytes in %d trees held ahead; want %d..%d bytes and fewer than %d trees",
+					h.Bytes, h.Loaded, bounds.Bytes, limit, len(ids))
+			}
+			t.Logf("held ahead: %d bytes in %d trees (bound %d bytes, trees of %d bytes)", h.Bytes, h.Loaded, bounds.Bytes, treeSize)
+
+			for i, id := range ids {
+				tr, err := s.Load(t.Context(), id)
+				if err != nil {
+					t.Fatalf("tree %d: %v", i, err)
+				}
+				if len(tr.Nodes) != 1 || len(tr.Nodes[0].Xattrs) != 1 || tr.Nodes[0].Xattrs[0].Value[0] != byte(i) {
+					t.Fatalf("tree %d: got %+v", i, tr.Nodes)
+				}
+			}
+			s.Stop()
+			if h := s.HeldForTest(); h != (snapshot.AheadHeld{}) {
+				t.Errorf("after every tree was taken: %+v still held", h)
+			}
+		})
+	}
+}
+
+// TestTreesAheadForget: trees the walk gives up (a directory it skips)
+// stop counting against the bounds, with what was loaded below them, so
+// the loaders go on with the trees it does take.
+func TestTreesAheadForget(t *testing.T) {
+	t.Parallel()
+	r := snaptest.NewRepo(t)
+	root, dirs := r.WideTree(t)
+	if err := r.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []snapshot.BlobLoader{r.Repository, oneAtATime{r.Repository}} {
+		s := snapshot.NewTreesAhead(t.Context(), l, blob.Workspace, snapshot.AheadBounds{Trees: 20, Nodes: 1 << 16, Bytes: 64 << 20}, nil)
+		top, err := s.Load(t.Context(), root.Subtree[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.WaitLoadersForTest()
+		if h := s.HeldForTest(); h.Loaded < 20 || h.Loaded >= dirs {
+			t.Fatalf("%T: loaders stopped with %+v held; want the bound of 20 trees", l, h)
+		}
+		// The walk skips d0 to d4 and takes d5's trees: they come.
+		for _, n := range top.Nodes[:5] {
+			s.Forget(n.Subtree)
+		}
+		took := 0
+		var walk func(subtree []blob.ID)
+		walk = func(subtree []blob.ID) {
+			for _, id := range subtree {
+				tr, err := s.Load(t.Context(), id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				took++
+				for _, n := range tr.Nodes {
+					if n.Type == snapshot.TypeDir {
+						walk(n.Subtree)
+					}
+				}
+			}
+		}
+		walk(top.Nodes[5].Subtree)
+		s.WaitLoadersForTest()
+		s.Stop()
+		if h := s.HeldForTest(); h != (snapshot.AheadHeld{}) {
+			t.Errorf("%T: after the walk, %+v still counted", l, h)
+		}
+		if took != 1+6+36 {
+			t.Errorf("%T: took %d trees under d5, want 43", l, took)
+		}
+	}
+}
+
+// walkPaths returns every path Walk visits, and the directories it was
+// told to skip, from l.
+func walkPaths(t *testing.T, l snapshot.BlobLoader, root snapshot.Node, skip func(p string) bool) []string {
+	t.Helper()
+	var got []string
+	err := snapshot.Walk(t.Context(), l, root.Subtree, "", func(p string, n *snapshot.Node) error {
+		got = append(got, p)
+		if n.Type == snapshot.TypeDir && skip(p) {
+			return snapshot.SkipDir
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// TestWalkReadsTreesTogether: Walk, as `lifeboat ls` and a recovery
+// offer run it, reads a repository's trees a batch at a time, not a read
+// each (a request each on S3), and visits what a walk one tree at a time
+// visits, in the same order, also when it skips directories.
+func TestWalkReadsTreesTogether(t *testing.T) {
+	t.Parallel()
+	r := snaptest.NewRepo(t)
+	root, dirs := r.WideTree(t)
+	if err := r.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	r2, reads := r.Reopen(t)
+	all := func(string) bool { return false }
+	got := walkPaths(t, r2, root, all)
+	if loads := reads.Count(); loads*4 > dirs {
+		t.Errorf("%d reads for %d tree blobs, want at most one for 4", loads, dirs)
+	} else {
+		t.Logf("%d tree blobs, %d reads", dirs, loads)
+	}
+	want := walkPaths(t, oneAtATime{r.Repository}, root, all)
+	if len(want) != dirs-1+6*6*6 || !slices.Equal(got, want) {
+		t.Fatalf("walked %d paths, one at a time %d (want %d)", len(got), len(want), dirs-1+6*6*6)
+	}
+	// Skipping every directory but d1 and d1/d2 (as `ls PATH` does):
+	// nothing under the others is visited.
+	onPath := func(p string) bool { return p != "d1" && !strings.HasPrefix(p, "d1/d2") }
+	got = walkPaths(t, r2, root, onPath)
+	want = walkPaths(t, oneAtATime{r.Repository}, root, onPath)
+	if !slices.Equal(got, want) || !slices.Contains(got, "d1/d2/d3/f-1-2-3") || slices.Contains(got, "d0/d0") || slices.Contains(got, "d1/d3/d0") {
+		t.Fatalf("skipping directories, walked %q; one at a time %q", got, want)
+	}
+}
+
+// countMarker is a repo.Marker that counts what it was told.
+type countMarker struct {
+	mu    sync.Mutex
+	trees map[blob.ID]bool
+	adds  int
+}
+
+func (m *countMarker) Seen(_ blob.Tier, id blob.ID) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.trees[id], nil
+}
+
+func (m *countMarker) Add(_ blob.Tier, typ blob.Type, id blob.ID) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.adds++
+	if typ == blob.Tree {
+		m.trees[id] = true
+	}
+	return nil
+}
+
+// TestReachReadsTreesTogether: prune's walk of what a snapshot reaches
+// reads the trees a batch at a time and marks each; a second snapshot
+// sharing every tree but its root reads no tree it has seen.
+func TestReachReadsTreesTogether(t *testing.T) {
+	t.Parallel()
+	r := snaptest.NewRepo(t)
+	wide, dirs := r.WideTree(t)
+	m1 := r.Manifest(t, r.Dir(t, "root", wide), true)
+	m2 := r.Manifest(t, r.Dir(t, "root", wide, r.File(t, "new", []byte("new file"))), true)
+	r2, reads := r.Reopen(t)
+	mk := &countMarker{trees: map[blob.ID]bool{}}
+	if err := snapshot.Reach(t.Context(), r2, m1.ID, mk); err != nil {
+		t.Fatal(err)
+	}
+	// the root of m1 and every directory of wide (its own root included)
+	if len(mk.trees) != dirs+1 {
+		t.Fatalf("marked %d trees, want %d", len(mk.trees), dirs+1)
+	}
+	first := reads.Count()
+	if first*4 > dirs {
+		t.Errorf("%d reads for %d tree blobs, want at most one for 4", first, dirs)
+	}
+	if err := snapshot.Reach(t.Context(), r2, m2.ID, mk); err != nil {
+		t.Fatal(err)
+	}
+	if len(mk.trees) != dirs+2 {
+		t.Fatalf("marked %d trees after the second snapshot, want %d", len(mk.trees), dirs+2)
+	}
+	if second := reads.Count() - first; second > 1 {
+		t.Errorf("the second snapshot read packs %d times for its one new tree", second)
+	}
+	t.Logf("%d tree blobs: %d reads, then %d", dirs+2, first, reads.Count()-first)
+}
+
+// countingLoader counts the loads of each blob.
+type countingLoader struct {
+	l     mapLoader
+	mu    sync.Mutex
+	loads map[blob.ID]int
+}
+
+func (c *countingLoader) LoadBlob(ctx context.Context, t blob.Tier, typ blob.Type, id blob.ID, buf []byte) ([]byte, error) {
+	c.mu.Lock()
+	c.loads[id]++
+	c.mu.Unlock()
+	return c.l.LoadBlob(ctx, t, typ, id, buf)
+}
+
+// TestTreesAheadWant: the trees want leaves out (those prune has walked
+// for another snapshot) are not loaded ahead, nor anything below them.
+func TestTreesAheadWant(t *testing.T) {
+	t.Parallel()
+	l := &countingLoader{l: mapLoader{}, loads: map[blob.ID]int{}}
+	save := func(nodes []snapshot.Node) blob.ID {
+		b := mustEncode(t, nodes)
+		var id blob.ID
+		id[0], id[1] = 2, byte(len(l.l))
+		l.l[id] = b
+		return id
+	}
+	leaf := func(name string) snapshot.Node {
+		return snapshot.Node{Name: []byte(name), Type: snapshot.TypeDir, Mode: 0o755, Subtree: []blob.ID{save(nil)}}
+	}
+	var top []snapshot.Node
+	unwanted := map[blob.ID]bool{}
+	for i := range 8 {
+		n := snapshot.Node{Name: fmt.Appendf(nil, "d%d", i), Type: snapshot.TypeDir, Mode: 0o755,
+			Subtree: []blob.ID{save([]snapshot.Node{leaf("a"), leaf("b")})}}
+		if i%2 == 1 {
+			unwanted[n.Subtree[0]] = true
+		}
+		top = append(top, n)
+	}
+	root := mustDecode(t, mustEncode(t, top))
+	s := snapshot.NewTreesAhead(t.Context(), l, blob.Workspace, snapshot.DefaultAheadBounds, func(id blob.ID) bool { return !unwanted[id] })
+	defer s.Stop()
+	s.QueueForTest(root)
+	s.WaitLoadersForTest()
+	// d0, d2, d4, d6 and their two subdirectories each
+	if h := s.HeldForTest(); h.Loaded != 4*3 {
+		t.Errorf("held %+v, want the 12 trees wanted loaded", h)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for id := range unwanted {
+		if l.loads[id] != 0 {
+			t.Errorf("tree %x not wanted, loaded %d times", id[:2], l.loads[id])
+		}
+	}
+	if len(l.loads) != 12 {
+		t.Errorf("loaded %d trees, want 12", len(l.loads))
+	}
+}
