@@ -11,22 +11,9 @@ import (
 	"testing"
 
 	"lifeboat/blob"
-	"lifeboat/repo"
 	"lifeboat/snapshot"
 	"lifeboat/snapshot/internal/snaptest"
 )
-
-// mapLoader serves tree blobs from memory, one at a time (it is not a
-// TreeSource).
-type mapLoader map[blob.ID][]byte
-
-func (l mapLoader) LoadBlob(_ context.Context, _ blob.Tier, _ blob.Type, id blob.ID, _ []byte) ([]byte, error) {
-	b, ok := l[id]
-	if !ok {
-		return nil, repo.ErrBlobNotFound
-	}
-	return b, nil
-}
 
 // oneAtATime hides that a repository reads many blobs at once.
 type oneAtATime struct{ l snapshot.BlobLoader }
@@ -63,7 +50,7 @@ func TestTreesAheadBytes(t *testing.T) {
 	bounds := snapshot.AheadBounds{Trees: 4096, Nodes: 1 << 16, Bytes: 256 << 10}
 	// One tree at a time from a loader, a batch at a time from a
 	// repository.
-	fake := mapLoader{}
+	fake := snaptest.Blobs{}
 	r := snaptest.NewRepo(t)
 	for _, tc := range []struct {
 		name string
@@ -292,7 +279,7 @@ func TestReachReadsTreesTogether(t *testing.T) {
 
 // countingLoader counts the loads of each blob.
 type countingLoader struct {
-	l     mapLoader
+	l     snaptest.Blobs
 	mu    sync.Mutex
 	loads map[blob.ID]int
 }
@@ -308,7 +295,7 @@ func (c *countingLoader) LoadBlob(ctx context.Context, t blob.Tier, typ blob.Typ
 // for another snapshot) are not loaded ahead, nor anything below them.
 func TestTreesAheadWant(t *testing.T) {
 	t.Parallel()
-	l := &countingLoader{l: mapLoader{}, loads: map[blob.ID]int{}}
+	l := &countingLoader{l: snaptest.Blobs{}, loads: map[blob.ID]int{}}
 	save := func(nodes []snapshot.Node) blob.ID {
 		b := mustEncode(t, nodes)
 		var id blob.ID

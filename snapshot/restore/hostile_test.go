@@ -181,15 +181,8 @@ func TestRestoreTreeCycle(t *testing.T) {
 	}
 }
 
-type rsFakeLoader map[blob.ID][]byte
-
-func (l rsFakeLoader) LoadBlob(_ context.Context, _ blob.Tier, _ blob.Type, id blob.ID, _ []byte) ([]byte, error) {
-	b, ok := l[id]
-	if !ok {
-		return nil, repo.ErrBlobNotFound
-	}
-	return b, nil
-}
+// rsFakeLoader serves tree blobs from memory.
+type rsFakeLoader = snaptest.Blobs
 
 func rsMustEncode(t *testing.T, nodes []snapshot.Node) []byte {
 	b, err := snapshot.EncodeTree(nodes)

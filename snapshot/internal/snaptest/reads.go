@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"lifeboat/backend"
+	"lifeboat/blob"
 	"lifeboat/repo"
 	"lifeboat/snapshot"
 )
@@ -81,4 +82,16 @@ func (r *Repo) WideTree(t testing.TB) (snapshot.Node, int) {
 	}
 	root := level(0, "root", "")
 	return root, dirs - 1
+}
+
+// Blobs serves blobs from memory by id, one at a time (it is not a
+// snapshot.TreeSource); a missing one is repo.ErrBlobNotFound.
+type Blobs map[blob.ID][]byte
+
+func (l Blobs) LoadBlob(_ context.Context, _ blob.Tier, _ blob.Type, id blob.ID, _ []byte) ([]byte, error) {
+	b, ok := l[id]
+	if !ok {
+		return nil, repo.ErrBlobNotFound
+	}
+	return b, nil
 }
