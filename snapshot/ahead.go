@@ -33,7 +33,8 @@ import (
 // are loaded and not yet taken, so what waits for the walk stays bounded
 // however large the snapshot (or a forged one: a tree of one entry can
 // carry megabytes of extended attributes); the queue holds an id per
-// subdirectory of the trees loaded. The bounds are checked before a load,
+// subdirectory of the trees loaded and not yet taken (ids taken or
+// forgotten meanwhile are cleared from it as it grows). The bounds are checked before a load,
 // so each loader running may pass them by one tree (a batch keeps to the
 // bytes bound, counting the trees being loaded). A tree the walk wants
 // that no loader has started is loaded by the walk itself, with a batch,
@@ -144,15 +145,36 @@ func (s *TreesAhead) Load(ctx context.Context, id blob.ID) (*Tree, error) {
 	return tl.t, tl.err
 }
 
-// LoadDir is the package's LoadDir, with the trees taken from s.
+// LoadDir is the package's LoadDir, with the trees taken from s. When it
+// fails, what the walk will not take from this directory (its blobs not
+// loaded yet, the subdirectories of the entries not visited) is forgotten.
 func (s *TreesAhead) LoadDir(ctx context.Context, subtree []blob.ID, fn func(*Node) error) error {
-	return EachNode(subtree, func(id blob.ID) (*Tree, error) {
+	var cur *Tree
+	blobs, at := 0, 0 // blobs taken; entries of cur visited
+	err := EachNode(subtree, func(id blob.ID) (*Tree, error) {
+		blobs++
 		t, err := s.Load(ctx, id)
 		if err != nil {
 			return nil, fmt.Errorf("tree %s: %w", id.Short(), err)
 		}
+		cur, at = t, 0
 		return t, nil
-	}, fn)
+	}, func(n *Node) error {
+		at++
+		return fn(n)
+	})
+	if err != nil {
+		rest := slices.Clone(subtree[blobs:])
+		if cur != nil {
+			for _, n := range cur.Nodes[max(0, at-1):] {
+				if n.Type == TypeDir {
+					rest = append(rest, n.Subtree...)
+				}
+			}
+		}
+		s.Forget(rest)
+	}
+	return err
 }
 
 // Forget tells s that the walk will not take the trees of subtree (it
@@ -207,6 +229,15 @@ func (s *TreesAhead) uncount(tl *aheadLoad) {
 // queue queues the trees of t's subdirectories the walk will take, the
 // first on top, and starts loaders. s.mu is held.
 func (s *TreesAhead) queue(t *Tree) {
+	if len(s.stack) > 2*len(s.loads)+64 {
+		// Ids the walk took itself or forgot stay on the stack until a
+		// loader pops them; while the loaders wait for room they would
+		// pile up, an id per subdirectory walked.
+		s.stack = slices.DeleteFunc(s.stack, func(id blob.ID) bool {
+			tl := s.loads[id]
+			return tl == nil || !tl.queued
+		})
+	}
 	n := len(s.stack)
 	for i := range t.Nodes {
 		if t.Nodes[i].Type != TypeDir {

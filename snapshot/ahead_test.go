@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"path"
 	"runtime"
 	"slices"
 	"strings"
@@ -129,6 +131,7 @@ func TestTreesAheadForget(t *testing.T) {
 	}
 	for _, l := range []snapshot.BlobLoader{r.Repository, oneAtATime{r.Repository}} {
 		s := snapshot.NewTreesAhead(t.Context(), l, blob.Workspace, snapshot.AheadBounds{Trees: 20, Nodes: 1 << 16, Bytes: 64 << 20}, nil)
+		defer s.Stop()
 		top, err := s.Load(t.Context(), root.Subtree[0])
 		if err != nil {
 			t.Fatal(err)
@@ -140,6 +143,10 @@ func TestTreesAheadForget(t *testing.T) {
 		// The walk skips d0 to d4 and takes d5's trees: they come.
 		for _, n := range top.Nodes[:5] {
 			s.Forget(n.Subtree)
+		}
+		s.WaitLoadersForTest()
+		if h := s.HeldForTest(); h.Loaded < 20 {
+			t.Fatalf("%T: after the walk gave up d0 to d4, the loaders stopped with %+v held; want d5's trees up to the bound", l, h)
 		}
 		took := 0
 		var walk func(subtree []blob.ID)
@@ -169,6 +176,68 @@ func TestTreesAheadForget(t *testing.T) {
 	}
 }
 
+// blockingLoader holds the load of block until release is closed, closes
+// started when it begins, and counts the loads of each blob.
+type blockingLoader struct {
+	l                snapshot.BlobLoader
+	block            blob.ID
+	started, release chan struct{}
+	once             sync.Once
+	mu               sync.Mutex
+	loads            map[blob.ID]int
+}
+
+func (b *blockingLoader) LoadBlob(ctx context.Context, t blob.Tier, typ blob.Type, id blob.ID, buf []byte) ([]byte, error) {
+	b.mu.Lock()
+	b.loads[id]++
+	b.mu.Unlock()
+	if id == b.block {
+		b.once.Do(func() { close(b.started) })
+		<-b.release
+	}
+	return b.l.LoadBlob(ctx, t, typ, id, buf)
+}
+
+// TestTreesAheadForgetWhileLoading: a tree the walk gives up while a
+// loader loads it is dropped when it comes: it does not count against
+// the bounds and its subdirectories are not loaded.
+func TestTreesAheadForgetWhileLoading(t *testing.T) {
+	t.Parallel()
+	r := snaptest.NewRepo(t)
+	root, dirs := r.WideTree(t)
+	if err := r.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	top, err := snapshot.LoadTree(t.Context(), r, blob.Workspace, root.Subtree[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	d0 := top.Nodes[0].Subtree[0]
+	l := &blockingLoader{l: r.Repository, block: d0, started: make(chan struct{}), release: make(chan struct{}), loads: map[blob.ID]int{}}
+	s := snapshot.NewTreesAhead(t.Context(), l, blob.Workspace, snapshot.DefaultAheadBounds, nil)
+	defer s.Stop()
+	s.QueueForTest(top) // d0 on top: the first loader takes it
+	<-l.started
+	s.Forget([]blob.ID{d0})
+	close(l.release)
+	s.WaitLoadersForTest()
+	// everything but the top and d0's 43 trees
+	if h := s.HeldForTest(); h.Loaded != dirs-1-43 || h.Flying != 0 {
+		t.Errorf("held %+v, want the %d trees of d1 to d5", h, dirs-1-43)
+	}
+	d0t, err := snapshot.LoadTree(t.Context(), r, blob.Workspace, d0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, n := range d0t.Nodes {
+		if l.loads[n.Subtree[0]] != 0 {
+			t.Errorf("d0/%s loaded after d0 was given up", n.Name)
+		}
+	}
+}
+
 // walkPaths returns every path Walk visits, and the directories it was
 // told to skip, from l.
 func walkPaths(t *testing.T, l snapshot.BlobLoader, root snapshot.Node, skip func(p string) bool) []string {
@@ -182,6 +251,27 @@ func walkPaths(t *testing.T, l snapshot.BlobLoader, root snapshot.Node, skip fun
 		return nil
 	})
 	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// loadDirPaths is walkPaths by LoadDir, a tree at a time, nothing ahead.
+func loadDirPaths(t *testing.T, l snapshot.BlobLoader, root snapshot.Node, skip func(p string) bool) []string {
+	t.Helper()
+	var got []string
+	var walk func(subtree []blob.ID, prefix string) error
+	walk = func(subtree []blob.ID, prefix string) error {
+		return snapshot.LoadDir(t.Context(), l, blob.Workspace, subtree, func(n *snapshot.Node) error {
+			p := path.Join(prefix, string(n.Name))
+			got = append(got, p)
+			if n.Type != snapshot.TypeDir || skip(p) {
+				return nil
+			}
+			return walk(n.Subtree, p)
+		})
+	}
+	if err := walk(root.Subtree, ""); err != nil {
 		t.Fatal(err)
 	}
 	return got
@@ -206,7 +296,7 @@ func TestWalkReadsTreesTogether(t *testing.T) {
 	} else {
 		t.Logf("%d tree blobs, %d reads", dirs, loads)
 	}
-	want := walkPaths(t, oneAtATime{r.Repository}, root, all)
+	want := loadDirPaths(t, r.Repository, root, all)
 	if len(want) != dirs-1+6*6*6 || !slices.Equal(got, want) {
 		t.Fatalf("walked %d paths, one at a time %d (want %d)", len(got), len(want), dirs-1+6*6*6)
 	}
@@ -214,29 +304,23 @@ func TestWalkReadsTreesTogether(t *testing.T) {
 	// nothing under the others is visited.
 	onPath := func(p string) bool { return p != "d1" && !strings.HasPrefix(p, "d1/d2") }
 	got = walkPaths(t, r2, root, onPath)
-	want = walkPaths(t, oneAtATime{r.Repository}, root, onPath)
+	want = loadDirPaths(t, r.Repository, root, onPath)
 	if !slices.Equal(got, want) || !slices.Contains(got, "d1/d2/d3/f-1-2-3") || slices.Contains(got, "d0/d0") || slices.Contains(got, "d1/d3/d0") {
 		t.Fatalf("skipping directories, walked %q; one at a time %q", got, want)
 	}
 }
 
-// countMarker is a repo.Marker that counts what it was told.
+// countMarker is a repo.Marker that records what it was told. Like
+// prune's, it is not safe for concurrent use: Reach serialises its calls.
 type countMarker struct {
-	mu    sync.Mutex
 	trees map[blob.ID]bool
-	adds  int
+	adds  map[blob.ID]int
 }
 
-func (m *countMarker) Seen(_ blob.Tier, id blob.ID) (bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.trees[id], nil
-}
+func (m *countMarker) Seen(_ blob.Tier, id blob.ID) (bool, error) { return m.trees[id], nil }
 
 func (m *countMarker) Add(_ blob.Tier, typ blob.Type, id blob.ID) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.adds++
+	m.adds[id]++
 	if typ == blob.Tree {
 		m.trees[id] = true
 	}
@@ -244,22 +328,42 @@ func (m *countMarker) Add(_ blob.Tier, typ blob.Type, id blob.ID) error {
 }
 
 // TestReachReadsTreesTogether: prune's walk of what a snapshot reaches
-// reads the trees a batch at a time and marks each; a second snapshot
-// sharing every tree but its root reads no tree it has seen.
+// reads the trees a batch at a time and marks each tree once and every
+// chunk of every file; a second snapshot sharing every tree but its root
+// reads no tree it has seen.
 func TestReachReadsTreesTogether(t *testing.T) {
 	t.Parallel()
 	r := snaptest.NewRepo(t)
 	wide, dirs := r.WideTree(t)
-	m1 := r.Manifest(t, r.Dir(t, "root", wide), true)
+	data := make([]byte, 4<<20) // a fixed pattern the chunker cuts
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	file := r.File(t, "data", data)
+	m1 := r.Manifest(t, r.Dir(t, "root", wide, file), true)
 	m2 := r.Manifest(t, r.Dir(t, "root", wide, r.File(t, "new", []byte("new file"))), true)
 	r2, reads := r.Reopen(t)
-	mk := &countMarker{trees: map[blob.ID]bool{}}
+	mk := &countMarker{trees: map[blob.ID]bool{}, adds: map[blob.ID]int{}}
 	if err := snapshot.Reach(t.Context(), r2, m1.ID, mk); err != nil {
 		t.Fatal(err)
 	}
 	// the root of m1 and every directory of wide (its own root included)
 	if len(mk.trees) != dirs+1 {
 		t.Fatalf("marked %d trees, want %d", len(mk.trees), dirs+1)
+	}
+	for id, n := range mk.adds {
+		if mk.trees[id] && n != 1 {
+			t.Errorf("tree %s marked %d times", id.Short(), n)
+		}
+	}
+	if len(file.Content) < 2 {
+		t.Fatalf("the file has %d chunks, want several", len(file.Content))
+	}
+	for _, c := range file.Content {
+		if mk.adds[c] == 0 {
+			t.Errorf("chunk %s of the file not marked", c.Short())
+		}
 	}
 	first := reads.Count()
 	if first*4 > dirs {
