@@ -3,6 +3,7 @@ package snapshot_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path"
@@ -13,6 +14,7 @@ import (
 	"testing"
 
 	"lifeboat/blob"
+	"lifeboat/repo"
 	"lifeboat/snapshot"
 	"lifeboat/snapshot/internal/snaptest"
 )
@@ -438,5 +440,37 @@ func TestTreesAheadWant(t *testing.T) {
 	}
 	if len(l.loads) != 12 {
 		t.Errorf("loaded %d trees, want 12", len(l.loads))
+	}
+}
+
+// TestTreesAheadLoadDirFails: a directory whose first tree blob is missing
+// fails LoadDir, and what was loaded ahead for the rest of it is given up,
+// so it holds nothing against the bounds for the rest of the walk (check
+// goes on after such a directory).
+func TestTreesAheadLoadDirFails(t *testing.T) {
+	t.Parallel()
+	r := snaptest.NewRepo(t)
+	wide, dirs := r.WideTree(t)
+	var ghost blob.ID
+	ghost[0] = 0xee
+	odd := snapshot.Node{Name: []byte("odd"), Type: snapshot.TypeDir, Mode: 0o755, Subtree: []blob.ID{ghost, wide.Subtree[0]}}
+	parent := mustDecode(t, mustEncode(t, []snapshot.Node{odd}))
+	if err := r.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	s := snapshot.NewTreesAhead(t.Context(), r.Repository, blob.Workspace, snapshot.AheadBounds{Trees: 20, Nodes: 1 << 16, Bytes: 64 << 20}, nil)
+	defer s.Stop()
+	s.QueueForTest(parent)
+	s.WaitLoadersForTest()
+	if h := s.HeldForTest(); h.Loaded < 20 {
+		t.Fatalf("held %+v before the walk; want the bound of 20 trees of %d", h, dirs)
+	}
+	err := s.LoadDir(t.Context(), odd.Subtree, func(*snapshot.Node) error { return nil })
+	if !errors.Is(err, repo.ErrBlobNotFound) {
+		t.Fatalf("LoadDir of a directory whose first blob is missing: %v", err)
+	}
+	s.WaitLoadersForTest()
+	if h := s.HeldForTest(); h.Loaded != 0 || h.Nodes != 0 || h.Bytes != 0 {
+		t.Errorf("after LoadDir failed, %+v still held", h)
 	}
 }
