@@ -423,3 +423,33 @@ func TestRestorePlanTreesAheadBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestRestoreIncludeReadsTreesTogether: a restore of one directory of a
+// snapshot reads its trees a batch at a time too, and restores only it.
+func TestRestoreIncludeReadsTreesTogether(t *testing.T) {
+	t.Parallel()
+	r := snaptest.NewRepo(t)
+	root, _ := r.WideTree(t)
+	m := r.Manifest(t, root, true)
+	r2, reads := r.Reopen(t)
+	target := filepath.Join(t.TempDir(), "t")
+	res, err := Run(t.Context(), r2, m, Options{Target: target, Includes: []string{"d1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const dirs = 1 + 6 + 6*6 // d1 and below
+	if res.Dirs != dirs+1 || res.Files != 6*6 {
+		t.Errorf("restored %d directories and %d files, want %d and %d", res.Dirs, res.Files, dirs+1, 6*6)
+	}
+	if _, err := os.Stat(filepath.Join(target, "d1", "d5", "d5", "f-1-5-5")); err != nil {
+		t.Error(err)
+	}
+	if _, err := os.Stat(filepath.Join(target, "d0")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("d0, not included, restored: %v", err)
+	}
+	if loads := reads.Count(); loads*4 > dirs {
+		t.Errorf("%d reads for the %d tree blobs of d1, want at most one for 4", loads, dirs)
+	} else {
+		t.Logf("%d tree blobs, %d reads", dirs, loads)
+	}
+}

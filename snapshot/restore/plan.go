@@ -73,7 +73,7 @@ type rsPlanner struct {
 	files  map[string]int32 // path -> entry of every regular file planned so far
 	onPath map[blob.ID]bool // tree blobs of the directories being walked (cycle check)
 	comps  []string         // names of the current directory's path
-	load   rsTreeLoader     // the walk's: loadNow or an rsTrees's
+	ahead  *snapshot.TreesAhead // loads the walk's trees ahead of it
 }
 
 // rsTreeLoader returns tree id decoded; a decoding error is a
@@ -123,12 +123,10 @@ func rsPlanTree(ctx context.Context, l snapshot.BlobLoader, tier blob.Tier, m *s
 		}
 	}
 	p.inced = make([]bool, len(p.incs))
-	p.load = p.loadNow
-	if all { // with includes, most trees loaded ahead might not be wanted
-		trees := snapshot.NewTreesAhead(ctx, l, tier, rsAhead, nil)
-		defer trees.Stop()
-		p.load = trees.Load
-	}
+	// With includes, the walk gives up the directories it does not enter
+	// (visit).
+	p.ahead = snapshot.NewTreesAhead(ctx, l, tier, rsAhead, nil)
+	defer p.ahead.Stop()
 	p.plan.entries = append(p.plan.entries, rsEntry{node: &m.Root, parent: -1, link: -1, file: -1})
 	p.plan.dirs++
 	if err := p.walkDir(0, m.Root.Subtree, all); err != nil {
@@ -160,9 +158,58 @@ func (p *rsPlanner) walkDir(dir int32, subtree []blob.ID, all bool) error {
 			delete(p.onPath, id)
 		}
 	}()
-	return rsLoadDir(p.ctx, p.load, dirPath, subtree, func(n *snapshot.Node) error {
+	load := p.ahead.Load
+	if !all && p.incs != nil {
+		load = func(ctx context.Context, id blob.ID) (*snapshot.Tree, error) {
+			t, err := p.ahead.Load(ctx, id)
+			if err == nil {
+				p.forgetExcluded(dir, t)
+			}
+			return t, err
+		}
+	}
+	return rsLoadDir(p.ctx, load, dirPath, subtree, func(n *snapshot.Node) error {
 		return p.visit(dir, n, all)
 	})
+}
+
+// forgetExcluded gives up the trees loaded ahead for the subdirectories
+// of directory dir, one of whose listing blobs is t, that no include
+// names, is inside of or leads to, before the loaders load what is below
+// them.
+func (p *rsPlanner) forgetExcluded(dir int32, t *snapshot.Tree) {
+	depth := p.plan.entries[dir].depth
+	comps := slices.Clone(p.comps[:depth])
+	for i := range t.Nodes {
+		n := &t.Nodes[i]
+		if n.Type != snapshot.TypeDir {
+			continue
+		}
+		comps = append(comps[:depth], string(n.Name))
+		if inside, ancestor := p.match(comps, false); !inside && !ancestor {
+			p.ahead.Forget(n.Subtree)
+		}
+	}
+}
+
+// match reports whether the entry at comps is one an include names
+// (inside) and whether it leads to one (ancestor); with mark, it marks
+// the includes that name it as found.
+func (p *rsPlanner) match(comps []string, mark bool) (inside, ancestor bool) {
+	for i, inc := range p.incs {
+		if len(comps) > len(inc) || !slices.Equal(inc[:len(comps)], comps) {
+			continue
+		}
+		if len(comps) == len(inc) {
+			inside = true
+			if mark {
+				p.inced[i] = true
+			}
+		} else {
+			ancestor = true
+		}
+	}
+	return inside, ancestor
 }
 
 // visit plans one node of directory dir.
@@ -183,18 +230,12 @@ func (p *rsPlanner) visit(dir int32, n *snapshot.Node, all bool) error {
 	inside := all
 	if p.incs != nil { // also below an include, to see nested includes match
 		p.comps = append(p.comps[:parent.depth], name)
-		ancestor := false
-		for i, inc := range p.incs {
-			if len(p.comps) > len(inc) || !slices.Equal(inc[:len(p.comps)], p.comps) {
-				continue
-			}
-			if len(p.comps) == len(inc) {
-				inside, p.inced[i] = true, true
-			} else {
-				ancestor = true
-			}
-		}
+		named, ancestor := p.match(p.comps, true)
+		inside = inside || named
 		if !inside && (!ancestor || n.Type != snapshot.TypeDir) {
+			if n.Type == snapshot.TypeDir {
+				p.ahead.Forget(n.Subtree)
+			}
 			return nil
 		}
 	}
