@@ -68,11 +68,11 @@ type rsPlanner struct {
 	incs   [][]string
 	inced  []bool
 	plan   *rsPlan
-	count  rsCount          // what the walk expanded: nodes visited (the root included) and their bytes
-	bounds rsBounds         // what it may expand
-	files  map[string]int32 // path -> entry of every regular file planned so far
-	onPath map[blob.ID]bool // tree blobs of the directories being walked (cycle check)
-	comps  []string         // names of the current directory's path
+	count  rsCount              // what the walk expanded: nodes visited (the root included) and their bytes
+	bounds rsBounds             // what it may expand
+	files  map[string]int32     // path -> entry of every regular file planned so far
+	onPath map[blob.ID]bool     // tree blobs of the directories being walked (cycle check)
+	comps  []string             // names of the current directory's path
 	ahead  *snapshot.TreesAhead // loads the walk's trees ahead of it
 }
 
