@@ -10,6 +10,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"lifeboat/backend"
@@ -263,26 +265,63 @@ func PlanPrune(ctx context.Context, r *repo.Repository, src Source, o Options) (
 	return p, nil
 }
 
-// mark walks the snapshots ids not yet marked into the live set.
+// mark walks the snapshots ids not yet marked into the live set,
+// markWalkers at a time: from object storage, each snapshot's manifest and
+// first listings are requests the walk waits for, so one walk at a time
+// spent most of its time waiting. Damaged snapshots are listed in the
+// order of ids; any other failure stops every walk and is returned.
 func (p *Plan) mark(ctx context.Context, src Source, ids []blob.ID) error {
-	m := &marker{live: p.live, trees: p.trees}
+	var todo []blob.ID
 	for _, id := range ids {
-		if p.marked[id] {
-			continue
+		if !p.marked[id] {
+			todo = append(todo, id)
 		}
-		err := src.Reach(ctx, id, m)
-		switch {
-		case errors.Is(err, repo.ErrDamaged):
-			p.Damaged = append(p.Damaged, DamagedSnapshot{ID: id, Error: err.Error()})
-		case err != nil:
-			return err
-		default:
+	}
+	m := &repo.LockedMarker{M: &marker{live: p.live, trees: p.trees}}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, len(todo))
+	var failed error // the first failure that is not damage
+	var mu sync.Mutex
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(len(todo), markWalkers) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(todo) && ctx.Err() == nil; i = int(next.Add(1) - 1) {
+				err := src.Reach(ctx, todo[i], m)
+				if err != nil && !errors.Is(err, repo.ErrDamaged) {
+					mu.Lock()
+					if failed == nil {
+						failed = err
+					}
+					mu.Unlock()
+					cancel()
+					return
+				}
+				errs[i] = err
+			}
+		})
+	}
+	wg.Wait()
+	if failed != nil {
+		return failed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for i, id := range todo {
+		if errs[i] != nil {
+			p.Damaged = append(p.Damaged, DamagedSnapshot{ID: id, Error: errs[i].Error()})
+		} else {
 			p.Snapshots++
 		}
 		p.marked[id] = true
 	}
 	return nil
 }
+
+// markWalkers is how many snapshots mark walks at once.
+const markWalkers = 4
 
 // packStat accumulates one pack's blobs during the merge.
 type packStat struct {

@@ -1,10 +1,14 @@
 package prune
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"lifeboat/backend"
 	"lifeboat/backend/fault"
@@ -393,4 +397,66 @@ func TestPruneSnapshotFinishedAtStart(t *testing.T) {
 	}
 	loadAll(t, r, append(old, fresh...))
 	checkClean(t, r)
+}
+
+// gatedSource holds the walks of its first two snapshots until both have
+// started; the walk of fail fails as storage does.
+type gatedSource struct {
+	*fakeSource
+	gate    map[blob.ID]bool
+	started atomic.Int32
+	both    chan struct{}
+	fail    blob.ID
+}
+
+func (s *gatedSource) Reach(ctx context.Context, id blob.ID, m repo.Marker) error {
+	if id == s.fail {
+		return errors.New("storage down")
+	}
+	if s.gate[id] {
+		if s.started.Add(1) == 2 {
+			close(s.both)
+		}
+		select {
+		case <-s.both:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Minute): // a guard: the walks ran one at a time
+			return fmt.Errorf("snapshot %s: its walk waited a minute alone", id.Short())
+		}
+	}
+	return s.fakeSource.Reach(ctx, id, m)
+}
+
+// TestPlanWalksSnapshotsAtOnce: prune's plan walks several snapshots at
+// once (from object storage each walk mostly waits for requests), still
+// marks what each reaches, and a walk that fails for a reason other than
+// damage stops the others and fails the plan with its error.
+func TestPlanWalksSnapshotsAtOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	r := e.open(nil)
+	ids := saveBlobs(t, r, 5, 40)
+	a := e.src.add("a", ids[:10])
+	b := e.src.add("b", ids[10:20])
+	e.src.add("c", ids[20:30])
+	src := &gatedSource{fakeSource: e.src, gate: map[blob.ID]bool{a: true, b: true}, both: make(chan struct{})}
+	p, err := PlanPrune(t.Context(), r, src, Options{MaxUnused: 0.001})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Snapshots != 3 || len(p.Damaged) != 0 {
+		t.Errorf("plan walked %d snapshots, %d damaged; want 3 and none", p.Snapshots, len(p.Damaged))
+	}
+	p.Close()
+
+	// The failure is reported, not the cancellation of the other walks.
+	src = &gatedSource{fakeSource: e.src, gate: map[blob.ID]bool{a: true, b: true}, both: make(chan struct{}), fail: e.src.add("d", ids[30:])}
+	src.started.Store(-100) // a and b wait until the plan stops them
+	if p, err := PlanPrune(t.Context(), r, src, Options{}); err == nil || err.Error() != "storage down" {
+		if p != nil {
+			p.Close()
+		}
+		t.Fatalf("a walk failing: %v", err)
+	}
 }

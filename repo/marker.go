@@ -1,6 +1,10 @@
 package repo
 
-import "lifeboat/blob"
+import (
+	"sync"
+
+	"lifeboat/blob"
+)
 
 // Marker receives what a walk of a snapshot reaches: prune's mark phase,
 // fed by snapshot.Reach. It is here, below both, so that the walk and the
@@ -13,4 +17,23 @@ type Marker interface {
 	// decoded (so a missing tree is never marked, and every snapshot that
 	// needs it is reported damaged); its entries follow.
 	Add(t blob.Tier, typ blob.Type, id blob.ID) error
+}
+
+// LockedMarker is a Marker safe for concurrent use: it serialises the
+// calls to M, which need not be.
+type LockedMarker struct {
+	mu sync.Mutex
+	M  Marker
+}
+
+func (l *LockedMarker) Seen(t blob.Tier, id blob.ID) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.M.Seen(t, id)
+}
+
+func (l *LockedMarker) Add(t blob.Tier, typ blob.Type, id blob.ID) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.M.Add(t, typ, id)
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 
 	"lifeboat/backend"
 	"lifeboat/blob"
@@ -50,7 +49,8 @@ func Reach(ctx context.Context, r *repo.Repository, id blob.ID, m repo.Marker) e
 		}
 		return fmt.Errorf("%w: %w", repo.ErrDamaged, err)
 	}
-	sm := &syncMarker{m: m}
+	// The loaders ahead of the walk ask m which trees were seen.
+	sm := &repo.LockedMarker{M: m}
 	err = reachTier(ctx, r, blob.Workspace, [][]blob.ID{man.Root.Subtree}, sm)
 	if err == nil {
 		err = reachSensitive(ctx, r, man, sm)
@@ -64,30 +64,11 @@ func Reach(ctx context.Context, r *repo.Repository, id blob.ID, m repo.Marker) e
 	return nil
 }
 
-// syncMarker is a Marker safe for concurrent use: the loaders ahead of
-// Reach's walk ask it which trees were seen.
-type syncMarker struct {
-	mu sync.Mutex
-	m  repo.Marker
-}
-
-func (s *syncMarker) Seen(t blob.Tier, id blob.ID) (bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.m.Seen(t, id)
-}
-
-func (s *syncMarker) Add(t blob.Tier, typ blob.Type, id blob.ID) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.m.Add(t, typ, id)
-}
-
 // reachSensitive marks a snapshot's sensitive part and its profile trees,
 // when the key in use has the sensitive tier. Without it nothing is
 // marked: the caller must then leave sensitive packs alone (prune only
 // touches the tiers it was told every snapshot reports).
-func reachSensitive(ctx context.Context, r *repo.Repository, man *Manifest, m *syncMarker) error {
+func reachSensitive(ctx context.Context, r *repo.Repository, man *Manifest, m *repo.LockedMarker) error {
 	if man.Sensitive == nil || !slices.Contains(r.Tiers(), blob.Sensitive) {
 		return nil
 	}
@@ -123,7 +104,7 @@ func (e treeError) Unwrap() error { return e.err }
 // reachTier walks the directories of tier whose tree blobs are roots, with
 // the trees m has not seen loaded ahead, on past damage; it returns the
 // first damage found.
-func reachTier(ctx context.Context, r *repo.Repository, t blob.Tier, roots [][]blob.ID, m *syncMarker) error {
+func reachTier(ctx context.Context, r *repo.Repository, t blob.Tier, roots [][]blob.ID, m *repo.LockedMarker) error {
 	ahead := NewTreesAhead(ctx, r, t, DefaultAheadBounds, func(id blob.ID) bool {
 		seen, err := m.Seen(t, id)
 		return err != nil || !seen // an error is the walk's to report
@@ -142,7 +123,7 @@ func reachTier(ctx context.Context, r *repo.Repository, t blob.Tier, roots [][]b
 
 // reachDir walks on past damage, so everything still readable is marked
 // even when the snapshot is damaged, and returns the first damage found.
-func reachDir(ctx context.Context, ahead *TreesAhead, tier blob.Tier, subtree []blob.ID, m *syncMarker) error {
+func reachDir(ctx context.Context, ahead *TreesAhead, tier blob.Tier, subtree []blob.ID, m *repo.LockedMarker) error {
 	var damaged error
 	for _, tid := range subtree {
 		seen, err := m.Seen(tier, tid)
