@@ -43,7 +43,7 @@ var allowed = map[string][]string{
 	"snapshot":                     {"backend", "blob", "crypt", "repo"},
 	"snapshot/capture":             {"backend", "blob", "crypt", "repo", "snapshot"},
 	"snapshot/restore":             {"blob", "crypt", "repo", "snapshot"},
-	"snapshot/internal/snaptest":   {"blob", "internal/repotest", "internal/storetest", "repo", "snapshot"},
+	"snapshot/internal/snaptest":   {"backend", "blob", "internal/repotest", "internal/storetest", "repo", "snapshot"},
 	"snapshot/internal/race":       {},
 	"snapshot/snapshottest":        {"snapshot"},
 	"prune":                        {"backend", "blob", "crypt", "index", "repo"},
