@@ -272,8 +272,10 @@ func PlanPrune(ctx context.Context, r *repo.Repository, src Source, o Options) (
 // order of ids; any other failure stops every walk and is returned.
 func (p *Plan) mark(ctx context.Context, src Source, ids []blob.ID) error {
 	var todo []blob.ID
+	listed := map[blob.ID]bool{} // a listing may name an id twice
 	for _, id := range ids {
-		if !p.marked[id] {
+		if !p.marked[id] && !listed[id] {
+			listed[id] = true
 			todo = append(todo, id)
 		}
 	}

@@ -450,6 +450,34 @@ func TestPlanWalksSnapshotsAtOnce(t *testing.T) {
 	}
 	p.Close()
 
+	// Damaged snapshots do not stop the others, and are listed in the
+	// order of the listing, however the walks end.
+	var bad []blob.ID
+	for i := range 6 {
+		bad = append(bad, e.src.add(fmt.Sprintf("bad%d", i), ids[30+i:31+i]))
+	}
+	e.src.damaged = map[blob.ID]bool{}
+	for _, id := range bad {
+		e.src.damaged[id] = true
+	}
+	src = &gatedSource{fakeSource: e.src, gate: map[blob.ID]bool{bad[0]: true, bad[5]: true}, both: make(chan struct{})}
+	p, err = PlanPrune(t.Context(), r, src, Options{})
+	if !errors.Is(err, repo.ErrDamaged) || p == nil || p.Snapshots != 3 {
+		t.Fatalf("plan with damaged snapshots: %v", err)
+	}
+	var got []blob.ID
+	for _, d := range p.Damaged {
+		got = append(got, d.ID)
+	}
+	if !slices.Equal(got, bad) {
+		t.Errorf("damaged listed %v, want %v", got, bad)
+	}
+	p.Close()
+	for _, id := range bad {
+		e.src.forget(id)
+	}
+	e.src.damaged = nil
+
 	// The failure is reported, not the cancellation of the other walks.
 	src = &gatedSource{fakeSource: e.src, gate: map[blob.ID]bool{a: true, b: true}, both: make(chan struct{}), fail: e.src.add("d", ids[30:])}
 	src.started.Store(-100) // a and b wait until the plan stops them

@@ -24,8 +24,8 @@ import (
 //
 // Each tree loaded (by a loader or by the walk) has its subdirectories'
 // trees queued, on a stack, so that they are loaded in about the order the
-// depth-first walk takes them; Want, when set, leaves out those the walk
-// will not take. From a TreeSource (a repository) they are taken a batch
+// depth-first walk takes them; want, when set, and the walk's keep
+// (LoadKeep) leave out those the walk will not take. From a TreeSource (a repository) they are taken a batch
 // at a time, looked up together and read pack by pack (fetch). They are
 // queued before the walk can reach them, so every tree loaded ahead is
 // taken, unless the walk gives it up (Forget). Loaders stop while the
@@ -108,6 +108,14 @@ func (s *TreesAhead) Stop() {
 // Load returns tree id decoded: the one loaded ahead, or loaded now. A
 // decoding error is a *BadTreeError.
 func (s *TreesAhead) Load(ctx context.Context, id blob.ID) (*Tree, error) {
+	return s.LoadKeep(ctx, id, nil)
+}
+
+// LoadKeep is Load for a walk that will enter only the subdirectories of
+// the tree that keep, when not nil, keeps: the others are never queued
+// when the walk loads the tree itself, and are forgotten when it was
+// loaded ahead (their trees may have been loaded by then).
+func (s *TreesAhead) LoadKeep(ctx context.Context, id blob.ID, keep func(*Node) bool) (*Tree, error) {
 	s.mu.Lock()
 	tl := s.loads[id]
 	delete(s.loads, id)
@@ -128,7 +136,7 @@ func (s *TreesAhead) Load(ctx context.Context, id blob.ID) (*Tree, error) {
 		s.mu.Lock()
 		s.deliver(batch[1:], flight)
 		if own.err == nil {
-			s.queue(own.t)
+			s.queue(own.t, keep)
 		}
 		s.mu.Unlock()
 		return own.t, own.err
@@ -141,6 +149,16 @@ func (s *TreesAhead) Load(ctx context.Context, id blob.ID) (*Tree, error) {
 	}
 	s.mu.Lock()
 	s.uncount(tl)
+	if tl.err == nil && keep != nil {
+		for i := range tl.t.Nodes {
+			if n := &tl.t.Nodes[i]; n.Type == TypeDir && !keep(n) {
+				for _, sub := range n.Subtree {
+					s.forget(sub)
+				}
+			}
+		}
+		s.start()
+	}
 	s.mu.Unlock()
 	return tl.t, tl.err
 }
@@ -226,9 +244,10 @@ func (s *TreesAhead) uncount(tl *aheadLoad) {
 	s.start()
 }
 
-// queue queues the trees of t's subdirectories the walk will take, the
-// first on top, and starts loaders. s.mu is held.
-func (s *TreesAhead) queue(t *Tree) {
+// queue queues the trees of t's subdirectories the walk will take (those
+// keep keeps, when not nil, and want wants), the first on top, and starts
+// loaders. s.mu is held.
+func (s *TreesAhead) queue(t *Tree, keep func(*Node) bool) {
 	if len(s.stack) > 2*len(s.loads)+64 {
 		// Ids the walk took itself or forgot stay on the stack until a
 		// loader pops them; while the loaders wait for room they would
@@ -240,7 +259,7 @@ func (s *TreesAhead) queue(t *Tree) {
 	}
 	n := len(s.stack)
 	for i := range t.Nodes {
-		if t.Nodes[i].Type != TypeDir {
+		if t.Nodes[i].Type != TypeDir || keep != nil && !keep(&t.Nodes[i]) {
 			continue
 		}
 		for _, id := range t.Nodes[i].Subtree {
@@ -304,7 +323,7 @@ func (s *TreesAhead) deliver(batch []*aheadLoad, flight aheadFlight) {
 			s.loaded++
 			s.nodes += len(tl.t.Nodes)
 			s.bytes += tl.size
-			s.queue(tl.t)
+			s.queue(tl.t, nil)
 		}
 		close(tl.done)
 	}

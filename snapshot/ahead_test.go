@@ -114,7 +114,7 @@ func TestTreesAheadBytes(t *testing.T) {
 				}
 			}
 			s.Stop()
-			if h := s.HeldForTest(); h != (snapshot.AheadHeld{}) {
+			if h := s.HeldForTest(); h.Loaded != 0 || h.Nodes != 0 || h.Bytes != 0 || h.Flying != 0 || h.Loads != 0 {
 				t.Errorf("after every tree was taken: %+v still held", h)
 			}
 		})
@@ -169,7 +169,7 @@ func TestTreesAheadForget(t *testing.T) {
 		walk(top.Nodes[5].Subtree)
 		s.WaitLoadersForTest()
 		s.Stop()
-		if h := s.HeldForTest(); h != (snapshot.AheadHeld{}) {
+		if h := s.HeldForTest(); h.Loaded != 0 || h.Nodes != 0 || h.Bytes != 0 || h.Flying != 0 || h.Loads != 0 {
 			t.Errorf("%T: after the walk, %+v still counted", l, h)
 		}
 		if took != 1+6+36 {
@@ -473,4 +473,71 @@ func TestTreesAheadLoadDirFails(t *testing.T) {
 	if h := s.HeldForTest(); h.Loaded != 0 || h.Nodes != 0 || h.Bytes != 0 {
 		t.Errorf("after LoadDir failed, %+v still held", h)
 	}
+
+	// A walk that stops at the second entry of a directory (its first it
+	// skips): what was loaded below the entries it did not reach is given
+	// up too.
+	s2 := snapshot.NewTreesAhead(t.Context(), r.Repository, blob.Workspace, snapshot.AheadBounds{Trees: 20, Nodes: 1 << 16, Bytes: 64 << 20}, nil)
+	defer s2.Stop()
+	stop := errors.New("stop")
+	err = s2.LoadDir(t.Context(), wide.Subtree, func(n *snapshot.Node) error {
+		if string(n.Name) == "d0" {
+			s2.Forget(n.Subtree)
+			return nil
+		}
+		s2.WaitLoadersForTest() // what is below d1 to d5 is loaded ahead
+		if h := s2.HeldForTest(); h.Loaded < 20 {
+			t.Errorf("held %+v when the walk stops; want the bound of 20 trees", h)
+		}
+		return stop
+	})
+	if err != stop {
+		t.Fatalf("LoadDir: %v", err)
+	}
+	s2.WaitLoadersForTest()
+	if h := s2.HeldForTest(); h.Loaded != 0 || h.Nodes != 0 || h.Bytes != 0 {
+		t.Errorf("after the walk stopped in a directory, %+v still held", h)
+	}
+}
+
+// TestTreesAheadStackBounded: while the loaders wait for room (here: the
+// tree they loaded is the one the walk, going backwards, takes last), the
+// trees the walk loads itself leave their ids on the stack; the stack
+// drops those taken as it grows, so it stays within a few times what is
+// queued, and the walk still takes every tree.
+func TestTreesAheadStackBounded(t *testing.T) {
+	t.Parallel()
+	r := snaptest.NewRepo(t)
+	wide, dirs := r.WideTree(t)
+	if err := r.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	s := snapshot.NewTreesAhead(t.Context(), oneAtATime{r.Repository}, blob.Workspace, snapshot.AheadBounds{Trees: 1, Nodes: 1 << 16, Bytes: 64 << 20}, nil)
+	defer s.Stop()
+	took, most := 0, 0
+	var walk func(subtree []blob.ID)
+	walk = func(subtree []blob.ID) {
+		for _, id := range subtree {
+			tr, err := s.Load(t.Context(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			took++
+			h := s.HeldForTest()
+			most = max(most, h.Stack)
+			if h.Stack > 2*h.Loads+64+6 {
+				t.Fatalf("after %d trees: %d ids on the stack for %d loads", took, h.Stack, h.Loads)
+			}
+			for i := len(tr.Nodes) - 1; i >= 0; i-- {
+				if tr.Nodes[i].Type == snapshot.TypeDir {
+					walk(tr.Nodes[i].Subtree)
+				}
+			}
+		}
+	}
+	walk(wide.Subtree)
+	if took != dirs {
+		t.Errorf("took %d trees, want %d", took, dirs)
+	}
+	t.Logf("at most %d ids on the stack, walking %d trees", most, dirs)
 }

@@ -424,32 +424,87 @@ func TestRestorePlanTreesAheadBounded(t *testing.T) {
 	}
 }
 
-// TestRestoreIncludeReadsTreesTogether: a restore of one directory of a
-// snapshot reads its trees a batch at a time too, and restores only it.
-func TestRestoreIncludeReadsTreesTogether(t *testing.T) {
+// rsTreeLog is a repository that records every tree blob it loads, alone
+// or in a pack's stream.
+type rsTreeLog struct {
+	*repo.Repository
+	mu     sync.Mutex
+	loaded map[blob.ID]bool
+}
+
+func (l *rsTreeLog) record(id blob.ID) {
+	l.mu.Lock()
+	l.loaded[id] = true
+	l.mu.Unlock()
+}
+
+func (l *rsTreeLog) LoadBlob(ctx context.Context, t blob.Tier, typ blob.Type, id blob.ID, buf []byte) ([]byte, error) {
+	l.record(id)
+	return l.Repository.LoadBlob(ctx, t, typ, id, buf)
+}
+
+func (l *rsTreeLog) StreamPack(ctx context.Context, t blob.Tier, id blob.ID, es []repo.PackEntry, o repo.StreamOptions, fn func(i int, sealed, plain []byte) error) error {
+	return l.Repository.StreamPack(ctx, t, id, es, o, func(i int, sealed, plain []byte) error {
+		l.record(es[i].ID)
+		return fn(i, sealed, plain)
+	})
+}
+
+// TestRestoreIncludeLoadsAheadOnlyIncluded: a restore of some directories
+// of a snapshot loads their trees ahead, and never those of a directory
+// excluded from a listing the walk loads itself (the root's). It plans
+// only what the includes name.
+func TestRestoreIncludeLoadsAheadOnlyIncluded(t *testing.T) {
 	t.Parallel()
 	r := snaptest.NewRepo(t)
 	root, _ := r.WideTree(t)
 	m := r.Manifest(t, root, true)
-	r2, reads := r.Reopen(t)
-	target := filepath.Join(t.TempDir(), "t")
-	res, err := Run(t.Context(), r2, m, Options{Target: target, Includes: []string{"d1"}})
+	l := &rsTreeLog{Repository: r.Repository, loaded: map[blob.ID]bool{}}
+	plan, err := rsPlanTree(t.Context(), l, blob.Workspace, m, []string{"d1", "d3/d2"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	const dirs = 1 + 6 + 6*6 // d1 and below
-	if res.Dirs != dirs+1 || res.Files != 6*6 {
-		t.Errorf("restored %d directories and %d files, want %d and %d", res.Dirs, res.Files, dirs+1, 6*6)
+	var got []string
+	for _, e := range plan.entries[1:] {
+		if e.node.Type == snapshot.TypeFile {
+			got = append(got, e.path)
+		}
 	}
-	if _, err := os.Stat(filepath.Join(target, "d1", "d5", "d5", "f-1-5-5")); err != nil {
-		t.Error(err)
+	if len(got) != 36+6 || !slices.Contains(got, "d1/d5/d5/f-1-5-5") || !slices.Contains(got, "d3/d2/d4/f-3-2-4") {
+		t.Fatalf("planned %d files: %q", len(got), got)
 	}
-	if _, err := os.Stat(filepath.Join(target, "d0")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("d0, not included, restored: %v", err)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	excluded := 0
+	var walk func(subtree []blob.ID, path string)
+	walk = func(subtree []blob.ID, path string) {
+		err := snapshot.LoadDir(t.Context(), r, blob.Workspace, subtree, func(n *snapshot.Node) error {
+			if n.Type != snapshot.TypeDir {
+				return nil
+			}
+			p := snapshot.JoinPath(path, string(n.Name))
+			if l.loaded[n.Subtree[0]] {
+				t.Errorf("the tree of %s, not included, was loaded", p)
+			}
+			excluded++
+			walk(n.Subtree, p)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
-	if loads := reads.Count(); loads*4 > dirs {
-		t.Errorf("%d reads for the %d tree blobs of d1, want at most one for 4", loads, dirs)
-	} else {
-		t.Logf("%d tree blobs, %d reads", dirs, loads)
+	top, err := snapshot.LoadTree(t.Context(), r, blob.Workspace, root.Subtree[0])
+	if err != nil {
+		t.Fatal(err)
 	}
+	for _, n := range top.Nodes {
+		if name := string(n.Name); name != "d1" && name != "d3" {
+			if l.loaded[n.Subtree[0]] {
+				t.Errorf("the tree of %s, not included, was loaded", name)
+			}
+			walk(n.Subtree, name)
+		}
+	}
+	t.Logf("%d trees loaded; none of the %d excluded at the root", len(l.loaded), excluded+4)
 }

@@ -160,36 +160,22 @@ func (p *rsPlanner) walkDir(dir int32, subtree []blob.ID, all bool) error {
 	}()
 	load := p.ahead.Load
 	if !all && p.incs != nil {
+		// Only the subdirectories an include names, is inside of or
+		// leads to are entered.
+		depth := p.plan.entries[dir].depth
+		comps := slices.Clone(p.comps[:depth])
+		keep := func(n *snapshot.Node) bool {
+			comps = append(comps[:depth], string(n.Name))
+			inside, ancestor := p.match(comps, false)
+			return inside || ancestor
+		}
 		load = func(ctx context.Context, id blob.ID) (*snapshot.Tree, error) {
-			t, err := p.ahead.Load(ctx, id)
-			if err == nil {
-				p.forgetExcluded(dir, t)
-			}
-			return t, err
+			return p.ahead.LoadKeep(ctx, id, keep)
 		}
 	}
 	return rsLoadDir(p.ctx, load, dirPath, subtree, func(n *snapshot.Node) error {
 		return p.visit(dir, n, all)
 	})
-}
-
-// forgetExcluded gives up the trees loaded ahead for the subdirectories
-// of directory dir, one of whose listing blobs is t, that no include
-// names, is inside of or leads to, before the loaders load what is below
-// them.
-func (p *rsPlanner) forgetExcluded(dir int32, t *snapshot.Tree) {
-	depth := p.plan.entries[dir].depth
-	comps := slices.Clone(p.comps[:depth])
-	for i := range t.Nodes {
-		n := &t.Nodes[i]
-		if n.Type != snapshot.TypeDir {
-			continue
-		}
-		comps = append(comps[:depth], string(n.Name))
-		if inside, ancestor := p.match(comps, false); !inside && !ancestor {
-			p.ahead.Forget(n.Subtree)
-		}
-	}
 }
 
 // match reports whether the entry at comps is one an include names
