@@ -121,16 +121,53 @@ func TestTreesAheadBytes(t *testing.T) {
 	}
 }
 
-// TestTreesAheadForget: trees the walk gives up (a directory it skips)
-// stop counting against the bounds, with what was loaded below them, so
-// the loaders go on with the trees it does take.
-func TestTreesAheadForget(t *testing.T) {
-	t.Parallel()
+// flushedWideTree saves snaptest's wide tree (259 directories) and
+// flushes it.
+func flushedWideTree(t *testing.T) (*snaptest.Repo, snapshot.Node, int) {
+	t.Helper()
 	r := snaptest.NewRepo(t)
 	root, dirs := r.WideTree(t)
 	if err := r.Flush(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+	return r, root, dirs
+}
+
+// takeAll takes every tree under subtree from s, depth first (the last
+// subdirectory first when backwards), calls after once after each, and
+// returns how many it took.
+func takeAll(t *testing.T, s *snapshot.TreesAhead, subtree []blob.ID, backwards bool, after func(took int)) int {
+	t.Helper()
+	took := 0
+	var walk func(subtree []blob.ID)
+	walk = func(subtree []blob.ID) {
+		for _, id := range subtree {
+			tr, err := s.Load(t.Context(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			took++
+			after(took)
+			for i := range tr.Nodes {
+				if backwards {
+					i = len(tr.Nodes) - 1 - i
+				}
+				if tr.Nodes[i].Type == snapshot.TypeDir {
+					walk(tr.Nodes[i].Subtree)
+				}
+			}
+		}
+	}
+	walk(subtree)
+	return took
+}
+
+// TestTreesAheadForget: trees the walk gives up (a directory it skips)
+// stop counting against the bounds, with what was loaded below them, so
+// the loaders go on with the trees it does take.
+func TestTreesAheadForget(t *testing.T) {
+	t.Parallel()
+	r, root, dirs := flushedWideTree(t)
 	for _, l := range []snapshot.BlobLoader{r.Repository, oneAtATime{r.Repository}} {
 		s := snapshot.NewTreesAhead(t.Context(), l, blob.Workspace, snapshot.AheadBounds{Trees: 20, Nodes: 1 << 16, Bytes: 64 << 20}, nil)
 		defer s.Stop()
@@ -150,23 +187,7 @@ func TestTreesAheadForget(t *testing.T) {
 		if h := s.HeldForTest(); h.Loaded < 20 {
 			t.Fatalf("%T: after the walk gave up d0 to d4, the loaders stopped with %+v held; want d5's trees up to the bound", l, h)
 		}
-		took := 0
-		var walk func(subtree []blob.ID)
-		walk = func(subtree []blob.ID) {
-			for _, id := range subtree {
-				tr, err := s.Load(t.Context(), id)
-				if err != nil {
-					t.Fatal(err)
-				}
-				took++
-				for _, n := range tr.Nodes {
-					if n.Type == snapshot.TypeDir {
-						walk(n.Subtree)
-					}
-				}
-			}
-		}
-		walk(top.Nodes[5].Subtree)
+		took := takeAll(t, s, top.Nodes[5].Subtree, false, func(int) {})
 		s.WaitLoadersForTest()
 		s.Stop()
 		if h := s.HeldForTest(); h.Loaded != 0 || h.Nodes != 0 || h.Bytes != 0 || h.Flying != 0 || h.Loads != 0 {
@@ -178,9 +199,10 @@ func TestTreesAheadForget(t *testing.T) {
 	}
 }
 
-// blockingLoader holds the load of block until release is closed, closes
-// started when it begins, and counts the loads of each blob.
-type blockingLoader struct {
+// countingLoader counts the loads of each blob; when block is set, it
+// holds the load of block until release is closed, and closes started
+// when that load begins.
+type countingLoader struct {
 	l                snapshot.BlobLoader
 	block            blob.ID
 	started, release chan struct{}
@@ -189,11 +211,11 @@ type blockingLoader struct {
 	loads            map[blob.ID]int
 }
 
-func (b *blockingLoader) LoadBlob(ctx context.Context, t blob.Tier, typ blob.Type, id blob.ID, buf []byte) ([]byte, error) {
+func (b *countingLoader) LoadBlob(ctx context.Context, t blob.Tier, typ blob.Type, id blob.ID, buf []byte) ([]byte, error) {
 	b.mu.Lock()
 	b.loads[id]++
 	b.mu.Unlock()
-	if id == b.block {
+	if b.block != (blob.ID{}) && id == b.block {
 		b.once.Do(func() { close(b.started) })
 		<-b.release
 	}
@@ -205,17 +227,13 @@ func (b *blockingLoader) LoadBlob(ctx context.Context, t blob.Tier, typ blob.Typ
 // the bounds and its subdirectories are not loaded.
 func TestTreesAheadForgetWhileLoading(t *testing.T) {
 	t.Parallel()
-	r := snaptest.NewRepo(t)
-	root, dirs := r.WideTree(t)
-	if err := r.Flush(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	r, root, dirs := flushedWideTree(t)
 	top, err := snapshot.LoadTree(t.Context(), r, blob.Workspace, root.Subtree[0])
 	if err != nil {
 		t.Fatal(err)
 	}
 	d0 := top.Nodes[0].Subtree[0]
-	l := &blockingLoader{l: r.Repository, block: d0, started: make(chan struct{}), release: make(chan struct{}), loads: map[blob.ID]int{}}
+	l := &countingLoader{l: r.Repository, block: d0, started: make(chan struct{}), release: make(chan struct{}), loads: map[blob.ID]int{}}
 	s := snapshot.NewTreesAhead(t.Context(), l, blob.Workspace, snapshot.DefaultAheadBounds, nil)
 	defer s.Stop()
 	s.QueueForTest(top) // d0 on top: the first loader takes it
@@ -285,11 +303,7 @@ func loadDirPaths(t *testing.T, l snapshot.BlobLoader, root snapshot.Node, skip 
 // visits, in the same order, also when it skips directories.
 func TestWalkReadsTreesTogether(t *testing.T) {
 	t.Parallel()
-	r := snaptest.NewRepo(t)
-	root, dirs := r.WideTree(t)
-	if err := r.Flush(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	r, root, dirs := flushedWideTree(t)
 	r2, reads := r.Reopen(t)
 	all := func(string) bool { return false }
 	got := walkPaths(t, r2, root, all)
@@ -383,30 +397,17 @@ func TestReachReadsTreesTogether(t *testing.T) {
 	t.Logf("%d tree blobs: %d reads, then %d", dirs+2, first, reads.Count()-first)
 }
 
-// countingLoader counts the loads of each blob.
-type countingLoader struct {
-	l     snaptest.Blobs
-	mu    sync.Mutex
-	loads map[blob.ID]int
-}
-
-func (c *countingLoader) LoadBlob(ctx context.Context, t blob.Tier, typ blob.Type, id blob.ID, buf []byte) ([]byte, error) {
-	c.mu.Lock()
-	c.loads[id]++
-	c.mu.Unlock()
-	return c.l.LoadBlob(ctx, t, typ, id, buf)
-}
-
 // TestTreesAheadWant: the trees want leaves out (those prune has walked
 // for another snapshot) are not loaded ahead, nor anything below them.
 func TestTreesAheadWant(t *testing.T) {
 	t.Parallel()
-	l := &countingLoader{l: snaptest.Blobs{}, loads: map[blob.ID]int{}}
+	blobs := snaptest.Blobs{}
+	l := &countingLoader{l: blobs, loads: map[blob.ID]int{}}
 	save := func(nodes []snapshot.Node) blob.ID {
 		b := mustEncode(t, nodes)
 		var id blob.ID
-		id[0], id[1] = 2, byte(len(l.l))
-		l.l[id] = b
+		id[0], id[1] = 2, byte(len(blobs))
+		blobs[id] = b
 		return id
 	}
 	leaf := func(name string) snapshot.Node {
@@ -507,35 +508,17 @@ func TestTreesAheadLoadDirFails(t *testing.T) {
 // queued, and the walk still takes every tree.
 func TestTreesAheadStackBounded(t *testing.T) {
 	t.Parallel()
-	r := snaptest.NewRepo(t)
-	wide, dirs := r.WideTree(t)
-	if err := r.Flush(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	r, wide, dirs := flushedWideTree(t)
 	s := snapshot.NewTreesAhead(t.Context(), oneAtATime{r.Repository}, blob.Workspace, snapshot.AheadBounds{Trees: 1, Nodes: 1 << 16, Bytes: 64 << 20}, nil)
 	defer s.Stop()
-	took, most := 0, 0
-	var walk func(subtree []blob.ID)
-	walk = func(subtree []blob.ID) {
-		for _, id := range subtree {
-			tr, err := s.Load(t.Context(), id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			took++
-			h := s.HeldForTest()
-			most = max(most, h.Stack)
-			if h.Stack > 2*h.Loads+64+6 {
-				t.Fatalf("after %d trees: %d ids on the stack for %d loads", took, h.Stack, h.Loads)
-			}
-			for i := len(tr.Nodes) - 1; i >= 0; i-- {
-				if tr.Nodes[i].Type == snapshot.TypeDir {
-					walk(tr.Nodes[i].Subtree)
-				}
-			}
+	most := 0
+	took := takeAll(t, s, wide.Subtree, true, func(took int) {
+		h := s.HeldForTest()
+		most = max(most, h.Stack)
+		if h.Stack > 2*h.Loads+64+6 {
+			t.Fatalf("after %d trees: %d ids on the stack for %d loads", took, h.Stack, h.Loads)
 		}
-	}
-	walk(wide.Subtree)
+	})
 	if took != dirs {
 		t.Errorf("took %d trees, want %d", took, dirs)
 	}
