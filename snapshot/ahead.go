@@ -69,8 +69,15 @@ type TreesAhead struct {
 // trees, their entries, and the bytes of their blobs.
 type AheadBounds struct{ Trees, Nodes, Bytes int }
 
-// DefaultAheadBounds hold at most 64 MiB of tree blobs ahead of a walk.
+// DefaultAheadBounds hold at most 64 MiB of tree blobs ahead of a walk:
+// a restore's plan.
 var DefaultAheadBounds = AheadBounds{Trees: 4096, Nodes: 1 << 16, Bytes: 64 << 20}
+
+// WalkAheadBounds, a quarter of DefaultAheadBounds, are for walks that
+// may run several at once: prune's four, a server's descriptions of
+// checkpoints it offers, ls and check. A batch is at most 256 trees, so
+// each still reads a few batches ahead.
+var WalkAheadBounds = AheadBounds{Trees: DefaultAheadBounds.Trees / 4, Nodes: DefaultAheadBounds.Nodes / 4, Bytes: DefaultAheadBounds.Bytes / 4}
 
 // aheadLoad is one tree loaded ahead.
 type aheadLoad struct {

@@ -97,7 +97,7 @@ func CheckSnapshots(ctx context.Context, r *repo.Repository, damaged map[blob.ID
 	// at a time, with a TreesAhead that leaves out the directories of one
 	// blob already read.
 	check := func(tier blob.Tier, roots [][]blob.ID, report func(i int, found []dirProblem)) error {
-		ahead := NewTreesAhead(ctx, r, tier, DefaultAheadBounds, func(id blob.ID) bool {
+		ahead := NewTreesAhead(ctx, r, tier, WalkAheadBounds, func(id blob.ID) bool {
 			memoMu.Lock()
 			defer memoMu.Unlock()
 			_, read := memo[memoKey(tier, []blob.ID{id})]

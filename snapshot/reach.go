@@ -34,10 +34,10 @@ func (s PruneSource) Reach(ctx context.Context, id blob.ID, m repo.Marker) error
 // blobs and their file chunks, both levels, each tree read at most once
 // across calls that share m. Trees are loaded ahead of the walk, a batch
 // at a time (TreesAhead), but for those m has seen; what waits for the
-// walk stays within a quarter of DefaultAheadBounds. A snapshot that is
-// gone (forgotten since the caller listed it) reaches nothing and is not
-// an error. A manifest or tree that is missing or damaged fails with an
-// error wrapping repo.ErrDamaged that names the snapshot.
+// walk stays within WalkAheadBounds. A snapshot that is gone (forgotten
+// since the caller listed it) reaches nothing and is not an error. A
+// manifest or tree that is missing or damaged fails with an error
+// wrapping repo.ErrDamaged that names the snapshot.
 func Reach(ctx context.Context, r *repo.Repository, id blob.ID, m repo.Marker) error {
 	man, err := LoadManifest(ctx, r, id)
 	if err != nil {
@@ -101,16 +101,11 @@ type treeError struct{ err error }
 func (e treeError) Error() string { return e.err.Error() }
 func (e treeError) Unwrap() error { return e.err }
 
-// reachAheadBounds are a quarter of DefaultAheadBounds: prune walks four
-// snapshots at once. A batch is at most 256 trees, so each walk still
-// reads ahead a few batches at a time.
-var reachAheadBounds = AheadBounds{Trees: DefaultAheadBounds.Trees / 4, Nodes: DefaultAheadBounds.Nodes / 4, Bytes: DefaultAheadBounds.Bytes / 4}
-
 // reachTier walks the directories of tier whose tree blobs are roots, with
 // the trees m has not seen loaded ahead, on past damage; it returns the
 // first damage found.
 func reachTier(ctx context.Context, r *repo.Repository, t blob.Tier, roots [][]blob.ID, m *repo.LockedMarker) error {
-	ahead := NewTreesAhead(ctx, r, t, reachAheadBounds, func(id blob.ID) bool {
+	ahead := NewTreesAhead(ctx, r, t, WalkAheadBounds, func(id blob.ID) bool {
 		seen, err := m.Seen(t, id)
 		return err != nil || !seen // an error is the walk's to report
 	})

@@ -24,9 +24,9 @@ var SkipDir error = skipDir{}
 // root). Names come from DecodeTree, which has validated them. Trees are
 // loaded ahead of the walk (TreesAhead): a batch at a time from a
 // repository, so a walk over S3 costs a request per batch, not one per
-// directory; what waits for the walk stays within DefaultAheadBounds.
+// directory; what waits for the walk stays within WalkAheadBounds.
 func Walk(ctx context.Context, l BlobLoader, subtree []blob.ID, prefix string, fn WalkFunc) error {
-	ahead := NewTreesAhead(ctx, l, blob.Workspace, DefaultAheadBounds, nil)
+	ahead := NewTreesAhead(ctx, l, blob.Workspace, WalkAheadBounds, nil)
 	defer ahead.Stop()
 	return walk(ctx, ahead, subtree, prefix, fn)
 }
