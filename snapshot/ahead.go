@@ -157,14 +157,7 @@ func (s *TreesAhead) LoadKeep(ctx context.Context, id blob.ID, keep func(*Node) 
 	s.mu.Lock()
 	s.uncount(tl)
 	if tl.err == nil && keep != nil {
-		for i := range tl.t.Nodes {
-			if n := &tl.t.Nodes[i]; n.Type == TypeDir && !keep(n) {
-				for _, sub := range n.Subtree {
-					s.forget(sub)
-				}
-			}
-		}
-		s.start()
+		s.forgetDirs(tl.t.Nodes, keep)
 	}
 	s.mu.Unlock()
 	return tl.t, tl.err
@@ -189,15 +182,14 @@ func (s *TreesAhead) LoadDir(ctx context.Context, subtree []blob.ID, fn func(*No
 		return fn(n)
 	})
 	if err != nil {
-		rest := slices.Clone(subtree[blobs:])
-		if cur != nil {
-			for _, n := range cur.Nodes[max(0, at-1):] {
-				if n.Type == TypeDir {
-					rest = append(rest, n.Subtree...)
-				}
-			}
+		s.mu.Lock()
+		for _, id := range subtree[blobs:] {
+			s.forget(id)
 		}
-		s.Forget(rest)
+		if cur != nil {
+			s.forgetDirs(cur.Nodes[max(0, at-1):], nil)
+		}
+		s.mu.Unlock()
 	}
 	return err
 }
@@ -213,7 +205,6 @@ func (s *TreesAhead) Forget(subtree []blob.ID) {
 	for _, id := range subtree {
 		s.forget(id)
 	}
-	s.start()
 }
 
 // forget is Forget of one tree. s.mu is held.
@@ -229,9 +220,15 @@ func (s *TreesAhead) forget(id blob.ID) {
 		return
 	}
 	s.uncount(tl)
-	for i := range tl.t.Nodes {
-		if tl.t.Nodes[i].Type == TypeDir {
-			for _, sub := range tl.t.Nodes[i].Subtree {
+	s.forgetDirs(tl.t.Nodes, nil)
+}
+
+// forgetDirs forgets the trees of the directories among nodes that keep,
+// when not nil, does not keep. s.mu is held.
+func (s *TreesAhead) forgetDirs(nodes []Node, keep func(*Node) bool) {
+	for i := range nodes {
+		if n := &nodes[i]; n.Type == TypeDir && (keep == nil || !keep(n)) {
+			for _, sub := range n.Subtree {
 				s.forget(sub)
 			}
 		}

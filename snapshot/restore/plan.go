@@ -123,8 +123,8 @@ func rsPlanTree(ctx context.Context, l snapshot.BlobLoader, tier blob.Tier, m *s
 		}
 	}
 	p.inced = make([]bool, len(p.incs))
-	// With includes, the walk gives up the directories it does not enter
-	// (visit).
+	// With includes, walkDir keeps the directories it does not enter out
+	// of the look-ahead.
 	p.ahead = snapshot.NewTreesAhead(ctx, l, tier, rsAhead, nil)
 	defer p.ahead.Stop()
 	p.plan.entries = append(p.plan.entries, rsEntry{node: &m.Root, parent: -1, link: -1, file: -1})
@@ -219,10 +219,7 @@ func (p *rsPlanner) visit(dir int32, n *snapshot.Node, all bool) error {
 		named, ancestor := p.match(p.comps, true)
 		inside = inside || named
 		if !inside && (!ancestor || n.Type != snapshot.TypeDir) {
-			if n.Type == snapshot.TypeDir {
-				p.ahead.Forget(n.Subtree)
-			}
-			return nil
+			return nil // walkDir's keep left such a directory out of the look-ahead
 		}
 	}
 	idx := int32(len(p.plan.entries))
