@@ -258,8 +258,8 @@ func TestTreesAheadForgetWhileLoading(t *testing.T) {
 	}
 }
 
-// walkPaths returns every path Walk visits, and the directories it was
-// told to skip, from l.
+// walkPaths returns every path Walk visits from l, returning SkipDir for
+// the directories skip names.
 func walkPaths(t *testing.T, l snapshot.BlobLoader, root snapshot.Node, skip func(p string) bool) []string {
 	t.Helper()
 	var got []string
