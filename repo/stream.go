@@ -175,21 +175,17 @@ func (r *Repository) SaveStream(ctx context.Context, t blob.Tier, rd io.Reader) 
 	return ids, st, nil
 }
 
-// LoadStream writes the data blobs ids of tier t to w, in order.
+// LoadStream writes the data blobs ids of tier t to w, in order, read a
+// window at a time (LoadBlobs).
 func (r *Repository) LoadStream(ctx context.Context, t blob.Tier, ids []blob.ID, w io.Writer) (int64, error) {
 	var n int64
-	var buf []byte
-	for _, id := range ids {
-		data, err := r.LoadBlob(ctx, t, blob.Data, id, buf)
-		if err != nil {
-			return n, err
-		}
-		m, err := w.Write(data)
+	err := r.LoadBlobs(ctx, t, blob.Data, BlobsOf(ids), func(id blob.ID, plain []byte) error {
+		m, err := w.Write(plain)
 		n += int64(m)
 		if err != nil {
-			return n, fmt.Errorf("writing blob %s: %w", id.Short(), err)
+			return fmt.Errorf("writing blob %s: %w", id.Short(), err)
 		}
-		buf = data[:0]
-	}
-	return n, nil
+		return nil
+	})
+	return n, err
 }

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -33,7 +34,9 @@ var ErrExportSensitive = errors.New("--include-sensitive needs keys with the sen
 // on the repository's secret polynomial, so nothing can be copied as it is:
 // every file is read from src as a stream and saved into dst with dst's
 // chunker (so it deduplicates against dst's own data), and every tree is
-// rewritten with the new ids, bottom up. dst is flushed before its manifest
+// rewritten with the new ids, bottom up. The chunks are read from src as
+// one stream across files and directories, a window at a time, pack by
+// pack (copyTree). dst is flushed before its manifest
 // is saved. The new manifest keeps the workspace, time, host, tags, totals
 // and errors, and has no parent (the parent's id means nothing in dst).
 func Export(ctx context.Context, src, dst *repo.Repository, m *Manifest, o ExportOptions) (*Manifest, error) {
@@ -58,7 +61,7 @@ func Export(ctx context.Context, src, dst *repo.Repository, m *Manifest, o Expor
 		part = p
 	}
 	root := m.Root
-	sub, err := x.dir(blob.Workspace, root.Subtree)
+	sub, err := x.copyTree(blob.Workspace, root.Subtree)
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +72,7 @@ func Export(ctx context.Context, src, dst *repo.Repository, m *Manifest, o Expor
 		np := SensitivePart{Version: SensitivePartVersion, Salt: make([]byte, 16)}
 		_, _ = rand.Read(np.Salt) // crypto/rand.Read does not fail on Linux
 		for _, t := range part.Trees {
-			if t.Root.Subtree, err = x.dir(blob.Sensitive, t.Root.Subtree); err != nil {
+			if t.Root.Subtree, err = x.copyTree(blob.Sensitive, t.Root.Subtree); err != nil {
 				return nil, fmt.Errorf("sensitive tree %s: %w", t.Path, err)
 			}
 			np.Trees = append(np.Trees, t)
@@ -107,21 +110,105 @@ type exporter struct {
 	ctx      context.Context
 	src, dst *repo.Repository
 	trees    map[string][]blob.ID // source subtree ids -> target ids, for repeated directories
+
+	ahead *TreesAhead // the tree being copied: its listings, read ahead
+	feed  *exportFeed // its chunks, read ahead
 }
 
-// dir copies the directory listed by subtree (tier t) and returns the
-// target's subtree ids.
-func (x *exporter) dir(t blob.Tier, subtree []blob.ID) ([]blob.ID, error) {
+// copyTree copies the directory listed by subtree (tier t) and returns
+// the target's subtree ids. A walk ahead of the copy's own lists the
+// chunks of every file in the order the copy takes them (chunks), and
+// they are read from src as one stream, a window at a time and pack by
+// pack, ahead of the copy (exportFeed): read a file at a time, a blob at a
+// time, they cost a request each on S3. Both walks read the listings
+// ahead (TreesAhead).
+func (x *exporter) copyTree(t blob.Tier, subtree []blob.ID) ([]blob.ID, error) {
+	x.ahead = NewTreesAhead(x.ctx, x.src, t, WalkAheadBounds, nil)
+	defer x.ahead.Stop()
+	x.feed = x.startFeed(t, subtree)
+	defer x.feed.stop()
+	return x.dir(t, subtree)
+}
+
+// exportKey is the key of a directory, tier t and its tree blobs, in
+// exporter.trees.
+func exportKey(t blob.Tier, subtree []blob.ID) string {
 	var key strings.Builder
 	key.WriteByte(byte(t))
 	for _, id := range subtree {
 		key.Write(id[:])
 	}
-	if ids, ok := x.trees[key.String()]; ok {
+	return key.String()
+}
+
+// Batches of the chunk ids the walk ahead hands the feed: a batch holds
+// the chunks of whole files, at least exportBatch of them unless the walk
+// is done, and exportBatches wait at most.
+const (
+	exportBatch   = 1024
+	exportBatches = 16
+)
+
+// chunks walks subtree as dir does (depth first in name order, a
+// directory in seen, the ones copied before, or walked already once) and
+// sends the chunks of its files, in that order, to out, in batches.
+func (x *exporter) chunks(ctx context.Context, t blob.Tier, subtree []blob.ID, seen map[string]bool, out chan<- []blob.ID) error {
+	ahead := NewTreesAhead(ctx, x.src, t, WalkAheadBounds, nil)
+	defer ahead.Stop()
+	var batch []blob.ID
+	send := func() error {
+		select {
+		case out <- batch:
+			batch = nil
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	var walk func(subtree []blob.ID) error
+	walk = func(subtree []blob.ID) error {
+		k := exportKey(t, subtree)
+		if seen[k] {
+			ahead.Forget(subtree)
+			return nil
+		}
+		seen[k] = true
+		return ahead.LoadDir(ctx, subtree, func(n *Node) error {
+			if err := n.Valid(); err != nil {
+				return err
+			}
+			switch n.Type {
+			case TypeDir:
+				if err := walk(n.Subtree); err != nil {
+					return fmt.Errorf("%q: %w", n.Name, err)
+				}
+			case TypeFile:
+				if batch = append(batch, n.Content...); len(batch) >= exportBatch {
+					return send()
+				}
+			}
+			return nil
+		})
+	}
+	if err := walk(subtree); err != nil {
+		return err
+	}
+	if len(batch) > 0 {
+		return send()
+	}
+	return nil
+}
+
+// dir copies the directory listed by subtree (tier t) and returns the
+// target's subtree ids.
+func (x *exporter) dir(t blob.Tier, subtree []blob.ID) ([]blob.ID, error) {
+	key := exportKey(t, subtree)
+	if ids, ok := x.trees[key]; ok {
+		x.ahead.Forget(subtree)
 		return ids, nil
 	}
 	var nodes []Node
-	err := LoadDir(x.ctx, x.src, t, subtree, func(n *Node) error {
+	err := x.ahead.LoadDir(x.ctx, subtree, func(n *Node) error {
 		c := *n
 		if err := c.Valid(); err != nil {
 			return err
@@ -132,7 +219,7 @@ func (x *exporter) dir(t blob.Tier, subtree []blob.ID) ([]blob.ID, error) {
 			c.Subtree, err = x.dir(t, c.Subtree)
 		case TypeFile:
 			if len(c.Content) > 0 {
-				c.Content, err = x.file(t, c.Content)
+				c.Content, err = x.feed.copy(x.ctx, x.dst, t, c.Content)
 			}
 		}
 		nodes = append(nodes, c)
@@ -148,18 +235,113 @@ func (x *exporter) dir(t blob.Tier, subtree []blob.ID) ([]blob.ID, error) {
 	if err != nil {
 		return nil, err
 	}
-	x.trees[key.String()] = ids
+	x.trees[key] = ids
 	return ids, nil
 }
 
-// file streams a file's content from src into dst, re-chunked.
-func (x *exporter) file(t blob.Tier, content []blob.ID) ([]blob.ID, error) {
-	pr, pw := io.Pipe()
+// exportFeed reads the chunks of a copy's files from src as one stream
+// (Repository.LoadBlobs), the ids coming from the walk ahead (chunks), and
+// writes each file's into the pipe its copy reads, the files in the order
+// the copy asks for them.
+type exportFeed struct {
+	files  chan exportFile
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// exportFile is a file the copy asks the feed for: its chunks, and the
+// pipe to write them into.
+type exportFile struct {
+	content []blob.ID
+	w       *io.PipeWriter
+}
+
+// errExportOrder: the copy asked for chunks other than the ones the feed
+// reads next (the two walks of copyTree disagree).
+var errExportOrder = errors.New("export: internal error: the chunks read ahead are not the ones the copy asks for")
+
+// startFeed starts the walk ahead of subtree (tier t) and the reading of
+// the chunks it lists.
+func (x *exporter) startFeed(t blob.Tier, subtree []blob.ID) *exportFeed {
+	ctx, cancel := context.WithCancel(x.ctx)
+	f := &exportFeed{files: make(chan exportFile), cancel: cancel, done: make(chan struct{})}
+	batches := make(chan []blob.ID, exportBatches)
+	seen := make(map[string]bool, len(x.trees)) // x.trees is the copy's
+	for k := range x.trees {
+		seen[k] = true
+	}
+	var walkErr error
+	walked := make(chan struct{})
 	go func() {
-		_, err := x.src.LoadStream(x.ctx, t, content, pw)
-		pw.CloseWithError(err)
+		defer close(walked)
+		defer close(batches)
+		walkErr = x.chunks(ctx, t, subtree, seen, batches)
 	}()
-	ids, _, err := x.dst.SaveStream(x.ctx, t, pr)
+	next := func() ([]blob.ID, error) {
+		if b, ok := <-batches; ok {
+			return b, nil
+		}
+		return nil, walkErr // set before batches closed
+	}
+	go func() {
+		defer close(f.done)
+		defer func() { <-walked }()
+		var cur exportFile
+		at := 0 // chunks of cur written
+		err := x.src.LoadBlobs(ctx, t, blob.Data, next, func(id blob.ID, plain []byte) error {
+			if cur.w == nil || at == len(cur.content) {
+				if cur.w != nil {
+					cur.w.Close()
+				}
+				select {
+				case cur = <-f.files:
+					at = 0
+				case <-ctx.Done():
+					cur = exportFile{}
+					return ctx.Err()
+				}
+			}
+			if cur.content[at] != id {
+				return errExportOrder
+			}
+			at++
+			_, err := cur.w.Write(plain)
+			return err
+		})
+		switch {
+		case cur.w != nil && at == len(cur.content):
+			cur.w.Close() // complete: a read that failed after it is the next file's
+		case cur.w != nil:
+			cur.w.CloseWithError(cmp.Or(err, errExportOrder))
+		}
+		for {
+			select {
+			case ff := <-f.files:
+				ff.w.CloseWithError(cmp.Or(err, errExportOrder))
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return f
+}
+
+// copy streams a file's chunks, content, from the feed into dst,
+// re-chunked, and returns the target's ids.
+func (f *exportFeed) copy(ctx context.Context, dst *repo.Repository, t blob.Tier, content []blob.ID) ([]blob.ID, error) {
+	pr, pw := io.Pipe()
+	select {
+	case f.files <- exportFile{content: content, w: pw}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	ids, _, err := dst.SaveStream(ctx, t, pr)
 	pr.CloseWithError(errors.New("export: stream abandoned"))
 	return ids, err
+}
+
+// stop ends the feed and waits for it.
+func (f *exportFeed) stop() {
+	f.cancel()
+	<-f.done
 }
