@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path"
 	"strings"
 	"testing"
 
@@ -54,25 +55,28 @@ func exportCorpus(t *testing.T, r *snaptest.Repo) (snapshot.Node, map[string][]b
 	return r.Dir(t, "root", dirs...), files
 }
 
-// exportedFiles reads every file of snapshot m back from r, by path.
-func exportedFiles(t *testing.T, r *repo.Repository, m *snapshot.Manifest) map[string][]byte {
+// readFiles reads every file below subtree (tier t) back from r into
+// files, by path below prefix.
+func readFiles(t *testing.T, r *repo.Repository, tier blob.Tier, subtree []blob.ID, prefix string, files map[string][]byte) {
 	t.Helper()
-	got := map[string][]byte{}
-	err := snapshot.Walk(context.Background(), r, m.Root.Subtree, "", func(p string, n *snapshot.Node) error {
-		if n.Type != snapshot.TypeFile {
-			return nil
+	ctx := context.Background()
+	err := snapshot.LoadDir(ctx, r, tier, subtree, func(n *snapshot.Node) error {
+		p := path.Join(prefix, string(n.Name))
+		switch n.Type {
+		case snapshot.TypeDir:
+			readFiles(t, r, tier, n.Subtree, p, files)
+		case snapshot.TypeFile:
+			var b bytes.Buffer
+			if _, err := r.LoadStream(ctx, tier, n.Content, &b); err != nil {
+				return fmt.Errorf("%s: %w", p, err)
+			}
+			files[p] = b.Bytes()
 		}
-		var b bytes.Buffer
-		if _, err := r.LoadStream(context.Background(), blob.Workspace, n.Content, &b); err != nil {
-			return fmt.Errorf("%s: %w", p, err)
-		}
-		got[p] = b.Bytes()
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return got
 }
 
 // An export reads the chunks of many files, across directories, a few
@@ -90,7 +94,8 @@ func TestExportReadsChunksTogether(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := exportedFiles(t, dst.Repository, nm)
+	got := map[string][]byte{}
+	readFiles(t, dst.Repository, blob.Workspace, nm.Root.Subtree, "", got)
 	if len(got) != len(files) {
 		t.Fatalf("the copy holds %d files, the source %d", len(got), len(files))
 	}
@@ -207,33 +212,16 @@ func TestExportProfilesSharingADirectory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	copied := map[string][]byte{}
 	for _, tr := range got.Trees {
-		p := strings.TrimPrefix(tr.Path, "profiles/")
-		var walk func(subtree []blob.ID, prefix string)
-		walk = func(subtree []blob.ID, prefix string) {
-			if err := snapshot.LoadDir(ctx, dst, blob.Sensitive, subtree, func(n2 *snapshot.Node) error {
-				path := prefix + "/" + string(n2.Name)
-				if n2.Type == snapshot.TypeDir {
-					walk(n2.Subtree, path)
-					return nil
-				}
-				var b bytes.Buffer
-				if _, err := dst.LoadStream(ctx, blob.Sensitive, n2.Content, &b); err != nil {
-					return err
-				}
-				if !bytes.Equal(b.Bytes(), files[path]) {
-					t.Fatalf("%s differs in the copy", path)
-				}
-				n++
-				return nil
-			}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		walk(tr.Root.Subtree, p)
+		readFiles(t, dst.Repository, blob.Sensitive, tr.Root.Subtree, strings.TrimPrefix(tr.Path, "profiles/"), copied)
 	}
-	if n != len(files) {
-		t.Fatalf("the copy's profiles hold %d files, the source's %d", n, len(files))
+	for p, want := range files {
+		if !bytes.Equal(copied[p], want) {
+			t.Fatalf("%s differs in the copy", p)
+		}
+	}
+	if len(copied) != len(files) {
+		t.Fatalf("the copy's profiles hold %d files, the source's %d", len(copied), len(files))
 	}
 }
