@@ -30,7 +30,9 @@ const (
 // batch after the last. fn gets each blob's plaintext, decrypted,
 // decompressed and checked against its id, from the caller's goroutine,
 // and must not keep it. next is called from another goroutine, a call at
-// a time; its error is returned after fn has had every blob before it.
+// a time, with a context that ends when LoadBlobs returns; it must not
+// wait for fn (a window is handed to fn once full or once next has no
+// more). Its error is returned after fn has had every blob before it.
 //
 // The blobs are read a window at a time (about 8 MiB of plaintext, at
 // least one blob), the next window while fn takes the one before, so at
@@ -42,7 +44,7 @@ const (
 // not verify) is loaded alone by LoadBlob when its turn comes, which tries
 // the other places the index knows for it, so the error is the one a
 // blob-by-blob load returns, after fn has had every blob before it.
-func (r *Repository) LoadBlobs(ctx context.Context, t blob.Tier, typ blob.Type, next func() ([]blob.ID, error), fn func(id blob.ID, plain []byte) error) error {
+func (r *Repository) LoadBlobs(ctx context.Context, t blob.Tier, typ blob.Type, next func(context.Context) ([]blob.ID, error), fn func(id blob.ID, plain []byte) error) error {
 	if _, err := r.keys.Tier(t); err != nil {
 		return err
 	}
@@ -98,8 +100,8 @@ func (r *Repository) LoadBlobs(ctx context.Context, t blob.Tier, typ blob.Type, 
 }
 
 // BlobsOf is a LoadBlobs next that gives ids, then nothing.
-func BlobsOf(ids []blob.ID) func() ([]blob.ID, error) {
-	return func() ([]blob.ID, error) {
+func BlobsOf(ids []blob.ID) func(context.Context) ([]blob.ID, error) {
+	return func(context.Context) ([]blob.ID, error) {
 		b := ids
 		ids = nil
 		return b, nil
@@ -120,7 +122,7 @@ type blobLoader struct {
 	r     *Repository
 	t     blob.Tier
 	typ   blob.Type
-	next  func() ([]blob.ID, error)
+	next  func(context.Context) ([]blob.ID, error)
 	given []blob.ID // from next, not looked up yet
 	done  bool      // next gave its last batch, or failed
 	err   error     // next's error
@@ -140,7 +142,7 @@ func (l *blobLoader) window(ctx context.Context) *loadWin {
 	var places []loadPlace
 	size := 0
 	for len(places) < loadWindowBlobs && (len(places) == 0 || size < loadWindow) {
-		if len(l.queue) == 0 && !l.lookup() {
+		if len(l.queue) == 0 && !l.lookup(ctx) {
 			break
 		}
 		p := l.queue[0]
@@ -163,9 +165,9 @@ func (l *blobLoader) window(ctx context.Context) *loadWin {
 
 // lookup looks the next ids up into the queue; false when none is left.
 // An id the lookup does not place is loaded alone, which reports why.
-func (l *blobLoader) lookup() bool {
+func (l *blobLoader) lookup(ctx context.Context) bool {
 	for len(l.given) == 0 && !l.done {
-		l.given, l.err = l.next()
+		l.given, l.err = l.next(ctx)
 		l.done = l.err != nil || len(l.given) == 0
 	}
 	if len(l.given) == 0 {

@@ -71,7 +71,7 @@ func loadAllBlobs(t *testing.T, r *Repository, ids []blob.ID, want [][]byte) ([]
 // blob still give each blob once, in order.
 func TestLoadBlobsReadsPacksTogether(t *testing.T) {
 	r, pl, ids, blobs, packs := loadBlobsRepo(t, 61, 400)
-	ids = append(ids, ids[7], ids[3]) // listed twice, the second time in a later window too
+	ids = append(ids, ids[7], ids[3]) // listed twice (in another window when a window is a blob)
 	blobs = append(blobs, blobs[7], blobs[3])
 	got, err := loadAllBlobs(t, r, ids, blobs)
 	must(t, err)
@@ -132,7 +132,7 @@ func TestLoadBlobsFailsInOrder(t *testing.T) {
 	walkErr := errors.New("the walk failed")
 	batches := 0
 	var got2 []int
-	err = r.LoadBlobs(context.Background(), blob.Workspace, blob.Data, func() ([]blob.ID, error) {
+	err = r.LoadBlobs(context.Background(), blob.Workspace, blob.Data, func(context.Context) ([]blob.ID, error) {
 		if batches == 3 {
 			return nil, walkErr
 		}
@@ -166,5 +166,33 @@ func TestLoadBlobsFailsInOrder(t *testing.T) {
 	got, err = loadAllBlobs(t, r, ids, blobs)
 	if !errors.Is(err, ErrPackMissing) || !slices.Equal(got, seq(first)) {
 		t.Fatalf("pack of blob %d gone (its first blob %d): fn got %d blobs, error %v", 200, first, len(got), err)
+	}
+}
+
+// When fn fails while the reader waits in next for more ids, LoadBlobs
+// ends that wait (next's context) and returns fn's error.
+func TestLoadBlobsEndsAWaitingNext(t *testing.T) {
+	r, _, ids, _, _ := loadBlobsRepo(t, 63, 40)
+	old := loadWindow
+	loadWindow = 1 // a blob per window: fn runs while the reader fills the next
+	defer func() { loadWindow = old }()
+	given := false
+	stop := errors.New("enough")
+	n := 0
+	err := r.LoadBlobs(context.Background(), blob.Workspace, blob.Data, func(ctx context.Context) ([]blob.ID, error) {
+		if !given {
+			given = true
+			return ids[:3], nil
+		}
+		<-ctx.Done() // more ids only once the copy needs them, say
+		return nil, ctx.Err()
+	}, func(blob.ID, []byte) error {
+		if n++; n == 3 {
+			return stop
+		}
+		return nil
+	})
+	if err != stop || n != 3 {
+		t.Fatalf("fn failing at its third blob: %d blobs, error %v", n, err)
 	}
 }

@@ -120,8 +120,10 @@ type exporter struct {
 // chunks of every file in the order the copy takes them (chunks), and
 // they are read from src as one stream, a window at a time and pack by
 // pack, ahead of the copy (exportFeed): read a file at a time, a blob at a
-// time, they cost a request each on S3. Both walks read the listings
-// ahead (TreesAhead).
+// time, they cost a request each on S3. Each walk reads the listings
+// ahead (TreesAhead), so each listing is read twice, in batches. The walk
+// ahead only saves time: should it fail, the files it did not list are
+// read one by one, and only the copy's own walk and reads fail the copy.
 func (x *exporter) copyTree(t blob.Tier, subtree []blob.ID) ([]blob.ID, error) {
 	x.ahead = NewTreesAhead(x.ctx, x.src, t, WalkAheadBounds, nil)
 	defer x.ahead.Stop()
@@ -141,19 +143,23 @@ func exportKey(t blob.Tier, subtree []blob.ID) string {
 	return key.String()
 }
 
-// Batches of the chunk ids the walk ahead hands the feed: a batch holds
-// the chunks of whole files, at least exportBatch of them unless the walk
-// is done, and exportBatches wait at most.
+// Batches of the chunk ids the walk ahead hands the feed: exportBatch
+// ids each (the last one fewer), and exportBatches waiting at most.
 const (
 	exportBatch   = 1024
 	exportBatches = 16
 )
 
+// exportWalkLoader is what the walk ahead reads listings through; tests
+// make it fail.
+var exportWalkLoader = func(r *repo.Repository) BlobLoader { return r }
+
 // chunks walks subtree as dir does (depth first in name order, a
 // directory in seen, the ones copied before, or walked already once) and
-// sends the chunks of its files, in that order, to out, in batches.
+// sends the chunks of its files, in that order, to out, in batches: the
+// chunks of every file before a listing it fails to read, too.
 func (x *exporter) chunks(ctx context.Context, t blob.Tier, subtree []blob.ID, seen map[string]bool, out chan<- []blob.ID) error {
-	ahead := NewTreesAhead(ctx, x.src, t, WalkAheadBounds, nil)
+	ahead := NewTreesAhead(ctx, exportWalkLoader(x.src), t, WalkAheadBounds, nil)
 	defer ahead.Stop()
 	var batch []blob.ID
 	send := func() error {
@@ -164,6 +170,21 @@ func (x *exporter) chunks(ctx context.Context, t blob.Tier, subtree []blob.ID, s
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+	}
+	add := func(ids []blob.ID) error {
+		for len(ids) > 0 {
+			if batch == nil {
+				batch = make([]blob.ID, 0, exportBatch)
+			}
+			n := min(len(ids), exportBatch-len(batch))
+			batch, ids = append(batch, ids[:n]...), ids[n:]
+			if len(batch) == exportBatch {
+				if err := send(); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
 	}
 	var walk func(subtree []blob.ID) error
 	walk = func(subtree []blob.ID) error {
@@ -183,20 +204,18 @@ func (x *exporter) chunks(ctx context.Context, t blob.Tier, subtree []blob.ID, s
 					return fmt.Errorf("%q: %w", n.Name, err)
 				}
 			case TypeFile:
-				if batch = append(batch, n.Content...); len(batch) >= exportBatch {
-					return send()
-				}
+				return add(n.Content)
 			}
 			return nil
 		})
 	}
-	if err := walk(subtree); err != nil {
-		return err
-	}
+	err := walk(subtree)
 	if len(batch) > 0 {
-		return send()
+		if serr := send(); serr != nil {
+			return serr
+		}
 	}
-	return nil
+	return err
 }
 
 // dir copies the directory listed by subtree (tier t) and returns the
@@ -277,48 +296,64 @@ func (x *exporter) startFeed(t blob.Tier, subtree []blob.ID) *exportFeed {
 		defer close(batches)
 		walkErr = x.chunks(ctx, t, subtree, seen, batches)
 	}()
-	next := func() ([]blob.ID, error) {
-		if b, ok := <-batches; ok {
+	lost := false // the walk ahead failed: the stream ends where it stopped
+	next := func(ctx context.Context) ([]blob.ID, error) {
+		select {
+		case b, ok := <-batches:
+			if !ok {
+				lost = walkErr != nil // set before batches closed
+			}
 			return b, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
-		return nil, walkErr // set before batches closed
 	}
 	go func() {
 		defer close(f.done)
 		defer func() { <-walked }()
 		var cur exportFile
 		at := 0 // chunks of cur written
+		take := func() bool {
+			select {
+			case cur = <-f.files:
+				at = 0
+				return true
+			case <-ctx.Done():
+				cur = exportFile{}
+				return false
+			}
+		}
 		err := x.src.LoadBlobs(ctx, t, blob.Data, next, func(id blob.ID, plain []byte) error {
-			if cur.w == nil || at == len(cur.content) {
-				if cur.w != nil {
-					cur.w.Close()
-				}
-				select {
-				case cur = <-f.files:
-					at = 0
-				case <-ctx.Done():
-					cur = exportFile{}
-					return ctx.Err()
-				}
+			if cur.w == nil && !take() {
+				return ctx.Err()
 			}
 			if cur.content[at] != id {
 				return errExportOrder
 			}
 			at++
-			_, err := cur.w.Write(plain)
-			return err
+			if _, err := cur.w.Write(plain); err != nil {
+				return err
+			}
+			if at == len(cur.content) {
+				cur.w.Close() // its copy goes on while the next window is read
+				cur.w = nil
+			}
+			return nil
 		})
-		switch {
-		case cur.w != nil && at == len(cur.content):
-			cur.w.Close() // complete: a read that failed after it is the next file's
-		case cur.w != nil:
-			cur.w.CloseWithError(cmp.Or(err, errExportOrder))
-		}
+		// LoadBlobs' wait for its reader orders lost before this read.
+		direct := err == nil && lost
 		for {
-			select {
-			case ff := <-f.files:
-				ff.w.CloseWithError(cmp.Or(err, errExportOrder))
-			case <-ctx.Done():
+			switch {
+			case cur.w == nil:
+			case direct: // what the walk ahead did not list
+				cur.w.CloseWithError(x.src.LoadBlobs(ctx, t, blob.Data, repo.BlobsOf(cur.content[at:]), func(_ blob.ID, plain []byte) error {
+					_, err := cur.w.Write(plain)
+					return err
+				}))
+			default:
+				cur.w.CloseWithError(cmp.Or(err, errExportOrder))
+			}
+			if !take() {
 				return
 			}
 		}

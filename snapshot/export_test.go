@@ -158,8 +158,43 @@ func TestExportFailsOnAMissingListing(t *testing.T) {
 		src.Dir(t, "e", src.File(t, "f", bytes.Repeat([]byte("e"), 5000))))
 	m := src.Manifest(t, root, true)
 	_, err := snapshot.Export(ctx, src.Repository, snaptest.NewRepo(t).Repository, m, snapshot.ExportOptions{})
-	if !errors.Is(err, repo.ErrBlobNotFound) || !strings.Contains(err.Error(), `"d": "b": `) {
+	if !errors.Is(err, repo.ErrBlobNotFound) || !strings.HasPrefix(err.Error(), `"d": "b": `) {
 		t.Fatalf("export with d/b's listing missing: %v", err)
+	}
+}
+
+// A listing only the walk ahead fails to read costs the look-ahead, not
+// the export: the files it did not list are read one by one, and the
+// copy holds every file.
+func TestExportOutlivesItsWalkAhead(t *testing.T) {
+	ctx := context.Background()
+	src := snaptest.NewRepo(t)
+	root, files := exportCorpus(t, src)
+	m := src.Manifest(t, root, true)
+	var d2 []blob.ID // the listing of d2, the third directory
+	if err := snapshot.LoadDir(ctx, src, blob.Workspace, root.Subtree, func(n *snapshot.Node) error {
+		if string(n.Name) == "d2" {
+			d2 = n.Subtree
+		}
+		return nil
+	}); err != nil || len(d2) != 1 {
+		t.Fatalf("d2's listing: %v %v", d2, err)
+	}
+	defer snapshot.FailExportWalkForTest(d2[0])()
+	dst := snaptest.NewRepo(t)
+	nm, err := snapshot.Export(ctx, src.Repository, dst.Repository, m, snapshot.ExportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]byte{}
+	readFiles(t, dst.Repository, blob.Workspace, nm.Root.Subtree, "", got)
+	for p, want := range files {
+		if !bytes.Equal(got[p], want) {
+			t.Fatalf("%s differs in the copy", p)
+		}
+	}
+	if len(got) != len(files) {
+		t.Fatalf("the copy holds %d files, the source %d", len(got), len(files))
 	}
 }
 
