@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"lifeboat/backend"
 	"lifeboat/blob"
@@ -179,19 +180,28 @@ func TestLoadBlobsEndsAWaitingNext(t *testing.T) {
 	given := false
 	stop := errors.New("enough")
 	n := 0
-	err := r.LoadBlobs(context.Background(), blob.Workspace, blob.Data, func(ctx context.Context) ([]blob.ID, error) {
-		if !given {
-			given = true
-			return ids[:3], nil
-		}
-		<-ctx.Done() // more ids only once the copy needs them, say
-		return nil, ctx.Err()
-	}, func(blob.ID, []byte) error {
-		if n++; n == 3 {
-			return stop
-		}
-		return nil
-	})
+	done := make(chan error, 1)
+	go func() {
+		done <- r.LoadBlobs(context.Background(), blob.Workspace, blob.Data, func(ctx context.Context) ([]blob.ID, error) {
+			if !given {
+				given = true
+				return ids[:3], nil
+			}
+			<-ctx.Done() // more ids only once the copy needs them, say
+			return nil, ctx.Err()
+		}, func(blob.ID, []byte) error {
+			if n++; n == 3 {
+				return stop
+			}
+			return nil
+		})
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute): // a guard: it returns at once unless next is never told
+		t.Fatal("LoadBlobs still waits for next a minute after fn failed")
+	}
 	if err != stop || n != 3 {
 		t.Fatalf("fn failing at its third blob: %d blobs, error %v", n, err)
 	}

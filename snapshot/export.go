@@ -342,10 +342,13 @@ func (x *exporter) startFeed(t blob.Tier, subtree []blob.ID) *exportFeed {
 		})
 		// LoadBlobs' wait for its reader orders lost before this read.
 		direct := err == nil && lost
+		if direct {
+			repo.Warnf(ctx, "export: reading ahead stopped (%v); the files after that point are read one by one", walkErr)
+		}
 		for {
 			switch {
 			case cur.w == nil:
-			case direct: // what the walk ahead did not list
+			case direct: // what the walk ahead did not list (at is 0: it lists whole files)
 				cur.w.CloseWithError(x.src.LoadBlobs(ctx, t, blob.Data, repo.BlobsOf(cur.content[at:]), func(_ blob.ID, plain []byte) error {
 					_, err := cur.w.Write(plain)
 					return err

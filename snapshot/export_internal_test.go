@@ -28,3 +28,11 @@ func (f failingTree) LoadBlob(ctx context.Context, t blob.Tier, typ blob.Type, i
 	}
 	return f.l.LoadBlob(ctx, t, typ, id, buf)
 }
+
+// ExportChunksForTest runs an export's walk ahead over subtree of src's
+// workspace tier, sending the chunks it lists to out, and returns its
+// error.
+func ExportChunksForTest(ctx context.Context, src *repo.Repository, subtree []blob.ID, out chan<- []blob.ID) error {
+	x := &exporter{ctx: ctx, src: src, trees: map[string][]blob.ID{}}
+	return x.chunks(ctx, blob.Workspace, subtree, map[string]bool{}, out)
+}

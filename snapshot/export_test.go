@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"lifeboat/backend"
@@ -164,10 +166,16 @@ func TestExportFailsOnAMissingListing(t *testing.T) {
 }
 
 // A listing only the walk ahead fails to read costs the look-ahead, not
-// the export: the files it did not list are read one by one, and the
-// copy holds every file.
+// the export: the files it did not list are read one by one, with a
+// warning, and the copy holds every file.
 func TestExportOutlivesItsWalkAhead(t *testing.T) {
-	ctx := context.Background()
+	var mu sync.Mutex
+	var warnings []string
+	ctx := repo.WithWarn(context.Background(), func(w string) {
+		mu.Lock()
+		defer mu.Unlock()
+		warnings = append(warnings, w)
+	})
 	src := snaptest.NewRepo(t)
 	root, files := exportCorpus(t, src)
 	m := src.Manifest(t, root, true)
@@ -195,6 +203,11 @@ func TestExportOutlivesItsWalkAhead(t *testing.T) {
 	}
 	if len(got) != len(files) {
 		t.Fatalf("the copy holds %d files, the source %d", len(got), len(files))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "reading ahead stopped") || !strings.Contains(warnings[0], "the walk ahead cannot read this listing") {
+		t.Fatalf("warnings: %q", warnings)
 	}
 }
 
@@ -258,5 +271,40 @@ func TestExportProfilesSharingADirectory(t *testing.T) {
 	}
 	if len(copied) != len(files) {
 		t.Fatalf("the copy's profiles hold %d files, the source's %d", len(copied), len(files))
+	}
+}
+
+// The walk ahead hands the feed batches of exactly 1024 chunk ids (the
+// last fewer), in the copy's order; when a listing fails it first sends
+// what it has listed before it.
+func TestExportWalkAheadBatches(t *testing.T) {
+	ctx := context.Background()
+	src := snaptest.NewRepo(t)
+	var files []snapshot.Node
+	var want []blob.ID
+	for i := range 400 { // 3 chunks each: 1,200 ids
+		n := snapshot.Node{Name: []byte(fmt.Sprintf("f%03d", i)), Type: snapshot.TypeFile, Mode: 0o644, MtimeNs: snaptest.Mtime}
+		for c := range 3 {
+			n.Content = append(n.Content, src.SaveChunk(t, []byte(fmt.Sprintf("file %d chunk %d", i, c))))
+			n.Size += uint64(len(fmt.Sprintf("file %d chunk %d", i, c)))
+		}
+		files = append(files, n)
+		want = append(want, n.Content...)
+	}
+	b := src.Dir(t, "b", src.File(t, "f", []byte("after the listing that fails")))
+	root := src.Dir(t, "root", src.Dir(t, "a", files...), b)
+	src.Manifest(t, root, false) // flushes
+	defer snapshot.FailExportWalkForTest(b.Subtree[0])()
+	out := make(chan []blob.ID, 8)
+	err := snapshot.ExportChunksForTest(ctx, src.Repository, root.Subtree, out)
+	close(out)
+	var got []blob.ID
+	var sizes []int
+	for batch := range out {
+		got = append(got, batch...)
+		sizes = append(sizes, len(batch))
+	}
+	if err == nil || !strings.HasPrefix(err.Error(), `"b": `) || !slices.Equal(sizes, []int{1024, 176}) || !slices.Equal(got, want) {
+		t.Fatalf("walk ahead: batches of %v ids (%d in order of %d), error %v", sizes, len(got), len(want), err)
 	}
 }
