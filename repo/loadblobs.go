@@ -191,13 +191,14 @@ func (l *blobLoader) lookup(ctx context.Context) bool {
 	return true
 }
 
-// read reads the blobs of places, each distinct one once, pack by pack,
-// loadReaders packs at a time. A read that fails or a blob that does not
-// verify leaves its blobs nil; the stream goes on after them.
+// read reads the blobs of places, each distinct one once (ReadPlaces,
+// loadReaders packs at a time). A read that fails or a blob that does not
+// verify leaves its blobs nil.
 func (l *blobLoader) read(ctx context.Context, places []loadPlace) *loadWin {
 	w := &loadWin{ids: make([]blob.ID, len(places)), plain: make([][]byte, len(places))}
 	first := map[blob.ID]int{} // the window's first place of each id found
-	byPack := map[blob.ID][]int{}
+	var locs []Location        // the distinct places found
+	var at []int               // their indexes in places
 	for j, p := range places {
 		w.ids[j] = p.id
 		if !p.ok {
@@ -205,24 +206,48 @@ func (l *blobLoader) read(ctx context.Context, places []loadPlace) *loadWin {
 		}
 		if _, dup := first[p.id]; !dup {
 			first[p.id] = j
-			byPack[p.loc.Pack] = append(byPack[p.loc.Pack], j)
+			locs, at = append(locs, p.loc), append(at, j)
 		}
 	}
-	sem := make(chan struct{}, loadReaders)
+	l.r.ReadPlaces(ctx, l.t, locs, StreamOptions{Gap: loadGap, MaxRead: loadMaxRead}, loadReaders, func(k int, plain []byte) {
+		w.plain[at[k]] = append(make([]byte, 0, len(plain)), plain...) // not nil; plain is recycled
+	})
+	for j, p := range places {
+		if f, ok := first[p.id]; p.ok && ok && f != j {
+			w.plain[j] = w.plain[f]
+		}
+	}
+	return w
+}
+
+// ReadPlaces reads the blobs at locs (tier t, places a lookup gave), each
+// pack's in as few requests as o's gaps allow (o.Copy unset), up to
+// parallel packs at a time, and calls fn with each blob's index in locs
+// and its plaintext, decrypted, decompressed and checked against its id.
+// fn may be called from parallel goroutines at once and must not keep
+// plain. A read that fails, or a blob that does not verify, is skipped
+// and the stream goes on after it: fn is not called for such a blob, which
+// the caller loads alone (LoadBlob) for its error or another place. It
+// returns once every read is done or ctx is cancelled.
+func (r *Repository) ReadPlaces(ctx context.Context, t blob.Tier, locs []Location, o StreamOptions, parallel int, fn func(i int, plain []byte)) {
+	byPack := map[blob.ID][]int{}
+	for i, loc := range locs {
+		byPack[loc.Pack] = append(byPack[loc.Pack], i)
+	}
+	sem := make(chan struct{}, max(1, parallel))
 	var wg sync.WaitGroup
 	for pk, in := range byPack {
-		slices.SortFunc(in, func(a, b int) int { return cmp.Compare(places[a].loc.Offset, places[b].loc.Offset) })
+		slices.SortFunc(in, func(a, b int) int { return cmp.Compare(locs[a].Offset, locs[b].Offset) })
 		es := make([]PackEntry, len(in))
-		for k, j := range in {
-			es[k] = places[j].loc.Entry
+		for k, i := range in {
+			es[k] = locs[i].Entry
 		}
 		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+		wg.Go(func() {
+			defer func() { <-sem }()
 			for from := 0; from < len(es) && ctx.Err() == nil; {
-				err := l.r.StreamPack(ctx, l.t, pk, es[from:], StreamOptions{Gap: loadGap, MaxRead: loadMaxRead}, func(k int, _, plain []byte) error {
-					w.plain[in[from+k]] = append(make([]byte, 0, len(plain)), plain...) // not nil; the stream recycles plain
+				err := r.StreamPack(ctx, t, pk, es[from:], o, func(k int, _, plain []byte) error {
+					fn(in[from+k], plain)
 					return nil
 				})
 				var se *StreamError
@@ -231,13 +256,7 @@ func (l *blobLoader) read(ctx context.Context, places []loadPlace) *loadWin {
 				}
 				from += se.Index + se.Count
 			}
-		}()
+		})
 	}
 	wg.Wait()
-	for j, p := range places {
-		if f, ok := first[p.id]; p.ok && ok && f != j {
-			w.plain[j] = w.plain[f]
-		}
-	}
-	return w
 }

@@ -3,7 +3,6 @@ package repo
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"runtime"
 	"sync"
@@ -173,19 +172,4 @@ func (r *Repository) SaveStream(ctx context.Context, t blob.Tier, rd io.Reader) 
 		return nil, st, firstErr
 	}
 	return ids, st, nil
-}
-
-// LoadStream writes the data blobs ids of tier t to w, in order, read a
-// window at a time (LoadBlobs).
-func (r *Repository) LoadStream(ctx context.Context, t blob.Tier, ids []blob.ID, w io.Writer) (int64, error) {
-	var n int64
-	err := r.LoadBlobs(ctx, t, blob.Data, BlobsOf(ids), func(id blob.ID, plain []byte) error {
-		m, err := w.Write(plain)
-		n += int64(m)
-		if err != nil {
-			return fmt.Errorf("writing blob %s: %w", id.Short(), err)
-		}
-		return nil
-	})
-	return n, err
 }

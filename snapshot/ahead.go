@@ -1,9 +1,7 @@
 package snapshot
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -339,7 +337,7 @@ func (s *TreesAhead) deliver(batch []*aheadLoad, flight aheadFlight) {
 type TreeSource interface {
 	BlobLoader
 	LookupBlobs(t blob.Tier, typ blob.Type, ids []blob.ID, fn func(i int, loc repo.Location, ok bool) error) error
-	StreamPack(ctx context.Context, t blob.Tier, id blob.ID, es []repo.PackEntry, o repo.StreamOptions, fn func(i int, sealed, plain []byte) error) error
+	ReadPlaces(ctx context.Context, t blob.Tier, locs []repo.Location, o repo.StreamOptions, parallel int, fn func(i int, plain []byte))
 }
 
 // Batches of trees loaded ahead from a TreeSource. A directory's
@@ -418,41 +416,25 @@ func (s *TreesAhead) fetch(batch []*aheadLoad, walk bool) ([]*aheadLoad, aheadFl
 		clear(found) // each is loaded alone, which reports the error
 	}
 	batch, locs, found, flight := s.fit(batch, locs, found, walk)
-	byPack := map[blob.ID][]int{}
+	var read []repo.Location // the places found
+	var at []int             // their trees' indexes in batch
 	for i := range batch {
 		if found[i] {
-			byPack[locs[i].Pack] = append(byPack[locs[i].Pack], i)
+			read, at = append(read, locs[i]), append(at, i)
 		}
 	}
 	loaded := make([]bool, len(batch))
-	for pk, in := range byPack {
-		slices.SortFunc(in, func(a, b int) int { return cmp.Compare(locs[a].Offset, locs[b].Offset) })
-		es := make([]repo.PackEntry, len(in))
-		for j, i := range in {
-			es[j] = locs[i].Entry
+	src.ReadPlaces(s.ctx, s.tier, read, repo.StreamOptions{Gap: aheadGap, MaxRead: aheadMaxRead}, 1, func(k int, plain []byte) {
+		// The tree never shares the plaintext's bytes (DecodeTree),
+		// which the stream recycles.
+		tl := batch[at[k]]
+		if t, err := DecodeTree(plain); err != nil {
+			tl.err = &BadTreeError{err}
+		} else {
+			tl.t, tl.size = t, len(plain)
 		}
-		// A failed read, or a blob that does not verify, leaves its
-		// trees to be loaded alone; the stream goes on after them.
-		for from := 0; from < len(es) && s.ctx.Err() == nil; {
-			err := src.StreamPack(s.ctx, s.tier, pk, es[from:], repo.StreamOptions{Gap: aheadGap, MaxRead: aheadMaxRead}, func(j int, _, plain []byte) error {
-				// The tree never shares the plaintext's bytes
-				// (DecodeTree), which the stream recycles.
-				tl := batch[in[from+j]]
-				if t, err := DecodeTree(plain); err != nil {
-					tl.err = &BadTreeError{err}
-				} else {
-					tl.t, tl.size = t, len(plain)
-				}
-				loaded[in[from+j]] = true
-				return nil
-			})
-			se := (*repo.StreamError)(nil)
-			if !errors.As(err, &se) {
-				break
-			}
-			from += se.Index + se.Count
-		}
-	}
+		loaded[at[k]] = true
+	})
 	for i, tl := range batch {
 		switch {
 		case loaded[i]:

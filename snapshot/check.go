@@ -38,17 +38,9 @@ func CheckSnapshots(ctx context.Context, r *repo.Repository, damaged map[blob.ID
 	// memo is read by the loaders ahead too (want), so it is locked.
 	var memoMu sync.Mutex
 	memo := map[string][]dirProblem{}
-	memoKey := func(tier blob.Tier, subtree []blob.ID) string {
-		key := make([]byte, 1, 1+len(subtree)*blob.IDSize)
-		key[0] = byte(tier)
-		for _, id := range subtree {
-			key = append(key, id[:]...)
-		}
-		return string(key)
-	}
 	var checkDir func(ahead *TreesAhead, tier blob.Tier, subtree []blob.ID) ([]dirProblem, error)
 	checkDir = func(ahead *TreesAhead, tier blob.Tier, subtree []blob.ID) ([]dirProblem, error) {
-		key := memoKey(tier, subtree)
+		key := dirKey(tier, subtree)
 		memoMu.Lock()
 		found, ok := memo[key]
 		memoMu.Unlock()
@@ -100,7 +92,7 @@ func CheckSnapshots(ctx context.Context, r *repo.Repository, damaged map[blob.ID
 		ahead := NewTreesAhead(ctx, r, tier, WalkAheadBounds, func(id blob.ID) bool {
 			memoMu.Lock()
 			defer memoMu.Unlock()
-			_, read := memo[memoKey(tier, []blob.ID{id})]
+			_, read := memo[dirKey(tier, []blob.ID{id})]
 			return !read
 		})
 		defer ahead.Stop()

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"lifeboat/backend"
 	"lifeboat/blob"
@@ -109,7 +108,7 @@ func Export(ctx context.Context, src, dst *repo.Repository, m *Manifest, o Expor
 type exporter struct {
 	ctx      context.Context
 	src, dst *repo.Repository
-	trees    map[string][]blob.ID // source subtree ids -> target ids, for repeated directories
+	trees    map[string][]blob.ID // dirKey of source directories -> target ids, for repeated directories
 
 	ahead *TreesAhead // the tree being copied: its listings, read ahead
 	feed  *exportFeed // its chunks, read ahead
@@ -130,17 +129,6 @@ func (x *exporter) copyTree(t blob.Tier, subtree []blob.ID) ([]blob.ID, error) {
 	x.feed = x.startFeed(t, subtree)
 	defer x.feed.stop()
 	return x.dir(t, subtree)
-}
-
-// exportKey is the key of a directory, tier t and its tree blobs, in
-// exporter.trees.
-func exportKey(t blob.Tier, subtree []blob.ID) string {
-	var key strings.Builder
-	key.WriteByte(byte(t))
-	for _, id := range subtree {
-		key.Write(id[:])
-	}
-	return key.String()
 }
 
 // Batches of the chunk ids the walk ahead hands the feed: exportBatch
@@ -188,7 +176,7 @@ func (x *exporter) chunks(ctx context.Context, t blob.Tier, subtree []blob.ID, s
 	}
 	var walk func(subtree []blob.ID) error
 	walk = func(subtree []blob.ID) error {
-		k := exportKey(t, subtree)
+		k := dirKey(t, subtree)
 		if seen[k] {
 			ahead.Forget(subtree)
 			return nil
@@ -221,7 +209,7 @@ func (x *exporter) chunks(ctx context.Context, t blob.Tier, subtree []blob.ID, s
 // dir copies the directory listed by subtree (tier t) and returns the
 // target's subtree ids.
 func (x *exporter) dir(t blob.Tier, subtree []blob.ID) ([]blob.ID, error) {
-	key := exportKey(t, subtree)
+	key := dirKey(t, subtree)
 	if ids, ok := x.trees[key]; ok {
 		x.ahead.Forget(subtree)
 		return ids, nil

@@ -69,7 +69,10 @@ func readFiles(t *testing.T, r *repo.Repository, tier blob.Tier, subtree []blob.
 			readFiles(t, r, tier, n.Subtree, p, files)
 		case snapshot.TypeFile:
 			var b bytes.Buffer
-			if _, err := r.LoadStream(ctx, tier, n.Content, &b); err != nil {
+			if err := r.LoadBlobs(ctx, tier, blob.Data, repo.BlobsOf(n.Content), func(_ blob.ID, plain []byte) error {
+				b.Write(plain)
+				return nil
+			}); err != nil {
 				return fmt.Errorf("%s: %w", p, err)
 			}
 			files[p] = b.Bytes()

@@ -156,6 +156,17 @@ func SaveDir(ctx context.Context, s BlobSaver, tier blob.Tier, nodes []Node) ([]
 	return ids, nil
 }
 
+// dirKey is the key of a directory, its tier and tree blob ids, in the
+// memos of the directories a walk has done (check, export).
+func dirKey(t blob.Tier, subtree []blob.ID) string {
+	key := make([]byte, 1, 1+len(subtree)*blob.IDSize)
+	key[0] = byte(t)
+	for _, id := range subtree {
+		key = append(key, id[:]...)
+	}
+	return string(key)
+}
+
 // LoadDir calls fn with every entry of a directory, in name order, loading
 // its tree blobs one at a time. Names must keep increasing across blobs.
 func LoadDir(ctx context.Context, l BlobLoader, tier blob.Tier, subtree []blob.ID, fn func(*Node) error) error {

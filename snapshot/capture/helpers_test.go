@@ -135,7 +135,10 @@ func capTestFlatten(t testing.TB, r *repo.Repository, subtree []blob.ID) map[str
 func capTestContent(t testing.TB, r *repo.Repository, n *snapshot.Node) []byte {
 	t.Helper()
 	var b bytes.Buffer
-	if _, err := r.LoadStream(context.Background(), blob.Workspace, n.Content, &b); err != nil {
+	if err := r.LoadBlobs(context.Background(), blob.Workspace, blob.Data, repo.BlobsOf(n.Content), func(_ blob.ID, plain []byte) error {
+		b.Write(plain)
+		return nil
+	}); err != nil {
 		t.Fatalf("loading %q: %v", n.Name, err)
 	}
 	return b.Bytes()

@@ -443,10 +443,10 @@ func (l *rsTreeLog) LoadBlob(ctx context.Context, t blob.Tier, typ blob.Type, id
 	return l.Repository.LoadBlob(ctx, t, typ, id, buf)
 }
 
-func (l *rsTreeLog) StreamPack(ctx context.Context, t blob.Tier, id blob.ID, es []repo.PackEntry, o repo.StreamOptions, fn func(i int, sealed, plain []byte) error) error {
-	return l.Repository.StreamPack(ctx, t, id, es, o, func(i int, sealed, plain []byte) error {
-		l.record(es[i].ID)
-		return fn(i, sealed, plain)
+func (l *rsTreeLog) ReadPlaces(ctx context.Context, t blob.Tier, locs []repo.Location, o repo.StreamOptions, parallel int, fn func(i int, plain []byte)) {
+	l.Repository.ReadPlaces(ctx, t, locs, o, parallel, func(i int, plain []byte) {
+		l.record(locs[i].ID)
+		fn(i, plain)
 	})
 }
 
